@@ -1,0 +1,7 @@
+"""Fixture modules shared by the whole suite, one module per real part."""
+
+pytest_plugins = [
+    "tests.fixtures.nats",
+    "tests.fixtures.kubesim",
+    "tests.fixtures.cluster",
+]

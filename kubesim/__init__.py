@@ -1,0 +1,1 @@
+"""kubesim: a Kubernetes API server simulator spoken to over real HTTP."""

@@ -1,0 +1,1 @@
+"""The four independently deployable services."""

@@ -1,0 +1,3 @@
+from spreadbus.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""The ``spreadbus`` command: one sub-command per service or tool, each in its own module.
+
+Sub-command modules are imported only when chosen, so ``spreadbus validate`` never pays for
+importing the NATS or Kubernetes clients. Each module exposes ``add_arguments(parser)`` and
+``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+# name -> (module, one-line help)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "up": ("spreadbus.cli.up", "run the whole stack locally on the embedded defaults"),
+    "watcher": ("services.watcher.cli", "stream Kubernetes changes into JetStream"),
+    "planner": ("services.planner.cli", "replay observations and decide plans"),
+    "actuator": ("services.actuator.cli", "apply plans to the Kubernetes API"),
+    "webhook": ("services.webhook.cli", "admission webhook for pods and spreadbus resources"),
+    "kubesim": ("kubesim.cli", "run the Kubernetes API simulator"),
+    "validate": ("spreadbus.cli.validate", "validate a WorkloadSpread offline"),
+    "admit": ("spreadbus.cli.admit", "show the webhook's answer for a pod offline"),
+    "plan": ("spreadbus.cli.plan", "show what the planner would write, offline"),
+    "events": ("spreadbus.cli.events", "event contract tools (JSON Schema)"),
+    "demo": ("spreadbus.cli.demo", "run the elastic WorkloadSpread example on the local stack"),
+}
+
+
+def build_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, str | None]:
+    parser = argparse.ArgumentParser(prog="spreadbus", description=__doc__.splitlines()[0])
+    subs = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub = subs.add_parser(name, help=help_text, description=help_text)
+        if name == chosen:
+            importlib.import_module(module_name).add_arguments(sub)
+    return parser, chosen if chosen in COMMANDS else None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser, chosen = build_parser(args_list)
+    args = parser.parse_args(args_list)
+    if chosen is None:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(COMMANDS[chosen][0])
+    code: int = module.run(args)
+    return code
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

