@@ -7,7 +7,9 @@ from nats.aio.client import Client
 from spreadbus.runtime.nats_server import NatsServer
 
 
-async def test_fixture_server_serves_jetstream(nats_server: NatsServer, nats_client: Client) -> None:
+async def test_fixture_server_serves_jetstream(
+    nats_server: NatsServer, nats_client: Client
+) -> None:
     assert nats_server.port > 0
     js = nats_client.jetstream()
     await js.add_stream(name="T", subjects=["t.>"])

@@ -8,7 +8,6 @@ real one is read from its log line, so parallel test runs never collide on a fix
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import shutil
 import subprocess
@@ -66,7 +65,7 @@ class NatsServer:
             str(self.port),
             *self.extra_args,
         ]
-        self.process = subprocess.Popen(  # noqa: S603 - fixed binary, no shell
+        self.process = subprocess.Popen(
             args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
         )
         ready = threading.Event()
@@ -81,7 +80,8 @@ class NatsServer:
         return self
 
     def _read_log(self, ready: threading.Event) -> None:
-        assert self.process is not None and self.process.stderr is not None
+        assert self.process is not None
+        assert self.process.stderr is not None
         for line in self.process.stderr:
             if len(self.log) < 1 << 20:
                 self.log += line
