@@ -1,0 +1,191 @@
+"""The installation renders with kubectl's own kustomize and keeps its safety properties."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = Path(sys.executable).parent / "kubectl"
+SERVICES = ("watcher", "planner", "actuator", "webhook")
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [str(KUBECTL), "kustomize", str(ROOT / "deploy")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def find(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    return [
+        d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)
+    ]
+
+
+def test_every_service_has_a_deployment_with_its_own_service_account(
+    rendered: list[dict[str, Any]],
+) -> None:
+    accounts = {d["metadata"]["name"] for d in find(rendered, "ServiceAccount")}
+    for name in SERVICES:
+        (deployment,) = find(rendered, "Deployment", f"spreadbus-{name}")
+        pod = deployment["spec"]["template"]["spec"]
+        assert pod["serviceAccountName"] == f"spreadbus-{name}"
+        assert pod["serviceAccountName"] in accounts
+        assert pod["containers"][0]["args"][0] == name
+        container = pod["containers"][0]
+        probes = {container[p]["httpGet"]["path"] for p in ("readinessProbe", "livenessProbe")}
+        assert probes == {"/readyz", "/healthz"}
+
+
+def rules_of(docs: list[dict[str, Any]], account: str) -> list[dict[str, Any]]:
+    roles: list[dict[str, Any]] = []
+    for binding in find(docs, "ClusterRoleBinding") + find(docs, "RoleBinding"):
+        if any(s["name"] == account for s in binding["subjects"]):
+            roles += find(docs, binding["roleRef"]["kind"], binding["roleRef"]["name"])
+    return [rule for role in roles for rule in role["rules"]]
+
+
+WRITE_VERBS = {"create", "update", "patch", "delete", "deletecollection", "*"}
+
+
+def test_planner_and_webhook_have_no_kubernetes_access(rendered: list[dict[str, Any]]) -> None:
+    for name in ("planner", "webhook"):
+        assert rules_of(rendered, f"spreadbus-{name}") == []
+        pod = find(rendered, "Deployment", f"spreadbus-{name}")[0]["spec"]["template"]["spec"]
+        assert pod["automountServiceAccountToken"] is False
+
+
+def test_watcher_only_reads(rendered: list[dict[str, Any]]) -> None:
+    rules = rules_of(rendered, "spreadbus-watcher")
+    assert rules, "the watcher needs list/watch"
+    assert all(set(rule["verbs"]) <= {"get", "list", "watch"} for rule in rules)
+    resources = {r for rule in rules for r in rule["resources"]}
+    assert {"pods", "nodes", "deployments", "workloadspreads"} <= resources
+
+
+def test_actuator_writes_only_what_plans_change(rendered: list[dict[str, Any]]) -> None:
+    writes = {
+        (group, resource)
+        for rule in rules_of(rendered, "spreadbus-actuator")
+        if set(rule["verbs"]) & WRITE_VERBS
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+    }
+    assert writes == {
+        ("", "pods"),
+        ("", "pods/eviction"),
+        ("apps", "deployments"),
+        ("apps.kruise.io", "workloadspreads/status"),
+        ("apps.kruise.io", "uniteddeployments/status"),
+        ("apps.karmada.io", "workloadrebalancers/status"),
+    }
+    every_verb = {v for rule in rules_of(rendered, "spreadbus-actuator") for v in rule["verbs"]}
+    assert not every_verb & {"delete", "deletecollection", "*", "list", "watch"}
+
+
+def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (config,) = find(rendered, "MutatingWebhookConfiguration")
+    (hook,) = config["webhooks"]
+    assert hook["failurePolicy"] == "Ignore"
+    assert hook["timeoutSeconds"] <= 5
+    assert hook["sideEffects"] == "NoneOnDryRun"
+    assert hook["admissionReviewVersions"] == ["v1"]
+    assert hook["rules"] == [
+        {
+            "apiGroups": [""],
+            "apiVersions": ["v1"],
+            "operations": ["CREATE"],
+            "resources": ["pods"],
+            "scope": "Namespaced",
+        }
+    ]
+    (namespace,) = find(rendered, "Namespace", "spreadbus")
+    excluded = {
+        e["key"]: e for e in hook["namespaceSelector"]["matchExpressions"]
+    }["spreadbus.io/control-plane"]
+    assert excluded["operator"] == "DoesNotExist"
+    assert "spreadbus.io/control-plane" in namespace["metadata"]["labels"]
+
+
+def test_validation_covers_pod_deletion_eviction_and_workloadspreads(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (config,) = find(rendered, "ValidatingWebhookConfiguration")
+    covered = {
+        (group, resource, op)
+        for hook in config["webhooks"]
+        for rule in hook["rules"]
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for op in rule["operations"]
+    }
+    assert covered == {
+        ("", "pods", "DELETE"),
+        ("", "pods/eviction", "CREATE"),
+        ("apps.kruise.io", "workloadspreads", "CREATE"),
+        ("apps.kruise.io", "workloadspreads", "UPDATE"),
+    }
+    paths = {hook["clientConfig"]["service"]["path"] for hook in config["webhooks"]}
+    assert paths == {"/validate-pod", "/validate-workloadspread"}
+
+
+def test_nats_runs_as_a_three_node_jetstream_cluster(rendered: list[dict[str, Any]]) -> None:
+    (sts,) = find(rendered, "StatefulSet", "spreadbus-nats")
+    assert sts["spec"]["replicas"] == 3
+    headless = find(rendered, "Service", sts["spec"]["serviceName"])[0]
+    assert headless["spec"]["clusterIP"] == "None"
+    conf = find(rendered, "ConfigMap", "spreadbus-nats")[0]["data"]["nats.conf"]
+    assert "jetstream" in conf
+    routes = [line for line in conf.splitlines() if line.strip().startswith("nats://")]
+    assert len(routes) == 3
+
+
+def test_workloadspread_crd_serves_both_versions_with_their_field_names(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (crd,) = find(rendered, "CustomResourceDefinition", "workloadspreads.apps.kruise.io")
+    assert crd["spec"]["names"]["shortNames"] == ["ws"]
+    versions = {v["name"]: v for v in crd["spec"]["versions"]}
+    assert {n: (v["served"], v["storage"]) for n, v in versions.items()} == {
+        "v1alpha1": (True, False),
+        "v1beta1": (True, True),
+    }
+    for name, required, preferred in (
+        ("v1alpha1", "requiredNodeSelectorTerm", "preferredNodeSelectorTerms"),
+        ("v1beta1", "requiredNodeSelector", "preferredNodeSelector"),
+    ):
+        schema = versions[name]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        subset = schema["subsets"]["items"]["properties"]
+        assert {required, preferred} <= subset.keys()
+        assert subset["maxReplicas"]["x-kubernetes-int-or-string"] is True
+        assert subset["patch"]["x-kubernetes-preserve-unknown-fields"] is True
+        assert schema["scheduleStrategy"]["properties"]["type"]["enum"] == ["Adaptive", "Fixed", ""]
+        assert versions[name]["subresources"] == {"status": {}}
+
+
+def test_uniteddeployment_scales_and_workloadrebalancer_is_cluster_scoped(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (ud,) = find(rendered, "CustomResourceDefinition", "uniteddeployments.apps.kruise.io")
+    assert ud["spec"]["names"]["shortNames"] == ["ud"]
+    assert ud["spec"]["versions"][0]["subresources"]["scale"] == {
+        "specReplicasPath": ".spec.replicas",
+        "statusReplicasPath": ".status.replicas",
+        "labelSelectorPath": ".status.labelSelector",
+    }
+    (wr,) = find(rendered, "CustomResourceDefinition", "workloadrebalancers.apps.karmada.io")
+    assert wr["spec"]["scope"] == "Cluster"
+    assert wr["spec"]["versions"][0]["subresources"] == {"status": {}}
