@@ -1,0 +1,405 @@
+"""kube-scheduler's filters and scores as pure functions over node and pod dicts.
+
+The filter plugins run in upstream order (NodeUnschedulable, NodeName, TaintToleration,
+NodeAffinity, NodeResourcesFit, PodTopologySpread) and a node is rejected by the first plugin that
+fails, so the "0/12 nodes are available: ..." histogram counts reasons exactly as kube-scheduler
+does. Scores use the default plugin weights (TaintToleration 3, NodeAffinity 2,
+PodTopologySpread 2, NodeResourcesFit least-allocated 1), each normalised to 0..100.
+Upstream breaks ties between best nodes at random; we break them by node name so runs repeat.
+
+:class:`NodeInfo` is the scheduler cache's view of one node: its requested resources are kept up to
+date incrementally as pods are bound and removed, so scheduling one pod costs O(nodes), not
+O(pods), unless the pod carries topology spread constraints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubesim.behaviour.label_match import selector_matches
+from kubesim.behaviour.quantity import QuantityError, milli_value, value
+from spreadbus.core.node_affinity import (
+    pod_matches_node,
+    pod_node_affinity,
+    preferred_score,
+)
+from spreadbus.core.tolerations import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    tolerates,
+    untolerated_count,
+    untolerated_taint,
+)
+
+JsonObject = dict[str, Any]
+Resources = dict[str, int]
+
+# Requests assumed for scoring when a container asks for nothing (upstream DefaultMilliCPURequest
+# and DefaultMemoryRequest), so that empty pods still spread.
+DEFAULT_MILLI_CPU = 100
+DEFAULT_MEMORY = 200 * 1024 * 1024
+MAX_SCORE = 100
+
+REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+REASON_NODE_NAME = "node(s) didn't match the requested node name"
+REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
+REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
+REASON_SPREAD_LABEL = (
+    "node(s) didn't match pod topology spread constraints (missing required label)"
+)
+REASON_TOO_MANY_PODS = "Too many pods"
+
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": NO_SCHEDULE}
+
+
+def _amount(resource: str, quantity: Any) -> int:
+    try:
+        return milli_value(quantity) if resource == "cpu" else value(quantity)
+    except QuantityError:
+        return 0
+
+
+def pod_requests(pod_spec: Mapping[str, Any]) -> Resources:
+    """Effective requests: sum over containers, at least each init container, plus overhead.
+
+    A container with a limit and no request requests its limit, as API defaulting would set.
+    """
+
+    def container_requests(container: Mapping[str, Any]) -> Resources:
+        resources = container.get("resources") or {}
+        merged = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
+        return {name: _amount(name, q) for name, q in merged.items()}
+
+    total: Resources = defaultdict(int)
+    for container in pod_spec.get("containers") or ():
+        for name, amount in container_requests(container).items():
+            total[name] += amount
+    for container in pod_spec.get("initContainers") or ():
+        for name, amount in container_requests(container).items():
+            total[name] = max(total[name], amount)
+    for name, q in (pod_spec.get("overhead") or {}).items():
+        total[name] += _amount(name, q)
+    return dict(total)
+
+
+def nonzero_requests(requests: Mapping[str, int]) -> tuple[int, int]:
+    """(milli cpu, memory) used for scoring, with upstream defaults for zero requests."""
+    return (requests.get("cpu") or DEFAULT_MILLI_CPU, requests.get("memory") or DEFAULT_MEMORY)
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+@dataclass
+class NodeInfo:
+    """One node with the pods assigned to it and what they request."""
+
+    node: JsonObject
+    requested: Resources = field(default_factory=lambda: defaultdict(int))
+    nonzero_cpu: int = 0
+    nonzero_memory: int = 0
+    pods: dict[str, JsonObject] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return str(self.node["metadata"]["name"])
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        labels: Mapping[str, str] = self.node["metadata"].get("labels") or {}
+        return labels
+
+    @property
+    def taints(self) -> list[JsonObject]:
+        taints: list[JsonObject] = (self.node.get("spec") or {}).get("taints") or []
+        return taints
+
+    def allocatable(self) -> Resources:
+        status = self.node.get("status") or {}
+        alloc = status.get("allocatable") or status.get("capacity") or {}
+        return {name: _amount(name, q) for name, q in alloc.items()}
+
+    def add_pod(self, pod: JsonObject) -> None:
+        key = _key(pod)
+        if key in self.pods:
+            self.remove_pod(key)
+        self.pods[key] = pod
+        requests = pod_requests(pod.get("spec") or {})
+        for name, amount in requests.items():
+            self.requested[name] += amount
+        cpu, memory = nonzero_requests(requests)
+        self.nonzero_cpu += cpu
+        self.nonzero_memory += memory
+
+    def remove_pod(self, key: str) -> None:
+        pod = self.pods.pop(key, None)
+        if pod is None:
+            return
+        requests = pod_requests(pod.get("spec") or {})
+        for name, amount in requests.items():
+            self.requested[name] -= amount
+        cpu, memory = nonzero_requests(requests)
+        self.nonzero_cpu -= cpu
+        self.nonzero_memory -= memory
+
+
+@dataclass(frozen=True)
+class Rejection:
+    """Why one node was filtered out; ``resolvable`` says whether preemption could help."""
+
+    reasons: tuple[str, ...]
+    resolvable: bool
+
+
+def _spread_constraints(pod: Mapping[str, Any], mode: str) -> list[Mapping[str, Any]]:
+    constraints = (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
+    return [c for c in constraints if c.get("whenUnsatisfiable", "DoNotSchedule") == mode]
+
+
+def _constraint_selector(pod: Mapping[str, Any], constraint: Mapping[str, Any]) -> JsonObject:
+    """The constraint's selector with ``matchLabelKeys`` folded in from the pod's labels."""
+    selector: JsonObject = dict(constraint.get("labelSelector") or {})
+    labels = (pod.get("metadata") or {}).get("labels") or {}
+    keys = [k for k in constraint.get("matchLabelKeys") or () if k in labels]
+    if keys:
+        selector["matchExpressions"] = [
+            *(selector.get("matchExpressions") or ()),
+            *({"key": k, "operator": "In", "values": [labels[k]]} for k in keys),
+        ]
+    return selector
+
+
+def _counts_match(
+    pod: Mapping[str, Any], candidate: Mapping[str, Any], selector: Mapping[str, Any]
+) -> bool:
+    meta = candidate.get("metadata") or {}
+    return (
+        meta.get("namespace") == (pod.get("metadata") or {}).get("namespace")
+        and not meta.get("deletionTimestamp")
+        and selector_matches(selector, meta.get("labels"))
+    )
+
+
+@dataclass
+class SpreadState:
+    """Per-constraint matching pod counts by topology domain, computed once per pod."""
+
+    counts: list[dict[str, int]]
+    constraints: list[Mapping[str, Any]]
+    self_match: list[int]
+    minimums: list[int]
+
+
+def spread_state(
+    pod: Mapping[str, Any], nodes: Iterable[NodeInfo], mode: str
+) -> SpreadState | None:
+    constraints = _spread_constraints(pod, mode)
+    if not constraints:
+        return None
+    spec = pod.get("spec") or {}
+    eligible = [n for n in nodes if pod_matches_node(spec, n.node)]
+    counts: list[dict[str, int]] = []
+    self_match: list[int] = []
+    minimums: list[int] = []
+    pod_labels = (pod.get("metadata") or {}).get("labels") or {}
+    for constraint in constraints:
+        key = constraint.get("topologyKey") or ""
+        selector = _constraint_selector(pod, constraint)
+        by_domain: dict[str, int] = {}
+        for info in eligible:
+            domain = info.labels.get(key)
+            if domain is None:
+                continue
+            matched = sum(1 for p in info.pods.values() if _counts_match(pod, p, selector))
+            by_domain[domain] = by_domain.get(domain, 0) + matched
+        counts.append(by_domain)
+        self_match.append(1 if selector_matches(selector, pod_labels) else 0)
+        minimum = min(by_domain.values()) if by_domain else 0
+        min_domains = int(constraint.get("minDomains") or 1)
+        if len(by_domain) < min_domains:
+            minimum = 0
+        minimums.append(minimum)
+    return SpreadState(counts, constraints, self_match, minimums)
+
+
+def filter_node(
+    pod: Mapping[str, Any], info: NodeInfo, spread: SpreadState | None = None
+) -> Rejection | None:
+    """None when ``pod`` fits ``info``; otherwise the first failing plugin's reasons."""
+    spec = pod.get("spec") or {}
+    tolerations = spec.get("tolerations") or ()
+    node_spec = info.node.get("spec") or {}
+    if node_spec.get("unschedulable") and not tolerates(tolerations, UNSCHEDULABLE_TAINT):
+        return Rejection((REASON_UNSCHEDULABLE,), resolvable=False)
+    wanted = spec.get("nodeName")
+    if wanted and wanted != info.name:
+        return Rejection((REASON_NODE_NAME,), resolvable=False)
+    taint = untolerated_taint(info.taints, tolerations, (NO_SCHEDULE, NO_EXECUTE))
+    if taint is not None:
+        reason = f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
+        return Rejection((reason,), resolvable=False)
+    if not pod_matches_node(spec, info.node):
+        return Rejection((REASON_AFFINITY,), resolvable=False)
+    reasons = insufficient_resources(pod_requests(spec), info)
+    if reasons:
+        return Rejection(tuple(reasons), resolvable=True)
+    if spread is not None:
+        for i, constraint in enumerate(spread.constraints):
+            domain = info.labels.get(constraint.get("topologyKey") or "")
+            if domain is None:
+                return Rejection((REASON_SPREAD_LABEL,), resolvable=False)
+            matched = spread.counts[i].get(domain, 0) + spread.self_match[i]
+            if matched - spread.minimums[i] > int(constraint.get("maxSkew") or 1):
+                return Rejection((REASON_SPREAD,), resolvable=True)
+    return None
+
+
+def insufficient_resources(requests: Mapping[str, int], info: NodeInfo) -> list[str]:
+    allocatable = info.allocatable()
+    reasons: list[str] = []
+    if len(info.pods) + 1 > allocatable.get("pods", 110):
+        reasons.append(REASON_TOO_MANY_PODS)
+    for name, amount in requests.items():
+        if amount <= 0:
+            continue
+        if info.requested.get(name, 0) + amount > allocatable.get(name, 0):
+            reasons.append(f"Insufficient {name}")
+    return reasons
+
+
+def fit_error_message(total_nodes: int, rejections: Iterable[Rejection]) -> str:
+    """The upstream FitError text, reasons counted per node and sorted as kube-scheduler does."""
+    histogram: dict[str, int] = defaultdict(int)
+    resolvable = unresolvable = 0
+    for rejection in rejections:
+        for reason in rejection.reasons:
+            histogram[reason] += 1
+        if rejection.resolvable:
+            resolvable += 1
+        else:
+            unresolvable += 1
+    reasons = sorted(f"{count} {reason}" for reason, count in histogram.items())
+    message = f"0/{total_nodes} nodes are available: {', '.join(reasons)}."
+    preemption = sorted(
+        [f"{resolvable} No preemption victims found for incoming pod"] * bool(resolvable)
+        + [f"{unresolvable} Preemption is not helpful for scheduling"] * bool(unresolvable)
+    )
+    if preemption:
+        message += f" preemption: 0/{total_nodes} nodes are available: {', '.join(preemption)}."
+    return message
+
+
+def _normalize(scores: dict[str, int], *, reverse: bool) -> dict[str, int]:
+    """Upstream DefaultNormalizeScore: scale to 0..100, optionally flipped."""
+    top = max(scores.values(), default=0)
+    if top == 0:
+        return {n: (MAX_SCORE if reverse else 0) for n in scores}
+    return {
+        n: (MAX_SCORE - s * MAX_SCORE // top) if reverse else s * MAX_SCORE // top
+        for n, s in scores.items()
+    }
+
+
+def least_allocated(pod_spec: Mapping[str, Any], info: NodeInfo) -> int:
+    cpu, memory = nonzero_requests(pod_requests(pod_spec))
+    allocatable = info.allocatable()
+    total = 0
+    for alloc, used in (
+        (allocatable.get("cpu", 0), info.nonzero_cpu + cpu),
+        (allocatable.get("memory", 0), info.nonzero_memory + memory),
+    ):
+        if alloc > 0 and used <= alloc:
+            total += (alloc - used) * MAX_SCORE // alloc
+    return total // 2
+
+
+def _spread_scores(
+    pod: Mapping[str, Any], feasible: list[NodeInfo], spread: SpreadState
+) -> dict[str, int]:
+    raw: dict[str, float] = {}
+    for info in feasible:
+        score = 0.0
+        for i, constraint in enumerate(spread.constraints):
+            domain = info.labels.get(constraint.get("topologyKey") or "")
+            if domain is None:
+                continue
+            weight = math.log(len(spread.counts[i]) + 2)
+            score += (spread.counts[i].get(domain, 0) + int(constraint.get("maxSkew") or 1) - 1) * (
+                weight
+            )
+        raw[info.name] = round(score)
+    top, low = max(raw.values(), default=0), min(raw.values(), default=0)
+    if top == 0:
+        return {n: MAX_SCORE for n in raw}
+    return {n: int(MAX_SCORE * (top + low - s) / top) for n, s in raw.items()}
+
+
+def score_nodes(pod: Mapping[str, Any], feasible: list[NodeInfo]) -> dict[str, int]:
+    """Weighted sum of the default score plugins for each feasible node."""
+    spec = pod.get("spec") or {}
+    tolerations = spec.get("tolerations") or ()
+    taint = _normalize(
+        {n.name: untolerated_count(n.taints, tolerations) for n in feasible}, reverse=True
+    )
+    preferred = pod_node_affinity(spec).get("preferredDuringSchedulingIgnoredDuringExecution")
+    affinity = _normalize(
+        {n.name: preferred_score(n.node, preferred) for n in feasible}, reverse=False
+    )
+    soft = spread_state(pod, feasible, "ScheduleAnyway")
+    spread = _spread_scores(pod, feasible, soft) if soft else {}
+    return {
+        n.name: 3 * taint[n.name]
+        + 2 * affinity[n.name]
+        + 2 * spread.get(n.name, 0)
+        + least_allocated(spec, n)
+        for n in feasible
+    }
+
+
+@dataclass(frozen=True)
+class Decision:
+    """Where a pod goes, or why it cannot go anywhere."""
+
+    node: str | None
+    message: str = ""
+
+
+def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
+    """Filter every node, score the survivors, pick the best (ties by node name)."""
+    infos = sorted(nodes, key=lambda n: n.name)
+    if not infos:
+        return Decision(None, "no nodes available to schedule pods")
+    hard = spread_state(pod, infos, "DoNotSchedule")
+    feasible: list[NodeInfo] = []
+    rejections: list[Rejection] = []
+    for info in infos:
+        rejection = filter_node(pod, info, hard)
+        if rejection is None:
+            feasible.append(info)
+        else:
+            rejections.append(rejection)
+    if not feasible:
+        return Decision(None, fit_error_message(len(infos), rejections))
+    if len(feasible) == 1:
+        return Decision(feasible[0].name)
+    scores = score_nodes(pod, feasible)
+    best = min(feasible, key=lambda n: (-scores[n.name], n.name))
+    return Decision(best.name)
+
+
+__all__ = [
+    "Decision",
+    "NodeInfo",
+    "Rejection",
+    "filter_node",
+    "fit_error_message",
+    "pod_requests",
+    "schedule",
+    "score_nodes",
+]

@@ -1,0 +1,1 @@
+"""Shipped cluster topologies (YAML): ``three-zones`` (the default), ``elastic``, ``bench-100``."""
