@@ -1,0 +1,113 @@
+"""Field errors shaped like Kubernetes' ``field.Error``, shared by every validation.
+
+A validation returns a list of these and never raises. ``message`` is the detail Kubernetes puts
+after the value (``field.Invalid(path, value, detail)``), so it can be compared verbatim with the
+upstream text; :func:`describe` renders the whole ``"<path>: Invalid value: ...: <detail>"`` line
+when a human-readable form is wanted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import msgspec
+
+ErrorType = Literal[
+    "Required",
+    "Invalid",
+    "Duplicate",
+    "Forbidden",
+    "NotSupported",
+    "TooLong",
+    "TooMany",
+    "Internal",
+    "NotFound",
+]
+
+# How Kubernetes names each type in an error string (field.ErrorType.String()).
+_TYPE_TEXT: dict[str, str] = {
+    "Required": "Required value",
+    "Invalid": "Invalid value",
+    "Duplicate": "Duplicate value",
+    "Forbidden": "Forbidden",
+    "NotSupported": "Unsupported value",
+    "TooLong": "Too long",
+    "TooMany": "Too many",
+    "Internal": "Internal error",
+    "NotFound": "Not found",
+}
+
+
+class FieldError(msgspec.Struct, frozen=True):
+    """One problem with one field; ``field`` is a path like ``spec.subsets[1].maxReplicas``."""
+
+    field: str
+    type: ErrorType
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"field": self.field, "type": self.type, "message": self.message}
+
+
+class Path(msgspec.Struct, frozen=True):
+    """A field path built the way ``field.NewPath(...).Child(...).Index(i)`` builds it."""
+
+    text: str = ""
+
+    def child(self, *names: str) -> Path:
+        text = self.text
+        for name in names:
+            text = f"{text}.{name}" if text else name
+        return Path(text)
+
+    def index(self, i: int | str) -> Path:
+        return Path(f"{self.text}[{i}]")
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def required(path: Path, message: str = "") -> FieldError:
+    return FieldError(str(path), "Required", message)
+
+
+def invalid(path: Path, message: str) -> FieldError:
+    return FieldError(str(path), "Invalid", message)
+
+
+def forbidden(path: Path, message: str) -> FieldError:
+    return FieldError(str(path), "Forbidden", message)
+
+
+def duplicate(path: Path, message: str = "") -> FieldError:
+    return FieldError(str(path), "Duplicate", message)
+
+
+def internal(path: Path, message: str) -> FieldError:
+    return FieldError(str(path), "Internal", message)
+
+
+def not_supported(path: Path, valid_values: Iterable[str]) -> FieldError:
+    """Kubernetes' NotSupported: the detail lists the valid values, each quoted."""
+    quoted = ", ".join(json.dumps(v) for v in valid_values)
+    return FieldError(str(path), "NotSupported", f"supported values: {quoted}")
+
+
+def _go_value(value: Any) -> str:
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, default=str, sort_keys=True)
+
+
+def describe(error: FieldError, value: Any = None) -> str:
+    """The one-line form Kubernetes prints, e.g. ``spec.x: Invalid value: 3: must be ...``."""
+    head = f"{error.field}: {_TYPE_TEXT.get(error.type, error.type)}"
+    if error.type in ("Invalid", "NotSupported", "Duplicate") and value is not None:
+        head = f"{head}: {_go_value(value)}"
+    return f"{head}: {error.message}" if error.message else head

@@ -1,0 +1,363 @@
+"""The WorkloadSpread as one internal model, whichever API version the user wrote.
+
+``apps.kruise.io/v1alpha1`` names a subset's node constraints ``requiredNodeSelectorTerm`` and
+``preferredNodeSelectorTerms``; ``v1beta1`` names them ``requiredNodeSelector`` and
+``preferredNodeSelector``. Both spellings are accepted from either version and land in the same
+fields here (the v1beta1 spelling wins if both are present), so nothing downstream ever branches on
+the version. The decoder is tolerant: a value of the wrong JSON type reads as absent, because
+:mod:`.validation` is where wrong types are reported; the rules never see garbage they must guard.
+
+Node selector terms, tolerations and patches stay as decoded JSON: they are copied into pods
+verbatim, and the node-affinity and toleration modules speak JSON too.
+
+Timestamps inside status are second-precision RFC 3339, as ``metav1.Time`` serialises them;
+:func:`truncate` is applied wherever a time is recorded so that expiry arithmetic matches what a
+round trip through the API server would give.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+
+JSON = dict[str, Any]
+
+GROUP = "apps.kruise.io"
+KIND = "WorkloadSpread"
+MATCHED_ANNOTATION = "apps.kruise.io/matched-workloadspread"
+DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
+IGNORE_PATCH_EXISTING_ANNOTATION = "workloadspread.kruise.io/ignore-patch-existing-pods-metadata"
+FAKE_SUBSET = "kruise.io/workloadspread-fake-subset-name"
+VERSION_IGNORED = "versionIgnored"
+FIXED = "Fixed"
+ADAPTIVE = "Adaptive"
+SCHEDULABLE = "Schedulable"
+
+
+def parse_time(value: object) -> datetime | None:
+    """An RFC 3339 timestamp as an aware UTC datetime; anything unparseable is None."""
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if not isinstance(value, str) or not value:
+        return None
+    text = value.strip()
+    if text.endswith(("Z", "z")):
+        text = text[:-1] + "+00:00"
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def format_time(value: datetime) -> str:
+    return truncate(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def truncate(value: datetime) -> datetime:
+    """Second precision in UTC, what a ``metav1.Time`` keeps."""
+    return value.astimezone(UTC).replace(microsecond=0)
+
+
+def api_group(api_version: str) -> str:
+    """The group of ``group/version`` (``v1`` is the core group ``""``)."""
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def api_version_valid(api_version: str) -> bool:
+    """``schema.ParseGroupVersion`` accepts ``""``, ``v`` and ``g/v``, nothing with two slashes."""
+    return api_version.count("/") <= 1
+
+
+class TargetRef(msgspec.Struct, frozen=True):
+    api_version: str
+    kind: str
+    name: str
+
+    @property
+    def group(self) -> str:
+        return api_group(self.api_version)
+
+    def same_target(self, other: TargetRef) -> bool:
+        """Group, kind and name decide; the version never does."""
+        return (self.group, self.kind, self.name) == (other.group, other.kind, other.name)
+
+
+class Subset(msgspec.Struct, frozen=True):
+    name: str
+    required_node_selector: JSON | None = None
+    preferred_node_selector: tuple[JSON, ...] = ()
+    tolerations: tuple[JSON, ...] = ()
+    max_replicas: int | str | None = None
+    min_replicas: int | str | None = None
+    patch: JSON | None = None
+
+
+class TargetFilter(msgspec.Struct, frozen=True):
+    selector: JSON | None = None
+    replicas_path_list: tuple[str, ...] = ()
+
+
+class ScheduleStrategy(msgspec.Struct, frozen=True):
+    type: str = ""
+    reschedule_critical_seconds: int | None = None
+    has_adaptive: bool = False
+
+    @property
+    def reschedule_enabled(self) -> bool:
+        """Rescheduling needs type Adaptive, an ``adaptive`` block and a positive threshold."""
+        return (
+            self.type == ADAPTIVE
+            and self.has_adaptive
+            and self.reschedule_critical_seconds is not None
+            and self.reschedule_critical_seconds > 0
+        )
+
+
+class Condition(msgspec.Struct, frozen=True):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_transition_time: datetime | None = None
+
+
+class SubsetStatus(msgspec.Struct, frozen=True):
+    name: str
+    replicas: int = 0
+    missing_replicas: int = 0
+    creating_pods: dict[str, datetime] = msgspec.field(default_factory=dict)
+    deleting_pods: dict[str, datetime] = msgspec.field(default_factory=dict)
+    conditions: tuple[Condition, ...] = ()
+
+    def condition(self, type_: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == type_), None)
+
+    @property
+    def unschedulable(self) -> bool:
+        cond = self.condition(SCHEDULABLE)
+        return cond is not None and cond.status == "False"
+
+
+class Status(msgspec.Struct, frozen=True):
+    observed_generation: int = 0
+    subset_statuses: tuple[SubsetStatus, ...] = ()
+    versioned_subset_statuses: dict[str, tuple[SubsetStatus, ...]] = msgspec.field(
+        default_factory=dict
+    )
+
+
+class WorkloadSpread(msgspec.Struct, frozen=True):
+    namespace: str
+    name: str
+    api_version: str = f"{GROUP}/v1alpha1"
+    uid: str = ""
+    generation: int = 0
+    annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    deleting: bool = False
+    target_ref: TargetRef | None = None
+    target_filter: TargetFilter | None = None
+    subsets: tuple[Subset, ...] = ()
+    schedule_strategy: ScheduleStrategy = ScheduleStrategy()
+    status: Status = Status()
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+    def subset(self, name: str) -> Subset | None:
+        return next((s for s in self.subsets if s.name == name), None)
+
+
+def _map(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _intorstr(value: object) -> int | str | None:
+    if isinstance(value, str):
+        return value
+    return _int(value)
+
+
+def _dicts(value: object) -> tuple[JSON, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(dict(v) for v in value if isinstance(v, Mapping))
+
+
+def _subset(raw: Mapping[str, Any]) -> Subset:
+    required = raw.get("requiredNodeSelector", raw.get("requiredNodeSelectorTerm"))
+    preferred = raw.get("preferredNodeSelector", raw.get("preferredNodeSelectorTerms"))
+    patch = raw.get("patch")
+    return Subset(
+        name=_str(raw.get("name")),
+        required_node_selector=dict(required) if isinstance(required, Mapping) else None,
+        preferred_node_selector=_dicts(preferred),
+        tolerations=_dicts(raw.get("tolerations")),
+        max_replicas=_intorstr(raw.get("maxReplicas")),
+        min_replicas=_intorstr(raw.get("minReplicas")),
+        patch=dict(patch) if isinstance(patch, Mapping) else None,
+    )
+
+
+def _conditions(value: object) -> tuple[Condition, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        Condition(
+            type=_str(c.get("type")),
+            status=_str(c.get("status")),
+            reason=_str(c.get("reason")),
+            message=_str(c.get("message")),
+            last_transition_time=parse_time(c.get("lastTransitionTime")),
+        )
+        for c in value
+        if isinstance(c, Mapping)
+    )
+
+
+def _times(value: object) -> dict[str, datetime]:
+    out: dict[str, datetime] = {}
+    for key, raw in _map(value).items():
+        parsed = parse_time(raw)
+        if isinstance(key, str) and parsed is not None:
+            out[key] = parsed
+    return out
+
+
+def _subset_statuses(value: object) -> tuple[SubsetStatus, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        SubsetStatus(
+            name=_str(s.get("name")),
+            replicas=_int(s.get("replicas")) or 0,
+            missing_replicas=_int(s.get("missingReplicas")) or 0,
+            creating_pods=_times(s.get("creatingPods")),
+            deleting_pods=_times(s.get("deletingPods")),
+            conditions=_conditions(s.get("conditions")),
+        )
+        for s in value
+        if isinstance(s, Mapping)
+    )
+
+
+def status_from_json(raw: object) -> Status:
+    status = _map(raw)
+    return Status(
+        observed_generation=_int(status.get("observedGeneration")) or 0,
+        subset_statuses=_subset_statuses(status.get("subsetStatuses")),
+        versioned_subset_statuses={
+            k: _subset_statuses(v)
+            for k, v in _map(status.get("versionedSubsetStatuses")).items()
+            if isinstance(k, str)
+        },
+    )
+
+
+def from_object(obj: Mapping[str, Any]) -> WorkloadSpread:
+    """Decode a WorkloadSpread of either API version; wrong types read as absent."""
+    meta = _map(obj.get("metadata"))
+    spec = _map(obj.get("spec"))
+    ref_raw = spec.get("targetRef")
+    target_ref = (
+        TargetRef(
+            api_version=_str(ref_raw.get("apiVersion")),
+            kind=_str(ref_raw.get("kind")),
+            name=_str(ref_raw.get("name")),
+        )
+        if isinstance(ref_raw, Mapping)
+        else None
+    )
+    filter_raw = spec.get("targetFilter")
+    target_filter = None
+    if isinstance(filter_raw, Mapping):
+        selector = filter_raw.get("selector")
+        paths = filter_raw.get("replicasPathList")
+        target_filter = TargetFilter(
+            selector=dict(selector) if isinstance(selector, Mapping) else None,
+            replicas_path_list=tuple(p for p in paths if isinstance(p, str))
+            if isinstance(paths, list)
+            else (),
+        )
+    strategy_raw = _map(spec.get("scheduleStrategy"))
+    adaptive = strategy_raw.get("adaptive")
+    strategy = ScheduleStrategy(
+        type=_str(strategy_raw.get("type")),
+        reschedule_critical_seconds=_int(_map(adaptive).get("rescheduleCriticalSeconds")),
+        has_adaptive=isinstance(adaptive, Mapping),
+    )
+    subsets_raw = spec.get("subsets")
+    annotations = {k: v for k, v in _map(meta.get("annotations")).items() if isinstance(v, str)}
+    return WorkloadSpread(
+        namespace=_str(meta.get("namespace")) or "default",
+        name=_str(meta.get("name")),
+        api_version=_str(obj.get("apiVersion")) or f"{GROUP}/v1alpha1",
+        uid=_str(meta.get("uid")),
+        generation=_int(meta.get("generation")) or 0,
+        annotations=annotations,
+        deleting=bool(meta.get("deletionTimestamp")),
+        target_ref=target_ref,
+        target_filter=target_filter,
+        subsets=tuple(_subset(s) for s in subsets_raw if isinstance(s, Mapping))
+        if isinstance(subsets_raw, list)
+        else (),
+        schedule_strategy=strategy,
+        status=status_from_json(obj.get("status")),
+    )
+
+
+def _condition_json(cond: Condition, *, beta: bool) -> JSON:
+    out: JSON = {"type": cond.type, "status": cond.status}
+    if cond.last_transition_time is not None:
+        out["lastTransitionTime"] = format_time(cond.last_transition_time)
+    # metav1.Condition (v1beta1) requires a reason; conversion fills "Unknown".
+    reason = cond.reason or ("Unknown" if beta else "")
+    if reason:
+        out["reason"] = reason
+    if cond.message or beta:
+        out["message"] = cond.message
+    return out
+
+
+def subset_status_json(status: SubsetStatus, *, beta: bool = False) -> JSON:
+    out: JSON = {
+        "name": status.name,
+        "replicas": status.replicas,
+        "missingReplicas": status.missing_replicas,
+    }
+    if status.creating_pods:
+        out["creatingPods"] = {k: format_time(v) for k, v in sorted(status.creating_pods.items())}
+    if status.deleting_pods:
+        out["deletingPods"] = {k: format_time(v) for k, v in sorted(status.deleting_pods.items())}
+    if status.conditions:
+        out["conditions"] = [_condition_json(c, beta=beta) for c in status.conditions]
+    return out
+
+
+def status_to_json(status: Status, *, api_version: str = f"{GROUP}/v1alpha1") -> JSON:
+    """The status subresource body in the shape Kruise writes for ``api_version``."""
+    beta = api_version.endswith("/v1beta1")
+    out: JSON = {
+        "observedGeneration": status.observed_generation,
+        "subsetStatuses": [subset_status_json(s, beta=beta) for s in status.subset_statuses],
+    }
+    if status.versioned_subset_statuses:
+        out["versionedSubsetStatuses"] = {
+            version: [subset_status_json(s, beta=beta) for s in statuses]
+            for version, statuses in sorted(status.versioned_subset_statuses.items())
+        }
+    return out
