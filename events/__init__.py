@@ -1,1 +1,1 @@
-"""The bus contract: message types, subjects and stream settings shared by every service and subscriber."""
+"""The bus contract: message types, subjects and stream settings for services and subscribers."""

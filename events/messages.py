@@ -1,0 +1,154 @@
+"""Every message on the bus: frozen msgspec structs in one tagged union, JSON on the wire.
+
+Each message carries ``type`` (the union tag) and ``v`` (its schema version). Evolution follows
+msgspec's rules so old and new services can share a stream:
+
+- a new field always has a default, a field never changes type, a removed field is only ever
+  ignored; unknown fields are ignored on decode, so a ``v+1`` message decodes as ``v``;
+- a breaking change bumps ``v`` and registers an upcaster in :mod:`events.codec` that rewrites the
+  old shape into the new one at decode time.
+
+Time is data: the watcher stamps observations, the planner plans, the actuator outcomes (``ts`` in
+Unix seconds). Consumers copy ``ts`` and never read their own clock for state.
+
+Observation objects are kept exactly as the API served them (minus ``metadata.managedFields``) so
+subscribers in any language see the Kubernetes JSON they already know.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+SCHEMA_VERSION: Final = 1
+
+WatchEventType = Literal["ADDED", "MODIFIED", "DELETED"]
+Verb = Literal["patch", "patch_status", "evict"]
+PatchType = Literal["merge", "strategic", "json"]
+Result = Literal["applied", "failed", "skipped"]
+
+
+class _Message(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """Base of every bus message: the tag field is ``type``, the version field is ``v``."""
+
+    v: int = SCHEMA_VERSION
+
+
+class ResourceRef(msgspec.Struct, frozen=True, kw_only=True):
+    """One API resource: ``group`` is ``""`` for the core group (pods, nodes)."""
+
+    group: str
+    version: str
+    resource: str
+
+
+class ObjectRef(msgspec.Struct, frozen=True, kw_only=True):
+    """One object of a resource; ``namespace`` is ``""`` for cluster-scoped objects."""
+
+    group: str
+    version: str
+    resource: str
+    namespace: str = ""
+    name: str
+    uid: str = ""
+
+
+class Observation(_Message, frozen=True, kw_only=True, tag="observation"):
+    """One Kubernetes watch event (or a difference found by a relist)."""
+
+    cluster: str
+    group: str
+    version: str
+    resource: str
+    event: WatchEventType
+    object: dict[str, Any]
+    relist: bool = False
+    """True when a relist found this difference rather than the watch delivering it."""
+    ts: float = 0.0
+
+
+class SyncMarker(_Message, frozen=True, kw_only=True, tag="sync"):
+    """A (re)list of one resource started (``complete=False``) or finished (``complete=True``).
+
+    Consumers decide on a resource only while its latest marker is complete: the projection then
+    holds everything the list returned plus every watch event after it.
+    """
+
+    cluster: str
+    group: str
+    version: str
+    resource: str
+    complete: bool
+    resource_version: str = ""
+    count: int = 0
+    ts: float = 0.0
+
+
+class Precondition(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What must still hold when the plan is applied; an unmet precondition fails the plan."""
+
+    uid: str = ""
+    resource_version: str = ""
+
+
+class Plan(_Message, frozen=True, kw_only=True, tag="plan"):
+    """A change the planner wants made. ``id`` is a hash of what and why, so equal plans collide."""
+
+    id: str
+    cluster: str
+    verb: Verb
+    target: ObjectRef
+    patch_type: PatchType = "merge"
+    patch: Any = None
+    """A JSON merge or strategic merge patch (an object) or a JSON patch (a list of operations)."""
+    precondition: Precondition = Precondition()
+    rule: str
+    reason: str = ""
+    causes: list[int] = []
+    """Stream sequences of the observations that made this plan necessary."""
+    ts: float = 0.0
+
+
+class ApiError(msgspec.Struct, frozen=True, kw_only=True):
+    """The Kubernetes API's answer when it refused a plan."""
+
+    status: int
+    reason: str = ""
+    message: str = ""
+
+
+class Outcome(_Message, frozen=True, kw_only=True, tag="outcome"):
+    """The single final result of one plan."""
+
+    plan_id: str
+    cluster: str
+    verb: Verb
+    target: ObjectRef
+    result: Result
+    error: ApiError | None = None
+    resource_version: str = ""
+    """The object's resourceVersion after the change (applied) or as found (skipped)."""
+    attempts: int = 1
+    ts: float = 0.0
+
+
+class Admission(_Message, frozen=True, kw_only=True, tag="admission"):
+    """A webhook reservation: a pod being created was steered into a subset."""
+
+    cluster: str
+    namespace: str
+    request_uid: str
+    pod_name: str = ""
+    generate_name: str = ""
+    workload: str = ""
+    """``<kind>/<name>`` of the spreading resource (e.g. ``WorkloadSpread/ws-a``)."""
+    subset: str = ""
+    ts: float = 0.0
+
+
+Event = Observation | SyncMarker | Plan | Outcome | Admission
+EVENT_TYPES: Final[tuple[type[_Message], ...]] = (Observation, SyncMarker, Plan, Outcome, Admission)
+TAGS: Final[frozenset[str]] = frozenset(
+    {"observation", "sync", "plan", "outcome", "admission"}
+)

@@ -1,0 +1,149 @@
+"""NATS subjects for every message, and the one reversible escape that makes any name a token.
+
+NATS splits subjects on ``.`` and gives ``*`` and ``>`` wildcard meaning; whitespace and empty
+tokens are forbidden. Kubernetes names may contain ``.`` (DNS subdomains) and cluster-scoped
+objects have no namespace, so every variable token goes through :func:`escape`:
+
+- ``[A-Za-z0-9-]`` pass through unchanged, so ordinary names stay readable in ``nats sub``;
+- every other byte of the UTF-8 encoding becomes ``%XX`` (upper-case hex), ``%`` and ``_`` included;
+- the empty string becomes ``_``, which never appears unescaped, so the mapping is reversible.
+
+Subject layout (``<x>`` is an escaped token, ``<group>`` is ``_`` for the core API group)::
+
+    kube.obs.<cluster>.<group>.<resource>.<namespace>.<name>   Observation
+    kube.sync.<cluster>.<group>.<resource>                     SyncMarker
+    plan.<cluster>.<verb>.<group>.<resource>.<namespace>.<name> Plan
+    outcome.<cluster>.<verb>.<group>.<resource>.<namespace>.<name> Outcome
+    admission.<cluster>.<namespace>.<workload>                 Admission
+
+A subscriber wanting every Deployment change of cluster ``east`` uses
+``kube.obs.east.apps.deployments.>``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+_PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+_EMPTY = "_"
+
+OBSERVATIONS = "kube.obs"
+SYNC = "kube.sync"
+PLANS = "plan"
+OUTCOMES = "outcome"
+ADMISSIONS = "admission"
+
+
+class SubjectError(ValueError):
+    """A subject or token does not follow the layout above."""
+
+
+def escape(value: str) -> str:
+    """Turn any string into one valid NATS token, reversibly."""
+    if not value:
+        return _EMPTY
+    if value.isascii() and all(c in _PLAIN for c in value.encode()):
+        return value
+    out: list[str] = []
+    for byte in value.encode("utf-8"):
+        out.append(chr(byte) if byte in _PLAIN else f"%{byte:02X}")
+    return "".join(out)
+
+
+def unescape(token: str) -> str:
+    """Inverse of :func:`escape`; raises :class:`SubjectError` on a token escape never makes."""
+    if token == _EMPTY:
+        return ""
+    if "%" not in token:
+        if not token or not all(c in _PLAIN for c in token.encode()):
+            raise SubjectError(f"not an escaped token: {token!r}")
+        return token
+    raw = bytearray()
+    i = 0
+    data = token.encode("ascii", errors="strict") if token.isascii() else b""
+    if not data:
+        raise SubjectError(f"not an escaped token: {token!r}")
+    while i < len(data):
+        byte = data[i]
+        if byte == 0x25:  # '%'
+            hex_part = data[i + 1 : i + 3]
+            if len(hex_part) != 2 or hex_part.upper() != hex_part:
+                raise SubjectError(f"bad escape in token {token!r}")
+            try:
+                raw.append(int(hex_part, 16))
+            except ValueError as exc:
+                raise SubjectError(f"bad escape in token {token!r}") from exc
+            i += 3
+        elif byte in _PLAIN:
+            raw.append(byte)
+            i += 1
+        else:
+            raise SubjectError(f"not an escaped token: {token!r}")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SubjectError(f"escaped token is not UTF-8: {token!r}") from exc
+
+
+class ObjectSubject(NamedTuple):
+    """The parts an observation, plan or outcome subject names."""
+
+    cluster: str
+    group: str
+    resource: str
+    namespace: str
+    name: str
+
+
+def observation(cluster: str, group: str, resource: str, namespace: str, name: str) -> str:
+    return ".".join(
+        (
+            OBSERVATIONS,
+            escape(cluster),
+            escape(group),
+            escape(resource),
+            escape(namespace),
+            escape(name),
+        )
+    )
+
+
+def sync(cluster: str, group: str, resource: str) -> str:
+    return ".".join((SYNC, escape(cluster), escape(group), escape(resource)))
+
+
+def plan(cluster: str, verb: str, group: str, resource: str, namespace: str, name: str) -> str:
+    return _verb_subject(PLANS, cluster, verb, group, resource, namespace, name)
+
+
+def outcome(cluster: str, verb: str, group: str, resource: str, namespace: str, name: str) -> str:
+    return _verb_subject(OUTCOMES, cluster, verb, group, resource, namespace, name)
+
+
+def admission(cluster: str, namespace: str, workload: str) -> str:
+    return ".".join((ADMISSIONS, escape(cluster), escape(namespace), escape(workload)))
+
+
+def _verb_subject(
+    prefix: str, cluster: str, verb: str, group: str, resource: str, namespace: str, name: str
+) -> str:
+    tokens = (cluster, verb, group, resource, namespace, name)
+    return ".".join((prefix, *(escape(t) for t in tokens)))
+
+
+def parse_observation(subject: str) -> ObjectSubject:
+    """Split ``kube.obs.…`` back into its unescaped parts."""
+    tokens = subject.split(".")
+    if len(tokens) != 7 or tokens[0] != "kube" or tokens[1] != "obs":
+        raise SubjectError(f"not an observation subject: {subject!r}")
+    parts = [unescape(t) for t in tokens[2:]]
+    return ObjectSubject(*parts)
+
+
+def parse_plan(subject: str) -> tuple[str, ObjectSubject]:
+    """Split ``plan.…`` or ``outcome.…`` into (verb, parts)."""
+    tokens = subject.split(".")
+    if len(tokens) != 7 or tokens[0] not in (PLANS, OUTCOMES):
+        raise SubjectError(f"not a plan or outcome subject: {subject!r}")
+    cluster, verb, group, resource, namespace, name = (unescape(t) for t in tokens[1:])
+    return verb, ObjectSubject(cluster, group, resource, namespace, name)

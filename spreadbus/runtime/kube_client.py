@@ -1,0 +1,271 @@
+"""Kubernetes access for the services: configuration, raw-JSON requests, and one error family.
+
+The official ``kubernetes`` client does the HTTP, authentication and TLS; we use its
+``ApiClient.param_serialize`` / ``call_api`` layer directly so any resource (built-in or custom)
+is addressed by group/version/resource and bodies stay raw JSON bytes, decoded with msgspec. No
+model objects are built, which keeps the watcher's hot path cheap.
+
+Errors are :class:`KubeAPIError` subclasses per HTTP status, raised ``from`` the client's
+exception and carrying ``status``, ``reason`` and the API's ``message``; ``retryable`` tells
+callers which are worth another try (429, 5xx, connection failures).
+
+Calls are synchronous (urllib3 underneath); async services wrap them in ``asyncio.to_thread``
+(see :meth:`KubeClient.arequest`).
+
+Signatures::
+
+    kube_api_client(kubeconfig: str = "", context: str = "") -> kubernetes.client.ApiClient
+    resource_path(group: str, version: str, resource: str, namespace: str = "",
+                  name: str = "", subresource: str = "") -> str
+    KubeClient(api: ApiClient)
+        .request(method: str, path: str, *, query: Mapping[str, str] | None = None,
+                 body: Any = None, content_type: str | None = None,
+                 timeout: float | None = 30.0) -> bytes
+        async .arequest(...same...) -> bytes
+        .stream(path: str, *, query: Mapping[str, str], timeout: float) -> Iterator[bytes]
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
+
+import msgspec
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.client.exceptions import ApiException
+from urllib3.exceptions import HTTPError as Urllib3Error
+
+
+class KubeAPIError(Exception):
+    """The Kubernetes API refused or could not be reached."""
+
+    status: ClassVar[int] = 0
+
+    def __init__(self, status: int, reason: str = "", message: str = "") -> None:
+        super().__init__(f"{status} {reason}: {message}".strip())
+        self.http_status = status
+        self.reason = reason
+        self.message = message
+
+    @property
+    def retryable(self) -> bool:
+        return self.http_status in (0, 429) or self.http_status >= 500
+
+
+class Unreachable(KubeAPIError):
+    status = 0
+
+
+class BadRequest(KubeAPIError):
+    status = 400
+
+
+class Unauthorized(KubeAPIError):
+    status = 401
+
+
+class Forbidden(KubeAPIError):
+    status = 403
+
+
+class NotFound(KubeAPIError):
+    status = 404
+
+
+class Conflict(KubeAPIError):
+    status = 409
+
+
+class Gone(KubeAPIError):
+    status = 410
+
+
+class UnsupportedMediaType(KubeAPIError):
+    status = 415
+
+
+class Unprocessable(KubeAPIError):
+    status = 422
+
+
+class TooManyRequests(KubeAPIError):
+    status = 429
+
+
+_BY_STATUS: dict[int, type[KubeAPIError]] = {
+    cls.status: cls
+    for cls in (
+        BadRequest,
+        Unauthorized,
+        Forbidden,
+        NotFound,
+        Conflict,
+        Gone,
+        UnsupportedMediaType,
+        Unprocessable,
+        TooManyRequests,
+    )
+}
+
+
+class _Status(msgspec.Struct):
+    reason: str = ""
+    message: str = ""
+
+
+_STATUS = msgspec.json.Decoder(_Status)
+
+
+def api_error(status: int, body: bytes | str | None, reason: str = "") -> KubeAPIError:
+    """Build the error subclass for an HTTP status, reading the API's Status body if any."""
+    message = ""
+    if body:
+        try:
+            decoded = _STATUS.decode(body.encode() if isinstance(body, str) else body)
+            reason, message = decoded.reason or reason, decoded.message
+        except msgspec.DecodeError:
+            message = body if isinstance(body, str) else body.decode(errors="replace")
+    cls = _BY_STATUS.get(status, KubeAPIError)
+    return cls(status, reason, message[:2000])
+
+
+def kube_api_client(kubeconfig: str = "", context: str = "") -> k8s.ApiClient:
+    """A kubeconfig when given, else in-cluster when running in a pod, else ~/.kube/config."""
+    configuration = k8s.Configuration()
+    if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
+        k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
+            client_configuration=configuration
+        )
+    else:
+        k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+            config_file=kubeconfig or None,
+            context=context or None,
+            client_configuration=configuration,
+            persist_config=False,
+        )
+    return k8s.ApiClient(configuration)
+
+
+def resource_path(
+    group: str,
+    version: str,
+    resource: str,
+    namespace: str = "",
+    name: str = "",
+    subresource: str = "",
+) -> str:
+    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    if namespace:
+        base += f"/namespaces/{namespace}"
+    base += f"/{resource}"
+    if name:
+        base += f"/{name}"
+    if subresource:
+        base += f"/{subresource}"
+    return base
+
+
+class KubeClient:
+    """Raw JSON requests through the official client's transport and authentication."""
+
+    def __init__(self, api: k8s.ApiClient) -> None:
+        self.api = api
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None,
+        body: Any,
+        content_type: str | None,
+        timeout: float | tuple[float, float] | None,
+    ) -> Any:
+        headers = {"Accept": "application/json"}
+        if content_type:
+            headers["Content-Type"] = content_type
+        serialized = self.api.param_serialize(
+            method=method,
+            resource_path=path,
+            query_params=list((query or {}).items()),
+            header_params=headers,
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        try:
+            response = self.api.call_api(*serialized, _request_timeout=timeout)
+        except ApiException as exc:
+            raise api_error(exc.status or 0, exc.body, exc.reason or "") from exc
+        except (Urllib3Error, OSError) as exc:
+            raise Unreachable(0, "Unreachable", repr(exc)) from exc
+        return response
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = 30.0,
+    ) -> bytes:
+        """One request; the body of a 2xx answer, else a :class:`KubeAPIError`."""
+        response = self._send(
+            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+        )
+        try:
+            data: bytes = response.read()
+        except (Urllib3Error, OSError) as exc:
+            raise Unreachable(0, "Unreachable", repr(exc)) from exc
+        if not 200 <= response.status < 300:
+            raise api_error(response.status, data, response.reason or "")
+        return data
+
+    async def arequest(
+        self,
+        method: str,
+        path: str,
+        *,
+        query: Mapping[str, str] | None = None,
+        body: Any = None,
+        content_type: str | None = None,
+        timeout: float | None = 30.0,
+    ) -> bytes:
+        return await asyncio.to_thread(
+            self.request,
+            method,
+            path,
+            query=query,
+            body=body,
+            content_type=content_type,
+            timeout=timeout,
+        )
+
+    def stream(
+        self, path: str, *, query: Mapping[str, str], timeout: float
+    ) -> Iterator[bytes]:
+        """Lines of a streaming GET (a watch), as bytes; ends when the server closes it."""
+        response = self._send(
+            "GET", path, query=query, body=None, content_type=None, timeout=(5.0, timeout)
+        )
+        raw = response.response
+        try:
+            if not 200 <= response.status < 300:
+                raise api_error(response.status, raw.read(), response.reason or "")
+            buffer = b""
+            for chunk in raw.stream(64 * 1024, decode_content=True):
+                buffer += chunk
+                while b"\n" in buffer:
+                    line, buffer = buffer.split(b"\n", 1)
+                    if line.strip():
+                        yield line
+            if buffer.strip():
+                yield buffer
+        except (Urllib3Error, OSError) as exc:
+            raise Unreachable(0, "Unreachable", repr(exc)) from exc
+        finally:
+            raw.release_conn()

@@ -1,0 +1,122 @@
+"""The stream follower: full replay, live tail, resume position, and surviving a NATS restart."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+import nats
+import pytest
+from nats.aio.client import Client
+
+from spreadbus.runtime.follower import StreamFollower
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.stream_setup import ensure_streams
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.02)
+
+
+@contextlib.asynccontextmanager
+async def running(follower: StreamFollower) -> AsyncIterator[StreamFollower]:
+    task = asyncio.create_task(follower.run())
+    try:
+        yield follower
+    finally:
+        follower.stop()
+        await asyncio.wait_for(task, 10)
+
+
+async def publish(nc: Client, count: int, start: int = 0) -> None:
+    js = nc.jetstream()
+    for i in range(start, start + count):
+        await js.publish_async(f"kube.obs.c._.pods.ns.p{i % 7}", str(i).encode())
+    await js.publish_async_completed()
+
+
+async def test_replays_everything_in_order_then_reports_caught_up_and_follows(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, 3000)
+    seen: list[tuple[int, bytes]] = []
+    follower = StreamFollower(
+        nats_client, stream="KUBE", sink=lambda s, _, d: seen.append((s, d)), batch=500
+    )
+    async with running(follower):
+        await asyncio.wait_for(follower.wait_caught_up(), 20)
+        assert [s for s, _ in seen] == list(range(1, 3001))
+        assert [int(d) for _, d in seen] == list(range(3000))
+        await publish(nats_client, 5, start=3000)
+        await eventually(lambda: follower.last_seq == 3005)
+        assert follower.caught_up
+
+
+async def test_an_empty_stream_is_caught_up_at_once(nats_client: Client) -> None:
+    await ensure_streams(nats_client.jetstream())
+    follower = StreamFollower(nats_client, stream="PLANS", sink=lambda s, _, d: None)
+    async with running(follower):
+        await asyncio.wait_for(follower.wait_caught_up(), 10)
+        assert follower.last_seq == 0
+
+
+async def test_starting_after_a_position_skips_what_was_already_applied(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, 100)
+    seen: list[int] = []
+    follower = StreamFollower(
+        nats_client, stream="KUBE", sink=lambda s, _, d: seen.append(s), start_seq=61
+    )
+    async with running(follower):
+        await asyncio.wait_for(follower.wait_caught_up(), 10)
+    assert seen == list(range(61, 101))
+
+
+async def test_only_the_wanted_subjects_reach_the_sink(nats_client: Client) -> None:
+    js = nats_client.jetstream()
+    await ensure_streams(js)
+    await js.publish("kube.obs.c.apps.deployments.ns.d", b"d")
+    await js.publish("kube.obs.c._.pods.ns.p", b"p")
+    await js.publish("kube.sync.c.apps.deployments", b"s")
+    seen: list[str] = []
+    follower = StreamFollower(
+        nats_client,
+        stream="KUBE",
+        sink=lambda s, subject, d: seen.append(subject),
+        subjects=["kube.obs.*.apps.deployments.>", "kube.sync.*.apps.deployments"],
+    )
+    async with running(follower):
+        await asyncio.wait_for(follower.wait_caught_up(), 10)
+    assert seen == ["kube.obs.c.apps.deployments.ns.d", "kube.sync.c.apps.deployments"]
+
+
+@pytest.mark.slow
+async def test_a_nats_server_restart_loses_and_repeats_nothing(nats_server: NatsServer) -> None:
+    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    try:
+        await ensure_streams(nc.jetstream())
+        await publish(nc, 200)
+        seen: list[int] = []
+        follower = StreamFollower(
+            nc, stream="KUBE", sink=lambda s, _, d: seen.append(s), heartbeat_seconds=0.5
+        )
+        async with running(follower):
+            await asyncio.wait_for(follower.wait_caught_up(), 10)
+            await asyncio.to_thread(nats_server.restart)
+            await eventually(lambda: nc.is_connected)
+            await publish(nc, 50, start=200)
+            await eventually(lambda: follower.last_seq == 250, timeout=30)
+        assert seen == list(range(1, 251))
+    finally:
+        await nc.close()
+
+
