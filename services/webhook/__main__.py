@@ -1,0 +1,3 @@
+from services.webhook.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,185 @@
+"""Subset slots reserved on NATS by compare-and-set, shared by every webhook replica.
+
+Between the moment the webhook steers a pod into a subset and the moment that pod shows up in
+the observation stream, no projection counts it. Kruise bridges that gap by writing
+``creatingPods`` into the WorkloadSpread status from inside the admission call. Here the bridge
+is one JetStream key-value entry per WorkloadSpread, a :class:`Ledger` of the reservations in
+flight, changed only by ``update(key, value, last=revision)``: two replicas that read the same
+revision cannot both write, the loser re-reads and decides again, so no interleaving of any
+number of replicas admits more pods to a subset than its limit.
+
+Counting without double counting: a reservation is keyed like the view keys observed pods
+(:func:`services.webhook.view.pod_key`), and a subset's occupancy is the *union* of observed
+keys and reserved keys, so a pod that is both reserved and observed counts once.
+
+Pruning without losing a pod: a writer drops a reservation once its own view has observed the
+pod (or its deletion), and raises ``floor`` to the stream sequence its view had reached. A
+reader whose view is behind ``floor`` might not have seen that pod yet, so it waits until its
+view reaches ``floor`` before deciding (see ``View.seq``). Reservations whose pod never appears
+(a later admission plugin refused it) expire after ``ttl`` seconds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final, TypeVar
+
+import msgspec
+from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from events.subjects import escape
+
+log = logging.getLogger(__name__)
+
+BUCKET: Final = "spreadbus-reservations"
+T = TypeVar("T")
+
+
+class Reservation(msgspec.Struct, frozen=True, kw_only=True):
+    subset: str
+    at: float
+    """Admission time (Unix seconds)."""
+    version: str = ""
+
+
+class Ledger(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """Reservations in flight for one WorkloadSpread."""
+
+    creating: dict[str, Reservation] = {}
+    """Pod key -> the subset it was steered into."""
+    deleting: dict[str, Reservation] = {}
+    """Pod name -> the subset it leaves; its slot is free before the pod is gone."""
+    floor: int = 0
+    """Stream sequence a reader's view must reach before trusting this ledger."""
+
+
+_ENCODER: Final = msgspec.json.Encoder()
+_DECODER: Final = msgspec.json.Decoder(Ledger)
+
+
+def encode(ledger: Ledger) -> bytes:
+    return _ENCODER.encode(ledger)
+
+
+def decode(data: bytes | None) -> Ledger:
+    """An unreadable entry is treated as empty: it can only have been written by a bug."""
+    if not data:
+        return Ledger()
+    try:
+        return _DECODER.decode(data)
+    except msgspec.DecodeError:
+        log.error("unreadable reservation ledger entry, starting it afresh")
+        return Ledger()
+
+
+def ledger_key(cluster: str, namespace: str, spread: str) -> str:
+    """A KV key naming one WorkloadSpread; ``%`` escapes become ``=`` (KV keys forbid ``%``)."""
+    return ".".join(escape(t) for t in (cluster, namespace, spread)).replace("%", "=")
+
+
+def pruned(
+    ledger: Ledger,
+    *,
+    now: float,
+    ttl: float,
+    observed: Callable[[str], bool],
+    present: Callable[[str], bool],
+    view_seq: int,
+) -> Ledger:
+    """Drop reservations the view already reflects or that expired; raise ``floor`` if needed.
+
+    ``observed(key)``: the view counts an active pod with this key in this spread.
+    ``present(name)``: the view still holds this pod as active.
+    """
+    creating = {k: r for k, r in ledger.creating.items() if now - r.at <= ttl and not observed(k)}
+    deleting = {n: r for n, r in ledger.deleting.items() if now - r.at <= ttl and present(n)}
+    if len(creating) == len(ledger.creating) and len(deleting) == len(ledger.deleting):
+        return ledger
+    reflected = any(observed(k) for k in ledger.creating) or any(
+        not present(n) for n in ledger.deleting
+    )
+    floor = max(ledger.floor, view_seq) if reflected else ledger.floor
+    return Ledger(creating=creating, deleting=deleting, floor=floor)
+
+
+class LedgerConflict(RuntimeError):
+    """Compare-and-set kept losing until the deadline."""
+
+
+@dataclass
+class _Cached:
+    ledger: Ledger
+    revision: int
+
+
+class LedgerStore:
+    """Read-decide-write transactions on ledger entries, one writer per revision.
+
+    Within one process, transactions on the same key are serialized by a lock, so contention
+    (and retries) only arise between replicas. The last entry read or written is cached and
+    tried first; a stale cache costs one failed update and a re-read.
+    """
+
+    def __init__(self, kv: KeyValue, *, deadline_seconds: float = 2.0) -> None:
+        self.kv = kv
+        self.deadline = deadline_seconds
+        self.conflicts = 0
+        self._locks: dict[str, asyncio.Lock] = {}
+        self._cache: dict[str, _Cached] = {}
+
+    async def transact(self, key: str, decide: Callable[[Ledger], tuple[T, Ledger | None]]) -> T:
+        """Run ``decide`` on the current ledger and store what it returns, atomically.
+
+        ``decide`` is pure and may run several times; it returns its result and the new
+        ledger, or ``None`` when nothing needs writing.
+        """
+        lock = self._locks.setdefault(key, asyncio.Lock())
+        async with lock:
+            give_up = time.monotonic() + self.deadline
+            cached = self._cache.get(key)
+            while True:
+                if cached is None:
+                    cached = await self._read(key)
+                result, new = decide(cached.ledger)
+                if new is None or new == cached.ledger:
+                    return result
+                revision = await self._write(key, new, cached.revision)
+                if revision is not None:
+                    self._cache[key] = _Cached(new, revision)
+                    return result
+                self.conflicts += 1
+                cached = None
+                self._cache.pop(key, None)
+                if time.monotonic() > give_up:
+                    raise LedgerConflict(f"reservation for {key} kept conflicting")
+
+    async def current(self, key: str) -> Ledger:
+        """The stored ledger, freshly read."""
+        cached = await self._read(key)
+        self._cache[key] = cached
+        return cached.ledger
+
+    async def _read(self, key: str) -> _Cached:
+        try:
+            entry = await self.kv.get(key)
+        except KeyNotFoundError:
+            return _Cached(Ledger(), 0)
+        return _Cached(decode(entry.value), entry.revision or 0)
+
+    async def _write(self, key: str, ledger: Ledger, revision: int) -> int | None:
+        try:
+            if revision == 0:
+                return await self.kv.create(key, encode(ledger))
+            return await self.kv.update(key, encode(ledger), last=revision)
+        except KeyWrongLastSequenceError:
+            return None
+        except BadRequestError as exc:
+            # Older servers report a lost create as a generic 400 "wrong last sequence".
+            if "wrong last sequence" in str(exc).lower():
+                return None
+            raise

@@ -1,0 +1,167 @@
+"""The HTTPS admission server: one path per kind of review, every review answered.
+
+Paths (the webhook configurations in ``deploy/webhook/`` point at them):
+
+- ``POST /mutate-pod``: pod CREATE; steers the pod into a subset with a JSON Patch.
+- ``POST /validate-pod``: pod DELETE and ``pods/eviction`` CREATE; records the freed slot.
+- ``POST /validate-workloadspread``: WorkloadSpread CREATE and UPDATE.
+
+``/healthz``, ``/readyz`` and ``/metrics`` (with the latency histogram) are served on the plain
+HTTP health port by :class:`spreadbus.runtime.health.HealthServer`, from the same registry.
+
+Failure policy, chosen per path to match the configuration's ``failurePolicy``:
+
+- an exception while answering a pod review allows the request unchanged (fail open, with a
+  warning), as the API server would with ``failurePolicy: Ignore`` after a timeout, but at once;
+- an exception while validating a WorkloadSpread denies it with a 500 (fail closed), so an
+  unchecked spread is never stored;
+- a body that is not a usable AdmissionReview gets an AdmissionReview answer that denies it,
+  with HTTP 400 and the reason (the API server then applies its own failure policy).
+
+Nothing on these paths calls the Kubernetes API: answers come from the service's projection of
+the bus, and the only remote call is the slot reservation on NATS.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, Protocol
+
+from aiohttp import web
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from services.webhook import review
+from services.webhook.review import AdmissionRequest
+
+log = logging.getLogger(__name__)
+
+MAX_BODY: Final = 3 * 1024 * 1024  # the API server's own request limit for objects
+LATENCY_BUCKETS: Final = (
+    0.0005,
+    0.001,
+    0.002,
+    0.003,
+    0.005,
+    0.0075,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    3.0,
+)
+
+
+class Policy(Protocol):
+    """What the webhook decides; each method returns a complete AdmissionReview answer."""
+
+    async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]: ...
+
+    async def record_pod_removal(self, request: AdmissionRequest) -> dict[str, Any]: ...
+
+    async def validate_workloadspread(self, request: AdmissionRequest) -> dict[str, Any]: ...
+
+
+Handler = Callable[[AdmissionRequest], Awaitable[dict[str, Any]]]
+
+
+class Metrics:
+    """The webhook's Prometheus metrics, in their own registry."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self.latency = Histogram(
+            "spreadbus_webhook_admission_duration_seconds",
+            "Time to answer one AdmissionReview, by path and answer.",
+            ["path", "answer"],
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.failures = Counter(
+            "spreadbus_webhook_failures",
+            "Reviews answered by the failure policy, by path and cause.",
+            ["path", "cause"],
+            registry=self.registry,
+        )
+
+
+def build_app(policy: Policy, metrics: Metrics | None = None) -> web.Application:
+    """The admission application: the three review paths."""
+    metrics = metrics or Metrics()
+    app = web.Application(client_max_size=MAX_BODY)
+    app["metrics"] = metrics
+    routes = (
+        ("/mutate-pod", policy.mutate_pod, True),
+        ("/validate-pod", policy.record_pod_removal, True),
+        ("/validate-workloadspread", policy.validate_workloadspread, False),
+    )
+    for path, handler, fail_open in routes:
+        app.router.add_post(path, _review_endpoint(path, handler, fail_open, metrics))
+    return app
+
+
+def _review_endpoint(
+    path: str, handler: Handler, fail_open: bool, metrics: Metrics
+) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def endpoint(http: web.Request) -> web.Response:
+        started = time.perf_counter()
+        status = 200
+        try:
+            body = await http.read()
+        except web.HTTPRequestEntityTooLarge:
+            answer: dict[str, Any] = review.deny("", "request body too large", code=413)
+            status = 413
+            metrics.failures.labels(path, "malformed").inc()
+        else:
+            answer, status = await answer_body(path, body, handler, fail_open, metrics)
+        allowed = answer["response"]["allowed"]
+        metrics.latency.labels(path, "allowed" if allowed else "denied").observe(
+            time.perf_counter() - started
+        )
+        return web.json_response(answer, status=status)
+
+    return endpoint
+
+
+async def answer_body(
+    path: str, body: bytes, handler: Handler, fail_open: bool, metrics: Metrics
+) -> tuple[dict[str, Any], int]:
+    """Parse, decide and apply the failure policy: always an AdmissionReview, never a raise."""
+    request = review.parse(body)
+    if isinstance(request, review.Malformed):
+        metrics.failures.labels(path, "malformed").inc()
+        message = f"malformed AdmissionReview: {request.reason}"
+        return review.deny(request.uid, message, api_version=request.api_version), 400
+    try:
+        answer = await handler(request)
+        _check_answer(answer, request.uid)
+    except Exception as exc:
+        metrics.failures.labels(path, "exception").inc()
+        log.exception("admission failed on %s for %s", path, request.uid)
+        if fail_open:
+            warning = f"spreadbus webhook error, admitted unchanged: {type(exc).__name__}"
+            return review.allow(
+                request.uid, api_version=request.api_version, warnings=[warning]
+            ), 200
+        message = f"spreadbus webhook internal error: {type(exc).__name__}: {exc}"
+        denial = review.deny(
+            request.uid,
+            message,
+            code=500,
+            reason="InternalError",
+            api_version=request.api_version,
+        )
+        return denial, 200
+    return answer, 200
+
+
+def _check_answer(answer: dict[str, Any], uid: str) -> None:
+    response = answer.get("response")
+    if not isinstance(response, dict) or response.get("uid") != uid:
+        raise ValueError("policy answered another request")
+    if not isinstance(response.get("allowed"), bool):
+        raise ValueError("policy answer has no allowed flag")

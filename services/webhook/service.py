@@ -1,0 +1,173 @@
+"""Assembles the running webhook: NATS, the view and its follower, the ledger, HTTPS, health.
+
+Start-up order matters for correctness, not only tidiness: the HTTPS listener opens at once
+(an API server that cannot connect applies its failure policy after a full timeout, an
+answering webhook is faster), but ``/readyz`` says ready only once NATS is connected and the
+view has caught up with the observation stream, so a rollout never shifts traffic to a replica
+that would decide from an empty view.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from pathlib import Path
+
+from aiohttp import web
+from nats.aio.client import Client
+from nats.js.api import KeyValueConfig, StorageType
+from nats.js.errors import BucketNotFoundError
+from nats.js.kv import KeyValue
+from prometheus_client import CollectorRegistry
+
+from events import streams, subjects
+from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.certificates import CertificateFiles
+from services.webhook.ledger import BUCKET, LedgerStore
+from services.webhook.server import Metrics, build_app
+from services.webhook.view import View
+from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
+from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
+from spreadbus.runtime.health import HealthServer, ReadinessGate
+from spreadbus.runtime.nats_connection import NatsOptions, connect_nats
+from spreadbus.runtime.settings import ServiceSettings
+from spreadbus.runtime.stream_setup import ensure_streams
+
+log = logging.getLogger(__name__)
+
+CAUGHT_UP = "caught_up"
+
+
+class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
+    """The webhook's own settings, on top of the shared ones."""
+
+    host: str = "0.0.0.0"
+    port: int = 9443
+    """HTTPS port of the admission paths; 0 picks a free one."""
+    tls_cert: str = ""
+    """PEM certificate chain; reloaded when the file changes."""
+    tls_key: str = ""
+    cert_check_seconds: float = 1.0
+    reservation_ttl_seconds: float = 60.0
+    """How long a reservation whose pod never appears keeps its slot."""
+    ledger_deadline_seconds: float = 2.0
+    """How long one admission keeps retrying a contended reservation."""
+    workload_whitelist: str = ""
+    """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
+    nats_replicas: int = 1
+    """Replicas of the streams and the reservation bucket when this service creates them."""
+
+
+async def reservation_bucket(nc: Client, replicas: int = 1) -> KeyValue:
+    """The ledger bucket, created on first use; one revision per key is all CAS needs."""
+    js = nc.jetstream()
+    try:
+        return await js.key_value(BUCKET)
+    except BucketNotFoundError:
+        config = KeyValueConfig(
+            bucket=BUCKET,
+            description="WorkloadSpread subset slots reserved by the admission webhook",
+            history=1,
+            ttl=24 * 3600,
+            storage=StorageType.FILE,
+            replicas=replicas,
+        )
+        return await js.create_key_value(config)
+
+
+class WebhookService:
+    """One webhook replica; :meth:`start` then :meth:`stop`."""
+
+    def __init__(self, settings: WebhookSettings) -> None:
+        self.settings = settings
+        self.registry = CollectorRegistry()
+        self.metrics = Metrics(self.registry)
+        self.gate = ReadinessGate("nats", CAUGHT_UP)
+        self.view = View(cluster=settings.cluster)
+        self.progress = ViewProgress(self.view)
+        self.certificates = CertificateFiles(Path(settings.tls_cert), Path(settings.tls_key))
+        self.health = HealthServer(
+            self.gate, self.registry, host=settings.http_host, port=settings.http_port
+        )
+        self.port = settings.port
+        self.nc: Client | None = None
+        self.follower: StreamFollower | None = None
+        self.admission: SpreadAdmission | None = None
+        self._runner: web.AppRunner | None = None
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        await self.health.start()
+        options = NatsOptions.from_settings(self.settings, name="spreadbus-webhook")
+        self.nc = await connect_nats(options, gate=self.gate, registry=self.registry)
+        await ensure_streams(
+            self.nc.jetstream(),
+            (streams.KUBE, streams.ADMISSIONS),
+            replicas=self.settings.nats_replicas,
+        )
+        kv = await reservation_bucket(self.nc, self.settings.nats_replicas)
+        cluster = subjects.escape(self.settings.cluster)
+        self.follower = StreamFollower(
+            self.nc,
+            stream=streams.KUBE.name,
+            sink=self.view.apply_message,
+            subjects=[f"{subjects.OBSERVATIONS}.{cluster}.>", f"{subjects.SYNC}.{cluster}.>"],
+            on_progress=self._on_progress,
+            metrics=FollowerMetrics(self.registry),
+            name="webhook-view",
+        )
+        self.admission = SpreadAdmission(
+            view=self.view,
+            ledger=LedgerStore(kv, deadline_seconds=self.settings.ledger_deadline_seconds),
+            progress=self.progress,
+            nc=self.nc,
+            whitelist=parse_whitelist(self.settings.workload_whitelist or None),
+            reservation_ttl=self.settings.reservation_ttl_seconds,
+        )
+        self._tasks.append(asyncio.create_task(self.follower.run()))
+        self._tasks.append(
+            asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
+        )
+        app = build_app(self.admission, self.metrics)
+        self._runner = web.AppRunner(app, access_log=None)
+        await self._runner.setup()
+        site = web.TCPSite(
+            self._runner,
+            self.settings.host,
+            self.settings.port,
+            ssl_context=self.certificates.context,
+        )
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None)
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        log.info("webhook listening", extra={"port": self.port, "health_port": self.health.port})
+
+    def _on_progress(self) -> None:
+        if self.follower is not None:
+            self.gate.set(CAUGHT_UP, self.follower.caught_up)
+        self.progress.notify()
+
+    async def stop(self) -> None:
+        if self.follower is not None:
+            self.follower.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.nc is not None:
+            with contextlib.suppress(Exception):
+                await self.nc.drain()
+        await self.health.stop()
+
+
+def settings_problems(settings: WebhookSettings) -> list[str]:
+    problems = []
+    if not settings.tls_cert or not settings.tls_key:
+        problems.append("--tls-cert and --tls-key are required (the webhook serves HTTPS only)")
+    return problems

@@ -1,0 +1,54 @@
+"""A policy that fails is answered by the documented failure policy, per path."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from services.webhook.review import AdmissionRequest
+from services.webhook.server import Metrics, answer_body
+from tests.webhook.admission_reviews import pod, review
+
+
+async def broken(request: AdmissionRequest) -> dict[str, Any]:
+    raise RuntimeError("projection exploded")
+
+
+async def answers_someone_else(request: AdmissionRequest) -> dict[str, Any]:
+    return {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "another", "allowed": True},
+    }
+
+
+def body(uid: str) -> bytes:
+    return json.dumps(review(operation="CREATE", resource="pods", obj=pod("p"), uid=uid)).encode()
+
+
+async def test_a_pod_path_that_fails_admits_unchanged_with_a_warning() -> None:
+    metrics = Metrics()
+    result, status = await answer_body("/mutate-pod", body("u1"), broken, True, metrics)
+    assert status == 200
+    response = result["response"]
+    assert (response["uid"], response["allowed"]) == ("u1", True)
+    assert "patch" not in response
+    assert "RuntimeError" in response["warnings"][0]
+    assert metrics.failures.labels("/mutate-pod", "exception")._value.get() == 1
+
+
+async def test_workloadspread_validation_that_fails_denies_with_an_internal_error() -> None:
+    result, status = await answer_body(
+        "/validate-workloadspread", body("u2"), broken, False, Metrics()
+    )
+    assert status == 200
+    response = result["response"]
+    assert (response["uid"], response["allowed"]) == ("u2", False)
+    assert response["status"]["code"] == 500
+    assert "projection exploded" in response["status"]["message"]
+
+
+async def test_an_answer_for_another_request_is_treated_as_a_failure() -> None:
+    result, _ = await answer_body("/mutate-pod", body("u3"), answers_someone_else, True, Metrics())
+    assert result["response"]["uid"] == "u3"
+    assert result["response"]["warnings"]

@@ -1,0 +1,106 @@
+"""Reservations by compare-and-set on a real NATS key-value bucket."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable
+
+import nats
+from nats.aio.client import Client
+
+from services.webhook.ledger import Ledger, LedgerStore, Reservation, ledger_key, pruned
+from services.webhook.service import reservation_bucket
+from spreadbus.runtime.nats_server import NatsServer
+
+LIMITS = {"zone-a": 7, "zone-b": 5}
+Decide = Callable[[Ledger], tuple[str | None, Ledger | None]]
+
+
+def take_first_free(pod: str, now: float) -> Decide:
+    """A subset choice for the test: first subset in order with room, else none."""
+
+    def decide(ledger: Ledger) -> tuple[str | None, Ledger | None]:
+        for subset, limit in LIMITS.items():
+            used = sum(1 for r in ledger.creating.values() if r.subset == subset)
+            if used < limit:
+                creating = {**ledger.creating, pod: Reservation(subset=subset, at=now)}
+                return subset, Ledger(creating=creating, floor=ledger.floor)
+        return None, None
+
+    return decide
+
+
+async def test_replicas_racing_for_slots_never_overfill_a_subset(nats_server: NatsServer) -> None:
+    replicas: list[Client] = [await nats.connect(nats_server.url) for _ in range(3)]
+    try:
+        stores = [LedgerStore(await reservation_bucket(nc), deadline_seconds=30) for nc in replicas]
+        key = ledger_key("c1", "default", "ws")
+        rng = random.Random(7)
+
+        async def admit(i: int) -> str | None:
+            store = stores[rng.randrange(len(stores))]
+            return await store.transact(key, take_first_free(f"pod-{i}", 1000.0))
+
+        chosen = await asyncio.gather(*(admit(i) for i in range(40)))
+        assert chosen.count("zone-a") == 7
+        assert chosen.count("zone-b") == 5
+        assert chosen.count(None) == 28
+        stored = await stores[0].current(key)
+        assert len(stored.creating) == 12
+        assert sum(s.conflicts for s in stores) > 0, "the replicas must actually have raced"
+    finally:
+        for nc in replicas:
+            await nc.close()
+
+
+async def test_a_decision_that_changes_nothing_writes_nothing(nats_server: NatsServer) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        kv = await reservation_bucket(nc)
+        store = LedgerStore(kv)
+        result = await store.transact("c1.default.ws", lambda ledger: ("same", None))
+        assert result == "same"
+        status = await kv.status()
+        assert status.values == 0
+    finally:
+        await nc.close()
+
+
+def test_keys_escape_names_into_what_the_bucket_accepts() -> None:
+    assert ledger_key("c1", "team.a", "ws_1") == "c1.team=2Ea.ws=5F1"
+
+
+def test_pruning_drops_observed_and_expired_reservations_and_raises_the_floor() -> None:
+    ledger = Ledger(
+        creating={
+            "seen": Reservation(subset="a", at=100.0),
+            "unseen": Reservation(subset="a", at=100.0),
+            "old": Reservation(subset="a", at=10.0),
+        },
+        deleting={
+            "gone": Reservation(subset="a", at=100.0),
+            "still": Reservation(subset="b", at=100.0),
+        },
+        floor=3,
+    )
+    result = pruned(
+        ledger,
+        now=110.0,
+        ttl=60.0,
+        observed=lambda key: key == "seen",
+        present=lambda name: name == "still",
+        view_seq=42,
+    )
+    assert set(result.creating) == {"unseen"}
+    assert set(result.deleting) == {"still"}
+    assert result.floor == 42
+
+
+def test_expiry_alone_does_not_raise_the_floor() -> None:
+    ledger = Ledger(creating={"old": Reservation(subset="a", at=10.0)}, floor=3)
+    result = pruned(
+        ledger, now=110.0, ttl=60.0, observed=lambda k: False, present=lambda n: True, view_seq=42
+    )
+    assert result.creating == {}
+    assert result.floor == 3
