@@ -1,0 +1,141 @@
+"""The projection of the ``PLANS`` and ``OUTCOMES`` streams: which plans are in flight or done.
+
+The planner uses it to emit a plan only when no equal plan is in flight or already answered.
+Plan ids are deterministic (see :func:`spreadbus.projection.planning.plan_id`), and every id
+names the observed object version it was decided from, so:
+
+- an equal plan while one is in flight is never re-emitted;
+- after an ``applied`` outcome, the same observation cannot produce the plan again; the next
+  observation of the object (with the change in it) makes the desired state true instead;
+- after a ``failed`` outcome, the plan stays failed until the object changes.
+
+Only the newest plan per (target, rule, verb) is kept, so the log stays as large as the set of
+objects the rules touch. The two streams are folded independently (each with its own position)
+because their relative order is not defined; an outcome that arrives before its plan is held and
+matched when the plan arrives.
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import msgspec
+
+from events import codec
+from events.messages import Outcome, Plan
+
+PlanStatus = Literal["in_flight", "applied", "failed", "skipped"]
+
+
+class PlanRecord(msgspec.Struct, frozen=True, array_like=True):
+    id: str
+    status: PlanStatus
+    seq: int
+
+
+class DecisionState(msgspec.Struct, kw_only=True):
+    plans_seq: int = 0
+    outcomes_seq: int = 0
+    latest: dict[str, PlanRecord] = {}
+    """``<slot>`` (target, rule and verb) -> newest plan for it."""
+    slots: dict[str, str] = {}
+    """plan id -> slot, for the plans in ``latest``."""
+    early: dict[str, PlanStatus] = {}
+    """Outcomes whose plan has not been folded yet: plan id -> result."""
+    retired: dict[str, int] = {}
+    """In-flight plans replaced by a newer plan for their slot: id -> plan seq, until answered."""
+    skipped: int = 0
+
+
+class _PlanHead(msgspec.Struct, tag="plan", tag_field="type"):
+    id: str
+    rule: str
+    verb: str
+    target: dict[str, str]
+
+
+class _OutcomeHead(msgspec.Struct, tag="outcome", tag_field="type"):
+    plan_id: str
+    result: Literal["applied", "failed", "skipped"]
+
+
+_PLAN: Final = msgspec.json.Decoder(_PlanHead)
+_OUTCOME: Final = msgspec.json.Decoder(_OutcomeHead)
+
+
+def slot_of(cluster: str, rule: str, verb: str, group: str, resource: str, namespace: str,
+            name: str) -> str:
+    return "\x1f".join((cluster, rule, verb, group, resource, namespace, name))
+
+
+class DecisionLog:
+    def __init__(self, state: DecisionState | None = None) -> None:
+        self.state = state or DecisionState()
+
+    def apply_plan(self, seq: int, subject: str, data: bytes) -> None:
+        state = self.state
+        if seq <= state.plans_seq:
+            return
+        state.plans_seq = seq
+        try:
+            head = _PLAN.decode(data)
+            cluster = subject.split(".")[1]
+        except (msgspec.DecodeError, IndexError):
+            event = codec.decode(data)
+            if not isinstance(event, Plan):
+                state.skipped += 1
+                return
+            head = _PlanHead(
+                id=event.id, rule=event.rule, verb=event.verb,
+                target={"group": event.target.group, "resource": event.target.resource,
+                        "namespace": event.target.namespace, "name": event.target.name},
+            )
+            cluster = event.cluster
+        target = head.target
+        slot = slot_of(
+            cluster, head.rule, head.verb, target.get("group", ""), target.get("resource", ""),
+            target.get("namespace", ""), target.get("name", ""),
+        )
+        previous = state.latest.get(slot)
+        if previous is not None and previous.id == head.id:
+            return  # a duplicate publish of the same plan
+        if previous is not None:
+            state.slots.pop(previous.id, None)
+            if previous.status == "in_flight":
+                state.retired[previous.id] = previous.seq
+        status: PlanStatus = state.early.pop(head.id, "in_flight")
+        state.latest[slot] = PlanRecord(head.id, status, seq)
+        state.slots[head.id] = slot
+
+    def apply_outcome(self, seq: int, subject: str, data: bytes) -> None:
+        state = self.state
+        if seq <= state.outcomes_seq:
+            return
+        state.outcomes_seq = seq
+        try:
+            head = _OUTCOME.decode(data)
+        except msgspec.DecodeError:
+            event = codec.decode(data)
+            if not isinstance(event, Outcome):
+                state.skipped += 1
+                return
+            head = _OutcomeHead(plan_id=event.plan_id, result=event.result)
+        slot = state.slots.get(head.plan_id)
+        if slot is None:
+            if state.retired.pop(head.plan_id, None) is None:
+                state.early[head.plan_id] = head.result
+            return
+        record = state.latest[slot]
+        state.latest[slot] = PlanRecord(record.id, head.result, record.seq)
+
+    def status(self, slot: str, plan_id: str) -> PlanStatus | None:
+        """The status of ``plan_id`` if it is the newest plan of its slot, else ``None``."""
+        record = self.state.latest.get(slot)
+        if record is None or record.id != plan_id:
+            return None
+        return record.status
+
+    def in_flight(self) -> list[str]:
+        """Every plan still waiting for its outcome, newest or replaced."""
+        newest = [r.id for r in self.state.latest.values() if r.status == "in_flight"]
+        return newest + list(self.state.retired)

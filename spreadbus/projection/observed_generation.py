@@ -1,0 +1,58 @@
+"""The smallest real rule: every Deployment carries its generation in an annotation.
+
+``spreadbus.io/observed-generation`` equal to ``metadata.generation`` shows, on the object
+itself, that the whole pipe (watcher, planner, actuator) has seen its latest spec. It exercises
+everything a placement rule needs (read the projection, want a patch, let the planner diff) while
+being trivially checkable from outside with kubectl.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from typing import Final
+
+from events.messages import ObjectRef, ResourceRef
+from spreadbus.projection.kube_state import KubeProjection, decode_object, resource_key
+from spreadbus.projection.planning import Desired
+
+ANNOTATION: Final = "spreadbus.io/observed-generation"
+DEPLOYMENTS: Final = ResourceRef(group="apps", version="v1", resource="deployments")
+
+
+class ObservedGeneration:
+    name = "observed-generation"
+    resources = (DEPLOYMENTS,)
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self._rkey = resource_key(cluster, DEPLOYMENTS.group, DEPLOYMENTS.resource)
+
+    def desired(
+        self, view: KubeProjection, changed: Set[tuple[str, str]], now: float
+    ) -> list[Desired]:
+        out: list[Desired] = []
+        bucket = view.state.objects.get(self._rkey, {})
+        for rkey, okey in sorted(changed):
+            if rkey != self._rkey or okey not in bucket:
+                continue
+            obj = decode_object(bucket[okey])
+            metadata = obj.get("metadata", {})
+            generation = metadata.get("generation")
+            if generation is None or metadata.get("deletionTimestamp"):
+                continue
+            out.append(
+                Desired(
+                    verb="patch",
+                    target=ObjectRef(
+                        group=DEPLOYMENTS.group,
+                        version=DEPLOYMENTS.version,
+                        resource=DEPLOYMENTS.resource,
+                        namespace=str(metadata.get("namespace", "")),
+                        name=str(metadata.get("name", "")),
+                        uid=str(metadata.get("uid", "")),
+                    ),
+                    patch={"metadata": {"annotations": {ANNOTATION: str(generation)}}},
+                    reason=f"generation is {generation}",
+                )
+            )
+        return out

@@ -1,0 +1,132 @@
+"""The rule seam: rules say what should be true, the planner turns differences into plans.
+
+A **rule** is a pure function of the projected state: given the projection, the keys that changed
+since the last decision and ``now``, it returns a :class:`Desired` for every object it has an
+opinion about among those affected. It reads the whole state (never the type of the last event),
+performs no I/O and keeps no memory between calls; the same state gives the same answer.
+
+The **planner** (:func:`plans_for`) then diffs each ``Desired`` against the observed object:
+nothing to do when the patch is already true (or the object to evict is gone), otherwise a
+:class:`~events.messages.Plan` with a deterministic id, unless the decision log says an equal plan
+is in flight or already answered.
+
+Signatures::
+
+    class Rule(Protocol):
+        name: str
+        resources: tuple[ResourceRef, ...]        # what it reads; decisions wait for their sync
+        def desired(self, view: KubeProjection, changed: Set[tuple[str, str]],
+                    now: float) -> list[Desired]: ...
+
+    plans_for(rule: Rule, view: KubeProjection, log: DecisionLog, desired: Iterable[Desired],
+              *, cluster: str, now: float) -> list[Plan]
+    plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str
+    patch_satisfied(observed: Any, patch: Any) -> bool        # JSON merge patch semantics
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Set
+from typing import Any, Final, Protocol
+
+import msgspec
+
+from events.messages import ObjectRef, PatchType, Plan, Precondition, ResourceRef, Verb
+from spreadbus.projection.decision_log import DecisionLog, slot_of
+from spreadbus.projection.kube_state import KubeProjection, object_key
+
+
+class Desired(msgspec.Struct, frozen=True, kw_only=True):
+    """What a rule wants true of one object."""
+
+    verb: Verb
+    target: ObjectRef
+    patch: Any = None
+    patch_type: PatchType = "merge"
+    reason: str = ""
+
+
+class Rule(Protocol):
+    name: str
+    resources: tuple[ResourceRef, ...]
+
+    def desired(
+        self, view: KubeProjection, changed: Set[tuple[str, str]], now: float
+    ) -> list[Desired]: ...
+
+
+_CANONICAL: Final = msgspec.json.Encoder(order="sorted")
+
+
+def plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str:
+    """Same decision from the same observed version -> same id, on any planner, any time."""
+    material = _CANONICAL.encode(
+        [cluster, rule, desired.verb, desired.target, desired.patch_type, desired.patch,
+         observed_version]
+    )
+    return hashlib.sha256(material).hexdigest()[:32]
+
+
+def patch_satisfied(observed: Any, patch: Any) -> bool:
+    """Would applying this JSON merge patch change nothing? (``None`` in a patch deletes.)"""
+    if not isinstance(patch, dict):
+        return bool(observed == patch)
+    if not isinstance(observed, dict):
+        return False
+    for key, value in patch.items():
+        if value is None:
+            if key in observed:
+                return False
+        elif key not in observed or not patch_satisfied(observed[key], value):
+            return False
+    return True
+
+
+def plans_for(
+    rule: Rule,
+    view: KubeProjection,
+    log: DecisionLog,
+    desired: Iterable[Desired],
+    *,
+    cluster: str,
+    now: float,
+) -> list[Plan]:
+    plans: list[Plan] = []
+    for want in desired:
+        target = want.target
+        stored = view.objects(cluster, target.group, target.resource).get(
+            object_key(target.namespace, target.name)
+        )
+        observed = view.get(cluster, target.group, target.resource, target.namespace,
+                            target.name)
+        if want.verb == "evict":
+            if observed is None:
+                continue
+        elif observed is None:
+            continue  # nothing to patch yet; the rule runs again when it appears
+        elif want.patch_type == "merge" and patch_satisfied(observed, want.patch):
+            continue
+        metadata = observed.get("metadata", {}) if observed else {}
+        version = str(metadata.get("resourceVersion", ""))
+        pid = plan_id(cluster, rule.name, want, version)
+        slot = slot_of(cluster, rule.name, want.verb, target.group, target.resource,
+                       target.namespace, target.name)
+        if log.status(slot, pid) is not None:
+            continue  # in flight, or already answered for this very observation
+        plans.append(
+            Plan(
+                id=pid,
+                cluster=cluster,
+                verb=want.verb,
+                target=target,
+                patch_type=want.patch_type,
+                patch=want.patch,
+                precondition=Precondition(uid=str(metadata.get("uid", ""))),
+                rule=rule.name,
+                reason=want.reason,
+                causes=[stored.seq] if stored is not None else [],
+                ts=now,
+            )
+        )
+    return plans
