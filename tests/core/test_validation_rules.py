@@ -550,8 +550,15 @@ def test_patches_are_checked_only_when_the_workload_exists() -> None:
         (
             "spec.subsets[0].patch",
             "Invalid",
-            "failed to merge patch: map: map[image:...] does not contain declared merge key: name",
+            "failed to merge patch: map: {'image': 'other'} does not contain declared merge key: "
+            "name",
         )
+    ]
+    no_image = workloadspread(
+        subset("a", patch={"spec": {"containers": [{"name": "sidecar"}, {"name": "main"}]}})
+    )
+    assert errs(no_image, workload=deployment()) == [
+        ("spec.subsets[0].patch.containers[1].image", "Required", "")
     ]
 
 

@@ -12,19 +12,30 @@ percentage maxReplicas is only known at run time, where the minimum is capped by
 errors for JSON values of the wrong type, which Kubernetes would reject while decoding. The input is
 the decoded object as received; nothing here raises, whatever it is given.
 
-Patch validation is narrower than Kruise's full ``ValidatePodSpec``: a patch must be an object,
-and each container in it needs the ``name`` merge key, which is what makes a strategic merge fail.
+Patch validation merges the patch onto the target workload's pod template with the real strategic
+merge rules (so a container without its ``name`` merge key fails as in Kruise), then checks the
+containers of the result (present, named, unique, with an image): a narrower check than Kruise's
+full ``ValidatePodSpec``.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spreadbus.core.field_errors import FieldError, Path, internal, invalid, required
+from spreadbus.core import strategic_merge
+from spreadbus.core.field_errors import (
+    FieldError,
+    Path,
+    duplicate,
+    internal,
+    invalid,
+    required,
+)
 from spreadbus.core.intstr import IntOrStrError, is_int, scaled_value
 from spreadbus.core.workloadspread.custom_workloads import BUILTIN_KINDS, Whitelist
-from spreadbus.core.workloadspread.model import api_group, api_version_valid
+from spreadbus.core.workloadspread.model import JSON, api_group, api_version_valid
 from spreadbus.core.workloadspread.scheduling_validation import (
     label_selector_error,
     type_error,
@@ -72,32 +83,61 @@ def _target_ref_errors(
     return errors, fields
 
 
-def _patch_errors(patch: object, path: Path) -> list[FieldError]:
+def _pod_template(workload: Mapping[str, Any]) -> JSON:
+    """The workload's pod template as a Pod, plus one PVC volume per volumeClaimTemplate."""
+    spec = workload.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    template = spec.get("template")
+    template = template if isinstance(template, Mapping) else {}
+    pod: JSON = {
+        "metadata": copy.deepcopy(template.get("metadata") or {}),
+        "spec": copy.deepcopy(template.get("spec") or {}),
+    }
+    claims = spec.get("volumeClaimTemplates")
+    if workload.get("kind") in ("CloneSet", "StatefulSet") and isinstance(claims, list):
+        volumes = pod["spec"].setdefault("volumes", [])
+        for claim in claims:
+            name = (claim.get("metadata") or {}).get("name") if isinstance(claim, Mapping) else None
+            if isinstance(name, str) and isinstance(volumes, list):
+                volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
+    return pod
+
+
+def _patch_errors(patch: object, path: Path, workload: Mapping[str, Any]) -> list[FieldError]:
+    """Merge the patch onto the workload's pod template, then check the containers it yields."""
     if not isinstance(patch, Mapping):
-        return [invalid(path, "failed to merge patch: patch must be a JSON object")]
-    spec = patch.get("spec")
-    if spec is None:
-        return []
+        return [
+            invalid(path, "failed to merge patch: a strategic merge patch must be a JSON object")
+        ]
+    try:
+        merged = strategic_merge.apply(
+            _pod_template(workload), patch, strategic_merge.meta_for_kind("Pod")
+        )
+    except (strategic_merge.PatchError, TypeError, ValueError, AttributeError) as exc:
+        return [invalid(path, f"failed to merge patch: {exc}")]
+    spec = merged.get("spec") if isinstance(merged, Mapping) else None
     if not isinstance(spec, Mapping):
-        return [invalid(path, "failed to merge patch: spec must be a JSON object")]
+        return [required(path.child("containers"), "")]
     errors: list[FieldError] = []
-    for list_name in ("containers", "initContainers"):
-        items = spec.get(list_name)
-        if items is None:
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        return [required(path.child("containers"), "")]
+    seen: set[str] = set()
+    for i, container in enumerate(containers):
+        cp = path.child("containers").index(i)
+        if not isinstance(container, Mapping):
+            errors.append(type_error(cp, "object", container))
             continue
-        if not isinstance(items, list):
-            errors.append(invalid(path, f"failed to merge patch: {list_name} must be a list"))
-            continue
-        for item in items:
-            if isinstance(item, Mapping) and "$patch" not in item and "name" not in item:
-                keys = " ".join(f"{k}:..." for k in sorted(map(str, item)))
-                errors.append(
-                    invalid(
-                        path,
-                        f"failed to merge patch: map: map[{keys}] does not contain declared "
-                        "merge key: name",
-                    )
-                )
+        name = container.get("name")
+        if not isinstance(name, str) or not name:
+            errors.append(required(cp.child("name"), ""))
+        elif name in seen:
+            errors.append(duplicate(cp.child("name")))
+        else:
+            seen.add(name)
+        image = container.get("image")
+        if not isinstance(image, str) or not image.strip():
+            errors.append(required(cp.child("image"), ""))
     return errors
 
 
@@ -116,7 +156,7 @@ def _min_replicas_errors(subset: Mapping[str, Any], path: Path) -> list[FieldErr
 
 
 def _subsets_errors(
-    subsets: object, path: Path, *, target_kind: str, workload_known: bool
+    subsets: object, path: Path, *, target_kind: str, workload: Mapping[str, Any] | None
 ) -> list[FieldError]:
     if subsets is not None and not isinstance(subsets, list):
         return [type_error(path, "array", subsets)]
@@ -155,8 +195,8 @@ def _subsets_errors(
             )
         if subset.get("tolerations") is not None:
             errors.extend(validate_tolerations(subset["tolerations"], p.child("tolerations")))
-        if subset.get("patch") is not None and workload_known:
-            errors.extend(_patch_errors(subset["patch"], p.child("patch")))
+        if subset.get("patch") is not None and workload is not None:
+            errors.extend(_patch_errors(subset["patch"], p.child("patch"), workload))
         errors.extend(_min_replicas_errors(subset, p.child("minReplicas")))
 
         maximum = subset.get("maxReplicas")
@@ -333,7 +373,7 @@ def update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
 
 
 def validate_spec(
-    obj: Mapping[str, Any], *, whitelist: Whitelist, workload_known: bool
+    obj: Mapping[str, Any], *, whitelist: Whitelist, workload: Mapping[str, Any] | None
 ) -> list[FieldError]:
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
@@ -344,7 +384,7 @@ def validate_spec(
             spec.get("subsets"),
             SPEC.child("subsets"),
             target_kind=(ref or {}).get("kind", "") if ref else "",
-            workload_known=workload_known,
+            workload=workload,
         )
     )
     errors.extend(
@@ -373,7 +413,7 @@ def validate_workloadspread(
     try:
         if not isinstance(obj, Mapping):
             return [type_error(Path(""), "object", obj)]
-        errors = validate_spec(obj, whitelist=whitelist, workload_known=workload is not None)
+        errors = validate_spec(obj, whitelist=whitelist, workload=workload)
         errors.extend(conflict_errors(obj, others))
         if old is not None:
             if isinstance(old, Mapping):

@@ -1,0 +1,220 @@
+"""The pod webhook's decisions, as pure functions of the state the webhook holds.
+
+CREATE: find the WorkloadSpread governing the pod (:func:`target.governing_workloadspread`), pick
+a subset from that version's loads (:mod:`subset_choice`), inject it (:mod:`injection`) and
+return the JSON Patch plus the :class:`Reservation` the webhook must record on the bus by
+compare-and-set before answering. If the compare-and-set loses, the webhook refreshes its loads
+and calls again; the decision is deterministic in its inputs, so replicas that see the same state
+agree. A pod re-admitted under a name that already holds a reservation gets the same subset and no
+new reservation (Kruise's idempotent retry).
+
+DELETE and eviction: free the pod's slot with a ``deleting`` reservation, so a replacement can be
+admitted while it terminates. Always allowed.
+
+What needs no bookkeeping, as in Kruise: StatefulSets (placed by ordinal), a WorkloadSpread with
+one unlimited subset, unlimited subsets. A pod that fits nowhere is admitted untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+import msgspec
+
+from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.injection import InjectionError, inject_with_patch
+from spreadbus.core.workloadspread.model import JSON, WorkloadSpread, truncate
+from spreadbus.core.workloadspread.occupancy import (
+    Reservation,
+    SubsetLoad,
+    subset_limit,
+)
+from spreadbus.core.workloadspread.subset_choice import (
+    choose_subset,
+    choose_subset_by_ordinal,
+    single_unlimited,
+)
+from spreadbus.core.workloadspread.target import (
+    Lookup,
+    OwnerNotFound,
+    governing_workloadspread,
+)
+
+Pod = Mapping[str, Any]
+
+
+class AdmissionDecision(msgspec.Struct, frozen=True):
+    """The answer for one pod request."""
+
+    allowed: bool
+    workloadspread: str | None = None  # "namespace/name"
+    subset: str | None = None
+    patch: list[JSON] = msgspec.field(default_factory=list)  # RFC 6902 against the pod sent
+    pod: JSON = msgspec.field(default_factory=dict)  # the pod after the patch
+    reservation: Reservation | None = None  # to record (compare-and-set) before answering
+    message: str = ""  # why a request is denied
+
+    def to_json(self) -> JSON:
+        return {
+            "allowed": self.allowed,
+            "workloadSpread": self.workloadspread,
+            "subset": self.subset,
+            "patch": self.patch,
+            "pod": self.pod,
+        }
+
+
+def _held_by(loads: Mapping[str, SubsetLoad], pod_name: str) -> str | None:
+    if not pod_name:
+        return None
+    return next((name for name, load in loads.items() if load.holds(pod_name)), None)
+
+
+def admit_create_for(
+    ws: WorkloadSpread,
+    pod: Pod,
+    *,
+    replicas: int,
+    loads: Mapping[str, SubsetLoad],
+    now: datetime,
+    generated_uid: str,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> AdmissionDecision:
+    """CREATE of a pod already known to be governed by ``ws``.
+
+    ``loads`` are the subset loads of the pod's version (:func:`pod_state.version`);
+    ``generated_uid`` keys the reservation of a pod that has no name yet (``generateName``), and
+    is written into the annotation so the planner can match the pod to it later.
+    """
+    pod_name = pod_state.name(pod)
+    version = pod_state.version(pod, versioned_kinds)
+    reservation: Reservation | None = None
+    uid = ""
+    if ws.target_ref is not None and ws.target_ref.kind == "StatefulSet":
+        chosen = choose_subset_by_ordinal(ws, pod_state.ordinal(pod_name))
+    elif single_unlimited(ws):
+        chosen = ws.subsets[0].name
+    else:
+        held = _held_by(loads, pod_name)
+        if held is not None:
+            chosen = held
+        else:
+            chosen = choose_subset(ws, replicas=replicas, loads=loads, now=now, version=version)
+            subset = ws.subset(chosen) if chosen is not None else None
+            if subset is not None and subset_limit(subset, replicas) is not None:
+                key = pod_name or generated_uid
+                uid = "" if pod_name else generated_uid
+                reservation = Reservation(
+                    ws.key, version, subset.name, key, "creating", truncate(now)
+                )
+    if chosen is None:
+        return AdmissionDecision(allowed=True, workloadspread=ws.key, pod=dict(pod))
+    subset = ws.subset(chosen)
+    if subset is None:
+        return AdmissionDecision(allowed=True, workloadspread=ws.key, pod=dict(pod))
+    try:
+        injected, ops = inject_with_patch(pod, subset, ws_name=ws.name, uid=uid)
+    except InjectionError as exc:
+        return AdmissionDecision(
+            allowed=False, workloadspread=ws.key, subset=chosen, pod=dict(pod), message=str(exc)
+        )
+    return AdmissionDecision(
+        allowed=True,
+        workloadspread=ws.key,
+        subset=chosen,
+        patch=ops,
+        pod=injected,
+        reservation=reservation,
+    )
+
+
+def admit_create(
+    pod: Pod,
+    spreads: Iterable[WorkloadSpread],
+    *,
+    lookup: Lookup,
+    whitelist: Whitelist,
+    replicas_of: Callable[[WorkloadSpread], int],
+    loads_of: Callable[[WorkloadSpread, str], Mapping[str, SubsetLoad]],
+    now: datetime,
+    generated_uid: str,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> AdmissionDecision:
+    """CREATE of any pod: find its WorkloadSpread, then :func:`admit_create_for`."""
+    try:
+        ws = governing_workloadspread(pod, spreads, lookup=lookup, whitelist=whitelist)
+    except OwnerNotFound as exc:
+        return AdmissionDecision(allowed=False, pod=dict(pod), message=str(exc))
+    if ws is None:
+        return AdmissionDecision(allowed=True, pod=dict(pod))
+    version = pod_state.version(pod, versioned_kinds)
+    return admit_create_for(
+        ws,
+        pod,
+        replicas=replicas_of(ws),
+        loads=loads_of(ws, version),
+        now=now,
+        generated_uid=generated_uid,
+        versioned_kinds=versioned_kinds,
+    )
+
+
+def spread_for_deletion(pod: Pod, spreads: Iterable[WorkloadSpread]) -> WorkloadSpread | None:
+    """The WorkloadSpread named in the pod's annotation, for an active, controlled pod."""
+    annotation = pod_state.matched(pod)
+    if annotation is None or not pod_state.is_active(pod) or pod_state.controller_ref(pod) is None:
+        return None
+    ns = pod_state.namespace(pod)
+    return next((ws for ws in spreads if ws.namespace == ns and ws.name == annotation.name), None)
+
+
+def admit_delete_for(
+    ws: WorkloadSpread,
+    pod: Pod,
+    *,
+    loads: Mapping[str, SubsetLoad],
+    now: datetime,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> AdmissionDecision:
+    """DELETE or eviction of a pod of ``ws``: always allowed; maybe a ``deleting`` reservation."""
+    allowed = AdmissionDecision(allowed=True, workloadspread=ws.key, pod=dict(pod))
+    annotation = pod_state.matched(pod)
+    pod_name = pod_state.name(pod)
+    if annotation is None or single_unlimited(ws):
+        return allowed
+    if ws.target_ref is not None and ws.target_ref.kind == "StatefulSet":
+        return allowed
+    if _held_by(loads, pod_name) is not None:
+        return allowed
+    subset = ws.subset(annotation.subset)
+    if subset is None or subset_limit(subset, 0) is None:
+        return allowed
+    version = pod_state.version(pod, versioned_kinds)
+    return AdmissionDecision(
+        allowed=True,
+        workloadspread=ws.key,
+        subset=subset.name,
+        pod=dict(pod),
+        reservation=Reservation(ws.key, version, subset.name, pod_name, "deleting", truncate(now)),
+    )
+
+
+def admit_delete(
+    pod: Pod,
+    spreads: Iterable[WorkloadSpread],
+    *,
+    loads_of: Callable[[WorkloadSpread, str], Mapping[str, SubsetLoad]],
+    now: datetime,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> AdmissionDecision:
+    """DELETE or eviction of any pod."""
+    ws = spread_for_deletion(pod, spreads)
+    if ws is None:
+        return AdmissionDecision(allowed=True, pod=dict(pod))
+    version = pod_state.version(pod, versioned_kinds)
+    return admit_delete_for(
+        ws, pod, loads=loads_of(ws, version), now=now, versioned_kinds=versioned_kinds
+    )

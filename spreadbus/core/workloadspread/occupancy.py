@@ -1,0 +1,180 @@
+"""How full each subset is, per pod version: pods counted plus reservations in flight.
+
+Kruise keeps this in the WorkloadSpread status (``missingReplicas``, ``creatingPods``,
+``deletingPods`` of ``versionedSubsetStatuses[version]``) and has the webhook rewrite the status on
+every admission. spreadbus keeps the same three facts as a :class:`SubsetLoad` per version and
+subset: the webhook holds them in memory, updates them incrementally from pod events
+(:func:`pod_slot` says which counter a pod moves) and from its compare-and-set reservations on the
+bus, and never scans pods on the admission path. :func:`loads_from_pods` is the full recount, for
+start-up, the planner and the offline commands.
+
+A subset's occupancy is ``active - deleting + creating``: active pods annotated to it, minus those
+whose deletion is in flight (their replacement may be admitted, as Kruise's ``missingReplicas++``
+allows), plus admissions whose pods have not been seen yet. Reservations expire as Kruise's do: a
+create after 30 s, a delete after 15 s (strictly after: an entry exactly at the deadline lives).
+Limits are per version, as in Kruise: during a rolling update the new version fills each subset up
+to its limit while deletion costs remove the old version's pods first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta
+from typing import Literal
+
+import msgspec
+
+from spreadbus.core.intstr import IntOrStrError, scaled_value
+from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread.model import Subset, SubsetStatus, WorkloadSpread
+from spreadbus.core.workloadspread.pod_state import Pod
+
+CREATE_TIMEOUT = timedelta(seconds=30)
+DELETE_TIMEOUT = timedelta(seconds=15)
+
+
+class Reservation(msgspec.Struct, frozen=True):
+    """An admission in flight: a slot taken (``creating``) or freed (``deleting``) in a subset."""
+
+    workloadspread: str  # "namespace/name"
+    version: str
+    subset: str
+    pod: str  # pod name, or the generated uid for pods admitted before they had a name
+    kind: Literal["creating", "deleting"]
+    at: datetime
+
+    @property
+    def expires_at(self) -> datetime:
+        return self.at + (CREATE_TIMEOUT if self.kind == "creating" else DELETE_TIMEOUT)
+
+    def live(self, now: datetime) -> bool:
+        return not self.expires_at < now
+
+
+class SubsetLoad(msgspec.Struct, frozen=True):
+    """One subset of one version: active pods counted and reservations in flight."""
+
+    active: int = 0
+    creating: dict[str, datetime] = msgspec.field(default_factory=dict)
+    deleting: dict[str, datetime] = msgspec.field(default_factory=dict)
+
+    def live_creating(self, now: datetime) -> int:
+        return sum(1 for t in self.creating.values() if not t + CREATE_TIMEOUT < now)
+
+    def live_deleting(self, now: datetime) -> int:
+        return sum(1 for t in self.deleting.values() if not t + DELETE_TIMEOUT < now)
+
+    def occupancy(self, now: datetime) -> int:
+        return self.active - self.live_deleting(now) + self.live_creating(now)
+
+    def holds(self, pod: str) -> bool:
+        return pod in self.creating or pod in self.deleting
+
+
+# version -> subset name -> load
+Loads = dict[str, dict[str, SubsetLoad]]
+
+
+def subset_limit(subset: Subset, replicas: int) -> int | None:
+    """maxReplicas scaled (rounding up) against the workload's replicas; None means unlimited."""
+    if subset.max_replicas is None:
+        return None
+    try:
+        return max(scaled_value(subset.max_replicas, replicas, round_up=True), 0)
+    except IntOrStrError:
+        return 0
+
+
+def subset_minimum(subset: Subset, replicas: int) -> int:
+    """minReplicas, capped by the subset's limit (a percentage limit can scale below it)."""
+    minimum = subset.min_replicas if isinstance(subset.min_replicas, int) else 0
+    limit = subset_limit(subset, replicas)
+    return max(0, minimum if limit is None else min(minimum, limit))
+
+
+def pod_slot(
+    ws: WorkloadSpread,
+    pod: Pod,
+    *,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> tuple[str, str] | None:
+    """The ``(version, subset)`` counter an active pod annotated for ``ws`` occupies, else None."""
+    if not pod_state.is_active(pod):
+        return None
+    annotation = pod_state.matched(pod)
+    if annotation is None or annotation.name != ws.name or ws.subset(annotation.subset) is None:
+        return None
+    return pod_state.version(pod, versioned_kinds), annotation.subset
+
+
+def reservations_from_status(ws: WorkloadSpread) -> list[Reservation]:
+    """The creating/deleting entries Kruise-style status carries, read as reservations."""
+    out: list[Reservation] = []
+    for version, statuses in sorted(ws.status.versioned_subset_statuses.items()):
+        out.extend(_status_reservations(ws.key, version, statuses))
+    return out
+
+
+def _status_reservations(
+    key: str, version: str, statuses: Iterable[SubsetStatus]
+) -> list[Reservation]:
+    out: list[Reservation] = []
+    for status in statuses:
+        for pod, at in sorted(status.creating_pods.items()):
+            out.append(Reservation(key, version, status.name, pod, "creating", at))
+        for pod, at in sorted(status.deleting_pods.items()):
+            out.append(Reservation(key, version, status.name, pod, "deleting", at))
+    return out
+
+
+def loads_from_pods(
+    ws: WorkloadSpread,
+    pods: Iterable[Pod],
+    reservations: Iterable[Reservation],
+    *,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> Loads:
+    """Recount every subset of every version from the pods and the reservations in flight.
+
+    A creating reservation disappears once a pod with its key is seen (in any state); a deleting
+    reservation counts only while its pod is still active in that subset.
+    """
+    active: dict[tuple[str, str], int] = {}
+    active_names: dict[tuple[str, str], set[str]] = {}
+    seen_keys: set[str] = set()
+    for pod in pods:
+        seen_keys.add(pod_state.creating_key(pod))
+        slot = pod_slot(ws, pod, versioned_kinds=versioned_kinds)
+        if slot is None:
+            continue
+        active[slot] = active.get(slot, 0) + 1
+        active_names.setdefault(slot, set()).add(pod_state.name(pod))
+    creating: dict[tuple[str, str], dict[str, datetime]] = {}
+    deleting: dict[tuple[str, str], dict[str, datetime]] = {}
+    for r in reservations:
+        if r.workloadspread != ws.key or ws.subset(r.subset) is None:
+            continue
+        slot = (r.version, r.subset)
+        if r.kind == "creating" and r.pod not in seen_keys:
+            creating.setdefault(slot, {})[r.pod] = min(
+                r.at, creating.get(slot, {}).get(r.pod, r.at)
+            )
+        elif r.kind == "deleting" and r.pod in active_names.get(slot, set()):
+            deleting.setdefault(slot, {})[r.pod] = min(
+                r.at, deleting.get(slot, {}).get(r.pod, r.at)
+            )
+    loads: Loads = {}
+    for slot in set(active) | set(creating) | set(deleting):
+        version, subset = slot
+        loads.setdefault(version, {})[subset] = SubsetLoad(
+            active=active.get(slot, 0),
+            creating=creating.get(slot, {}),
+            deleting=deleting.get(slot, {}),
+        )
+    return loads
+
+
+def version_loads(
+    loads: Mapping[str, Mapping[str, SubsetLoad]], version: str
+) -> dict[str, SubsetLoad]:
+    return dict(loads.get(version, {}))

@@ -1,0 +1,87 @@
+"""Which subset a new pod goes to.
+
+First fit in spec order, as Kruise: skip subsets marked ``Schedulable=False`` and subsets that are
+full (occupancy at or above the scaled ``maxReplicas``); unlimited subsets always fit. No subset
+fits -> ``None``, and the pod is admitted without constraints (Kruise does not reject it).
+
+``minReplicas`` (spreadbus, from the user's specification) adds a first pass: the first
+schedulable subset still below its minimum wins, in spec order, so every subset reaches its
+minimum before any subset receives pods beyond its own. Without minimums the result is exactly
+Kruise's.
+
+Schedulability is read from the subset's top-level status condition, and also from the versioned
+status of the pod's version when one exists; Kruise reads only the versioned one, which a brand
+new version does not have yet, so its first pods could be sent to a subset just marked
+unschedulable.
+
+StatefulSets go by ordinal instead (Kruise, no bookkeeping): walk the schedulable subsets adding
+each one's integer maxReplicas (unlimited adds 2^31-1) and take the first whose running total
+exceeds the ordinal. Unschedulable subsets are skipped without adding their capacity.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from spreadbus.core.intstr import int_value
+from spreadbus.core.workloadspread.model import WorkloadSpread
+from spreadbus.core.workloadspread.occupancy import (
+    SubsetLoad,
+    subset_limit,
+    subset_minimum,
+)
+
+INT32_MAX = 2**31 - 1
+_EMPTY = SubsetLoad()
+
+
+def unschedulable_subsets(ws: WorkloadSpread, version: str | None = None) -> frozenset[str]:
+    names = {s.name for s in ws.status.subset_statuses if s.unschedulable}
+    if version is not None:
+        names |= {
+            s.name for s in ws.status.versioned_subset_statuses.get(version, ()) if s.unschedulable
+        }
+    return frozenset(names)
+
+
+def single_unlimited(ws: WorkloadSpread) -> bool:
+    """Kruise's shortcut: one subset without a limit takes every pod, no bookkeeping."""
+    return len(ws.subsets) == 1 and ws.subsets[0].max_replicas is None
+
+
+def choose_subset(
+    ws: WorkloadSpread,
+    *,
+    replicas: int,
+    loads: Mapping[str, SubsetLoad],
+    now: datetime,
+    version: str | None = None,
+) -> str | None:
+    """The subset for a new pod of ``version`` given that version's ``loads``; None if all full."""
+    if single_unlimited(ws):
+        return ws.subsets[0].name
+    blocked = unschedulable_subsets(ws, version)
+    candidates = [s for s in ws.subsets if s.name not in blocked]
+    for subset in candidates:
+        minimum = subset_minimum(subset, replicas)
+        if minimum > 0 and loads.get(subset.name, _EMPTY).occupancy(now) < minimum:
+            return subset.name
+    for subset in candidates:
+        limit = subset_limit(subset, replicas)
+        if limit is None or loads.get(subset.name, _EMPTY).occupancy(now) < limit:
+            return subset.name
+    return None
+
+
+def choose_subset_by_ordinal(ws: WorkloadSpread, ordinal: int) -> str | None:
+    """The StatefulSet rule: cumulative maxReplicas thresholds over schedulable subsets."""
+    blocked = unschedulable_subsets(ws)
+    threshold = 0
+    for subset in ws.subsets:
+        if subset.name in blocked:
+            continue
+        threshold += INT32_MAX if subset.max_replicas is None else int_value(subset.max_replicas)
+        if ordinal < threshold:
+            return subset.name
+    return None
