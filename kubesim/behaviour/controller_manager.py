@@ -1,0 +1,47 @@
+"""The simulated kube-controller-manager: the workload, disruption and node controllers."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from kubesim.behaviour.deployment import DeploymentController
+from kubesim.behaviour.disruption import DisruptionController
+from kubesim.behaviour.node_lifecycle import NodeLifecycleController
+from kubesim.behaviour.replicaset import ReplicaSetController
+from kubesim.behaviour.settings import Settings
+from kubesim.behaviour.shared_informers import Informers
+from kubesim.behaviour.statefulset import StatefulSetController
+from kubesim.interface import Cluster
+
+
+class Controller(Protocol):
+    def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class ControllerManager:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._informers: Informers | None = None
+        self._controllers: list[Controller] = []
+
+    async def start(self, cluster: Cluster) -> None:
+        informers = self._informers = Informers(cluster)
+        self._controllers = [
+            ReplicaSetController(cluster, informers),
+            DeploymentController(cluster, informers),
+            StatefulSetController(cluster, informers),
+            DisruptionController(cluster, informers),
+            NodeLifecycleController(cluster, informers, self.settings),
+        ]
+        informers.start()
+        await informers.synced()
+        for controller in self._controllers:
+            controller.start()
+
+    async def stop(self) -> None:
+        for controller in self._controllers:
+            await controller.stop()
+        if self._informers is not None:
+            await self._informers.stop()

@@ -1,0 +1,240 @@
+"""The ReplicaSet controller: create and delete pods until the count matches ``replicas``.
+
+Pods are created through the API with ``generateName`` and a controller owner reference, so
+admission webhooks see each one; creation runs in slow-start batches (1, 2, 4, ...) as upstream
+does, so a failing webhook costs one call, not hundreds. Scale-down victims come from
+:mod:`kubesim.behaviour.pod_ranking`. Status counts replicas, fully labelled, ready and
+available (ready for ``minReadySeconds``) pods; a failed create sets ``ReplicaFailure``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import datetime
+
+from kubesim.behaviour.informer import controller_ref, object_key
+from kubesim.behaviour.label_match import selector_matches
+from kubesim.behaviour.pod_ranking import is_ready, pods_to_delete
+from kubesim.behaviour.pod_template import availability, int_field, is_active, pod_from_template
+from kubesim.behaviour.shared_informers import Informers
+from kubesim.behaviour.timestamps import parse_time
+from kubesim.behaviour.workqueue import WorkQueue
+from kubesim.interface import PODS, REPLICASETS, ApiError, Cluster, JsonObject
+
+log = logging.getLogger(__name__)
+BURST_REPLICAS = 500
+
+
+def cluster_now(cluster: Cluster) -> datetime:
+    moment = parse_time(cluster.now())
+    assert moment is not None
+    return moment
+
+
+async def create_in_batches(
+    cluster: Cluster, informers: Informers, pods: list[JsonObject]
+) -> ApiError | None:
+    """Create pods 1, 2, 4, ... at a time; stop at the first batch with a failure."""
+    batch = 1
+    done = 0
+    while done < len(pods):
+        chunk = pods[done : done + batch]
+        results = await asyncio.gather(
+            *(cluster.create(PODS, p, namespace=p["metadata"].get("namespace")) for p in chunk),
+            return_exceptions=True,
+        )
+        error: ApiError | None = None
+        for result in results:
+            if isinstance(result, ApiError):
+                error = error or result
+            elif isinstance(result, BaseException):
+                raise result
+            else:
+                informers.pods.write_result(result)
+        if error is not None:
+            return error
+        done += len(chunk)
+        batch *= 2
+    return None
+
+
+async def delete_pod(cluster: Cluster, informers: Informers, pod: JsonObject) -> None:
+    meta = pod["metadata"]
+    try:
+        result = await cluster.delete(PODS, meta["name"], namespace=meta.get("namespace"))
+    except ApiError as exc:
+        if exc.code == 404:
+            return
+        raise
+    record_deletion(informers, result)
+
+
+def record_deletion(informers: Informers, result: JsonObject) -> None:
+    """Cache a delete's outcome: still there (terminating) or gone."""
+    if result.get("kind") == "Status":
+        return
+    meta = result.get("metadata") or {}
+    if meta.get("deletionTimestamp") and (
+        meta.get("finalizers") or int_field(meta.get("deletionGracePeriodSeconds"), 0) > 0
+    ):
+        informers.pods.write_result(result)
+    else:
+        informers.pods.remove(result)
+
+
+def set_condition(conditions: list[JsonObject], condition: JsonObject) -> list[JsonObject]:
+    """Replace the condition of the same type, keeping its transition time if status holds."""
+    out = []
+    replaced = False
+    for existing in conditions:
+        if existing.get("type") == condition["type"]:
+            if existing.get("status") == condition["status"]:
+                condition = {**condition, "lastTransitionTime": existing.get("lastTransitionTime")}
+                if "lastUpdateTime" in existing and existing.get("reason") == condition.get(
+                    "reason"
+                ):
+                    condition["lastUpdateTime"] = existing["lastUpdateTime"]
+            out.append(condition)
+            replaced = True
+        else:
+            out.append(existing)
+    if not replaced:
+        out.append(condition)
+    return out
+
+
+class ReplicaSetController:
+    def __init__(self, cluster: Cluster, informers: Informers) -> None:
+        self.cluster = cluster
+        self.informers = informers
+        self.queue = WorkQueue("replicaset", self._sync, workers=4)
+        informers.replicasets.add_handler(self._on_replicaset)
+        informers.pods.add_handler(self._on_pod)
+
+    def start(self) -> None:
+        self.queue.start()
+
+    async def stop(self) -> None:
+        await self.queue.stop()
+
+    def _on_replicaset(self, old: JsonObject | None, new: JsonObject | None) -> None:
+        if new is not None:
+            self.queue.add(object_key(new))
+
+    def _on_pod(self, old: JsonObject | None, new: JsonObject | None) -> None:
+        for pod in (old, new):
+            ref = controller_ref(pod) if pod is not None else None
+            if ref is not None and ref.get("kind") == "ReplicaSet" and pod is not None:
+                self.queue.add(f"{pod['metadata'].get('namespace')}/{ref.get('name')}")
+
+    def _related_pods(self, rs: JsonObject, own: list[JsonObject]) -> list[JsonObject]:
+        owner = controller_ref(rs)
+        if owner is None:
+            return own
+        related: list[JsonObject] = []
+        for sibling in self.informers.replicasets.by_index("owner", str(owner.get("uid"))):
+            related.extend(
+                p
+                for p in self.informers.pods.by_index("owner", sibling["metadata"]["uid"])
+                if is_active(p)
+            )
+        return related
+
+    async def _sync(self, key: str) -> None:
+        rs = self.informers.replicasets.get(key)
+        if rs is None or rs["metadata"].get("deletionTimestamp"):
+            return
+        spec = rs.get("spec") or {}
+        template = spec.get("template") or {}
+        owned = self.informers.pods.by_index("owner", rs["metadata"]["uid"])
+        active = [p for p in owned if is_active(p)]
+        desired = max(int_field(spec.get("replicas"), 1), 0)
+        failure: ApiError | None = None
+        if spec.get("selector") is None:
+            failure = ApiError(422, "Invalid", "spec.selector: Required value")
+        elif len(active) < desired:
+            wanted = min(desired - len(active), BURST_REPLICAS)
+            pods = [pod_from_template(template, _with_kind(rs)) for _ in range(wanted)]
+            failure = await create_in_batches(self.cluster, self.informers, pods)
+        elif len(active) > desired:
+            now = cluster_now(self.cluster)
+            victims = pods_to_delete(
+                active, self._related_pods(rs, active), len(active) - desired, now
+            )
+            await asyncio.gather(*(delete_pod(self.cluster, self.informers, p) for p in victims))
+        await self._update_status(key, failure)
+
+    async def _update_status(self, key: str, failure: ApiError | None) -> None:
+        rs = self.informers.replicasets.get(key)
+        if rs is None:
+            return
+        spec = rs.get("spec") or {}
+        selector = spec.get("selector")
+        template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+        active = [
+            p for p in self.informers.pods.by_index("owner", rs["metadata"]["uid"]) if is_active(p)
+        ]
+        now = cluster_now(self.cluster)
+        min_ready = int_field(spec.get("minReadySeconds"), 0)
+        available = 0
+        soonest: float | None = None
+        for pod in active:
+            ok, remaining = availability(pod, min_ready, now)
+            if ok:
+                available += 1
+            elif remaining > 0:
+                soonest = remaining if soonest is None else min(soonest, remaining)
+        old = rs.get("status") or {}
+        conditions = list(old.get("conditions") or [])
+        if failure is not None:
+            conditions = set_condition(
+                conditions,
+                {
+                    "type": "ReplicaFailure",
+                    "status": "True",
+                    "reason": "FailedCreate",
+                    "message": failure.message,
+                    "lastTransitionTime": self.cluster.now(),
+                },
+            )
+        else:
+            conditions = [c for c in conditions if c.get("type") != "ReplicaFailure"]
+        status: JsonObject = {
+            "replicas": len(active),
+            "fullyLabeledReplicas": sum(
+                1
+                for p in active
+                if all(
+                    (p["metadata"].get("labels") or {}).get(k) == v
+                    for k, v in template_labels.items()
+                )
+                and (selector is None or selector_matches(selector, p["metadata"].get("labels")))
+            ),
+            "readyReplicas": sum(1 for p in active if is_ready(p)),
+            "availableReplicas": available,
+            "observedGeneration": rs["metadata"].get("generation", 1),
+        }
+        if conditions:
+            status["conditions"] = conditions
+        if soonest is not None:
+            self.queue.add_after(key, soonest + 0.01)
+        if _strip_zero(status) == _strip_zero(old):
+            return
+        updated = await self.cluster.update(
+            REPLICASETS,
+            {**rs, "status": status},
+            namespace=rs["metadata"].get("namespace"),
+            subresource="status",
+        )
+        self.informers.replicasets.write_result(updated)
+        if failure is not None:
+            raise failure
+
+
+def _strip_zero(status: JsonObject) -> JsonObject:
+    return {k: v for k, v in status.items() if v not in (0, None, [], {})}
+
+
+def _with_kind(rs: JsonObject) -> JsonObject:
+    return {**rs, "apiVersion": "apps/v1", "kind": "ReplicaSet"}

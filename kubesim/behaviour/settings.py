@@ -1,0 +1,40 @@
+"""Timing and topology settings for the simulated cluster.
+
+Simulated time runs at wall-clock speed, so every delay is a setting: the defaults feel like a
+small real cluster, tests use :meth:`Settings.fast`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from kubesim.behaviour.topology import DEFAULT_TOPOLOGY
+
+
+@dataclass(frozen=True)
+class Settings:
+    topology: str = DEFAULT_TOPOLOGY
+    # kubelet: bound -> ContainerCreating -> Running -> Ready
+    create_delay: float = 0.2
+    start_delay: float = 0.5
+    ready_delay: float = 0.3
+    # the most a graceful deletion waits, whatever terminationGracePeriodSeconds says
+    max_termination_grace: float = 2.0
+    # tolerationSeconds for not-ready/unreachable taints on pods that carry no toleration
+    default_toleration_seconds: float = 300.0
+    # how often pods the scheduler could not place are retried without any triggering event
+    unschedulable_retry: float = 5.0
+
+    @classmethod
+    def fast(cls, **overrides: Any) -> Settings:
+        """Delays in tens of milliseconds, for tests."""
+        base = cls(
+            create_delay=0.01,
+            start_delay=0.02,
+            ready_delay=0.01,
+            max_termination_grace=0.05,
+            default_toleration_seconds=2.0,
+            unschedulable_retry=1.0,
+        )
+        return replace(base, **overrides)
