@@ -1,0 +1,1489 @@
+"""The API machinery: what every request goes through, whether it came over HTTP or in-process.
+
+:class:`ApiServer` implements the :class:`kubesim.interface.Cluster` protocol and is also what
+the HTTP layer calls, so the simulated controllers and real clients share one path:
+
+    decode -> kind/namespace checks -> defaulting (built-in kinds, CRD schema defaults and
+    pruning) -> validation (422 with causes) -> mutating webhooks -> validation again ->
+    validating webhooks -> dry-run stop -> store write (one global resourceVersion) -> watch
+    fan-out
+
+Graceful deletion, finalizers, ownerReference garbage collection and namespace termination
+run here too. Garbage collection is asynchronous like the real controller: a background task
+drains a queue of owners that disappeared (or wait on foreground/orphan finalizers).
+
+Objects inside the store are immutable by convention; methods of the Cluster protocol copy
+what they return, the HTTP layer serialises stored objects directly.
+
+This module is the one long module of kubesim (about 1,000 lines): every verb shares the
+write pipeline and splitting it would spread one request's life over several files.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import uuid
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+
+import msgspec
+
+from kubesim import crd as crds
+from kubesim import errors, fields, jsonpatch, kinds, schema
+from kubesim.admission import Admission, Attributes
+from kubesim.errors import FieldError
+from kubesim.interface import GVR, ApiError, PatchType, WatchEvent
+from kubesim.registry import Registry, ResourceType
+from kubesim.store import Event, Store, Watcher
+from spreadbus.core import label_selector, strategic_merge
+
+log = logging.getLogger("kubesim")
+
+JsonObject = dict[str, Any]
+T = TypeVar("T")
+Clock = Callable[[], datetime]
+
+_decode = msgspec.json.decode
+_encode = msgspec.json.encode
+
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+
+FOREGROUND = "foregroundDeletion"
+ORPHAN = "orphan"
+
+
+def copy_json(obj: T) -> T:
+    """A deep copy of a JSON-shaped value (a msgspec round trip beats ``copy.deepcopy``)."""
+    copied: T = _decode(_encode(obj), type=type(obj))
+    return copied
+
+
+def rfc3339(t: datetime) -> str:
+    return t.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def get_path(obj: Any, path: str) -> Any:
+    """Value at a ``.spec.replicas`` style path, or None."""
+    cur = obj
+    for part in path.strip(".").split("."):
+        if not part:
+            continue
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(part)
+    return cur
+
+
+def set_path(obj: JsonObject, path: str, value: Any) -> JsonObject:
+    """A copy of ``obj`` with ``path`` set (copies only the dicts along the path)."""
+    parts = [p for p in path.strip(".").split(".") if p]
+    out = dict(obj)
+    cur = out
+    for part in parts[:-1]:
+        nxt = cur.get(part)
+        nxt = dict(nxt) if isinstance(nxt, dict) else {}
+        cur[part] = nxt
+        cur = nxt
+    cur[parts[-1]] = value
+    return out
+
+
+class ListOptions:
+    """Parsed list/watch query options."""
+
+    __slots__ = ("continue_", "field", "label", "limit", "resource_version")
+
+    def __init__(
+        self,
+        label: label_selector.Selector | None = None,
+        field: fields.Predicate | None = None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+    ) -> None:
+        self.label = label
+        self.field = field
+        self.limit = limit
+        self.continue_ = continue_
+        self.resource_version = resource_version
+
+    def matches(self, obj: JsonObject) -> bool:
+        if self.label is not None and not self.label.matches(obj["metadata"].get("labels")):
+            return False
+        return self.field is None or self.field(obj)
+
+
+class ApiServer:
+    """The in-process API server (and the :class:`~kubesim.interface.Cluster` implementation)."""
+
+    def __init__(
+        self,
+        *,
+        watch_history: int = 10_000,
+        clock: Clock | None = None,
+        max_watch_queue: int = 10_000,
+    ) -> None:
+        self.registry = Registry()
+        self.store = Store(history_size=watch_history)
+        self.clock: Clock = clock or (lambda: datetime.now(UTC))
+        self.max_watch_queue = max_watch_queue
+        self.admission = Admission(self)
+        self._gc_queue: asyncio.Queue[str] | None = None
+        self._gc_task: asyncio.Task[None] | None = None
+        self.bootstrap()
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def bootstrap(self) -> None:
+        for ns in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            if self.store.get(("", "namespaces"), "", ns) is None:
+                obj: JsonObject = {
+                    "apiVersion": "v1",
+                    "kind": "Namespace",
+                    "metadata": {"name": ns},
+                }
+                rt = self.rt_for(GVR("", "v1", "namespaces"))
+                self._store_new(rt, self._prepare_create(rt, obj, None))
+
+    async def start(self) -> None:
+        self._gc_queue = asyncio.Queue()
+        self._gc_task = asyncio.create_task(self._gc_loop(), name="kubesim-gc")
+
+    async def stop(self) -> None:
+        self.store.close_all_watchers()
+        if self._gc_task is not None:
+            self._gc_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._gc_task
+        await self.admission.close()
+
+    def now(self) -> str:
+        return rfc3339(self.clock())
+
+    # --- lookup --------------------------------------------------------------------------------
+
+    def rt_for(self, gvr: GVR | tuple[str, str, str]) -> ResourceType:
+        rt = self.registry.get(*gvr)
+        if rt is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return rt
+
+    def _ns(self, rt: ResourceType, namespace: str | None) -> str:
+        if rt.namespaced:
+            if not namespace:
+                raise errors.bad_request(
+                    "an empty namespace may not be set when a resource name is provided"
+                    if False
+                    else "namespace is required for a namespaced resource"
+                )
+            return namespace
+        return ""
+
+    def _existing(self, rt: ResourceType, ns: str, name: str) -> JsonObject:
+        obj = self.store.get(rt.storage_key, ns, name)
+        if obj is None:
+            raise errors.not_found(rt.plural, rt.group, name)
+        return obj
+
+    def _versioned(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+        """The stored object as the requested version (CRDs: rewrite apiVersion only)."""
+        if obj.get("apiVersion") == rt.api_version:
+            return obj
+        return {**obj, "apiVersion": rt.api_version}
+
+    # --- reads ---------------------------------------------------------------------------------
+
+    def get_obj(self, rt: ResourceType, namespace: str | None, name: str) -> JsonObject:
+        return self._versioned(rt, self._existing(rt, self._ns(rt, namespace), name))
+
+    def list_objs(
+        self, rt: ResourceType, namespace: str | None, opts: ListOptions
+    ) -> tuple[list[JsonObject], str, str | None, int | None]:
+        """(items, list resourceVersion, continue token, remainingItemCount)."""
+        rv = self.store.rv
+        start_after: tuple[str, str] | None = None
+        if opts.continue_:
+            try:
+                token = _decode(_b64decode(opts.continue_))
+                rv = int(token["rv"])
+                start_after = (token["ns"], token["name"])
+            except Exception as e:
+                raise errors.bad_request(f"continue key is not valid: {e}") from e
+            if rv < self.store.compacted:
+                raise errors.gone(
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter, or use "
+                    "the continue token in this response to retrieve the remainder of the "
+                    "results. Continuing with the provided token results in an inconsistent "
+                    "list - objects that were created, modified, or deleted between the time "
+                    "the first chunk was returned and now may show up in the list."
+                )
+        bucket = self.store.objects.get(rt.storage_key) or {}
+        keys = sorted(bucket) if (opts.limit or start_after) else list(bucket)
+        items: list[JsonObject] = []
+        next_token: str | None = None
+        remaining: int | None = None
+        idx = 0
+        for idx, key in enumerate(keys):
+            if start_after is not None and key <= start_after:
+                continue
+            if namespace and key[0] != namespace:
+                continue
+            obj = bucket[key]
+            if not opts.matches(obj):
+                continue
+            if opts.limit and len(items) >= opts.limit:
+                last = items[-1]["metadata"]
+                next_token = _b64encode(
+                    _encode({"rv": rv, "ns": last.get("namespace", ""), "name": last["name"]})
+                )
+                rest = keys[idx:]
+                remaining = sum(
+                    1
+                    for k in rest
+                    if (not namespace or k[0] == namespace) and opts.matches(bucket[k])
+                )
+                break
+            items.append(self._versioned(rt, obj) if rt.custom else obj)
+        return items, str(rv), next_token, remaining
+
+    # --- create --------------------------------------------------------------------------------
+
+    def _check_body(self, rt: ResourceType, obj: Any, namespace: str) -> JsonObject:
+        if not isinstance(obj, dict):
+            raise errors.bad_request(f"the body of the request must be a {rt.kind} object")
+        api_version = obj.get("apiVersion")
+        kind = obj.get("kind")
+        if api_version is not None and api_version != rt.api_version:
+            other = self.registry.by_kind(rt.group, str(api_version).rpartition("/")[2], rt.kind)
+            if other is None or str(api_version).rpartition("/")[0] != rt.group:
+                raise errors.bad_request(
+                    f"the API version in the data ({api_version}) does not match the expected "
+                    f"API version ({rt.api_version})"
+                )
+        if kind is not None and kind != rt.kind:
+            raise errors.bad_request(
+                f"the kind in the data ({kind}) does not match the expected kind ({rt.kind})"
+            )
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = {}
+        if not isinstance(meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        out: JsonObject = {
+            **obj,
+            "apiVersion": rt.api_version,
+            "kind": rt.kind,
+            "metadata": dict(meta),
+        }
+        obj = out
+        body_ns = meta.get("namespace")
+        if rt.namespaced:
+            if body_ns and body_ns != namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on "
+                    "the request"
+                )
+            obj["metadata"]["namespace"] = namespace
+        else:
+            obj["metadata"].pop("namespace", None)
+        return out
+
+    def _prepare_create(
+        self, rt: ResourceType, obj: JsonObject, namespace: str | None
+    ) -> JsonObject:
+        """Defaulting and system metadata for a new object (mutates the fresh ``obj``)."""
+        meta = obj["metadata"]
+        if not meta.get("name"):
+            gen = meta.get("generateName")
+            if gen:
+                meta["name"] = gen + "".join(secrets.choice(_NAME_CHARS) for _ in range(5))
+        for f in (
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ):
+            meta.pop(f, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = self.now()
+        if rt.has_generation:
+            meta["generation"] = 1
+        else:
+            meta.pop("generation", None)
+        kind = rt.kind
+        if rt.custom:
+            if rt.schema is not None:
+                obj = schema.default_and_prune(rt.schema, obj, root=True)
+            if rt.status:
+                obj.pop("status", None)
+        elif kind == "Pod":
+            kinds.prepare_pod_create(obj)
+        elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+            kinds.prepare_workload_create(kind, obj)
+        elif kind == "Namespace":
+            kinds.prepare_namespace_create(obj)
+        elif kind == "PodDisruptionBudget":
+            obj["status"] = {
+                "disruptionsAllowed": 0,
+                "currentHealthy": 0,
+                "desiredHealthy": 0,
+                "expectedPods": 0,
+            }
+        elif kind == "CustomResourceDefinition":
+            obj.pop("status", None)
+        elif kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            for w in obj.get("webhooks") or ():
+                if isinstance(w, dict):
+                    _default_webhook(w, mutating=kind.startswith("Mutating"))
+        return obj
+
+    def _validate(self, rt: ResourceType, obj: JsonObject, old: JsonObject | None) -> None:
+        meta = obj["metadata"]
+        errs: list[FieldError] = []
+        name = meta.get("name")
+        if not name:
+            errs.append(errors.required("metadata.name", "name or generateName is required"))
+        elif not isinstance(name, str):
+            errs.append(errors.invalid("metadata.name", name, "must be a string"))
+        else:
+            errs.extend(kinds.validate_name(rt.kind, name))
+        errs.extend(kinds.validate_metadata(meta))
+        kind = rt.kind
+        if rt.custom and rt.schema is not None:
+            errs.extend(schema.validate(rt.schema, obj, root=True))
+        elif kind == "Pod":
+            errs.extend(kinds.validate_pod_spec(obj.get("spec"), "spec"))
+            if old is not None:
+                errs.extend(kinds.validate_pod_update(obj, old))
+        elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+            if old is None:
+                errs.extend(kinds.validate_workload(kind, obj))
+            else:
+                errs.extend(kinds.validate_workload_update(kind, obj, old))
+        elif kind == "PodDisruptionBudget":
+            errs.extend(kinds.validate_pdb(obj))
+        elif kind == "CustomResourceDefinition":
+            errs.extend(crds.validate(obj))
+            if old is not None and obj.get("spec", {}).get("scope") != old["spec"].get("scope"):
+                errs.append(
+                    errors.invalid("spec.scope", obj["spec"].get("scope"), "field is immutable")
+                )
+        elif kind == "ConfigMap":
+            for k in obj.get("data") or {}:
+                if not isinstance(obj["data"][k], str):
+                    errs.append(errors.invalid(f"data[{k}]", obj["data"][k], "must be a string"))
+        if errs:
+            raise errors.invalid_object(rt.kind, rt.group, str(name or ""), errs)
+
+    def _strict_check(self, rt: ResourceType, obj: JsonObject, validation: str | None) -> list[str]:
+        """Unknown fields for ``fieldValidation``: Strict raises, Warn returns warnings."""
+        if validation not in ("Strict", "Warn") or not rt.custom or rt.schema is None:
+            return []
+        unknown = schema.unknown_fields(rt.schema, obj, root=True)
+        if unknown and validation == "Strict":
+            raise errors.bad_request(
+                "strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown)
+            )
+        return [f'unknown field "{u}"' for u in unknown]
+
+    def _check_namespace(self, rt: ResourceType, ns: str, name: str) -> None:
+        if not rt.namespaced:
+            return
+        nsobj = self.store.get(("", "namespaces"), "", ns)
+        if nsobj is None:
+            raise errors.not_found("namespaces", "", ns)
+        if nsobj["metadata"].get("deletionTimestamp"):
+            raise errors.forbidden(
+                rt.plural,
+                rt.group,
+                name,
+                f"unable to create new content in namespace {ns} because it is being terminated",
+            )
+
+    async def create_obj(
+        self,
+        rt: ResourceType,
+        body: Any,
+        namespace: str | None,
+        *,
+        dry_run: bool = False,
+        field_validation: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> JsonObject:
+        if "create" not in rt.verbs:
+            raise errors.method_not_allowed("create is not supported")
+        ns = self._ns(rt, namespace)
+        obj = self._check_body(rt, body, ns)
+        w = self._strict_check(rt, obj, field_validation)
+        if warnings is not None:
+            warnings.extend(w)
+        obj = self._prepare_create(rt, obj, ns)
+        name = obj["metadata"].get("name") or ""
+        self._validate(rt, obj, None)
+        self._check_namespace(rt, ns, name)
+        attrs = Attributes(
+            "CREATE",
+            rt,
+            "",
+            ns,
+            name,
+            dry_run,
+            {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        )
+        if self.admission.active:
+            obj = await self.admission.mutate(attrs, obj, None)
+            self._validate(rt, obj, None)
+            await self.admission.validate(attrs, obj, None)
+        if self.store.get(rt.storage_key, ns, name) is not None:
+            raise errors.already_exists(rt.plural, rt.group, name)
+        if dry_run:
+            return self._versioned(rt, obj)
+        stored = self._store_new(rt, obj)
+        return self._versioned(rt, stored)
+
+    def _store_new(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+        if rt.kind == "CustomResourceDefinition":
+            obj["status"] = crds.established_status(obj, self.now())
+        obj["metadata"]["resourceVersion"] = str(self.store.next_rv())
+        ev = self.store.write(rt.storage_key, obj, "ADDED", None)
+        if rt.kind == "CustomResourceDefinition":
+            self._serve_crd(obj)
+        self._after_write(ev)
+        return obj
+
+    # --- update --------------------------------------------------------------------------------
+
+    async def update_obj(
+        self,
+        rt: ResourceType,
+        body: Any,
+        namespace: str | None,
+        name: str | None = None,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_validation: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> JsonObject:
+        ns = self._ns(rt, namespace)
+        if subresource == "scale":
+            return await self._update_scale(rt, ns, name, body, dry_run=dry_run)
+        obj = self._check_body(rt, body, ns)
+        body_name = obj["metadata"].get("name")
+        if name is not None and body_name != name:
+            if not body_name:
+                obj["metadata"]["name"] = name
+            else:
+                raise errors.bad_request(
+                    f"the name of the object ({body_name}) does not match the name on the "
+                    f"URL ({name})"
+                )
+        name = obj["metadata"]["name"]
+        if not name:
+            raise errors.invalid_object(
+                rt.kind,
+                rt.group,
+                "",
+                [errors.required("metadata.name", "name or generateName is required")],
+            )
+        old = self.store.get(rt.storage_key, ns, name)
+        if old is None:
+            if rt.create_on_update and not subresource:
+                return await self.create_obj(rt, obj, namespace, dry_run=dry_run)
+            raise errors.not_found(rt.plural, rt.group, name)
+        w = self._strict_check(rt, obj, field_validation)
+        if warnings is not None:
+            warnings.extend(w)
+        rv = obj["metadata"].get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
+        return await self._write_update(rt, old, obj, subresource, dry_run=dry_run)
+
+    def _merge_update(
+        self, rt: ResourceType, old: JsonObject, new: JsonObject, subresource: str
+    ) -> JsonObject:
+        """Apply the status/main-resource split and keep system metadata from ``old``."""
+        if subresource == "status":
+            merged = dict(old)
+            if "status" in new:
+                merged["status"] = new["status"]
+            else:
+                merged.pop("status", None)
+            merged["metadata"] = dict(old["metadata"])
+            return merged
+        if rt.custom and rt.schema is not None:
+            new = schema.default_and_prune(rt.schema, new, root=True)
+        meta = dict(new["metadata"])
+        ometa = old["metadata"]
+        for f in (
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "namespace",
+            "name",
+        ):
+            if f in ometa:
+                meta[f] = ometa[f]
+            else:
+                meta.pop(f, None)
+        meta.pop("managedFields", None)
+        if ometa.get("deletionTimestamp"):
+            # Finalizers may only be removed once deletion started, never added back.
+            pass
+        new = {**new, "metadata": meta}
+        if rt.status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        elif rt.kind == "Namespace":
+            new["status"] = old.get("status")
+            new["spec"] = old.get("spec")
+        if rt.kind == "CustomResourceDefinition":
+            new["status"] = old.get("status")
+        return new
+
+    async def _write_update(
+        self,
+        rt: ResourceType,
+        old: JsonObject,
+        new: JsonObject,
+        subresource: str,
+        *,
+        dry_run: bool = False,
+        skip_admission: bool = False,
+    ) -> JsonObject:
+        name = old["metadata"]["name"]
+        ns = old["metadata"].get("namespace", "")
+        merged = self._merge_update(rt, old, new, subresource)
+        if rt.kind == "Pod" and subresource != "status":
+            spec = merged.get("spec")
+            if isinstance(spec, dict):
+                spec = dict(spec)
+                for c in spec.get("containers") or ():
+                    kinds.default_container(c)
+                merged["spec"] = spec
+        self._validate(rt, merged, old)
+        attrs = Attributes(
+            "UPDATE",
+            rt,
+            subresource,
+            ns,
+            name,
+            dry_run,
+            {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"},
+        )
+        if self.admission.active and not skip_admission:
+            merged = await self.admission.mutate(attrs, merged, old)
+            merged = self._merge_update(rt, old, merged, subresource)
+            self._validate(rt, merged, old)
+            await self.admission.validate(attrs, merged, old)
+            # The object may have changed while webhooks ran.
+            current = self.store.get(rt.storage_key, ns, name)
+            if current is None:
+                raise errors.not_found(rt.plural, rt.group, name)
+            if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
+                raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
+        if rt.has_generation and _spec_changed(old, merged):
+            merged["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
+        merged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        if merged == old:
+            return self._versioned(rt, old)
+        if dry_run:
+            return self._versioned(rt, merged)
+        meta = merged["metadata"]
+        if (
+            meta.get("deletionTimestamp")
+            and not meta.get("finalizers")
+            and not self._grace_pending(rt, merged)
+        ):
+            return self._versioned(rt, self._remove(rt, merged))
+        meta["resourceVersion"] = str(self.store.next_rv())
+        ev = self.store.write(rt.storage_key, merged, "MODIFIED", old)
+        if rt.kind == "CustomResourceDefinition":
+            self._serve_crd(merged)
+        self._after_write(ev)
+        return self._versioned(rt, merged)
+
+    def _grace_pending(self, rt: ResourceType, obj: JsonObject) -> bool:
+        return rt.kind == "Pod" and int(obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
+
+    # --- patch ---------------------------------------------------------------------------------
+
+    async def patch_obj(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        patch: Any,
+        patch_type: str,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        field_manager: str | None = None,
+        force: bool = False,
+        field_validation: str | None = None,
+        warnings: list[str] | None = None,
+    ) -> JsonObject:
+        ns = self._ns(rt, namespace)
+        if patch_type == "strategic" and not rt.strategic:
+            raise errors.unsupported_media_type(
+                "application/strategic-merge-patch+json",
+                [
+                    "application/json-patch+json",
+                    "application/merge-patch+json",
+                    "application/apply-patch+yaml",
+                ],
+            )
+        if patch_type == "apply" and not field_manager:
+            raise ApiError(
+                422,
+                "Invalid",
+                'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is '
+                "required for apply patch",
+            )
+        old = self.store.get(rt.storage_key, ns, name)
+        if old is None:
+            if patch_type == "apply" and not subresource:
+                body = dict(patch) if isinstance(patch, dict) else patch
+                if isinstance(body, dict):
+                    body.setdefault("metadata", {})
+                    body["metadata"] = {**body["metadata"], "name": name}
+                return await self.create_obj(
+                    rt,
+                    body,
+                    namespace,
+                    dry_run=dry_run,
+                    field_validation=field_validation,
+                    warnings=warnings,
+                )
+            raise errors.not_found(rt.plural, rt.group, name)
+        if subresource == "scale":
+            scale = self.scale_of(rt, old)
+            patched = self._apply_patch(scale, patch, patch_type, strategic_merge.EMPTY)
+            return await self._update_scale(rt, ns, name, patched, dry_run=dry_run)
+        current = self._versioned(rt, old)
+        patched = self._apply_patch(current, patch, patch_type, rt.patch_meta)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("the patch must result in an object")
+        w = self._strict_check(rt, patched, field_validation)
+        if warnings is not None:
+            warnings.extend(w)
+        patched_meta = patched.get("metadata")
+        if not isinstance(patched_meta, dict):
+            raise errors.bad_request("metadata must be an object")
+        rv = patched_meta.get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
+        if patched_meta.get("name", name) != name:
+            raise errors.bad_request(
+                f"the name of the object ({patched_meta.get('name')}) does not match the name "
+                f"on the URL ({name})"
+            )
+        patched = self._check_body(rt, patched, ns)
+        return await self._write_update(rt, old, patched, subresource, dry_run=dry_run)
+
+    def _apply_patch(
+        self, current: JsonObject, patch: Any, patch_type: str, meta: strategic_merge.PatchMeta
+    ) -> Any:
+        try:
+            if patch_type == "json":
+                return jsonpatch.apply(current, patch)
+            if patch_type == "merge" or patch_type == "apply":
+                if not isinstance(patch, dict):
+                    raise errors.bad_request("a merge patch must be a JSON object")
+                return strategic_merge.merge_patch(current, patch)
+            if patch_type == "strategic":
+                if not isinstance(patch, dict):
+                    raise errors.bad_request("a strategic merge patch must be a JSON object")
+                return strategic_merge.apply(current, patch, meta)
+        except (jsonpatch.JsonPatchError, strategic_merge.PatchError) as e:
+            raise ApiError(422, "Invalid", str(e)) from e
+        raise errors.unsupported_media_type(
+            patch_type, ["application/json-patch+json", "application/merge-patch+json"]
+        )
+
+    # --- scale ---------------------------------------------------------------------------------
+
+    def scale_of(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+        if rt.scale is None:
+            raise errors.not_found(rt.plural + "/scale", rt.group, obj["metadata"]["name"])
+        paths = rt.scale
+        meta = obj["metadata"]
+        selector: str | None = None
+        if paths.label_selector:
+            raw = get_path(obj, paths.label_selector)
+            selector = raw if isinstance(raw, str) else None
+        if not rt.custom:
+            sel = (obj.get("spec") or {}).get("selector")
+            if isinstance(sel, dict):
+                with contextlib.suppress(label_selector.SelectorError):
+                    selector = label_selector.to_string(label_selector.from_label_selector(sel))
+        status: JsonObject = {"replicas": int(get_path(obj, paths.status_replicas) or 0)}
+        if selector is not None:
+            status["selector"] = selector
+        scale_meta = {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        }
+        return {
+            "kind": "Scale",
+            "apiVersion": "autoscaling/v1",
+            "metadata": scale_meta,
+            "spec": {"replicas": int(get_path(obj, paths.spec_replicas) or 0)},
+            "status": status,
+        }
+
+    async def _update_scale(
+        self, rt: ResourceType, ns: str, name: str | None, body: Any, *, dry_run: bool
+    ) -> JsonObject:
+        if rt.scale is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        if not isinstance(body, dict):
+            raise errors.bad_request("the body of the request must be a Scale object")
+        name = name or (body.get("metadata") or {}).get("name")
+        old = self._existing(rt, ns, str(name))
+        replicas = (body.get("spec") or {}).get("replicas")
+        if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
+            raise errors.invalid_object(
+                "Scale",
+                "autoscaling",
+                str(name),
+                [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
+            )
+        rv = (body.get("metadata") or {}).get("resourceVersion")
+        if rv and rv != old["metadata"]["resourceVersion"]:
+            raise errors.conflict(rt.plural, rt.group, str(name), errors.STALE)
+        new = set_path(old, rt.scale.spec_replicas, replicas)
+        new["metadata"] = dict(old["metadata"])
+        updated = await self._write_update(
+            rt, old, self._versioned(rt, new), "scale", dry_run=dry_run
+        )
+        return self.scale_of(rt, updated)
+
+    # --- delete --------------------------------------------------------------------------------
+
+    async def delete_obj(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str,
+        *,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+        preconditions: Mapping[str, Any] | None = None,
+        dry_run: bool = False,
+        skip_admission: bool = False,
+    ) -> tuple[JsonObject, bool]:
+        """Delete; returns (object, removed-now)."""
+        ns = self._ns(rt, namespace)
+        old = self._existing(rt, ns, name)
+        meta = old["metadata"]
+        pre = preconditions or {}
+        if pre.get("uid") and pre["uid"] != meta.get("uid"):
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: UID in precondition: {pre['uid']}, "
+                f"UID in object meta: {meta.get('uid')}",
+            )
+        if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
+            raise errors.conflict(
+                rt.plural,
+                rt.group,
+                name,
+                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
+                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+            )
+        if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
+            raise errors.bad_request(
+                f"propagationPolicy: Unsupported value: {propagation_policy!r}"
+            )
+        if self.admission.active and not skip_admission:
+            attrs = Attributes(
+                "DELETE",
+                rt,
+                "",
+                ns,
+                name,
+                dry_run,
+                {"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"},
+            )
+            await self.admission.mutate(attrs, None, old)
+            await self.admission.validate(attrs, None, old)
+        if dry_run:
+            return self._versioned(rt, old), False
+
+        finalizers = list(meta.get("finalizers") or [])
+        grace = self._grace_for(rt, old, grace_period_seconds)
+        if propagation_policy == "Foreground" and FOREGROUND not in finalizers:
+            finalizers.append(FOREGROUND)
+        elif propagation_policy == "Orphan" and ORPHAN not in finalizers:
+            finalizers.append(ORPHAN)
+        if rt.kind == "Namespace":
+            finalizers = finalizers or []
+            return self._terminate_namespace(rt, old), False
+
+        if not finalizers and grace == 0:
+            return self._versioned(rt, self._remove(rt, old)), True
+
+        new_meta = dict(meta)
+        changed = False
+        if not meta.get("deletionTimestamp") or grace < int(
+            meta.get("deletionGracePeriodSeconds") or 0
+        ):
+            new_meta["deletionTimestamp"] = rfc3339(self.clock() + timedelta(seconds=grace))
+            new_meta["deletionGracePeriodSeconds"] = grace
+            changed = True
+        if finalizers != list(meta.get("finalizers") or []):
+            new_meta["finalizers"] = finalizers
+            changed = True
+        if new_meta.get("deletionGracePeriodSeconds") == 0 and not finalizers:
+            return self._versioned(rt, self._remove(rt, old)), True
+        if not changed:
+            return self._versioned(rt, old), False
+        new_meta["resourceVersion"] = str(self.store.next_rv())
+        new = {**old, "metadata": new_meta}
+        ev = self.store.write(rt.storage_key, new, "MODIFIED", old)
+        self._after_write(ev)
+        if FOREGROUND in finalizers or ORPHAN in finalizers:
+            self._gc_enqueue(meta["uid"])
+        return self._versioned(rt, new), False
+
+    def _grace_for(self, rt: ResourceType, obj: JsonObject, requested: int | None) -> int:
+        if rt.kind != "Pod":
+            return 0
+        spec = obj.get("spec") or {}
+        if not spec.get("nodeName"):
+            return 0
+        if (obj.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+            return 0
+        if requested is not None:
+            return max(0, int(requested))
+        return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+
+    def _remove(self, rt: ResourceType, old: JsonObject) -> JsonObject:
+        gone = {
+            **old,
+            "metadata": {**old["metadata"], "resourceVersion": str(self.store.next_rv())},
+        }
+        ev = self.store.write(rt.storage_key, gone, "DELETED", old)
+        if rt.kind == "CustomResourceDefinition":
+            self._unserve_crd(old)
+        self._after_write(ev)
+        self._gc_enqueue(old["metadata"]["uid"])
+        ns = old["metadata"].get("namespace")
+        if ns:
+            self._gc_enqueue("ns:" + ns)
+        return gone
+
+    async def delete_collection(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        opts: ListOptions,
+        *,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+        dry_run: bool = False,
+    ) -> list[JsonObject]:
+        items, _, _, _ = self.list_objs(rt, namespace if rt.namespaced else None, opts)
+        out = []
+        for obj in items:
+            with contextlib.suppress(ApiError):
+                deleted, _ = await self.delete_obj(
+                    rt,
+                    obj["metadata"].get("namespace"),
+                    obj["metadata"]["name"],
+                    grace_period_seconds=grace_period_seconds,
+                    propagation_policy=propagation_policy,
+                    dry_run=dry_run,
+                )
+                out.append(deleted)
+        return out
+
+    # --- namespaces and garbage collection -----------------------------------------------------
+
+    def _terminate_namespace(self, rt: ResourceType, old: JsonObject) -> JsonObject:
+        if old["metadata"].get("deletionTimestamp"):
+            return old
+        meta = {**old["metadata"], "deletionTimestamp": self.now(), "deletionGracePeriodSeconds": 0}
+        meta["resourceVersion"] = str(self.store.next_rv())
+        new = {**old, "metadata": meta, "status": {"phase": "Terminating"}}
+        ev = self.store.write(rt.storage_key, new, "MODIFIED", old)
+        self._after_write(ev)
+        self._gc_enqueue("ns:" + meta["name"])
+        return new
+
+    def _gc_enqueue(self, item: str) -> None:
+        if self._gc_queue is not None:
+            self._gc_queue.put_nowait(item)
+
+    async def _gc_loop(self) -> None:
+        assert self._gc_queue is not None
+        while True:
+            item = await self._gc_queue.get()
+            try:
+                if item.startswith("ns:"):
+                    await self._gc_namespace(item[3:])
+                else:
+                    await self._gc_owner(item)
+            except ApiError as e:
+                log.debug("garbage collection of %s: %s", item, e.message)
+            except Exception:
+                log.exception("garbage collection of %s failed", item)
+
+    async def _gc_owner(self, uid: str) -> None:
+        loc = self.store.by_uid.get(uid)
+        owner = None if loc is None else self.store.get(loc[0], *loc[1])
+        deps = list(self.store.dependents.get(uid, ()))
+        if owner is None:
+            for key, (ns, name) in deps:
+                dep = self.store.get(key, ns, name)
+                if dep is None:
+                    continue
+                refs = dep["metadata"].get("ownerReferences") or []
+                live = [
+                    r for r in refs if r.get("uid") != uid and r.get("uid") in self.store.by_uid
+                ]
+                drt = self._rt_for_key(key)
+                if drt is None:
+                    continue
+                if not live:
+                    if not dep["metadata"].get("deletionTimestamp"):
+                        await self.delete_obj(
+                            drt,
+                            ns or None,
+                            name,
+                            propagation_policy="Background",
+                            skip_admission=False,
+                        )
+                else:
+                    await self._set_owner_refs(drt, dep, live)
+            return
+        fins = owner["metadata"].get("finalizers") or []
+        ort = self._rt_for_key(loc[0]) if loc else None
+        if ort is None:
+            return
+        if ORPHAN in fins:
+            for key, (ns, name) in deps:
+                dep = self.store.get(key, ns, name)
+                drt = self._rt_for_key(key)
+                if dep is not None and drt is not None:
+                    refs = [
+                        r
+                        for r in dep["metadata"].get("ownerReferences") or []
+                        if r.get("uid") != uid
+                    ]
+                    await self._set_owner_refs(drt, dep, refs)
+            await self._drop_finalizer(ort, uid, ORPHAN)
+        elif FOREGROUND in fins:
+            blocking = 0
+            for key, (ns, name) in deps:
+                dep = self.store.get(key, ns, name)
+                drt = self._rt_for_key(key)
+                if dep is None or drt is None:
+                    continue
+                ref: JsonObject = next(
+                    (
+                        r
+                        for r in dep["metadata"].get("ownerReferences") or []
+                        if r.get("uid") == uid
+                    ),
+                    {},
+                )
+                if ref.get("blockOwnerDeletion"):
+                    blocking += 1
+                if not dep["metadata"].get("deletionTimestamp"):
+                    await self.delete_obj(drt, ns or None, name, propagation_policy="Foreground")
+            if blocking == 0:
+                await self._drop_finalizer(ort, uid, FOREGROUND)
+
+    async def _drop_finalizer(self, rt: ResourceType, uid: str, finalizer: str) -> None:
+        loc = self.store.by_uid.get(uid)
+        if loc is None:
+            return
+        obj = self.store.get(loc[0], *loc[1])
+        if obj is None:
+            return
+        fins = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
+        new = {**obj, "metadata": {**obj["metadata"], "finalizers": fins}}
+        await self._write_update(rt, obj, new, "", skip_admission=True)
+
+    async def _set_owner_refs(self, rt: ResourceType, obj: JsonObject, refs: list[Any]) -> None:
+        new = {**obj, "metadata": {**obj["metadata"], "ownerReferences": refs}}
+        if not refs:
+            new["metadata"].pop("ownerReferences")
+        await self._write_update(rt, obj, new, "", skip_admission=True)
+
+    def _rt_for_key(self, key: tuple[str, str]) -> ResourceType | None:
+        for rt in self.registry.storage_types():
+            if rt.storage_key == key:
+                return rt
+        return None
+
+    async def _gc_namespace(self, ns: str) -> None:
+        nsobj = self.store.get(("", "namespaces"), "", ns)
+        if nsobj is None or not nsobj["metadata"].get("deletionTimestamp"):
+            return
+        remaining = 0
+        for rt in self.registry.storage_types():
+            if not rt.namespaced:
+                continue
+            for obj in list(self.store.items(rt.storage_key, ns)):
+                remaining += 1
+                if not obj["metadata"].get("deletionTimestamp"):
+                    with contextlib.suppress(ApiError):
+                        await self.delete_obj(rt, ns, obj["metadata"]["name"])
+        if remaining == 0 or not any(
+            True
+            for rt in self.registry.storage_types()
+            if rt.namespaced
+            for _ in self.store.items(rt.storage_key, ns)
+        ):
+            current = self.store.get(("", "namespaces"), "", ns)
+            if current is not None:
+                self._remove(self.rt_for(GVR("", "v1", "namespaces")), current)
+
+    def _after_write(self, ev: Event) -> None:
+        """Dangling owner references are collected like the real garbage collector does."""
+        if ev.type == "DELETED":
+            return
+        refs = ev.obj["metadata"].get("ownerReferences")
+        if refs and ev.type == "ADDED" and not any(r.get("uid") in self.store.by_uid for r in refs):
+            self._gc_enqueue_dangling(refs)
+
+    def _gc_enqueue_dangling(self, refs: list[Any]) -> None:
+        for r in refs:
+            uid = r.get("uid")
+            if isinstance(uid, str):
+                self._gc_enqueue(uid)
+
+    # --- CRDs ----------------------------------------------------------------------------------
+
+    def _serve_crd(self, crd: JsonObject) -> None:
+        self.registry.remove_crd(crd["metadata"]["name"])
+        for rt in crds.resource_types(crd):
+            self.registry.add(rt)
+
+    def _unserve_crd(self, crd: JsonObject) -> None:
+        gone = self.registry.remove_crd(crd["metadata"]["name"])
+        for rt in gone:
+            if not rt.storage_version:
+                continue
+            for obj in list(self.store.items(rt.storage_key, None)):
+                self._remove(rt, obj)
+            for w in list(self.store.watchers.get(rt.storage_key, ())):
+                w.close()
+
+    # --- subresources: binding and eviction ----------------------------------------------------
+
+    async def bind(
+        self, namespace: str, name: str, binding: Any, *, dry_run: bool = False
+    ) -> JsonObject:
+        rt = self.rt_for(GVR("", "v1", "pods"))
+        if not isinstance(binding, dict):
+            raise errors.bad_request("the body of the request must be a Binding object")
+        target = binding.get("target") or {}
+        node = target.get("name")
+        if not node:
+            raise errors.invalid_object("Binding", "", name, [errors.required("target.name")])
+        old = self._existing(rt, namespace, name)
+        if old["metadata"].get("deletionTimestamp"):
+            raise errors.conflict(
+                "pods", "", name, "pod is being deleted, cannot be assigned to a host"
+            )
+        current = (old.get("spec") or {}).get("nodeName")
+        if current:
+            raise errors.conflict(
+                "pods", "", name, f'pod {name} is already assigned to node "{current}"'
+            )
+        attrs = Attributes(
+            "CREATE",
+            rt,
+            "binding",
+            namespace,
+            name,
+            dry_run,
+            {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        )
+        if self.admission.active:
+            await self.admission.mutate(attrs, binding, None)
+            await self.admission.validate(attrs, binding, None)
+        if dry_run:
+            return _success_status()
+        status = dict(old.get("status") or {})
+        conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
+        conds.append(
+            {
+                "type": "PodScheduled",
+                "status": "True",
+                "lastProbeTime": None,
+                "lastTransitionTime": self.now(),
+            }
+        )
+        status["conditions"] = conds
+        new = {
+            **old,
+            "spec": {**old["spec"], "nodeName": node},
+            "status": status,
+            "metadata": {**old["metadata"], "resourceVersion": str(self.store.next_rv())},
+        }
+        ev = self.store.write(rt.storage_key, new, "MODIFIED", old)
+        self._after_write(ev)
+        return _success_status()
+
+    async def evict(
+        self, namespace: str, name: str, eviction: Any, *, dry_run: bool = False
+    ) -> JsonObject:
+        rt = self.rt_for(GVR("", "v1", "pods"))
+        pod = self._existing(rt, namespace, name)
+        if not isinstance(eviction, dict):
+            raise errors.bad_request("the body of the request must be an Eviction object")
+        ev_name = (eviction.get("metadata") or {}).get("name")
+        if ev_name and ev_name != name:
+            raise errors.bad_request("name in URL does not match name in Eviction object")
+        attrs = Attributes(
+            "CREATE",
+            rt,
+            "eviction",
+            namespace,
+            name,
+            dry_run,
+            {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        )
+        if self.admission.active:
+            await self.admission.mutate(attrs, eviction, None)
+            await self.admission.validate(attrs, eviction, None)
+        options = eviction.get("deleteOptions") or {}
+        grace = options.get("gracePeriodSeconds")
+        terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+        if pod["metadata"].get("deletionTimestamp") or terminal:
+            if not dry_run:
+                await self.delete_obj(
+                    rt, namespace, name, grace_period_seconds=grace, skip_admission=True
+                )
+            return _success_status()
+        pdb_rt = self.rt_for(GVR("policy", "v1", "poddisruptionbudgets"))
+        labels = pod["metadata"].get("labels") or {}
+        matching = []
+        for pdb in self.store.items(pdb_rt.storage_key, namespace):
+            sel = (pdb.get("spec") or {}).get("selector")
+            try:
+                if (
+                    sel is not None
+                    and label_selector.from_label_selector(sel).matches(labels)
+                    and (sel.get("matchLabels") or sel.get("matchExpressions"))
+                ):
+                    matching.append(pdb)
+            except label_selector.SelectorError:
+                continue
+        if len(matching) > 1:
+            raise errors.internal(
+                "This pod has more than one PodDisruptionBudget, which the eviction "
+                "subresource does not support."
+            )
+        if matching:
+            pdb = matching[0]
+            status = pdb.get("status") or {}
+            pdb_name = pdb["metadata"]["name"]
+            msg = "Cannot evict pod as it would violate the pod's disruption budget."
+            if int(status.get("observedGeneration") or 0) < int(
+                pdb["metadata"].get("generation") or 0
+            ):
+                raise errors.too_many_requests(
+                    msg,
+                    [
+                        {
+                            "reason": "DisruptionBudget",
+                            "message": f"The disruption budget {pdb_name} is still being "
+                            "processed by the server.",
+                        }
+                    ],
+                )
+            allowed = int(status.get("disruptionsAllowed") or 0)
+            if allowed < 1:
+                raise errors.too_many_requests(
+                    msg,
+                    [
+                        {
+                            "reason": "DisruptionBudget",
+                            "message": f"The disruption budget {pdb_name} needs "
+                            f"{status.get('desiredHealthy', 0)} healthy pods and has "
+                            f"{status.get('currentHealthy', 0)} currently",
+                        }
+                    ],
+                )
+            if not dry_run:
+                disrupted = dict(status.get("disruptedPods") or {})
+                disrupted[name] = self.now()
+                new_status = {
+                    **status,
+                    "disruptionsAllowed": allowed - 1,
+                    "disruptedPods": disrupted,
+                }
+                new = {**pdb, "status": new_status}
+                await self._write_update(pdb_rt, pdb, new, "status", skip_admission=True)
+        if not dry_run:
+            await self.delete_obj(
+                rt, namespace, name, grace_period_seconds=grace, skip_admission=True
+            )
+        return _success_status()
+
+    # --- watch ---------------------------------------------------------------------------------
+
+    def open_watch(
+        self,
+        rt: ResourceType,
+        namespace: str | None,
+        opts: ListOptions,
+        *,
+        send_initial: bool | None = None,
+    ) -> Watcher:
+        """Register a watcher with its backlog queued; raises 410 for a compacted version."""
+        w = Watcher(
+            rt.storage_key,
+            namespace or None,
+            opts.matches if (opts.label is not None or opts.field is not None) else None,
+            self.max_watch_queue,
+        )
+        rv_text = opts.resource_version
+        if rv_text in (None, "", "0") or send_initial:
+            for obj in self.store.items(rt.storage_key, namespace or None):
+                if w.visible(obj):
+                    w.queue.append(
+                        (
+                            "ADDED",
+                            Event(
+                                int(obj["metadata"]["resourceVersion"]),
+                                rt.storage_key,
+                                "ADDED",
+                                obj,
+                            ),
+                            obj,
+                        )
+                    )
+            if send_initial:
+                w.queue.append(
+                    ("BOOKMARK-INITIAL", Event(self.store.rv, rt.storage_key, "BOOKMARK", {}), {})
+                )
+        else:
+            try:
+                since = int(str(rv_text))
+            except ValueError as e:
+                raise errors.bad_request(f"invalid resource version: {rv_text}") from e
+            if since > self.store.rv:
+                raise ApiError(
+                    504,
+                    "Timeout",
+                    f"Too large resource version: {since}, current: {self.store.rv}",
+                    details={
+                        "causes": [
+                            {
+                                "reason": "ResourceVersionTooLarge",
+                                "message": "Too large resource version",
+                            }
+                        ],
+                        "retryAfterSeconds": 1,
+                    },
+                )
+            if not self.store.replay(w, since):
+                raise errors.gone(f"too old resource version: {since} ({self.store.compacted + 1})")
+        self.store.add_watcher(w)
+        return w
+
+    def close_watch(self, w: Watcher) -> None:
+        w.close()
+        self.store.remove_watcher(w)
+
+    # --- the Cluster protocol ------------------------------------------------------------------
+
+    async def create(
+        self,
+        gvr: GVR,
+        obj: JsonObject,
+        *,
+        namespace: str | None = None,
+        name: str | None = None,
+        subresource: str | None = None,
+    ) -> JsonObject:
+        if subresource:
+            if gvr.resource != "pods" or not name or not namespace:
+                raise ApiError(404, "NotFound", "the server could not find the requested resource")
+            if subresource == "binding":
+                return await self.bind(namespace, name, copy_json(obj))
+            if subresource == "eviction":
+                return await self.evict(namespace, name, copy_json(obj))
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        rt = self.rt_for(gvr)
+        return copy_json(await self.create_obj(rt, copy_json(obj), namespace))
+
+    async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> JsonObject:
+        return copy_json(self.get_obj(self.rt_for(gvr), namespace, name))
+
+    async def list(
+        self,
+        gvr: GVR,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> tuple[list[JsonObject], str]:
+        rt = self.rt_for(gvr)
+        opts = self.list_options(rt, label_selector, field_selector)
+        items, rv, _, _ = self.list_objs(rt, namespace, opts)
+        return copy_json(items), rv
+
+    def list_options(
+        self,
+        rt: ResourceType,
+        label: str | None,
+        field: str | None,
+        limit: int | None = None,
+        continue_: str | None = None,
+        resource_version: str | None = None,
+    ) -> ListOptions:
+        try:
+            sel = label_selector.parse(label) if label else None
+        except label_selector.SelectorError as e:
+            raise errors.bad_request(
+                f"unable to parse requirement: {e}" if "unable to parse" not in str(e) else str(e)
+            ) from e
+        pred = fields.parse(field, rt.field_labels + rt.selectable_fields)
+        return ListOptions(
+            sel if sel and not sel.empty else None, pred, limit, continue_, resource_version
+        )
+
+    async def update(
+        self,
+        gvr: GVR,
+        obj: JsonObject,
+        *,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> JsonObject:
+        rt = self.rt_for(gvr)
+        name = (obj.get("metadata") or {}).get("name")
+        return copy_json(
+            await self.update_obj(
+                rt, copy_json(obj), namespace, name, subresource=subresource or ""
+            )
+        )
+
+    async def patch(
+        self,
+        gvr: GVR,
+        name: str,
+        patch: Any,
+        *,
+        patch_type: PatchType,
+        namespace: str | None = None,
+        subresource: str | None = None,
+    ) -> JsonObject:
+        rt = self.rt_for(gvr)
+        return copy_json(
+            await self.patch_obj(
+                rt, namespace, name, copy_json(patch), patch_type, subresource=subresource or ""
+            )
+        )
+
+    async def delete(
+        self,
+        gvr: GVR,
+        name: str,
+        *,
+        namespace: str | None = None,
+        grace_period_seconds: int | None = None,
+        propagation_policy: str | None = None,
+        uid_precondition: str | None = None,
+    ) -> JsonObject:
+        rt = self.rt_for(gvr)
+        obj, _ = await self.delete_obj(
+            rt,
+            namespace,
+            name,
+            grace_period_seconds=grace_period_seconds,
+            propagation_policy=propagation_policy,
+            preconditions={"uid": uid_precondition} if uid_precondition else None,
+        )
+        return copy_json(obj)
+
+    async def watch(
+        self,
+        gvr: GVR,
+        *,
+        namespace: str | None = None,
+        resource_version: str | None = None,
+        label_selector: str | None = None,
+        field_selector: str | None = None,
+    ) -> AsyncIterator[WatchEvent]:
+        rt = self.rt_for(gvr)
+        opts = self.list_options(
+            rt, label_selector, field_selector, resource_version=resource_version
+        )
+        w = self.open_watch(rt, namespace, opts)
+        try:
+            while True:
+                await w.wait(None)
+                for kind, _ev, obj in w.drain():
+                    if kind.startswith("BOOKMARK"):
+                        continue
+                    yield WatchEvent(kind, copy_json(self._versioned(rt, obj)))  # type: ignore[arg-type]
+                if w.closed and not w.queue:
+                    if w.overflowed:
+                        yield WatchEvent(
+                            "ERROR", errors.gone("watch fell too far behind; re-list").status()
+                        )
+                    return
+        finally:
+            self.close_watch(w)
+
+
+def _spec_changed(old: JsonObject, new: JsonObject) -> bool:
+    """Everything but metadata and status counts as spec (upstream's generation rule)."""
+    keys = (set(old) | set(new)) - {"metadata", "status", "apiVersion", "kind"}
+    return any(old.get(k) != new.get(k) for k in keys)
+
+
+def _success_status() -> JsonObject:
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
+
+
+def _default_webhook(w: JsonObject, *, mutating: bool) -> None:
+    w.setdefault("failurePolicy", "Fail")
+    w.setdefault("matchPolicy", "Equivalent")
+    w.setdefault("timeoutSeconds", 10)
+    w.setdefault("namespaceSelector", {})
+    w.setdefault("objectSelector", {})
+    if mutating:
+        w.setdefault("reinvocationPolicy", "Never")
+    for r in w.get("rules") or ():
+        if isinstance(r, dict):
+            r.setdefault("scope", "*")
+    cc = w.get("clientConfig")
+    if isinstance(cc, dict) and isinstance(cc.get("service"), dict):
+        cc["service"].setdefault("port", 443)
+
+
+def _b64encode(raw: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _b64decode(text: str) -> bytes:
+    import base64
+
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))

@@ -1,0 +1,458 @@
+"""Defaulting and validation of the built-in kinds, following the upstream v1 defaults.
+
+Only what clients can observe is modelled: the defaults ``kubectl get -o yaml`` shows on a
+fresh object (restartPolicy, imagePullPolicy, the rolling-update strategy, the default
+tolerations the DefaultTolerationSeconds admission plugin adds, ...) and the validation errors
+spreadbus or its users can trigger (names, required fields, selectors that do not match the
+template, immutable fields). Functions take and return plain dicts and mutate the fresh copy
+they are given (never a stored object).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from kubesim import errors
+from kubesim.errors import FieldError
+from spreadbus.core import label_selector
+
+JsonObject = dict[str, Any]
+
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_PATH_SEGMENT_BAD = ("/", "%")
+
+LABEL_MSG = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex "
+    "used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+)
+SUBDOMAIN_MSG = (
+    "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
+    "'.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used "
+    "for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+)
+
+# Kinds whose names must be DNS labels rather than subdomains.
+_LABEL_NAMED = {"Namespace", "Service", "Deployment", "StatefulSet"}
+# Kinds whose names need only be valid path segments.
+_PATH_NAMED = {"Event", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Node"}
+
+
+def validate_name(kind: str, name: str) -> list[FieldError]:
+    if kind in _PATH_NAMED:
+        if name in (".", "..") or any(c in name for c in _PATH_SEGMENT_BAD):
+            return [errors.invalid("metadata.name", name, "may not contain '/' or '%'")]
+        return []
+    if kind in _LABEL_NAMED:
+        if len(name) > 63 or not _DNS1123_LABEL.match(name):
+            return [errors.invalid("metadata.name", name, LABEL_MSG)]
+        return []
+    if len(name) > 253 or not _DNS1123_SUBDOMAIN.match(name):
+        return [errors.invalid("metadata.name", name, SUBDOMAIN_MSG)]
+    return []
+
+
+def validate_metadata(meta: JsonObject) -> list[FieldError]:
+    errs: list[FieldError] = []
+    for field_name in ("labels", "annotations"):
+        value = meta.get(field_name)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            errs.append(errors.invalid(f"metadata.{field_name}", value, "must be a map"))
+            continue
+        for k, v in value.items():
+            if not label_selector.is_valid_key(k):
+                errs.append(
+                    errors.invalid(
+                        f"metadata.{field_name}",
+                        k,
+                        "name part must consist of alphanumeric characters, '-', '_' or '.', "
+                        "and must start and end with an alphanumeric character",
+                    )
+                )
+            if not isinstance(v, str):
+                errs.append(errors.invalid(f"metadata.{field_name}.{k}", v, "must be a string"))
+            elif field_name == "labels" and not label_selector.is_valid_value(v):
+                errs.append(
+                    errors.invalid(
+                        "metadata.labels",
+                        v,
+                        "a valid label must be an empty string or consist of alphanumeric "
+                        "characters, '-', '_' or '.', and must start and end with an "
+                        "alphanumeric character",
+                    )
+                )
+    for i, ref in enumerate(meta.get("ownerReferences") or []):
+        p = f"metadata.ownerReferences[{i}]"
+        for f in ("apiVersion", "kind", "name", "uid"):
+            if not isinstance(ref, dict) or not ref.get(f):
+                errs.append(
+                    errors.invalid(
+                        f"{p}.{f}",
+                        (ref or {}).get(f, "") if isinstance(ref, dict) else ref,
+                        "must not be empty" if f != "uid" else "uid must not be empty",
+                    )
+                )
+    controllers = [
+        r for r in meta.get("ownerReferences") or [] if isinstance(r, dict) and r.get("controller")
+    ]
+    if len(controllers) > 1:
+        errs.append(
+            errors.invalid(
+                "metadata.ownerReferences",
+                meta["ownerReferences"],
+                "Only one reference can have Controller set to true",
+            )
+        )
+    return errs
+
+
+# --- Pods --------------------------------------------------------------------------------------
+
+DEFAULT_TOLERATIONS = (
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+)
+
+
+def default_container(c: JsonObject) -> None:
+    if not isinstance(c, dict):
+        return
+    image = c.get("image")
+    if "imagePullPolicy" not in c and isinstance(image, str):
+        tag = image.rsplit("/", 1)[-1]
+        has_tag = ":" in tag and "@" not in image
+        latest = tag.endswith(":latest")
+        c["imagePullPolicy"] = (
+            "Always" if (not has_tag and "@" not in image) or latest else "IfNotPresent"
+        )
+    c.setdefault("terminationMessagePath", "/dev/termination-log")
+    c.setdefault("terminationMessagePolicy", "File")
+    c.setdefault("resources", {})
+    for p in c.get("ports") or ():
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+
+
+def default_pod_spec(spec: JsonObject, *, for_pod: bool) -> None:
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", "default-scheduler")
+    for c in spec.get("initContainers") or ():
+        default_container(c)
+    for c in spec.get("containers") or ():
+        default_container(c)
+    if for_pod:
+        spec.setdefault("enableServiceLinks", True)
+        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+        spec.setdefault("priority", 0)
+        tolerations = spec.setdefault("tolerations", [])
+        if isinstance(tolerations, list):
+            present = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
+            for t in DEFAULT_TOLERATIONS:
+                if (t["key"], t["effect"]) not in present and ("", "NoExecute") not in present:
+                    tolerations.append(dict(t))
+
+
+def _qos(spec: JsonObject) -> str:
+    containers = [
+        c
+        for c in (spec.get("containers") or []) + (spec.get("initContainers") or [])
+        if isinstance(c, dict)
+    ]
+    any_set = False
+    guaranteed = True
+    for c in containers:
+        res = c.get("resources") or {}
+        req, lim = res.get("requests") or {}, res.get("limits") or {}
+        if req or lim:
+            any_set = True
+        for r in ("cpu", "memory"):
+            if r not in lim or (r in req and req[r] != lim[r]):
+                guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def prepare_pod_create(pod: JsonObject) -> None:
+    spec = pod.setdefault("spec", {})
+    if isinstance(spec, dict):
+        default_pod_spec(spec, for_pod=True)
+        pod["status"] = {"phase": "Pending", "qosClass": _qos(spec)}
+
+
+def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
+    if not isinstance(spec, dict):
+        return [errors.required(path)]
+    errs: list[FieldError] = []
+    containers = spec.get("containers")
+    if not containers:
+        errs.append(errors.required(f"{path}.containers"))
+    names: set[str] = set()
+    for list_name in ("initContainers", "containers"):
+        items = spec.get(list_name) or []
+        if not isinstance(items, list):
+            errs.append(errors.invalid(f"{path}.{list_name}", items, "must be a list"))
+            continue
+        for i, c in enumerate(items):
+            p = f"{path}.{list_name}[{i}]"
+            if not isinstance(c, dict):
+                errs.append(errors.invalid(p, c, "must be an object"))
+                continue
+            name = c.get("name")
+            if not name:
+                errs.append(errors.required(f"{p}.name"))
+            elif not isinstance(name, str) or not _DNS1123_LABEL.match(name) or len(name) > 63:
+                errs.append(errors.invalid(f"{p}.name", name, LABEL_MSG))
+            elif name in names:
+                errs.append(errors.duplicate(f"{p}.name", name))
+            else:
+                names.add(name)
+            if not c.get("image"):
+                errs.append(errors.required(f"{p}.image"))
+    restart = spec.get("restartPolicy")
+    if restart is not None and restart not in ("Always", "OnFailure", "Never"):
+        errs.append(
+            errors.not_supported(f"{path}.restartPolicy", restart, ["Always", "Never", "OnFailure"])
+        )
+    grace = spec.get("terminationGracePeriodSeconds")
+    if grace is not None and (not isinstance(grace, int) or grace < 0):
+        errs.append(
+            errors.invalid(
+                f"{path}.terminationGracePeriodSeconds", grace, "must be greater than or equal to 0"
+            )
+        )
+    for i, t in enumerate(spec.get("tolerations") or []):
+        if isinstance(t, dict):
+            op = t.get("operator", "Equal")
+            if op not in ("Equal", "Exists"):
+                errs.append(
+                    errors.not_supported(
+                        f"{path}.tolerations[{i}].operator", op, ["Equal", "Exists"]
+                    )
+                )
+            if op == "Exists" and t.get("value"):
+                errs.append(
+                    errors.invalid(
+                        f"{path}.tolerations[{i}].operator",
+                        t.get("value"),
+                        "value must be empty when `operator` is 'Exists'",
+                    )
+                )
+            effect = t.get("effect")
+            if effect and effect not in ("NoSchedule", "PreferNoSchedule", "NoExecute"):
+                errs.append(
+                    errors.not_supported(
+                        f"{path}.tolerations[{i}].effect",
+                        effect,
+                        ["NoExecute", "NoSchedule", "PreferNoSchedule"],
+                    )
+                )
+    return errs
+
+
+_POD_MUTABLE = (
+    "activeDeadlineSeconds",
+    "tolerations",
+    "schedulingGates",
+    "terminationGracePeriodSeconds",
+)
+
+
+def validate_pod_update(new: JsonObject, old: JsonObject) -> list[FieldError]:
+    """Upstream allows only images, activeDeadlineSeconds, added tolerations and removed
+    scheduling gates to change in a running pod's spec."""
+    ns, os_ = new.get("spec") or {}, old.get("spec") or {}
+
+    def comparable(spec: JsonObject) -> JsonObject:
+        out = {k: v for k, v in spec.items() if k not in _POD_MUTABLE}
+        for list_name in ("containers", "initContainers"):
+            if isinstance(out.get(list_name), list):
+                out[list_name] = [
+                    {k: v for k, v in c.items() if k != "image"} if isinstance(c, dict) else c
+                    for c in out[list_name]
+                ]
+        return out
+
+    errs: list[FieldError] = []
+    if comparable(ns) != comparable(os_):
+        errs.append(
+            errors.forbidden_field(
+                "spec",
+                "pod updates may not change fields other than `spec.containers[*].image`,"
+                "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,"
+                "`spec.tolerations` (only additions to existing tolerations),"
+                "`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was "
+                "previously negative)",
+            )
+        )
+    old_tol = os_.get("tolerations") or []
+    new_tol = ns.get("tolerations") or []
+    if any(t not in new_tol for t in old_tol):
+        errs.append(
+            errors.forbidden_field(
+                "spec.tolerations",
+                "existing toleration can not be modified except its tolerationSeconds",
+            )
+        )
+    old_gates = {g.get("name") for g in os_.get("schedulingGates") or [] if isinstance(g, dict)}
+    new_gates = {g.get("name") for g in ns.get("schedulingGates") or [] if isinstance(g, dict)}
+    if new_gates - old_gates:
+        errs.append(
+            errors.forbidden_field(
+                "spec.schedulingGates", "only deletion is allowed, but found new scheduling gate"
+            )
+        )
+    return errs
+
+
+# --- Workloads ---------------------------------------------------------------------------------
+
+
+def prepare_workload_create(kind: str, obj: JsonObject) -> None:
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    if kind in ("Deployment", "ReplicaSet", "StatefulSet"):
+        spec.setdefault("replicas", 1)
+    if kind in ("Deployment", "StatefulSet", "DaemonSet"):
+        spec.setdefault("revisionHistoryLimit", 10)
+    if kind == "Deployment":
+        spec.setdefault("progressDeadlineSeconds", 600)
+        strategy = spec.setdefault("strategy", {})
+        if isinstance(strategy, dict):
+            strategy.setdefault("type", "RollingUpdate")
+            if strategy["type"] == "RollingUpdate":
+                ru = strategy.setdefault("rollingUpdate", {})
+                if isinstance(ru, dict):
+                    ru.setdefault("maxUnavailable", "25%")
+                    ru.setdefault("maxSurge", "25%")
+    if kind == "StatefulSet":
+        spec.setdefault("podManagementPolicy", "OrderedReady")
+        us = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+        if isinstance(us, dict) and us.get("type", "RollingUpdate") == "RollingUpdate":
+            us.setdefault("type", "RollingUpdate")
+            us.setdefault("rollingUpdate", {"partition": 0})
+        spec.setdefault(
+            "persistentVolumeClaimRetentionPolicy",
+            {"whenDeleted": "Retain", "whenScaled": "Retain"},
+        )
+    template = spec.get("template")
+    if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+        default_pod_spec(template["spec"], for_pod=False)
+        template.setdefault("metadata", {})
+    obj["status"] = {}
+
+
+def validate_workload(kind: str, obj: JsonObject) -> list[FieldError]:
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        return [errors.required("spec")]
+    errs: list[FieldError] = []
+    replicas = spec.get("replicas")
+    if replicas is not None and (
+        not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0
+    ):
+        errs.append(errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0"))
+    selector = spec.get("selector")
+    template = spec.get("template")
+    if selector is None:
+        errs.append(errors.required("spec.selector"))
+    else:
+        for path, msg in label_selector.validate_label_selector(selector, "spec.selector"):
+            errs.append(errors.invalid(path, selector, msg))
+        if (
+            isinstance(selector, dict)
+            and not selector.get("matchLabels")
+            and not selector.get("matchExpressions")
+        ):
+            errs.append(
+                errors.invalid(
+                    "spec.selector",
+                    selector,
+                    "empty selector is invalid for deployment"
+                    if kind == "Deployment"
+                    else "empty selector is invalid",
+                )
+            )
+    if not isinstance(template, dict):
+        errs.append(errors.required("spec.template"))
+        return errs
+    labels = (template.get("metadata") or {}).get("labels") or {}
+    if selector is not None and not errs:
+        try:
+            if not label_selector.from_label_selector(selector).matches(labels):
+                errs.append(
+                    errors.invalid(
+                        "spec.template.metadata.labels",
+                        labels,
+                        "`selector` does not match template `labels`",
+                    )
+                )
+        except label_selector.SelectorError as e:
+            errs.append(errors.invalid("spec.selector", selector, str(e)))
+    errs.extend(validate_pod_spec(template.get("spec"), "spec.template.spec"))
+    restart = (template.get("spec") or {}).get("restartPolicy")
+    if restart not in (None, "Always"):
+        errs.append(errors.not_supported("spec.template.spec.restartPolicy", restart, ["Always"]))
+    return errs
+
+
+def validate_workload_update(kind: str, new: JsonObject, old: JsonObject) -> list[FieldError]:
+    errs = validate_workload(kind, new)
+    ns, os_ = new.get("spec") or {}, old.get("spec") or {}
+    if ns.get("selector") != os_.get("selector"):
+        errs.append(errors.invalid("spec.selector", ns.get("selector"), "field is immutable"))
+    if kind == "StatefulSet":
+        for f in ("serviceName", "podManagementPolicy", "volumeClaimTemplates"):
+            if ns.get(f) != os_.get(f):
+                errs.append(
+                    errors.forbidden_field(
+                        "spec",
+                        "updates to statefulset spec for fields other than 'replicas', "
+                        "'ordinals', 'template', 'updateStrategy', "
+                        "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are "
+                        "forbidden",
+                    )
+                )
+                break
+    return errs
+
+
+def validate_pdb(obj: JsonObject) -> list[FieldError]:
+    spec = obj.get("spec") or {}
+    errs: list[FieldError] = []
+    if "minAvailable" in spec and "maxUnavailable" in spec:
+        errs.append(
+            errors.invalid("spec", spec, "minAvailable and maxUnavailable cannot be both set")
+        )
+    selector = spec.get("selector")
+    if selector is not None:
+        for path, msg in label_selector.validate_label_selector(selector, "spec.selector"):
+            errs.append(errors.invalid(path, selector, msg))
+    return errs
+
+
+def prepare_namespace_create(obj: JsonObject) -> None:
+    obj["spec"] = {"finalizers": ["kubernetes"]}
+    obj["status"] = {"phase": "Active"}
+    labels = obj["metadata"].setdefault("labels", {})
+    labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
