@@ -19,9 +19,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from nats.aio.client import Client
 
@@ -29,26 +31,29 @@ from events import subjects
 from events.codec import encode
 from events.messages import Admission
 from services.webhook import review
-from services.webhook.ledger import Ledger, LedgerStore, Reservation, ledger_key, pruned
+from services.webhook.ledger import Ledger, LedgerStore, ledger_key, pruned
 from services.webhook.review import AdmissionRequest
-from services.webhook.view import POD_KEY, SPREAD_KEY, View, is_active, matched_of, pod_key
+from services.webhook.view import POD_KEY, SPREAD_KEY, View
 from spreadbus.core.field_errors import describe
+from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread.admission import (
+    AdmissionDecision,
+    admit_create_for,
+    admit_delete_for,
+    spread_for_deletion,
+)
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import api_group
+from spreadbus.core.workloadspread.model import WorkloadSpread, api_group
+from spreadbus.core.workloadspread.occupancy import SubsetLoad
+from spreadbus.core.workloadspread.target import (
+    OwnerNotFound,
+    governing_workloadspread,
+    workload_replicas,
+)
 from spreadbus.core.workloadspread.validation import validate_workloadspread
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
-
-WORKLOAD_RESOURCES: Final = {
-    ("apps", "Deployment"): ("apps", "deployments"),
-    ("apps", "ReplicaSet"): ("apps", "replicasets"),
-    ("apps", "StatefulSet"): ("apps", "statefulsets"),
-    ("apps.kruise.io", "StatefulSet"): ("apps.kruise.io", "statefulsets"),
-    ("apps.kruise.io", "CloneSet"): ("apps.kruise.io", "clonesets"),
-    ("batch", "Job"): ("batch", "jobs"),
-}
-"""(group, kind) -> (group, resource) of the workloads the view keeps."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +100,6 @@ class SpreadAdmission:
         progress: ViewProgress,
         nc: Client | None = None,
         whitelist: Whitelist | None = None,
-        reservation_ttl: float = 60.0,
         catch_up_timeout: float = 1.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -104,13 +108,16 @@ class SpreadAdmission:
         self.progress = progress
         self.nc = nc
         self.whitelist = whitelist or Whitelist()
-        self.ttl = reservation_ttl
         self.catch_up_timeout = catch_up_timeout
         self.clock = clock
+        self.steered = 0
 
     @property
     def synced(self) -> bool:
         return {POD_KEY, SPREAD_KEY} <= self.view.synced
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
 
     # -- pod CREATE ---------------------------------------------------------------------------
 
@@ -120,9 +127,112 @@ class SpreadAdmission:
             return allow
         if request.dry_run or request.object is None:
             return allow
-        # Subset choice and injection are the placement core's; until a spread matches, the
-        # pod is admitted exactly as it came.
-        return allow
+        pod = _with_namespace(request.object, request.namespace)
+        if not self.view.spreads_in(request.namespace):
+            return allow
+        if not self.synced:
+            return review.allow(
+                request.uid,
+                api_version=request.api_version,
+                warnings=["spreadbus webhook still syncing: pod admitted without a subset"],
+            )
+        spread = await self._governing(pod)
+        if isinstance(spread, str):
+            return review.deny(
+                request.uid,
+                spread,
+                code=500,
+                reason="InternalError",
+                api_version=request.api_version,
+            )
+        if spread is None:
+            return allow
+        generated_uid = str(uuid.uuid4())
+        now = self.now()
+        namespace = request.namespace
+        workload = self._workload_of(spread)
+        replicas = workload_replicas(spread, workload, whitelist=self.whitelist)
+
+        def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
+            current = self._prune(ledger, namespace, now)
+            version = pod_state.version(pod)
+            loads = self._loads(spread, version, current)
+            decision = admit_create_for(
+                spread,
+                pod,
+                replicas=replicas,
+                loads=loads,
+                now=now,
+                generated_uid=generated_uid,
+            )
+            if decision.reservation is None:
+                return decision, current
+            return decision, current.with_reservation(decision.reservation)
+
+        decision = await self.transact(namespace, spread.name, decide)
+        if not decision.allowed:
+            return review.deny(
+                request.uid, decision.message, code=400, api_version=request.api_version
+            )
+        if decision.subset is not None:
+            self.steered += 1
+            key = decision.reservation.pod if decision.reservation else pod_state.name(pod)
+            await self.announce(request, spread.name, decision.subset, key)
+        return review.allow(request.uid, api_version=request.api_version, patch=decision.patch)
+
+    async def _governing(self, pod: Mapping[str, Any]) -> WorkloadSpread | str | None:
+        """The spread governing the pod; an owner the view lacks yet is waited for briefly.
+
+        A ReplicaSet's first pods are created moments after the ReplicaSet itself, possibly
+        before its observation reached this view; Kruise fails the create when the owner is
+        unknown, which is right only once the view has had a chance to catch up.
+        """
+        namespace = pod_state.namespace(pod)
+        deadline = asyncio.get_running_loop().time() + self.catch_up_timeout
+        while True:
+            try:
+                return governing_workloadspread(
+                    pod,
+                    self.view.spreads_in(namespace),
+                    lookup=self.view.lookup,
+                    whitelist=self.whitelist,
+                )
+            except OwnerNotFound as exc:
+                remaining = deadline - asyncio.get_running_loop().time()
+                if remaining <= 0:
+                    return str(exc)
+                await self.progress.wait_for(self.view.seq + 1, min(remaining, 0.05))
+
+    def _workload_of(self, spread: WorkloadSpread) -> Mapping[str, Any] | None:
+        ref = spread.target_ref
+        if ref is None:
+            return None
+        return self.view.lookup(spread.namespace, ref.group, ref.kind, ref.name)
+
+    def _loads(self, spread: WorkloadSpread, version: str, ledger: Ledger) -> dict[str, SubsetLoad]:
+        """Subset loads of one version: active pods from the view, reservations not yet seen."""
+        namespace, name = spread.namespace, spread.name
+        loads: dict[str, SubsetLoad] = {}
+        for (slot_version, subset), names in self.view.slots_of(namespace, name).items():
+            if slot_version == version and names:
+                loads[subset] = SubsetLoad(active=len(names))
+        for reservation in ledger.reservations():
+            if reservation.version != version:
+                continue
+            load = loads.get(reservation.subset, SubsetLoad())
+            if reservation.kind == "creating":
+                if self.view.seen(namespace, reservation.pod):
+                    continue
+                creating = {**load.creating, reservation.pod: reservation.at}
+                load = SubsetLoad(active=load.active, creating=creating, deleting=load.deleting)
+            else:
+                slot = (version, reservation.subset)
+                if reservation.pod not in self.view.active_in(namespace, name, slot):
+                    continue
+                deleting = {**load.deleting, reservation.pod: reservation.at}
+                load = SubsetLoad(active=load.active, creating=load.creating, deleting=deleting)
+            loads[reservation.subset] = load
+        return loads
 
     # -- pod DELETE and eviction --------------------------------------------------------------
 
@@ -131,53 +241,39 @@ class SpreadAdmission:
         if request.resource != "pods" or request.dry_run:
             return allow
         if request.operation == "DELETE" and request.sub_resource == "":
-            pod = request.old_object
+            pod = request.old_object or self.view.get("", "pods", request.namespace, request.name)
         elif request.operation == "CREATE" and request.sub_resource == "eviction":
             pod = self.view.get("", "pods", request.namespace, request.name)
         else:
             return allow
-        if pod is None or not is_active(pod) or not _controller_ref(pod):
+        if pod is None:
             return allow
-        matched = matched_of(pod)
-        if matched is None:
+        pod = _with_namespace(pod, request.namespace)
+        spread = spread_for_deletion(pod, self.view.spreads_in(request.namespace))
+        if spread is None:
             return allow
-        if self.view.get(*SPREAD_KEY, request.namespace, matched.spread) is None:
-            return allow
-        name = request.name or str((pod.get("metadata") or {}).get("name") or "")
-        if not name:
-            return allow
-        await self.record_deletion(request.namespace, matched.spread, matched.subset, name)
+        now = self.now()
+        namespace = request.namespace
+
+        def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
+            current = self._prune(ledger, namespace, now)
+            loads = self._loads(spread, pod_state.version(pod), current)
+            decision = admit_delete_for(spread, pod, loads=loads, now=now)
+            if decision.reservation is None:
+                return decision, current
+            return decision, current.with_reservation(decision.reservation)
+
+        await self.transact(namespace, spread.name, decide)
         return allow
-
-    async def record_deletion(self, namespace: str, spread: str, subset: str, name: str) -> None:
-        """Mark the pod's slot as being freed; repeated deletions of one pod record it once."""
-        now = self.clock()
-
-        def decide(ledger: Ledger) -> tuple[bool, Ledger | None]:
-            current = self._prune(ledger, namespace, spread, now)
-            if name in current.deleting:
-                return True, current
-            deleting = {**current.deleting, name: Reservation(subset=subset, at=now)}
-            return True, Ledger(creating=current.creating, deleting=deleting, floor=current.floor)
-
-        await self.transact(namespace, spread, decide)
 
     # -- ledger plumbing ----------------------------------------------------------------------
 
-    def _prune(self, ledger: Ledger, namespace: str, spread: str, now: float) -> Ledger:
-        def observed(key: str) -> bool:
-            return self.view.pod_counted(namespace, spread, key)
-
-        def present(name: str) -> bool:
-            pod = self.view.get("", "pods", namespace, name)
-            return pod is not None and is_active(pod)
-
+    def _prune(self, ledger: Ledger, namespace: str, now: datetime) -> Ledger:
         return pruned(
             ledger,
             now=now,
-            ttl=self.ttl,
-            observed=observed,
-            present=present,
+            seen=lambda key: self.view.seen(namespace, key),
+            active=lambda name: self.view.active(namespace, name),
             view_seq=self.view.seq,
         )
 
@@ -200,24 +296,22 @@ class SpreadAdmission:
                 raise TimeoutError(f"view behind the reservation ledger at {result.floor}")
 
     async def announce(self, request: AdmissionRequest, spread: str, subset: str, key: str) -> None:
-        """Publish the reservation on the bus for audit; best effort, never delays admission."""
+        """Publish the admission on the bus for audit; best effort, never delays the answer."""
         if self.nc is None or not self.nc.is_connected:
             return
-        pod = request.object or {}
-        metadata = pod.get("metadata") or {}
+        metadata = (request.object or {}).get("metadata") or {}
+        workload = f"WorkloadSpread/{spread}"
         event = Admission(
             cluster=self.view.cluster,
             namespace=request.namespace,
             request_uid=request.uid,
             pod_name=str(metadata.get("name") or key),
             generate_name=str(metadata.get("generateName") or ""),
-            workload=f"WorkloadSpread/{spread}",
+            workload=workload,
             subset=subset,
             ts=self.clock(),
         )
-        subject = subjects.admission(
-            self.view.cluster, request.namespace, f"WorkloadSpread/{spread}"
-        )
+        subject = subjects.admission(self.view.cluster, request.namespace, workload)
         try:
             await self.nc.publish(subject, encode(event))
         except Exception as exc:
@@ -235,7 +329,7 @@ class SpreadAdmission:
                 request.uid, "request.object: required", api_version=request.api_version
             )
         namespace = request.namespace or str((obj.get("metadata") or {}).get("namespace") or "")
-        others = self.view.spreads_in(namespace)
+        others = self.view.spread_objects_in(namespace)
         errors = validate_workloadspread(
             obj,
             others=others,
@@ -260,24 +354,20 @@ class SpreadAdmission:
             causes=causes,
         )
 
-    def _target_workload(self, obj: Mapping[str, Any], namespace: str) -> dict[str, Any] | None:
+    def _target_workload(self, obj: Mapping[str, Any], namespace: str) -> Mapping[str, Any] | None:
         ref = (obj.get("spec") or {}).get("targetRef")
         if not isinstance(ref, Mapping):
             return None
         api_version, kind, name = ref.get("apiVersion"), ref.get("kind"), ref.get("name")
         if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
             return None
-        resource = WORKLOAD_RESOURCES.get((api_group(api_version), kind))
-        if resource is None:
-            return None
-        return self.view.get(*resource, namespace, name)
+        return self.view.lookup(namespace, api_group(api_version), kind, name)
 
 
-def _controller_ref(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    for ref in (pod.get("metadata") or {}).get("ownerReferences") or []:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
-
-
-__all__ = ["SpreadAdmission", "ViewProgress", "pod_key"]
+def _with_namespace(pod: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    """The pod as the API server will store it: a create body may omit its namespace."""
+    metadata = pod.get("metadata")
+    metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+    if namespace and not metadata.get("namespace"):
+        metadata["namespace"] = namespace
+    return {**pod, "metadata": metadata}

@@ -3,20 +3,20 @@
 Between the moment the webhook steers a pod into a subset and the moment that pod shows up in
 the observation stream, no projection counts it. Kruise bridges that gap by writing
 ``creatingPods`` into the WorkloadSpread status from inside the admission call. Here the bridge
-is one JetStream key-value entry per WorkloadSpread, a :class:`Ledger` of the reservations in
-flight, changed only by ``update(key, value, last=revision)``: two replicas that read the same
-revision cannot both write, the loser re-reads and decides again, so no interleaving of any
-number of replicas admits more pods to a subset than its limit.
+is one JetStream key-value entry per WorkloadSpread, a :class:`Ledger` of the placement core's
+reservations in flight, changed only by ``update(key, value, last=revision)``: two replicas
+that read the same revision cannot both write; the loser re-reads and decides again, so no
+interleaving of any number of replicas admits more pods to a subset than its limit.
 
-Counting without double counting: a reservation is keyed like the view keys observed pods
-(:func:`services.webhook.view.pod_key`), and a subset's occupancy is the *union* of observed
-keys and reserved keys, so a pod that is both reserved and observed counts once.
+Counting without double counting: a ``creating`` reservation stops counting once the view holds
+a pod with its key, a ``deleting`` one once its pod is no longer active (the same rules as
+:func:`spreadbus.core.workloadspread.occupancy.loads_from_pods`).
 
-Pruning without losing a pod: a writer drops a reservation once its own view has observed the
-pod (or its deletion), and raises ``floor`` to the stream sequence its view had reached. A
-reader whose view is behind ``floor`` might not have seen that pod yet, so it waits until its
-view reaches ``floor`` before deciding (see ``View.seq``). Reservations whose pod never appears
-(a later admission plugin refused it) expire after ``ttl`` seconds.
+Pruning without losing a pod: a writer drops reservations its own view already reflects, and
+raises ``floor`` to the stream sequence its view had reached. A reader whose view is behind
+``floor`` might not have seen that pod yet, so it waits until its view reaches ``floor`` before
+deciding. Reservations whose pod never appears (a later admission plugin refused it) expire as
+the core says (:meth:`Reservation.live`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Final, TypeVar
 
 import msgspec
@@ -33,6 +34,7 @@ from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequen
 from nats.js.kv import KeyValue
 
 from events.subjects import escape
+from spreadbus.core.workloadspread.occupancy import Reservation
 
 log = logging.getLogger(__name__)
 
@@ -40,22 +42,25 @@ BUCKET: Final = "spreadbus-reservations"
 T = TypeVar("T")
 
 
-class Reservation(msgspec.Struct, frozen=True, kw_only=True):
-    subset: str
-    at: float
-    """Admission time (Unix seconds)."""
-    version: str = ""
-
-
 class Ledger(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     """Reservations in flight for one WorkloadSpread."""
 
     creating: dict[str, Reservation] = {}
-    """Pod key -> the subset it was steered into."""
+    """Pod key -> the slot it was steered into."""
     deleting: dict[str, Reservation] = {}
-    """Pod name -> the subset it leaves; its slot is free before the pod is gone."""
+    """Pod name -> the slot it leaves; freed before the pod is gone."""
     floor: int = 0
     """Stream sequence a reader's view must reach before trusting this ledger."""
+
+    def reservations(self) -> list[Reservation]:
+        return [*self.creating.values(), *self.deleting.values()]
+
+    def with_reservation(self, reservation: Reservation) -> Ledger:
+        if reservation.kind == "creating":
+            creating = {**self.creating, reservation.pod: reservation}
+            return Ledger(creating=creating, deleting=self.deleting, floor=self.floor)
+        deleting = {**self.deleting, reservation.pod: reservation}
+        return Ledger(creating=self.creating, deleting=deleting, floor=self.floor)
 
 
 _ENCODER: Final = msgspec.json.Encoder()
@@ -67,7 +72,7 @@ def encode(ledger: Ledger) -> bytes:
 
 
 def decode(data: bytes | None) -> Ledger:
-    """An unreadable entry is treated as empty: it can only have been written by a bug."""
+    """An unreadable entry is treated as empty: only a bug can have written it."""
     if not data:
         return Ledger()
     try:
@@ -85,24 +90,21 @@ def ledger_key(cluster: str, namespace: str, spread: str) -> str:
 def pruned(
     ledger: Ledger,
     *,
-    now: float,
-    ttl: float,
-    observed: Callable[[str], bool],
-    present: Callable[[str], bool],
+    now: datetime,
+    seen: Callable[[str], bool],
+    active: Callable[[str], bool],
     view_seq: int,
 ) -> Ledger:
     """Drop reservations the view already reflects or that expired; raise ``floor`` if needed.
 
-    ``observed(key)``: the view counts an active pod with this key in this spread.
-    ``present(name)``: the view still holds this pod as active.
+    ``seen(key)``: the view holds a pod with this reservation key.
+    ``active(name)``: the view holds this pod as active.
     """
-    creating = {k: r for k, r in ledger.creating.items() if now - r.at <= ttl and not observed(k)}
-    deleting = {n: r for n, r in ledger.deleting.items() if now - r.at <= ttl and present(n)}
+    creating = {k: r for k, r in ledger.creating.items() if r.live(now) and not seen(k)}
+    deleting = {n: r for n, r in ledger.deleting.items() if r.live(now) and active(n)}
     if len(creating) == len(ledger.creating) and len(deleting) == len(ledger.deleting):
         return ledger
-    reflected = any(observed(k) for k in ledger.creating) or any(
-        not present(n) for n in ledger.deleting
-    )
+    reflected = any(seen(k) for k in ledger.creating) or any(not active(n) for n in ledger.deleting)
     floor = max(ledger.floor, view_seq) if reflected else ledger.floor
     return Ledger(creating=creating, deleting=deleting, floor=floor)
 

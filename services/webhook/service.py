@@ -49,8 +49,6 @@ class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
     """PEM certificate chain; reloaded when the file changes."""
     tls_key: str = ""
     cert_check_seconds: float = 1.0
-    reservation_ttl_seconds: float = 60.0
-    """How long a reservation whose pod never appears keeps its slot."""
     ledger_deadline_seconds: float = 2.0
     """How long one admission keeps retrying a contended reservation."""
     workload_whitelist: str = ""
@@ -123,7 +121,6 @@ class WebhookService:
             progress=self.progress,
             nc=self.nc,
             whitelist=parse_whitelist(self.settings.workload_whitelist or None),
-            reservation_ttl=self.settings.reservation_ttl_seconds,
         )
         self._tasks.append(asyncio.create_task(self.follower.run()))
         self._tasks.append(

@@ -3,23 +3,19 @@
 Admission must answer in milliseconds without asking the API server, so the webhook keeps, per
 namespace, exactly what an admission decision reads:
 
-- WorkloadSpreads, and the workloads a pod's owner chain walks through (ReplicaSet, Deployment,
-  StatefulSet, Job, CloneSet), as the API served them;
-- pods, and an index of the active pods that carry the ``apps.kruise.io/matched-workloadspread``
-  annotation: ``(namespace, spread) -> subset -> {pod key: version}``. A subset's count is a
-  dictionary length, so a decision costs O(subsets), never O(pods).
+- WorkloadSpreads, decoded once per change into the placement core's model, and the workloads
+  a pod's owner chain walks through (ReplicaSet, Deployment, StatefulSet, Job, CloneSet);
+- pods, with two indexes maintained on every pod event so that a decision costs O(subsets),
+  never O(pods): the active pods each spread counts per ``(version, subset)``, and the
+  reservation key of every pod present (``creating_key``: the annotation's uid for pods
+  admitted without a name, else the name), which tells that a reservation has been observed.
 
-A pod's key is the ``uid`` of its annotation when the pod had no name at admission
-(``generateName``), else its name: the same key the reservation ledger uses, so a pod that is
-both reserved and observed is counted once (see :mod:`services.webhook.ledger`).
-
-``seq`` is the last stream sequence folded in; the ledger records the ``seq`` its writer's view
-had reached, and a reader behind it waits until it catches up.
+``seq`` is the last stream sequence folded in; the reservation ledger records the ``seq`` its
+writer's view had reached, and a reader behind it waits until it catches up.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -27,95 +23,51 @@ from typing import Any, Final
 
 from events import codec
 from events.messages import Observation, SyncMarker
+from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
 
 log = logging.getLogger(__name__)
 
-MATCHED_ANNOTATION: Final = "apps.kruise.io/matched-workloadspread"
 SPREAD_KEY: Final = ("apps.kruise.io", "workloadspreads")
 POD_KEY: Final = ("", "pods")
-WATCHED: Final = frozenset(
-    {
-        POD_KEY,
-        SPREAD_KEY,
-        ("apps", "replicasets"),
-        ("apps", "deployments"),
-        ("apps", "statefulsets"),
-        ("batch", "jobs"),
-        ("apps.kruise.io", "clonesets"),
-        ("apps.kruise.io", "statefulsets"),
-    }
-)
+KINDS: Final = {
+    ("apps", "ReplicaSet"): "replicasets",
+    ("apps", "Deployment"): "deployments",
+    ("apps", "StatefulSet"): "statefulsets",
+    ("batch", "Job"): "jobs",
+    ("apps.kruise.io", "CloneSet"): "clonesets",
+    ("apps.kruise.io", "StatefulSet"): "statefulsets",
+}
+"""(group, kind) -> resource of the workloads an owner chain may pass through."""
+WATCHED: Final = frozenset({POD_KEY, SPREAD_KEY} | {(g, r) for (g, _), r in KINDS.items()})
 """(group, resource) pairs the view keeps; other observations are skipped cheaply."""
 
 Objects = dict[tuple[str, str], dict[str, Any]]
 """(namespace, name) -> object, for one resource."""
+Slot = tuple[str, str]
+"""(version, subset)."""
 
 
 @dataclass(frozen=True)
-class Matched:
-    """What a pod's matched-workloadspread annotation says."""
-
-    spread: str
-    subset: str
-    uid: str = ""
-
-
-def matched_of(pod: Mapping[str, Any]) -> Matched | None:
-    """Parse the annotation as Go would: keys case-insensitively, junk ignored."""
-    annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    raw = annotations.get(MATCHED_ANNOTATION) if isinstance(annotations, dict) else None
-    if not isinstance(raw, str):
-        return None
-    try:
-        data = json.loads(raw)
-    except ValueError:
-        return None
-    if not isinstance(data, dict):
-        return None
-    folded = {str(k).lower(): v for k, v in data.items()}
-    name, subset, uid = folded.get("name"), folded.get("subset"), folded.get("uid", "")
-    if not isinstance(name, str) or not isinstance(subset, str) or not name:
-        return None
-    return Matched(name, subset, uid if isinstance(uid, str) else "")
-
-
-def is_active(pod: Mapping[str, Any]) -> bool:
-    """Kubernetes' IsPodActive: not finished and not being deleted."""
-    phase = (pod.get("status") or {}).get("phase")
-    deleting = (pod.get("metadata") or {}).get("deletionTimestamp")
-    return phase not in ("Succeeded", "Failed") and not deleting
-
-
-def pod_version(pod: Mapping[str, Any]) -> str:
-    """The pod's template version, as WorkloadSpread groups rolling updates."""
-    labels = (pod.get("metadata") or {}).get("labels") or {}
-    for key in ("pod-template-hash", "controller-revision-hash"):
-        value = labels.get(key) if isinstance(labels, dict) else None
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def pod_key(pod: Mapping[str, Any], matched: Matched | None) -> str:
-    if matched is not None and matched.uid:
-        return matched.uid
-    name = (pod.get("metadata") or {}).get("name")
-    return name if isinstance(name, str) else ""
+class _Indexed:
+    key: str
+    spread: str = ""
+    slot: Slot | None = None
 
 
 @dataclass
 class View:
-    """Objects by resource, the subset index, and how far the stream has been folded."""
+    """Objects by resource, the pod indexes, and how far the stream has been folded."""
 
     cluster: str
     objects: dict[tuple[str, str], Objects] = field(default_factory=dict)
-    subsets: dict[tuple[str, str], dict[str, dict[str, str]]] = field(default_factory=dict)
-    """(namespace, spread) -> subset -> pod key -> version."""
-    _indexed: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)
-    """(namespace, pod name) -> (spread, subset, key) where the pod is counted."""
+    spreads: dict[tuple[str, str], WorkloadSpread] = field(default_factory=dict)
     seq: int = 0
     synced: set[tuple[str, str]] = field(default_factory=set)
     skipped: int = 0
+    _slots: dict[tuple[str, str], dict[Slot, set[str]]] = field(default_factory=dict)
+    _keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    _pods: dict[tuple[str, str], _Indexed] = field(default_factory=dict)
 
     # -- folding ------------------------------------------------------------------------------
 
@@ -139,48 +91,76 @@ class View:
         key = (event.group, event.resource)
         if event.cluster != self.cluster or key not in WATCHED:
             return
-        metadata = event.object.get("metadata") or {}
-        name, namespace = metadata.get("name"), metadata.get("namespace") or ""
+        metadata = event.object.get("metadata")
+        name = metadata.get("name") if isinstance(metadata, dict) else None
+        namespace = (metadata.get("namespace") or "") if isinstance(metadata, dict) else None
         if not isinstance(name, str) or not isinstance(namespace, str):
             self.skipped += 1
             return
         store = self.objects.setdefault(key, {})
-        if event.event == "DELETED":
+        gone = event.event == "DELETED"
+        if gone:
             store.pop((namespace, name), None)
         else:
             store[(namespace, name)] = event.object
         if key == POD_KEY:
-            self._index_pod(namespace, name, None if event.event == "DELETED" else event.object)
+            self._index_pod(namespace, name, None if gone else event.object)
+        elif key == SPREAD_KEY:
+            if gone:
+                self.spreads.pop((namespace, name), None)
+            else:
+                self.spreads[(namespace, name)] = from_object(event.object)
 
     def _index_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
-        previous = self._indexed.pop((namespace, name), None)
+        previous = self._pods.pop((namespace, name), None)
         if previous is not None:
-            spread, subset, key = previous
-            by_subset = self.subsets.get((namespace, spread), {})
-            by_subset.get(subset, {}).pop(key, None)
-        if pod is None or not is_active(pod):
+            if self._keys.get((namespace, previous.key)) == name:
+                del self._keys[(namespace, previous.key)]
+            if previous.slot is not None:
+                self._slots.get((namespace, previous.spread), {}).get(previous.slot, set()).discard(
+                    name
+                )
+        if pod is None:
             return
-        matched = matched_of(pod)
-        if matched is None:
+        key = pod_state.creating_key(pod) or name
+        self._keys[(namespace, key)] = name
+        matched = pod_state.matched(pod)
+        if matched is None or not matched.name or not pod_state.is_active(pod):
+            self._pods[(namespace, name)] = _Indexed(key)
             return
-        key = pod_key(pod, matched)
-        by_subset = self.subsets.setdefault((namespace, matched.spread), {})
-        by_subset.setdefault(matched.subset, {})[key] = pod_version(pod)
-        self._indexed[(namespace, name)] = (matched.spread, matched.subset, key)
+        slot = (pod_state.version(pod), matched.subset)
+        self._slots.setdefault((namespace, matched.name), {}).setdefault(slot, set()).add(name)
+        self._pods[(namespace, name)] = _Indexed(key, matched.name, slot)
 
     # -- reading ------------------------------------------------------------------------------
 
     def get(self, group: str, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects.get((group, resource), {}).get((namespace, name))
 
-    def spreads_in(self, namespace: str) -> list[dict[str, Any]]:
-        """WorkloadSpreads of one namespace, in name order (the API server's list order)."""
+    def lookup(self, namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:
+        """The placement core's owner lookup, over the objects this view holds."""
+        resource = KINDS.get((group, kind))
+        return None if resource is None else self.get(group, resource, namespace, name)
+
+    def spread_objects_in(self, namespace: str) -> list[dict[str, Any]]:
+        """WorkloadSpread objects of one namespace, in name order (the API's list order)."""
         store = self.objects.get(SPREAD_KEY, {})
         return [store[k] for k in sorted(k for k in store if k[0] == namespace)]
 
-    def subset_pods(self, namespace: str, spread: str) -> dict[str, dict[str, str]]:
-        """subset -> {pod key: version} for the active pods of one spread."""
-        return self.subsets.get((namespace, spread), {})
+    def spreads_in(self, namespace: str) -> list[WorkloadSpread]:
+        return [self.spreads[k] for k in sorted(k for k in self.spreads if k[0] == namespace)]
 
-    def pod_counted(self, namespace: str, spread: str, key: str) -> bool:
-        return any(key in pods for pods in self.subset_pods(namespace, spread).values())
+    def active_in(self, namespace: str, spread: str, slot: Slot) -> set[str]:
+        """Names of the active pods a spread counts in one (version, subset)."""
+        return self._slots.get((namespace, spread), {}).get(slot, set())
+
+    def slots_of(self, namespace: str, spread: str) -> Mapping[Slot, set[str]]:
+        return self._slots.get((namespace, spread), {})
+
+    def seen(self, namespace: str, key: str) -> bool:
+        """A pod with this reservation key is present (in any state)."""
+        return (namespace, key) in self._keys
+
+    def active(self, namespace: str, name: str) -> bool:
+        pod = self.get("", "pods", namespace, name)
+        return pod is not None and pod_state.is_active(pod)

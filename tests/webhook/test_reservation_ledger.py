@@ -5,27 +5,36 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Literal
 
 import nats
 from nats.aio.client import Client
 
-from services.webhook.ledger import Ledger, LedgerStore, Reservation, ledger_key, pruned
+from services.webhook.ledger import Ledger, LedgerStore, decode, encode, ledger_key, pruned
 from services.webhook.service import reservation_bucket
+from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.runtime.nats_server import NatsServer
 
 LIMITS = {"zone-a": 7, "zone-b": 5}
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 Decide = Callable[[Ledger], tuple[str | None, Ledger | None]]
 
 
-def take_first_free(pod: str, now: float) -> Decide:
+def reservation(
+    pod: str, subset: str, kind: Literal["creating", "deleting"], at: datetime = NOW
+) -> Reservation:
+    return Reservation("default/ws", "v1", subset, pod, kind, at)
+
+
+def take_first_free(pod: str) -> Decide:
     """A subset choice for the test: first subset in order with room, else none."""
 
     def decide(ledger: Ledger) -> tuple[str | None, Ledger | None]:
         for subset, limit in LIMITS.items():
             used = sum(1 for r in ledger.creating.values() if r.subset == subset)
             if used < limit:
-                creating = {**ledger.creating, pod: Reservation(subset=subset, at=now)}
-                return subset, Ledger(creating=creating, floor=ledger.floor)
+                return subset, ledger.with_reservation(reservation(pod, subset, "creating"))
         return None, None
 
     return decide
@@ -40,7 +49,7 @@ async def test_replicas_racing_for_slots_never_overfill_a_subset(nats_server: Na
 
         async def admit(i: int) -> str | None:
             store = stores[rng.randrange(len(stores))]
-            return await store.transact(key, take_first_free(f"pod-{i}", 1000.0))
+            return await store.transact(key, take_first_free(f"pod-{i}"))
 
         chosen = await asyncio.gather(*(admit(i) for i in range(40)))
         assert chosen.count("zone-a") == 7
@@ -74,22 +83,21 @@ def test_keys_escape_names_into_what_the_bucket_accepts() -> None:
 def test_pruning_drops_observed_and_expired_reservations_and_raises_the_floor() -> None:
     ledger = Ledger(
         creating={
-            "seen": Reservation(subset="a", at=100.0),
-            "unseen": Reservation(subset="a", at=100.0),
-            "old": Reservation(subset="a", at=10.0),
+            "seen": reservation("seen", "a", "creating"),
+            "unseen": reservation("unseen", "a", "creating"),
+            "old": reservation("old", "a", "creating", NOW - timedelta(minutes=5)),
         },
         deleting={
-            "gone": Reservation(subset="a", at=100.0),
-            "still": Reservation(subset="b", at=100.0),
+            "gone": reservation("gone", "a", "deleting"),
+            "still": reservation("still", "b", "deleting"),
         },
         floor=3,
     )
     result = pruned(
         ledger,
-        now=110.0,
-        ttl=60.0,
-        observed=lambda key: key == "seen",
-        present=lambda name: name == "still",
+        now=NOW + timedelta(seconds=1),
+        seen=lambda key: key == "seen",
+        active=lambda name: name == "still",
         view_seq=42,
     )
     assert set(result.creating) == {"unseen"}
@@ -98,9 +106,16 @@ def test_pruning_drops_observed_and_expired_reservations_and_raises_the_floor() 
 
 
 def test_expiry_alone_does_not_raise_the_floor() -> None:
-    ledger = Ledger(creating={"old": Reservation(subset="a", at=10.0)}, floor=3)
-    result = pruned(
-        ledger, now=110.0, ttl=60.0, observed=lambda k: False, present=lambda n: True, view_seq=42
+    ledger = Ledger(
+        creating={"old": reservation("old", "a", "creating", NOW - timedelta(minutes=5))},
+        floor=3,
     )
+    result = pruned(ledger, now=NOW, seen=lambda k: False, active=lambda n: True, view_seq=42)
     assert result.creating == {}
     assert result.floor == 3
+
+
+def test_a_ledger_round_trips_through_its_stored_form() -> None:
+    ledger = Ledger(creating={"p": reservation("p", "a", "creating")}, floor=9)
+    assert decode(encode(ledger)) == ledger
+    assert decode(b"garbage") == Ledger()

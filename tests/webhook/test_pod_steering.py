@@ -1,0 +1,221 @@
+"""Pods are steered into subsets, with slots reserved on a real NATS bucket."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections import Counter
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import nats
+import pytest
+from nats.aio.client import Client
+
+from kubesim import jsonpatch
+from services.webhook import review
+from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.ledger import LedgerStore, ledger_key
+from services.webhook.service import reservation_bucket
+from services.webhook.view import View
+from spreadbus.runtime.nats_server import NatsServer
+from tests.webhook.admission_reviews import patch_of
+from tests.webhook.cluster_state import (
+    MATCHED,
+    Feed,
+    deployment,
+    new_pod,
+    replicaset,
+    spread,
+    stored_pod,
+    zone_subset,
+)
+
+
+@dataclass
+class Replica:
+    """One webhook replica: its own view, its own NATS connection, the shared bucket."""
+
+    nc: Client
+    view: View
+    feed: Feed
+    admission: SpreadAdmission
+
+
+async def make_replica(url: str, subsets: list[dict[str, Any]]) -> Replica:
+    nc = await nats.connect(url)
+    view = View(cluster="c1")
+    feed = Feed(view)
+    feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+    feed.put(deployment(replicas=10))
+    feed.put(replicaset())
+    feed.put(spread(subsets))
+    store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
+    admission = SpreadAdmission(view=view, ledger=store, progress=ViewProgress(view), nc=nc)
+    return Replica(nc, view, feed, admission)
+
+
+@pytest.fixture
+async def replicas(nats_server: NatsServer) -> AsyncIterator[list[Replica]]:
+    made = [
+        await make_replica(nats_server.url, [zone_subset("zone-a", 3), zone_subset("zone-b")])
+        for _ in range(3)
+    ]
+    try:
+        yield made
+    finally:
+        for replica in made:
+            await replica.nc.close()
+
+
+async def create(replica: Replica, pod: dict[str, Any]) -> dict[str, Any]:
+    body = review.parse(
+        json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": f"req-{random.random()}",
+                    "operation": "CREATE",
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": "default",
+                    "name": pod["metadata"].get("name", ""),
+                    "object": pod,
+                },
+            }
+        ).encode()
+    )
+    assert isinstance(body, review.AdmissionRequest)
+    return await replica.admission.mutate_pod(body)
+
+
+def subset_of(pod: dict[str, Any]) -> str | None:
+    raw = (pod["metadata"].get("annotations") or {}).get(MATCHED)
+    return None if raw is None else str(json.loads(raw)["subset"])
+
+
+async def test_a_new_pod_gets_the_first_subsets_constraints_and_annotation(
+    replicas: list[Replica],
+) -> None:
+    pod = new_pod()
+    answer = await create(replicas[0], pod)
+    assert answer["response"]["allowed"] is True
+    patched = jsonpatch.apply(pod, patch_of(answer))
+    assert subset_of(patched) == "zone-a"
+    required = patched["spec"]["affinity"]["nodeAffinity"][
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ]["nodeSelectorTerms"]
+    assert required == [zone_subset("zone-a")["requiredNodeSelectorTerm"]]
+    matched = json.loads(patched["metadata"]["annotations"][MATCHED])
+    assert matched["uid"], "a pod without a name is keyed by a generated uid"
+
+
+async def test_three_replicas_admitting_at_once_never_overfill_a_subset(
+    replicas: list[Replica],
+) -> None:
+    pods = [new_pod() for _ in range(60)]
+    answers = await asyncio.gather(*(create(replicas[i % 3], pod) for i, pod in enumerate(pods)))
+    placed = Counter(
+        subset_of(jsonpatch.apply(p, patch_of(a))) for p, a in zip(pods, answers, strict=True)
+    )
+    assert placed == {"zone-a": 3, "zone-b": 57}
+    stores = [r.admission.ledger for r in replicas]
+    ledger = await stores[0].current(ledger_key("c1", "default", "ws"))
+    assert len(ledger.creating) == 3, "only the limited subset needs reservations"
+
+
+async def test_observed_pods_and_reservations_are_counted_once(replicas: list[Replica]) -> None:
+    first, second = replicas[0], replicas[1]
+    pod = new_pod()
+    answer = await create(first, pod)
+    stored = stored_pod(pod, "web-5f7c-aaaaa", jsonpatch.apply(pod, patch_of(answer)))
+    for replica in replicas:
+        replica.feed.put(stored)
+    # zone-a holds one pod, seen by every view and reserved in the ledger: two more fit.
+    later = [await create(second, new_pod()) for _ in range(3)]
+    subsets = [subset_of(jsonpatch.apply(new_pod(), patch_of(a))) for a in later]
+    assert subsets == ["zone-a", "zone-a", "zone-b"]
+
+
+async def test_a_deleted_pod_frees_its_slot_before_it_is_gone(replicas: list[Replica]) -> None:
+    replica = replicas[0]
+    stored = []
+    for i in range(3):
+        pod = new_pod()
+        answer = await create(replica, pod)
+        stored.append(stored_pod(pod, f"web-5f7c-{i}", jsonpatch.apply(pod, patch_of(answer))))
+    for pod in stored:
+        replica.feed.put(pod)
+    full = await create(replica, new_pod())
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(full))) == "zone-b"
+    deletion = review.parse(
+        json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": "del-1",
+                    "operation": "DELETE",
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": "default",
+                    "name": "web-5f7c-0",
+                    "oldObject": stored[0],
+                },
+            }
+        ).encode()
+    )
+    assert isinstance(deletion, review.AdmissionRequest)
+    answer = await replica.admission.record_pod_removal(deletion)
+    assert answer["response"]["allowed"] is True
+    freed = await create(replica, new_pod())
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(freed))) == "zone-a"
+
+
+async def test_a_dry_run_create_is_answered_without_reserving(replicas: list[Replica]) -> None:
+    body = review.parse(
+        json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": "dry",
+                    "operation": "CREATE",
+                    "dryRun": True,
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": "default",
+                    "object": new_pod(),
+                },
+            }
+        ).encode()
+    )
+    assert isinstance(body, review.AdmissionRequest)
+    answer = await replicas[0].admission.mutate_pod(body)
+    assert answer["response"] == {"uid": "dry", "allowed": True}
+    ledger = await replicas[0].admission.ledger.current(ledger_key("c1", "default", "ws"))
+    assert ledger.creating == {}
+
+
+async def test_a_pod_whose_owner_never_appears_is_refused_like_kruise(
+    replicas: list[Replica],
+) -> None:
+    replica = replicas[0]
+    replica.admission.catch_up_timeout = 0.2
+    answer = await create(replica, new_pod(rs="web-unknown"))
+    assert answer["response"]["allowed"] is False
+    assert answer["response"]["status"]["code"] == 500
+
+
+async def test_a_pod_of_an_owner_observed_moments_later_is_steered(
+    replicas: list[Replica],
+) -> None:
+    replica = replicas[0]
+    late = asyncio.get_running_loop().call_later(
+        0.05,
+        lambda: (replica.feed.put(replicaset("web-9a9a")), replica.admission.progress.notify()),
+    )
+    answer = await create(replica, new_pod(rs="web-9a9a"))
+    late.cancel()
+    assert answer["response"]["allowed"] is True
+    assert subset_of(jsonpatch.apply(new_pod(rs="web-9a9a"), patch_of(answer))) == "zone-a"
