@@ -136,7 +136,7 @@ def new_pod(rs: str = "web-5f7c", name: str = "") -> dict[str, Any]:
 
 def stored_pod(created: dict[str, Any], name: str, patched: dict[str, Any]) -> dict[str, Any]:
     """The pod the API server stores after admission: named, with the webhook's changes."""
-    pod = json.loads(json.dumps(patched))
+    pod: dict[str, Any] = json.loads(json.dumps(patched))
     pod["metadata"]["name"] = name
     pod["status"] = {"phase": "Pending"}
     return pod

@@ -211,10 +211,12 @@ async def test_a_pod_of_an_owner_observed_moments_later_is_steered(
     replicas: list[Replica],
 ) -> None:
     replica = replicas[0]
-    late = asyncio.get_running_loop().call_later(
-        0.05,
-        lambda: (replica.feed.put(replicaset("web-9a9a")), replica.admission.progress.notify()),
-    )
+
+    def observe_owner() -> None:
+        replica.feed.put(replicaset("web-9a9a"))
+        replica.admission.progress.notify()
+
+    late = asyncio.get_running_loop().call_later(0.05, observe_owner)
     answer = await create(replica, new_pod(rs="web-9a9a"))
     late.cancel()
     assert answer["response"]["allowed"] is True
