@@ -20,8 +20,8 @@ DEPLOYMENTS: Final = ResourceRef(group="apps", version="v1", resource="deploymen
 
 
 class ObservedGeneration:
-    name = "observed-generation"
-    resources = (DEPLOYMENTS,)
+    name: str = "observed-generation"
+    resources: tuple[ResourceRef, ...] = (DEPLOYMENTS,)
 
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster

@@ -1,0 +1,257 @@
+"""The planner engine: rebuild the projection, follow the streams, decide when caught up.
+
+Start-up loads the newest snapshot (both folds with their three stream positions) or, if there
+is none or it cannot be trusted, starts from nothing; three followers then replay what came after
+and keep following live:
+
+- ``KUBE`` (only the subjects the rules read) into :class:`KubeProjection`;
+- ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`.
+
+Deciding happens only when every follower is caught up, every resource a rule reads has a
+complete sync marker, and this replica holds the lease, so a replay never re-issues stale plans
+and standbys stay warm without acting. Every object that changed since the last decision (every
+object, after a restore or on becoming leader) is offered to the rules. Plans are published with
+``Nats-Msg-Id`` = plan id; the next decision waits until the plans follower has folded them back,
+so the decision log is the only memory of what is in flight.
+
+A snapshot is written by the leader when caught up, after ``snapshot_every`` new messages or
+``snapshot_interval`` seconds, whichever is later; it is taken synchronously so the three
+positions and the state always agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Sequence
+
+from nats.aio.client import Client
+from nats.errors import Error as NatsError
+from nats.js.errors import Error as JetStreamError
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from events import codec, subjects
+from events.streams import KUBE, OUTCOMES, PLANS
+from spreadbus.projection import snapshot
+from spreadbus.projection.decision_log import DecisionLog
+from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.planning import Rule, plans_for
+from spreadbus.runtime.follower import FollowerMetrics, MessageSink, StreamFollower
+from spreadbus.runtime.snapshot_store import SnapshotStore
+
+log = logging.getLogger(__name__)
+
+
+class PlannerMetrics:
+    def __init__(self, registry: CollectorRegistry | None) -> None:
+        self.plans = Counter("spreadbus_planner_plans", "Plans published", ["rule"],
+                             registry=registry)
+        self.publish_errors = Counter(
+            "spreadbus_planner_publish_errors", "Plan publishes that failed", registry=registry
+        )
+        self.snapshots = Counter("spreadbus_planner_snapshots", "Snapshots written",
+                                 registry=registry)
+        self.leader = Gauge("spreadbus_planner_leader", "1 while this replica decides",
+                            registry=registry)
+        self.restore_seconds = Gauge(
+            "spreadbus_planner_restore_seconds", "Snapshot load plus replay to caught up",
+            registry=registry,
+        )
+        self.followers = FollowerMetrics(registry)
+
+
+class Planner:
+    def __init__(
+        self,
+        nc: Client,
+        *,
+        cluster: str,
+        rules: Sequence[Rule],
+        snapshots: SnapshotStore | None = None,
+        snapshot_name: str = "",
+        snapshot_every: int = 50_000,
+        snapshot_interval_seconds: float = 60.0,
+        batch: int = 8192,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.nc = nc
+        self.cluster = cluster
+        self.rules = list(rules)
+        self.snapshots = snapshots
+        self.snapshot_name = snapshot_name or f"planner.{subjects.escape(cluster)}"
+        self.snapshot_every = snapshot_every
+        self.snapshot_interval = snapshot_interval_seconds
+        self.batch = batch
+        self.clock = clock
+        self.metrics = PlannerMetrics(registry)
+        self.projection = KubeProjection()
+        self.decisions = DecisionLog()
+        self.leader = False
+        self.restored_from = "nothing"
+        self._wake = asyncio.Event()
+        self._followers: list[StreamFollower] = []
+        self._awaiting_plan_seq = 0
+        self._snapshot_position = 0
+        self._snapshot_at = 0.0
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def restore(self) -> str:
+        """Load the newest trustworthy snapshot; ``"snapshot"`` or ``"replay"``."""
+        self.restored_from = "replay"
+        if self.snapshots is not None:
+            data = await self.snapshots.load(self.snapshot_name)
+            loaded = snapshot.load(data) if data is not None else None
+            if loaded is not None:
+                self.projection = KubeProjection(loaded.kube)
+                self.decisions = DecisionLog(loaded.decisions)
+                self.restored_from = "snapshot"
+            elif data is not None:
+                log.warning("snapshot unusable, replaying from the start")
+        self.projection.mark_all_changed()
+        self._snapshot_position = self._position()
+        return self.restored_from
+
+    def _kube_subjects(self) -> list[str]:
+        wanted: list[str] = []
+        cluster = subjects.escape(self.cluster)
+        for rule in self.rules:
+            for ref in rule.resources:
+                group, resource = subjects.escape(ref.group), subjects.escape(ref.resource)
+                wanted.append(f"{subjects.OBSERVATIONS}.{cluster}.{group}.{resource}.>")
+                wanted.append(f"{subjects.SYNC}.{cluster}.{group}.{resource}")
+        return sorted(set(wanted))
+
+    def followers(self) -> list[StreamFollower]:
+        if not self._followers:
+            state = self.decisions.state
+            self._followers = [
+                self._follower(KUBE.name, self.projection.apply, self.projection.last_seq,
+                               self._kube_subjects()),
+                self._follower(PLANS.name, self.decisions.apply_plan, state.plans_seq),
+                self._follower(OUTCOMES.name, self.decisions.apply_outcome, state.outcomes_seq),
+            ]
+        return self._followers
+
+    def _follower(
+        self, stream: str, sink: MessageSink, position: int, wanted: Sequence[str] = ()
+    ) -> StreamFollower:
+        return StreamFollower(
+            self.nc, stream=stream, sink=sink, subjects=wanted, start_seq=position + 1,
+            batch=self.batch, on_progress=self._wake.set, metrics=self.metrics.followers,
+        )
+
+    @property
+    def caught_up(self) -> bool:
+        followers = self.followers()
+        return all(f.caught_up for f in followers) and all(
+            self.projection.synced(self.cluster, ref.group, ref.resource)
+            for rule in self.rules
+            for ref in rule.resources
+        )
+
+    def set_leader(self, leader: bool) -> None:
+        self.leader = leader
+        self.metrics.leader.set(1 if leader else 0)
+        if leader:
+            # A new leader reconsiders everything: the old one may have died mid-decision.
+            self.projection.mark_all_changed()
+        self._wake.set()
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        started = asyncio.get_running_loop().time()
+        self._followers = []  # fresh followers resume from the folds' positions
+        tasks = [asyncio.create_task(f.run()) for f in self.followers()]
+        restore_recorded = False
+        try:
+            while not stopping.is_set():
+                self._wake.clear()
+                if self.caught_up and not restore_recorded:
+                    restore_recorded = True
+                    elapsed = asyncio.get_running_loop().time() - started
+                    self.metrics.restore_seconds.set(elapsed)
+                    log.info("projection ready", extra={"from": self.restored_from,
+                                                        "seconds": round(elapsed, 3)})
+                await self.step()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), 1.0)
+        finally:
+            for follower in self.followers():
+                follower.stop()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- one decision round ----------------------------------------------------------------------
+
+    async def step(self) -> int:
+        """Decide and publish if allowed; returns the number of plans published."""
+        if not self.caught_up:
+            return 0
+        published = 0
+        plans_follower = self.followers()[1]
+        if self.leader and plans_follower.last_seq >= self._awaiting_plan_seq:
+            published = await self._decide()
+        if self.leader:
+            await self._maybe_snapshot()
+        return published
+
+    async def _decide(self) -> int:
+        changed = self.projection.take_changed()
+        if not changed:
+            return 0
+        now = self.clock()
+        js = self.nc.jetstream()
+        published = 0
+        for rule in self.rules:
+            desired = rule.desired(self.projection, changed, now)
+            for plan in plans_for(rule, self.projection, self.decisions, desired,
+                                  cluster=self.cluster, now=now):
+                target = plan.target
+                subject = subjects.plan(self.cluster, plan.verb, target.group, target.resource,
+                                        target.namespace, target.name)
+                try:
+                    ack = await js.publish(subject, codec.encode(plan),
+                                           headers={"Nats-Msg-Id": plan.id})
+                except (NatsError, JetStreamError, TimeoutError) as exc:
+                    # PLANS discards new when full: the publish fails loudly and we retry later.
+                    log.warning("plan not published", extra={"plan": plan.id, "error": repr(exc)})
+                    self.metrics.publish_errors.inc()
+                    self.projection.changed |= changed
+                    return published
+                self._awaiting_plan_seq = max(self._awaiting_plan_seq, ack.seq)
+                self.metrics.plans.labels(rule.name).inc()
+                published += 1
+                log.info("plan published", extra={"plan": plan.id, "subject": subject,
+                                                   "reason": plan.reason, "causes": plan.causes})
+        return published
+
+    def _position(self) -> int:
+        state = self.decisions.state
+        return self.projection.last_seq + state.plans_seq + state.outcomes_seq
+
+    async def _maybe_snapshot(self) -> None:
+        if self.snapshots is None:
+            return
+        position = self._position()
+        now = asyncio.get_running_loop().time()
+        if position - self._snapshot_position < self.snapshot_every and not (
+            position > self._snapshot_position and now - self._snapshot_at > self.snapshot_interval
+        ):
+            return
+        await self.save_snapshot()
+
+    async def save_snapshot(self) -> None:
+        assert self.snapshots is not None
+        data = snapshot.dump(self.projection.state, self.decisions.state)  # one synchronous read
+        position = self._position()
+        try:
+            await self.snapshots.save(self.snapshot_name, data)
+        except (NatsError, JetStreamError, TimeoutError, OSError) as exc:
+            log.warning("snapshot not saved", extra={"error": repr(exc)})
+            return
+        self._snapshot_position = position
+        self._snapshot_at = asyncio.get_running_loop().time()
+        self.metrics.snapshots.inc()
+        log.info("snapshot saved", extra={"bytes": len(data), "kube_seq": self.projection.last_seq})

@@ -1,0 +1,16 @@
+"""Planner settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`)."""
+
+from __future__ import annotations
+
+from spreadbus.runtime.settings import ServiceSettings
+
+
+class PlannerSettings(ServiceSettings, frozen=True, kw_only=True):
+    planner_id: str = ""
+    """Name of this replica in the lease; defaults to host name and process id."""
+    lease_ttl_seconds: float = 6.0
+    snapshot_every: int = 50_000
+    """Write a snapshot after this many new messages (and at most every snapshot interval)."""
+    snapshot_interval_seconds: float = 60.0
+    snapshot_bucket: str = "spreadbus-snapshots"
+    replay_batch: int = 8192

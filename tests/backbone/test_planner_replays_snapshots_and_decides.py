@@ -1,0 +1,141 @@
+"""The planner against a real nats-server: replay, decide only when caught up, snapshot + tail."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+
+from nats.aio.client import Client
+
+from events import codec
+from events.messages import Plan
+from services.planner.planner import Planner
+from spreadbus.projection import snapshot
+from spreadbus.projection.observed_generation import ANNOTATION, ObservedGeneration
+from spreadbus.runtime.snapshot_store import SnapshotStore
+from spreadbus.runtime.stream_setup import ensure_streams
+from tests.backbone.log_builders import deployment, observe, synced
+
+
+async def eventually(check: Callable[[], bool], timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.02)
+
+
+async def publish(nc: Client, entries: list[tuple[str, bytes]]) -> None:
+    js = nc.jetstream()
+    for subject, data in entries:
+        await js.publish_async(subject, data)
+    await js.publish_async_completed()
+
+
+async def plans_on_bus(nc: Client) -> list[Plan]:
+    js = nc.jetstream()
+    info = await js.stream_info("PLANS")
+    out: list[Plan] = []
+    for seq in range(1, info.state.last_seq + 1):
+        raw = await js.get_msg("PLANS", seq)
+        decoded = codec.decode(raw.data or b"")
+        assert isinstance(decoded, Plan)
+        out.append(decoded)
+    return out
+
+
+def make_planner(nc: Client, **kwargs: object) -> Planner:
+    return Planner(nc, cluster="c1", rules=[ObservedGeneration("c1")],
+                   snapshots=SnapshotStore(nc.jetstream()), **kwargs)  # type: ignore[arg-type]
+
+
+@contextlib.asynccontextmanager
+async def running(planner: Planner) -> AsyncIterator[asyncio.Event]:
+    stopping = asyncio.Event()
+    task = asyncio.create_task(planner.run(stopping))
+    try:
+        yield stopping
+    finally:
+        stopping.set()
+        await asyncio.wait_for(task, 15)
+
+
+async def test_nothing_is_decided_before_the_sync_marker_then_one_plan_per_deployment(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, [observe(deployment(f"d{i}", 2, 10 + i), "ADDED")
+                                for i in range(5)])
+    planner = make_planner(nats_client)
+    await planner.restore()
+    planner.set_leader(True)
+    async with running(planner):
+        await eventually(lambda: all(f.caught_up for f in planner.followers()))
+        assert not planner.caught_up  # no sync marker yet
+        assert await planner.step() == 0
+        await publish(nats_client, [synced()])
+        await eventually(lambda: planner.decisions.in_flight() != [] and
+                         len(planner.decisions.in_flight()) == 5)
+    plans = await plans_on_bus(nats_client)
+    assert sorted(p.target.name for p in plans) == [f"d{i}" for i in range(5)]
+    assert all(p.patch == {"metadata": {"annotations": {ANNOTATION: "2"}}} for p in plans)
+
+
+async def test_a_standby_replays_but_never_decides(nats_client: Client) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, [observe(deployment("d", 1, 1), "ADDED"), synced()])
+    planner = make_planner(nats_client)
+    await planner.restore()
+    async with running(planner):
+        await eventually(lambda: planner.caught_up)
+        assert await planner.step() == 0
+    assert await plans_on_bus(nats_client) == []
+
+
+async def test_snapshot_plus_tail_equals_a_full_replay_and_replans_nothing(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, [observe(deployment(f"d{i}", 1, i), "ADDED") for i in range(50)]
+                  + [synced()])
+    first = make_planner(nats_client)
+    await first.restore()
+    first.set_leader(True)
+    async with running(first):
+        await eventually(lambda: len(first.decisions.in_flight()) == 50)
+        await first.save_snapshot()
+    # More happens after the snapshot: annotations land, new generations arrive.
+    await publish(nats_client, [observe(deployment(f"d{i}", 1, 100 + i, {ANNOTATION: "1"}))
+                                for i in range(10)]
+                  + [observe(deployment(f"d{i}", 2, 200 + i)) for i in range(10, 15)])
+
+    resumed = make_planner(nats_client)
+    assert await resumed.restore() == "snapshot"
+    replayed = Planner(nats_client, cluster="c1", rules=[ObservedGeneration("c1")])
+    assert await replayed.restore() == "replay"
+    for planner in (resumed, replayed):
+        async with running(planner):
+            await eventually(lambda p=planner: p.caught_up)  # type: ignore[misc]
+    assert snapshot.dump(resumed.projection.state, resumed.decisions.state) == snapshot.dump(
+        replayed.projection.state, replayed.decisions.state
+    )
+    resumed.set_leader(True)
+    async with running(resumed):
+        await eventually(lambda: len(resumed.decisions.in_flight()) == 55)
+    plans = await plans_on_bus(nats_client)
+    assert len(plans) == 55  # 50 first plans + 5 for the new generations, none repeated
+    assert len({p.id for p in plans}) == 55
+
+
+async def test_a_corrupt_snapshot_falls_back_to_a_full_replay(nats_client: Client) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, [observe(deployment("d", 1, 1), "ADDED"), synced()])
+    store = SnapshotStore(nats_client.jetstream())
+    await store.save("planner.c1", b"\x93not a snapshot")
+    planner = make_planner(nats_client)
+    assert await planner.restore() == "replay"
+    async with running(planner):
+        await eventually(lambda: planner.caught_up)
+    assert planner.projection.get("c1", "apps", "deployments", "default", "d") is not None
