@@ -1,0 +1,110 @@
+"""``spreadbus kubesim`` / ``python -m kubesim``: serve the simulator until SIGTERM or SIGINT.
+
+The kubeconfig is written only once the server accepts connections, so a script may wait for
+the file to appear and then use it. The URL is printed on stdout (one line) at the same moment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from kubesim import behaviour
+from kubesim.server import KubeSim
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=6443,
+        help="port to listen on; 0 picks a free one (default 6443)",
+    )
+    parser.add_argument(
+        "--kubeconfig",
+        type=Path,
+        metavar="PATH",
+        help="write a kubeconfig for the server here once it is ready",
+    )
+    parser.add_argument(
+        "--insecure-http",
+        action="store_true",
+        help="serve plain HTTP instead of HTTPS with a generated CA",
+    )
+    parser.add_argument(
+        "--token",
+        help="bearer token clients must present (default: a random one, written to the kubeconfig)",
+    )
+    parser.add_argument(
+        "--state", type=Path, metavar="FILE", help="persist objects in FILE across restarts"
+    )
+    parser.add_argument(
+        "--watch-history",
+        type=int,
+        default=10_000,
+        metavar="N",
+        help="events kept for watch resumption; older versions get 410 Gone (default 10000)",
+    )
+    parser.add_argument(
+        "--bookmark-interval",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="seconds between watch BOOKMARK events (default 60)",
+    )
+    parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
+    behaviour.add_arguments(parser)
+
+
+async def serve(args: argparse.Namespace) -> int:
+    sim = KubeSim(
+        host=args.host,
+        port=args.port,
+        tls=not args.insecure_http,
+        token=args.token,
+        state_file=args.state,
+        watch_history=args.watch_history,
+        bookmark_interval=args.bookmark_interval,
+        behaviours=behaviour.build_behaviours(args),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await sim.start()
+    try:
+        if args.kubeconfig is not None:
+            sim.write_kubeconfig(args.kubeconfig)
+        print(sim.url, flush=True)
+        await stop.wait()
+    finally:
+        await sim.stop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(Exception):
+                loop.remove_signal_handler(sig)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.WARNING), stream=sys.stderr
+    )
+    try:
+        return asyncio.run(serve(args))
+    except OSError as e:
+        print(f"kubesim: {e}", file=sys.stderr)
+        return 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kubesim", description="Kubernetes API server simulator")
+    add_arguments(parser)
+    return run(parser.parse_args(argv))
