@@ -93,7 +93,6 @@ def build_app(policy: Policy, metrics: Metrics | None = None) -> web.Application
     """The admission application: the three review paths."""
     metrics = metrics or Metrics()
     app = web.Application(client_max_size=MAX_BODY)
-    app["metrics"] = metrics
     routes = (
         ("/mutate-pod", policy.mutate_pod, True),
         ("/validate-pod", policy.record_pod_removal, True),

@@ -1,0 +1,148 @@
+"""One webhook replica over real HTTPS: answers, health, metrics, certificate rotation."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import ssl
+from pathlib import Path
+
+from cryptography import x509
+
+from spreadbus.tls import issue_server_cert
+from tests.webhook.admission_reviews import pod, review
+from tests.webhook.cluster_state import spread, zone_subset
+from tests.webhook.conftest import RunningWebhook
+
+
+async def wait_until_ready(webhook: RunningWebhook) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while True:
+        async with webhook.http.get(f"{webhook.health_url}/readyz") as response:
+            if response.status == 200:
+                return
+        assert loop.time() < deadline, "webhook never became ready"
+        await asyncio.sleep(0.05)
+
+
+async def test_a_pod_review_over_https_is_admitted_unchanged_when_no_spread_applies(
+    webhook: RunningWebhook,
+) -> None:
+    body = review(operation="CREATE", resource="pods", obj=pod(generate_name="web-"), uid="u-1")
+    async with webhook.http.post(f"{webhook.url}/mutate-pod", json=body) as response:
+        assert response.status == 200
+        answer = await response.json()
+    assert answer == {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": "u-1", "allowed": True},
+    }
+
+
+async def test_readiness_follows_nats_and_the_observation_stream(
+    webhook: RunningWebhook,
+) -> None:
+    await wait_until_ready(webhook)
+    async with webhook.http.get(f"{webhook.health_url}/readyz") as response:
+        body = await response.json()
+    assert body["conditions"] == {"nats": True, "caught_up": True}
+    async with webhook.http.get(f"{webhook.health_url}/healthz") as response:
+        assert response.status == 200
+
+
+async def test_metrics_expose_the_admission_latency_histogram(webhook: RunningWebhook) -> None:
+    for i in range(3):
+        body = review(operation="CREATE", resource="pods", obj=pod(f"p{i}"))
+        async with webhook.http.post(f"{webhook.url}/mutate-pod", json=body) as response:
+            assert response.status == 200
+    async with webhook.http.get(f"{webhook.health_url}/metrics") as response:
+        text = await response.text()
+    count = next(
+        line
+        for line in text.splitlines()
+        if line.startswith("spreadbus_webhook_admission_duration_seconds_count")
+        and 'path="/mutate-pod"' in line
+    )
+    assert float(count.rsplit(" ", 1)[1]) == 3.0
+    assert 'le="0.005"' in text
+
+
+async def test_malformed_bodies_over_https_get_an_admission_review_denial(
+    webhook: RunningWebhook,
+) -> None:
+    for path in ("/mutate-pod", "/validate-pod", "/validate-workloadspread"):
+        for raw in (b"", b"null", b"{", b'{"kind":"AdmissionReview"}', b"\xff\xfe"):
+            async with webhook.http.post(f"{webhook.url}{path}", data=raw) as response:
+                assert response.status == 400
+                answer = json.loads(await response.read())
+            assert answer["kind"] == "AdmissionReview"
+            assert answer["response"]["allowed"] is False
+
+
+async def test_an_invalid_workloadspread_is_denied_with_every_field_error(
+    webhook: RunningWebhook,
+) -> None:
+    bad = spread([zone_subset("a", "50%"), zone_subset("a", 3)])
+    body = review(
+        operation="CREATE",
+        group="apps.kruise.io",
+        version="v1alpha1",
+        resource="workloadspreads",
+        name="ws",
+        obj=bad,
+    )
+    async with webhook.http.post(f"{webhook.url}/validate-workloadspread", json=body) as response:
+        answer = await response.json()
+    result = answer["response"]
+    assert result["allowed"] is False
+    assert result["status"]["code"] == 422
+    fields = {cause["field"] for cause in result["status"]["details"]["causes"]}
+    assert {"spec.subsets[1].name", "spec.subsets[1].maxReplicas"} <= fields
+    assert "duplicated subset name a" in result["status"]["message"]
+
+
+async def test_a_valid_workloadspread_is_allowed(webhook: RunningWebhook) -> None:
+    good = spread([zone_subset("a", 3), zone_subset("b")])
+    body = review(
+        operation="CREATE",
+        group="apps.kruise.io",
+        version="v1alpha1",
+        resource="workloadspreads",
+        name="ws",
+        obj=good,
+    )
+    async with webhook.http.post(f"{webhook.url}/validate-workloadspread", json=body) as response:
+        answer = await response.json()
+    assert answer["response"]["allowed"] is True
+
+
+def served_serial(port: int, ca_file: Path) -> int:
+    context = ssl.create_default_context(cafile=str(ca_file))
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=5) as raw,
+        context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        der = tls.getpeercert(binary_form=True)
+    assert der is not None
+    return x509.load_der_x509_certificate(der).serial_number
+
+
+async def test_a_rotated_certificate_is_served_without_a_restart(webhook: RunningWebhook) -> None:
+    port, ca_file = webhook.service.port, webhook.tls.ca_file
+    before = await asyncio.to_thread(served_serial, port, ca_file)
+    rotated = issue_server_cert(webhook.tls.ca, ["127.0.0.1"])
+    # As a Secret volume does: new files written beside, then moved into place.
+    staging = webhook.tls.server.cert.parent / "staging"
+    paths = rotated.write(staging, "webhook")
+    paths.key.replace(webhook.tls.server.key)
+    paths.cert.replace(webhook.tls.server.cert)
+    expected = rotated.certificate().serial_number
+    assert expected != before
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while (served := await asyncio.to_thread(served_serial, port, ca_file)) != expected:
+        assert loop.time() < deadline, f"still serving {served}"
+        await asyncio.sleep(0.05)
+    assert webhook.service.certificates.loads >= 2
