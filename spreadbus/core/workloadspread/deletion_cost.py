@@ -1,0 +1,132 @@
+"""``controller.kubernetes.io/pod-deletion-cost`` values that make scale-in follow the subsets.
+
+The workload controller (ReplicaSet, CloneSet) deletes pods with the lowest cost first. Kruise's
+values, for ``n`` subsets and subset position ``idx``:
+
+* pods a subset holds within its limit (or all of them when unlimited): ``100 x (n - idx)``;
+* pods beyond the limit, chosen with Kubernetes' ``ActivePods.Less`` order (unassigned, pending,
+  not ready, recently ready, restarting, newest go first; a stable sort): ``-100 x (idx + 1)``;
+* pods in no subset: ``-100 x (n + 1)``.
+
+So the fake bucket goes first, then overflow (from the later subsets first), then the last subset,
+then the one before it. Costs are computed per pod version; for the workload's latest version
+``idx`` is the subset's position, for older versions it is reversed (``n - 1 - position``), so a
+rolling update removes old pods from the first subsets first and the new pods fill them back.
+Only Deployment, ReplicaSet and CloneSet targets get costs; inactive pods are left alone.
+
+``minReplicas`` (spreadbus): the pods that keep a subset at its minimum (the last ``min`` of its
+positive pods in that order) get ``100 x n + 100 x (n - idx)``, above every unprotected pod, so
+scale-in never takes a subset below its minimum while another subset has pods above its own.
+Without minimums every value is exactly Kruise's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread.model import (
+    DELETION_COST_ANNOTATION,
+    FAKE_SUBSET,
+    WorkloadSpread,
+)
+from spreadbus.core.workloadspread.occupancy import subset_limit, subset_minimum
+from spreadbus.core.workloadspread.pod_state import Pod
+
+COST_UNIT = 100
+KINDS_WITH_COST = frozenset({"ReplicaSet", "Deployment", "CloneSet"})
+
+
+def applies_to(ws: WorkloadSpread) -> bool:
+    return ws.target_ref is not None and ws.target_ref.kind in KINDS_WITH_COST
+
+
+def subset_costs(
+    pods: Sequence[Pod],
+    *,
+    n: int,
+    idx: int,
+    limit: int | None,
+    minimum: int = 0,
+) -> dict[str, int]:
+    """Cost per pod key for the active pods of one subset at position ``idx``."""
+    active = [p for p in pods if pod_state.is_active(p)]
+    positive_value = COST_UNIT * (n - idx)
+    negative_value = -COST_UNIT * (idx + 1)
+    if limit is None or len(active) <= limit:
+        ordered = sorted(active, key=pod_state.deletion_order_key) if minimum else active
+        excess = 0
+    else:
+        ordered = sorted(active, key=pod_state.deletion_order_key)
+        excess = len(active) - limit
+    costs: dict[str, int] = {}
+    positives = len(ordered) - excess
+    protected_from = len(ordered) - min(minimum, positives)
+    for i, pod in enumerate(ordered):
+        if i < excess:
+            costs[pod_state.key(pod)] = negative_value
+        elif i >= protected_from:
+            costs[pod_state.key(pod)] = COST_UNIT * n + positive_value
+        else:
+            costs[pod_state.key(pod)] = positive_value
+    return costs
+
+
+def version_costs(
+    ws: WorkloadSpread,
+    buckets: Mapping[str, Sequence[Pod]],
+    *,
+    replicas: int,
+    latest: bool,
+) -> dict[str, int]:
+    """Costs for one version's buckets (spec subsets plus the fake bucket)."""
+    n = len(ws.subsets)
+    costs: dict[str, int] = {}
+    for position, subset in enumerate(ws.subsets):
+        idx = position if latest else n - 1 - position
+        costs.update(
+            subset_costs(
+                buckets.get(subset.name, ()),
+                n=n,
+                idx=idx,
+                limit=subset_limit(subset, replicas),
+                minimum=subset_minimum(subset, replicas),
+            )
+        )
+    fake = [p for p in buckets.get(FAKE_SUBSET, ()) if pod_state.is_active(p)]
+    for pod in fake:
+        costs[pod_state.key(pod)] = -COST_UNIT * (n + 1)
+    return costs
+
+
+def deletion_costs(
+    ws: WorkloadSpread,
+    versioned_buckets: Mapping[str, Mapping[str, Sequence[Pod]]],
+    *,
+    replicas: int,
+    latest_version: str,
+) -> dict[str, int]:
+    """Cost per pod key across every version; empty for targets without deletion cost."""
+    if not applies_to(ws):
+        return {}
+    costs: dict[str, int] = {}
+    for version, buckets in versioned_buckets.items():
+        costs.update(
+            version_costs(ws, buckets, replicas=replicas, latest=version == latest_version)
+        )
+    return costs
+
+
+def annotation_updates(costs: Mapping[str, int], pods: Sequence[Pod]) -> dict[str, str]:
+    """The pods whose annotation must change, with the new value; ``"0"`` is never added."""
+    updates: dict[str, str] = {}
+    for pod in pods:
+        key = pod_state.key(pod)
+        if key not in costs:
+            continue
+        value = str(costs[key])
+        current = pod_state.pod_annotations(pod).get(DELETION_COST_ANNOTATION)
+        if current == value or (current is None and value == "0"):
+            continue
+        updates[key] = value
+    return updates
