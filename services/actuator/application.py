@@ -1,0 +1,138 @@
+"""Applying one plan to the Kubernetes API, idempotently, ending in exactly one result.
+
+For ``patch`` and ``patch_status`` the object is read first: gone or replaced (another uid) means
+the plan can never apply (``failed``); a patch that would change nothing means ``skipped`` (an
+earlier delivery, or someone else, already made it true); otherwise the patch is sent with the
+read ``resourceVersion`` as precondition, so it lands on exactly the version we checked. A 409
+(the object moved on in between) reads again and retries, as client-go's ``RetryOnConflict``
+does. ``evict`` posts an Eviction with the pod's uid as precondition; a pod already gone is
+``skipped``.
+
+Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
+(429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
+the plan fails with the last error. Nothing here acks or publishes: the caller records the
+:class:`Result` as the plan's one outcome.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+
+from events.messages import ApiError, Plan
+from events.messages import Result as ResultKind
+from spreadbus.projection.planning import patch_satisfied
+from spreadbus.runtime.kube_client import Conflict, KubeAPIError, KubeClient, resource_path
+from spreadbus.runtime.rate_limit import TokenBucket
+
+CONTENT_TYPES: Final = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+}
+_OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
+
+
+class Result(msgspec.Struct, frozen=True, kw_only=True):
+    result: ResultKind
+    error: ApiError | None = None
+    resource_version: str = ""
+    attempts: int = 1
+
+
+class Applier:
+    def __init__(
+        self,
+        kube: KubeClient,
+        *,
+        limiter: TokenBucket,
+        max_attempts: int = 6,
+        backoff_seconds: float = 0.2,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.kube = kube
+        self.limiter = limiter
+        self.max_attempts = max_attempts
+        self.backoff = backoff_seconds
+        self.sleep = sleep
+
+    async def apply(self, plan: Plan) -> Result:
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                result = await self._once(plan)
+                return msgspec.structs.replace(result, attempts=attempt)
+            except Conflict:
+                if attempt >= self.max_attempts:
+                    return self._failed(Conflict(409, "Conflict", "object kept changing"), attempt)
+            except KubeAPIError as exc:
+                if not exc.retryable or attempt >= self.max_attempts:
+                    return self._failed(exc, attempt)
+                await self.sleep(min(10.0, self.backoff * 2 ** (attempt - 1)))
+
+    @staticmethod
+    def _failed(exc: KubeAPIError, attempts: int) -> Result:
+        error = ApiError(status=exc.http_status, reason=exc.reason, message=exc.message)
+        return Result(result="failed", error=error, attempts=attempts)
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        await self.limiter.acquire()
+        body = await self.kube.arequest(method, path, **kwargs)
+        return _OBJECT.decode(body) if body else {}
+
+    async def _once(self, plan: Plan) -> Result:
+        if plan.verb == "evict":
+            return await self._evict(plan)
+        target = plan.target
+        path = resource_path(target.group, target.version, target.resource, target.namespace,
+                             target.name)
+        current = await self._call("GET", path)
+        metadata = current.get("metadata", {})
+        want_uid = plan.precondition.uid or target.uid
+        if want_uid and metadata.get("uid") != want_uid:
+            return Result(result="failed", error=ApiError(
+                status=409, reason="Conflict",
+                message=f"uid is {metadata.get('uid')!r}, the plan was for {want_uid!r}",
+            ))
+        rv = str(metadata.get("resourceVersion", ""))
+        if plan.precondition.resource_version and rv != plan.precondition.resource_version:
+            return Result(result="failed", error=ApiError(
+                status=409, reason="Conflict",
+                message=f"resourceVersion is {rv}, the plan required "
+                        f"{plan.precondition.resource_version}",
+            ))
+        if plan.patch_type == "merge" and patch_satisfied(current, plan.patch):
+            return Result(result="skipped", resource_version=rv)
+        body = plan.patch
+        if plan.patch_type in ("merge", "strategic") and isinstance(body, dict):
+            body = copy.deepcopy(body)
+            body.setdefault("metadata", {})["resourceVersion"] = rv  # lands on what we checked
+        subresource_path = path + "/status" if plan.verb == "patch_status" else path
+        updated = await self._call("PATCH", subresource_path, body=body,
+                                   content_type=CONTENT_TYPES[plan.patch_type])
+        new_rv = str(updated.get("metadata", {}).get("resourceVersion", ""))
+        return Result(result="applied", resource_version=new_rv)
+
+    async def _evict(self, plan: Plan) -> Result:
+        target = plan.target
+        path = resource_path("", "v1", "pods", target.namespace, target.name, "eviction")
+        eviction: dict[str, Any] = {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": target.name, "namespace": target.namespace},
+        }
+        uid = plan.precondition.uid or target.uid
+        if uid:
+            eviction["deleteOptions"] = {"preconditions": {"uid": uid}}
+        try:
+            await self._call("POST", path, body=eviction, content_type="application/json")
+        except KubeAPIError as exc:
+            if exc.http_status == 404:
+                return Result(result="skipped")
+            raise
+        return Result(result="applied")

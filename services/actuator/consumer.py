@@ -1,0 +1,172 @@
+"""The actuator's share of the plans: one durable pull consumer shared by every replica.
+
+JetStream hands each plan to one replica at a time (explicit acks, ``ack_wait`` 60 s). For each:
+
+1. decode; a message that is not a plan can never apply: it is terminated (``term``) and logged;
+2. if it was delivered ``max_deliveries`` times already (replicas kept dying on it), it fails;
+3. otherwise :class:`Applier` applies it (``in_progress`` keeps the delivery while it retries);
+4. the one outcome is published with ``Nats-Msg-Id`` = ``outcome:<plan id>`` and only then the
+   plan is acked.
+
+A crash between 4's publish and ack redelivers the plan; re-applying finds the change already
+made (``skipped``), and the outcome stream's dedup window (one hour) drops the second outcome, so
+the stream holds exactly one outcome per plan. If publishing fails (NATS away) the plan is not
+acked and comes back.
+
+Signature::
+
+    PlanConsumer(nc: Client, applier: Applier, *, cluster: str, workers: int = 8,
+                 max_deliveries: int = 5, registry: CollectorRegistry | None = None,
+                 clock: Callable[[], float] = time.time)
+        async .run(stopping: asyncio.Event) -> None
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import Error as JetStreamError
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from events import codec, subjects
+from events.messages import ApiError, Outcome, Plan
+from events.streams import PLANS
+from services.actuator.application import Applier, Result
+
+log = logging.getLogger(__name__)
+
+
+class PlanConsumer:
+    def __init__(
+        self,
+        nc: Client,
+        applier: Applier,
+        *,
+        cluster: str,
+        workers: int = 8,
+        max_deliveries: int = 5,
+        registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.nc = nc
+        self.applier = applier
+        self.cluster = cluster
+        self.workers = workers
+        self.max_deliveries = max_deliveries
+        self.clock = clock
+        self.durable = f"actuator-{subjects.escape(cluster)}"
+        self.outcomes = Counter("spreadbus_actuator_outcomes", "Plan outcomes published",
+                                ["result"], registry=registry)
+        self.apply_seconds = Histogram("spreadbus_actuator_apply_seconds",
+                                       "Time to apply one plan", registry=registry)
+
+    async def run(self, stopping: asyncio.Event) -> None:
+        while not stopping.is_set():
+            try:
+                await self._consume(stopping)
+            except (NatsError, JetStreamError, OSError) as exc:
+                log.warning("plan consumer error", extra={"error": repr(exc)})
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stopping.wait(), 1.0)
+
+    async def _consume(self, stopping: asyncio.Event) -> None:
+        js = self.nc.jetstream()
+        sub = await js.pull_subscribe(
+            f"{subjects.PLANS}.{subjects.escape(self.cluster)}.>",
+            durable=self.durable,
+            stream=PLANS.name,
+            config=ConsumerConfig(
+                ack_policy=AckPolicy.EXPLICIT,
+                deliver_policy=DeliverPolicy.ALL,
+                ack_wait=60.0,
+                max_ack_pending=max(64, 4 * self.workers),
+            ),
+        )
+        slots = asyncio.Semaphore(self.workers)
+        running: set[asyncio.Task[None]] = set()
+        try:
+            while not stopping.is_set():
+                try:
+                    msgs = await sub.fetch(max(1, self.workers - len(running)), timeout=1.0)
+                except (NatsTimeoutError, TimeoutError):
+                    continue
+                for msg in msgs:
+                    await slots.acquire()
+                    task = asyncio.create_task(self._handle(msg))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                    task.add_done_callback(lambda _: slots.release())
+        finally:
+            # Let in-flight plans finish their outcome; unfinished ones are redelivered.
+            if running:
+                await asyncio.wait(running, timeout=10.0)
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _handle(self, msg: Msg) -> None:
+        try:
+            await self._handle_one(msg)
+        except Exception:
+            # Top of the per-plan loop: log, leave the plan unacked so it is redelivered.
+            log.exception("plan handling failed")
+
+    async def _handle_one(self, msg: Msg) -> None:
+        decoded = codec.decode(msg.data)
+        if not isinstance(decoded, Plan):
+            log.error("not a plan, terminating it", extra={"subject": msg.subject,
+                                                          "problem": repr(decoded)})
+            await msg.term()
+            return
+        plan = decoded
+        deliveries = msg.metadata.num_delivered
+        if deliveries > self.max_deliveries:
+            result = Result(result="failed", attempts=0, error=ApiError(
+                status=0, reason="GaveUp",
+                message=f"delivered {deliveries} times without completing"))
+        else:
+            started = asyncio.get_running_loop().time()
+            keepalive = asyncio.create_task(self._keep_in_progress(msg))
+            try:
+                result = await self.applier.apply(plan)
+            finally:
+                keepalive.cancel()
+            self.apply_seconds.observe(asyncio.get_running_loop().time() - started)
+        await self._publish_outcome(plan, result)
+        await msg.ack_sync()
+
+    @staticmethod
+    async def _keep_in_progress(msg: Msg) -> None:
+        while True:
+            await asyncio.sleep(20.0)
+            with contextlib.suppress(Exception):
+                await msg.in_progress()
+
+    async def _publish_outcome(self, plan: Plan, result: Result) -> None:
+        outcome = Outcome(
+            plan_id=plan.id,
+            cluster=plan.cluster,
+            verb=plan.verb,
+            target=plan.target,
+            result=result.result,
+            error=result.error,
+            resource_version=result.resource_version,
+            attempts=result.attempts,
+            ts=self.clock(),
+        )
+        t = plan.target
+        subject = subjects.outcome(plan.cluster, plan.verb, t.group, t.resource, t.namespace,
+                                   t.name)
+        await self.nc.jetstream().publish(subject, codec.encode(outcome),
+                                          headers={"Nats-Msg-Id": f"outcome:{plan.id}"})
+        self.outcomes.labels(result.result).inc()
+        log.info("outcome", extra={"plan": plan.id, "result": result.result,
+                                   "error": repr(result.error) if result.error else ""})

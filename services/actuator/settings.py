@@ -1,0 +1,18 @@
+"""Actuator settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`)."""
+
+from __future__ import annotations
+
+from spreadbus.runtime.settings import ServiceSettings
+
+
+class ActuatorSettings(ServiceSettings, frozen=True, kw_only=True):
+    kube_qps: float = 20.0
+    kube_burst: int = 40
+    workers: int = 8
+    """Plans applied concurrently by this replica."""
+    max_attempts: int = 6
+    """Tries per delivery for retryable API errors before the plan is given up as failed."""
+    max_deliveries: int = 5
+    """Deliveries of one plan (crashes mid-apply) before it is given up as failed."""
+    backoff_seconds: float = 0.2
+    """First retry delay; doubles per attempt, capped at 10 s."""

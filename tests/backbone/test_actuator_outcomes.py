@@ -1,0 +1,153 @@
+"""The actuator against kubesim over HTTP and a real nats-server: one final outcome per plan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from kubernetes import client
+from nats.aio.client import Client
+
+from events import codec, subjects
+from events.messages import ObjectRef, Outcome, Plan, Precondition
+from services.actuator.application import Applier
+from services.actuator.consumer import PlanConsumer
+from spreadbus.projection.observed_generation import ANNOTATION
+from spreadbus.runtime.kube_client import KubeClient
+from spreadbus.runtime.rate_limit import TokenBucket
+from spreadbus.runtime.stream_setup import ensure_streams
+
+
+def deployment_body(name: str) -> dict[str, Any]:
+    labels = {"app": name}
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+            },
+        },
+    }
+
+
+def annotate(name: str, uid: str, value: str, plan_id: str) -> Plan:
+    return Plan(
+        id=plan_id, cluster="c1", verb="patch",
+        target=ObjectRef(group="apps", version="v1", resource="deployments",
+                         namespace="default", name=name, uid=uid),
+        patch={"metadata": {"annotations": {ANNOTATION: value}}},
+        precondition=Precondition(uid=uid), rule="test",
+    )
+
+
+async def publish(nc: Client, plan: Plan) -> None:
+    t = plan.target
+    subject = subjects.plan("c1", plan.verb, t.group, t.resource, t.namespace, t.name)
+    await nc.jetstream().publish(subject, codec.encode(plan), headers={"Nats-Msg-Id": plan.id})
+
+
+async def outcomes(nc: Client) -> list[Outcome]:
+    js = nc.jetstream()
+    info = await js.stream_info("OUTCOMES")
+    found = []
+    for seq in range(info.state.first_seq or 1, info.state.last_seq + 1):
+        decoded = codec.decode((await js.get_msg("OUTCOMES", seq)).data or b"")
+        assert isinstance(decoded, Outcome)
+        found.append(decoded)
+    return found
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def actuator(nc: Client, api: client.ApiClient, replicas: int = 1) -> AsyncIterator[None]:
+    stopping = asyncio.Event()
+    consumers = [
+        PlanConsumer(nc, Applier(KubeClient(api), limiter=TokenBucket(50, 50),
+                                 backoff_seconds=0.05), cluster="c1", workers=4)
+        for _ in range(replicas)
+    ]
+    tasks = [asyncio.create_task(c.run(stopping)) for c in consumers]
+    try:
+        yield
+    finally:
+        stopping.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), 20)
+
+
+async def test_plans_end_in_applied_skipped_or_failed_exactly_once(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    apps = client.AppsV1Api(kube_api_client)
+    created = await asyncio.to_thread(
+        apps.create_namespaced_deployment, "default", deployment_body("web")
+    )
+    uid = created.metadata.uid
+    plans = [
+        annotate("web", uid, "1", "p-apply"),
+        annotate("web", uid, "1", "p-again"),  # same change, other id: already true
+        annotate("missing", "uid-x", "1", "p-missing"),  # the object does not exist
+        annotate("web", "another-uid", "2", "p-replaced"),  # the object was replaced
+    ]
+    async with actuator(nats_client, kube_api_client, replicas=2):
+        await publish(nats_client, plans[0])
+        await eventually(lambda: _count(nats_client, 1))
+        for plan in plans[1:]:
+            await publish(nats_client, plan)
+        await publish(nats_client, plans[0])  # a duplicate publish is deduplicated
+        await eventually(lambda: _count(nats_client, 4))
+    results = {o.plan_id: o for o in await outcomes(nats_client)}
+    assert len(results) == 4
+    assert results["p-apply"].result == "applied"
+    assert results["p-again"].result == "skipped"
+    assert results["p-missing"].result == "failed"
+    assert results["p-missing"].error is not None
+    assert results["p-missing"].error.status == 404
+    assert results["p-replaced"].result == "failed"
+    current = await asyncio.to_thread(apps.read_namespaced_deployment, "web", "default")
+    assert current.metadata.annotations[ANNOTATION] == "1"
+    assert results["p-apply"].resource_version == current.metadata.resource_version
+
+
+async def test_a_patch_the_api_rejects_fails_without_retrying_forever(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    apps = client.AppsV1Api(kube_api_client)
+    created = await asyncio.to_thread(
+        apps.create_namespaced_deployment, "default", deployment_body("bad")
+    )
+    plan = Plan(
+        id="p-invalid", cluster="c1", verb="patch",
+        target=ObjectRef(group="apps", version="v1", resource="deployments",
+                         namespace="default", name="bad", uid=created.metadata.uid),
+        patch={"spec": {"replicas": "many"}}, rule="test",
+    )
+    async with actuator(nats_client, kube_api_client):
+        await publish(nats_client, plan)
+        await eventually(lambda: _count(nats_client, 1))
+    [outcome] = await outcomes(nats_client)
+    assert outcome.result == "failed"
+    assert outcome.error is not None
+    assert 400 <= outcome.error.status < 500
+    assert outcome.attempts == 1
+
+
+async def _count(nc: Client, expected: int) -> bool:
+    info = await nc.jetstream().stream_info("OUTCOMES")
+    return bool(info.state.messages >= expected)
