@@ -53,7 +53,7 @@ async def webhook(
     nats_server: NatsServer, webhook_tls: WebhookTls
 ) -> AsyncIterator[RunningWebhook]:
     settings = WebhookSettings(
-        nats_url=[nats_server.url],
+        nats_url=(nats_server.url,),
         cluster="c1",
         host="127.0.0.1",
         port=0,
