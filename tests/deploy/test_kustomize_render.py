@@ -113,9 +113,9 @@ def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
         }
     ]
     (namespace,) = find(rendered, "Namespace", "spreadbus")
-    excluded = {
-        e["key"]: e for e in hook["namespaceSelector"]["matchExpressions"]
-    }["spreadbus.io/control-plane"]
+    excluded = {e["key"]: e for e in hook["namespaceSelector"]["matchExpressions"]}[
+        "spreadbus.io/control-plane"
+    ]
     assert excluded["operator"] == "DoesNotExist"
     assert "spreadbus.io/control-plane" in namespace["metadata"]["labels"]
 
