@@ -42,7 +42,8 @@ def test_the_installation_passes_a_server_side_dry_run_and_stores_nothing(
     apps = client.AppsV1Api(kube_api_client)
     assert apps.list_deployment_for_all_namespaces().items == []
     core = client.CoreV1Api(kube_api_client)
-    accounts = {sa.metadata.name for sa in core.list_namespaced_service_account("spreadbus").items}
+    items = core.list_namespaced_service_account("spreadbus").items
+    accounts = {sa.metadata.name for sa in items if sa.metadata is not None}
     assert not {"spreadbus-webhook", "spreadbus-watcher"} & accounts
     admission = client.AdmissionregistrationV1Api(kube_api_client)
     assert admission.list_mutating_webhook_configuration().items == []
