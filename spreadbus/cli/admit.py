@@ -1,0 +1,105 @@
+"""``spreadbus admit -f FILE --pod POD [--operation CREATE|DELETE|EVICT] [--now T]``.
+
+The pod webhook's answer for POD given the WorkloadSpreads, workloads, ReplicaSets and existing
+pods in FILE. A WorkloadSpread's ``status.versionedSubsetStatuses`` creatingPods/deletingPods count
+as reservations in flight. The uid given to a pod without a name is derived from the pod itself,
+so the answer is the same every time. Exit 0 when allowed, 1 when denied, 2 on unreadable input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import uuid
+from datetime import UTC, datetime
+
+from spreadbus.cli.validate import fail, read_objects
+from spreadbus.core.workloadspread.admission import admit_create, admit_delete
+from spreadbus.core.workloadspread.documents import DocumentError, sort_objects
+from spreadbus.core.workloadspread.model import WorkloadSpread, from_object, parse_time
+from spreadbus.core.workloadspread.occupancy import (
+    SubsetLoad,
+    loads_from_pods,
+    reservations_from_status,
+)
+from spreadbus.core.workloadspread.target import lookup_in, workload_replicas
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
+    parser.add_argument("--pod", required=True, help="file holding the pod of the request")
+    parser.add_argument(
+        "--operation", choices=("CREATE", "DELETE", "EVICT"), default="CREATE", type=str.upper
+    )
+    parser.add_argument("--now", help="RFC 3339 time of the request (default: the clock)")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+def parse_now(text: str | None) -> datetime | None:
+    if text is None:
+        return datetime.now(UTC)
+    return parse_time(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    now = parse_now(args.now)
+    if now is None:
+        return fail(f"--now: not an RFC 3339 time: {args.now!r}")
+    try:
+        objects = sort_objects(read_objects(args.filename))
+        pods = [o for o in read_objects(args.pod) if o.get("kind", "Pod") == "Pod"]
+    except (OSError, DocumentError, UnicodeDecodeError) as exc:
+        return fail(str(exc))
+    if not pods:
+        return fail(f"no Pod in {args.pod}")
+    pod = pods[0]
+    spreads = [from_object(o) for o in objects.workloadspreads]
+    lookup = lookup_in(objects.others)
+    whitelist = objects.whitelist
+
+    def replicas_of(ws: WorkloadSpread) -> int:
+        ref = ws.target_ref
+        if ref is None:
+            return 0
+        try:
+            return workload_replicas(
+                ws, lookup(ws.namespace, ref.group, ref.kind, ref.name), whitelist=whitelist
+            )
+        except ValueError:
+            return 0
+
+    def loads_of(ws: WorkloadSpread, version: str) -> dict[str, SubsetLoad]:
+        existing = [
+            p
+            for p in objects.pods
+            if p.get("metadata", {}).get("namespace", "default") == ws.namespace
+        ]
+        return loads_from_pods(ws, existing, reservations_from_status(ws)).get(version, {})
+
+    if args.operation == "CREATE":
+        digest = json.dumps(pod, sort_keys=True, separators=(",", ":"))
+        decision = admit_create(
+            pod,
+            spreads,
+            lookup=lookup,
+            whitelist=whitelist,
+            replicas_of=replicas_of,
+            loads_of=loads_of,
+            now=now,
+            generated_uid=str(uuid.uuid5(uuid.NAMESPACE_URL, digest)),
+        )
+    else:
+        decision = admit_delete(pod, spreads, loads_of=loads_of, now=now)
+    if args.output == "json":
+        print(json.dumps(decision.to_json()))
+    else:
+        verdict = "allowed" if decision.allowed else f"denied: {decision.message}"
+        print(verdict)
+        print(f"workloadSpread: {decision.workloadspread or '-'}")
+        print(f"subset: {decision.subset or '-'}")
+        for op in decision.patch:
+            print(f"  {json.dumps(op)}")
+    if not decision.allowed:
+        print(decision.message, file=sys.stderr)
+    return 0 if decision.allowed else 1
