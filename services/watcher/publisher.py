@@ -1,0 +1,135 @@
+"""Publishing observations with bounded in-flight acknowledgements.
+
+Publishes are asynchronous (``publish_async``); at most ``max_in_flight`` may wait for their
+acknowledgement, after which the next publish waits for the oldest, so Kubernetes reading slows
+to the bus's pace (the reader's queue is bounded too). A publish that fails or is not
+acknowledged within ``ack_timeout`` is reported through ``on_lost`` so its resource is listed
+again; nothing is dropped silently. A sync marker is published only after every earlier
+observation is acknowledged, so a consumer that sees it has everything the list found.
+
+``Nats-Msg-Id`` is ``uid:resourceVersion:type``: a retried publish inside the stream's dedup
+window is stored once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+import msgspec
+from nats.js.client import JetStreamContext
+from prometheus_client import CollectorRegistry, Counter, Gauge
+
+from events import subjects
+from events.messages import SCHEMA_VERSION, ResourceRef, SyncMarker
+from services.watcher.resource_watch import Change
+
+log = logging.getLogger(__name__)
+
+LostCallback = Callable[[ResourceRef, tuple[str, str]], None]
+
+
+class _ObservationWire(msgspec.Struct, tag="observation", tag_field="type", kw_only=True):
+    """:class:`events.messages.Observation` with the object kept as raw JSON (no re-encoding)."""
+
+    v: int = SCHEMA_VERSION
+    cluster: str
+    group: str
+    version: str
+    resource: str
+    event: str
+    object: msgspec.Raw
+    relist: bool = False
+    ts: float = 0.0
+
+
+_ENC: Final = msgspec.json.Encoder()
+
+
+class ObservationPublisher:
+    def __init__(
+        self,
+        js: JetStreamContext,
+        *,
+        cluster: str,
+        max_in_flight: int = 2000,
+        ack_timeout: float = 10.0,
+        on_lost: LostCallback | None = None,
+        registry: CollectorRegistry | None = None,
+    ) -> None:
+        self.js = js
+        self.cluster = cluster
+        self.max_in_flight = max_in_flight
+        self.ack_timeout = ack_timeout
+        self.on_lost = on_lost
+        self._in_flight: collections.deque[asyncio.Future[Any]] = collections.deque()
+        self.published = Counter("spreadbus_watcher_observations", "Observations published",
+                                 ["resource", "event"], registry=registry)
+        self.lost = Counter("spreadbus_watcher_publish_failures",
+                            "Publishes not acknowledged (their resource is relisted)",
+                            registry=registry)
+        self.in_flight_gauge = Gauge("spreadbus_watcher_in_flight",
+                                     "Publishes awaiting acknowledgement", registry=registry)
+
+    async def observation(self, ref: ResourceRef, change: Change, ts: float) -> None:
+        wire = _ObservationWire(
+            cluster=self.cluster, group=ref.group, version=ref.version, resource=ref.resource,
+            event=change.event, object=msgspec.Raw(change.raw), relist=change.relist, ts=ts,
+        )
+        subject = subjects.observation(self.cluster, ref.group, ref.resource, change.namespace,
+                                       change.name)
+        msg_id = f"{change.uid}:{change.resource_version}:{change.event}"
+        await self._bound()
+        future = await self.js.publish_async(subject, _ENC.encode(wire),
+                                             headers={"Nats-Msg-Id": msg_id})
+        key = (change.namespace, change.name)
+        future.add_done_callback(lambda f: self._done(f, ref, key))
+        self._in_flight.append(future)
+        self.in_flight_gauge.set(len(self._in_flight))
+        self.published.labels(ref.resource, change.event).inc()
+
+    def _done(self, future: asyncio.Future[Any], ref: ResourceRef, key: tuple[str, str]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            self.lost.inc()
+            log.warning("observation not acknowledged", extra={"resource": ref.resource,
+                                                               "key": "/".join(key)})
+            if self.on_lost is not None:
+                self.on_lost(ref, key)
+
+    async def _bound(self) -> None:
+        while self._in_flight and (self._in_flight[0].done() or
+                                   len(self._in_flight) >= self.max_in_flight):
+            oldest = self._in_flight.popleft()
+            if not oldest.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(oldest), self.ack_timeout)
+                except TimeoutError:
+                    oldest.cancel()
+                except Exception:
+                    pass  # reported by the done callback
+        self.in_flight_gauge.set(len(self._in_flight))
+
+    async def flush(self) -> None:
+        """Wait until every publish so far is acknowledged or reported lost."""
+        while self._in_flight:
+            oldest = self._in_flight.popleft()
+            if not oldest.done():
+                try:
+                    await asyncio.wait_for(asyncio.shield(oldest), self.ack_timeout)
+                except TimeoutError:
+                    oldest.cancel()
+                except Exception:
+                    pass
+        self.in_flight_gauge.set(0)
+
+    async def sync(self, ref: ResourceRef, complete: bool, resource_version: str, count: int,
+                   ts: float) -> None:
+        await self.flush()
+        marker = SyncMarker(cluster=self.cluster, group=ref.group, version=ref.version,
+                            resource=ref.resource, complete=complete,
+                            resource_version=resource_version, count=count, ts=ts)
+        await self.js.publish(subjects.sync(self.cluster, ref.group, ref.resource),
+                              _ENC.encode(marker))

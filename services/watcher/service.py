@@ -1,0 +1,118 @@
+"""The watcher process: one list+watch per resource of one cluster, feeding the KUBE stream.
+
+On start the watcher first replays its own cluster's observations from the bus (the same
+projection fold the planner uses) to learn what it published before, so its first list after a
+restart publishes only what changed while it was down, deletions included, instead of every
+object again. Several watchers, one per ``--cluster``, can feed one bus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Final
+
+import msgspec
+from nats.aio.client import Client
+from prometheus_client import CollectorRegistry
+
+from events import subjects
+from events.messages import ResourceRef
+from events.streams import KUBE
+from services.watcher.publisher import ObservationPublisher
+from services.watcher.resource_watch import Change, Known, ResourceWatch, parse_resource
+from services.watcher.settings import WatcherSettings
+from spreadbus.projection.kube_state import KubeProjection, resource_key
+from spreadbus.runtime.follower import StreamFollower
+from spreadbus.runtime.kube_client import KubeClient, kube_api_client
+from spreadbus.runtime.service import ServiceContext
+
+log = logging.getLogger(__name__)
+
+SYNCED = "synced"
+
+
+class _Meta(msgspec.Struct):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resourceVersion: str = ""
+
+
+class _Obj(msgspec.Struct):
+    metadata: _Meta = msgspec.field(default_factory=_Meta)
+
+
+_OBJ: Final = msgspec.json.Decoder(_Obj)
+
+
+async def published_state(nc: Client, cluster: str) -> KubeProjection:
+    """What this cluster's watcher published before, replayed from the KUBE stream."""
+    projection = KubeProjection()
+    follower = StreamFollower(nc, stream=KUBE.name, sink=projection.apply,
+                              subjects=[f"{subjects.OBSERVATIONS}.{subjects.escape(cluster)}.>"])
+    task = asyncio.create_task(follower.run())
+    try:
+        await follower.wait_caught_up()
+    finally:
+        follower.stop()
+        await task
+    return projection
+
+
+def known_from(projection: KubeProjection, cluster: str,
+               ref: ResourceRef) -> dict[tuple[str, str], Known]:
+    known: dict[tuple[str, str], Known] = {}
+    bucket = projection.state.objects.get(resource_key(cluster, ref.group, ref.resource), {})
+    for stored in bucket.values():
+        meta = _OBJ.decode(stored.raw).metadata
+        known[(meta.namespace, meta.name)] = Known(meta.uid, meta.resourceVersion, stored.raw)
+    return known
+
+
+async def prepare_watches(
+    nc: Client,
+    settings: WatcherSettings,
+    kube: KubeClient,
+    registry: CollectorRegistry | None = None,
+) -> list[ResourceWatch]:
+    """One watch per resource, each knowing what was published for it before."""
+    refs = [parse_resource(spec) for spec in settings.resources]
+    history = await published_state(nc, settings.cluster)
+    watches: dict[ResourceRef, ResourceWatch] = {}
+
+    def on_lost(ref: ResourceRef, key: tuple[str, str]) -> None:
+        watches[ref].lost(key)
+
+    publisher = ObservationPublisher(nc.jetstream(), cluster=settings.cluster,
+                                     max_in_flight=settings.max_in_flight, on_lost=on_lost,
+                                     registry=registry)
+    for ref in refs:
+        async def emit(change: Change, ref: ResourceRef = ref) -> None:
+            await publisher.observation(ref, change, time.time())
+
+        async def mark(complete: bool, rv: str, count: int, ref: ResourceRef = ref) -> None:
+            await publisher.sync(ref, complete, rv, count, time.time())
+
+        watches[ref] = ResourceWatch(kube, ref, emit=emit, mark=mark,
+                                     known=known_from(history, settings.cluster, ref),
+                                     watch_timeout=settings.watch_timeout_seconds,
+                                     page_size=settings.list_page_size)
+    return list(watches.values())
+
+
+async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
+    api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context)
+    try:
+        watches = await prepare_watches(ctx.nc, settings, KubeClient(api), ctx.registry)
+        tasks = [asyncio.create_task(w.run(ctx.stopping)) for w in watches]
+        while not ctx.stopping.is_set():
+            ctx.gate.set(SYNCED, all(w.synced or w.absent for w in watches))
+            try:
+                await asyncio.wait_for(ctx.stopping.wait(), 0.5)
+            except TimeoutError:
+                pass
+        await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        api.close()  # type: ignore[no-untyped-call]

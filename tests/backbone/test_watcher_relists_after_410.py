@@ -1,0 +1,172 @@
+"""The watcher against kubesim over HTTP: list, watch, resume, and relist after 410 Gone."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import msgspec
+from kubernetes import client
+from nats.aio.client import Client
+
+from events import codec
+from events.messages import Observation, ResourceRef, SyncMarker
+from kubesim import KubeSimThread
+from services.watcher.resource_watch import Change, ResourceWatch
+from services.watcher.service import prepare_watches
+from services.watcher.settings import WatcherSettings
+from spreadbus.runtime.kube_client import Gone, KubeClient, kube_api_client
+from spreadbus.runtime.stream_setup import ensure_streams
+
+CONFIG_MAPS = ResourceRef(group="", version="v1", resource="configmaps")
+
+
+def config_map(name: str, value: str = "1") -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default"}, "data": {"v": value}}
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 30.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not await check():
+        if loop.time() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.05)
+
+
+def recorder() -> tuple[list[Change], list[tuple[bool, str, int]], Any, Any]:
+    changes: list[Change] = []
+    marks: list[tuple[bool, str, int]] = []
+
+    async def emit(change: Change) -> None:
+        changes.append(change)
+
+    async def mark(complete: bool, rv: str, count: int) -> None:
+        marks.append((complete, rv, count))
+
+    return changes, marks, emit, mark
+
+
+async def test_a_relist_after_410_publishes_only_the_differences(
+    kubesim_factory: Callable[..., KubeSimThread], tmp_path: Path
+) -> None:
+    sim = kubesim_factory(watch_history=5)
+    api = kube_api_client(str(sim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    for name in ("keep", "change", "remove"):
+        core.create_namespaced_config_map("default", config_map(name))
+    changes, marks, emit, mark = recorder()
+    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=5)
+    await watch.relist()
+    assert sorted((c.event, c.name) for c in changes) == [
+        ("ADDED", "change"), ("ADDED", "keep"), ("ADDED", "remove")]
+    assert marks[0][0] is False
+    assert marks[-1] == (True, watch.resource_version, 3)
+    changes.clear()
+
+    # While nobody watches, more happens than the server's watch history keeps.
+    core.patch_namespaced_config_map("change", "default", {"data": {"v": "2"}})
+    core.delete_namespaced_config_map("remove", "default")
+    for i in range(10):
+        core.create_namespaced_config_map("default", config_map(f"new-{i}"))
+        core.delete_namespaced_config_map(f"new-{i}", "default")
+    core.create_namespaced_config_map("default", config_map("added"))
+
+    stopping = asyncio.Event()
+    raised: BaseException | None = None
+    try:
+        await asyncio.wait_for(watch.watch(stopping), 10)
+    except Gone as exc:
+        raised = exc
+    assert isinstance(raised, Gone)
+    await watch.relist()
+    got = sorted((c.event, c.name, c.relist) for c in changes)
+    assert got == [("ADDED", "added", True), ("DELETED", "remove", True),
+                   ("MODIFIED", "change", True)]
+    deleted = next(c for c in changes if c.event == "DELETED")
+    assert msgspec.json.decode(deleted.raw)["metadata"]["name"] == "remove"
+    api.close()
+
+
+async def test_watch_events_reach_the_bus_with_ids_and_sync_markers(
+    nats_client: Client, kubesim: KubeSimThread, tmp_path: Path
+) -> None:
+    js = nats_client.jetstream()
+    await ensure_streams(js)
+    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", config_map("before"))
+    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",),
+                               watch_timeout_seconds=5)
+    [watch] = await prepare_watches(nats_client, settings, KubeClient(api))
+    stopping = asyncio.Event()
+    task = asyncio.create_task(watch.run(stopping))
+    try:
+        await eventually(lambda: _ready(watch))
+        core.create_namespaced_config_map("default", config_map("during"))
+        core.delete_namespaced_config_map("before", "default")
+
+        async def seen_delete() -> bool:
+            return any(isinstance(e, Observation) and e.event == "DELETED"
+                       for _, e, _ in await _kube_messages(nats_client))
+        await eventually(seen_delete)
+    finally:
+        stopping.set()
+        await asyncio.wait_for(task, 10)
+        api.close()
+    messages = await _kube_messages(nats_client)
+    kinds = [(type(e).__name__, getattr(e, "event", getattr(e, "complete", None)))
+             for _, e, _ in messages]
+    assert kinds == [("SyncMarker", False), ("Observation", "ADDED"), ("SyncMarker", True),
+                     ("Observation", "ADDED"), ("Observation", "DELETED")]
+    for subject, event, msg_id in messages:
+        if isinstance(event, Observation):
+            meta = event.object["metadata"]
+            assert subject == f"kube.obs.east._.configmaps.default.{meta['name']}"
+            assert msg_id == f"{meta['uid']}:{meta['resourceVersion']}:{event.event}"
+            assert "managedFields" not in meta
+            assert event.object["kind"] == "ConfigMap"
+        else:
+            assert isinstance(event, SyncMarker)
+
+
+async def test_a_restarted_watcher_publishes_only_what_changed_while_it_was_down(
+    nats_client: Client, kubesim: KubeSimThread, tmp_path: Path
+) -> None:
+    js = nats_client.jetstream()
+    await ensure_streams(js)
+    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    for name in ("a", "b", "c"):
+        core.create_namespaced_config_map("default", config_map(name))
+    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",))
+    [first] = await prepare_watches(nats_client, settings, KubeClient(api))
+    await first.relist()
+    before = len(await _kube_messages(nats_client))
+    core.delete_namespaced_config_map("b", "default")  # while no watcher runs
+    [second] = await prepare_watches(nats_client, settings, KubeClient(api))
+    await second.relist()
+    after = (await _kube_messages(nats_client))[before:]
+    observed = [(e.event, e.object["metadata"]["name"], e.relist)
+                for _, e, _ in after if isinstance(e, Observation)]
+    assert observed == [("DELETED", "b", True)]
+    api.close()
+
+
+async def _ready(watch: ResourceWatch) -> bool:
+    return watch.synced
+
+
+async def _kube_messages(nc: Client) -> list[tuple[str, Any, str]]:
+    js = nc.jetstream()
+    info = await js.stream_info("KUBE")
+    out = []
+    for seq in range(1, info.state.last_seq + 1):
+        raw = await js.get_msg("KUBE", seq)
+        headers = raw.headers or {}
+        out.append((raw.subject or "", codec.decode(raw.data or b""),
+                    headers.get("Nats-Msg-Id", "")))
+    return out
