@@ -178,3 +178,81 @@ def version_loads(
     loads: Mapping[str, Mapping[str, SubsetLoad]], version: str
 ) -> dict[str, SubsetLoad]:
     return dict(loads.get(version, {}))
+
+
+# --- Incremental upkeep, for the webhook's in-memory loads ------------------------------------
+#
+# Each function returns new loads and copies only the one version map it touches, so an event
+# costs O(subsets), never O(pods).
+
+
+def _replace(loads: Loads, version: str, subset: str, load: SubsetLoad) -> Loads:
+    out = dict(loads)
+    out[version] = {**loads.get(version, {}), subset: load}
+    return out
+
+
+def _load(loads: Mapping[str, Mapping[str, SubsetLoad]], version: str, subset: str) -> SubsetLoad:
+    return loads.get(version, {}).get(subset, SubsetLoad())
+
+
+def apply_pod_change(
+    loads: Loads,
+    ws: WorkloadSpread,
+    old: Pod | None,
+    new: Pod | None,
+    *,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> Loads:
+    """Account for one watched pod event: added (``old`` None), changed, or gone (``new`` None).
+
+    The pod's slot count moves with it; a pod that appears settles the creating reservation kept
+    under its key; a pod that leaves its slot (gone, inactive, moved) settles its deleting one.
+    """
+    before = pod_slot(ws, old, versioned_kinds=versioned_kinds) if old is not None else None
+    after = pod_slot(ws, new, versioned_kinds=versioned_kinds) if new is not None else None
+    out = loads
+    if before is not None and before != after:
+        load = _load(out, *before)
+        deleting = {k: v for k, v in load.deleting.items() if k != pod_state.name(old or {})}
+        out = _replace(out, *before, SubsetLoad(max(load.active - 1, 0), load.creating, deleting))
+    if new is not None:
+        key = pod_state.creating_key(new)
+        for version, subsets in list(out.items()):
+            for name, load in subsets.items():
+                if key in load.creating:
+                    creating = {k: v for k, v in load.creating.items() if k != key}
+                    out = _replace(
+                        out, version, name, SubsetLoad(load.active, creating, load.deleting)
+                    )
+    if after is not None and before != after:
+        load = _load(out, *after)
+        out = _replace(out, *after, SubsetLoad(load.active + 1, load.creating, load.deleting))
+    return out
+
+
+def apply_reservation(loads: Loads, reservation: Reservation) -> Loads:
+    """Record a reservation (one the webhook won by compare-and-set, or saw another win)."""
+    load = _load(loads, reservation.version, reservation.subset)
+    if reservation.kind == "creating":
+        creating = {**load.creating, reservation.pod: reservation.at}
+        new = SubsetLoad(load.active, creating, load.deleting)
+    else:
+        deleting = {**load.deleting, reservation.pod: reservation.at}
+        new = SubsetLoad(load.active, load.creating, deleting)
+    return _replace(loads, reservation.version, reservation.subset, new)
+
+
+def expire(loads: Loads, now: datetime) -> Loads:
+    """Drop reservations past their deadline (creates after 30 s, deletes after 15 s)."""
+    out: Loads = {}
+    for version, subsets in loads.items():
+        out[version] = {
+            name: SubsetLoad(
+                load.active,
+                {k: t for k, t in load.creating.items() if not t + CREATE_TIMEOUT < now},
+                {k: t for k, t in load.deleting.items() if not t + DELETE_TIMEOUT < now},
+            )
+            for name, load in subsets.items()
+        }
+    return out
