@@ -5,6 +5,7 @@ Paths (the webhook configurations in ``deploy/webhook/`` point at them):
 - ``POST /mutate-pod``: pod CREATE; steers the pod into a subset with a JSON Patch.
 - ``POST /validate-pod``: pod DELETE and ``pods/eviction`` CREATE; records the freed slot.
 - ``POST /validate-workloadspread``: WorkloadSpread CREATE and UPDATE.
+- ``POST /convert``: CRD conversion of WorkloadSpreads between ``v1alpha1`` and ``v1beta1``.
 
 ``/healthz``, ``/readyz`` and ``/metrics`` (with the latency histogram) are served on the plain
 HTTP health port by :class:`spreadbus.runtime.health.HealthServer`, from the same registry.
@@ -24,6 +25,7 @@ the bus, and the only remote call is the slot reservation on NATS.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -32,7 +34,7 @@ from typing import Any, Final, Protocol
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from services.webhook import review
+from services.webhook import conversion, review
 from services.webhook.review import AdmissionRequest
 
 log = logging.getLogger(__name__)
@@ -100,6 +102,7 @@ def build_app(policy: Policy, metrics: Metrics | None = None) -> web.Application
     )
     for path, handler, fail_open in routes:
         app.router.add_post(path, _review_endpoint(path, handler, fail_open, metrics))
+    app.router.add_post("/convert", _conversion_endpoint(metrics))
     return app
 
 
@@ -122,6 +125,23 @@ def _review_endpoint(
             time.perf_counter() - started
         )
         return web.json_response(answer, status=status)
+
+    return endpoint
+
+
+def _conversion_endpoint(metrics: Metrics) -> Callable[[web.Request], Awaitable[web.Response]]:
+    async def endpoint(http: web.Request) -> web.Response:
+        started = time.perf_counter()
+        try:
+            body: object = json.loads(await http.read())
+        except (ValueError, RecursionError):
+            body = None
+        answer = conversion.review_answer(body)
+        ok = answer["response"]["result"]["status"] == "Success"
+        metrics.latency.labels("/convert", "allowed" if ok else "denied").observe(
+            time.perf_counter() - started
+        )
+        return web.json_response(answer)
 
     return endpoint
 

@@ -189,3 +189,18 @@ def test_uniteddeployment_scales_and_workloadrebalancer_is_cluster_scoped(
     (wr,) = find(rendered, "CustomResourceDefinition", "workloadrebalancers.apps.karmada.io")
     assert wr["spec"]["scope"] == "Cluster"
     assert wr["spec"]["versions"][0]["subresources"] == {"status": {}}
+
+
+def test_workloadspread_versions_convert_through_the_webhook(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (crd,) = find(rendered, "CustomResourceDefinition", "workloadspreads.apps.kruise.io")
+    conversion = crd["spec"]["conversion"]
+    assert conversion["strategy"] == "Webhook"
+    assert conversion["webhook"]["conversionReviewVersions"] == ["v1"]
+    service = conversion["webhook"]["clientConfig"]["service"]
+    assert (service["name"], service["namespace"], service["path"]) == (
+        "spreadbus-webhook",
+        "spreadbus",
+        "/convert",
+    )

@@ -1,0 +1,112 @@
+"""WorkloadSpread conversion between ``v1alpha1`` and ``v1beta1`` (CRD conversion webhook).
+
+The two versions differ in two subset field names (``requiredNodeSelectorTerm`` /
+``requiredNodeSelector``, ``preferredNodeSelectorTerms`` / ``preferredNodeSelector``) and in
+the subset condition type: ``v1beta1`` uses ``metav1.Condition``, whose ``reason`` is required,
+so an empty reason becomes ``"Unknown"`` on the way up (as Kruise's conversion does) and stays
+``"Unknown"`` on the way back. Everything else is carried over untouched (``targetFilter``,
+``minReplicas``, ``versionedSubsetStatuses``, unknown fields), so a round trip is lossless, which
+matters because the API server converts every read of the non-storage version.
+
+Without this webhook a real API server converts by rewriting ``apiVersion`` only, and the
+renamed fields of one version would be pruned by the other version's schema.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any, Final
+
+GROUP: Final = "apps.kruise.io"
+ALPHA: Final = f"{GROUP}/v1alpha1"
+BETA: Final = f"{GROUP}/v1beta1"
+RENAMES: Final = (
+    ("requiredNodeSelectorTerm", "requiredNodeSelector"),
+    ("preferredNodeSelectorTerms", "preferredNodeSelector"),
+)
+
+
+class ConversionError(ValueError):
+    """An object this webhook cannot convert; the message names it."""
+
+
+def convert(obj: Mapping[str, Any], desired: str) -> dict[str, Any]:
+    """``obj`` as ``desired``; raises :class:`ConversionError` for what it cannot convert."""
+    source = obj.get("apiVersion")
+    if obj.get("kind") != "WorkloadSpread":
+        raise ConversionError(f"cannot convert kind {obj.get('kind')!r}")
+    if source not in (ALPHA, BETA):
+        raise ConversionError(f"cannot convert from {source!r}")
+    if desired not in (ALPHA, BETA):
+        raise ConversionError(f"cannot convert to {desired!r}")
+    out = copy.deepcopy(dict(obj))
+    out["apiVersion"] = desired
+    if source == desired:
+        return out
+    pairs = RENAMES if desired == BETA else tuple((b, a) for a, b in RENAMES)
+    spec = out.get("spec")
+    if isinstance(spec, dict):
+        for subset in spec.get("subsets") or []:
+            if isinstance(subset, dict):
+                for old, new in pairs:
+                    if old in subset:
+                        subset[new] = subset.pop(old)
+    if desired == BETA:
+        for conditions in _condition_lists(out.get("status")):
+            for condition in conditions:
+                if isinstance(condition, dict) and not condition.get("reason"):
+                    condition["reason"] = "Unknown"
+    return out
+
+
+def _condition_lists(status: object) -> list[list[Any]]:
+    if not isinstance(status, dict):
+        return []
+    subset_lists = [status.get("subsetStatuses") or []]
+    versioned = status.get("versionedSubsetStatuses")
+    if isinstance(versioned, dict):
+        subset_lists.extend(versioned.values())
+    found = []
+    for subsets in subset_lists:
+        for subset in subsets if isinstance(subsets, list) else []:
+            conditions = subset.get("conditions") if isinstance(subset, dict) else None
+            if isinstance(conditions, list):
+                found.append(conditions)
+    return found
+
+
+def review_answer(body: object) -> dict[str, Any]:
+    """The ConversionReview answer for a request body (already decoded JSON); never raises."""
+    request = body.get("request") if isinstance(body, dict) else None
+    api_version = body.get("apiVersion") if isinstance(body, dict) else None
+    api_version = api_version if isinstance(api_version, str) else "apiextensions.k8s.io/v1"
+    uid = request.get("uid", "") if isinstance(request, dict) else ""
+    uid = uid if isinstance(uid, str) else ""
+
+    def failed(message: str) -> dict[str, Any]:
+        return {
+            "apiVersion": api_version,
+            "kind": "ConversionReview",
+            "response": {"uid": uid, "result": {"status": "Failure", "message": message}},
+        }
+
+    if not isinstance(request, dict) or not uid:
+        return failed("request.uid: required")
+    desired = request.get("desiredAPIVersion")
+    objects = request.get("objects")
+    if not isinstance(desired, str) or not isinstance(objects, list):
+        return failed("request.desiredAPIVersion and request.objects are required")
+    converted = []
+    for index, obj in enumerate(objects):
+        if not isinstance(obj, dict):
+            return failed(f"request.objects[{index}]: must be an object")
+        try:
+            converted.append(convert(obj, desired))
+        except ConversionError as exc:
+            return failed(f"request.objects[{index}]: {exc}")
+    return {
+        "apiVersion": api_version,
+        "kind": "ConversionReview",
+        "response": {"uid": uid, "convertedObjects": converted, "result": {"status": "Success"}},
+    }
