@@ -222,7 +222,10 @@ class ApiServer:
                     "list - objects that were created, modified, or deleted between the time "
                     "the first chunk was returned and now may show up in the list."
                 )
-        bucket = self.store.objects.get(rt.storage_key) or {}
+        if start_after is not None:
+            bucket = self.store.snapshot(rt.storage_key, rv)
+        else:
+            bucket = self.store.objects.get(rt.storage_key) or {}
         keys = sorted(bucket) if (opts.limit or start_after) else list(bucket)
         items: list[JsonObject] = []
         next_token: str | None = None
@@ -884,6 +887,10 @@ class ApiServer:
             self._unserve_crd(old)
         self._after_write(ev)
         self._gc_enqueue(old["metadata"]["uid"])
+        for ref in old["metadata"].get("ownerReferences") or ():
+            # An owner waiting in foreground deletion re-checks its remaining dependents.
+            if isinstance(ref, dict) and isinstance(ref.get("uid"), str):
+                self._gc_enqueue(ref["uid"])
         ns = old["metadata"].get("namespace")
         if ns:
             self._gc_enqueue("ns:" + ns)

@@ -215,6 +215,26 @@ class Store:
         for listener in self.listeners:
             listener(ev)
 
+    def snapshot(self, key: StorageKey, at: int) -> dict[ObjectKey, JsonObject]:
+        """The bucket as it was at resourceVersion ``at``, undoing newer history (like an
+        etcd read at a revision); callers check ``at`` against ``compacted`` first."""
+        current = self.objects.get(key) or {}
+        if at >= self.rv:
+            return current
+        past = dict(current)
+        for ev in reversed(self.history):
+            if ev.rv <= at:
+                break
+            if ev.key != key:
+                continue
+            meta = ev.obj["metadata"]
+            okey = (meta.get("namespace", ""), meta["name"])
+            if ev.type == "ADDED":
+                past.pop(okey, None)
+            elif ev.old is not None:
+                past[okey] = ev.old
+        return past
+
     def add_watcher(self, w: Watcher) -> None:
         self.watchers.setdefault(w.key, set()).add(w)
 
