@@ -1,0 +1,200 @@
+"""Node failure evicts pods after their toleration; evictions respect disruption budgets."""
+
+from __future__ import annotations
+
+import pytest
+from kubernetes.client.exceptions import ApiException
+
+from tests.fixtures.cluster import SimCluster, is_ready, is_terminating
+from tests.kubesim_behaviour.workloads import deployment
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+def test_a_lost_nodes_pods_are_evicted_after_their_toleration_and_replaced(
+    cluster: SimCluster,
+) -> None:
+    body = deployment(
+        "svc",
+        12,
+        tolerations=[
+            {
+                "key": UNREACHABLE,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 1,
+            }
+        ],
+    )
+    cluster.apps.create_namespaced_deployment("default", body)
+    cluster.wait_for(
+        lambda: sum(is_ready(p) for p in cluster.pods(selector="app=svc")) == 12, what="12 ready"
+    )
+    victims = {
+        p["metadata"]["name"]
+        for p in cluster.pods(selector="app=svc")
+        if p["spec"]["nodeName"] == "zone-a-1"
+    }
+    assert victims
+    cluster.set_node_ready("zone-a-1", False)
+    taints = cluster.wait_for(
+        lambda: cluster.core.read_node("zone-a-1").spec.taints, what="unreachable taints"
+    )
+    assert {(t.key, t.effect) for t in taints} == {
+        (UNREACHABLE, "NoSchedule"),
+        (UNREACHABLE, "NoExecute"),
+    }
+    # the pods turn not ready at once, but stay until their toleration runs out
+    cluster.wait_for(
+        lambda: all(
+            not is_ready(p)
+            for p in cluster.pods(selector="app=svc")
+            if p["metadata"]["name"] in victims
+        ),
+        what="pods on the lost node not ready",
+    )
+    still_there = [p for p in cluster.pods(selector="app=svc") if p["metadata"]["name"] in victims]
+    assert still_there
+    assert not any(is_terminating(p) for p in still_there)
+    cluster.wait_for(
+        lambda: all(
+            is_terminating(p)
+            for p in cluster.pods(selector="app=svc")
+            if p["metadata"]["name"] in victims
+        ),
+        what="evictions",
+    )
+    replacements = cluster.wait_for(
+        lambda: (
+            (
+                live := [
+                    p
+                    for p in cluster.pods(selector="app=svc")
+                    if not is_terminating(p) and is_ready(p)
+                ]
+            )
+            and len(live) == 12
+            and live
+        ),
+        what="12 ready replacements",
+    )
+    assert all(p["spec"]["nodeName"] != "zone-a-1" for p in replacements)
+    cluster.set_node_ready("zone-a-1", True)
+    cluster.wait_for(lambda: not cluster.core.read_node("zone-a-1").spec.taints, what="taints gone")
+
+
+def test_pods_that_tolerate_the_taint_forever_stay(cluster: SimCluster) -> None:
+    body = deployment(
+        "sticky",
+        12,
+        tolerations=[{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}],
+    )
+    cluster.apps.create_namespaced_deployment("default", body)
+    cluster.wait_for(
+        lambda: sum(is_ready(p) for p in cluster.pods(selector="app=sticky")) == 12, what="ready"
+    )
+    cluster.set_node_ready("zone-c-4", False)
+    cluster.wait_for(lambda: cluster.core.read_node("zone-c-4").spec.taints, what="taints")
+    with pytest.raises(pytest.fail.Exception):
+        cluster.wait_for(
+            lambda: any(is_terminating(p) for p in cluster.pods(selector="app=sticky")),
+            timeout=1.5,
+            what="an eviction",
+        )
+
+
+def evict(cluster: SimCluster, name: str) -> None:
+    cluster.core.create_namespaced_pod_eviction(
+        name,
+        "default",
+        {
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": name, "namespace": "default"},
+        },
+    )
+
+
+def budget(name: str, **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": {"app": name}}, **spec},
+    }
+
+
+def test_an_eviction_that_would_break_the_budget_gets_429(cluster: SimCluster) -> None:
+    cluster.apps.create_namespaced_deployment("default", deployment("guarded", 3))
+    cluster.policy.create_namespaced_pod_disruption_budget(
+        "default", budget("guarded", minAvailable=3)
+    )
+    status = cluster.wait_for(
+        lambda: (
+            (s := cluster.policy.read_namespaced_pod_disruption_budget("guarded", "default").status)
+            and s.current_healthy == 3
+            and s
+        ),
+        what="budget status",
+    )
+    assert (status.desired_healthy, status.expected_pods, status.disruptions_allowed) == (3, 3, 0)
+    victim = cluster.pods(selector="app=guarded")[0]["metadata"]["name"]
+    with pytest.raises(ApiException) as refused:
+        evict(cluster, victim)
+    assert refused.value.status == 429
+    assert "disruption budget" in str(refused.value.body)
+
+    cluster.policy.patch_namespaced_pod_disruption_budget(
+        "guarded", "default", {"spec": {"minAvailable": None, "maxUnavailable": "33%"}}
+    )
+    cluster.wait_for(
+        lambda: (
+            cluster.policy.read_namespaced_pod_disruption_budget(
+                "guarded", "default"
+            ).status.disruptions_allowed
+            == 1
+        ),
+        what="one disruption allowed",
+    )
+    evict(cluster, victim)
+    assert is_terminating(
+        next(p for p in cluster.pods(selector="app=guarded") if p["metadata"]["name"] == victim)
+    ) or victim not in {p["metadata"]["name"] for p in cluster.pods(selector="app=guarded")}
+    # the replacement restores the budget
+    cluster.wait_for(
+        lambda: (
+            cluster.policy.read_namespaced_pod_disruption_budget(
+                "guarded", "default"
+            ).status.current_healthy
+            == 3
+        ),
+        what="healthy again",
+    )
+
+
+def test_budget_status_follows_readiness(cluster: SimCluster) -> None:
+    cluster.apps.create_namespaced_deployment("default", deployment("flaky", 4))
+    cluster.policy.create_namespaced_pod_disruption_budget(
+        "default", budget("flaky", maxUnavailable=1)
+    )
+    cluster.wait_for(
+        lambda: (
+            cluster.policy.read_namespaced_pod_disruption_budget(
+                "flaky", "default"
+            ).status.disruptions_allowed
+            == 1
+        ),
+        what="one allowed",
+    )
+    name = cluster.pods(selector="app=flaky")[0]["metadata"]["name"]
+    cluster.set_pod_ready("default", name, False)
+    status = cluster.wait_for(
+        lambda: (
+            (s := cluster.policy.read_namespaced_pod_disruption_budget("flaky", "default").status)
+            and s.current_healthy == 3
+            and s
+        ),
+        what="three healthy",
+    )
+    assert status.disruptions_allowed == 0
+    assert status.desired_healthy == 3
