@@ -457,3 +457,17 @@ def test_no_sequence_of_creates_and_deletes_overfills_a_subset(
         for s, count in occupied.items():
             limit = limits[s]
             assert limit is None or count <= limit, (s, count, limit)
+
+
+def test_min_replicas_sequence_described_in_the_docs() -> None:
+    ws = from_object(
+        workloadspread(subset("a", 3), subset("b", minReplicas=2), subset("c", minReplicas=1))
+    )
+    current: dict[str, int] = {}
+    order = []
+    for _ in range(7):
+        chosen = choose_subset(ws, replicas=7, loads=loads(**current), now=NOW)
+        assert chosen is not None
+        order.append(chosen)
+        current[chosen] = current.get(chosen, 0) + 1
+    assert order == ["b", "b", "c", "a", "a", "a", "b"]
