@@ -226,6 +226,8 @@ class Stack:
         )
         with api:
             extensions = client.ApiextensionsV1Api(api)
+            self.webhook_port = free_port()
+            ca_bundle = base64.b64encode(ca_file.read_bytes()).decode()
             for path in sorted((DEPLOY / "crds").glob("*.yaml")):
                 for doc in yaml.safe_load_all(path.read_text()):
                     if doc:
@@ -233,10 +235,8 @@ class Stack:
                             extensions.create_custom_resource_definition,
                             extensions.replace_custom_resource_definition,
                             extensions.read_custom_resource_definition,
-                            doc,
+                            local_conversion(doc, self.webhook_port, ca_bundle),
                         )
-            self.webhook_port = free_port()
-            ca_bundle = base64.b64encode(ca_file.read_bytes()).decode()
             admission = client.AdmissionregistrationV1Api(api)
             for path, create, replace, read in (
                 (
@@ -350,6 +350,18 @@ def local_webhooks(doc: dict[str, Any], port: int, ca_bundle: str) -> dict[str, 
         hooks.append(hook)
     doc["webhooks"] = hooks
     return doc
+
+
+def local_conversion(crd: dict[str, Any], port: int, ca_bundle: str) -> dict[str, Any]:
+    """A multi-version CRD converts through the local webhook, as the installation's does."""
+    if len(crd["spec"].get("versions", [])) < 2:
+        return crd
+    webhook = {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": f"https://127.0.0.1:{port}/convert", "caBundle": ca_bundle},
+    }
+    spec = {**crd["spec"], "conversion": {"strategy": "Webhook", "webhook": webhook}}
+    return {**crd, "spec": spec}
 
 
 def create_or_replace(create: Any, replace: Any, read: Any, doc: dict[str, Any]) -> None:
