@@ -14,6 +14,7 @@ O(pods), unless the pod carries topology spread constraints.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
@@ -57,6 +58,12 @@ UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": NO_S
 
 
 def _amount(resource: str, quantity: Any) -> int:
+    return _parsed_amount(resource, quantity if isinstance(quantity, str) else str(quantity))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_amount(resource: str, quantity: str) -> int:
+    # a cluster uses a handful of distinct quantities; parsing each once keeps scheduling cheap
     try:
         return milli_value(quantity) if resource == "cpu" else value(quantity)
     except QuantityError:
@@ -105,6 +112,8 @@ class NodeInfo:
     nonzero_cpu: int = 0
     nonzero_memory: int = 0
     pods: dict[str, JsonObject] = field(default_factory=dict)
+    _allocatable: Resources = field(default_factory=dict, repr=False)
+    _allocatable_of: object = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -123,7 +132,10 @@ class NodeInfo:
     def allocatable(self) -> Resources:
         status = self.node.get("status") or {}
         alloc = status.get("allocatable") or status.get("capacity") or {}
-        return {name: _amount(name, q) for name, q in alloc.items()}
+        if self._allocatable_of is not alloc:
+            self._allocatable = {name: _amount(name, q) for name, q in alloc.items()}
+            self._allocatable_of = alloc
+        return self._allocatable
 
     def add_pod(self, pod: JsonObject) -> None:
         key = _key(pod)
@@ -229,7 +241,10 @@ def spread_state(
 
 
 def filter_node(
-    pod: Mapping[str, Any], info: NodeInfo, spread: SpreadState | None = None
+    pod: Mapping[str, Any],
+    info: NodeInfo,
+    spread: SpreadState | None = None,
+    requests: Mapping[str, int] | None = None,
 ) -> Rejection | None:
     """None when ``pod`` fits ``info``; otherwise the first failing plugin's reasons."""
     spec = pod.get("spec") or {}
@@ -246,7 +261,7 @@ def filter_node(
         return Rejection((reason,), resolvable=False)
     if not pod_matches_node(spec, info.node):
         return Rejection((REASON_AFFINITY,), resolvable=False)
-    reasons = insufficient_resources(pod_requests(spec), info)
+    reasons = insufficient_resources(pod_requests(spec) if requests is None else requests, info)
     if reasons:
         return Rejection(tuple(reasons), resolvable=True)
     if spread is not None:
@@ -306,8 +321,8 @@ def _normalize(scores: dict[str, int], *, reverse: bool) -> dict[str, int]:
     }
 
 
-def least_allocated(pod_spec: Mapping[str, Any], info: NodeInfo) -> int:
-    cpu, memory = nonzero_requests(pod_requests(pod_spec))
+def least_allocated(requests: Mapping[str, int], info: NodeInfo) -> int:
+    cpu, memory = nonzero_requests(requests)
     allocatable = info.allocatable()
     total = 0
     for alloc, used in (
@@ -340,9 +355,12 @@ def _spread_scores(
     return {n: int(MAX_SCORE * (top + low - s) / top) for n, s in raw.items()}
 
 
-def score_nodes(pod: Mapping[str, Any], feasible: list[NodeInfo]) -> dict[str, int]:
+def score_nodes(
+    pod: Mapping[str, Any], feasible: list[NodeInfo], requests: Mapping[str, int] | None = None
+) -> dict[str, int]:
     """Weighted sum of the default score plugins for each feasible node."""
     spec = pod.get("spec") or {}
+    requests = pod_requests(spec) if requests is None else requests
     tolerations = spec.get("tolerations") or ()
     taint = _normalize(
         {n.name: untolerated_count(n.taints, tolerations) for n in feasible}, reverse=True
@@ -357,7 +375,7 @@ def score_nodes(pod: Mapping[str, Any], feasible: list[NodeInfo]) -> dict[str, i
         n.name: 3 * taint[n.name]
         + 2 * affinity[n.name]
         + 2 * spread.get(n.name, 0)
-        + least_allocated(spec, n)
+        + least_allocated(requests, n)
         for n in feasible
     }
 
@@ -376,10 +394,11 @@ def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
     if not infos:
         return Decision(None, "no nodes available to schedule pods")
     hard = spread_state(pod, infos, "DoNotSchedule")
+    requests = pod_requests(pod.get("spec") or {})
     feasible: list[NodeInfo] = []
     rejections: list[Rejection] = []
     for info in infos:
-        rejection = filter_node(pod, info, hard)
+        rejection = filter_node(pod, info, hard, requests)
         if rejection is None:
             feasible.append(info)
         else:
@@ -388,7 +407,7 @@ def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
         return Decision(None, fit_error_message(len(infos), rejections))
     if len(feasible) == 1:
         return Decision(feasible[0].name)
-    scores = score_nodes(pod, feasible)
+    scores = score_nodes(pod, feasible, requests)
     best = min(feasible, key=lambda n: (-scores[n.name], n.name))
     return Decision(best.name)
 
