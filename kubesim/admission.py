@@ -1,18 +1,64 @@
-"""Dynamic admission: calling mutating, then validating webhooks with ``AdmissionReview`` v1.
+"""Dynamic admission: mutating, then validating webhooks called with ``AdmissionReview`` v1.
 
-Placeholder until webhook calls land: no webhook configuration means nothing to call.
+Webhooks come from the stored Mutating/ValidatingWebhookConfiguration objects, read on every
+request so a new configuration applies at once (upstream caches them for a moment; tests prefer
+no delay). Matching follows upstream:
+
+- ``rules``: operations, apiGroups, apiVersions, resources (``*`` is every resource but no
+  subresource, ``*/*`` everything, ``pods/*`` every pod subresource, ``*/scale``), and scope;
+- ``matchPolicy``: ``Exact``, or ``Equivalent`` (default), which also matches a rule written for
+  another served version of the same resource and then sends the object in that version;
+- ``namespaceSelector`` on the namespace's labels (the object's own labels for a Namespace;
+  ignored for other cluster-scoped resources) and ``objectSelector`` on the new or old object;
+- requests for webhook configurations themselves are never sent to webhooks (as upstream).
+
+Calls go over HTTPS only, verified against ``caBundle`` (or the system roots without one) and
+bounded by ``timeoutSeconds``. ``failurePolicy: Ignore`` skips a webhook that cannot be called
+or answers nonsense; ``Fail`` turns that into a 500 ``InternalError``. A denial becomes the
+webhook's ``status`` with ``admission webhook "x" denied the request: ...``. Mutating webhooks
+run in order and may return a base64 JSONPatch; ``reinvocationPolicy: IfNeeded`` webhooks run
+once more if a later webhook changed the object. Validating webhooks run concurrently.
+``dryRun`` requests are refused for webhooks whose ``sideEffects`` are not None/NoneOnDryRun.
+
+Service references (``clientConfig.service``) resolve through the stored Service: the TLS name
+is ``<name>.<namespace>.svc`` and the address is its ``spec.externalName`` or ``spec.clusterIP``
+(so a local webhook can be addressed as a Service whose clusterIP is 127.0.0.1); its target port
+comes from the Service's port list. ``matchConditions`` (CEL) are not evaluated: a webhook that
+declares them is treated as matching.
 """
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import contextlib
+import ssl
+import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+import aiohttp
+
+from kubesim import errors, jsonpatch
+from kubesim.interface import ApiError
+from spreadbus.core import label_selector
 
 if TYPE_CHECKING:
     from kubesim.apiserver import ApiServer
     from kubesim.registry import ResourceType
 
 JsonObject = dict[str, Any]
+
+MUTATING = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
+VALIDATING = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
+
+USER_INFO = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+
+_SUB_KINDS = {
+    "eviction": {"group": "policy", "version": "v1", "kind": "Eviction"},
+    "binding": {"group": "", "version": "v1", "kind": "Binding"},
+    "scale": {"group": "autoscaling", "version": "v1", "kind": "Scale"},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,19 +72,342 @@ class Attributes:
     options: JsonObject
 
 
+class _CallFailed(Exception):
+    """The webhook could not be called or gave an unusable answer."""
+
+
 class Admission:
     def __init__(self, server: ApiServer) -> None:
         self.server = server
+        self._session: aiohttp.ClientSession | None = None
+        self._ssl_cache: dict[str, ssl.SSLContext] = {}
 
     @property
     def active(self) -> bool:
-        return False
-
-    async def mutate(self, attrs: Attributes, obj: Any, old: JsonObject | None) -> Any:
-        return obj
-
-    async def validate(self, attrs: Attributes, obj: Any, old: JsonObject | None) -> None:
-        return None
+        objs = self.server.store.objects
+        return bool(objs.get(MUTATING)) or bool(objs.get(VALIDATING))
 
     async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # --- matching ------------------------------------------------------------------------------
+
+    def _webhooks(self, key: tuple[str, str]) -> list[JsonObject]:
+        bucket = self.server.store.objects.get(key) or {}
+        out: list[JsonObject] = []
+        for _, cfg in sorted(bucket.items()):
+            for w in cfg.get("webhooks") or ():
+                if isinstance(w, dict):
+                    out.append(w)
+        return out
+
+    def _match_rules(self, w: JsonObject, attrs: Attributes) -> ResourceType | None:
+        """The resource type (maybe an equivalent version) the webhook sees, or None."""
+        rt = attrs.rt
+        candidates = [rt]
+        if w.get("matchPolicy", "Equivalent") == "Equivalent":
+            candidates += [
+                other
+                for other in self.server.registry
+                if other.storage_key == rt.storage_key and other.version != rt.version
+            ]
+        for cand in candidates:
+            for rule in w.get("rules") or ():
+                if isinstance(rule, dict) and _rule_matches(rule, attrs, cand):
+                    return cand
         return None
+
+    def _namespace_labels(self, attrs: Attributes, obj: Any, old: Any) -> dict[str, str] | None:
+        if attrs.rt.kind == "Namespace" and not attrs.rt.group:
+            src = obj if isinstance(obj, dict) else old
+            return dict((src or {}).get("metadata", {}).get("labels") or {})
+        if not attrs.rt.namespaced:
+            return None
+        ns = self.server.store.get(("", "namespaces"), "", attrs.namespace)
+        return dict(((ns or {}).get("metadata") or {}).get("labels") or {})
+
+    def _matches(self, w: JsonObject, attrs: Attributes, obj: Any, old: Any) -> ResourceType | None:
+        seen_as = self._match_rules(w, attrs)
+        if seen_as is None:
+            return None
+        try:
+            ns_labels = self._namespace_labels(attrs, obj, old)
+            ns_sel = w.get("namespaceSelector") or {}
+            if ns_labels is not None and not label_selector.from_label_selector(ns_sel).matches(
+                ns_labels
+            ):
+                return None
+            obj_sel = label_selector.from_label_selector(w.get("objectSelector") or {})
+        except label_selector.SelectorError:
+            return None
+        if not obj_sel.empty:
+            labels = [
+                (o.get("metadata") or {}).get("labels") or {}
+                for o in (obj, old)
+                if isinstance(o, dict) and attrs.subresource not in ("eviction", "binding")
+            ]
+            if not any(obj_sel.matches(lab) for lab in labels):
+                return None
+        return seen_as
+
+    # --- calling -------------------------------------------------------------------------------
+
+    def _review(self, attrs: Attributes, seen_as: ResourceType, obj: Any, old: Any) -> JsonObject:
+        rt = attrs.rt
+        kind = {"group": seen_as.group, "version": seen_as.version, "kind": seen_as.kind}
+        request_kind = {"group": rt.group, "version": rt.version, "kind": rt.kind}
+        if attrs.subresource in _SUB_KINDS:
+            kind = request_kind = dict(_SUB_KINDS[attrs.subresource])
+
+        def as_version(o: Any) -> Any:
+            if isinstance(o, dict) and o.get("kind") == seen_as.kind:
+                return {**o, "apiVersion": seen_as.api_version}
+            return o
+
+        req: JsonObject = {
+            "uid": str(uuid.uuid4()),
+            "kind": kind,
+            "resource": {"group": seen_as.group, "version": seen_as.version, "resource": rt.plural},
+            "requestKind": request_kind,
+            "requestResource": {"group": rt.group, "version": rt.version, "resource": rt.plural},
+            "name": attrs.name,
+            "operation": attrs.operation,
+            "userInfo": USER_INFO,
+            "object": as_version(obj),
+            "oldObject": as_version(old),
+            "dryRun": attrs.dry_run,
+            "options": attrs.options,
+        }
+        if attrs.subresource:
+            req["subResource"] = attrs.subresource
+            req["requestSubResource"] = attrs.subresource
+        if attrs.namespace:
+            req["namespace"] = attrs.namespace
+        return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
+
+    def _endpoint(self, w: JsonObject) -> tuple[str, str | None]:
+        """(URL to connect to, TLS server name to verify when it differs from the URL host)."""
+        cc = w.get("clientConfig") or {}
+        if cc.get("url"):
+            url = str(cc["url"])
+            if not url.startswith("https://"):
+                raise _CallFailed(f'webhook "{w.get("name")}" URL must use https')
+            return url, None
+        svc = cc.get("service")
+        if not isinstance(svc, dict):
+            raise _CallFailed("clientConfig needs a url or a service")
+        ns, name = svc.get("namespace", ""), svc.get("name", "")
+        port = int(svc.get("port", 443))
+        path = svc.get("path") or "/"
+        service = self.server.store.get(("", "services"), ns, name)
+        if service is None:
+            raise _CallFailed(f'service "{ns}/{name}" not found')
+        spec = service.get("spec") or {}
+        host = spec.get("externalName") or spec.get("clusterIP")
+        if not host or host == "None":
+            raise _CallFailed(f'service "{ns}/{name}" has no address')
+        target = port
+        for p in spec.get("ports") or ():
+            if isinstance(p, dict) and int(p.get("port", 0)) == port:
+                tp = p.get("targetPort", port)
+                target = int(tp) if isinstance(tp, int) or str(tp).isdigit() else port
+        host_part = f"[{host}]" if ":" in host else host
+        return f"https://{host_part}:{target}{path}", f"{name}.{ns}.svc"
+
+    def _ssl(self, w: JsonObject) -> ssl.SSLContext:
+        bundle = (w.get("clientConfig") or {}).get("caBundle") or ""
+        ctx = self._ssl_cache.get(bundle)
+        if ctx is None:
+            if bundle:
+                try:
+                    pem = base64.b64decode(bundle).decode()
+                    ctx = ssl.create_default_context(cadata=pem)
+                except (ValueError, ssl.SSLError) as e:
+                    raise _CallFailed(f"invalid caBundle: {e}") from e
+            else:
+                ctx = ssl.create_default_context()
+            self._ssl_cache[bundle] = ctx
+        return ctx
+
+    async def _call(self, w: JsonObject, review: JsonObject) -> JsonObject:
+        if "v1" not in (w.get("admissionReviewVersions") or ["v1"]):
+            raise _CallFailed("webhook does not accept the v1 AdmissionReview API version")
+        url, server_name = self._endpoint(w)
+        timeout = float(w.get("timeoutSeconds") or 10)
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        try:
+            async with self._session.post(
+                url,
+                json=review,
+                ssl=self._ssl(w),
+                server_hostname=server_name,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as resp:
+                if resp.status != 200:
+                    raise _CallFailed(f"expected response code 200, got {resp.status}")
+                body = await resp.json(content_type=None)
+        except TimeoutError as e:
+            raise _CallFailed(
+                f'Post "{url}": context deadline exceeded (timeout {timeout:g}s)'
+            ) from e
+        except aiohttp.ClientError as e:
+            raise _CallFailed(f'Post "{url}": {e}') from e
+        except ValueError as e:
+            raise _CallFailed(f"failed to decode the response: {e}") from e
+        if not isinstance(body, dict) or not isinstance(body.get("response"), dict):
+            raise _CallFailed("the webhook returned no response")
+        response: JsonObject = body["response"]
+        if response.get("uid") != review["request"]["uid"]:
+            raise _CallFailed(
+                f"expected response.uid={review['request']['uid']!r}, got {response.get('uid')!r}"
+            )
+        return response
+
+    def _failure(self, w: JsonObject, why: str) -> ApiError:
+        return errors.internal(f'failed calling webhook "{w.get("name")}": {why}')
+
+    @staticmethod
+    def _denied(w: JsonObject, response: JsonObject) -> ApiError:
+        result = response.get("status") or {}
+        code = int(result.get("code") or 0)
+        code = code if code >= 400 else 400
+        denied = f'admission webhook "{w.get("name")}" denied the request'
+        if result.get("message"):
+            message = f"{denied}: {result['message']}"
+        elif result.get("reason"):
+            message = f"{denied}: {result['reason']}"
+        else:
+            message = f"{denied} without explanation"
+        return ApiError(
+            code, str(result.get("reason") or ""), message, details=result.get("details")
+        )
+
+    def _dry_run_refused(self, w: JsonObject, attrs: Attributes) -> ApiError | None:
+        if attrs.dry_run and w.get("sideEffects") not in ("None", "NoneOnDryRun"):
+            return errors.bad_request(
+                f'admission webhook "{w.get("name")}" does not support dry run'
+            )
+        return None
+
+    # --- the two phases ------------------------------------------------------------------------
+
+    async def mutate(self, attrs: Attributes, obj: Any, old: JsonObject | None) -> Any:
+        if attrs.rt.storage_key in (MUTATING, VALIDATING):
+            return obj
+        hooks = self._webhooks(MUTATING)
+        ran: list[tuple[JsonObject, Any]] = []
+        changed_after: dict[int, bool] = {}
+        for i, w in enumerate(hooks):
+            new = await self._mutate_one(w, attrs, obj, old)
+            if new is not _SKIPPED:
+                ran.append((w, new))
+                if new != obj:
+                    for j in changed_after:
+                        changed_after[j] = True
+                    obj = new
+                changed_after[i] = False
+        for i, w in enumerate(hooks):
+            if changed_after.get(i) and w.get("reinvocationPolicy") == "IfNeeded":
+                new = await self._mutate_one(w, attrs, obj, old)
+                if new is not _SKIPPED:
+                    obj = new
+        return obj
+
+    async def _mutate_one(self, w: JsonObject, attrs: Attributes, obj: Any, old: Any) -> Any:
+        seen_as = self._matches(w, attrs, obj, old)
+        if seen_as is None:
+            return _SKIPPED
+        refused = self._dry_run_refused(w, attrs)
+        if refused is not None:
+            raise refused
+        review = self._review(attrs, seen_as, obj, old)
+        try:
+            response = await self._call(w, review)
+            if not response.get("allowed"):
+                raise self._denied(w, response)
+            patch = response.get("patch")
+            if not patch:
+                return obj
+            if response.get("patchType") != "JSONPatch":
+                raise _CallFailed(f"unsupported patchType {response.get('patchType')!r}")
+            try:
+                ops = jsonpatch_ops(patch)
+                sent = review["request"]["object"]
+                patched = jsonpatch.apply(sent, ops)
+            except (ValueError, jsonpatch.JsonPatchError) as e:
+                raise _CallFailed(f"JSON patch failed: {e}") from e
+            if isinstance(patched, dict) and isinstance(obj, dict):
+                patched["apiVersion"] = obj.get("apiVersion")
+            return patched
+        except _CallFailed as e:
+            if w.get("failurePolicy", "Fail") == "Ignore":
+                return obj
+            raise self._failure(w, str(e)) from e
+
+    async def validate(self, attrs: Attributes, obj: Any, old: JsonObject | None) -> None:
+        if attrs.rt.storage_key in (MUTATING, VALIDATING):
+            return
+        calls = []
+        for w in self._webhooks(VALIDATING):
+            seen_as = self._matches(w, attrs, obj, old)
+            if seen_as is None:
+                continue
+            refused = self._dry_run_refused(w, attrs)
+            if refused is not None:
+                raise refused
+            calls.append(self._validate_one(w, self._review(attrs, seen_as, obj, old)))
+        results = await asyncio.gather(*calls, return_exceptions=True)
+        for r in results:
+            if isinstance(r, BaseException):
+                raise r
+
+    async def _validate_one(self, w: JsonObject, review: JsonObject) -> None:
+        try:
+            response = await self._call(w, review)
+        except _CallFailed as e:
+            if w.get("failurePolicy", "Fail") == "Ignore":
+                return
+            raise self._failure(w, str(e)) from e
+        if not response.get("allowed"):
+            raise self._denied(w, response)
+
+
+_SKIPPED = object()
+
+
+def jsonpatch_ops(encoded: str) -> Any:
+    import json
+
+    with contextlib.suppress(Exception):
+        return json.loads(base64.b64decode(encoded))
+    raise ValueError("the patch is not base64-encoded JSON")
+
+
+def _rule_matches(rule: JsonObject, attrs: Attributes, rt: ResourceType) -> bool:
+    ops = rule.get("operations") or []
+    if "*" not in ops and attrs.operation not in ops:
+        return False
+    groups = rule.get("apiGroups") or []
+    if "*" not in groups and rt.group not in groups:
+        return False
+    versions = rule.get("apiVersions") or []
+    if "*" not in versions and rt.version not in versions:
+        return False
+    scope = rule.get("scope", "*")
+    if scope == "Cluster" and rt.namespaced:
+        return False
+    if scope == "Namespaced" and not rt.namespaced:
+        return False
+    sub = attrs.subresource
+    for res in rule.get("resources") or []:
+        name, _, rsub = str(res).partition("/")
+        if name not in ("*", rt.plural):
+            continue
+        if not rsub and not sub:
+            return True
+        if rsub == "*" or (rsub and rsub == sub):
+            return True
+    return False

@@ -147,7 +147,7 @@ class ApiServer:
                     "metadata": {"name": ns},
                 }
                 rt = self.rt_for(GVR("", "v1", "namespaces"))
-                self._store_new(rt, self._prepare_create(rt, obj, None))
+                self._store_new(rt, self._prepare_create(rt, self._default(rt, obj), None))
 
     async def start(self) -> None:
         self._gc_queue = asyncio.Queue()
@@ -296,10 +296,27 @@ class ApiServer:
             obj["metadata"].pop("namespace", None)
         return out
 
+    def _default(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+        """Version defaulting, as decoding a request body does upstream (before admission)."""
+        kind = rt.kind
+        if rt.custom:
+            if rt.schema is not None:
+                obj = schema.default_and_prune(rt.schema, obj, root=True)
+        elif kind == "Pod":
+            kinds.default_pod(obj)
+        elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+            kinds.default_workload(kind, obj)
+        elif kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            for w in obj.get("webhooks") or ():
+                if isinstance(w, dict):
+                    _default_webhook(w, mutating=kind.startswith("Mutating"))
+        return obj
+
     def _prepare_create(
         self, rt: ResourceType, obj: JsonObject, namespace: str | None
     ) -> JsonObject:
-        """Defaulting and system metadata for a new object (mutates the fresh ``obj``)."""
+        """System metadata and status reset for a new object (upstream's BeforeCreate, which
+        runs after mutating admission: webhooks see no uid and, with generateName, no name)."""
         meta = obj["metadata"]
         if not meta.get("name"):
             gen = meta.get("generateName")
@@ -323,14 +340,12 @@ class ApiServer:
             meta.pop("generation", None)
         kind = rt.kind
         if rt.custom:
-            if rt.schema is not None:
-                obj = schema.default_and_prune(rt.schema, obj, root=True)
             if rt.status:
                 obj.pop("status", None)
         elif kind == "Pod":
-            kinds.prepare_pod_create(obj)
+            kinds.initial_pod_status(obj)
         elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
-            kinds.prepare_workload_create(kind, obj)
+            obj["status"] = {}
         elif kind == "Namespace":
             kinds.prepare_namespace_create(obj)
         elif kind == "PodDisruptionBudget":
@@ -342,10 +357,6 @@ class ApiServer:
             }
         elif kind == "CustomResourceDefinition":
             obj.pop("status", None)
-        elif kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-            for w in obj.get("webhooks") or ():
-                if isinstance(w, dict):
-                    _default_webhook(w, mutating=kind.startswith("Mutating"))
         return obj
 
     def _validate(self, rt: ResourceType, obj: JsonObject, old: JsonObject | None) -> None:
@@ -428,29 +439,36 @@ class ApiServer:
         w = self._strict_check(rt, obj, field_validation)
         if warnings is not None:
             warnings.extend(w)
+        obj = self._default(rt, obj)
+        self._check_namespace(rt, ns, obj["metadata"].get("name") or "")
+        if self.admission.active:
+            attrs = self._create_attrs(rt, ns, obj, dry_run)
+            obj = self._default(
+                rt, self._check_body(rt, await self.admission.mutate(attrs, obj, None), ns)
+            )
         obj = self._prepare_create(rt, obj, ns)
         name = obj["metadata"].get("name") or ""
         self._validate(rt, obj, None)
-        self._check_namespace(rt, ns, name)
-        attrs = Attributes(
-            "CREATE",
-            rt,
-            "",
-            ns,
-            name,
-            dry_run,
-            {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
-        )
         if self.admission.active:
-            obj = await self.admission.mutate(attrs, obj, None)
-            self._validate(rt, obj, None)
-            await self.admission.validate(attrs, obj, None)
+            await self.admission.validate(self._create_attrs(rt, ns, obj, dry_run), obj, None)
         if self.store.get(rt.storage_key, ns, name) is not None:
             raise errors.already_exists(rt.plural, rt.group, name)
         if dry_run:
             return self._versioned(rt, obj)
         stored = self._store_new(rt, obj)
         return self._versioned(rt, stored)
+
+    @staticmethod
+    def _create_attrs(rt: ResourceType, ns: str, obj: JsonObject, dry_run: bool) -> Attributes:
+        return Attributes(
+            "CREATE",
+            rt,
+            "",
+            ns,
+            obj["metadata"].get("name") or "",
+            dry_run,
+            {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        )
 
     def _store_new(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
         if rt.kind == "CustomResourceDefinition":

@@ -192,11 +192,16 @@ def _qos(spec: JsonObject) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def prepare_pod_create(pod: JsonObject) -> None:
+def default_pod(pod: JsonObject) -> None:
     spec = pod.setdefault("spec", {})
     if isinstance(spec, dict):
         default_pod_spec(spec, for_pod=True)
-        pod["status"] = {"phase": "Pending", "qosClass": _qos(spec)}
+
+
+def initial_pod_status(pod: JsonObject) -> None:
+    """What the pod strategy's PrepareForCreate leaves in ``status``."""
+    spec = pod.get("spec")
+    pod["status"] = {"phase": "Pending", "qosClass": _qos(spec if isinstance(spec, dict) else {})}
 
 
 def validate_pod_spec(spec: Any, path: str) -> list[FieldError]:
@@ -327,7 +332,7 @@ def validate_pod_update(new: JsonObject, old: JsonObject) -> list[FieldError]:
 # --- Workloads ---------------------------------------------------------------------------------
 
 
-def prepare_workload_create(kind: str, obj: JsonObject) -> None:
+def default_workload(kind: str, obj: JsonObject) -> None:
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
         return
@@ -359,7 +364,6 @@ def prepare_workload_create(kind: str, obj: JsonObject) -> None:
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         default_pod_spec(template["spec"], for_pod=False)
         template.setdefault("metadata", {})
-    obj["status"] = {}
 
 
 def validate_workload(kind: str, obj: JsonObject) -> list[FieldError]:
