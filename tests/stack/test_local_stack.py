@@ -1,0 +1,192 @@
+"""``spreadbus up`` end to end through real processes: kubectl, watcher, planner, actuator."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import nats
+import pytest
+from kubernetes import client, config
+
+from events.messages import Observation, Outcome, Plan
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = Path(sys.executable).parent / "kubectl"
+ANNOTATION = "spreadbus.io/observed-generation"
+
+pytestmark = pytest.mark.e2e
+
+DEPLOYMENT = """
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: default
+spec:
+  replicas: 2
+  selector:
+    matchLabels: {app: web}
+  template:
+    metadata:
+      labels: {app: web}
+    spec:
+      containers:
+        - name: web
+          image: nginx
+"""
+
+
+def children_of(pid: int) -> set[int]:
+    """Every live descendant of ``pid``, from /proc."""
+    parents: dict[int, int] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        parents[int(entry.name)] = int(fields[1])
+    found: set[int] = set()
+    frontier = {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(
+    what: str, check: Any, timeout: float, proc: subprocess.Popen[str] | None = None
+) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"spreadbus up exited while waiting for {what}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+    data_dir = tmp_path / "stack"
+    log = (tmp_path / "up.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "spreadbus", "up", "--data-dir", str(data_dir)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        yield proc, data_dir
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        log.close()
+        for pid in children_of(proc.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+async def bus_messages(url: str, stream: str) -> list[tuple[int, dict[str, Any]]]:
+    nc = await nats.connect(url)
+    try:
+        js = nc.jetstream()
+        info = await js.stream_info(stream)
+        out = []
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            msg = await js.get_msg(stream, seq)
+            out.append((seq, msgspec.json.decode(msg.data or b"{}")))
+        return out
+    finally:
+        await nc.close()
+
+
+def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
+    stack: tuple[subprocess.Popen[str], Path],
+) -> None:
+    proc, data_dir = stack
+    kubeconfig = data_dir / "kubeconfig"
+    wait_for("the stack to be ready", lambda: kubeconfig.exists(), 150, proc)
+    nats_url = (data_dir / "nats-url").read_text().strip()
+    descendants = children_of(proc.pid)
+    assert len(descendants) >= 6, "nats-server, kubesim and four services"
+
+    created = subprocess.run(
+        [str(KUBECTL), f"--kubeconfig={kubeconfig}", "apply", "-f", "-"],
+        input=DEPLOYMENT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert created.returncode == 0, created.stderr
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+    apps = client.AppsV1Api(api)
+
+    def annotated() -> dict[str, str] | None:
+        metadata = apps.read_namespaced_deployment("web", "default").metadata
+        assert metadata is not None
+        annotations = metadata.annotations or {}
+        if annotations.get(ANNOTATION) == str(metadata.generation):
+            return dict(annotations)
+        return None
+
+    wait_for("the observed-generation annotation", annotated, 60, proc)
+    api.close()
+
+    observations = [
+        (seq, msgspec.convert(m, Observation))
+        for seq, m in asyncio.run(bus_messages(nats_url, "KUBE"))
+        if m.get("type") == "observation"
+    ]
+    deployment_seqs = {
+        seq
+        for seq, o in observations
+        if o.resource == "deployments" and o.object["metadata"]["name"] == "web"
+    }
+    plans = [
+        msgspec.convert(m, Plan)
+        for _, m in asyncio.run(bus_messages(nats_url, "PLANS"))
+        if m.get("type") == "plan"
+    ]
+    outcomes = [
+        msgspec.convert(m, Outcome)
+        for _, m in asyncio.run(bus_messages(nats_url, "OUTCOMES"))
+        if m.get("type") == "outcome"
+    ]
+    web_plans = [p for p in plans if p.target.name == "web" and p.target.resource == "deployments"]
+    assert web_plans, "the planner published a plan for the deployment"
+    for plan in web_plans:
+        assert set(plan.causes) <= deployment_seqs | {s for s, _ in observations}
+        assert set(plan.causes) & deployment_seqs, "the plan names the observation behind it"
+        (outcome,) = [o for o in outcomes if o.plan_id == plan.id]
+        assert outcome.result in ("applied", "skipped")
+
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=60) == 0
+    assert not kubeconfig.exists(), "the ready files are removed on shutdown"
+    still = [pid for pid in descendants if alive(pid)]
+    assert still == [], f"children left running: {still}"
