@@ -16,6 +16,10 @@ Patch validation merges the patch onto the target workload's pod template with t
 merge rules (so a container without its ``name`` merge key fails as in Kruise), then checks the
 containers of the result (present, named, unique, with an image): a narrower check than Kruise's
 full ``ValidatePodSpec``.
+
+The module is long because the checks are one ordered pass that shares state (the first
+maxReplicas type, the running percentage sum, early returns), as Kruise's single function does;
+the Kubernetes scheduling-field checks it calls live in :mod:`.scheduling_validation`.
 """
 
 from __future__ import annotations
@@ -29,7 +33,6 @@ from spreadbus.core.field_errors import (
     FieldError,
     Path,
     duplicate,
-    internal,
     invalid,
     required,
 )
@@ -410,16 +413,13 @@ def validate_workloadspread(
     compared), ``workload`` the target workload if it exists (patches are checked only then, as
     Kruise does).
     """
-    try:
-        if not isinstance(obj, Mapping):
-            return [type_error(Path(""), "object", obj)]
-        errors = validate_spec(obj, whitelist=whitelist, workload=workload)
-        errors.extend(conflict_errors(obj, others))
-        if old is not None:
-            if isinstance(old, Mapping):
-                errors.extend(update_errors(obj, old))
-            else:
-                errors.append(type_error(Path("oldObject"), "object", old))
-        return errors
-    except Exception as exc:  # a validation bug must deny with a reason, never crash the caller
-        return [internal(Path(""), f"validation failed: {exc!r}")]
+    if not isinstance(obj, Mapping):
+        return [type_error(Path(""), "object", obj)]
+    errors = validate_spec(obj, whitelist=whitelist, workload=workload)
+    errors.extend(conflict_errors(obj, others))
+    if old is not None:
+        if isinstance(old, Mapping):
+            errors.extend(update_errors(obj, old))
+        else:
+            errors.append(type_error(Path("oldObject"), "object", old))
+    return errors
