@@ -13,7 +13,12 @@ from kubesim.behaviour.controller_manager import ControllerManager
 from kubesim.behaviour.kubelet import Kubelet
 from kubesim.behaviour.scheduler import Scheduler
 from kubesim.behaviour.settings import Settings
-from kubesim.behaviour.topology import DEFAULT_TOPOLOGY, load_topology, shipped_topologies
+from kubesim.behaviour.topology import (
+    DEFAULT_TOPOLOGY,
+    TopologyError,
+    load_topology,
+    shipped_topologies,
+)
 from kubesim.interface import Behaviour
 
 
@@ -66,7 +71,10 @@ def build_behaviours(args: argparse.Namespace) -> list[Behaviour]:
     """The cluster components to run alongside the API machinery."""
     if getattr(args, "no_behaviour", False):
         return []
-    return behaviours_for(settings_from_args(args))
+    try:
+        return behaviours_for(settings_from_args(args))
+    except TopologyError as exc:
+        raise SystemExit(f"kubesim: --topology: {exc}") from exc
 
 
 def behaviours_for(settings: Settings) -> list[Behaviour]:

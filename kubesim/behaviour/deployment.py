@@ -27,6 +27,7 @@ from kubesim.behaviour.rollout import (
 )
 from kubesim.behaviour.scaled_value import ScaledValueError
 from kubesim.behaviour.shared_informers import Informers
+from kubesim.behaviour.timestamps import parse_time
 from kubesim.behaviour.workqueue import WorkQueue
 from kubesim.interface import DEPLOYMENTS, REPLICASETS, ApiError, Cluster, JsonObject
 
@@ -435,6 +436,74 @@ class DeploymentController:
                 if exc.code != 404:
                     raise
 
+    def _progressing(
+        self,
+        d: JsonObject,
+        new_rs: JsonObject,
+        owned: list[JsonObject],
+        old: dict[str, Any],
+        status: dict[str, Any],
+        conditions: list[JsonObject],
+        now: str,
+    ) -> list[JsonObject]:
+        """The Progressing condition, timing out after ``progressDeadlineSeconds`` without progress.
+
+        Progress is what upstream counts: more updated, ready or available pods, fewer old pods,
+        or a new ReplicaSet; each refreshes ``lastUpdateTime``, from which the deadline runs.
+        """
+        spec = d.get("spec") or {}
+        name = new_rs["metadata"]["name"]
+        existing = next((c for c in conditions if c.get("type") == "Progressing"), None)
+        old_pods = int_field(old.get("replicas"), 0) - int_field(old.get("updatedReplicas"), 0)
+        new_old_pods = status["replicas"] - status["updatedReplicas"]
+        progressed = (
+            existing is None
+            or f'"{name}"' not in str(existing.get("message"))
+            or status["updatedReplicas"] > int_field(old.get("updatedReplicas"), 0)
+            or new_old_pods < old_pods
+            or status["readyReplicas"] > int_field(old.get("readyReplicas"), 0)
+            or status["availableReplicas"] > int_field(old.get("availableReplicas"), 0)
+        )
+        condition: JsonObject
+        if spec.get("paused"):
+            condition = {
+                "status": "Unknown",
+                "reason": "DeploymentPaused",
+                "message": "Deployment is paused",
+            }
+        elif self._complete(d, new_rs, owned):
+            condition = {
+                "status": "True",
+                "reason": "NewReplicaSetAvailable",
+                "message": f'ReplicaSet "{name}" has successfully progressed.',
+            }
+        elif progressed or existing is None or existing.get("reason") == "NewReplicaSetAvailable":
+            condition = {
+                "status": "True",
+                "reason": "ReplicaSetUpdated",
+                "message": f'ReplicaSet "{name}" is progressing.',
+                "lastUpdateTime": now,
+            }
+        else:
+            deadline = int_field(spec.get("progressDeadlineSeconds"), 600)
+            waited = _seconds_since(existing.get("lastUpdateTime"), now)
+            if existing.get("reason") == "ProgressDeadlineExceeded" or waited >= deadline:
+                condition = {
+                    "status": "False",
+                    "reason": "ProgressDeadlineExceeded",
+                    "message": f'ReplicaSet "{name}" has timed out progressing.',
+                }
+            else:
+                condition = {k: v for k, v in existing.items() if k != "type"}
+                self.queue.add_after(object_key(d), deadline - waited + 0.05)
+        condition = {
+            "type": "Progressing",
+            "lastUpdateTime": now,
+            "lastTransitionTime": now,
+            **condition,
+        }
+        return set_condition(conditions, condition, touch=progressed)
+
     async def _write_status(
         self,
         d: JsonObject,
@@ -502,28 +571,7 @@ class DeploymentController:
                 },
             )
             if new_rs is not None:
-                name = new_rs["metadata"]["name"]
-                if spec.get("paused"):
-                    progress = ("Unknown", "DeploymentPaused", "Deployment is paused")
-                elif self._complete(d, new_rs, owned):
-                    progress = (
-                        "True",
-                        "NewReplicaSetAvailable",
-                        f'ReplicaSet "{name}" has successfully progressed.',
-                    )
-                else:
-                    progress = ("True", "ReplicaSetUpdated", f'ReplicaSet "{name}" is progressing.')
-                conditions = set_condition(
-                    conditions,
-                    {
-                        "type": "Progressing",
-                        "status": progress[0],
-                        "reason": progress[1],
-                        "message": progress[2],
-                        "lastUpdateTime": now,
-                        "lastTransitionTime": now,
-                    },
-                )
+                conditions = self._progressing(d, new_rs, owned, old, status, conditions, now)
         status["conditions"] = conditions
         if _comparable(status) == _comparable(old):
             return
@@ -534,6 +582,13 @@ class DeploymentController:
             subresource="status",
         )
         self.informers.deployments.write_result(updated)
+
+
+def _seconds_since(stamp: str | None, now: str) -> float:
+    then, current = parse_time(stamp), parse_time(now)
+    if then is None or current is None:
+        return 0.0
+    return (current - then).total_seconds()
 
 
 def _comparable(status: dict[str, Any]) -> dict[str, Any]:

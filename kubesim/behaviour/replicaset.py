@@ -83,16 +83,23 @@ def record_deletion(informers: Informers, result: JsonObject) -> None:
         informers.pods.remove(result)
 
 
-def set_condition(conditions: list[JsonObject], condition: JsonObject) -> list[JsonObject]:
-    """Replace the condition of the same type, keeping its transition time if status holds."""
+def set_condition(
+    conditions: list[JsonObject], condition: JsonObject, *, touch: bool = False
+) -> list[JsonObject]:
+    """Replace the condition of the same type, keeping its transition time if status holds.
+
+    ``lastUpdateTime`` is kept too while the reason holds, unless ``touch`` says it moved on.
+    """
     out = []
     replaced = False
     for existing in conditions:
         if existing.get("type") == condition["type"]:
             if existing.get("status") == condition["status"]:
                 condition = {**condition, "lastTransitionTime": existing.get("lastTransitionTime")}
-                if "lastUpdateTime" in existing and existing.get("reason") == condition.get(
-                    "reason"
+                if (
+                    not touch
+                    and "lastUpdateTime" in existing
+                    and existing.get("reason") == condition.get("reason")
                 ):
                     condition["lastUpdateTime"] = existing["lastUpdateTime"]
             out.append(condition)

@@ -162,3 +162,46 @@ def test_a_paused_deployment_scales_but_does_not_roll(cluster: SimCluster) -> No
         lambda: (r := ready_pods(cluster, "paused")) and len(r) == 4 and r, what="4 ready pods"
     )
     assert all("v" not in p["metadata"]["labels"] for p in pods)
+
+
+def test_a_rollout_that_makes_no_progress_exceeds_its_deadline(cluster: SimCluster) -> None:
+    body = deployment("stuck", 2)
+    body["spec"]["progressDeadlineSeconds"] = 1
+    body["spec"]["template"]["metadata"]["annotations"] = {"kubesim.spreadbus.io/ready": "false"}
+    cluster.apps.create_namespaced_deployment("default", body)
+    condition = cluster.wait_for(
+        lambda: next(
+            (
+                c
+                for c in cluster.apps.read_namespaced_deployment_status(
+                    "stuck", "default"
+                ).status.conditions
+                or ()
+                if c.type == "Progressing" and c.status == "False"
+            ),
+            None,
+        ),
+        what="ProgressDeadlineExceeded",
+    )
+    assert condition.reason == "ProgressDeadlineExceeded"
+    rollout = cluster.kubectl("rollout", "status", "deployment/stuck", "--timeout=20s", check=False)
+    assert rollout.returncode != 0
+    assert 'deployment "stuck" exceeded its progress deadline' in rollout.stderr
+
+
+def test_min_ready_seconds_delays_availability(cluster: SimCluster) -> None:
+    body = deployment("patient", 2)
+    body["spec"]["minReadySeconds"] = 2
+    cluster.apps.create_namespaced_deployment("default", body)
+    cluster.wait_for(lambda: len(ready_pods(cluster, "patient")) == 2, what="2 ready pods")
+    status = cluster.apps.read_namespaced_deployment_status("patient", "default").status
+    assert not status.available_replicas
+    cluster.wait_for(
+        lambda: (
+            cluster.apps.read_namespaced_deployment_status(
+                "patient", "default"
+            ).status.available_replicas
+            == 2
+        ),
+        what="2 available pods",
+    )

@@ -91,8 +91,7 @@ def test_an_unknown_extended_resource_leaves_the_pod_pending_with_the_reason(
         lambda: next(
             (
                 c.message
-                for c in cluster.core.read_namespaced_pod("gpu", "default").status.conditions
-                or ()
+                for c in cluster.core.read_namespaced_pod("gpu", "default").status.conditions or ()
                 if c.type == "PodScheduled" and c.status == "False"
             ),
             None,
