@@ -6,6 +6,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.existing_pods import group_pods
@@ -378,3 +380,59 @@ def test_a_workload_scaled_to_zero_counts_no_pods() -> None:
     ws = from_object(workloadspread(subset("a", 3)))
     pods = [pod("web-abc-1", owner=rs)]
     assert workload_pods(ws, d, pods, lookup=lookup_in([d, rs]), whitelist=Whitelist()) == []
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["Running", "Pending", "Failed", "Unknown", ""]),
+            st.sampled_from(["", "n-a", "n-b", "missing"]),
+            st.sampled_from(
+                [
+                    None,
+                    '{"name":"ws","subset":"a"}',
+                    '{"NAME":"ws","Subset":"gone"}',
+                    "{",
+                    "[1]",
+                    '{"name":5}',
+                ]
+            ),
+            st.booleans(),
+        ),
+        max_size=12,
+    ),
+    st.sampled_from([None, 0, 5, "50%", "x%"]),
+    st.integers(0, 400),
+)
+def test_planning_never_raises_on_odd_pods(
+    rows: list[tuple[str, str, str | None, bool]], maximum: Any, seconds: int
+) -> None:
+    raw = workloadspread(
+        subset("a", maximum),
+        subset("b", preferredNodeSelectorTerms=[{"weight": 2, "preference": zone_term("b")}]),
+        strategy={"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}},
+    )
+    pods = []
+    for i, (phase, node_name, annotation, unschedulable) in enumerate(rows):
+        p = pod(
+            f"p{i}",
+            phase=phase,
+            node=node_name if node_name != "missing" else "nowhere",
+            conditions=[{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]
+            if unschedulable
+            else None,
+        )
+        if annotation is not None:
+            p["metadata"]["annotations"] = {"apps.kruise.io/matched-workloadspread": annotation}
+        pods.append(p)
+    plan = plan_workloadspread(
+        from_object(raw),
+        workload=deployment(replicas=4),
+        pods=pods,
+        nodes={"n-a": node("n-a", "a"), "n-b": node("n-b", "b")},
+        now=NOW + timedelta(seconds=seconds),
+        whitelist=Whitelist(),
+    )
+    assert [s.name for s in plan.status.subset_statuses] == ["a", "b"]
+    assert sum(s.replicas for s in plan.status.subset_statuses) <= len(pods)
