@@ -1,0 +1,152 @@
+"""kubesim calls the webhook over HTTPS with the caBundle, as an API server would.
+
+Real parts only: kubesim with its simulated controllers and scheduler, a nats-server, the watcher
+as its own process feeding the bus, and the webhook replica reading the bus. Blocking client
+calls run in threads, because kubesim's admission calls land on this test's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import subprocess
+import sys
+from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from spreadbus.runtime.nats_server import NatsServer
+from tests.fixtures.cluster import SimCluster
+from tests.webhook.cluster_state import MATCHED, spread, zone_subset
+from tests.webhook.conftest import RunningWebhook
+
+ROOT = Path(__file__).resolve().parents[2]
+T = TypeVar("T")
+
+
+async def eventually(check: Callable[[], T | None], what: str, timeout: float = 30) -> T:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = await asyncio.to_thread(check)
+        if value:
+            return value
+        assert loop.time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.1)
+
+
+def local_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """The installation's webhook configurations, addressed to the local replica by URL."""
+    bundle = base64.b64encode(ca_pem).decode()
+    docs = []
+    for name in ("mutating.yaml", "validating.yaml"):
+        doc = yaml.safe_load((ROOT / "deploy" / "webhook" / name).read_text())
+        for hook in doc["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+        docs.append(doc)
+    return docs
+
+
+@pytest.fixture
+async def wired(
+    cluster: SimCluster, webhook: RunningWebhook, nats_server: NatsServer, tmp_path: Path
+) -> AsyncIterator[SimCluster]:
+    """kubesim with the CRDs, the webhook configurations and a watcher feeding the bus."""
+    await asyncio.to_thread(cluster.kubectl, "apply", "-f", str(ROOT / "deploy" / "crds"))
+    manifests = local_configurations(webhook.service.port, webhook.tls.ca.cert_pem)
+    await asyncio.to_thread(
+        cluster.kubectl, "apply", "-f", "-", stdin=yaml.safe_dump_all(manifests)
+    )
+    log = (tmp_path / "watcher.log").open("wb")
+    watcher = subprocess.Popen(  # noqa: ASYNC220 (starting a process does not wait for it)
+        [
+            sys.executable,
+            "-m",
+            "services.watcher",
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--nats-url={nats_server.url}",
+            "--cluster=c1",
+            "--http-host=127.0.0.1",
+            "--http-port=0",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=ROOT,
+    )
+    try:
+        admission = webhook.service.admission
+        assert admission is not None
+        await eventually(lambda: admission.synced, "the webhook's view to sync")
+        yield cluster
+    finally:
+        watcher.terminate()
+        await asyncio.to_thread(watcher.wait, 20)
+        log.close()
+
+
+def create_spread(cluster: SimCluster, body: dict[str, Any]) -> None:
+    client.CustomObjectsApi(cluster.api_client).create_namespaced_custom_object(
+        "apps.kruise.io", "v1alpha1", "default", "workloadspreads", body
+    )
+
+
+async def test_an_invalid_workloadspread_is_refused_by_the_api_server(wired: SimCluster) -> None:
+    bad = spread([zone_subset("zone-a", 2), zone_subset("zone-a")])
+    with pytest.raises(ApiException) as refused:
+        await asyncio.to_thread(create_spread, wired, bad)
+    assert refused.value.status == 422
+    assert "duplicated subset name zone-a" in str(refused.value.body)
+
+
+async def test_pods_of_a_deployment_are_steered_into_subsets_by_the_api_servers_calls(
+    wired: SimCluster, webhook: RunningWebhook
+) -> None:
+    await asyncio.to_thread(
+        create_spread, wired, spread([zone_subset("zone-a", 2), zone_subset("zone-b")])
+    )
+    view = webhook.service.view
+    await eventually(lambda: view.spreads_in("default"), "the spread to reach the view")
+    deployment: dict[str, Any] = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 5,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+            },
+        },
+    }
+    await asyncio.to_thread(wired.kubectl, "apply", "-f", "-", stdin=json.dumps(deployment))
+
+    def placed() -> list[tuple[str, str]] | None:
+        """(subset, zone of the node) per scheduled pod, once all five are scheduled."""
+        pods = [
+            p for p in wired.pods(selector="app=web") if not p["metadata"].get("deletionTimestamp")
+        ]
+        if len(pods) != 5 or not all(p["spec"].get("nodeName") for p in pods):
+            return None
+        out = []
+        for pod in pods:
+            subset = json.loads(pod["metadata"]["annotations"][MATCHED])["subset"]
+            node = wired.core.read_node(pod["spec"]["nodeName"])
+            assert node.metadata is not None
+            assert node.metadata.labels is not None
+            out.append((subset, node.metadata.labels["topology.kubernetes.io/zone"]))
+        return out
+
+    result = await eventually(placed, "five scheduled pods")
+    assert Counter(subset for subset, _ in result) == {"zone-a": 2, "zone-b": 3}
+    assert all(subset == zone for subset, zone in result), "each pod runs in its subset's zone"
+    assert webhook.service.admission is not None
+    assert webhook.service.admission.steered == 5
