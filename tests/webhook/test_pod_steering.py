@@ -221,3 +221,80 @@ async def test_a_pod_of_an_owner_observed_moments_later_is_steered(
     late.cancel()
     assert answer["response"]["allowed"] is True
     assert subset_of(jsonpatch.apply(new_pod(rs="web-9a9a"), patch_of(answer))) == "zone-a"
+
+
+async def test_a_replica_behind_the_ledger_waits_for_its_view_before_deciding(
+    replicas: list[Replica],
+) -> None:
+    ahead, behind = replicas[0], replicas[1]
+    first = new_pod()
+    answer = await create(ahead, first)
+    stored = stored_pod(first, "web-5f7c-first", jsonpatch.apply(first, patch_of(answer)))
+    ahead.feed.put(stored)  # only the first replica has observed the pod so far
+    second = await create(ahead, new_pod())  # prunes the observed reservation, raises the floor
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(second))) == "zone-a"
+    ledger = await ahead.admission.ledger.current(ledger_key("c1", "default", "ws"))
+    assert ledger.floor == ahead.view.seq > behind.view.seq
+
+    def catch_up() -> None:
+        behind.feed.put(stored)
+        behind.admission.progress.notify()
+
+    asyncio.get_running_loop().call_later(0.05, catch_up)
+    third = await create(behind, new_pod())
+    # zone-a (limit 3) holds the observed pod and one reservation: one slot is left.
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(third))) == "zone-a"
+    fourth = await create(behind, new_pod())
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(fourth))) == "zone-b"
+
+
+async def test_a_replica_that_cannot_catch_up_gives_up_rather_than_guess(
+    replicas: list[Replica],
+) -> None:
+    ahead, behind = replicas[0], replicas[1]
+    first = new_pod()
+    answer = await create(ahead, first)
+    ahead.feed.put(stored_pod(first, "web-5f7c-first", jsonpatch.apply(first, patch_of(answer))))
+    await create(ahead, new_pod())
+    behind.admission.catch_up_timeout = 0.1
+    with pytest.raises(TimeoutError):
+        await create(behind, new_pod())
+
+
+async def test_an_eviction_frees_the_slot_of_the_pod_it_names(replicas: list[Replica]) -> None:
+    replica = replicas[0]
+    stored = []
+    for i in range(3):
+        pod = new_pod()
+        answer = await create(replica, pod)
+        stored.append(stored_pod(pod, f"web-5f7c-{i}", jsonpatch.apply(pod, patch_of(answer))))
+    for pod in stored:
+        replica.feed.put(pod)
+    eviction = review.parse(
+        json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": "evict-1",
+                    "operation": "CREATE",
+                    "subResource": "eviction",
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": "default",
+                    "name": "web-5f7c-1",
+                    "object": {
+                        "apiVersion": "policy/v1",
+                        "kind": "Eviction",
+                        "metadata": {"name": "web-5f7c-1", "namespace": "default"},
+                    },
+                },
+            }
+        ).encode()
+    )
+    assert isinstance(eviction, review.AdmissionRequest)
+    answer = await replica.admission.record_pod_removal(eviction)
+    assert answer["response"]["allowed"] is True
+    ledger = await replica.admission.ledger.current(ledger_key("c1", "default", "ws"))
+    assert set(ledger.deleting) == {"web-5f7c-1"}
+    freed = await create(replica, new_pod())
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(freed))) == "zone-a"
