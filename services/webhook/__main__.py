@@ -1,3 +1,3 @@
-from services.webhook.cli import main
+from services.webhook.cli import command
 
-raise SystemExit(main())
+raise SystemExit(command())

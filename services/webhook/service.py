@@ -1,10 +1,9 @@
 """Assembles the running webhook: NATS, the view and its follower, the ledger, HTTPS, health.
 
-Start-up order matters for correctness, not only tidiness: the HTTPS listener opens at once
-(an API server that cannot connect applies its failure policy after a full timeout, an
-answering webhook is faster), but ``/readyz`` says ready only once NATS is connected and the
-view has caught up with the observation stream, so a rollout never shifts traffic to a replica
-that would decide from an empty view.
+It runs in the shared service shell (:mod:`spreadbus.runtime.service`: JSON logs, health server,
+NATS, signals). ``/readyz`` says ready only once NATS is connected and the view has caught up
+with the observation stream, so a rollout never shifts traffic to a replica that would decide
+from an empty view; until then the API server's ``failurePolicy`` applies.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -29,10 +29,9 @@ from services.webhook.server import Metrics, build_app
 from services.webhook.view import View
 from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
 from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
-from spreadbus.runtime.health import HealthServer, ReadinessGate
-from spreadbus.runtime.nats_connection import NatsOptions, connect_nats
+from spreadbus.runtime.health import ReadinessGate
+from spreadbus.runtime.service import ServiceContext
 from spreadbus.runtime.settings import ServiceSettings
-from spreadbus.runtime.stream_setup import ensure_streams
 
 log = logging.getLogger(__name__)
 
@@ -75,35 +74,31 @@ async def reservation_bucket(nc: Client, replicas: int = 1) -> KeyValue:
 
 
 class WebhookService:
-    """One webhook replica; :meth:`start` then :meth:`stop`."""
+    """One webhook replica inside the service shell: :meth:`start`, then :meth:`stop`."""
 
-    def __init__(self, settings: WebhookSettings) -> None:
+    def __init__(
+        self,
+        settings: WebhookSettings,
+        *,
+        nc: Client,
+        registry: CollectorRegistry,
+        gate: ReadinessGate,
+    ) -> None:
         self.settings = settings
-        self.registry = CollectorRegistry()
-        self.metrics = Metrics(self.registry)
-        self.gate = ReadinessGate("nats", CAUGHT_UP)
+        self.nc = nc
+        self.registry = registry
+        self.gate = gate
+        self.metrics = Metrics(registry)
         self.view = View(cluster=settings.cluster)
         self.progress = ViewProgress(self.view)
         self.certificates = CertificateFiles(Path(settings.tls_cert), Path(settings.tls_key))
-        self.health = HealthServer(
-            self.gate, self.registry, host=settings.http_host, port=settings.http_port
-        )
         self.port = settings.port
-        self.nc: Client | None = None
         self.follower: StreamFollower | None = None
         self.admission: SpreadAdmission | None = None
         self._runner: web.AppRunner | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        await self.health.start()
-        options = NatsOptions.from_settings(self.settings, name="spreadbus-webhook")
-        self.nc = await connect_nats(options, gate=self.gate, registry=self.registry)
-        await ensure_streams(
-            self.nc.jetstream(),
-            (streams.KUBE, streams.ADMISSIONS),
-            replicas=self.settings.nats_replicas,
-        )
         kv = await reservation_bucket(self.nc, self.settings.nats_replicas)
         cluster = subjects.escape(self.settings.cluster)
         self.follower = StreamFollower(
@@ -140,7 +135,7 @@ class WebhookService:
         sockets = getattr(server, "sockets", None)
         if sockets:
             self.port = sockets[0].getsockname()[1]
-        log.info("webhook listening", extra={"port": self.port, "health_port": self.health.port})
+        log.info("webhook listening", extra={"port": self.port})
 
     def _on_progress(self) -> None:
         if self.follower is not None:
@@ -157,10 +152,22 @@ class WebhookService:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        if self.nc is not None:
-            with contextlib.suppress(Exception):
-                await self.nc.drain()
-        await self.health.stop()
+
+
+async def main(
+    settings: WebhookSettings,
+    ctx: ServiceContext,
+    started: Callable[[WebhookService], None] | None = None,
+) -> None:
+    """The service body for :func:`spreadbus.runtime.service.run_service`."""
+    service = WebhookService(settings, nc=ctx.nc, registry=ctx.registry, gate=ctx.gate)
+    await service.start()
+    if started is not None:
+        started(service)
+    try:
+        await ctx.stopping.wait()
+    finally:
+        await service.stop()
 
 
 def settings_problems(settings: WebhookSettings) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -10,8 +11,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from services.webhook.service import WebhookService, WebhookSettings
+from services.webhook.service import CAUGHT_UP, WebhookService, WebhookSettings, main
 from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.service import ServiceContext, run_service
 from spreadbus.tls import CertKeyPair, PemPaths, issue_server_cert, make_ca
 
 
@@ -36,6 +38,7 @@ def webhook_tls(tmp_path: Path) -> WebhookTls:
 @dataclass
 class RunningWebhook:
     service: WebhookService
+    health_port: int
     tls: WebhookTls
     http: aiohttp.ClientSession
 
@@ -45,13 +48,14 @@ class RunningWebhook:
 
     @property
     def health_url(self) -> str:
-        return f"http://127.0.0.1:{self.service.health.port}"
+        return f"http://127.0.0.1:{self.health_port}"
 
 
 @pytest.fixture
 async def webhook(
     nats_server: NatsServer, webhook_tls: WebhookTls
 ) -> AsyncIterator[RunningWebhook]:
+    """The webhook in the same service shell as ``spreadbus webhook`` runs it."""
     settings = WebhookSettings(
         nats_url=(nats_server.url,),
         cluster="c1",
@@ -63,11 +67,23 @@ async def webhook(
         tls_key=str(webhook_tls.server.key),
         cert_check_seconds=0.05,
     )
-    service = WebhookService(settings)
-    await service.start()
+    stopping = asyncio.Event()
+    started: asyncio.Future[tuple[WebhookService, int]] = asyncio.get_running_loop().create_future()
+
+    async def body(ctx: ServiceContext) -> None:
+        await main(settings, ctx, lambda service: started.set_result((service, ctx.health.port)))
+
+    shell = asyncio.create_task(
+        run_service("webhook", settings, body, conditions=(CAUGHT_UP,), stopping=stopping)
+    )
+    waiting: set[asyncio.Future[object]] = {shell, started}  # type: ignore[arg-type]
+    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+    assert started.done(), f"webhook did not start: exit code {shell.result()}"
+    service, health_port = started.result()
     connector = aiohttp.TCPConnector(ssl=webhook_tls.client_context())
     try:
         async with aiohttp.ClientSession(connector=connector) as http:
-            yield RunningWebhook(service, webhook_tls, http)
+            yield RunningWebhook(service, health_port, webhook_tls, http)
     finally:
-        await service.stop()
+        stopping.set()
+        assert await shell == 0
