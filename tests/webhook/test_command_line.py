@@ -1,0 +1,29 @@
+"""``spreadbus webhook`` refuses to start without what it needs, naming it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "services.webhook", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, **(env or {})},
+    )
+
+
+def test_without_a_certificate_the_webhook_exits_2_naming_the_flags() -> None:
+    result = run("--nats-url=nats://127.0.0.1:1")
+    assert result.returncode == 2
+    assert "--tls-cert" in result.stderr
+
+
+def test_a_bad_number_in_the_environment_is_reported_with_its_variable() -> None:
+    result = run(env={"SPREADBUS_PORT": "https"})
+    assert result.returncode == 2
+    assert "SPREADBUS_PORT" in result.stderr
