@@ -368,8 +368,19 @@ class DeploymentController:
         if _replicas(new_rs) > desired:
             await self._scale_rs(d, new_rs, desired, surge)
             return
+        # Pods an old ReplicaSet has been told to drop but still runs count against the surge
+        # too, so the surge holds for pods, not only for ReplicaSet specs.
+        running = sum(
+            1
+            for rs in (new_rs, *old_rss)
+            for p in self.informers.pods.by_index("owner", rs["metadata"]["uid"])
+            if is_active(p)
+        )
         target = new_replicaset_target(
-            desired=desired, surge=surge, total_current=total, new_current=_replicas(new_rs)
+            desired=desired,
+            surge=surge,
+            total_current=max(total, running),
+            new_current=_replicas(new_rs),
         )
         if target != _replicas(new_rs):
             await self._scale_rs(d, new_rs, target, surge)
