@@ -1,0 +1,253 @@
+"""kubesim API throughput: pod creates/s (with and without watchers), list latency, watch fan-out.
+
+kubesim runs as its own process (``python -m kubesim --insecure-http --no-behaviour``), the load
+generator here, so the two share the machine's cores as a client and an API server would. The
+limit measured in the same run is a bare aiohttp server that answers every POST with the body
+it got (``--echo-server``): ``ratio`` lines compare kubesim to that ceiling, so results carry
+across machines. Absolute figures are printed too, with the goals from the kubesim issue
+(2,000 creates/s without watchers, 1,000/s with 10 watchers, on 2 cores).
+
+``SPREADBUS_BENCH_FULL=1`` creates 10,000 pods per phase (default 3,000); the list-latency phase
+always fills the namespace to 10,000 pods.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+ROOT = Path(__file__).resolve().parents[1]
+TOKEN = "bench-token"
+CONCURRENCY = 32
+WATCHERS = 10
+LIST_SIZE = 10_000
+CREATE_GOAL = 2000.0
+CREATE_WITH_WATCHERS_GOAL = 1000.0
+
+
+def _pod(name: str, namespace: str) -> bytes:
+    return json.dumps(
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": {"app": "bench", "shard": name[-1]},
+            },
+            "spec": {"containers": [{"name": "app", "image": "nginx:1.27"}]},
+        }
+    ).encode()
+
+
+class Server:
+    """A child process serving HTTP; ``url`` is read from its first stdout line."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, *args], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        assert self.proc.stdout is not None
+        self.url = self.proc.stdout.readline().strip()
+        if not self.url.startswith("http"):
+            raise RuntimeError(f"server did not start: {self.url!r}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(15)
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+async def _create_all(
+    session: aiohttp.ClientSession, url: str, namespace: str, names: list[str]
+) -> float:
+    """Create ``names`` with CONCURRENCY requests in flight; returns creates per second."""
+    path = f"{url}/api/v1/namespaces/{namespace}/pods"
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+    queue = iter(names)
+    failures = 0
+
+    async def worker() -> None:
+        nonlocal failures
+        for name in queue:
+            async with session.post(path, data=_pod(name, namespace), headers=headers) as resp:
+                await resp.read()
+                if resp.status != 201:
+                    failures += 1
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    elapsed = time.perf_counter() - started
+    if failures:
+        raise RuntimeError(f"{failures} creates failed")
+    return len(names) / elapsed
+
+
+async def _make_namespace(session: aiohttp.ClientSession, url: str, name: str) -> None:
+    async with session.post(
+        f"{url}/api/v1/namespaces",
+        json={"metadata": {"name": name}},
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as resp:
+        await resp.read()
+
+
+async def _watch(
+    session: aiohttp.ClientSession, url: str, namespace: str, rv: str, expect: int, done: list[int]
+) -> None:
+    path = f"{url}/api/v1/namespaces/{namespace}/pods?watch=true&resourceVersion={rv}"
+    seen = 0
+    async with session.get(
+        path,
+        headers={"Authorization": f"Bearer {TOKEN}"},
+        timeout=aiohttp.ClientTimeout(total=None),
+    ) as resp:
+        async for _line in resp.content:
+            seen += 1
+            if seen >= expect:
+                break
+    done.append(seen)
+
+
+async def _list_rv(session: aiohttp.ClientSession, url: str, namespace: str) -> str:
+    async with session.get(
+        f"{url}/api/v1/namespaces/{namespace}/pods?limit=1",
+        headers={"Authorization": f"Bearer {TOKEN}"},
+    ) as resp:
+        body = await resp.json()
+    return str(body["metadata"]["resourceVersion"])
+
+
+async def _time_get(session: aiohttp.ClientSession, url: str, repeat: int = 5) -> tuple[float, int]:
+    times = []
+    size = 0
+    for _ in range(repeat):
+        started = time.perf_counter()
+        async with session.get(url, headers={"Authorization": f"Bearer {TOKEN}"}) as resp:
+            body = await resp.read()
+        times.append(time.perf_counter() - started)
+        size = len(body)
+    return statistics.median(times), size
+
+
+async def run(size: int) -> None:
+    echo = Server("-m", "bench.kubesim_api", "--echo-server")
+    sim = Server(
+        "-m",
+        "kubesim",
+        "--insecure-http",
+        "--port",
+        "0",
+        "--no-behaviour",
+        "--token",
+        TOKEN,
+        "--watch-history",
+        str(4 * LIST_SIZE),
+    )
+    try:
+        connector = aiohttp.TCPConnector(limit=CONCURRENCY + WATCHERS + 4)
+        async with aiohttp.ClientSession(connector=connector) as session:
+            names = [f"warm-{i}" for i in range(300)]
+            await _create_all(session, echo.url, "default", names)
+            await _create_all(session, sim.url, "default", names)
+
+            echo_rate = await _create_all(
+                session, echo.url, "default", [f"e-{i}" for i in range(size)]
+            )
+            print(f"echo server (limit): {echo_rate:,.0f} POST/s")
+
+            await _make_namespace(session, sim.url, "plain")
+            rate = await _create_all(session, sim.url, "plain", [f"p-{i}" for i in range(size)])
+            print(f"pod creates, no watchers: {rate:,.0f}/s (goal {CREATE_GOAL:,.0f}/s)")
+            print(f"ratio creates/echo: {rate / echo_rate:.3f}")
+
+            await _make_namespace(session, sim.url, "watched")
+            rv = await _list_rv(session, sim.url, "watched")
+            done: list[int] = []
+            watchers = [
+                asyncio.create_task(_watch(session, sim.url, "watched", rv, size, done))
+                for _ in range(WATCHERS)
+            ]
+            await asyncio.sleep(0.5)
+            started = time.perf_counter()
+            rate_w = await _create_all(session, sim.url, "watched", [f"w-{i}" for i in range(size)])
+            await asyncio.wait_for(asyncio.gather(*watchers), 300)
+            fanout_elapsed = time.perf_counter() - started
+            delivered = sum(done)
+            print(
+                f"pod creates, {WATCHERS} watchers: {rate_w:,.0f}/s "
+                f"(goal {CREATE_WITH_WATCHERS_GOAL:,.0f}/s)"
+            )
+            print(f"ratio creates with watchers/without: {rate_w / rate:.3f}")
+            print(
+                f"watch fan-out: {delivered:,} events to {WATCHERS} watchers "
+                f"({delivered / fanout_elapsed:,.0f} events/s, every watcher saw "
+                f"{min(done):,}/{size:,})"
+            )
+
+            await _make_namespace(session, sim.url, "big")
+            await _create_all(session, sim.url, "big", [f"l-{i}" for i in range(LIST_SIZE)])
+            full, full_bytes = await _time_get(session, f"{sim.url}/api/v1/namespaces/big/pods")
+            page, _ = await _time_get(session, f"{sim.url}/api/v1/namespaces/big/pods?limit=500")
+            selected, _ = await _time_get(
+                session, f"{sim.url}/api/v1/namespaces/big/pods?labelSelector=shard%3D7"
+            )
+            print(
+                f"list {LIST_SIZE:,} pods: {full * 1000:.0f} ms ({full_bytes / 1e6:.1f} MB); "
+                f"limit=500 page: {page * 1000:.1f} ms; labelSelector (1/10): "
+                f"{selected * 1000:.0f} ms"
+            )
+            per_item_create = 1 / rate
+            print(f"ratio list-per-pod/create-per-pod: {full / LIST_SIZE / per_item_create:.3f}")
+    finally:
+        sim.stop()
+        echo.stop()
+
+
+async def _echo_server() -> None:
+    async def handle(request: web.Request) -> web.Response:
+        return web.Response(body=await request.read(), status=201, content_type="application/json")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    print(f"http://127.0.0.1:{port}", flush=True)
+    await asyncio.Event().wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.kubesim_api", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, default=None, help="pods per create phase")
+    args = parser.parse_args()
+    if args.echo_server:
+        try:
+            asyncio.run(_echo_server())
+        except KeyboardInterrupt:
+            pass
+        return 0
+    size = args.size or (10_000 if os.environ.get("SPREADBUS_BENCH_FULL") else 3_000)
+    asyncio.run(run(size))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
