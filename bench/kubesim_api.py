@@ -22,7 +22,6 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 from aiohttp import web
