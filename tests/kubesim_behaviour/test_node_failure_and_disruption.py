@@ -198,3 +198,41 @@ def test_budget_status_follows_readiness(cluster: SimCluster) -> None:
     )
     assert status.disruptions_allowed == 0
     assert status.desired_healthy == 3
+
+
+def test_back_to_back_evictions_cannot_both_spend_the_one_allowed_disruption(
+    cluster: SimCluster,
+) -> None:
+    cluster.apps.create_namespaced_deployment("default", deployment("pair", 3))
+    cluster.policy.create_namespaced_pod_disruption_budget(
+        "default", budget("pair", maxUnavailable=1)
+    )
+    cluster.wait_for(
+        lambda: (
+            cluster.policy.read_namespaced_pod_disruption_budget(
+                "pair", "default"
+            ).status.disruptions_allowed
+            == 1
+        ),
+        what="one allowed",
+    )
+    first, second = (p["metadata"]["name"] for p in cluster.pods(selector="app=pair")[:2])
+    evict(cluster, first)
+    with pytest.raises(ApiException) as refused:
+        evict(cluster, second)
+    assert refused.value.status == 429
+
+
+def test_deleting_a_deployment_takes_its_replicasets_and_pods_with_it(cluster: SimCluster) -> None:
+    cluster.apps.create_namespaced_deployment("default", deployment("gone", 4))
+    cluster.wait_for(
+        lambda: sum(is_ready(p) for p in cluster.pods(selector="app=gone")) == 4, what="4 ready"
+    )
+    cluster.apps.delete_namespaced_deployment("gone", "default")
+    cluster.wait_for(
+        lambda: (
+            not cluster.apps.list_namespaced_replica_set("default").items
+            and not cluster.pods(selector="app=gone")
+        ),
+        what="replicasets and pods collected",
+    )
