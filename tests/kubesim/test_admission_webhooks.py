@@ -451,3 +451,33 @@ def test_match_policy_equivalent_matches_another_served_version(
         assert req["kind"]["version"] == "v1beta1"
         assert req["requestKind"]["version"] == "v1"
         assert req["object"]["apiVersion"] == "example.com/v1beta1"
+
+
+def test_if_needed_webhooks_are_reinvoked_after_a_later_mutation(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+) -> None:
+    calls: list[dict[str, str]] = []
+
+    async def first(req: dict[str, Any]) -> dict[str, Any]:
+        calls.append(dict(req["object"]["metadata"].get("labels") or {}))
+        return await allow([{"op": "add", "path": "/metadata/labels/first", "value": "1"}])(req)
+
+    hooks.handlers["/first"] = first
+    hooks.handlers["/second"] = allow(
+        [{"op": "add", "path": "/metadata/labels/second", "value": "2"}]
+    )
+    _register(
+        kube_api_client,
+        "mutating",
+        webhook(
+            "first.example.com",
+            hooks.url("/first"),
+            hooks.ca_bundle,
+            resources=["pods"],
+            reinvocationPolicy="IfNeeded",
+        ),
+        webhook("second.example.com", hooks.url("/second"), hooks.ca_bundle, resources=["pods"]),
+    )
+    created = core.create_namespaced_pod("default", pod("p"))
+    assert created.metadata.labels == {"first": "1", "second": "2"}
+    assert calls == [{}, {"first": "1", "second": "2"}]

@@ -279,6 +279,21 @@ def test_api_resources_and_explain(kubeconfig_path: Path) -> None:
     assert "maxReplicas" in explained
 
 
+def test_create_from_a_file_and_read_it_back_as_yaml(kubeconfig_path: Path, tmp_path: Path) -> None:
+    manifest = tmp_path / "cm.yaml"
+    manifest.write_text(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cfg\ndata:\n  a: '1'\n"
+    )
+    assert "configmap/cfg created" in kubectl(kubeconfig_path, "create", "-f", str(manifest)).stdout
+    again = kubectl(kubeconfig_path, "create", "-f", str(manifest), check=False)
+    assert 'configmaps "cfg" already exists' in again.stderr
+    import yaml
+
+    shown = yaml.safe_load(kubectl(kubeconfig_path, "get", "cm", "cfg", "-o", "yaml").stdout)
+    assert shown["data"] == {"a": "1"}
+    assert shown["metadata"]["uid"]
+
+
 def test_kubectl_reports_server_errors_verbatim(
     kubeconfig_path: Path, kube_api_client: client.ApiClient
 ) -> None:
