@@ -1,0 +1,47 @@
+"""``spreadbus demo`` runs the elastic example on its own local stack, end to end."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.e2e
+
+
+def test_the_elastic_demo_fills_the_fixed_pool_first_and_scales_back_in(
+    tmp_path: Path,
+) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "spreadbus",
+            "demo",
+            "--data-dir",
+            str(tmp_path / "demo"),
+            "--fixed-max",
+            "6",
+            "--scale-out",
+            "9",
+            "--scale-in",
+            "5",
+            "--phase-timeout",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=110,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    (grown,) = [line["split"] for line in lines if line.get("phase") == "scale-out"]
+    assert grown == {"ACK": 6, "ECI": 3}, "the fixed pool fills first, the overflow is elastic"
+    final = lines[-1]["final"]
+    assert sum(final.values()) == 5
