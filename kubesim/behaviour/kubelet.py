@@ -31,7 +31,6 @@ log = logging.getLogger(__name__)
 READY_ANNOTATION = "kubesim.spreadbus.io/ready"
 RESTARTS_ANNOTATION = "kubesim.spreadbus.io/restarts"
 
-# Per-pod progress the kubelet remembers, keyed by uid: stage reached and when.
 _CREATING, _RUNNING = "creating", "running"
 
 
@@ -70,29 +69,42 @@ class Kubelet:
     def __init__(self, topology: Topology, settings: Settings) -> None:
         self.topology = topology
         self.settings = settings
-        self._cluster: Cluster | None = None
-        self._pods: Informer | None = None
-        self._nodes: Informer | None = None
-        self._queue: WorkQueue | None = None
-        self._progress: dict[str, tuple[str, float]] = {}
-        self._seen: dict[str, float] = {}
-        self._terminating: dict[str, float] = {}
-        self._node_names = set(topology.node_names())
+        self._running: _RunningKubelet | None = None
 
     async def start(self, cluster: Cluster) -> None:
-        self._cluster = cluster
         for node in self.topology.nodes(cluster.now()):
             try:
                 await cluster.create(NODES, node)
             except ApiError as exc:
                 if exc.code != 409:
                     raise
+        self._running = _RunningKubelet(cluster, self.settings)
+        await self._running.start()
+
+    async def stop(self) -> None:
+        if self._running is not None:
+            await self._running.stop()
+            self._running = None
+
+
+class _RunningKubelet:
+    """The kubelet's caches, queue and per-pod progress while it runs."""
+
+    def __init__(self, cluster: Cluster, settings: Settings) -> None:
+        self.settings = settings
+        self._cluster = cluster
         self._nodes = Informer(cluster, NODES)
         self._pods = Informer(cluster, PODS)
         self._pods.add_index("node", by_node_name)
         self._queue = WorkQueue("kubelet", self._sync, workers=4)
         self._pods.add_handler(self._on_pod)
         self._nodes.add_handler(self._on_node)
+        # per pod uid: stage reached and when; first sighting; start of termination
+        self._progress: dict[str, tuple[str, float]] = {}
+        self._seen: dict[str, float] = {}
+        self._terminating: dict[str, float] = {}
+
+    async def start(self) -> None:
         self._nodes.start()
         self._pods.start()
         self._queue.start()
@@ -100,12 +112,11 @@ class Kubelet:
         await self._pods.synced.wait()
 
     async def stop(self) -> None:
-        for part in (self._queue, self._pods, self._nodes):
-            if part is not None:
-                await part.stop()
+        await self._queue.stop()
+        await self._pods.stop()
+        await self._nodes.stop()
 
     def _on_pod(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        assert self._queue is not None
         if new is None:
             if old is not None:
                 uid = str(old["metadata"].get("uid"))
@@ -116,18 +127,12 @@ class Kubelet:
             self._queue.add(object_key(new))
 
     def _on_node(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        assert self._pods is not None
-        assert self._queue is not None
         if new is None or node_ready_status(old) == node_ready_status(new):
             return
         for key in self._pods.index_keys("node", new["metadata"]["name"]):
             self._queue.add(key)
 
     async def _sync(self, key: str) -> None:
-        assert self._pods is not None
-        assert self._nodes is not None
-        assert self._cluster is not None
-        assert self._queue is not None
         pod = self._pods.get(key)
         if pod is None:
             return
@@ -183,8 +188,6 @@ class Kubelet:
             self._queue.add_after(key, due - now)
 
     async def _finish_deletion(self, key: str, pod: JsonObject) -> None:
-        assert self._queue is not None
-        assert self._cluster is not None
         meta = pod["metadata"]
         grace = meta.get("deletionGracePeriodSeconds")
         if grace is None:
@@ -208,7 +211,6 @@ class Kubelet:
             )
 
     def _creating_status(self, pod: JsonObject, node: JsonObject) -> JsonObject:
-        assert self._cluster is not None
         now = self._cluster.now()
         containers = pod["spec"].get("containers") or []
         return {
@@ -241,7 +243,6 @@ class Kubelet:
 
     async def _report(self, pod: JsonObject) -> None:
         """Write the Running status with readiness as the annotations and delays say."""
-        assert self._cluster is not None
         uid = str(pod["metadata"].get("uid"))
         stage = self._progress.get(uid)
         if stage is None:
@@ -298,8 +299,6 @@ class Kubelet:
             await self._write_status(pod, new_status)
 
     async def _write_status(self, pod: JsonObject, status: JsonObject) -> None:
-        assert self._cluster is not None
-        assert self._pods is not None
         meta = pod["metadata"]
         body = {**pod, "status": status}
         try:

@@ -28,7 +28,8 @@ BURST_REPLICAS = 500
 
 def cluster_now(cluster: Cluster) -> datetime:
     moment = parse_time(cluster.now())
-    assert moment is not None
+    if moment is None:
+        raise ValueError(f"the cluster clock reads {cluster.now()!r}, not an RFC 3339 time")
     return moment
 
 

@@ -41,40 +41,53 @@ def _wants_scheduling(pod: JsonObject) -> bool:
 class Scheduler:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self._cluster: Cluster | None = None
-        self._pods: Informer | None = None
-        self._nodes: Informer | None = None
-        self._infos: dict[str, NodeInfo] = {}
-        self._pod_node: dict[str, str] = {}
-        self._active: dict[str, None] = {}
-        self._unschedulable: set[str] = set()
-        self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
-        self._flush: asyncio.Task[None] | None = None
+        self._running: _RunningScheduler | None = None
 
     async def start(self, cluster: Cluster) -> None:
+        self._running = _RunningScheduler(cluster, self.settings)
+        await self._running.start()
+
+    async def stop(self) -> None:
+        if self._running is not None:
+            await self._running.stop()
+            self._running = None
+
+
+class _RunningScheduler:
+    """The scheduler's caches and queues while it runs."""
+
+    def __init__(self, cluster: Cluster, settings: Settings) -> None:
+        self.settings = settings
         self._cluster = cluster
         self._nodes = Informer(cluster, NODES)
         self._pods = Informer(cluster, PODS)
         self._nodes.add_handler(self._on_node)
         self._pods.add_handler(self._on_pod)
+        self._infos: dict[str, NodeInfo] = {}
+        self._pod_node: dict[str, str] = {}
+        self._active: dict[str, None] = {}
+        self._unschedulable: set[str] = set()
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
         self._nodes.start()
         await self._nodes.synced.wait()
         self._pods.start()
         await self._pods.synced.wait()
         loop = asyncio.get_running_loop()
-        self._task = loop.create_task(self._run(), name="scheduler")
-        self._flush = loop.create_task(self._retry_unschedulable(), name="scheduler-retry")
+        self._tasks = [
+            loop.create_task(self._run(), name="scheduler"),
+            loop.create_task(self._retry_unschedulable(), name="scheduler-retry"),
+        ]
 
     async def stop(self) -> None:
-        for task in (self._task, self._flush):
-            if task is not None:
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
-        for informer in (self._pods, self._nodes):
-            if informer is not None:
-                await informer.stop()
+        for task in self._tasks:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self._pods.stop()
+        await self._nodes.stop()
 
     # -- cache -----------------------------------------------------------------------------
 
@@ -88,7 +101,7 @@ class Scheduler:
         if info is None:
             info = self._infos[name] = NodeInfo(new)
             for key, node in self._pod_node.items():
-                if node == name and self._pods is not None:
+                if node == name:
                     pod = self._pods.get(key)
                     if pod is not None:
                         info.add_pod(pod)
@@ -164,8 +177,6 @@ class Scheduler:
                 self._unschedulable.add(key)
 
     async def _schedule_one(self, key: str) -> None:
-        assert self._pods is not None
-        assert self._cluster is not None
         pod = self._pods.get(key)
         if pod is None or not _wants_scheduling(pod):
             return
@@ -207,8 +218,6 @@ class Scheduler:
             return
 
     async def _report_unschedulable(self, pod: JsonObject, message: str) -> None:
-        assert self._cluster is not None
-        assert self._pods is not None
         conditions = (pod.get("status") or {}).get("conditions") or []
         current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
         if (
