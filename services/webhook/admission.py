@@ -128,14 +128,14 @@ class SpreadAdmission:
         if request.dry_run or request.object is None:
             return allow
         pod = _with_namespace(request.object, request.namespace)
-        if not self.view.spreads_in(request.namespace):
-            return allow
         if not self.synced:
             return review.allow(
                 request.uid,
                 api_version=request.api_version,
                 warnings=["spreadbus webhook still syncing: pod admitted without a subset"],
             )
+        if not self.view.spreads_in(request.namespace):
+            return allow
         spread = await self._governing(pod)
         if isinstance(spread, str):
             return review.deny(

@@ -25,6 +25,7 @@ the bus, and the only remote call is the slot reservation on NATS.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -91,8 +92,15 @@ class Metrics:
         )
 
 
-def build_app(policy: Policy, metrics: Metrics | None = None) -> web.Application:
-    """The admission application: the three review paths."""
+def build_app(
+    policy: Policy, metrics: Metrics | None = None, *, answer_timeout: float = 2.5
+) -> web.Application:
+    """The admission application: the review paths and conversion.
+
+    ``answer_timeout`` bounds one decision (a slow or unreachable NATS included) below the
+    configurations' ``timeoutSeconds``, so the failure policy is applied here, with a reason,
+    before the API server gives up on the call.
+    """
     metrics = metrics or Metrics()
     app = web.Application(client_max_size=MAX_BODY)
     routes = (
@@ -101,9 +109,20 @@ def build_app(policy: Policy, metrics: Metrics | None = None) -> web.Application
         ("/validate-workloadspread", policy.validate_workloadspread, False),
     )
     for path, handler, fail_open in routes:
-        app.router.add_post(path, _review_endpoint(path, handler, fail_open, metrics))
+        bounded = _bounded(handler, answer_timeout)
+        app.router.add_post(path, _review_endpoint(path, bounded, fail_open, metrics))
     app.router.add_post("/convert", _conversion_endpoint(metrics))
     return app
+
+
+def _bounded(handler: Handler, timeout: float) -> Handler:
+    async def bounded(request: AdmissionRequest) -> dict[str, Any]:
+        try:
+            return await asyncio.wait_for(handler(request), timeout)
+        except TimeoutError:
+            raise TimeoutError(f"no decision within {timeout}s") from None
+
+    return bounded
 
 
 def _review_endpoint(

@@ -50,6 +50,8 @@ class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
     cert_check_seconds: float = 1.0
     ledger_deadline_seconds: float = 2.0
     """How long one admission keeps retrying a contended reservation."""
+    answer_timeout_seconds: float = 2.5
+    """Longest time to decide one review; keep it below the configurations' timeoutSeconds."""
     workload_whitelist: str = ""
     """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
     nats_replicas: int = 1
@@ -121,7 +123,9 @@ class WebhookService:
         self._tasks.append(
             asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
         )
-        app = build_app(self.admission, self.metrics)
+        app = build_app(
+            self.admission, self.metrics, answer_timeout=self.settings.answer_timeout_seconds
+        )
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(

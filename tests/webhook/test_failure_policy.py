@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -52,3 +53,25 @@ async def test_an_answer_for_another_request_is_treated_as_a_failure() -> None:
     result, _ = await answer_body("/mutate-pod", body("u3"), answers_someone_else, True, Metrics())
     assert result["response"]["uid"] == "u3"
     assert result["response"]["warnings"]
+
+
+async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() -> None:
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from services.webhook.server import build_app
+
+    class Stuck:
+        async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]:
+            await asyncio.Event().wait()  # a bus that never answers
+            raise AssertionError("unreachable")
+
+        record_pod_removal = mutate_pod
+        validate_workloadspread = mutate_pod
+
+    app = build_app(Stuck(), Metrics(), answer_timeout=0.05)
+    async with TestClient(TestServer(app)) as http:
+        response = await http.post("/mutate-pod", data=body("slow"))
+        answer = await response.json()
+    assert answer["response"]["uid"] == "slow"
+    assert answer["response"]["allowed"] is True
+    assert "TimeoutError" in answer["response"]["warnings"][0]

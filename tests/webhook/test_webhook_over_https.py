@@ -27,18 +27,19 @@ async def wait_until_ready(webhook: RunningWebhook) -> None:
         await asyncio.sleep(0.05)
 
 
-async def test_a_pod_review_over_https_is_admitted_unchanged_when_no_spread_applies(
+async def test_before_the_cluster_is_listed_a_pod_is_admitted_unchanged_with_a_warning(
     webhook: RunningWebhook,
 ) -> None:
     body = review(operation="CREATE", resource="pods", obj=pod(generate_name="web-"), uid="u-1")
     async with webhook.http.post(f"{webhook.url}/mutate-pod", json=body) as response:
         assert response.status == 200
         answer = await response.json()
-    assert answer == {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "response": {"uid": "u-1", "allowed": True},
-    }
+    assert answer["apiVersion"] == "admission.k8s.io/v1"
+    assert answer["kind"] == "AdmissionReview"
+    result = answer["response"]
+    assert (result["uid"], result["allowed"]) == ("u-1", True)
+    assert "patch" not in result
+    assert "syncing" in result["warnings"][0]
 
 
 async def test_readiness_follows_nats_and_the_observation_stream(
