@@ -8,7 +8,8 @@ Ready again, the taints go. Pods on a node that stops being Ready are marked not
 The taint manager deletes pods from nodes with NoExecute taints: at once if some taint is not
 tolerated, after the smallest matching ``tolerationSeconds`` otherwise. Pods without a toleration
 for not-ready/unreachable get the one the DefaultTolerationSeconds admission plugin would add
-(300 s upstream, a setting here).
+(300 s upstream, a setting here). Pods bound to a node that is deleted are removed at once, as
+upstream's pod garbage collector does.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ class NodeLifecycleController:
         self.settings = settings
         self.nodes = WorkQueue("node-lifecycle", self._sync_node)
         self.evictions = WorkQueue("taint-eviction", self._sync_pod, workers=2)
+        self.orphans = WorkQueue("pod-gc", self._collect_orphan)
         self._tainted_at: dict[str, float] = {}
         informers.nodes.add_handler(self._on_node)
         informers.pods.add_handler(self._on_pod)
@@ -71,13 +73,37 @@ class NodeLifecycleController:
     def start(self) -> None:
         self.nodes.start()
         self.evictions.start()
+        self.orphans.start()
 
     async def stop(self) -> None:
         await self.nodes.stop()
         await self.evictions.stop()
+        await self.orphans.stop()
+
+    async def _collect_orphan(self, key: str) -> None:
+        pod = self.informers.pods.get(key)
+        node_name = (pod or {}).get("spec", {}).get("nodeName")
+        if pod is None or not node_name or self.informers.nodes.get(node_name) is not None:
+            return
+        meta = pod["metadata"]
+        try:
+            result = await self.cluster.delete(
+                PODS, meta["name"], namespace=meta.get("namespace"), grace_period_seconds=0
+            )
+        except ApiError as exc:
+            if exc.code != 404:
+                raise
+            return
+        self.informers.pods.remove(result)
 
     def _on_node(self, old: JsonObject | None, new: JsonObject | None) -> None:
         if new is None:
+            if old is not None:
+                # pod GC: pods bound to a node that no longer exists are deleted at once
+                name = old["metadata"]["name"]
+                self._tainted_at.pop(name, None)
+                for key in self.informers.pods.index_keys("node", name):
+                    self.orphans.add(key)
             return
         self.nodes.add(object_key(new))
         old_taints = ((old or {}).get("spec") or {}).get("taints") or []

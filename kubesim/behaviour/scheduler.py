@@ -33,6 +33,7 @@ def _wants_scheduling(pod: JsonObject) -> bool:
     return (
         not spec.get("nodeName")
         and spec.get("schedulerName", SCHEDULER_NAME) == SCHEDULER_NAME
+        and not spec.get("schedulingGates")
         and not (pod.get("metadata") or {}).get("deletionTimestamp")
         and not _is_terminal(pod)
     )

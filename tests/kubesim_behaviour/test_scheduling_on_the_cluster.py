@@ -135,3 +135,45 @@ def test_a_cordoned_node_takes_no_new_pods(cluster: SimCluster) -> None:
     assert [(t.key, t.effect) for t in taints] == [
         ("node.kubernetes.io/unschedulable", "NoSchedule")
     ]
+
+
+def test_a_gated_pod_waits_until_its_gates_are_removed(cluster: SimCluster) -> None:
+    cluster.core.create_namespaced_pod(
+        "default", bare_pod("gated", schedulingGates=[{"name": "example.com/quota"}])
+    )
+    cluster.core.create_namespaced_pod("default", bare_pod("marker"))
+    cluster.wait_for(
+        lambda: cluster.core.read_namespaced_pod("marker", "default").spec.node_name,
+        what="an ungated pod to schedule",
+    )
+    assert cluster.core.read_namespaced_pod("gated", "default").spec.node_name is None
+    cluster.core.patch_namespaced_pod("gated", "default", {"spec": {"schedulingGates": None}})
+    cluster.wait_for(
+        lambda: cluster.core.read_namespaced_pod("gated", "default").spec.node_name,
+        what="the ungated pod to schedule",
+    )
+
+
+def test_pods_of_a_deleted_node_are_collected_and_replaced(cluster: SimCluster) -> None:
+    from tests.kubesim_behaviour.workloads import deployment
+
+    cluster.apps.create_namespaced_deployment("default", deployment("moving", 12))
+    cluster.wait_for(
+        lambda: sum(is_ready(p) for p in cluster.pods(selector="app=moving")) == 12,
+        what="12 ready",
+    )
+    cluster.core.delete_node("zone-c-1")
+    pods = cluster.wait_for(
+        lambda: (
+            (live := [p for p in cluster.pods(selector="app=moving") if is_ready(p)])
+            and len(live) == 12
+            and all(
+                p["spec"]["nodeName"] != "zone-c-1" for p in cluster.pods(selector="app=moving")
+            )
+            and live
+        ),
+        what="replacements on the remaining nodes",
+    )
+    assert {p["spec"]["nodeName"] for p in pods} <= {
+        f"zone-{z}-{i}" for z in "abc" for i in range(1, 5)
+    } - {"zone-c-1"}
