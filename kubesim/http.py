@@ -24,7 +24,7 @@ import msgspec
 import yaml
 from aiohttp import web
 
-from kubesim import discovery, errors, openapi, tables
+from kubesim import discovery, errors, openapi, protobuf, tables
 from kubesim.apiserver import ApiServer, ListOptions
 from kubesim.interface import ApiError
 from kubesim.registry import ResourceType
@@ -197,6 +197,8 @@ class HttpApi:
                 return yaml.safe_load(raw)
             except yaml.YAMLError as e:
                 raise errors.bad_request(f"error decoding YAML: {e}") from e
+        if ctype == protobuf.CONTENT_TYPE:
+            return protobuf.decode(raw)
         if "protobuf" in ctype or "cbor" in ctype:
             raise errors.unsupported_media_type(ctype, ["application/json", "application/yaml"])
         try:

@@ -294,6 +294,73 @@ def test_create_from_a_file_and_read_it_back_as_yaml(kubeconfig_path: Path, tmp_
     assert shown["metadata"]["uid"]
 
 
+def test_typed_generator_commands_send_protobuf_that_kubesim_decodes(kubeconfig_path: Path) -> None:
+    kubectl(kubeconfig_path, "create", "namespace", "team")
+    kubectl(kubeconfig_path, "create", "configmap", "cfg", "--from-literal=a=b", "-n", "team")
+    kubectl(kubeconfig_path, "create", "secret", "generic", "s", "--from-literal=k=v", "-n", "team")
+    kubectl(
+        kubeconfig_path,
+        "create",
+        "deployment",
+        "web",
+        "--image=nginx:1.27",
+        "--replicas=0",
+        "--port=80",
+        "-n",
+        "team",
+    )
+
+    def get(*args: str) -> str:
+        return kubectl(kubeconfig_path, "get", *args, "-n", "team").stdout
+
+    assert get("cm", "cfg", "-o", "jsonpath={.data.a}") == "b"
+    assert get("secret", "s", "-o", "jsonpath={.data.k}") == "dg=="
+    assert get("deploy", "web", "-o", "jsonpath={.spec.replicas}") == "0"
+    ports = get("deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[0].ports[0]}")
+    assert ports == '{"containerPort":80,"protocol":"TCP"}'
+
+
+def test_drain_evicts_through_the_disruption_budget(kubeconfig_path: Path) -> None:
+    kubectl(
+        kubeconfig_path,
+        "apply",
+        "-f",
+        "-",
+        stdin=(
+            "apiVersion: v1\nkind: Node\nmetadata: {name: n1}\n---\n"
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: p1, labels: {app: web}}\n"
+            "spec: {nodeName: n1, containers: [{name: c, image: nginx}]}\n---\n"
+            "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: pdb}\n"
+            "spec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}\n"
+        ),
+    )
+    blocked = kubectl(
+        kubeconfig_path, "drain", "n1", "--force", "--grace-period=0", "--timeout=2s", check=False
+    )
+    assert blocked.returncode != 0
+    assert "Cannot evict pod as it would violate the pod's disruption budget." in blocked.stderr
+    kubectl(
+        kubeconfig_path,
+        "patch",
+        "pdb",
+        "pdb",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"disruptionsAllowed":1,"currentHealthy":1,"desiredHealthy":0,'
+        '"expectedPods":1,"observedGeneration":1}}',
+    )
+    drained = kubectl(
+        kubeconfig_path, "drain", "n1", "--force", "--grace-period=0", "--timeout=10s"
+    )
+    assert "pod/p1 evicted" in drained.stdout
+    assert (
+        kubectl(kubeconfig_path, "get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}").stdout
+        == "true"
+    )
+    assert kubectl(kubeconfig_path, "get", "pods", "-o", "name").stdout == ""
+
+
 def test_kubectl_reports_server_errors_verbatim(
     kubeconfig_path: Path, kube_api_client: client.ApiClient
 ) -> None:

@@ -165,3 +165,52 @@ def test_dry_run_create_validates_but_does_not_persist(core: client.CoreV1Api) -
     assert created.metadata.name == "dry"
     with pytest.raises(ApiException):
         core.read_namespaced_config_map("dry", "default")
+
+
+def _pb_string(field: int, value: bytes) -> bytes:
+    return bytes([field << 3 | 2, len(value)]) + value
+
+
+def test_protobuf_of_a_kind_kubesim_does_not_decode_is_415(
+    kube_api_client: client.ApiClient,
+) -> None:
+    type_meta = _pb_string(1, b"v1") + _pb_string(2, b"Pod")
+    body = b"k8s\x00" + _pb_string(1, type_meta) + _pb_string(2, _pb_string(1, _pb_string(1, b"p")))
+    code, status = _raw(
+        kube_api_client,
+        "POST",
+        "/api/v1/namespaces/default/pods",
+        body,
+        "application/vnd.kubernetes.protobuf",
+    )
+    assert (code, status["reason"]) == (415, "UnsupportedMediaType")
+
+
+def test_protobuf_config_map_is_decoded(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    meta = _pb_string(1, b"from-pb") + _pb_string(3, b"default")
+    entry = _pb_string(1, b"k") + _pb_string(2, b"v")
+    raw = _pb_string(1, meta) + _pb_string(2, entry)
+    type_meta = _pb_string(1, b"v1") + _pb_string(2, b"ConfigMap")
+    body = b"k8s\x00" + _pb_string(1, type_meta) + _pb_string(2, raw)
+    code, _ = _raw(
+        kube_api_client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        body,
+        "application/vnd.kubernetes.protobuf",
+    )
+    assert code == 201
+    assert core.read_namespaced_config_map("from-pb", "default").data == {"k": "v"}
+
+
+def test_malformed_yaml_body_is_400(kube_api_client: client.ApiClient) -> None:
+    code, status = _raw(
+        kube_api_client,
+        "POST",
+        "/api/v1/namespaces/default/configmaps",
+        b"metadata: [unclosed",
+        "application/yaml",
+    )
+    assert (code, status["reason"]) == (400, "BadRequest")
