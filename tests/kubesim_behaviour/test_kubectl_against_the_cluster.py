@@ -112,3 +112,22 @@ def test_cordon_and_drain_honour_the_disruption_budget(cluster: SimCluster) -> N
     )
     cluster.kubectl("uncordon", node)
     assert not cluster.core.read_node(node).spec.unschedulable
+
+
+def test_kubectl_can_take_a_node_down_and_the_cluster_taints_it(cluster: SimCluster) -> None:
+    patch = {"status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}}
+    cluster.kubectl(
+        "patch",
+        "node",
+        "zone-a-3",
+        "--subresource=status",
+        "--type=strategic",
+        "-p",
+        json.dumps(patch),
+    )
+    taints = cluster.wait_for(
+        lambda: cluster.core.read_node("zone-a-3").spec.taints, what="unreachable taints"
+    )
+    assert {t.key for t in taints} == {"node.kubernetes.io/unreachable"}
+    listing = cluster.kubectl("get", "node", "zone-a-3").stdout
+    assert "NotReady" in listing

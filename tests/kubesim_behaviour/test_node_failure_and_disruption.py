@@ -101,6 +101,12 @@ def test_pods_that_tolerate_the_taint_forever_stay(cluster: SimCluster) -> None:
             timeout=1.5,
             what="an eviction",
         )
+    assert not all(is_ready(p) for p in cluster.pods(selector="app=sticky"))
+    cluster.set_node_ready("zone-c-4", True)
+    cluster.wait_for(
+        lambda: all(is_ready(p) for p in cluster.pods(selector="app=sticky")),
+        what="the node's pods ready again",
+    )
 
 
 def evict(cluster: SimCluster, name: str) -> None:
