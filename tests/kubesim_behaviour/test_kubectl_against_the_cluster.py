@@ -131,3 +131,22 @@ def test_kubectl_can_take_a_node_down_and_the_cluster_taints_it(cluster: SimClus
     assert {t.key for t in taints} == {"node.kubernetes.io/unreachable"}
     listing = cluster.kubectl("get", "node", "zone-a-3").stdout
     assert "NotReady" in listing
+
+
+def test_rollout_undo_brings_back_the_previous_template_as_a_new_revision(
+    cluster: SimCluster,
+) -> None:
+    apply(cluster, deployment("undo", 3))
+    cluster.kubectl("rollout", "status", "deployment/undo", "--timeout=60s")
+    cluster.kubectl("set", "image", "deployment/undo", "app=registry.example/undo:2")
+    cluster.kubectl("rollout", "status", "deployment/undo", "--timeout=60s")
+    history = cluster.kubectl("rollout", "history", "deployment/undo").stdout
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
+    cluster.kubectl("rollout", "undo", "deployment/undo")
+    cluster.kubectl("rollout", "status", "deployment/undo", "--timeout=60s")
+    images = {p["spec"]["containers"][0]["image"] for p in live_pods(cluster, "undo")}
+    assert images == {"registry.example/undo:1"}
+    revision = cluster.apps.read_namespaced_deployment("undo", "default").metadata.annotations[
+        "deployment.kubernetes.io/revision"
+    ]
+    assert revision == "3"
