@@ -533,6 +533,9 @@ class ApiServer:
         self, rt: ResourceType, old: JsonObject, new: JsonObject, subresource: str
     ) -> JsonObject:
         """Apply the status/main-resource split and keep system metadata from ``old``."""
+        if subresource == "finalize":
+            # Namespaces only: the finalize subresource writes spec.finalizers and nothing else.
+            return {**old, "spec": new.get("spec") or {}, "metadata": dict(old["metadata"])}
         if subresource == "status":
             merged = dict(old)
             if "status" in new:

@@ -292,21 +292,21 @@ def _merge_list(original: list[Any], patch: list[Any], fm: FieldMeta) -> list[An
 
 
 def _order(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
-    def ident(item: Any) -> Any:
-        if key is not None and isinstance(item, Mapping):
-            return item.get(key)
-        if isinstance(item, Mapping) and len(order) and isinstance(order[0], Mapping):
-            return item
-        return item
+    """Items ranked by their position in ``order`` (by merge key for lists of maps); items
+    not named in ``order`` keep their relative order after the named ones."""
 
-    wanted = [o.get(key) if key is not None and isinstance(o, Mapping) else o for o in order]
-    ranked: list[tuple[int, int, Any]] = []
-    for idx, item in enumerate(items):
-        ident_value = ident(item)
-        rank = wanted.index(ident_value) if ident_value in wanted else len(wanted)
-        ranked.append((rank, idx, item))
-    ranked.sort(key=lambda t: (t[0], t[1]))
-    return [t[2] for t in ranked]
+    def ident(item: Any) -> Any:
+        return item.get(key) if key is not None and isinstance(item, Mapping) else item
+
+    wanted = [ident(o) for o in order]
+    ranked = sorted(
+        enumerate(items),
+        key=lambda pair: (
+            wanted.index(ident(pair[1])) if ident(pair[1]) in wanted else len(wanted),
+            pair[0],
+        ),
+    )
+    return [item for _, item in ranked]
 
 
 def _strip(obj: dict[str, Any], meta: PatchMeta) -> Any:
