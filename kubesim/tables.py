@@ -230,6 +230,85 @@ def _crd_row(c: JsonObject, now: datetime) -> list[Any]:
     return [c["metadata"]["name"], c["metadata"].get("creationTimestamp", "")]
 
 
+def _secret_row(o: JsonObject, now: datetime) -> list[Any]:
+    return [o["metadata"]["name"], o.get("type", "Opaque"), len(o.get("data") or {}), _age(o, now)]
+
+
+def _event_row(e: JsonObject, now: datetime) -> list[Any]:
+    inv = e.get("involvedObject") or {}
+    last = e.get("lastTimestamp") or e.get("eventTime") or e["metadata"].get("creationTimestamp")
+    return [
+        age(last, now),
+        e.get("type", ""),
+        e.get("reason", ""),
+        f"{str(inv.get('kind', '')).lower()}/{inv.get('name', '')}",
+        e.get("message", ""),
+    ]
+
+
+def _service_row(o: JsonObject, now: datetime) -> list[Any]:
+    spec = o.get("spec") or {}
+    ports = ",".join(
+        f"{p.get('port')}/{p.get('protocol', 'TCP')}"
+        for p in spec.get("ports") or ()
+        if isinstance(p, dict)
+    )
+    return [
+        o["metadata"]["name"],
+        spec.get("type", "ClusterIP"),
+        spec.get("clusterIP") or "<none>",
+        spec.get("externalName") or "<none>",
+        ports or "<none>",
+        _age(o, now),
+    ]
+
+
+def _lease_row(o: JsonObject, now: datetime) -> list[Any]:
+    return [o["metadata"]["name"], (o.get("spec") or {}).get("holderIdentity") or "", _age(o, now)]
+
+
+def _revision_row(o: JsonObject, now: datetime) -> list[Any]:
+    owner = next(
+        (r for r in o["metadata"].get("ownerReferences") or () if r.get("controller")), None
+    )
+    ctrl = "<none>"
+    if owner:
+        group = str(owner.get("apiVersion", "")).split("/")[0]
+        ctrl = f"{str(owner.get('kind', '')).lower()}.{group}/{owner.get('name')}"
+    return [o["metadata"]["name"], ctrl, o.get("revision", 0), _age(o, now)]
+
+
+def _webhooks_row(o: JsonObject, now: datetime) -> list[Any]:
+    return [o["metadata"]["name"], len(o.get("webhooks") or ()), _age(o, now)]
+
+
+def _binding_row(o: JsonObject, now: datetime) -> list[Any]:
+    ref = o.get("roleRef") or {}
+    return [o["metadata"]["name"], f"{ref.get('kind', '')}/{ref.get('name', '')}", _age(o, now)]
+
+
+def _created_row(o: JsonObject, now: datetime) -> list[Any]:
+    return [o["metadata"]["name"], o["metadata"].get("creationTimestamp", "")]
+
+
+def _hpa_row(o: JsonObject, now: datetime) -> list[Any]:
+    spec, status = o.get("spec") or {}, o.get("status") or {}
+    ref = spec.get("scaleTargetRef") or {}
+    return [
+        o["metadata"]["name"],
+        f"{ref.get('kind', '')}/{ref.get('name', '')}",
+        "<unknown>",
+        spec.get("minReplicas", 1),
+        spec.get("maxReplicas", 0),
+        status.get("currentReplicas", 0),
+        _age(o, now),
+    ]
+
+
+def _age(o: JsonObject, now: datetime) -> str:
+    return age(o["metadata"].get("creationTimestamp"), now)
+
+
 def _default_row(o: JsonObject, now: datetime) -> list[Any]:
     return [o["metadata"]["name"], age(o["metadata"].get("creationTimestamp"), now)]
 
@@ -286,6 +365,38 @@ _BUILTIN: dict[str, tuple[list[JsonObject], Row]] = {
     ),
     "ConfigMap": ([_NAME, _col("Data", "integer"), _AGE], _cm_row),
     "CustomResourceDefinition": ([_NAME, _col("Created At", "date")], _crd_row),
+    "Secret": ([_NAME, _col("Type"), _col("Data", "integer"), _AGE], _secret_row),
+    "Event": (
+        [_col("Last Seen"), _col("Type"), _col("Reason"), _col("Object"), _col("Message")],
+        _event_row,
+    ),
+    "Service": (
+        [_NAME, _col("Type"), _col("Cluster-IP"), _col("External-IP"), _col("Port(s)"), _AGE],
+        _service_row,
+    ),
+    "Lease": ([_NAME, _col("Holder"), _AGE], _lease_row),
+    "ControllerRevision": (
+        [_NAME, _col("Controller"), _col("Revision", "integer"), _AGE],
+        _revision_row,
+    ),
+    "MutatingWebhookConfiguration": ([_NAME, _col("Webhooks", "integer"), _AGE], _webhooks_row),
+    "ValidatingWebhookConfiguration": ([_NAME, _col("Webhooks", "integer"), _AGE], _webhooks_row),
+    "ClusterRoleBinding": ([_NAME, _col("Role"), _AGE], _binding_row),
+    "RoleBinding": ([_NAME, _col("Role"), _AGE], _binding_row),
+    "ClusterRole": ([_NAME, _col("Created At", "date")], _created_row),
+    "Role": ([_NAME, _col("Created At", "date")], _created_row),
+    "HorizontalPodAutoscaler": (
+        [
+            _NAME,
+            _col("Reference"),
+            _col("Targets"),
+            _col("MinPods", "integer"),
+            _col("MaxPods", "integer"),
+            _col("Replicas", "integer"),
+            _AGE,
+        ],
+        _hpa_row,
+    ),
 }
 
 

@@ -132,3 +132,26 @@ async def test_list_through_the_cluster_applies_selectors() -> None:
         assert [p["metadata"]["name"] for p in bound] == ["b"]
     finally:
         await sim.stop()
+
+
+def test_events_and_secrets_print_the_columns_kubectl_users_expect(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_secret(
+        "default", {"metadata": {"name": "s"}, "type": "Opaque", "data": {"a": "Yg=="}}
+    )
+    core.create_namespaced_event(
+        "default",
+        {
+            "metadata": {"name": "e"},
+            "type": "Warning",
+            "reason": "FailedScheduling",
+            "message": "0/3 nodes",
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+        },
+    )
+    secrets = _get_table(kube_api_client, "/api/v1/namespaces/default/secrets")
+    assert [c["name"] for c in secrets["columnDefinitions"]] == ["Name", "Type", "Data", "Age"]
+    assert secrets["rows"][0]["cells"][:3] == ["s", "Opaque", 1]
+    events = _get_table(kube_api_client, "/api/v1/namespaces/default/events")
+    assert events["rows"][0]["cells"][1:] == ["Warning", "FailedScheduling", "pod/p", "0/3 nodes"]
