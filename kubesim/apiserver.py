@@ -15,8 +15,8 @@ drains a queue of owners that disappeared (or wait on foreground/orphan finalize
 Objects inside the store are immutable by convention; methods of the Cluster protocol copy
 what they return, the HTTP layer serialises stored objects directly.
 
-This module is the one long module of kubesim (about 1,000 lines): every verb shares the
-write pipeline and splitting it would spread one request's life over several files.
+This is kubesim's one long module (about 1,500 lines): every verb shares the write pipeline,
+and splitting it would spread one request's life over several files.
 """
 
 from __future__ import annotations
@@ -175,11 +175,7 @@ class ApiServer:
     def _ns(self, rt: ResourceType, namespace: str | None) -> str:
         if rt.namespaced:
             if not namespace:
-                raise errors.bad_request(
-                    "an empty namespace may not be set when a resource name is provided"
-                    if False
-                    else "namespace is required for a namespaced resource"
-                )
+                raise errors.bad_request("namespace is required for a namespaced resource")
             return namespace
         return ""
 
@@ -562,9 +558,6 @@ class ApiServer:
             else:
                 meta.pop(f, None)
         meta.pop("managedFields", None)
-        if ometa.get("deletionTimestamp"):
-            # Finalizers may only be removed once deletion started, never added back.
-            pass
         new = {**new, "metadata": meta}
         if rt.status:
             if "status" in old:
@@ -858,7 +851,6 @@ class ApiServer:
         elif propagation_policy == "Orphan" and ORPHAN not in finalizers:
             finalizers.append(ORPHAN)
         if rt.kind == "Namespace":
-            finalizers = finalizers or []
             return self._terminate_namespace(rt, old), False
 
         if not finalizers and grace == 0:

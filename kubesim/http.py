@@ -15,8 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +27,7 @@ from kubesim import discovery, errors, openapi, protobuf, tables
 from kubesim.apiserver import ApiServer, ListOptions
 from kubesim.interface import ApiError
 from kubesim.registry import ResourceType
-from kubesim.store import Event, Watcher
+from kubesim.store import Event
 
 log = logging.getLogger("kubesim.http")
 
@@ -552,15 +551,4 @@ class HttpApi:
                 watcher.close()
 
 
-def timed(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-    async def wrapper(*a: Any, **kw: Any) -> Any:
-        t0 = time.perf_counter()
-        try:
-            return await fn(*a, **kw)
-        finally:
-            log.debug("%s took %.3f ms", fn.__name__, (time.perf_counter() - t0) * 1000)
-
-    return wrapper
-
-
-__all__ = ["HttpApi", "Watcher"]
+__all__ = ["HttpApi"]
