@@ -227,17 +227,16 @@ class ReplicaSetController:
             status["conditions"] = conditions
         if soonest is not None:
             self.queue.add_after(key, soonest + 0.01)
-        if _strip_zero(status) == _strip_zero(old):
-            return
-        updated = await self.cluster.update(
-            REPLICASETS,
-            {**rs, "status": status},
-            namespace=rs["metadata"].get("namespace"),
-            subresource="status",
-        )
-        self.informers.replicasets.write_result(updated)
+        if _strip_zero(status) != _strip_zero(old):
+            updated = await self.cluster.update(
+                REPLICASETS,
+                {**rs, "status": status},
+                namespace=rs["metadata"].get("namespace"),
+                subresource="status",
+            )
+            self.informers.replicasets.write_result(updated)
         if failure is not None:
-            raise failure
+            raise failure  # retried with backoff by the queue
 
 
 def _strip_zero(status: JsonObject) -> JsonObject:
