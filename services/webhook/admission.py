@@ -102,6 +102,7 @@ class SpreadAdmission:
         whitelist: Whitelist | None = None,
         catch_up_timeout: float = 1.0,
         clock: Callable[[], float] = time.time,
+        stream_drained: Callable[[], bool] = lambda: False,
     ) -> None:
         self.view = view
         self.ledger = ledger
@@ -110,6 +111,8 @@ class SpreadAdmission:
         self.whitelist = whitelist or Whitelist()
         self.catch_up_timeout = catch_up_timeout
         self.clock = clock
+        self.stream_drained = stream_drained
+        """Whether the follower has nothing pending: the view holds the whole stream."""
         self.steered = 0
 
     @property
@@ -280,20 +283,35 @@ class SpreadAdmission:
     async def transact(
         self, namespace: str, spread: str, decide: Callable[[Ledger], tuple[T, Ledger | None]]
     ) -> T:
-        """A ledger transaction that first lets the view catch up with the ledger's floor."""
+        """A ledger transaction that first lets the view catch up with the ledger's floor.
+
+        A floor the view cannot reach even though its follower reports the stream drained can
+        only come from an earlier incarnation of the observation stream (deleted and created
+        again); it is lowered to the view's position instead of blocking spreading for good.
+        """
         key = ledger_key(self.view.cluster, namespace, spread)
+        unreachable = -1
 
         def guarded(ledger: Ledger) -> tuple[T | Behind, Ledger | None]:
             if self.view.seq < ledger.floor:
-                return Behind(ledger.floor), None
+                if ledger.floor != unreachable:
+                    return Behind(ledger.floor), None
+                ledger = Ledger(creating=ledger.creating, deleting=ledger.deleting, floor=0)
             return decide(ledger)
 
         while True:
             result = await self.ledger.transact(key, guarded)
             if not isinstance(result, Behind):
                 return result
-            if not await self.progress.wait_for(result.floor, self.catch_up_timeout):
+            if await self.progress.wait_for(result.floor, self.catch_up_timeout):
+                continue
+            if not self.stream_drained():
                 raise TimeoutError(f"view behind the reservation ledger at {result.floor}")
+            log.warning(
+                "reservation ledger ahead of a drained observation stream; lowering its floor",
+                extra={"ledger": key, "floor": result.floor, "view_seq": self.view.seq},
+            )
+            unreachable = result.floor
 
     async def announce(self, request: AdmissionRequest, spread: str, subset: str, key: str) -> None:
         """Publish the admission on the bus for audit; best effort, never delays the answer."""

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar
 
 import msgspec
 from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
@@ -109,6 +109,14 @@ def pruned(
     return Ledger(creating=creating, deleting=deleting, floor=floor)
 
 
+Decide = Callable[[Ledger], tuple[T, "Ledger | None"]]
+
+
+@dataclass(frozen=True)
+class _Failed:
+    error: Exception
+
+
 class LedgerConflict(RuntimeError):
     """Compare-and-set kept losing until the deadline."""
 
@@ -122,16 +130,25 @@ class _Cached:
 class LedgerStore:
     """Read-decide-write transactions on ledger entries, one writer per revision.
 
-    Within one process, transactions on the same key are serialized by a lock, so contention
-    (and retries) only arise between replicas. The last entry read or written is cached and
+    Transactions on one key are group-committed: while a write for the key is in flight, new
+    transactions queue, and the next write applies all of them in arrival order to the ledger
+    and stores the result with a single compare-and-set. Under a burst of pod creations this
+    costs one NATS round trip per batch instead of one per pod, and contention (retries) only
+    arises between replicas. A lost compare-and-set re-reads and re-runs the whole batch, which
+    is safe because every ``decide`` is pure. The last entry read or written is cached and
     tried first; a stale cache costs one failed update and a re-read.
+
+    A transaction whose caller stopped waiting (the admission answer timed out) may still be
+    committed: its reservation then holds a slot until it expires, which can only under-fill.
     """
 
     def __init__(self, kv: KeyValue, *, deadline_seconds: float = 2.0) -> None:
         self.kv = kv
         self.deadline = deadline_seconds
         self.conflicts = 0
-        self._locks: dict[str, asyncio.Lock] = {}
+        self.writes = 0
+        self._queues: dict[str, list[tuple[Decide[Any], asyncio.Future[Any]]]] = {}
+        self._workers: dict[str, asyncio.Task[None]] = {}
         self._cache: dict[str, _Cached] = {}
 
     async def transact(self, key: str, decide: Callable[[Ledger], tuple[T, Ledger | None]]) -> T:
@@ -140,25 +157,65 @@ class LedgerStore:
         ``decide`` is pure and may run several times; it returns its result and the new
         ledger, or ``None`` when nothing needs writing.
         """
-        lock = self._locks.setdefault(key, asyncio.Lock())
-        async with lock:
-            give_up = time.monotonic() + self.deadline
-            cached = self._cache.get(key)
-            while True:
-                if cached is None:
-                    cached = await self._read(key)
-                result, new = decide(cached.ledger)
-                if new is None or new == cached.ledger:
-                    return result
-                revision = await self._write(key, new, cached.revision)
-                if revision is not None:
-                    self._cache[key] = _Cached(new, revision)
-                    return result
-                self.conflicts += 1
-                cached = None
-                self._cache.pop(key, None)
-                if time.monotonic() > give_up:
-                    raise LedgerConflict(f"reservation for {key} kept conflicting")
+        future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+        self._queues.setdefault(key, []).append((decide, future))
+        if key not in self._workers:
+            self._workers[key] = asyncio.create_task(self._drain(key))
+        return await future
+
+    async def _drain(self, key: str) -> None:
+        try:
+            while queue := self._queues.get(key):
+                batch = list(queue)
+                queue.clear()
+                try:
+                    outcomes = await self._commit(key, [decide for decide, _ in batch])
+                except Exception as exc:
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    continue
+                for (_, future), outcome in zip(batch, outcomes, strict=True):
+                    if future.done():
+                        continue
+                    if isinstance(outcome, _Failed):
+                        future.set_exception(outcome.error)
+                    else:
+                        future.set_result(outcome)
+        finally:
+            # No await since the loop's last check: nothing can have been queued meanwhile.
+            self._workers.pop(key, None)
+            self._queues.pop(key, None)
+
+    async def _commit(self, key: str, decides: list[Decide[Any]]) -> list[Any]:
+        give_up = time.monotonic() + self.deadline
+        cached = self._cache.get(key)
+        while True:
+            if cached is None:
+                cached = await self._read(key)
+            ledger = cached.ledger
+            outcomes: list[Any] = []
+            for decide in decides:
+                try:
+                    result, new = decide(ledger)
+                except Exception as exc:  # one bad decision must not fail its batch
+                    outcomes.append(_Failed(exc))
+                    continue
+                if new is not None:
+                    ledger = new
+                outcomes.append(result)
+            if ledger == cached.ledger:
+                return outcomes
+            revision = await self._write(key, ledger, cached.revision)
+            if revision is not None:
+                self.writes += 1
+                self._cache[key] = _Cached(ledger, revision)
+                return outcomes
+            self.conflicts += 1
+            cached = None
+            self._cache.pop(key, None)
+            if time.monotonic() > give_up:
+                raise LedgerConflict(f"reservation for {key} kept conflicting")
 
     async def current(self, key: str) -> Ledger:
         """The stored ledger, freshly read."""

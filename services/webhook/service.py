@@ -118,6 +118,7 @@ class WebhookService:
             progress=self.progress,
             nc=self.nc,
             whitelist=parse_whitelist(self.settings.workload_whitelist or None),
+            stream_drained=self._stream_drained,
         )
         self._tasks.append(asyncio.create_task(self.follower.run()))
         self._tasks.append(
@@ -140,6 +141,9 @@ class WebhookService:
         if sockets:
             self.port = sockets[0].getsockname()[1]
         log.info("webhook listening", extra={"port": self.port})
+
+    def _stream_drained(self) -> bool:
+        return self.follower is not None and self.follower.caught_up and self.follower.pending == 0
 
     def _on_progress(self) -> None:
         if self.follower is not None:

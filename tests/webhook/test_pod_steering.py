@@ -17,7 +17,7 @@ from nats.aio.client import Client
 from kubesim import jsonpatch
 from services.webhook import review
 from services.webhook.admission import SpreadAdmission, ViewProgress
-from services.webhook.ledger import LedgerStore, ledger_key
+from services.webhook.ledger import Ledger, LedgerStore, ledger_key
 from services.webhook.service import reservation_bucket
 from services.webhook.view import View
 from spreadbus.runtime.nats_server import NatsServer
@@ -298,3 +298,17 @@ async def test_an_eviction_frees_the_slot_of_the_pod_it_names(replicas: list[Rep
     assert set(ledger.deleting) == {"web-5f7c-1"}
     freed = await create(replica, new_pod())
     assert subset_of(jsonpatch.apply(new_pod(), patch_of(freed))) == "zone-a"
+
+
+async def test_a_floor_from_an_earlier_stream_is_lowered_once_the_view_is_drained(
+    replicas: list[Replica],
+) -> None:
+    replica = replicas[0]
+    key = ledger_key("c1", "default", "ws")
+    stale = Ledger(floor=10_000)  # written when the observation stream was longer
+    await replica.admission.ledger.transact(key, lambda ledger: (None, stale))
+    replica.admission.catch_up_timeout = 0.05
+    replica.admission.stream_drained = lambda: True
+    answer = await create(replica, new_pod())
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(answer))) == "zone-a"
+    assert (await replica.admission.ledger.current(key)).floor <= replica.view.seq
