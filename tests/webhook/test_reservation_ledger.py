@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Literal
@@ -119,3 +120,44 @@ def test_a_ledger_round_trips_through_its_stored_form() -> None:
     ledger = Ledger(creating={"p": reservation("p", "a", "creating")}, floor=9)
     assert decode(encode(ledger)) == ledger
     assert decode(b"garbage") == Ledger()
+
+
+async def test_a_burst_on_one_replica_is_committed_in_few_writes(nats_server: NatsServer) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        store = LedgerStore(await reservation_bucket(nc))
+        key = ledger_key("c1", "default", "burst")
+        chosen = await asyncio.gather(
+            *(store.transact(key, take_first_free(f"pod-{i}")) for i in range(50))
+        )
+        assert Counter(chosen) == {"zone-a": 7, "zone-b": 5, None: 38}
+        # Arrival order is kept: the first twelve pods got the slots.
+        assert chosen[:12] == ["zone-a"] * 7 + ["zone-b"] * 5
+        assert 1 <= store.writes < 12
+        assert len((await store.current(key)).creating) == 12
+    finally:
+        await nc.close()
+
+
+async def test_a_decision_that_raises_fails_only_its_own_transaction(
+    nats_server: NatsServer,
+) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        store = LedgerStore(await reservation_bucket(nc))
+        key = ledger_key("c1", "default", "mixed")
+
+        def broken(ledger: Ledger) -> tuple[str | None, Ledger | None]:
+            raise ValueError("bad decision")
+
+        results = await asyncio.gather(
+            store.transact(key, take_first_free("a")),
+            store.transact(key, broken),
+            store.transact(key, take_first_free("b")),
+            return_exceptions=True,
+        )
+        assert results[0] == "zone-a"
+        assert isinstance(results[1], ValueError)
+        assert results[2] == "zone-a"
+    finally:
+        await nc.close()
