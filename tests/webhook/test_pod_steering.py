@@ -312,3 +312,23 @@ async def test_a_floor_from_an_earlier_stream_is_lowered_once_the_view_is_draine
     answer = await create(replica, new_pod())
     assert subset_of(jsonpatch.apply(new_pod(), patch_of(answer))) == "zone-a"
     assert (await replica.admission.ledger.current(key)).floor <= replica.view.seq
+
+
+async def test_five_hundred_pods_through_three_replicas_fill_three_subsets_exactly(
+    nats_server: NatsServer,
+) -> None:
+    subsets = [zone_subset("zone-a", 137), zone_subset("zone-b", "30%"), zone_subset("zone-c")]
+    made = [await make_replica(nats_server.url, subsets) for _ in range(3)]
+    try:
+        for replica in made:  # the workload asks for 500 replicas: 30% is 150
+            replica.feed.put(deployment(replicas=500), "MODIFIED")
+        pods = [new_pod() for _ in range(500)]
+        rng = random.Random(11)
+        answers = await asyncio.gather(*(create(made[rng.randrange(3)], pod) for pod in pods))
+        placed = Counter(
+            subset_of(jsonpatch.apply(p, patch_of(a))) for p, a in zip(pods, answers, strict=True)
+        )
+        assert placed == {"zone-a": 137, "zone-b": 150, "zone-c": 213}
+    finally:
+        for replica in made:
+            await replica.nc.close()
