@@ -19,7 +19,7 @@ from nats.aio.client import Client
 from nats.js.api import KeyValueConfig, StorageType
 from nats.js.errors import BucketNotFoundError
 from nats.js.kv import KeyValue
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from events import streams, subjects
 from services.webhook.admission import SpreadAdmission, ViewProgress
@@ -120,6 +120,7 @@ class WebhookService:
             whitelist=parse_whitelist(self.settings.workload_whitelist or None),
             stream_drained=self._stream_drained,
         )
+        self._export_state(self.admission)
         self._tasks.append(asyncio.create_task(self.follower.run()))
         self._tasks.append(
             asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
@@ -141,6 +142,29 @@ class WebhookService:
         if sockets:
             self.port = sockets[0].getsockname()[1]
         log.info("webhook listening", extra={"port": self.port})
+
+    def _export_state(self, admission: SpreadAdmission) -> None:
+        """Counts kept by the view, the policy and the ledger, read at scrape time."""
+        readers: dict[str, tuple[str, Callable[[], float]]] = {
+            "spreadbus_webhook_pods_steered": (
+                "Pods steered into a subset",
+                lambda: admission.steered,
+            ),
+            "spreadbus_webhook_ledger_writes": (
+                "Reservation batches committed",
+                lambda: admission.ledger.writes,
+            ),
+            "spreadbus_webhook_ledger_conflicts": (
+                "Reservation compare-and-set conflicts",
+                lambda: admission.ledger.conflicts,
+            ),
+            "spreadbus_webhook_view_seq": (
+                "Last observation stream sequence folded into the view",
+                lambda: self.view.seq,
+            ),
+        }
+        for name, (text, read) in readers.items():
+            Gauge(name, text, registry=self.registry).set_function(read)
 
     def _stream_drained(self) -> bool:
         return self.follower is not None and self.follower.caught_up and self.follower.pending == 0

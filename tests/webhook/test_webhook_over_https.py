@@ -68,6 +68,8 @@ async def test_metrics_expose_the_admission_latency_histogram(webhook: RunningWe
     )
     assert float(count.rsplit(" ", 1)[1]) == 3.0
     assert 'le="0.005"' in text
+    assert "spreadbus_webhook_ledger_conflicts 0.0" in text
+    assert "spreadbus_webhook_pods_steered 0.0" in text
 
 
 async def test_malformed_bodies_over_https_get_an_admission_review_denial(
