@@ -3,25 +3,24 @@
 :class:`ApiServer` implements the :class:`kubesim.interface.Cluster` protocol and is also what
 the HTTP layer calls, so the simulated controllers and real clients share one path:
 
-    decode -> kind/namespace checks -> defaulting (built-in kinds, CRD schema defaults and
-    pruning) -> validation (422 with causes) -> mutating webhooks -> validation again ->
-    validating webhooks -> dry-run stop -> store write (one global resourceVersion) -> watch
-    fan-out
+    decode -> kind/namespace checks -> version defaulting (built-in kinds; CRD schema defaults
+    and pruning) -> mutating webhooks -> system fields (name from generateName, uid,
+    timestamps, status reset) -> validation (422 with causes) -> validating webhooks ->
+    dry-run stop -> store write (one global resourceVersion) -> watch fan-out
 
-Graceful deletion, finalizers, ownerReference garbage collection and namespace termination
-run here too. Garbage collection is asynchronous like the real controller: a background task
-drains a queue of owners that disappeared (or wait on foreground/orphan finalizers).
+Graceful deletion and finalizers are decided here; the asynchronous garbage collector and
+namespace controller live in :mod:`kubesim.garbage_collector`, the pod ``binding`` and
+``eviction`` verbs in :mod:`kubesim.pod_subresources`.
 
 Objects inside the store are immutable by convention; methods of the Cluster protocol copy
 what they return, the HTTP layer serialises stored objects directly.
 
-This is kubesim's one long module (about 1,500 lines): every verb shares the write pipeline,
+This is kubesim's one long module (about 1,200 lines): every verb shares the write pipeline,
 and splitting it would spread one request's life over several files.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import secrets
@@ -33,9 +32,10 @@ from typing import Any, TypeVar
 import msgspec
 
 from kubesim import crd as crds
-from kubesim import errors, fields, jsonpatch, kinds, schema
+from kubesim import errors, fields, jsonpatch, kinds, pod_subresources, schema
 from kubesim.admission import Admission, Attributes
 from kubesim.errors import FieldError
+from kubesim.garbage_collector import FOREGROUND, ORPHAN, GarbageCollector
 from kubesim.interface import GVR, ApiError, PatchType, WatchEvent
 from kubesim.registry import Registry, ResourceType
 from kubesim.store import Event, Store, Watcher
@@ -51,9 +51,6 @@ _decode = msgspec.json.decode
 _encode = msgspec.json.encode
 
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
-
-FOREGROUND = "foregroundDeletion"
-ORPHAN = "orphan"
 
 
 def copy_json(obj: T) -> T:
@@ -132,8 +129,7 @@ class ApiServer:
         self.clock: Clock = clock or (lambda: datetime.now(UTC))
         self.max_watch_queue = max_watch_queue
         self.admission = Admission(self)
-        self._gc_queue: asyncio.Queue[str] | None = None
-        self._gc_task: asyncio.Task[None] | None = None
+        self.gc = GarbageCollector(self)
         self.bootstrap()
 
     # --- lifecycle -----------------------------------------------------------------------------
@@ -150,15 +146,11 @@ class ApiServer:
                 self._store_new(rt, self._prepare_create(rt, self._default(rt, obj), None))
 
     async def start(self) -> None:
-        self._gc_queue = asyncio.Queue()
-        self._gc_task = asyncio.create_task(self._gc_loop(), name="kubesim-gc")
+        await self.gc.start()
 
     async def stop(self) -> None:
         self.store.close_all_watchers()
-        if self._gc_task is not None:
-            self._gc_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._gc_task
+        await self.gc.stop()
         await self.admission.close()
 
     def now(self) -> str:
@@ -179,7 +171,7 @@ class ApiServer:
             return namespace
         return ""
 
-    def _existing(self, rt: ResourceType, ns: str, name: str) -> JsonObject:
+    def existing(self, rt: ResourceType, ns: str, name: str) -> JsonObject:
         obj = self.store.get(rt.storage_key, ns, name)
         if obj is None:
             raise errors.not_found(rt.plural, rt.group, name)
@@ -194,7 +186,7 @@ class ApiServer:
     # --- reads ---------------------------------------------------------------------------------
 
     def get_obj(self, rt: ResourceType, namespace: str | None, name: str) -> JsonObject:
-        return self._versioned(rt, self._existing(rt, self._ns(rt, namespace), name))
+        return self._versioned(rt, self.existing(rt, self._ns(rt, namespace), name))
 
     def list_objs(
         self, rt: ResourceType, namespace: str | None, opts: ListOptions
@@ -473,8 +465,8 @@ class ApiServer:
         obj["metadata"]["resourceVersion"] = str(self.store.next_rv())
         ev = self.store.write(rt.storage_key, obj, "ADDED", None)
         if rt.kind == "CustomResourceDefinition":
-            self._serve_crd(obj)
-        self._after_write(ev)
+            self.serve_crd(obj)
+        self.after_write(ev)
         return obj
 
     # --- update --------------------------------------------------------------------------------
@@ -523,7 +515,7 @@ class ApiServer:
         rv = obj["metadata"].get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
-        return await self._write_update(rt, old, obj, subresource, dry_run=dry_run)
+        return await self.write_update(rt, old, obj, subresource, dry_run=dry_run)
 
     def _merge_update(
         self, rt: ResourceType, old: JsonObject, new: JsonObject, subresource: str
@@ -571,7 +563,7 @@ class ApiServer:
             new["status"] = old.get("status")
         return new
 
-    async def _write_update(
+    async def write_update(
         self,
         rt: ResourceType,
         old: JsonObject,
@@ -625,12 +617,12 @@ class ApiServer:
             and not meta.get("finalizers")
             and not self._grace_pending(rt, merged)
         ):
-            return self._versioned(rt, self._remove(rt, merged))
+            return self._versioned(rt, self.remove(rt, merged))
         meta["resourceVersion"] = str(self.store.next_rv())
         ev = self.store.write(rt.storage_key, merged, "MODIFIED", old)
         if rt.kind == "CustomResourceDefinition":
-            self._serve_crd(merged)
-        self._after_write(ev)
+            self.serve_crd(merged)
+        self.after_write(ev)
         return self._versioned(rt, merged)
 
     def _grace_pending(self, rt: ResourceType, obj: JsonObject) -> bool:
@@ -709,7 +701,7 @@ class ApiServer:
                 f"on the URL ({name})"
             )
         patched = self._check_body(rt, patched, ns)
-        return await self._write_update(rt, old, patched, subresource, dry_run=dry_run)
+        return await self.write_update(rt, old, patched, subresource, dry_run=dry_run)
 
     def _apply_patch(
         self, current: JsonObject, patch: Any, patch_type: str, meta: strategic_merge.PatchMeta
@@ -771,7 +763,7 @@ class ApiServer:
         if not isinstance(body, dict):
             raise errors.bad_request("the body of the request must be a Scale object")
         name = name or (body.get("metadata") or {}).get("name")
-        old = self._existing(rt, ns, str(name))
+        old = self.existing(rt, ns, str(name))
         replicas = (body.get("spec") or {}).get("replicas")
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             raise errors.invalid_object(
@@ -785,7 +777,7 @@ class ApiServer:
             raise errors.conflict(rt.plural, rt.group, str(name), errors.STALE)
         new = set_path(old, rt.scale.spec_replicas, replicas)
         new["metadata"] = dict(old["metadata"])
-        updated = await self._write_update(
+        updated = await self.write_update(
             rt, old, self._versioned(rt, new), "scale", dry_run=dry_run
         )
         return self.scale_of(rt, updated)
@@ -806,7 +798,7 @@ class ApiServer:
     ) -> tuple[JsonObject, bool]:
         """Delete; returns (object, removed-now)."""
         ns = self._ns(rt, namespace)
-        old = self._existing(rt, ns, name)
+        old = self.existing(rt, ns, name)
         meta = old["metadata"]
         pre = preconditions or {}
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
@@ -854,7 +846,7 @@ class ApiServer:
             return self._terminate_namespace(rt, old), False
 
         if not finalizers and grace == 0:
-            return self._versioned(rt, self._remove(rt, old)), True
+            return self._versioned(rt, self.remove(rt, old)), True
 
         new_meta = dict(meta)
         changed = False
@@ -868,15 +860,15 @@ class ApiServer:
             new_meta["finalizers"] = finalizers
             changed = True
         if new_meta.get("deletionGracePeriodSeconds") == 0 and not finalizers:
-            return self._versioned(rt, self._remove(rt, old)), True
+            return self._versioned(rt, self.remove(rt, old)), True
         if not changed:
             return self._versioned(rt, old), False
         new_meta["resourceVersion"] = str(self.store.next_rv())
         new = {**old, "metadata": new_meta}
         ev = self.store.write(rt.storage_key, new, "MODIFIED", old)
-        self._after_write(ev)
+        self.after_write(ev)
         if FOREGROUND in finalizers or ORPHAN in finalizers:
-            self._gc_enqueue(meta["uid"])
+            self.gc.enqueue_owner(meta["uid"])
         return self._versioned(rt, new), False
 
     def _grace_for(self, rt: ResourceType, obj: JsonObject, requested: int | None) -> int:
@@ -891,7 +883,7 @@ class ApiServer:
             return max(0, int(requested))
         return int(spec.get("terminationGracePeriodSeconds", 30) or 0)
 
-    def _remove(self, rt: ResourceType, old: JsonObject) -> JsonObject:
+    def remove(self, rt: ResourceType, old: JsonObject) -> JsonObject:
         gone = {
             **old,
             "metadata": {**old["metadata"], "resourceVersion": str(self.store.next_rv())},
@@ -899,15 +891,8 @@ class ApiServer:
         ev = self.store.write(rt.storage_key, gone, "DELETED", old)
         if rt.kind == "CustomResourceDefinition":
             self._unserve_crd(old)
-        self._after_write(ev)
-        self._gc_enqueue(old["metadata"]["uid"])
-        for ref in old["metadata"].get("ownerReferences") or ():
-            # An owner waiting in foreground deletion re-checks its remaining dependents.
-            if isinstance(ref, dict) and isinstance(ref.get("uid"), str):
-                self._gc_enqueue(ref["uid"])
-        ns = old["metadata"].get("namespace")
-        if ns:
-            self._gc_enqueue("ns:" + ns)
+        self.after_write(ev)
+        self.gc.object_removed(old)
         return gone
 
     async def delete_collection(
@@ -935,7 +920,7 @@ class ApiServer:
                 out.append(deleted)
         return out
 
-    # --- namespaces and garbage collection -----------------------------------------------------
+    # --- namespaces -----------------------------------------------------------------------------
 
     def _terminate_namespace(self, rt: ResourceType, old: JsonObject) -> JsonObject:
         if old["metadata"].get("deletionTimestamp"):
@@ -944,157 +929,23 @@ class ApiServer:
         meta["resourceVersion"] = str(self.store.next_rv())
         new = {**old, "metadata": meta, "status": {"phase": "Terminating"}}
         ev = self.store.write(rt.storage_key, new, "MODIFIED", old)
-        self._after_write(ev)
-        self._gc_enqueue("ns:" + meta["name"])
+        self.after_write(ev)
+        self.gc.enqueue_namespace(meta["name"])
         return new
 
-    def _gc_enqueue(self, item: str) -> None:
-        if self._gc_queue is not None:
-            self._gc_queue.put_nowait(item)
-
-    async def _gc_loop(self) -> None:
-        assert self._gc_queue is not None
-        while True:
-            item = await self._gc_queue.get()
-            try:
-                if item.startswith("ns:"):
-                    await self._gc_namespace(item[3:])
-                else:
-                    await self._gc_owner(item)
-            except ApiError as e:
-                log.debug("garbage collection of %s: %s", item, e.message)
-            except Exception:
-                log.exception("garbage collection of %s failed", item)
-
-    async def _gc_owner(self, uid: str) -> None:
-        loc = self.store.by_uid.get(uid)
-        owner = None if loc is None else self.store.get(loc[0], *loc[1])
-        deps = list(self.store.dependents.get(uid, ()))
-        if owner is None:
-            for key, (ns, name) in deps:
-                dep = self.store.get(key, ns, name)
-                if dep is None:
-                    continue
-                refs = dep["metadata"].get("ownerReferences") or []
-                live = [
-                    r for r in refs if r.get("uid") != uid and r.get("uid") in self.store.by_uid
-                ]
-                drt = self._rt_for_key(key)
-                if drt is None:
-                    continue
-                if not live:
-                    if not dep["metadata"].get("deletionTimestamp"):
-                        await self.delete_obj(
-                            drt,
-                            ns or None,
-                            name,
-                            propagation_policy="Background",
-                            skip_admission=False,
-                        )
-                else:
-                    await self._set_owner_refs(drt, dep, live)
-            return
-        fins = owner["metadata"].get("finalizers") or []
-        ort = self._rt_for_key(loc[0]) if loc else None
-        if ort is None:
-            return
-        if ORPHAN in fins:
-            for key, (ns, name) in deps:
-                dep = self.store.get(key, ns, name)
-                drt = self._rt_for_key(key)
-                if dep is not None and drt is not None:
-                    refs = [
-                        r
-                        for r in dep["metadata"].get("ownerReferences") or []
-                        if r.get("uid") != uid
-                    ]
-                    await self._set_owner_refs(drt, dep, refs)
-            await self._drop_finalizer(ort, uid, ORPHAN)
-        elif FOREGROUND in fins:
-            blocking = 0
-            for key, (ns, name) in deps:
-                dep = self.store.get(key, ns, name)
-                drt = self._rt_for_key(key)
-                if dep is None or drt is None:
-                    continue
-                ref: JsonObject = next(
-                    (
-                        r
-                        for r in dep["metadata"].get("ownerReferences") or []
-                        if r.get("uid") == uid
-                    ),
-                    {},
-                )
-                if ref.get("blockOwnerDeletion"):
-                    blocking += 1
-                if not dep["metadata"].get("deletionTimestamp"):
-                    await self.delete_obj(drt, ns or None, name, propagation_policy="Foreground")
-            if blocking == 0:
-                await self._drop_finalizer(ort, uid, FOREGROUND)
-
-    async def _drop_finalizer(self, rt: ResourceType, uid: str, finalizer: str) -> None:
-        loc = self.store.by_uid.get(uid)
-        if loc is None:
-            return
-        obj = self.store.get(loc[0], *loc[1])
-        if obj is None:
-            return
-        fins = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
-        new = {**obj, "metadata": {**obj["metadata"], "finalizers": fins}}
-        await self._write_update(rt, obj, new, "", skip_admission=True)
-
-    async def _set_owner_refs(self, rt: ResourceType, obj: JsonObject, refs: list[Any]) -> None:
-        new = {**obj, "metadata": {**obj["metadata"], "ownerReferences": refs}}
-        if not refs:
-            new["metadata"].pop("ownerReferences")
-        await self._write_update(rt, obj, new, "", skip_admission=True)
-
-    def _rt_for_key(self, key: tuple[str, str]) -> ResourceType | None:
+    def rt_for_key(self, key: tuple[str, str]) -> ResourceType | None:
         for rt in self.registry.storage_types():
             if rt.storage_key == key:
                 return rt
         return None
 
-    async def _gc_namespace(self, ns: str) -> None:
-        nsobj = self.store.get(("", "namespaces"), "", ns)
-        if nsobj is None or not nsobj["metadata"].get("deletionTimestamp"):
-            return
-        remaining = 0
-        for rt in self.registry.storage_types():
-            if not rt.namespaced:
-                continue
-            for obj in list(self.store.items(rt.storage_key, ns)):
-                remaining += 1
-                if not obj["metadata"].get("deletionTimestamp"):
-                    with contextlib.suppress(ApiError):
-                        await self.delete_obj(rt, ns, obj["metadata"]["name"])
-        if remaining == 0 or not any(
-            True
-            for rt in self.registry.storage_types()
-            if rt.namespaced
-            for _ in self.store.items(rt.storage_key, ns)
-        ):
-            current = self.store.get(("", "namespaces"), "", ns)
-            if current is not None:
-                self._remove(self.rt_for(GVR("", "v1", "namespaces")), current)
-
-    def _after_write(self, ev: Event) -> None:
-        """Dangling owner references are collected like the real garbage collector does."""
-        if ev.type == "DELETED":
-            return
-        refs = ev.obj["metadata"].get("ownerReferences")
-        if refs and ev.type == "ADDED" and not any(r.get("uid") in self.store.by_uid for r in refs):
-            self._gc_enqueue_dangling(refs)
-
-    def _gc_enqueue_dangling(self, refs: list[Any]) -> None:
-        for r in refs:
-            uid = r.get("uid")
-            if isinstance(uid, str):
-                self._gc_enqueue(uid)
+    def after_write(self, ev: Event) -> None:
+        if ev.type == "ADDED":
+            self.gc.object_created(ev.obj)
 
     # --- CRDs ----------------------------------------------------------------------------------
 
-    def _serve_crd(self, crd: JsonObject) -> None:
+    def serve_crd(self, crd: JsonObject) -> None:
         self.registry.remove_crd(crd["metadata"]["name"])
         for rt in crds.resource_types(crd):
             self.registry.add(rt)
@@ -1105,7 +956,7 @@ class ApiServer:
             if not rt.storage_version:
                 continue
             for obj in list(self.store.items(rt.storage_key, None)):
-                self._remove(rt, obj)
+                self.remove(rt, obj)
             for w in list(self.store.watchers.get(rt.storage_key, ())):
                 w.close()
 
@@ -1114,154 +965,12 @@ class ApiServer:
     async def bind(
         self, namespace: str, name: str, binding: Any, *, dry_run: bool = False
     ) -> JsonObject:
-        rt = self.rt_for(GVR("", "v1", "pods"))
-        if not isinstance(binding, dict):
-            raise errors.bad_request("the body of the request must be a Binding object")
-        target = binding.get("target") or {}
-        node = target.get("name")
-        if not node:
-            raise errors.invalid_object("Binding", "", name, [errors.required("target.name")])
-        old = self._existing(rt, namespace, name)
-        if old["metadata"].get("deletionTimestamp"):
-            raise errors.conflict(
-                "pods", "", name, "pod is being deleted, cannot be assigned to a host"
-            )
-        current = (old.get("spec") or {}).get("nodeName")
-        if current:
-            raise errors.conflict(
-                "pods", "", name, f'pod {name} is already assigned to node "{current}"'
-            )
-        attrs = Attributes(
-            "CREATE",
-            rt,
-            "binding",
-            namespace,
-            name,
-            dry_run,
-            {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
-        )
-        if self.admission.active:
-            await self.admission.mutate(attrs, binding, None)
-            await self.admission.validate(attrs, binding, None)
-        if dry_run:
-            return _success_status()
-        status = dict(old.get("status") or {})
-        conds = [c for c in status.get("conditions") or [] if c.get("type") != "PodScheduled"]
-        conds.append(
-            {
-                "type": "PodScheduled",
-                "status": "True",
-                "lastProbeTime": None,
-                "lastTransitionTime": self.now(),
-            }
-        )
-        status["conditions"] = conds
-        new = {
-            **old,
-            "spec": {**old["spec"], "nodeName": node},
-            "status": status,
-            "metadata": {**old["metadata"], "resourceVersion": str(self.store.next_rv())},
-        }
-        ev = self.store.write(rt.storage_key, new, "MODIFIED", old)
-        self._after_write(ev)
-        return _success_status()
+        return await pod_subresources.bind(self, namespace, name, binding, dry_run=dry_run)
 
     async def evict(
         self, namespace: str, name: str, eviction: Any, *, dry_run: bool = False
     ) -> JsonObject:
-        rt = self.rt_for(GVR("", "v1", "pods"))
-        pod = self._existing(rt, namespace, name)
-        if not isinstance(eviction, dict):
-            raise errors.bad_request("the body of the request must be an Eviction object")
-        ev_name = (eviction.get("metadata") or {}).get("name")
-        if ev_name and ev_name != name:
-            raise errors.bad_request("name in URL does not match name in Eviction object")
-        attrs = Attributes(
-            "CREATE",
-            rt,
-            "eviction",
-            namespace,
-            name,
-            dry_run,
-            {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
-        )
-        if self.admission.active:
-            await self.admission.mutate(attrs, eviction, None)
-            await self.admission.validate(attrs, eviction, None)
-        options = eviction.get("deleteOptions") or {}
-        grace = options.get("gracePeriodSeconds")
-        terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-        if pod["metadata"].get("deletionTimestamp") or terminal:
-            if not dry_run:
-                await self.delete_obj(
-                    rt, namespace, name, grace_period_seconds=grace, skip_admission=True
-                )
-            return _success_status()
-        pdb_rt = self.rt_for(GVR("policy", "v1", "poddisruptionbudgets"))
-        labels = pod["metadata"].get("labels") or {}
-        matching = []
-        for pdb in self.store.items(pdb_rt.storage_key, namespace):
-            sel = (pdb.get("spec") or {}).get("selector")
-            try:
-                if (
-                    sel is not None
-                    and label_selector.from_label_selector(sel).matches(labels)
-                    and (sel.get("matchLabels") or sel.get("matchExpressions"))
-                ):
-                    matching.append(pdb)
-            except label_selector.SelectorError:
-                continue
-        if len(matching) > 1:
-            raise errors.internal(
-                "This pod has more than one PodDisruptionBudget, which the eviction "
-                "subresource does not support."
-            )
-        if matching:
-            pdb = matching[0]
-            status = pdb.get("status") or {}
-            pdb_name = pdb["metadata"]["name"]
-            msg = "Cannot evict pod as it would violate the pod's disruption budget."
-            if int(status.get("observedGeneration") or 0) < int(
-                pdb["metadata"].get("generation") or 0
-            ):
-                raise errors.too_many_requests(
-                    msg,
-                    [
-                        {
-                            "reason": "DisruptionBudget",
-                            "message": f"The disruption budget {pdb_name} is still being "
-                            "processed by the server.",
-                        }
-                    ],
-                )
-            allowed = int(status.get("disruptionsAllowed") or 0)
-            if allowed < 1:
-                raise errors.too_many_requests(
-                    msg,
-                    [
-                        {
-                            "reason": "DisruptionBudget",
-                            "message": f"The disruption budget {pdb_name} needs "
-                            f"{status.get('desiredHealthy', 0)} healthy pods and has "
-                            f"{status.get('currentHealthy', 0)} currently",
-                        }
-                    ],
-                )
-            if not dry_run:
-                disrupted = dict(status.get("disruptedPods") or {})
-                disrupted[name] = self.now()
-                new_status = {
-                    **status,
-                    "disruptionsAllowed": allowed - 1,
-                    "disruptedPods": disrupted,
-                }
-                new = {**pdb, "status": new_status}
-                await self._write_update(pdb_rt, pdb, new, "status", skip_admission=True)
-        if not dry_run:
-            await self.delete_obj(
-                rt, namespace, name, grace_period_seconds=grace, skip_admission=True
-            )
-        return _success_status()
+        return await pod_subresources.evict(self, namespace, name, eviction, dry_run=dry_run)
 
     # --- watch ---------------------------------------------------------------------------------
 
@@ -1476,10 +1185,6 @@ def _spec_changed(old: JsonObject, new: JsonObject) -> bool:
     """Everything but metadata and status counts as spec (upstream's generation rule)."""
     keys = (set(old) | set(new)) - {"metadata", "status", "apiVersion", "kind"}
     return any(old.get(k) != new.get(k) for k in keys)
-
-
-def _success_status() -> JsonObject:
-    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}
 
 
 def _default_webhook(w: JsonObject, *, mutating: bool) -> None:

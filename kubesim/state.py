@@ -53,7 +53,7 @@ def load(server: ApiServer, path: Path) -> bool:
             if key == ("apiextensions.k8s.io", "customresourcedefinitions"):
                 crds.append(obj)
     for crd in crds:
-        server._serve_crd(crd)
+        server.serve_crd(crd)
     store.history.clear()
     store.rv = int(doc["resourceVersion"])
     store.compacted = store.rv
