@@ -1,1 +1,19 @@
-"""The webhook service."""
+"""The admission webhook: steers new pods into WorkloadSpread subsets, from the bus.
+
+Shape, one module per concern:
+
+- :mod:`review` reads AdmissionReview v1 defensively and builds answers;
+- :mod:`server` serves the review paths over HTTPS with a failure policy per path and a
+  latency histogram; :mod:`certificates` reloads the serving certificate when its files change;
+- :mod:`view` is the replica's own projection of the observation stream (no API server call on
+  the admission path);
+- :mod:`ledger` reserves subset slots on a NATS key-value entry by compare-and-set, so any
+  number of replicas never admit more pods to a subset than its limit;
+- :mod:`admission` joins them with the placement core's pure decisions;
+- :mod:`conversion` converts WorkloadSpreads between ``v1alpha1`` and ``v1beta1``;
+- :mod:`service` and :mod:`cli` run it as ``spreadbus webhook`` / ``python -m services.webhook``.
+
+Trade-off: a replica answers from a view that may lag the cluster by the bus latency. The
+ledger covers exactly that gap (reservations count until the view observes their pods), and a
+replica whose view is behind what the ledger assumes waits for it instead of guessing.
+"""
