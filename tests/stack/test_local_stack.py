@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,9 +90,10 @@ def wait_for(
 
 
 @pytest.fixture
-def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
+def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, Path]]:
     data_dir = tmp_path / "stack"
-    log = (tmp_path / "up.log").open("w")
+    log_path = tmp_path / "up.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
         [sys.executable, "-m", "spreadbus", "up", "--data-dir", str(data_dir)],
         stdout=log,
@@ -100,7 +102,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path]]:
         cwd=ROOT,
     )
     try:
-        yield proc, data_dir
+        yield proc, data_dir, log_path
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -125,9 +127,9 @@ async def bus_messages(url: str, stream: str) -> list[tuple[int, dict[str, Any]]
 
 
 def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
-    stack: tuple[subprocess.Popen[str], Path],
+    stack: tuple[subprocess.Popen[str], Path, Path],
 ) -> None:
-    proc, data_dir = stack
+    proc, data_dir, log_path = stack
     kubeconfig = data_dir / "kubeconfig"
     wait_for("the stack to be ready", lambda: kubeconfig.exists(), 150, proc)
     nats_url = (data_dir / "nats-url").read_text().strip()
@@ -190,3 +192,8 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
     assert not kubeconfig.exists(), "the ready files are removed on shutdown"
     still = [pid for pid in descendants if alive(pid)]
     assert still == [], f"children left running: {still}"
+    printed = log_path.read_text()
+    assert f"kubeconfig: {kubeconfig}" in printed
+    assert f"nats-url:   {nats_url}" in printed
+    for service in ("watcher", "planner", "actuator", "webhook"):
+        assert re.search(rf"^  {service} +ready ", printed, re.MULTILINE), service
