@@ -70,6 +70,7 @@ class _RunningScheduler:
         self._unschedulable: set[str] = set()
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
+        self._flush_pending = False
 
     async def start(self) -> None:
         self._nodes.start()
@@ -147,8 +148,18 @@ class _RunningScheduler:
             self._unschedulable.discard(key)
 
     def _requeue_unschedulable(self) -> None:
-        if not self._unschedulable:
+        """Give pending pods another try soon: something changed that might make room.
+
+        Bursts of changes (a deployment's pods going away) are coalesced into one retry. A pod
+        joins the unschedulable set before any await, so no change can slip between.
+        """
+        if self._flush_pending or not self._unschedulable:
             return
+        self._flush_pending = True
+        asyncio.get_running_loop().call_later(0.02, self._flush_unschedulable)
+
+    def _flush_unschedulable(self) -> None:
+        self._flush_pending = False
         for key in sorted(self._unschedulable):
             self._active[key] = None
         self._unschedulable.clear()
@@ -157,7 +168,7 @@ class _RunningScheduler:
     async def _retry_unschedulable(self) -> None:
         while True:
             await asyncio.sleep(self.settings.unschedulable_retry)
-            self._requeue_unschedulable()
+            self._flush_unschedulable()
 
     # -- scheduling loop -------------------------------------------------------------------
 
