@@ -25,7 +25,7 @@ import contextlib
 import logging
 import secrets
 import uuid
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
@@ -112,6 +112,24 @@ class ListOptions:
         if self.label is not None and not self.label.matches(obj["metadata"].get("labels")):
             return False
         return self.field is None or self.field(obj)
+
+
+_DECODE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
+
+
+@contextlib.contextmanager
+def decoding(rt: ResourceType) -> Iterator[None]:
+    """Shape errors found while defaulting or validating become the 400 a typed decode gives
+    upstream (``cannot unmarshal number into Go struct field ...``) instead of a 500."""
+    try:
+        yield
+    except ApiError:
+        raise
+    except _DECODE_ERRORS as e:
+        raise errors.bad_request(
+            f'{rt.kind} in version "{rt.version}" cannot be handled as a {rt.kind}: '
+            f"the object has a field of the wrong type ({type(e).__name__}: {e})"
+        ) from e
 
 
 class ApiServer:
@@ -378,6 +396,10 @@ class ApiServer:
                 errs.append(
                     errors.invalid("spec.scope", obj["spec"].get("scope"), "field is immutable")
                 )
+        elif kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            errs.extend(
+                kinds.validate_webhook_configuration(obj, mutating=kind.startswith("Mutating"))
+            )
         elif kind == "ConfigMap":
             for k in obj.get("data") or {}:
                 if not isinstance(obj["data"][k], str):
@@ -428,16 +450,18 @@ class ApiServer:
         w = self._strict_check(rt, obj, field_validation)
         if warnings is not None:
             warnings.extend(w)
-        obj = self._default(rt, obj)
+        with decoding(rt):
+            obj = self._default(rt, obj)
         self._check_namespace(rt, ns, obj["metadata"].get("name") or "")
         if self.admission.active:
             attrs = self._create_attrs(rt, ns, obj, dry_run)
-            obj = self._default(
-                rt, self._check_body(rt, await self.admission.mutate(attrs, obj, None), ns)
-            )
-        obj = self._prepare_create(rt, obj, ns)
+            mutated = self._check_body(rt, await self.admission.mutate(attrs, obj, None), ns)
+            with decoding(rt):
+                obj = self._default(rt, mutated)
+        with decoding(rt):
+            obj = self._prepare_create(rt, obj, ns)
+            self._validate(rt, obj, None)
         name = obj["metadata"].get("name") or ""
-        self._validate(rt, obj, None)
         if self.admission.active:
             await self.admission.validate(self._create_attrs(rt, ns, obj, dry_run), obj, None)
         if self.store.get(rt.storage_key, ns, name) is not None:
@@ -575,15 +599,16 @@ class ApiServer:
     ) -> JsonObject:
         name = old["metadata"]["name"]
         ns = old["metadata"].get("namespace", "")
-        merged = self._merge_update(rt, old, new, subresource)
-        if rt.kind == "Pod" and subresource != "status":
-            spec = merged.get("spec")
-            if isinstance(spec, dict):
-                spec = dict(spec)
-                for c in spec.get("containers") or ():
-                    kinds.default_container(c)
-                merged["spec"] = spec
-        self._validate(rt, merged, old)
+        with decoding(rt):
+            merged = self._merge_update(rt, old, new, subresource)
+            if rt.kind == "Pod" and subresource != "status":
+                spec = merged.get("spec")
+                if isinstance(spec, dict):
+                    spec = dict(spec)
+                    for c in spec.get("containers") or ():
+                        kinds.default_container(c)
+                    merged["spec"] = spec
+            self._validate(rt, merged, old)
         attrs = Attributes(
             "UPDATE",
             rt,
@@ -594,9 +619,10 @@ class ApiServer:
             {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"},
         )
         if self.admission.active and not skip_admission:
-            merged = await self.admission.mutate(attrs, merged, old)
-            merged = self._merge_update(rt, old, merged, subresource)
-            self._validate(rt, merged, old)
+            mutated = await self.admission.mutate(attrs, merged, old)
+            with decoding(rt):
+                merged = self._merge_update(rt, old, mutated, subresource)
+                self._validate(rt, merged, old)
             await self.admission.validate(attrs, merged, old)
             # The object may have changed while webhooks ran.
             current = self.store.get(rt.storage_key, ns, name)

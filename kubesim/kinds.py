@@ -460,3 +460,144 @@ def prepare_namespace_create(obj: JsonObject) -> None:
     obj["status"] = {"phase": "Active"}
     labels = obj["metadata"].setdefault("labels", {})
     labels["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+
+
+# --- Admission webhook configurations ----------------------------------------------------------
+
+_OPERATIONS = ["*", "CONNECT", "CREATE", "DELETE", "UPDATE"]
+
+
+def validate_webhook_configuration(obj: JsonObject, *, mutating: bool) -> list[FieldError]:
+    """The checks upstream makes on admissionregistration.k8s.io/v1 webhooks."""
+    hooks = obj.get("webhooks")
+    if hooks is None:
+        return []
+    if not isinstance(hooks, list):
+        return [errors.invalid("webhooks", hooks, "must be a list")]
+    errs: list[FieldError] = []
+    names: set[str] = set()
+    for i, w in enumerate(hooks):
+        p = f"webhooks[{i}]"
+        if not isinstance(w, dict):
+            errs.append(errors.invalid(p, w, "must be an object"))
+            continue
+        name = w.get("name")
+        if not name:
+            errs.append(errors.required(f"{p}.name"))
+        elif not isinstance(name, str) or name.count(".") < 2:
+            errs.append(
+                errors.invalid(
+                    f"{p}.name",
+                    name,
+                    "should be a domain with at least three segments separated by dots",
+                )
+            )
+        elif name in names:
+            errs.append(errors.duplicate(f"{p}.name", name))
+        else:
+            names.add(name)
+        versions = w.get("admissionReviewVersions")
+        if not versions:
+            errs.append(
+                errors.required(f"{p}.admissionReviewVersions", "must specify one of v1, v1beta1")
+            )
+        elif not isinstance(versions, list) or not any(v in ("v1", "v1beta1") for v in versions):
+            errs.append(
+                errors.invalid(
+                    f"{p}.admissionReviewVersions",
+                    versions,
+                    "must include at least one of v1, v1beta1",
+                )
+            )
+        side = w.get("sideEffects")
+        if side not in ("None", "NoneOnDryRun"):
+            errs.append(errors.not_supported(f"{p}.sideEffects", side, ["None", "NoneOnDryRun"]))
+        if w.get("failurePolicy", "Fail") not in ("Fail", "Ignore"):
+            errs.append(
+                errors.not_supported(
+                    f"{p}.failurePolicy", w.get("failurePolicy"), ["Fail", "Ignore"]
+                )
+            )
+        if w.get("matchPolicy", "Equivalent") not in ("Equivalent", "Exact"):
+            errs.append(
+                errors.not_supported(
+                    f"{p}.matchPolicy", w.get("matchPolicy"), ["Equivalent", "Exact"]
+                )
+            )
+        if mutating and w.get("reinvocationPolicy", "Never") not in ("Never", "IfNeeded"):
+            errs.append(
+                errors.not_supported(
+                    f"{p}.reinvocationPolicy", w.get("reinvocationPolicy"), ["IfNeeded", "Never"]
+                )
+            )
+        timeout = w.get("timeoutSeconds", 10)
+        if not isinstance(timeout, int) or isinstance(timeout, bool) or not 1 <= timeout <= 30:
+            errs.append(
+                errors.invalid(
+                    f"{p}.timeoutSeconds",
+                    timeout,
+                    "the timeout value must be between 1 and 30 seconds",
+                )
+            )
+        cc = w.get("clientConfig")
+        if not isinstance(cc, dict):
+            errs.append(errors.required(f"{p}.clientConfig"))
+        else:
+            url, svc = cc.get("url"), cc.get("service")
+            if bool(url) == bool(svc):
+                errs.append(
+                    errors.required(
+                        f"{p}.clientConfig", "exactly one of url or service is required"
+                    )
+                )
+            elif url and (not isinstance(url, str) or not url.startswith("https://")):
+                errs.append(
+                    errors.invalid(
+                        f"{p}.clientConfig.url", url, "'https' is the only allowed URL scheme"
+                    )
+                )
+            elif svc and (
+                not isinstance(svc, dict) or not svc.get("name") or not svc.get("namespace")
+            ):
+                errs.append(
+                    errors.required(
+                        f"{p}.clientConfig.service", "service name and namespace are required"
+                    )
+                )
+            bundle = cc.get("caBundle")
+            if bundle is not None and not isinstance(bundle, str):
+                errs.append(
+                    errors.invalid(f"{p}.clientConfig.caBundle", bundle, "must be base64 data")
+                )
+        rules = w.get("rules") or []
+        if not isinstance(rules, list):
+            errs.append(errors.invalid(f"{p}.rules", rules, "must be a list"))
+            rules = []
+        for j, r in enumerate(rules):
+            rp = f"{p}.rules[{j}]"
+            if not isinstance(r, dict):
+                errs.append(errors.invalid(rp, r, "must be an object"))
+                continue
+            for list_field in ("operations", "apiGroups", "apiVersions", "resources"):
+                value = r.get(list_field)
+                if (
+                    not isinstance(value, list)
+                    or not value
+                    or not all(isinstance(v, str) for v in value)
+                ):
+                    errs.append(errors.required(f"{rp}.{list_field}"))
+            for op in r.get("operations") or ():
+                if op not in _OPERATIONS:
+                    errs.append(errors.not_supported(f"{rp}.operations", op, _OPERATIONS))
+            if r.get("scope", "*") not in ("*", "Cluster", "Namespaced"):
+                errs.append(
+                    errors.not_supported(
+                        f"{rp}.scope", r.get("scope"), ["*", "Cluster", "Namespaced"]
+                    )
+                )
+        for sel_field in ("namespaceSelector", "objectSelector"):
+            sel = w.get(sel_field)
+            if sel is not None:
+                for path, msg in label_selector.validate_label_selector(sel, f"{p}.{sel_field}"):
+                    errs.append(errors.invalid(path, sel, msg))
+    return errs

@@ -380,25 +380,26 @@ def test_dry_run_requests_reach_side_effect_free_webhooks_and_persist_nothing(
         core.read_namespaced_pod("p", "default")
 
 
-def test_dry_run_is_refused_by_webhooks_with_side_effects(
-    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+def test_webhook_configurations_are_validated_like_upstream_v1(
+    kube_api_client: client.ApiClient, hooks: WebhookServer
 ) -> None:
-    hooks.handlers["/mutate"] = allow()
-    _register(
-        kube_api_client,
-        "mutating",
-        webhook(
-            "fx.example.com",
-            hooks.url("/mutate"),
-            hooks.ca_bundle,
-            resources=["pods"],
-            sideEffects="Some",
-        ),
+    bad = webhook(
+        "fx.example.com",
+        "http://127.0.0.1/plain",
+        hooks.ca_bundle,
+        resources=["pods"],
+        sideEffects="Some",
+        timeoutSeconds=60,
     )
     with pytest.raises(ApiException) as info:
-        core.create_namespaced_pod("default", pod("p"), dry_run="All")
-    assert info.value.status == 400
-    assert hooks.requests == []
+        _register(kube_api_client, "mutating", bad)
+    status = json.loads(info.value.body)
+    assert info.value.status == 422
+    assert {c["field"] for c in status["details"]["causes"]} == {
+        "webhooks[0].sideEffects",
+        "webhooks[0].timeoutSeconds",
+        "webhooks[0].clientConfig.url",
+    }
 
 
 def test_service_reference_resolves_through_the_service_and_verifies_its_dns_name(
