@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from kubesim.behaviour.pod_ranking import ready_condition
@@ -14,6 +14,7 @@ from kubesim.interface import JsonObject
 
 # upstream rand.SafeEncodeString alphabet: no vowels, no look-alike characters
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def owner_reference(owner: JsonObject) -> JsonObject:
@@ -73,13 +74,11 @@ def is_active(pod: JsonObject) -> bool:
 
 
 def available_since(pod: JsonObject) -> datetime | None:
-    """When the pod became Ready, if it is Ready now."""
+    """When the pod became Ready, if it is Ready now (the epoch if the time is unreadable)."""
     condition = ready_condition(pod)
     if condition is None or condition.get("status") != "True":
         return None
-    return parse_time(condition.get("lastTransitionTime")) or datetime.min.replace(
-        tzinfo=parse_time("1970-01-01T00:00:00Z").tzinfo  # type: ignore[union-attr]
-    )
+    return parse_time(condition.get("lastTransitionTime")) or _EPOCH
 
 
 def availability(pod: JsonObject, min_ready_seconds: int, now: datetime) -> tuple[bool, float]:
