@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import re
 import secrets
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
@@ -114,7 +115,7 @@ class ListOptions:
         return self.field is None or self.field(obj)
 
 
-_DECODE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError)
+_DECODE_ERRORS = (TypeError, AttributeError, KeyError, ValueError, IndexError, re.error)
 
 
 @contextlib.contextmanager

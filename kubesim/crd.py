@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from kubesim import errors
+from kubesim import schema as schema_checks
 from kubesim.errors import FieldError
 from kubesim.registry import PrinterColumn, ResourceType, ScalePaths
 from spreadbus.core import strategic_merge
@@ -23,6 +24,8 @@ def validate(crd: JsonObject) -> list[FieldError]:
         return [errors.required("spec")]
     group = spec.get("group")
     names = spec.get("names") or {}
+    if not isinstance(names, dict):
+        return [errors.invalid("spec.names", names, "must be an object")]
     if not group:
         errs.append(errors.required("spec.group"))
     elif "." not in group:
@@ -64,6 +67,7 @@ def validate(crd: JsonObject) -> list[FieldError]:
             if not isinstance(v, dict) or not v.get("name"):
                 errs.append(errors.required(f"spec.versions[{i}].name"))
                 continue
+            errs.extend(_validate_version_shape(v, f"spec.versions[{i}]"))
             if "served" not in v:
                 errs.append(errors.required(f"spec.versions[{i}].served"))
             schema = (v.get("schema") or {}).get("openAPIV3Schema")
@@ -73,11 +77,48 @@ def validate(crd: JsonObject) -> list[FieldError]:
                         f"spec.versions[{i}].schema.openAPIV3Schema", "schemas are required"
                     )
                 )
+            elif isinstance(v.get("schema"), dict):
+                errs.extend(
+                    schema_checks.validate_schema(
+                        schema, f"spec.versions[{i}].schema.openAPIV3Schema"
+                    )
+                )
             scale = (v.get("subresources") or {}).get("scale")
             if isinstance(scale, dict):
                 for f in ("specReplicasPath", "statusReplicasPath"):
                     if not scale.get(f):
                         errs.append(errors.required(f"spec.versions[{i}].subresources.scale.{f}"))
+    return errs
+
+
+def _validate_version_shape(v: JsonObject, p: str) -> list[FieldError]:
+    errs: list[FieldError] = []
+    subs = v.get("subresources")
+    if subs is not None and not isinstance(subs, dict):
+        errs.append(errors.invalid(f"{p}.subresources", subs, "must be an object"))
+    elif (
+        isinstance(subs, dict)
+        and subs.get("scale") is not None
+        and not isinstance(subs["scale"], dict)
+    ):
+        errs.append(errors.invalid(f"{p}.subresources.scale", subs["scale"], "must be an object"))
+    schema = v.get("schema")
+    if schema is not None and (
+        not isinstance(schema, dict) or not isinstance(schema.get("openAPIV3Schema", {}), dict)
+    ):
+        errs.append(errors.invalid(f"{p}.schema.openAPIV3Schema", schema, "must be an object"))
+    columns = v.get("additionalPrinterColumns") or []
+    if not isinstance(columns, list):
+        errs.append(errors.invalid(f"{p}.additionalPrinterColumns", columns, "must be a list"))
+        columns = []
+    for j, c in enumerate(columns):
+        if not isinstance(c, dict) or not c.get("name") or not c.get("jsonPath"):
+            errs.append(errors.required(f"{p}.additionalPrinterColumns[{j}].jsonPath"))
+    fields = v.get("selectableFields") or []
+    if not isinstance(fields, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("jsonPath"), str) for f in fields
+    ):
+        errs.append(errors.invalid(f"{p}.selectableFields", fields, "each needs a jsonPath"))
     return errs
 
 

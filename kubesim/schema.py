@@ -233,3 +233,82 @@ def _validate(schema: Schema, value: Any, path: str, errs: list[FieldError], roo
                 _validate(props[k], v, p, errs, False)
             elif isinstance(extra, Mapping):
                 _validate(extra, v, p, errs, False)
+
+
+_TYPES = ("object", "array", "string", "integer", "number", "boolean")
+_SCHEMA_MAPS = ("properties",)
+_NUMBERS = (
+    "minimum",
+    "maximum",
+    "minLength",
+    "maxLength",
+    "minItems",
+    "maxItems",
+    "minProperties",
+    "maxProperties",
+    "multipleOf",
+)
+
+
+def validate_schema(schema: Any, path: str, *, root: bool = True) -> list[FieldError]:
+    """Checks a CRD's ``openAPIV3Schema`` is structural, as the v1 API requires."""
+    errs: list[FieldError] = []
+    if not isinstance(schema, Mapping):
+        return [errors.invalid(path, schema, "must be an object")]
+    t = schema.get("type")
+    special = schema.get("x-kubernetes-int-or-string") or schema.get(
+        "x-kubernetes-preserve-unknown-fields"
+    )
+    if t is None:
+        if root:
+            errs.append(errors.required(f"{path}.type", "must not be empty at the root"))
+        elif not special:
+            errs.append(
+                errors.required(f"{path}.type", "must not be empty for specified object fields")
+            )
+    elif t not in _TYPES:
+        errs.append(errors.not_supported(f"{path}.type", t, list(_TYPES)))
+    elif root and t != "object":
+        errs.append(errors.invalid(f"{path}.type", t, "must be object at the root"))
+    props = schema.get("properties")
+    if props is not None:
+        if not isinstance(props, Mapping):
+            errs.append(errors.invalid(f"{path}.properties", props, "must be an object"))
+        else:
+            for k, sub in props.items():
+                errs.extend(validate_schema(sub, f"{path}.properties[{k}]", root=False))
+    items = schema.get("items")
+    if items is not None:
+        errs.extend(validate_schema(items, f"{path}.items", root=False))
+    elif t == "array":
+        errs.append(errors.required(f"{path}.items", "must be specified"))
+    extra = schema.get("additionalProperties")
+    if extra is not None and not isinstance(extra, bool):
+        errs.extend(validate_schema(extra, f"{path}.additionalProperties", root=False))
+    required = schema.get("required")
+    if required is not None and (
+        not isinstance(required, list) or not all(isinstance(r, str) for r in required)
+    ):
+        errs.append(errors.invalid(f"{path}.required", required, "must be a list of strings"))
+    enum = schema.get("enum")
+    if enum is not None and not isinstance(enum, list):
+        errs.append(errors.invalid(f"{path}.enum", enum, "must be a list"))
+    for key in _NUMBERS:
+        value = schema.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            errs.append(errors.invalid(f"{path}.{key}", value, "must be a number"))
+    pattern = schema.get("pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except (re.error, TypeError) as e:
+            errs.append(
+                errors.invalid(
+                    f"{path}.pattern", pattern, f"must be a valid regular expression: {e}"
+                )
+            )
+    for key in ("nullable", "x-kubernetes-preserve-unknown-fields", "x-kubernetes-int-or-string"):
+        value = schema.get(key)
+        if value is not None and not isinstance(value, bool):
+            errs.append(errors.invalid(f"{path}.{key}", value, "must be a boolean"))
+    return errs

@@ -321,3 +321,18 @@ def test_owner_references_garbage_collect_dependents_in_background(
     assert (
         core.list_namespaced_config_map("default", field_selector="metadata.name=dep").items == []
     )
+
+
+def test_a_non_structural_schema_is_rejected(kube_api_client: client.ApiClient) -> None:
+    crd = json.loads(json.dumps(WIDGET_CRD))
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+        "size"
+    ] = {"minimum": 0}
+    crd["spec"]["versions"][1]["schema"]["openAPIV3Schema"] = {"type": "object", "pattern": "["}
+    with pytest.raises(ApiException) as info:
+        client.ApiextensionsV1Api(kube_api_client).create_custom_resource_definition(crd)
+    fields = {c["field"] for c in json.loads(info.value.body)["details"]["causes"]}
+    assert fields == {
+        "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type",
+        "spec.versions[1].schema.openAPIV3Schema.pattern",
+    }
