@@ -93,7 +93,7 @@ def set_path(obj: JsonObject, path: str, value: Any) -> JsonObject:
 class ListOptions:
     """Parsed list/watch query options."""
 
-    __slots__ = ("continue_", "field", "label", "limit", "resource_version")
+    __slots__ = ("continue_", "field", "label", "limit", "resource_version", "rv_match")
 
     def __init__(
         self,
@@ -102,7 +102,9 @@ class ListOptions:
         limit: int | None = None,
         continue_: str | None = None,
         resource_version: str | None = None,
+        rv_match: str | None = None,
     ) -> None:
+        self.rv_match = rv_match
         self.label = label
         self.field = field
         self.limit = limit
@@ -229,11 +231,16 @@ class ApiServer:
                     "list - objects that were created, modified, or deleted between the time "
                     "the first chunk was returned and now may show up in the list."
                 )
-        if start_after is not None:
+        elif opts.resource_version not in (None, "", "0"):
+            rv = self._list_version(opts)
+            start_after = None
+        if rv != self.store.rv:
             bucket = self.store.snapshot(rt.storage_key, rv)
         else:
             bucket = self.store.objects.get(rt.storage_key) or {}
-        keys = sorted(bucket) if (opts.limit or start_after) else list(bucket)
+        keys = (
+            sorted(bucket) if (opts.limit or start_after or rv != self.store.rv) else list(bucket)
+        )
         items: list[JsonObject] = []
         next_token: str | None = None
         remaining: int | None = None
@@ -260,6 +267,29 @@ class ApiServer:
                 break
             items.append(self._versioned(rt, obj) if rt.custom else obj)
         return items, str(rv), next_token, remaining
+
+    def _list_version(self, opts: ListOptions) -> int:
+        """The version a list with ``resourceVersion`` reads at: exactly it for
+        ``resourceVersionMatch=Exact`` (410 once compacted), otherwise the current state,
+        which is never older (a version from the future is upstream's 504 'Too large')."""
+        try:
+            wanted = int(str(opts.resource_version))
+        except ValueError as e:
+            raise errors.bad_request(f"invalid resource version: {opts.resource_version}") from e
+        if opts.rv_match not in (None, "", "Exact", "NotOlderThan"):
+            raise errors.bad_request(
+                f'resourceVersionMatch: Unsupported value: "{opts.rv_match}": supported values: '
+                '"Exact", "NotOlderThan"'
+            )
+        if wanted > self.store.rv:
+            raise _too_large(wanted, self.store.rv)
+        if opts.rv_match == "Exact":
+            if wanted < self.store.compacted:
+                raise errors.gone(
+                    f"too old resource version: {wanted} ({self.store.compacted + 1})"
+                )
+            return wanted
+        return self.store.rv
 
     # --- create --------------------------------------------------------------------------------
 
@@ -1042,20 +1072,7 @@ class ApiServer:
             except ValueError as e:
                 raise errors.bad_request(f"invalid resource version: {rv_text}") from e
             if since > self.store.rv:
-                raise ApiError(
-                    504,
-                    "Timeout",
-                    f"Too large resource version: {since}, current: {self.store.rv}",
-                    details={
-                        "causes": [
-                            {
-                                "reason": "ResourceVersionTooLarge",
-                                "message": "Too large resource version",
-                            }
-                        ],
-                        "retryAfterSeconds": 1,
-                    },
-                )
+                raise _too_large(since, self.store.rv)
             if not self.store.replay(w, since):
                 raise errors.gone(f"too old resource version: {since} ({self.store.compacted + 1})")
         self.store.add_watcher(w)
@@ -1111,6 +1128,7 @@ class ApiServer:
         limit: int | None = None,
         continue_: str | None = None,
         resource_version: str | None = None,
+        rv_match: str | None = None,
     ) -> ListOptions:
         try:
             sel = label_selector.parse(label) if label else None
@@ -1120,7 +1138,12 @@ class ApiServer:
             ) from e
         pred = fields.parse(field, rt.field_labels + rt.selectable_fields)
         return ListOptions(
-            sel if sel and not sel.empty else None, pred, limit, continue_, resource_version
+            sel if sel and not sel.empty else None,
+            pred,
+            limit,
+            continue_,
+            resource_version,
+            rv_match,
         )
 
     async def update(
@@ -1206,6 +1229,20 @@ class ApiServer:
                     return
         finally:
             self.close_watch(w)
+
+
+def _too_large(wanted: int, current: int) -> ApiError:
+    return ApiError(
+        504,
+        "Timeout",
+        f"Too large resource version: {wanted}, current: {current}",
+        details={
+            "causes": [
+                {"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}
+            ],
+            "retryAfterSeconds": 1,
+        },
+    )
 
 
 def _spec_changed(old: JsonObject, new: JsonObject) -> bool:

@@ -403,6 +403,7 @@ class HttpApi:
             limit,
             q.get("continue") or None,
             q.get("resourceVersion"),
+            q.get("resourceVersionMatch"),
         )
 
     def _list(self, request: web.Request, t: Target) -> web.Response:

@@ -217,3 +217,24 @@ async def test_a_watcher_that_falls_too_far_behind_is_closed_without_blocking_wr
         assert len(items) == 20
     finally:
         await sim.stop()
+
+
+def test_list_at_an_exact_resource_version_shows_the_past(core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map("default", _cm("old"))
+    then = core.list_namespaced_config_map("default").metadata.resource_version
+    core.create_namespaced_config_map("default", _cm("new"))
+    core.delete_namespaced_config_map("old", "default")
+    past = core.list_namespaced_config_map(
+        "default", resource_version=then, resource_version_match="Exact"
+    )
+    assert [c.metadata.name for c in past.items] == ["old"]
+    assert past.metadata.resource_version == then
+    now = core.list_namespaced_config_map(
+        "default", resource_version=then, resource_version_match="NotOlderThan"
+    )
+    assert [c.metadata.name for c in now.items] == ["new"]
+    with pytest.raises(ApiException) as info:
+        core.list_namespaced_config_map(
+            "default", resource_version="999999", resource_version_match="NotOlderThan"
+        )
+    assert info.value.status == 504
