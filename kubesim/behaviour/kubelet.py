@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ipaddress
 import logging
-import zlib
 from typing import Any
 
 from kubesim.behaviour.informer import Informer, by_node_name, object_key
@@ -103,6 +103,9 @@ class _RunningKubelet:
         self._progress: dict[str, tuple[str, float]] = {}
         self._seen: dict[str, float] = {}
         self._terminating: dict[str, float] = {}
+        # pod addresses: per uid (podCIDR, address, host number); per podCIDR hosts in use
+        self._ips: dict[str, tuple[str, str, int]] = {}
+        self._used_ips: dict[str, set[int]] = {}
 
     async def start(self) -> None:
         self._nodes.start()
@@ -122,6 +125,7 @@ class _RunningKubelet:
                 uid = str(old["metadata"].get("uid"))
                 for memory in (self._progress, self._seen, self._terminating):
                     memory.pop(uid, None)
+                self._release_ip(uid)
             return
         if (new.get("spec") or {}).get("nodeName"):
             self._queue.add(object_key(new))
@@ -290,13 +294,33 @@ class _RunningKubelet:
         new_status = {
             **old,
             "phase": "Running",
-            "podIP": old.get("podIP") or _pod_ip(uid),
-            "podIPs": [{"ip": old.get("podIP") or _pod_ip(uid)}],
+            "podIP": old.get("podIP") or self._allocate_ip(pod),
+            "podIPs": [{"ip": old.get("podIP") or self._allocate_ip(pod)}],
             "conditions": conditions,
             "containerStatuses": statuses,
         }
         if new_status != old:
             await self._write_status(pod, new_status)
+
+    def _allocate_ip(self, pod: JsonObject) -> str:
+        """The pod's address in its node's podCIDR: the lowest host number free there."""
+        uid = str(pod["metadata"].get("uid"))
+        if uid in self._ips:
+            return self._ips[uid][1]
+        node = self._nodes.get(pod["spec"]["nodeName"]) or {}
+        cidr = str((node.get("spec") or {}).get("podCIDR") or "10.127.252.0/22")
+        network = ipaddress.IPv4Network(cidr, strict=False)
+        used = self._used_ips.setdefault(cidr, set())
+        host = next(h for h in range(2, network.num_addresses - 1) if h not in used)
+        used.add(host)
+        address = str(network.network_address + host)
+        self._ips[uid] = (cidr, address, host)
+        return address
+
+    def _release_ip(self, uid: str) -> None:
+        allocated = self._ips.pop(uid, None)
+        if allocated is not None:
+            self._used_ips.get(allocated[0], set()).discard(allocated[2])
 
     async def _write_status(self, pod: JsonObject, status: JsonObject) -> None:
         meta = pod["metadata"]
@@ -320,13 +344,10 @@ def _int(raw: Any) -> int:
 
 
 def _node_ip(node: JsonObject) -> str:
-    name = node["metadata"]["name"]
-    return f"10.0.{sum(name.encode()) % 250}.{len(name) % 250 + 1}"
-
-
-def _pod_ip(uid: str) -> str:
-    digest = zlib.crc32(uid.encode())
-    return f"10.{64 + digest % 64}.{(digest >> 8) % 256}.{(digest >> 16) % 254 + 1}"
+    for address in (node.get("status") or {}).get("addresses") or ():
+        if address.get("type") == "InternalIP":
+            return str(address.get("address"))
+    return ""
 
 
 def _qos_class(spec: JsonObject) -> str:

@@ -8,6 +8,8 @@ a path (``three-zones``, ``elastic``, ``bench-100``).
 
 from __future__ import annotations
 
+import ipaddress
+import zlib
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -47,8 +49,9 @@ class Topology:
         return [n for g in self.groups for n in g.node_names()]
 
     def nodes(self, now: str) -> list[JsonObject]:
-        """Node objects ready to create, Ready as of ``now``."""
-        return [node_object(g, name, now) for g in self.groups for name in g.node_names()]
+        """Node objects ready to create, Ready as of ``now``, numbered for their addresses."""
+        names = [(g, name) for g in self.groups for name in g.node_names()]
+        return [node_object(g, name, now, index=i) for i, (g, name) in enumerate(names)]
 
 
 def shipped_topologies() -> list[str]:
@@ -131,14 +134,28 @@ def _parse_group(raw: Any, path: str) -> NodeGroup:
     )
 
 
-def node_object(group: NodeGroup, name: str, now: str) -> JsonObject:
+POD_NETWORK = ipaddress.IPv4Network("10.64.0.0/10")
+NODE_NETWORK = ipaddress.IPv4Network("10.0.0.0/16")
+
+
+def node_addresses(index: int) -> tuple[str, str]:
+    """(InternalIP, podCIDR) of the ``index``-th node (0..4095): a /22 of pods each."""
+    block = POD_NETWORK.network_address + (index % 4096) * 1024
+    return str(NODE_NETWORK.network_address + index + 1), f"{block}/22"
+
+
+def node_object(group: NodeGroup, name: str, now: str, *, index: int | None = None) -> JsonObject:
+    """A Ready node of ``group``; ``index`` numbers its addresses (from the name if None)."""
     labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/arch": "amd64",
         **group.labels,
     }
-    spec: JsonObject = {}
+    if index is None:
+        index = 1024 + zlib.crc32(name.encode()) % 3072
+    internal_ip, pod_cidr = node_addresses(index)
+    spec: JsonObject = {"podCIDR": pod_cidr, "podCIDRs": [pod_cidr]}
     if group.taints:
         spec["taints"] = [dict(t) for t in group.taints]
     if group.unschedulable:
@@ -152,7 +169,10 @@ def node_object(group: NodeGroup, name: str, now: str) -> JsonObject:
             "capacity": dict(group.allocatable),
             "allocatable": dict(group.allocatable),
             "conditions": ready_conditions(True, now),
-            "addresses": [{"type": "Hostname", "address": name}],
+            "addresses": [
+                {"type": "InternalIP", "address": internal_ip},
+                {"type": "Hostname", "address": name},
+            ],
             "nodeInfo": {
                 "architecture": labels["kubernetes.io/arch"],
                 "operatingSystem": "linux",

@@ -77,3 +77,29 @@ def test_graceful_deletion_keeps_the_pod_terminating_until_the_kubelet_finishes(
     terminating = cluster.core.read_namespaced_pod("bye", "default")
     assert terminating.metadata.deletion_timestamp is not None
     cluster.wait_for(lambda: not cluster.pods(), what="pod gone")
+
+
+def test_pods_get_distinct_addresses_from_their_nodes_pod_ranges(cluster: SimCluster) -> None:
+    import ipaddress
+
+    from tests.kubesim_behaviour.workloads import deployment
+
+    cluster.apps.create_namespaced_deployment("default", deployment("addr", 24))
+    pods = cluster.wait_for(
+        lambda: (
+            (r := [p for p in cluster.pods(selector="app=addr") if is_ready(p)])
+            and len(r) == 24
+            and r
+        ),
+        what="24 ready pods",
+    )
+    nodes = {n.metadata.name: n for n in cluster.core.list_node().items}
+    addresses = [p["status"]["podIP"] for p in pods]
+    assert len(set(addresses)) == 24
+    for pod in pods:
+        node = nodes[pod["spec"]["nodeName"]]
+        assert ipaddress.ip_address(pod["status"]["podIP"]) in ipaddress.ip_network(
+            node.spec.pod_cidr
+        )
+        internal = [a.address for a in node.status.addresses if a.type == "InternalIP"]
+        assert pod["status"]["hostIP"] == internal[0]
