@@ -198,7 +198,7 @@ class ApiServer:
             raise errors.not_found(rt.plural, rt.group, name)
         return obj
 
-    def _versioned(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+    def versioned(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
         """The stored object as the requested version (CRDs: rewrite apiVersion only)."""
         if obj.get("apiVersion") == rt.api_version:
             return obj
@@ -207,7 +207,7 @@ class ApiServer:
     # --- reads ---------------------------------------------------------------------------------
 
     def get_obj(self, rt: ResourceType, namespace: str | None, name: str) -> JsonObject:
-        return self._versioned(rt, self.existing(rt, self._ns(rt, namespace), name))
+        return self.versioned(rt, self.existing(rt, self._ns(rt, namespace), name))
 
     def list_objs(
         self, rt: ResourceType, namespace: str | None, opts: ListOptions
@@ -265,7 +265,7 @@ class ApiServer:
                     if (not namespace or k[0] == namespace) and opts.matches(bucket[k])
                 )
                 break
-            items.append(self._versioned(rt, obj) if rt.custom else obj)
+            items.append(self.versioned(rt, obj) if rt.custom else obj)
         return items, str(rv), next_token, remaining
 
     def _list_version(self, opts: ListOptions) -> int:
@@ -498,9 +498,9 @@ class ApiServer:
         if self.store.get(rt.storage_key, ns, name) is not None:
             raise errors.already_exists(rt.plural, rt.group, name)
         if dry_run:
-            return self._versioned(rt, obj)
+            return self.versioned(rt, obj)
         stored = self._store_new(rt, obj)
-        return self._versioned(rt, stored)
+        return self.versioned(rt, stored)
 
     @staticmethod
     def _create_attrs(rt: ResourceType, ns: str, obj: JsonObject, dry_run: bool) -> Attributes:
@@ -665,22 +665,22 @@ class ApiServer:
             merged["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
         merged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         if merged == old:
-            return self._versioned(rt, old)
+            return self.versioned(rt, old)
         if dry_run:
-            return self._versioned(rt, merged)
+            return self.versioned(rt, merged)
         meta = merged["metadata"]
         if (
             meta.get("deletionTimestamp")
             and not meta.get("finalizers")
             and not self._grace_pending(rt, merged)
         ):
-            return self._versioned(rt, self.remove(rt, merged))
+            return self.versioned(rt, self.remove(rt, merged))
         meta["resourceVersion"] = str(self.store.next_rv())
         ev = self.store.write(rt.storage_key, merged, "MODIFIED", old)
         if rt.kind == "CustomResourceDefinition":
             self.serve_crd(merged)
         self.after_write(ev)
-        return self._versioned(rt, merged)
+        return self.versioned(rt, merged)
 
     def _grace_pending(self, rt: ResourceType, obj: JsonObject) -> bool:
         return rt.kind == "Pod" and int(obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
@@ -739,7 +739,7 @@ class ApiServer:
             scale = self.scale_of(rt, old)
             patched = self._apply_patch(scale, patch, patch_type, strategic_merge.EMPTY)
             return await self._update_scale(rt, ns, name, patched, dry_run=dry_run)
-        current = self._versioned(rt, old)
+        current = self.versioned(rt, old)
         patched = self._apply_patch(current, patch, patch_type, rt.patch_meta)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch must result in an object")
@@ -835,7 +835,7 @@ class ApiServer:
         new = set_path(old, rt.scale.spec_replicas, replicas)
         new["metadata"] = dict(old["metadata"])
         updated = await self.write_update(
-            rt, old, self._versioned(rt, new), "scale", dry_run=dry_run
+            rt, old, self.versioned(rt, new), "scale", dry_run=dry_run
         )
         return self.scale_of(rt, updated)
 
@@ -891,7 +891,7 @@ class ApiServer:
             await self.admission.mutate(attrs, None, old)
             await self.admission.validate(attrs, None, old)
         if dry_run:
-            return self._versioned(rt, old), False
+            return self.versioned(rt, old), False
 
         finalizers = list(meta.get("finalizers") or [])
         grace = self._grace_for(rt, old, grace_period_seconds)
@@ -903,7 +903,7 @@ class ApiServer:
             return self._terminate_namespace(rt, old), False
 
         if not finalizers and grace == 0:
-            return self._versioned(rt, self.remove(rt, old)), True
+            return self.versioned(rt, self.remove(rt, old)), True
 
         new_meta = dict(meta)
         changed = False
@@ -917,16 +917,16 @@ class ApiServer:
             new_meta["finalizers"] = finalizers
             changed = True
         if new_meta.get("deletionGracePeriodSeconds") == 0 and not finalizers:
-            return self._versioned(rt, self.remove(rt, old)), True
+            return self.versioned(rt, self.remove(rt, old)), True
         if not changed:
-            return self._versioned(rt, old), False
+            return self.versioned(rt, old), False
         new_meta["resourceVersion"] = str(self.store.next_rv())
         new = {**old, "metadata": new_meta}
         ev = self.store.write(rt.storage_key, new, "MODIFIED", old)
         self.after_write(ev)
         if FOREGROUND in finalizers or ORPHAN in finalizers:
             self.gc.enqueue_owner(meta["uid"])
-        return self._versioned(rt, new), False
+        return self.versioned(rt, new), False
 
     def _grace_for(self, rt: ResourceType, obj: JsonObject, requested: int | None) -> int:
         if rt.kind != "Pod":
@@ -1220,7 +1220,7 @@ class ApiServer:
                 for kind, _ev, obj in w.drain():
                     if kind.startswith("BOOKMARK"):
                         continue
-                    yield WatchEvent(kind, copy_json(self._versioned(rt, obj)))  # type: ignore[arg-type]
+                    yield WatchEvent(kind, copy_json(self.versioned(rt, obj)))  # type: ignore[arg-type]
                 if w.closed and not w.queue:
                     if w.overflowed:
                         yield WatchEvent(

@@ -538,12 +538,12 @@ class HttpApi:
     ) -> bytes:
         if table:
             tbl = tables.table(
-                rt, [self.server._versioned(rt, obj)], clock(), include_object=include_object
+                rt, [self.server.versioned(rt, obj)], clock(), include_object=include_object
             )
             return _encode({"type": kind, "object": tbl}) + b"\n"
         if obj is ev.obj and (not rt.custom or obj.get("apiVersion") == rt.api_version):
             return b'{"type":"' + kind.encode() + b'","object":' + ev.encoded() + b"}\n"
-        return _encode({"type": kind, "object": self.server._versioned(rt, obj)}) + b"\n"
+        return _encode({"type": kind, "object": self.server.versioned(rt, obj)}) + b"\n"
 
     async def close_streams(self) -> None:
         self.stopping.set()
