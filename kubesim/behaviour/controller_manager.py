@@ -29,9 +29,9 @@ class ControllerManager:
     async def start(self, cluster: Cluster) -> None:
         informers = self._informers = Informers(cluster)
         self._controllers = [
-            ReplicaSetController(cluster, informers),
-            DeploymentController(cluster, informers),
-            StatefulSetController(cluster, informers),
+            ReplicaSetController(cluster, informers, events=self.settings.events),
+            DeploymentController(cluster, informers, events=self.settings.events),
+            StatefulSetController(cluster, informers, events=self.settings.events),
             DisruptionController(cluster, informers),
             NodeLifecycleController(cluster, informers, self.settings),
         ]

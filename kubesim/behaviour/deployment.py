@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import controller_ref, object_key
 from kubesim.behaviour.label_match import selector_matches
 from kubesim.behaviour.pod_template import int_field, is_active, owner_reference, template_hash
@@ -56,9 +57,10 @@ def _created(rs: JsonObject) -> str:
 
 
 class DeploymentController:
-    def __init__(self, cluster: Cluster, informers: Informers) -> None:
+    def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
         self.cluster = cluster
         self.informers = informers
+        self.events = EventRecorder(cluster, "deployment-controller", enabled=events)
         self.queue = WorkQueue("deployment", self._sync, workers=2)
         informers.deployments.add_handler(self._on_deployment)
         informers.replicasets.add_handler(self._on_replicaset)
@@ -69,6 +71,7 @@ class DeploymentController:
 
     async def stop(self) -> None:
         await self.queue.stop()
+        await self.events.stop()
 
     def _on_deployment(self, old: JsonObject | None, new: JsonObject | None) -> None:
         if new is not None:
@@ -230,6 +233,15 @@ class DeploymentController:
         updated = await self.cluster.update(
             REPLICASETS, body, namespace=rs["metadata"].get("namespace")
         )
+        before, after = _replicas(rs), replicas
+        if before != after:
+            self.events.normal(
+                d,
+                "Deployment",
+                "ScalingReplicaSet",
+                f"Scaled {'up' if after > before else 'down'} replica set "
+                f"{rs['metadata']['name']} from {before} to {after}",
+            )
         self.informers.replicasets.write_result(updated)
         return updated
 
@@ -300,6 +312,13 @@ class DeploymentController:
                 raise
             created = existing
         self.informers.replicasets.write_result(created)
+        if replicas:
+            self.events.normal(
+                d,
+                "Deployment",
+                "ScalingReplicaSet",
+                f"Scaled up replica set {created['metadata']['name']} from 0 to {replicas}",
+            )
         return created
 
     async def _bump_collision(self, d: JsonObject) -> None:

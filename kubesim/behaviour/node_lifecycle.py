@@ -18,6 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
+from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import object_key
 from kubesim.behaviour.kubelet import node_ready_status
 from kubesim.behaviour.replicaset import delete_pod
@@ -63,6 +64,7 @@ class NodeLifecycleController:
         self.cluster = cluster
         self.informers = informers
         self.settings = settings
+        self.events = EventRecorder(cluster, "taint-eviction-controller", enabled=settings.events)
         self.nodes = WorkQueue("node-lifecycle", self._sync_node)
         self.evictions = WorkQueue("taint-eviction", self._sync_pod, workers=2)
         self.orphans = WorkQueue("pod-gc", self._collect_orphan)
@@ -79,6 +81,7 @@ class NodeLifecycleController:
         await self.nodes.stop()
         await self.evictions.stop()
         await self.orphans.stop()
+        await self.events.stop()
 
     async def _collect_orphan(self, key: str) -> None:
         pod = self.informers.pods.get(key)
@@ -205,6 +208,7 @@ class NodeLifecycleController:
             self.evictions.add_after(key, remaining)
             return
         log.info("evicting %s from tainted node %s", key, node_name)
+        self.events.normal(pod, "Pod", "TaintManagerEviction", f"Marking for deletion Pod {key}")
         await delete_pod(self.cluster, self.informers, pod)
 
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
+from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import controller_ref, object_key
 from kubesim.behaviour.label_match import selector_matches
 from kubesim.behaviour.pod_ranking import is_ready, pods_to_delete
@@ -34,7 +36,10 @@ def cluster_now(cluster: Cluster) -> datetime:
 
 
 async def create_in_batches(
-    cluster: Cluster, informers: Informers, pods: list[JsonObject]
+    cluster: Cluster,
+    informers: Informers,
+    pods: list[JsonObject],
+    on_created: Callable[[JsonObject], None] | None = None,
 ) -> ApiError | None:
     """Create pods 1, 2, 4, ... at a time; stop at the first batch with a failure."""
     batch = 1
@@ -53,6 +58,8 @@ async def create_in_batches(
                 raise result
             else:
                 informers.pods.write_result(result)
+                if on_created is not None:
+                    on_created(result)
         if error is not None:
             return error
         done += len(chunk)
@@ -113,9 +120,10 @@ def set_condition(
 
 
 class ReplicaSetController:
-    def __init__(self, cluster: Cluster, informers: Informers) -> None:
+    def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
         self.cluster = cluster
         self.informers = informers
+        self.events = EventRecorder(cluster, "replicaset-controller", enabled=events)
         self.queue = WorkQueue("replicaset", self._sync, workers=4)
         informers.replicasets.add_handler(self._on_replicaset)
         informers.pods.add_handler(self._on_pod)
@@ -125,6 +133,7 @@ class ReplicaSetController:
 
     async def stop(self) -> None:
         await self.queue.stop()
+        await self.events.stop()
 
     def _on_replicaset(self, old: JsonObject | None, new: JsonObject | None) -> None:
         if new is not None:
@@ -164,13 +173,28 @@ class ReplicaSetController:
         elif len(active) < desired:
             wanted = min(desired - len(active), BURST_REPLICAS)
             pods = [pod_from_template(template, _with_kind(rs)) for _ in range(wanted)]
-            failure = await create_in_batches(self.cluster, self.informers, pods)
+            failure = await create_in_batches(
+                self.cluster,
+                self.informers,
+                pods,
+                lambda pod: self.events.normal(
+                    rs, "ReplicaSet", "SuccessfulCreate", f"Created pod: {pod['metadata']['name']}"
+                ),
+            )
+            if failure is not None:
+                self.events.warning(
+                    rs, "ReplicaSet", "FailedCreate", f"Error creating: {failure.message}"
+                )
         elif len(active) > desired:
             now = cluster_now(self.cluster)
             victims = pods_to_delete(
                 active, self._related_pods(rs, active), len(active) - desired, now
             )
             await asyncio.gather(*(delete_pod(self.cluster, self.informers, p) for p in victims))
+            for pod in victims:
+                self.events.normal(
+                    rs, "ReplicaSet", "SuccessfulDelete", f"Deleted pod: {pod['metadata']['name']}"
+                )
         await self._update_status(key, failure)
 
     async def _update_status(self, key: str, failure: ApiError | None) -> None:

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 
+from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import Informer, object_key
 from kubesim.behaviour.scheduling import NodeInfo, schedule
 from kubesim.behaviour.settings import Settings
@@ -62,6 +63,7 @@ class _RunningScheduler:
         self._cluster = cluster
         self._nodes = Informer(cluster, NODES)
         self._pods = Informer(cluster, PODS)
+        self._events = EventRecorder(cluster, SCHEDULER_NAME, enabled=settings.events)
         self._nodes.add_handler(self._on_node)
         self._pods.add_handler(self._on_pod)
         self._infos: dict[str, NodeInfo] = {}
@@ -90,6 +92,7 @@ class _RunningScheduler:
                 await task
         await self._pods.stop()
         await self._nodes.stop()
+        await self._events.stop()
 
     # -- cache -----------------------------------------------------------------------------
 
@@ -228,6 +231,9 @@ class _RunningScheduler:
             log.info("binding %s to %s failed: %s", key, decision.node, exc.message)
             self._unschedulable.add(key)
             return
+        self._events.normal(
+            pod, "Pod", "Scheduled", f"Successfully assigned {key} to {decision.node}"
+        )
 
     async def _report_unschedulable(self, pod: JsonObject, message: str) -> None:
         conditions = (pod.get("status") or {}).get("conditions") or []
@@ -238,6 +244,7 @@ class _RunningScheduler:
             and current.get("message") == message
         ):
             return
+        self._events.warning(pod, "Pod", "FailedScheduling", message)
         condition = {
             "type": "PodScheduled",
             "status": "False",

@@ -25,6 +25,8 @@ class Settings:
     default_toleration_seconds: float = 300.0
     # how often pods the scheduler could not place are retried without any triggering event
     unschedulable_retry: float = 5.0
+    # write Events (Scheduled, SuccessfulCreate, ScalingReplicaSet, ...) for kubectl describe
+    events: bool = True
 
     @classmethod
     def fast(cls, **overrides: Any) -> Settings:

@@ -14,6 +14,7 @@ import logging
 import re
 from typing import Any
 
+from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import controller_ref, object_key
 from kubesim.behaviour.pod_ranking import is_ready
 from kubesim.behaviour.pod_template import (
@@ -45,9 +46,10 @@ def _running_ready(pod: JsonObject) -> bool:
 
 
 class StatefulSetController:
-    def __init__(self, cluster: Cluster, informers: Informers) -> None:
+    def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
         self.cluster = cluster
         self.informers = informers
+        self.events = EventRecorder(cluster, "statefulset-controller", enabled=events)
         self.queue = WorkQueue("statefulset", self._sync, workers=2)
         informers.statefulsets.add_handler(self._on_set)
         informers.pods.add_handler(self._on_pod)
@@ -57,6 +59,7 @@ class StatefulSetController:
 
     async def stop(self) -> None:
         await self.queue.stop()
+        await self.events.stop()
 
     def _on_set(self, old: JsonObject | None, new: JsonObject | None) -> None:
         if new is not None:
@@ -138,7 +141,7 @@ class StatefulSetController:
             if (failed.get("status") or {}).get("phase") == "Failed" and not failed["metadata"].get(
                 "deletionTimestamp"
             ):
-                await delete_pod(self.cluster, self.informers, failed)
+                await self._delete(sts, failed)
                 if not parallel:
                     return await self._write_status(sts, current_revision, update_revision)
         # scale up: create missing ordinals
@@ -171,7 +174,7 @@ class StatefulSetController:
                 _running_ready(p) for i, p in pods.items() if i < index and i not in condemned
             ):
                 return await self._write_status(sts, current_revision, update_revision)
-            await delete_pod(self.cluster, self.informers, pod)
+            await self._delete(sts, pod)
             if not parallel:
                 return await self._write_status(sts, current_revision, update_revision)
         if strategy.get("type", "RollingUpdate") == "RollingUpdate":
@@ -197,8 +200,18 @@ class StatefulSetController:
                 break
             pod = live[index]
             if (pod["metadata"].get("labels") or {}).get(REVISION_LABEL) != update_revision:
-                await delete_pod(self.cluster, self.informers, pod)
+                await self._delete(sts, pod)
                 return
+
+    async def _delete(self, sts: JsonObject, pod: JsonObject) -> None:
+        await delete_pod(self.cluster, self.informers, pod)
+        self.events.normal(
+            sts,
+            "StatefulSet",
+            "SuccessfulDelete",
+            f"delete Pod {pod['metadata']['name']} in StatefulSet {sts['metadata']['name']}"
+            " successful",
+        )
 
     async def _create_pod(self, sts: JsonObject, index: int, revision: str) -> None:
         template = self._template_of(sts, revision) or (sts.get("spec") or {}).get("template") or {}
@@ -226,6 +239,12 @@ class StatefulSetController:
                 return  # the old pod of that name is still being removed
             raise
         self.informers.pods.write_result(created)
+        self.events.normal(
+            sts,
+            "StatefulSet",
+            "SuccessfulCreate",
+            f"create Pod {name} in StatefulSet {sts['metadata']['name']} successful",
+        )
 
     async def _write_status(self, sts: JsonObject, current: str, update: str) -> None:
         fresh = self.informers.statefulsets.get(object_key(sts)) or sts

@@ -150,3 +150,30 @@ def test_rollout_undo_brings_back_the_previous_template_as_a_new_revision(
         "deployment.kubernetes.io/revision"
     ]
     assert revision == "3"
+
+
+def test_describe_and_get_events_tell_what_the_controllers_and_scheduler_did(
+    cluster: SimCluster,
+) -> None:
+    apply(cluster, deployment("told", 2))
+    cluster.kubectl("rollout", "status", "deployment/told", "--timeout=60s")
+    pod = live_pods(cluster, "told")[0]["metadata"]["name"]
+
+    def described() -> str | None:
+        text = cluster.kubectl("describe", "pod", pod).stdout
+        return text if "Scheduled" in text else None
+
+    text = cluster.wait_for(described, what="a Scheduled event")
+    assert f"Successfully assigned default/{pod} to " in text
+    events = cluster.wait_for(
+        lambda: (
+            (out := cluster.kubectl("get", "events", "-o", "json").stdout)
+            and "ScalingReplicaSet" in out
+            and "SuccessfulCreate" in out
+            and json.loads(out)
+        ),
+        what="controller events",
+    )
+    reasons = {(e["involvedObject"]["kind"], e["reason"]) for e in events["items"]}
+    assert {("Deployment", "ScalingReplicaSet"), ("ReplicaSet", "SuccessfulCreate")} <= reasons
+    assert ("Pod", "Scheduled") in reasons
