@@ -164,7 +164,6 @@ def resource_types(crd: JsonObject) -> list[ResourceType]:
                 strategic=False,
                 patch_meta=strategic_merge.GENERIC,
                 schema=schema,
-                preserve_unknown=bool((schema or {}).get("x-kubernetes-preserve-unknown-fields")),
                 printer_columns=columns,
                 selectable_fields=tuple(
                     f["jsonPath"].lstrip(".") for f in v.get("selectableFields") or ()

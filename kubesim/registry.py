@@ -9,7 +9,7 @@ rewriting ``apiVersion`` only, the ``None`` conversion strategy).
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from spreadbus.core import strategic_merge
@@ -54,7 +54,6 @@ class ResourceType:
     strategic: bool = True
     patch_meta: strategic_merge.PatchMeta = strategic_merge.GENERIC
     schema: Mapping[str, Any] | None = None
-    preserve_unknown: bool = True
     printer_columns: tuple[PrinterColumn, ...] = ()
     selectable_fields: tuple[str, ...] = ()
     field_labels: tuple[str, ...] = ()
@@ -62,9 +61,7 @@ class ResourceType:
     create_on_update: bool = False
     custom: bool = False
     storage_version: bool = True
-    served: bool = True
     crd_name: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not self.singular:
