@@ -238,3 +238,36 @@ def test_list_at_an_exact_resource_version_shows_the_past(core: client.CoreV1Api
             "default", resource_version="999999", resource_version_match="NotOlderThan"
         )
     assert info.value.status == 504
+
+
+def test_a_watcher_that_never_reads_does_not_stall_writers_over_http(
+    kubesim_factory: Callable[..., KubeSimThread],
+) -> None:
+    import socket
+    import ssl
+
+    sim = kubesim_factory(max_watch_queue=20)
+    ctx = ssl.create_default_context(cafile=sim.ca_file)
+    host, port = sim.url.removeprefix("https://").rsplit(":", 1)
+    raw = ctx.wrap_socket(socket.create_connection((host, int(port))), server_hostname=host)
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.sendall(
+        f"GET /api/v1/namespaces/default/configmaps?watch=true HTTP/1.1\r\nHost: {host}\r\n"
+        f"Authorization: Bearer {sim.token}\r\n\r\n".encode()
+    )
+    try:
+        with client.ApiClient(sim.kube_configuration()) as api:
+            core = client.CoreV1Api(api)
+            big = "x" * 65536
+            for i in range(100):
+                core.create_namespaced_config_map(
+                    "default", {"metadata": {"name": f"c{i}"}, "data": {"v": big}}
+                )
+            assert len(core.list_namespaced_config_map("default").items) == 100
+        # The stalled watch is cut off once its bounded queue overflows.
+        stalled = list(sim.api.store.watchers.get(("", "configmaps"), ()))
+        assert len(stalled) == 1
+        assert stalled[0].overflowed
+        assert len(stalled[0].queue) <= 20
+    finally:
+        raw.close()
