@@ -343,6 +343,8 @@ class ApiServer:
             kinds.default_pod(obj)
         elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
             kinds.default_workload(kind, obj)
+        elif kind == "Service":
+            kinds.default_service(obj)
         elif kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             for w in obj.get("webhooks") or ():
                 if isinstance(w, dict):
@@ -385,6 +387,13 @@ class ApiServer:
             obj["status"] = {}
         elif kind == "Namespace":
             kinds.prepare_namespace_create(obj)
+        elif kind == "Service":
+            taken = {
+                str((svc.get("spec") or {}).get("clusterIP"))
+                for svc in self.store.items(rt.storage_key, None)
+            }
+            kinds.allocate_cluster_ip(obj, taken)
+            obj["status"] = {"loadBalancer": {}}
         elif kind == "PodDisruptionBudget":
             obj["status"] = {
                 "disruptionsAllowed": 0,

@@ -601,3 +601,39 @@ def validate_webhook_configuration(obj: JsonObject, *, mutating: bool) -> list[F
                 for path, msg in label_selector.validate_label_selector(sel, f"{p}.{sel_field}"):
                     errs.append(errors.invalid(path, sel, msg))
     return errs
+
+
+# --- Services ----------------------------------------------------------------------------------
+
+
+def default_service(obj: JsonObject) -> None:
+    spec = obj.setdefault("spec", {})
+    if not isinstance(spec, dict):
+        return
+    spec.setdefault("type", "ClusterIP")
+    if spec["type"] != "ExternalName":
+        spec.setdefault("sessionAffinity", "None")
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    for p in spec.get("ports") or ():
+        if isinstance(p, dict):
+            p.setdefault("protocol", "TCP")
+            if "port" in p:
+                p.setdefault("targetPort", p["port"])
+
+
+def allocate_cluster_ip(obj: JsonObject, taken: set[str]) -> None:
+    """A free address from 10.96.0.0/12 for a Service that asked for none (upstream's
+    allocator); ``None`` (headless) and ExternalName services get none."""
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or spec.get("type") == "ExternalName" or spec.get("clusterIP"):
+        if isinstance(spec, dict) and spec.get("clusterIP") and "clusterIPs" not in spec:
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        return
+    for n in range(10, 1 << 20):
+        ip = f"10.{96 + (n >> 16)}.{(n >> 8) & 0xFF}.{n & 0xFF}"
+        if ip not in taken:
+            spec["clusterIP"] = ip
+            spec["clusterIPs"] = [ip]
+            return

@@ -198,3 +198,24 @@ def test_token_is_required(kubesim) -> None:  # type: ignore[no-untyped-def]
     with client.ApiClient(cfg) as api, pytest.raises(ApiException) as info:
         client.CoreV1Api(api).list_namespace()
     assert info.value.status == 401
+
+
+def test_services_get_distinct_cluster_ips_and_port_defaults(core: client.CoreV1Api) -> None:
+    ports = [{"port": 80}]
+    a = core.create_namespaced_service(
+        "default", {"metadata": {"name": "a"}, "spec": {"ports": ports}}
+    )
+    b = core.create_namespaced_service(
+        "default", {"metadata": {"name": "b"}, "spec": {"ports": ports}}
+    )
+    headless = core.create_namespaced_service(
+        "default", {"metadata": {"name": "h"}, "spec": {"clusterIP": "None", "ports": ports}}
+    )
+    assert a.spec.cluster_ip.startswith("10.96.")
+    assert a.spec.cluster_ip != b.spec.cluster_ip
+    assert headless.spec.cluster_ip == "None"
+    assert (a.spec.type, a.spec.ports[0].protocol, a.spec.ports[0].target_port) == (
+        "ClusterIP",
+        "TCP",
+        80,
+    )
