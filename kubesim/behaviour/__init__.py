@@ -34,6 +34,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         f" (default {DEFAULT_TOPOLOGY})",
     )
     group.add_argument(
+        "--no-events",
+        dest="sim_events",
+        action="store_false",
+        help="do not write Events for scheduling, scaling and evictions",
+    )
+    group.add_argument(
         "--no-behaviour",
         action="store_true",
         help="serve the API only: no nodes, scheduler, kubelet or controllers",

@@ -34,6 +34,7 @@ NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 MANAGED = (NOT_READY, UNREACHABLE, UNSCHEDULABLE)
+UPSTREAM_DEFAULT_TOLERATION_SECONDS = 300
 
 
 def desired_taints(node: JsonObject, now: str) -> list[JsonObject]:
@@ -171,7 +172,21 @@ class NodeLifecycleController:
             self.informers.pods.write_result(updated)
 
     def _tolerations(self, pod: JsonObject) -> list[dict[str, Any]]:
-        tolerations = list((pod.get("spec") or {}).get("tolerations") or [])
+        """The pod's tolerations with the DefaultTolerationSeconds ones at the configured time.
+
+        The API adds ``not-ready``/``unreachable`` tolerations of 300 s to every pod, as the
+        upstream admission plugin does; a toleration exactly like those is read as that
+        default, so the setting plays the part of the apiserver's
+        ``--default-unreachable-toleration-seconds``. A pod without one gets it too.
+        """
+        tolerations: list[dict[str, Any]] = []
+        for toleration in (pod.get("spec") or {}).get("tolerations") or []:
+            if _is_admission_default(toleration):
+                toleration = {
+                    **toleration,
+                    "tolerationSeconds": self.settings.default_toleration_seconds,
+                }
+            tolerations.append(toleration)
         for key in (NOT_READY, UNREACHABLE):
             taint = {"key": key, "effect": NO_EXECUTE}
             if not tolerates(tolerations, taint):
@@ -198,7 +213,7 @@ class NodeLifecycleController:
         ]
         if not taints:
             return
-        seconds = _seconds(toleration_seconds(taints, self._tolerations(pod)))
+        seconds = toleration_seconds(taints, self._tolerations(pod))
         if seconds is None:
             return
         loop = asyncio.get_running_loop()
@@ -212,5 +227,11 @@ class NodeLifecycleController:
         await delete_pod(self.cluster, self.informers, pod)
 
 
-def _seconds(value: float | None) -> float | None:
-    return None if value is None else float(value)
+def _is_admission_default(toleration: dict[str, Any]) -> bool:
+    return (
+        toleration.get("key") in (NOT_READY, UNREACHABLE)
+        and toleration.get("operator") == "Exists"
+        and toleration.get("effect") == NO_EXECUTE
+        and toleration.get("tolerationSeconds") == UPSTREAM_DEFAULT_TOLERATION_SECONDS
+        and not toleration.get("value")
+    )

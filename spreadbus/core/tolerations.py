@@ -69,14 +69,14 @@ def untolerated_count(
 
 def toleration_seconds(
     taints: Iterable[Taint], tolerations: Iterable[Toleration] | None
-) -> int | None:
+) -> float | None:
     """How long a pod may stay on a node with these NoExecute taints.
 
     None means forever (every taint tolerated without a time limit); 0 means evict now (some taint
     is not tolerated); otherwise the smallest ``tolerationSeconds`` among the tolerations used.
     """
     tols = list(tolerations or ())
-    limit: int | None = None
+    limit: float | None = None
     for taint in taints:
         if taint.get("effect") != NO_EXECUTE:
             continue
@@ -87,6 +87,6 @@ def toleration_seconds(
             seconds = toleration.get("tolerationSeconds")
             if seconds is None:
                 continue
-            seconds = max(int(seconds), 0)
+            seconds = max(float(seconds), 0.0)
             limit = seconds if limit is None else min(limit, seconds)
     return limit

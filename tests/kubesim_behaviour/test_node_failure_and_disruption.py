@@ -242,3 +242,32 @@ def test_deleting_a_deployment_takes_its_replicasets_and_pods_with_it(cluster: S
         ),
         what="replicasets and pods collected",
     )
+
+
+def test_pods_with_only_the_default_tolerations_leave_after_the_configured_default(
+    cluster_factory: object,
+) -> None:
+    cluster: SimCluster = cluster_factory(default_toleration_seconds=0.5)  # type: ignore[operator]
+    cluster.apps.create_namespaced_deployment("default", deployment("plain", 12))
+    cluster.wait_for(
+        lambda: sum(is_ready(p) for p in cluster.pods(selector="app=plain")) == 12, what="ready"
+    )
+    defaults = cluster.pods(selector="app=plain")[0]["spec"]["tolerations"]
+    assert {(t["key"], t.get("tolerationSeconds")) for t in defaults} == {
+        ("node.kubernetes.io/not-ready", 300),
+        (UNREACHABLE, 300),
+    }
+    victims = {
+        p["metadata"]["name"]
+        for p in cluster.pods(selector="app=plain")
+        if p["spec"]["nodeName"] == "zone-b-3"
+    }
+    cluster.set_node_ready("zone-b-3", False)
+    cluster.wait_for(
+        lambda: all(
+            is_terminating(p)
+            for p in cluster.pods(selector="app=plain")
+            if p["metadata"]["name"] in victims
+        ),
+        what="evictions after the configured default",
+    )

@@ -83,6 +83,8 @@ def test_flags_carry_topology_and_delays_and_a_missing_file_exits_cleanly() -> N
     settings = settings_from_args(args)
     assert settings.topology == "elastic"
     assert settings.ready_delay == 0.5
+    assert settings.events is True
+    assert settings_from_args(parser.parse_args(["--no-events"])).events is False
     assert len(build_behaviours(args)) == 3
     assert build_behaviours(parser.parse_args(["--no-behaviour"])) == []
     with pytest.raises(SystemExit, match="no-such-topology"):
