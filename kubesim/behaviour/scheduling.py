@@ -22,6 +22,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesim.behaviour.label_match import selector_matches
+from kubesim.behaviour.pod_affinity import (
+    REASON_AFFINITY as REASON_POD_AFFINITY,
+)
+from kubesim.behaviour.pod_affinity import (
+    AffinityState,
+    PlacedPod,
+    affinity_rejection,
+    affinity_state,
+    has_required_anti_affinity,
+    preferred_affinity_scores,
+    required_terms,
+)
 from kubesim.behaviour.quantity import QuantityError, milli_value, value
 from spreadbus.core.node_affinity import (
     pod_matches_node,
@@ -112,6 +124,8 @@ class NodeInfo:
     nonzero_cpu: int = 0
     nonzero_memory: int = 0
     pods: dict[str, JsonObject] = field(default_factory=dict)
+    # the pods here with required anti-affinity, which every incoming pod must respect
+    anti_affinity_pods: dict[str, JsonObject] = field(default_factory=dict)
     _allocatable: Resources = field(default_factory=dict, repr=False)
     _allocatable_of: object = field(default=None, repr=False)
 
@@ -142,6 +156,8 @@ class NodeInfo:
         if key in self.pods:
             self.remove_pod(key)
         self.pods[key] = pod
+        if has_required_anti_affinity(pod):
+            self.anti_affinity_pods[key] = pod
         requests = pod_requests(pod.get("spec") or {})
         for name, amount in requests.items():
             self.requested[name] += amount
@@ -151,6 +167,7 @@ class NodeInfo:
 
     def remove_pod(self, key: str) -> None:
         pod = self.pods.pop(key, None)
+        self.anti_affinity_pods.pop(key, None)
         if pod is None:
             return
         requests = pod_requests(pod.get("spec") or {})
@@ -245,6 +262,7 @@ def filter_node(
     info: NodeInfo,
     spread: SpreadState | None = None,
     requests: Mapping[str, int] | None = None,
+    affinity: AffinityState | None = None,
 ) -> Rejection | None:
     """None when ``pod`` fits ``info``; otherwise the first failing plugin's reasons."""
     spec = pod.get("spec") or {}
@@ -272,6 +290,10 @@ def filter_node(
             matched = spread.counts[i].get(domain, 0) + spread.self_match[i]
             if matched - spread.minimums[i] > int(constraint.get("maxSkew") or 1):
                 return Rejection((REASON_SPREAD,), resolvable=True)
+    if affinity is not None:
+        refusal = affinity_rejection(affinity, info.labels)
+        if refusal is not None:
+            return Rejection((refusal,), resolvable=refusal != REASON_POD_AFFINITY)
     return None
 
 
@@ -355,8 +377,27 @@ def _spread_scores(
     return {n: int(MAX_SCORE * (top + low - s) / top) for n, s in raw.items()}
 
 
+def _placed(nodes: Iterable[NodeInfo]) -> list[PlacedPod]:
+    return [PlacedPod(p, n.labels) for n in nodes for p in n.pods.values()]
+
+
+def _inter_pod_scores(
+    pod: Mapping[str, Any], feasible: list[NodeInfo], everywhere: list[NodeInfo]
+) -> dict[str, int]:
+    raw = preferred_affinity_scores(pod, _placed(everywhere), {n.name: n.labels for n in feasible})
+    if not raw:
+        return {}
+    top, low = max(raw.values()), min(raw.values())
+    if top == low:
+        return {}
+    return {n: (s - low) * MAX_SCORE // (top - low) for n, s in raw.items()}
+
+
 def score_nodes(
-    pod: Mapping[str, Any], feasible: list[NodeInfo], requests: Mapping[str, int] | None = None
+    pod: Mapping[str, Any],
+    feasible: list[NodeInfo],
+    requests: Mapping[str, int] | None = None,
+    everywhere: list[NodeInfo] | None = None,
 ) -> dict[str, int]:
     """Weighted sum of the default score plugins for each feasible node."""
     spec = pod.get("spec") or {}
@@ -371,13 +412,25 @@ def score_nodes(
     )
     soft = spread_state(pod, feasible, "ScheduleAnyway")
     spread = _spread_scores(pod, feasible, soft) if soft else {}
+    inter_pod = _inter_pod_scores(pod, feasible, everywhere if everywhere is not None else feasible)
     return {
         n.name: 3 * taint[n.name]
         + 2 * affinity[n.name]
         + 2 * spread.get(n.name, 0)
+        + 2 * inter_pod.get(n.name, 0)
         + least_allocated(requests, n)
         for n in feasible
     }
+
+
+def _affinity_state(pod: Mapping[str, Any], infos: list[NodeInfo]) -> AffinityState | None:
+    """Only pods that carry required terms, or clusters with anti-affine pods, pay for this."""
+    with_anti = [PlacedPod(p, n.labels) for n in infos for p in n.anti_affinity_pods.values()]
+    if not with_anti and not (
+        required_terms(pod, "podAffinity") or required_terms(pod, "podAntiAffinity")
+    ):
+        return None
+    return affinity_state(pod, _placed(infos), with_anti)
 
 
 @dataclass(frozen=True)
@@ -395,10 +448,11 @@ def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
         return Decision(None, "no nodes available to schedule pods")
     hard = spread_state(pod, infos, "DoNotSchedule")
     requests = pod_requests(pod.get("spec") or {})
+    affinity = _affinity_state(pod, infos)
     feasible: list[NodeInfo] = []
     rejections: list[Rejection] = []
     for info in infos:
-        rejection = filter_node(pod, info, hard, requests)
+        rejection = filter_node(pod, info, hard, requests, affinity)
         if rejection is None:
             feasible.append(info)
         else:
@@ -407,7 +461,7 @@ def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
         return Decision(None, fit_error_message(len(infos), rejections))
     if len(feasible) == 1:
         return Decision(feasible[0].name)
-    scores = score_nodes(pod, feasible, requests)
+    scores = score_nodes(pod, feasible, requests, infos)
     best = min(feasible, key=lambda n: (-scores[n.name], n.name))
     return Decision(best.name)
 

@@ -198,3 +198,101 @@ def test_the_scheduler_never_overcommits_cpu(cpus: list[str]) -> None:
 def test_ties_are_broken_by_node_name_so_runs_repeat() -> None:
     first = [schedule(pod(), cluster()).node for _ in range(3)]
     assert first == ["zone-a-1"] * 3
+
+
+def anti_affinity(app: str, key: str = "kubernetes.io/hostname") -> dict[str, Any]:
+    return {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": app}}, "topologyKey": key}
+            ]
+        }
+    }
+
+
+def place(nodes: list[NodeInfo], p: dict[str, Any]) -> str | None:
+    decision = schedule(p, nodes)
+    if decision.node is not None:
+        next(n for n in nodes if n.name == decision.node).add_pod(p)
+    return decision.node
+
+
+def test_required_anti_affinity_puts_one_replica_per_zone_and_then_refuses() -> None:
+    nodes = cluster()
+    zones = [
+        place(nodes, pod(f"p{i}", affinity=anti_affinity("web", "topology.kubernetes.io/zone")))
+        for i in range(3)
+    ]
+    assert sorted(z.rsplit("-", 1)[0] for z in zones if z) == ["zone-a", "zone-b", "zone-c"]
+    fourth = schedule(
+        pod("p3", affinity=anti_affinity("web", "topology.kubernetes.io/zone")), nodes
+    )
+    assert fourth.node is None
+    assert fourth.message.startswith(
+        "0/12 nodes are available: 12 node(s) didn't match pod anti-affinity rules."
+    )
+
+
+def test_existing_pods_anti_affinity_keeps_others_away() -> None:
+    nodes = cluster()
+    loner = pod("loner", affinity=anti_affinity("web"))
+    loner["metadata"]["labels"] = {"app": "loner"}
+    assert place(nodes, loner) == "zone-a-1"
+    # the newcomer has no affinity of its own, yet may not join the loner's node
+    for info in nodes[1:]:
+        info.node["spec"]["unschedulable"] = True
+    decision = schedule(pod("web-1"), nodes)
+    assert decision.message.startswith(
+        "0/12 nodes are available: 1 node(s) didn't satisfy existing pods anti-affinity rules, "
+        "11 node(s) were unschedulable."
+    )
+
+
+def test_required_affinity_follows_a_matching_pod_and_lets_the_first_one_start() -> None:
+    nodes = cluster()
+    follower_affinity = {
+        "podAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "labelSelector": {"matchLabels": {"app": "cache"}},
+                    "topologyKey": "topology.kubernetes.io/zone",
+                }
+            ]
+        }
+    }
+    lonely = schedule(pod("follower", affinity=follower_affinity), nodes)
+    assert lonely.node is None
+    assert "12 node(s) didn't match pod affinity rules" in lonely.message
+    first = pod("cache-0", affinity=follower_affinity)
+    first["metadata"]["labels"] = {"app": "cache"}
+    where = place(nodes, first)
+    assert where is not None
+    zone = where.rsplit("-", 1)[0]
+    for i in range(4):
+        follower = place(nodes, pod(f"follower-{i}", affinity=follower_affinity))
+        assert follower is not None
+        assert follower.startswith(zone)
+
+
+def test_preferred_anti_affinity_spreads_over_hosts() -> None:
+    nodes = cluster()[:3]
+    preferred = {
+        "podAntiAffinity": {
+            "preferredDuringSchedulingIgnoredDuringExecution": [
+                {
+                    "weight": 100,
+                    "podAffinityTerm": {
+                        "labelSelector": {"matchLabels": {"app": "web"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    },
+                }
+            ]
+        }
+    }
+    # the first node is emptier in cpu terms but already runs a web pod
+    nodes[1].add_pod(pod("heavy-1", cpu="3"))
+    nodes[2].add_pod(pod("heavy-2", cpu="3"))
+    nodes[1].pods["default/heavy-1"]["metadata"]["labels"] = {"app": "other"}
+    nodes[2].pods["default/heavy-2"]["metadata"]["labels"] = {"app": "other"}
+    nodes[0].add_pod(pod("web-0"))
+    assert place(nodes, pod("web-1", affinity=preferred)) != nodes[0].name

@@ -177,3 +177,44 @@ def test_pods_of_a_deleted_node_are_collected_and_replaced(cluster: SimCluster) 
     assert {p["spec"]["nodeName"] for p in pods} <= {
         f"zone-{z}-{i}" for z in "abc" for i in range(1, 5)
     } - {"zone-c-1"}
+
+
+def test_host_anti_affinity_runs_one_replica_per_node_and_leaves_the_rest_pending(
+    cluster: SimCluster,
+) -> None:
+    from tests.kubesim_behaviour.workloads import deployment
+
+    body = deployment(
+        "spread",
+        13,
+        affinity={
+            "podAntiAffinity": {
+                "requiredDuringSchedulingIgnoredDuringExecution": [
+                    {
+                        "labelSelector": {"matchLabels": {"app": "spread"}},
+                        "topologyKey": "kubernetes.io/hostname",
+                    }
+                ]
+            }
+        },
+    )
+    cluster.apps.create_namespaced_deployment("default", body)
+    pending = cluster.wait_for(
+        lambda: (
+            (pods := cluster.pods(selector="app=spread"))
+            and sum(is_ready(p) for p in pods) == 12
+            and [p for p in pods if not p["spec"].get("nodeName")]
+        ),
+        what="12 ready and one pending",
+    )
+    assert (
+        len({p["spec"]["nodeName"] for p in cluster.pods(selector="app=spread") if is_ready(p)})
+        == 12
+    )
+    name = pending[0]["metadata"]["name"]
+    condition = cluster.wait_for(
+        lambda: scheduled_condition(cluster, name), what="the pending pod's condition"
+    )
+    assert condition.message.startswith(
+        "0/12 nodes are available: 12 node(s) didn't match pod anti-affinity rules."
+    )
