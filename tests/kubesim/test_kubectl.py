@@ -27,11 +27,17 @@ def product_crds() -> list[Path]:
     return sorted((ROOT / "deploy" / "crds").glob("*.yaml"))
 
 
+def _base(kubeconfig: Path) -> list[str]:
+    """kubectl with a discovery cache of its own, so no run sees another server's resources."""
+    cache = kubeconfig.parent / "kubectl-cache"
+    return [str(KUBECTL), "--kubeconfig", str(kubeconfig), "--cache-dir", str(cache)]
+
+
 def kubectl(
     kubeconfig: Path, *args: str, check: bool = True, stdin: str | None = None
 ) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [str(KUBECTL), "--kubeconfig", str(kubeconfig), *args],
+        [*_base(kubeconfig), *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -131,15 +137,7 @@ def test_get_watch_streams_changes(
     core = client.CoreV1Api(kube_api_client)
     core.create_namespaced_config_map("default", {"metadata": {"name": "first"}})
     proc = subprocess.Popen(
-        [
-            str(KUBECTL),
-            "--kubeconfig",
-            str(kubeconfig_path),
-            "get",
-            "configmaps",
-            "-w",
-            "--output-watch-events",
-        ],
+        [*_base(kubeconfig_path), "get", "configmaps", "-w", "--output-watch-events"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
