@@ -58,6 +58,8 @@ DEFAULT_MEMORY = 200 * 1024 * 1024
 MAX_SCORE = 100
 
 REASON_UNSCHEDULABLE = "node(s) were unschedulable"
+# current upstream no longer names the taint (older releases said "{key: value}")
+REASON_TAINT = "node(s) had untolerated taint(s)"
 REASON_NODE_NAME = "node(s) didn't match the requested node name"
 REASON_AFFINITY = "node(s) didn't match Pod's node affinity/selector"
 REASON_SPREAD = "node(s) didn't match pod topology spread constraints"
@@ -273,10 +275,8 @@ def filter_node(
     wanted = spec.get("nodeName")
     if wanted and wanted != info.name:
         return Rejection((REASON_NODE_NAME,), resolvable=False)
-    taint = untolerated_taint(info.taints, tolerations, (NO_SCHEDULE, NO_EXECUTE))
-    if taint is not None:
-        reason = f"node(s) had untolerated taint {{{taint.get('key')}: {taint.get('value', '')}}}"
-        return Rejection((reason,), resolvable=False)
+    if untolerated_taint(info.taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)) is not None:
+        return Rejection((REASON_TAINT,), resolvable=False)
     if not pod_matches_node(spec, info.node):
         return Rejection((REASON_AFFINITY,), resolvable=False)
     reasons = insufficient_resources(pod_requests(spec) if requests is None else requests, info)

@@ -109,8 +109,7 @@ def test_node_selectors_affinity_and_taints_steer_pods_on_the_elastic_topology(
         lambda: scheduled_condition(cluster, "no-toleration"), what="no-toleration condition"
     )
     assert condition.message.startswith(
-        "0/6 nodes are available: 2 node(s) had untolerated taint "
-        "{virtual-kubelet.io/provider: alibabacloud}, "
+        "0/6 nodes are available: 2 node(s) had untolerated taint(s), "
         "4 node(s) didn't match Pod's node affinity/selector."
     )
 
