@@ -54,6 +54,11 @@ class Target:
     watch_path: bool
 
 
+def _quote(text: str) -> str:
+    """RFC 7234 warn-text: a quoted string with backslash escapes."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def json_response(
     body: Any, status: int = 200, headers: dict[str, str] | None = None
 ) -> web.Response:
@@ -221,7 +226,7 @@ class HttpApi:
 
         def warn_headers() -> dict[str, str]:
             if warnings:
-                return {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)}
+                return {"Warning": ", ".join(f'299 - "{_quote(w)}"' for w in warnings)}
             return headers
 
         if method == "GET":

@@ -336,3 +336,23 @@ def test_a_non_structural_schema_is_rejected(kube_api_client: client.ApiClient) 
         "spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[size].type",
         "spec.versions[1].schema.openAPIV3Schema.pattern",
     }
+
+
+def test_field_validation_warn_keeps_the_object_and_sends_a_warning(
+    kube_api_client: client.ApiClient, crs: client.CustomObjectsApi
+) -> None:
+    import urllib3
+
+    cfg = kube_api_client.configuration
+    http = urllib3.PoolManager(ca_certs=cfg.ssl_ca_cert)
+    auth = cfg.api_key_prefix["authorization"] + " " + cfg.api_key["authorization"]
+    body = json.dumps(widget("w1", 1, stray=True)).encode()
+    resp = http.request(
+        "POST",
+        cfg.host + "/apis/example.com/v1/namespaces/default/widgets?fieldValidation=Warn",
+        body=body,
+        headers={"Content-Type": "application/json", "Authorization": auth},
+    )
+    assert resp.status == 201
+    assert resp.headers["Warning"] == '299 - "unknown field \\"spec.stray\\""'
+    assert "stray" not in json.loads(resp.data)["spec"]

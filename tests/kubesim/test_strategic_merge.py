@@ -232,3 +232,47 @@ def test_applying_a_merge_patch_twice_changes_nothing_more(
 ) -> None:
     once = smp.merge_patch(orig, patch)
     assert smp.merge_patch(once, patch) == once
+
+
+_names = st.sampled_from(["a", "b", "c"])
+_env = st.lists(
+    st.fixed_dictionaries({"name": _names, "value": st.sampled_from(["1", "2"])}), max_size=3
+)
+_container = st.fixed_dictionaries(
+    {"name": _names}, optional={"image": st.sampled_from(["x:1", "x:2"]), "env": _env}
+)
+_patch_container = _container | st.fixed_dictionaries({"name": _names, "$patch": st.just("delete")})
+_pod_spec = st.fixed_dictionaries(
+    {},
+    optional={
+        "containers": st.lists(_container, max_size=3, unique_by=lambda c: c["name"]),
+        "tolerations": st.lists(st.fixed_dictionaries({"key": _names}), max_size=2),
+    },
+)
+_pod_patch = st.fixed_dictionaries(
+    {},
+    optional={
+        "containers": st.lists(_patch_container, max_size=3, unique_by=lambda c: c["name"]),
+        "tolerations": st.lists(st.fixed_dictionaries({"key": _names}), max_size=2),
+        "nodeName": st.none() | _names,
+    },
+)
+
+
+@given(_pod_spec, _pod_patch)
+def test_strategic_patches_of_pods_are_idempotent(
+    spec: dict[str, Any], patch: dict[str, Any]
+) -> None:
+    once = smp.apply({"spec": spec}, {"spec": patch}, smp.POD)
+    assert smp.apply(once, {"spec": patch}, smp.POD) == once
+
+
+@given(_pod_spec, _pod_patch)
+def test_containers_not_named_by_a_patch_are_untouched(
+    spec: dict[str, Any], patch: dict[str, Any]
+) -> None:
+    out = smp.apply({"spec": spec}, {"spec": patch}, smp.POD)
+    named = {c["name"] for c in patch.get("containers", [])}
+    before = {c["name"]: c for c in spec.get("containers", []) if c["name"] not in named}
+    after = {c["name"]: c for c in out["spec"].get("containers", []) if c["name"] not in named}
+    assert after == before
