@@ -294,8 +294,8 @@ class _RunningKubelet:
         new_status = {
             **old,
             "phase": "Running",
-            "podIP": old.get("podIP") or self._allocate_ip(pod),
-            "podIPs": [{"ip": old.get("podIP") or self._allocate_ip(pod)}],
+            "podIP": self._allocate_ip(pod),
+            "podIPs": [{"ip": self._allocate_ip(pod)}],
             "conditions": conditions,
             "containerStatuses": statuses,
         }
@@ -311,6 +311,13 @@ class _RunningKubelet:
         cidr = str((node.get("spec") or {}).get("podCIDR") or "10.127.252.0/22")
         network = ipaddress.IPv4Network(cidr, strict=False)
         used = self._used_ips.setdefault(cidr, set())
+        held = (pod.get("status") or {}).get("podIP")
+        if held:
+            # an address given before a restart of kubesim: keep it and keep it taken
+            host = int(ipaddress.IPv4Address(held)) - int(network.network_address)
+            used.add(host)
+            self._ips[uid] = (cidr, str(held), host)
+            return str(held)
         host = next(h for h in range(2, network.num_addresses - 1) if h not in used)
         used.add(host)
         address = str(network.network_address + host)
