@@ -33,7 +33,7 @@ from events.messages import SCHEMA_VERSION, Observation, SyncMarker
 from events.subjects import escape
 
 
-class StoredObject(msgspec.Struct, frozen=True, array_like=True):
+class StoredObject(msgspec.Struct, frozen=True, array_like=True, gc=False):
     """One object as last observed: stream position, the watcher's timestamp, and its JSON."""
 
     seq: int
@@ -41,7 +41,7 @@ class StoredObject(msgspec.Struct, frozen=True, array_like=True):
     raw: bytes
 
 
-class ResourceSync(msgspec.Struct, frozen=True, array_like=True):
+class ResourceSync(msgspec.Struct, frozen=True, array_like=True, gc=False):
     complete: bool
     resource_version: str
     seq: int
@@ -57,14 +57,14 @@ class KubeState(msgspec.Struct, kw_only=True):
     skipped: int = 0
 
 
-class _ObservationHead(msgspec.Struct, tag="observation", tag_field="type"):
+class _ObservationHead(msgspec.Struct, tag="observation", tag_field="type", gc=False):
     event: str
     object: msgspec.Raw
     v: int = SCHEMA_VERSION
     ts: float = 0.0
 
 
-class _SyncHead(msgspec.Struct, tag="sync", tag_field="type"):
+class _SyncHead(msgspec.Struct, tag="sync", tag_field="type", gc=False):
     complete: bool
     v: int = SCHEMA_VERSION
     resource_version: str = ""

@@ -239,10 +239,13 @@ class StreamFollower:
         if not reply.startswith("$JS.ACK."):
             self._on_status(msg)
             return
-        tokens = reply.split(".")
-        if len(tokens) == 9:
-            sseq, dseq, pending = int(tokens[5]), int(tokens[6]), int(tokens[8])
-        else:  # v2 form with domain and account hash
+        # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>; the v2 form
+        # adds domain and account hash after ACK and a random token at the end.
+        tokens = reply.rsplit(".", 4)
+        if reply.count(".") == 8:
+            sseq, dseq, pending = int(tokens[1]), int(tokens[2]), int(tokens[4])
+        else:
+            tokens = reply.split(".")
             sseq, dseq, pending = int(tokens[7]), int(tokens[8]), int(tokens[10])
         self._in_request += 1
         if self._in_request >= self.batch:

@@ -1,0 +1,1 @@
+"""Benchmarks: each module measures its own baseline in the same run and prints ratios."""
