@@ -487,6 +487,8 @@ class ApiServer:
             raise errors.method_not_allowed("create is not supported")
         ns = self._ns(rt, namespace)
         obj = self._check_body(rt, body, ns)
+        if rt.kind in _REVIEWS:
+            return _REVIEWS[rt.kind](obj)
         w = self._strict_check(rt, obj, field_validation)
         if warnings is not None:
             warnings.extend(w)
@@ -1238,6 +1240,22 @@ class ApiServer:
                     return
         finally:
             self.close_watch(w)
+
+
+def _access_review(obj: JsonObject) -> JsonObject:
+    return {**obj, "status": {"allowed": True, "reason": "kubesim authorizes every request"}}
+
+
+def _self_review(obj: JsonObject) -> JsonObject:
+    from kubesim.admission import USER_INFO
+
+    return {**obj, "status": {"userInfo": USER_INFO}}
+
+
+_REVIEWS: dict[str, Callable[[JsonObject], JsonObject]] = {
+    "SelfSubjectAccessReview": _access_review,
+    "SelfSubjectReview": _self_review,
+}
 
 
 def _too_large(wanted: int, current: int) -> ApiError:

@@ -54,6 +54,17 @@ class Target:
     watch_path: bool
 
 
+def _verb(method: str, t: Target, watch: bool) -> str | None:
+    """The RBAC-style verb of a request on a resource (None for unknown methods)."""
+    if method == "GET":
+        if t.watch_path or watch:
+            return "watch"
+        return "get" if t.name is not None else "list"
+    if method == "DELETE":
+        return "delete" if t.name is not None else "deletecollection"
+    return {"POST": "create", "PUT": "update", "PATCH": "patch"}.get(method)
+
+
 def _quote(text: str) -> str:
     """RFC 7234 warn-text: a quoted string with backslash escapes."""
     return text.replace("\\", "\\\\").replace('"', '\\"')
@@ -229,6 +240,11 @@ class HttpApi:
                 return {"Warning": ", ".join(f'299 - "{_quote(w)}"' for w in warnings)}
             return headers
 
+        verb = _verb(method, t, q.get("watch") in ("true", "1"))
+        if verb is not None and verb not in rt.verbs and not t.subresource:
+            raise errors.method_not_allowed(
+                "the server does not allow this method on the requested resource"
+            )
         if method == "GET":
             if t.watch_path or q.get("watch") in ("true", "1"):
                 return await self._watch(request, t)

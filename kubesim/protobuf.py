@@ -1,6 +1,7 @@
 """Decoding the Kubernetes protobuf request bodies kubectl's typed commands send.
 
-``kubectl create namespace|configmap|secret|deployment`` and ``kubectl drain`` (evictions) use
+``kubectl create namespace|configmap|secret|deployment``, ``kubectl drain`` (evictions) and
+``kubectl auth can-i|whoami`` use
 client-go's typed clients, which encode request bodies as ``application/vnd.kubernetes.protobuf``
 (the ``k8s\\0`` magic, then a ``runtime.Unknown`` envelope around the object). kubesim decodes
 exactly the messages those commands produce into the JSON shape the rest of the server uses, and
@@ -228,6 +229,58 @@ TOP_LEVEL: dict[str, Msg] = {
         },
     ),
     "DeleteOptions": DELETE_OPTIONS,
+    "SelfSubjectAccessReview": _m(
+        "SelfSubjectAccessReview",
+        {
+            1: F("metadata", "msg", OBJECT_META),
+            2: F(
+                "spec",
+                "msg",
+                _m(
+                    "SelfSubjectAccessReviewSpec",
+                    {
+                        1: F(
+                            "resourceAttributes",
+                            "msg",
+                            _m(
+                                "ResourceAttributes",
+                                {
+                                    1: F("namespace", "string"),
+                                    2: F("verb", "string"),
+                                    3: F("group", "string"),
+                                    4: F("version", "string"),
+                                    5: F("resource", "string"),
+                                    6: F("subresource", "string"),
+                                    7: F("name", "string"),
+                                    8: F("fieldSelector", "skip"),
+                                    9: F("labelSelector", "skip"),
+                                },
+                            ),
+                        ),
+                        2: F(
+                            "nonResourceAttributes",
+                            "msg",
+                            _m(
+                                "NonResourceAttributes",
+                                {
+                                    1: F("path", "string"),
+                                    2: F("verb", "string"),
+                                },
+                            ),
+                        ),
+                    },
+                ),
+            ),
+            3: F("status", "skip"),
+        },
+    ),
+    "SelfSubjectReview": _m(
+        "SelfSubjectReview",
+        {
+            1: F("metadata", "msg", OBJECT_META),
+            2: F("status", "skip"),
+        },
+    ),
 }
 
 

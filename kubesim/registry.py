@@ -354,6 +354,25 @@ def _builtins() -> list[ResourceType]:
             categories=("all",),
             status=True,
         ),
+        # Reviews are answered, never stored: every authenticated request is allowed.
+        ResourceType(
+            "authorization.k8s.io",
+            "v1",
+            "selfsubjectaccessreviews",
+            "SelfSubjectAccessReview",
+            False,
+            verbs=("create",),
+            has_generation=False,
+        ),
+        ResourceType(
+            "authentication.k8s.io",
+            "v1",
+            "selfsubjectreviews",
+            "SelfSubjectReview",
+            False,
+            verbs=("create",),
+            has_generation=False,
+        ),
     ]
 
 

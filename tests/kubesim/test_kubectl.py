@@ -359,6 +359,13 @@ def test_drain_evicts_through_the_disruption_budget(kubeconfig_path: Path) -> No
     assert kubectl(kubeconfig_path, "get", "pods", "-o", "name").stdout == ""
 
 
+def test_auth_can_i_and_whoami_answer_without_authorization_rules(kubeconfig_path: Path) -> None:
+    assert kubectl(kubeconfig_path, "auth", "can-i", "delete", "nodes").stdout.strip() == "yes"
+    assert "kubernetes-admin" in kubectl(kubeconfig_path, "auth", "whoami").stdout
+    listed = kubectl(kubeconfig_path, "get", "selfsubjectaccessreviews", check=False)
+    assert "(MethodNotAllowed)" in listed.stderr
+
+
 def test_kubectl_reports_server_errors_verbatim(
     kubeconfig_path: Path, kube_api_client: client.ApiClient
 ) -> None:
