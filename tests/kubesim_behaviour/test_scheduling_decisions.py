@@ -8,7 +8,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kubesim.behaviour.quantity import milli_value, value
-from kubesim.behaviour.scheduling import NodeInfo, pod_requests, schedule
+from kubesim.behaviour.scheduling import NodeInfo, filter_node, pod_requests, schedule
 from kubesim.behaviour.topology import load_topology
 
 
@@ -295,3 +295,47 @@ def test_preferred_anti_affinity_spreads_over_hosts() -> None:
     nodes[2].pods["default/heavy-2"]["metadata"]["labels"] = {"app": "other"}
     nodes[0].add_pod(pod("web-0"))
     assert place(nodes, pod("web-1", affinity=preferred)) != nodes[0].name
+
+
+ZONE = "topology.kubernetes.io/zone"
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([None, "zone-a", "zone-b", "ack", "eci"]),
+            st.booleans(),
+            st.sampled_from(["100m", "500m", "2", "5"]),
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_every_placement_passes_every_filter_and_every_refusal_names_each_node(
+    pods: list[tuple[str | None, bool, str]],
+) -> None:
+    nodes = cluster("elastic") + cluster("three-zones")[:4]
+    for i, (zone, tolerant, cpu) in enumerate(pods):
+        extra: dict[str, Any] = {}
+        if zone:
+            extra["nodeSelector"] = {ZONE: zone}
+        if tolerant:
+            extra["tolerations"] = [{"key": "virtual-kubelet.io/provider", "operator": "Exists"}]
+        p = pod(f"p{i}", cpu=cpu, **extra)
+        decision = schedule(p, nodes)
+        if decision.node is None:
+            counts = [
+                int(part.split(" ", 1)[0])
+                for part in decision.message.split(": ", 1)[1].split(". preemption")[0].split(", ")
+            ]
+            # a node can fail several resource checks at once, never fewer than one
+            assert sum(counts) >= len(nodes)
+            assert all(filter_node(p, n) is not None for n in nodes)
+            continue
+        chosen = next(n for n in nodes if n.name == decision.node)
+        assert filter_node(p, chosen) is None
+        if zone:
+            assert chosen.labels[ZONE] == zone
+        if chosen.taints:
+            assert tolerant
+        chosen.add_pod(p)
