@@ -1,12 +1,12 @@
 """Pod subresources that are verbs of their own: ``binding`` (the scheduler's assignment) and
 ``eviction`` (a deletion guarded by PodDisruptionBudgets).
 
-Eviction follows upstream's order of checks: a pod already terminating or finished is deleted
-without consulting budgets; more than one matching budget is a 500; a budget whose status is
-older than its spec is a 429 "still being processed"; ``disruptionsAllowed < 1`` is a 429 with
-the upstream message; otherwise the budget's ``disruptionsAllowed`` is decremented, the pod is
-recorded in ``disruptedPods``, and the pod is deleted gracefully. Budget status itself is
-computed by the simulated disruption controller, not here.
+Eviction follows upstream's order of checks: a pod that is terminating, finished or still
+Pending is deleted without consulting budgets; more than one matching budget is a 500; a
+budget whose status is older than its spec is a 429 "still being processed";
+``disruptionsAllowed < 1`` is a 429 with the upstream message; otherwise the budget's
+``disruptionsAllowed`` is decremented, the pod is recorded in ``disruptedPods``, and the pod is
+deleted gracefully. Budget status itself is computed by the simulated disruption controller.
 """
 
 from __future__ import annotations
@@ -108,8 +108,9 @@ async def evict(
         await server.admission.validate(attrs, eviction, None)
     options = eviction.get("deleteOptions") or {}
     grace = options.get("gracePeriodSeconds")
-    terminal = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-    if pod["metadata"].get("deletionTimestamp") or terminal:
+    # Upstream's canIgnorePDB: finished, pending or terminating pods are not protected.
+    unprotected = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Pending")
+    if pod["metadata"].get("deletionTimestamp") or unprotected:
         if not dry_run:
             await server.delete_obj(
                 rt, namespace, name, grace_period_seconds=grace, skip_admission=True

@@ -122,6 +122,11 @@ def _pdb(core_api: client.ApiClient, allowed: int) -> None:
     )
 
 
+def _running(core: client.CoreV1Api, name: str) -> None:
+    core.create_namespaced_pod("default", pod(name, labels={"app": "web"}, node="n1"))
+    core.patch_namespaced_pod_status(name, "default", {"status": {"phase": "Running"}})
+
+
 def _evict(core: client.CoreV1Api, name: str) -> None:
     core.create_namespaced_pod_eviction(
         name,
@@ -133,7 +138,7 @@ def _evict(core: client.CoreV1Api, name: str) -> None:
 def test_eviction_blocked_by_a_disruption_budget_is_429(
     kube_api_client: client.ApiClient, core: client.CoreV1Api
 ) -> None:
-    core.create_namespaced_pod("default", pod("p", labels={"app": "web"}, node="n1"))
+    _running(core, "p")
     _pdb(kube_api_client, allowed=0)
     with pytest.raises(ApiException) as info:
         _evict(core, "p")
@@ -147,8 +152,8 @@ def test_eviction_blocked_by_a_disruption_budget_is_429(
 def test_allowed_eviction_spends_the_budget_and_deletes_gracefully(
     kube_api_client: client.ApiClient, core: client.CoreV1Api
 ) -> None:
-    core.create_namespaced_pod("default", pod("p", labels={"app": "web"}, node="n1"))
-    core.create_namespaced_pod("default", pod("q", labels={"app": "web"}, node="n1"))
+    _running(core, "p")
+    _running(core, "q")
     _pdb(kube_api_client, allowed=1)
     _evict(core, "p")
     assert core.read_namespaced_pod("p", "default").metadata.deletion_timestamp is not None
@@ -160,6 +165,15 @@ def test_allowed_eviction_spends_the_budget_and_deletes_gracefully(
     with pytest.raises(ApiException) as info:
         _evict(core, "q")
     assert info.value.status == 429
+
+
+def test_pending_pods_are_evicted_without_consulting_budgets(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    core.create_namespaced_pod("default", pod("waiting", labels={"app": "web"}))
+    _pdb(kube_api_client, allowed=0)
+    _evict(core, "waiting")
+    assert core.list_namespaced_pod("default").items == []
 
 
 def test_eviction_of_a_missing_pod_is_404(core: client.CoreV1Api) -> None:

@@ -332,6 +332,16 @@ def test_drain_evicts_through_the_disruption_budget(kubeconfig_path: Path) -> No
             "spec: {maxUnavailable: 1, selector: {matchLabels: {app: web}}}\n"
         ),
     )
+    kubectl(
+        kubeconfig_path,
+        "patch",
+        "pod",
+        "p1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        '{"status":{"phase":"Running"}}',
+    )
     blocked = kubectl(
         kubeconfig_path, "drain", "n1", "--force", "--grace-period=0", "--timeout=2s", check=False
     )
