@@ -3,7 +3,9 @@
 
 Eviction follows upstream's order of checks: a pod that is terminating, finished or still
 Pending is deleted without consulting budgets; more than one matching budget is a 500; a
-budget whose status is older than its spec is a 429 "still being processed";
+budget whose status is older than its spec is a 429 "still being processed"; an unready pod
+goes without spending the budget when ``unhealthyPodEvictionPolicy`` allows (AlwaysAllow, or
+the default IfHealthyBudget while the budget is met);
 ``disruptionsAllowed < 1`` is a 429 with the upstream message; otherwise the budget's
 ``disruptionsAllowed`` is decremented, the pod is recorded in ``disruptedPods``, and the pod is
 deleted gracefully. Budget status itself is computed by the simulated disruption controller.
@@ -140,6 +142,13 @@ async def evict(
         status = pdb.get("status") or {}
         pdb_name = pdb["metadata"]["name"]
         msg = "Cannot evict pod as it would violate the pod's disruption budget."
+        if not _ready(pod) and _unhealthy_evictable(pdb):
+            # An unready pod does not count as healthy, so its eviction spends nothing.
+            if not dry_run:
+                await server.delete_obj(
+                    rt, namespace, name, grace_period_seconds=grace, skip_admission=True
+                )
+            return success_status()
         if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
             raise errors.too_many_requests(
                 msg,
@@ -152,6 +161,10 @@ async def evict(
                 ],
             )
         allowed = int(status.get("disruptionsAllowed") or 0)
+        if allowed < 0:
+            raise errors.forbidden(
+                "poddisruptionbudgets", "policy", pdb_name, "pdb disruptions allowed is negative"
+            )
         if allowed < 1:
             raise errors.too_many_requests(
                 msg,
@@ -179,3 +192,18 @@ async def evict(
             rt, namespace, name, grace_period_seconds=grace, skip_admission=True
         )
     return success_status()
+
+
+def _ready(pod: JsonObject) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def _unhealthy_evictable(pdb: JsonObject) -> bool:
+    """``unhealthyPodEvictionPolicy``: AlwaysAllow, or IfHealthyBudget (the default) while the
+    budget is met."""
+    if (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy") == "AlwaysAllow":
+        return True
+    status = pdb.get("status") or {}
+    desired = int(status.get("desiredHealthy") or 0)
+    return desired > 0 and int(status.get("currentHealthy") or 0) >= desired

@@ -122,9 +122,11 @@ def _pdb(core_api: client.ApiClient, allowed: int) -> None:
     )
 
 
-def _running(core: client.CoreV1Api, name: str) -> None:
+def _running(core: client.CoreV1Api, name: str, *, ready: bool = True) -> None:
     core.create_namespaced_pod("default", pod(name, labels={"app": "web"}, node="n1"))
-    core.patch_namespaced_pod_status(name, "default", {"status": {"phase": "Running"}})
+    condition = {"type": "Ready", "status": "True" if ready else "False"}
+    status = {"phase": "Running", "conditions": [condition]}
+    core.patch_namespaced_pod_status(name, "default", {"status": status})
 
 
 def _evict(core: client.CoreV1Api, name: str) -> None:
@@ -174,6 +176,20 @@ def test_pending_pods_are_evicted_without_consulting_budgets(
     _pdb(kube_api_client, allowed=0)
     _evict(core, "waiting")
     assert core.list_namespaced_pod("default").items == []
+
+
+def test_an_unready_pod_is_evicted_without_spending_a_met_budget(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api
+) -> None:
+    _running(core, "sick", ready=False)
+    _pdb(kube_api_client, allowed=0)
+    _evict(core, "sick")
+    assert core.read_namespaced_pod("sick", "default").metadata.deletion_timestamp is not None
+    budget = client.PolicyV1Api(kube_api_client).read_namespaced_pod_disruption_budget(
+        "budget", "default"
+    )
+    assert budget.status.disruptions_allowed == 0
+    assert not budget.status.disrupted_pods
 
 
 def test_eviction_of_a_missing_pod_is_404(core: client.CoreV1Api) -> None:
