@@ -444,6 +444,8 @@ class ApiServer:
             for k in obj.get("data") or {}:
                 if not isinstance(obj["data"][k], str):
                     errs.append(errors.invalid(f"data[{k}]", obj["data"][k], "must be a string"))
+        if kind in ("ConfigMap", "Secret") and old is not None and old.get("immutable"):
+            errs.extend(kinds.validate_immutable_data(obj, old))
         if errs:
             raise errors.invalid_object(rt.kind, rt.group, str(name or ""), errs)
 

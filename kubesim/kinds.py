@@ -637,3 +637,16 @@ def allocate_cluster_ip(obj: JsonObject, taken: set[str]) -> None:
             spec["clusterIP"] = ip
             spec["clusterIPs"] = [ip]
             return
+
+
+def validate_immutable_data(new: JsonObject, old: JsonObject) -> list[FieldError]:
+    """ConfigMaps and Secrets marked ``immutable`` keep their data and the mark for good."""
+    errs: list[FieldError] = []
+    if not new.get("immutable"):
+        errs.append(
+            errors.forbidden_field("immutable", "field is immutable when `immutable` is set")
+        )
+    for f in ("data", "binaryData"):
+        if (new.get(f) or {}) != (old.get(f) or {}):
+            errs.append(errors.forbidden_field(f, "field is immutable when `immutable` is set"))
+    return errs

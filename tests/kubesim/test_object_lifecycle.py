@@ -219,3 +219,14 @@ def test_services_get_distinct_cluster_ips_and_port_defaults(core: client.CoreV1
         "TCP",
         80,
     )
+
+
+def test_an_immutable_config_map_keeps_its_data(core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map(
+        "default", {"metadata": {"name": "fixed"}, "data": {"a": "1"}, "immutable": True}
+    )
+    core.patch_namespaced_config_map("fixed", "default", {"metadata": {"labels": {"ok": "yes"}}})
+    with pytest.raises(ApiException) as info:
+        core.patch_namespaced_config_map("fixed", "default", {"data": {"a": "2"}})
+    assert info.value.status == 422
+    assert _status(info.value)["details"]["causes"][0]["field"] == "data"
