@@ -2,11 +2,12 @@
 
 For ``patch`` and ``patch_status`` the object is read first: gone or replaced (another uid) means
 the plan can never apply (``failed``); a patch that would change nothing means ``skipped`` (an
-earlier delivery, or someone else, already made it true); otherwise the patch is sent with the
-read ``resourceVersion`` as precondition, so it lands on exactly the version we checked. A 409
-(the object moved on in between) reads again and retries, as client-go's ``RetryOnConflict``
-does. ``evict`` posts an Eviction with the pod's uid as precondition; a pod already gone is
-``skipped``.
+earlier delivery, or someone else, already made it true); an object that moved past the version
+the plan was decided on (its ``resourceVersion`` precondition) fails the plan as stale, and the
+planner decides again from the newer observation. Otherwise the patch is sent with the read
+``resourceVersion`` as precondition, so it lands on exactly the version we checked. A 409 (the
+object moved on in between) reads again and retries, as client-go's ``RetryOnConflict`` does.
+``evict`` posts an Eviction with the pod's uid as precondition; a pod already gone is ``skipped``.
 
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
@@ -100,14 +101,14 @@ class Applier:
                 message=f"uid is {metadata.get('uid')!r}, the plan was for {want_uid!r}",
             ))
         rv = str(metadata.get("resourceVersion", ""))
+        if plan.patch_type == "merge" and patch_satisfied(current, plan.patch):
+            return Result(result="skipped", resource_version=rv)
         if plan.precondition.resource_version and rv != plan.precondition.resource_version:
             return Result(result="failed", error=ApiError(
                 status=409, reason="Conflict",
                 message=f"resourceVersion is {rv}, the plan required "
                         f"{plan.precondition.resource_version}",
             ))
-        if plan.patch_type == "merge" and patch_satisfied(current, plan.patch):
-            return Result(result="skipped", resource_version=rv)
         body = plan.patch
         if plan.patch_type in ("merge", "strategic") and isinstance(body, dict):
             body = copy.deepcopy(body)

@@ -122,7 +122,10 @@ def plans_for(
                 target=target,
                 patch_type=want.patch_type,
                 patch=want.patch,
-                precondition=Precondition(uid=str(metadata.get("uid", ""))),
+                # The observed version is a precondition: a plan decided on a state that has
+                # since moved on fails instead of writing stale intent over newer changes.
+                precondition=Precondition(uid=str(metadata.get("uid", "")),
+                                          resource_version=version),
                 rule=rule.name,
                 reason=want.reason,
                 causes=[stored.seq] if stored is not None else [],

@@ -7,6 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
+import msgspec
 from kubernetes import client
 from nats.aio.client import Client
 
@@ -151,3 +152,29 @@ async def test_a_patch_the_api_rejects_fails_without_retrying_forever(
 async def _count(nc: Client, expected: int) -> bool:
     info = await nc.jetstream().stream_info("OUTCOMES")
     return bool(info.state.messages >= expected)
+
+
+async def test_a_plan_decided_on_an_older_version_fails_as_stale(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    apps = client.AppsV1Api(kube_api_client)
+    created = await asyncio.to_thread(
+        apps.create_namespaced_deployment, "default", deployment_body("moving")
+    )
+    seen_version = created.metadata.resource_version
+    await asyncio.to_thread(apps.patch_namespaced_deployment, "moving", "default",
+                            {"spec": {"replicas": 2}})
+    plan = msgspec.structs.replace(
+        annotate("moving", created.metadata.uid, "1", "p-stale"),
+        precondition=Precondition(uid=created.metadata.uid, resource_version=seen_version),
+    )
+    async with actuator(nats_client, kube_api_client):
+        await publish(nats_client, plan)
+        await eventually(lambda: _count(nats_client, 1))
+    [outcome] = await outcomes(nats_client)
+    assert outcome.result == "failed"
+    assert outcome.error is not None
+    assert outcome.error.status == 409
+    current = await asyncio.to_thread(apps.read_namespaced_deployment, "moving", "default")
+    assert ANNOTATION not in (current.metadata.annotations or {})

@@ -40,6 +40,7 @@ def test_a_deployment_without_the_annotation_gets_exactly_one_plan() -> None:
     plan = plans[0]
     assert plan.patch == {"metadata": {"annotations": {ANNOTATION: "3"}}}
     assert plan.precondition.uid == "uid-default-web"
+    assert plan.precondition.resource_version == "10"
     assert plan.causes == [1]
     assert plan.target.name == "web"
 
