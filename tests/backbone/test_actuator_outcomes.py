@@ -178,3 +178,60 @@ async def test_a_plan_decided_on_an_older_version_fails_as_stale(
     assert outcome.error.status == 409
     current = await asyncio.to_thread(apps.read_namespaced_deployment, "moving", "default")
     assert ANNOTATION not in (current.metadata.annotations or {})
+
+
+async def test_evictions_go_through_the_eviction_api_and_a_gone_pod_is_skipped(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    core = client.CoreV1Api(kube_api_client)
+    pod = await asyncio.to_thread(core.create_namespaced_pod, "default", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim", "namespace": "default"},
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+    })
+
+    def evict(name: str, uid: str, plan_id: str) -> Plan:
+        return Plan(id=plan_id, cluster="c1", verb="evict", rule="test",
+                    target=ObjectRef(group="", version="v1", resource="pods",
+                                     namespace="default", name=name, uid=uid))
+
+    async with actuator(nats_client, kube_api_client):
+        await publish(nats_client, evict("victim", pod.metadata.uid, "p-evict"))
+        await eventually(lambda: _count(nats_client, 1))
+        await publish(nats_client, evict("never-was", "u", "p-gone"))
+        await eventually(lambda: _count(nats_client, 2))
+    results = {o.plan_id: o.result for o in await outcomes(nats_client)}
+    assert results == {"p-evict": "applied", "p-gone": "skipped"}
+
+    async def pod_gone_or_terminating() -> bool:
+        try:
+            current = await asyncio.to_thread(core.read_namespaced_pod, "victim", "default")
+        except client.exceptions.ApiException as exc:
+            return exc.status == 404
+        return current.metadata.deletion_timestamp is not None
+
+    await eventually(pod_gone_or_terminating)
+
+
+async def test_status_plans_write_only_the_status_subresource(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    apps = client.AppsV1Api(kube_api_client)
+    created = await asyncio.to_thread(
+        apps.create_namespaced_deployment, "default", deployment_body("stat")
+    )
+    plan = Plan(
+        id="p-status", cluster="c1", verb="patch_status", rule="test",
+        target=ObjectRef(group="apps", version="v1", resource="deployments",
+                         namespace="default", name="stat", uid=created.metadata.uid),
+        patch={"status": {"observedGeneration": 1}, "spec": {"replicas": 5}},
+    )
+    async with actuator(nats_client, kube_api_client):
+        await publish(nats_client, plan)
+        await eventually(lambda: _count(nats_client, 1))
+    [outcome] = await outcomes(nats_client)
+    assert outcome.result == "applied"
+    current = await asyncio.to_thread(apps.read_namespaced_deployment, "stat", "default")
+    assert current.status.observed_generation == 1
+    assert current.spec.replicas == 1  # the status endpoint ignores spec
