@@ -1,6 +1,8 @@
 """The actuator's share of the plans: one durable pull consumer shared by every replica.
 
-JetStream hands each plan to one replica at a time (explicit acks, ``ack_wait`` 60 s). For each:
+JetStream hands each plan to one replica at a time (explicit acks, ``ack_wait`` 15 s, kept
+alive while a plan is being applied, so a replica killed mid-plan delays it by at most that).
+For each:
 
 1. decode; a message that is not a plan can never apply: it is terminated (``term``) and logged;
 2. if it was delivered ``max_deliveries`` times already (replicas kept dying on it), it fails;
@@ -16,7 +18,8 @@ acked and comes back.
 Signature::
 
     PlanConsumer(nc: Client, applier: Applier, *, cluster: str, workers: int = 8,
-                 max_deliveries: int = 5, registry: CollectorRegistry | None = None,
+                 max_deliveries: int = 5, ack_wait_seconds: float = 15.0,
+                 registry: CollectorRegistry | None = None,
                  clock: Callable[[], float] = time.time)
         async .run(stopping: asyncio.Event) -> None
 """
@@ -54,6 +57,7 @@ class PlanConsumer:
         cluster: str,
         workers: int = 8,
         max_deliveries: int = 5,
+        ack_wait_seconds: float = 15.0,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -62,6 +66,7 @@ class PlanConsumer:
         self.cluster = cluster
         self.workers = workers
         self.max_deliveries = max_deliveries
+        self.ack_wait = ack_wait_seconds
         self.clock = clock
         self.durable = f"actuator-{subjects.escape(cluster)}"
         self.outcomes = Counter("spreadbus_actuator_outcomes", "Plan outcomes published",
@@ -87,7 +92,7 @@ class PlanConsumer:
             config=ConsumerConfig(
                 ack_policy=AckPolicy.EXPLICIT,
                 deliver_policy=DeliverPolicy.ALL,
-                ack_wait=60.0,
+                ack_wait=self.ack_wait,
                 max_ack_pending=max(64, 4 * self.workers),
             ),
         )
@@ -143,10 +148,9 @@ class PlanConsumer:
         await self._publish_outcome(plan, result)
         await msg.ack_sync()
 
-    @staticmethod
-    async def _keep_in_progress(msg: Msg) -> None:
+    async def _keep_in_progress(self, msg: Msg) -> None:
         while True:
-            await asyncio.sleep(20.0)
+            await asyncio.sleep(self.ack_wait / 3)
             with contextlib.suppress(Exception):
                 await msg.in_progress()
 
