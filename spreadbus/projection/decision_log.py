@@ -23,6 +23,7 @@ import msgspec
 
 from events import codec
 from events.messages import Outcome, Plan
+from events.subjects import SubjectError, unescape
 
 PlanStatus = Literal["in_flight", "applied", "failed", "skipped"]
 
@@ -79,8 +80,8 @@ class DecisionLog:
         state.plans_seq = seq
         try:
             head = _PLAN.decode(data)
-            cluster = subject.split(".")[1]
-        except (msgspec.DecodeError, IndexError):
+            cluster = unescape(subject.split(".")[1])
+        except (msgspec.DecodeError, IndexError, SubjectError):
             event = codec.decode(data)
             if not isinstance(event, Plan):
                 state.skipped += 1

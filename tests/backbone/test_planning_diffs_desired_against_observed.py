@@ -101,3 +101,21 @@ def test_merge_patch_satisfaction_follows_merge_semantics() -> None:
     assert patch_satisfied(observed, {"metadata": {"annotations": {"b": None}}})
     assert not patch_satisfied(observed, {"metadata": {"labels": {"x": None}}})
     assert not patch_satisfied(observed, {"spec": {"replicas": 1}})
+
+
+def test_cluster_names_that_need_escaping_still_match_their_plans() -> None:
+    rule = ObservedGeneration("dev_cluster.1")
+    projection, log = KubeProjection(), DecisionLog()
+    projection.apply(1, *observe(deployment("web", 1, 10), cluster="dev_cluster.1"))
+    changed = projection.take_changed()
+    [plan] = plans_for(rule, projection, log, rule.desired(projection, changed, now=1.0),
+                       cluster="dev_cluster.1", now=1.0)
+    t = plan.target
+    log.apply_plan(1, subjects.plan("dev_cluster.1", plan.verb, t.group, t.resource,
+                                    t.namespace, t.name), codec.encode(plan))
+    projection.mark_all_changed()
+    again = plans_for(rule, projection, log,
+                      rule.desired(projection, projection.take_changed(), now=2.0),
+                      cluster="dev_cluster.1", now=2.0)
+    assert again == []
+    assert log.in_flight() == [plan.id]
