@@ -12,6 +12,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,7 +87,7 @@ class ServiceProcess:
 
 @contextlib.contextmanager
 def stack(nats_url: str, kubeconfig: Path, log_dir: Path, cluster: str = "e2e",
-          resources: str = "apps/v1/deployments,v1/pods"):  # type: ignore[no-untyped-def]
+          resources: str = "apps/v1/deployments,v1/pods") -> Iterator[dict[str, ServiceProcess]]:
     common = ["--nats-url", nats_url, "--cluster", cluster, "--kubeconfig", str(kubeconfig)]
     services = {
         "watcher": ServiceProcess("watcher", [*common, "--resources", resources], log_dir),
