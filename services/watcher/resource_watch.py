@@ -4,7 +4,8 @@ Reading happens on a daemon thread (the official client's transport is synchrono
 cross into the event loop through a small bounded queue, so a slow bus pauses the reading
 instead of buffering without limit. Bodies stay raw JSON: only the object's metadata (name,
 namespace, uid, resourceVersion) is decoded, with a reused msgspec decoder, and the object is
-re-encoded only when it carries ``managedFields`` to strip.
+re-encoded only when it carries ``managedFields`` to strip. An abandoned watch's thread stays
+blocked until the server ends the request (at most the watch timeout) and then exits quietly.
 
 The resume point is the last resourceVersion seen (events and bookmarks). On 410 Gone, an ERROR
 event, or any watch failure, the resource is listed again (paginated) and compared with what was
@@ -231,7 +232,12 @@ class ResourceWatch:
 
         def read() -> None:
             def put(item: bytes | BaseException | None) -> None:
-                future = asyncio.run_coroutine_threadsafe(lines.put(item), loop)
+                if halt.is_set():
+                    return  # the loop stopped listening (and may be closed)
+                try:
+                    future = asyncio.run_coroutine_threadsafe(lines.put(item), loop)
+                except RuntimeError:
+                    return  # the event loop is closed: the service is gone
                 while not halt.is_set():
                     try:
                         future.result(0.5)

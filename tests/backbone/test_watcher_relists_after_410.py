@@ -14,7 +14,7 @@ from nats.aio.client import Client
 from events import codec
 from events.messages import Observation, ResourceRef, SyncMarker
 from kubesim import KubeSimThread
-from services.watcher.resource_watch import Change, ResourceWatch
+from services.watcher.resource_watch import Change, ResourceWatch, clean_object
 from services.watcher.service import prepare_watches
 from services.watcher.settings import WatcherSettings
 from spreadbus.runtime.kube_client import Gone, KubeClient, kube_api_client
@@ -170,3 +170,41 @@ async def _kube_messages(nc: Client) -> list[tuple[str, Any, str]]:
         out.append((raw.subject or "", codec.decode(raw.data or b""),
                     headers.get("Nats-Msg-Id", "")))
     return out
+
+
+def test_managed_fields_are_stripped_and_list_items_get_their_kind() -> None:
+    raw = msgspec.json.encode({"metadata": {"name": "a", "managedFields": [{"manager": "x"}]},
+                               "data": {"k": "v"}})
+    cleaned = msgspec.json.decode(clean_object(raw, "v1", "ConfigMap"))
+    assert cleaned == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
+                       "data": {"k": "v"}}
+    untouched = msgspec.json.encode({"metadata": {"name": "b"}})
+    assert clean_object(untouched) is untouched
+
+
+async def test_bookmarks_move_the_resume_point_without_publishing(
+    kubesim_factory: Callable[..., KubeSimThread], tmp_path: Path
+) -> None:
+    sim = kubesim_factory(bookmark_interval=0.2)
+    api = kube_api_client(str(sim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", config_map("a"))
+    changes, _, emit, mark = recorder()
+    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=30)
+    await watch.relist()
+    listed_at = int(watch.resource_version)
+    changes.clear()
+    stopping = asyncio.Event()
+    task = asyncio.create_task(watch.watch(stopping))
+    try:
+        # Writes to another resource advance the global resourceVersion; only bookmarks carry it.
+        core.create_namespaced_secret("default", {"metadata": {"name": "s"}, "data": {}})
+
+        async def advanced() -> bool:
+            return int(watch.resource_version) > listed_at
+        await eventually(advanced, timeout=10)
+    finally:
+        stopping.set()
+        await asyncio.wait_for(task, 10)
+        api.close()
+    assert changes == []
