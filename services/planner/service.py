@@ -8,8 +8,8 @@ import os
 import socket
 
 from services.planner.planner import Planner
+from services.planner.rules import default_rules
 from services.planner.settings import PlannerSettings
-from spreadbus.projection.observed_generation import ObservedGeneration
 from spreadbus.runtime.lease import Lease
 from spreadbus.runtime.service import ServiceContext
 from spreadbus.runtime.snapshot_store import SnapshotStore
@@ -21,7 +21,7 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
     planner = Planner(
         ctx.nc,
         cluster=settings.cluster,
-        rules=[ObservedGeneration(settings.cluster)],
+        rules=default_rules(settings.cluster),
         snapshots=SnapshotStore(ctx.js, bucket=settings.snapshot_bucket),
         snapshot_every=settings.snapshot_every,
         snapshot_interval_seconds=settings.snapshot_interval_seconds,
