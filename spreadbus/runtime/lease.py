@@ -29,8 +29,8 @@ from collections.abc import Callable
 
 from nats.errors import Error as NatsError
 from nats.js.client import JetStreamContext
+from nats.js.errors import BucketNotFoundError, KeyWrongLastSequenceError
 from nats.js.errors import Error as JetStreamError
-from nats.js.errors import KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 log = logging.getLogger(__name__)
@@ -61,7 +61,17 @@ class Lease:
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
-            self._kv = await self.js.create_key_value(bucket=self.bucket, ttl=self.ttl, history=1)
+            try:
+                # An existing bucket's TTL wins, so replicas configured differently still agree
+                # on how long a lease lasts.
+                self._kv = await self.js.key_value(self.bucket)
+                ttl = (await self._kv.status()).ttl
+                if ttl:
+                    self.ttl = ttl
+            except BucketNotFoundError:
+                self._kv = await self.js.create_key_value(
+                    bucket=self.bucket, ttl=self.ttl, history=1
+                )
         return self._kv
 
     def _set_leader(self, leader: bool) -> None:

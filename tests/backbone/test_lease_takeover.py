@@ -68,3 +68,17 @@ async def test_a_leader_stepping_down_hands_over_at_once(nats_server: NatsServer
         await asyncio.wait_for(task_b, 10)
     finally:
         await nc.close()
+
+
+async def test_replicas_configured_differently_adopt_the_buckets_lease_duration(
+    nats_server: NatsServer,
+) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        first = Lease(nc.jetstream(), key="k", holder="a", ttl_seconds=2.0)
+        second = Lease(nc.jetstream(), key="k", holder="b", ttl_seconds=30.0)
+        await first._bucket()
+        await second._bucket()
+        assert second.ttl == 2.0
+    finally:
+        await nc.close()
