@@ -1,1 +1,19 @@
-"""The imperative shell shared by the services: settings, NATS, health, logging, processes."""
+"""The imperative shell shared by the services: settings, NATS, health, logging, processes.
+
+One module per concern, each with its signatures in its docstring:
+
+- :mod:`~spreadbus.runtime.settings`: flags and ``SPREADBUS_*`` variables into a frozen struct;
+- :mod:`~spreadbus.runtime.json_logging`: one JSON object per log line;
+- :mod:`~spreadbus.runtime.health`: ``/healthz``, ``/readyz`` (a :class:`ReadinessGate`),
+  ``/metrics`` (the service's own prometheus registry);
+- :mod:`~spreadbus.runtime.shutdown`: SIGTERM/SIGINT set an event;
+- :mod:`~spreadbus.runtime.nats_connection`: URL list, credentials or nkey, TLS, reconnect forever;
+- :mod:`~spreadbus.runtime.stream_setup`: create or update the bus streams;
+- :mod:`~spreadbus.runtime.follower`: replay a stream into a projection, then follow it live;
+- :mod:`~spreadbus.runtime.lease`: one leader at a time through a NATS KV key;
+- :mod:`~spreadbus.runtime.snapshot_store`: projection snapshots in the JetStream object store;
+- :mod:`~spreadbus.runtime.kube_client`: Kubernetes configuration, raw JSON requests, errors;
+- :mod:`~spreadbus.runtime.rate_limit`: client-side QPS and burst;
+- :mod:`~spreadbus.runtime.service`: all of the above wired into one ``run_service`` shell;
+- :mod:`~spreadbus.runtime.nats_server`: a local nats-server for the stack and the tests.
+"""
