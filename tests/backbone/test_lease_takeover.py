@@ -51,9 +51,9 @@ async def test_a_standby_takes_over_after_the_leader_dies_without_stepping_down(
 async def test_a_leader_stepping_down_hands_over_at_once(nats_server: NatsServer) -> None:
     nc = await nats.connect(nats_server.url)
     changes: list[tuple[str, bool]] = []
-    a = Lease(nc.jetstream(), key="p", holder="a", ttl_seconds=30.0,
+    a = Lease(nc.jetstream(), key="p", holder="a", ttl_seconds=12.0,
               on_change=lambda v: changes.append(("a", v)))
-    b = Lease(nc.jetstream(), key="p", holder="b", ttl_seconds=30.0,
+    b = Lease(nc.jetstream(), key="p", holder="b", ttl_seconds=12.0,
               on_change=lambda v: changes.append(("b", v)))
     try:
         task_a = asyncio.create_task(a.run())
@@ -61,8 +61,8 @@ async def test_a_leader_stepping_down_hands_over_at_once(nats_server: NatsServer
         task_b = asyncio.create_task(b.run())
         a.stop()
         await asyncio.wait_for(task_a, 10)
-        # With a 30 s TTL, only the deleted key lets b in quickly (b polls every 7.5 s).
-        await until(lambda: b.is_leader, timeout=12)
+        # With a 12 s TTL, only the deleted key lets b in this soon (b polls every 3 s).
+        await until(lambda: b.is_leader, timeout=8)
         assert changes == [("a", True), ("a", False), ("b", True)]
         b.stop()
         await asyncio.wait_for(task_b, 10)
