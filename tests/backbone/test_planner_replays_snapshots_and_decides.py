@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 
+import nats
 from nats.aio.client import Client
 
 from events import codec
@@ -13,6 +14,8 @@ from events.messages import Plan
 from services.planner.planner import Planner
 from spreadbus.projection import snapshot
 from spreadbus.projection.observed_generation import ANNOTATION, ObservedGeneration
+from spreadbus.runtime.lease import Lease
+from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import deployment, observe, synced
@@ -139,3 +142,49 @@ async def test_a_corrupt_snapshot_falls_back_to_a_full_replay(nats_client: Clien
     async with running(planner):
         await eventually(lambda: planner.caught_up)
     assert planner.projection.get("c1", "apps", "deployments", "default", "d") is not None
+
+
+async def test_a_warm_standby_takes_over_deciding_when_the_leader_dies(
+    nats_server: NatsServer,
+) -> None:
+    leader_nc = await nats.connect(nats_server.url)
+    standby_nc = await nats.connect(nats_server.url)
+    await ensure_streams(standby_nc.jetstream())
+    await publish(standby_nc, [observe(deployment("a", 1, 1), "ADDED"), synced()])
+    planners, leases, tasks = [], [], []
+    stopping = asyncio.Event()
+    for name, nc in (("leader", leader_nc), ("standby", standby_nc)):
+        planner = make_planner(nc)
+        await planner.restore()
+        lease = Lease(nc.jetstream(), key="planner.c1", holder=name, ttl_seconds=2.0,
+                      on_change=planner.set_leader)
+        planners.append(planner)
+        leases.append(lease)
+        tasks.append(asyncio.create_task(planner.run(stopping)))
+        tasks.append(asyncio.create_task(lease.run()))
+        if name == "leader":
+            await eventually(lambda p=planner: p.leader)  # type: ignore[misc]
+    standby = planners[1]
+    try:
+        await eventually(lambda: len(standby.decisions.in_flight()) == 1)  # replayed, warm
+        assert not standby.leader
+        await leader_nc.close()  # the leader dies
+        await publish(standby_nc, [observe(deployment("b", 1, 2), "ADDED")])
+        await eventually(lambda: standby.leader, timeout=15)
+        await eventually(lambda: len(standby.decisions.in_flight()) == 2)
+    finally:
+        stopping.set()
+        for lease in leases:
+            lease.stop()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await standby_nc.close()
+    plans = await _plans_via(nats_server.url)
+    assert sorted(p.target.name for p in plans) == ["a", "b"]
+
+
+async def _plans_via(url: str) -> list[Plan]:
+    nc = await nats.connect(url)
+    try:
+        return await plans_on_bus(nc)
+    finally:
+        await nc.close()
