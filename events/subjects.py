@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 _PLAIN = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-")
+_HEX = frozenset(b"0123456789ABCDEF")
 _EMPTY = "_"
 
 OBSERVATIONS = "kube.obs"
@@ -54,31 +55,22 @@ def unescape(token: str) -> str:
     """Inverse of :func:`escape`; raises :class:`SubjectError` on a token escape never makes."""
     if token == _EMPTY:
         return ""
-    if "%" not in token:
-        if not token or not all(c in _PLAIN for c in token.encode()):
-            raise SubjectError(f"not an escaped token: {token!r}")
-        return token
+    if not token or not token.isascii():
+        raise SubjectError(f"not an escaped token: {token!r}")
+    data = token.encode("ascii")
     raw = bytearray()
     i = 0
-    data = token.encode("ascii", errors="strict") if token.isascii() else b""
-    if not data:
-        raise SubjectError(f"not an escaped token: {token!r}")
     while i < len(data):
         byte = data[i]
-        if byte == 0x25:  # '%'
-            hex_part = data[i + 1 : i + 3]
-            if len(hex_part) != 2 or hex_part.upper() != hex_part:
-                raise SubjectError(f"bad escape in token {token!r}")
-            try:
-                raw.append(int(hex_part, 16))
-            except ValueError as exc:
-                raise SubjectError(f"bad escape in token {token!r}") from exc
-            i += 3
-        elif byte in _PLAIN:
+        if byte in _PLAIN:
             raw.append(byte)
             i += 1
-        else:
-            raise SubjectError(f"not an escaped token: {token!r}")
+            continue
+        hex_part = data[i + 1 : i + 3]
+        if byte != 0x25 or len(hex_part) != 2 or not set(hex_part) <= _HEX:  # 0x25 is '%'
+            raise SubjectError(f"bad escape in token {token!r}")
+        raw.append(int(hex_part, 16))
+        i += 3
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

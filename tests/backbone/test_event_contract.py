@@ -130,3 +130,9 @@ def test_the_json_schema_covers_every_message_type() -> None:
     for name in ("Observation", "SyncMarker", "Plan", "Outcome", "Admission"):
         assert f'"{name}"' in text
     msgspec.json.decode(text.encode())  # valid JSON
+
+
+@pytest.mark.parametrize("token", ["", "a.b", "a%2", "a%2e", "%ZZ", "%+1", "%C3", "é"])
+def test_tokens_escape_never_makes_are_rejected(token: str) -> None:
+    with pytest.raises(subjects.SubjectError):
+        subjects.unescape(token)
