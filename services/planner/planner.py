@@ -53,6 +53,8 @@ class PlannerMetrics:
         )
         self.snapshots = Counter("spreadbus_planner_snapshots", "Snapshots written",
                                  registry=registry)
+        self.rule_errors = Counter("spreadbus_planner_rule_errors", "Rule evaluations that raised",
+                                   ["rule"], registry=registry)
         self.leader = Gauge("spreadbus_planner_leader", "1 while this replica decides",
                             registry=registry)
         self.restore_seconds = Gauge(
@@ -203,9 +205,17 @@ class Planner:
         js = self.nc.jetstream()
         published = 0
         for rule in self.rules:
-            desired = rule.desired(self.projection, changed, now)
-            for plan in plans_for(rule, self.projection, self.decisions, desired,
-                                  cluster=self.cluster, now=now):
+            try:
+                desired = rule.desired(self.projection, changed, now)
+                plans = plans_for(rule, self.projection, self.decisions, desired,
+                                  cluster=self.cluster, now=now)
+            except Exception:
+                # A failing rule must not stop the others or the planner; it is logged and
+                # counted, and runs again on the next change.
+                log.exception("rule failed", extra={"rule": rule.name})
+                self.metrics.rule_errors.labels(rule.name).inc()
+                continue
+            for plan in plans:
                 target = plan.target
                 subject = subjects.plan(self.cluster, plan.verb, target.group, target.resource,
                                         target.namespace, target.name)

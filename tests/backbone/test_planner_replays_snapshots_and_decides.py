@@ -188,3 +188,23 @@ async def _plans_via(url: str) -> list[Plan]:
         return await plans_on_bus(nc)
     finally:
         await nc.close()
+
+
+class _BrokenRule:
+    name = "broken"
+    resources = ObservedGeneration("c1").resources
+
+    def desired(self, view: object, changed: object, now: float) -> list[object]:
+        raise RuntimeError("bug in a rule")
+
+
+async def test_a_failing_rule_does_not_stop_the_other_rules(nats_client: Client) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, [observe(deployment("a", 1, 1), "ADDED"), synced()])
+    planner = Planner(nats_client, cluster="c1",
+                      rules=[_BrokenRule(), ObservedGeneration("c1")])  # type: ignore[list-item]
+    await planner.restore()
+    planner.set_leader(True)
+    async with running(planner):
+        await eventually(lambda: len(planner.decisions.in_flight()) == 1)
+    assert [p.target.name for p in await plans_on_bus(nats_client)] == ["a"]
