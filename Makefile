@@ -30,7 +30,7 @@ test: lint typecheck
 	$(BIN)/pytest -q -n 2
 
 bench: install
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(ARGS)
 
 clean:
 	rm -rf $(VENV) .spreadbus .pytest_cache .mypy_cache .ruff_cache
