@@ -5,7 +5,15 @@ is none or it cannot be trusted, starts from nothing; three followers then repla
 and keep following live:
 
 - ``KUBE`` (everything of its cluster, one wildcard filter) into :class:`KubeProjection`;
-- ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`.
+- ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`;
+- when given a :class:`ReservationLedgers`, the reservation bucket's stream (from its start:
+  it holds one entry per WorkloadSpread) into it, each changed ledger marking its WorkloadSpread
+  changed.
+
+Time-based decisions: a rule may expose ``due(now) -> set of keys`` and ``next_wake() -> float |
+None`` (:class:`spreadbus.projection.planning.Timed`); the engine adds due keys to ``changed`` on
+every round and sleeps no longer than until the next wake-up, so an expiry or a timeout is acted
+on at its time without any new event. Time is the injected ``clock``.
 
 Deciding happens only when every follower is caught up, every resource a rule reads has a
 complete sync marker, and this replica holds the lease, so a replay never re-issues stale plans
@@ -37,7 +45,9 @@ from events.streams import KUBE, OUTCOMES, PLANS
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
-from spreadbus.projection.planning import Rule, plans_for
+from spreadbus.projection.planning import Rule, Timed, plans_for
+from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
+from spreadbus.projection.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.runtime.follower import FollowerMetrics, MessageSink, StreamFollower
 from spreadbus.runtime.snapshot_store import SnapshotStore
 
@@ -78,6 +88,7 @@ class Planner:
         batch: int = 8192,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.time,
+        reservations: ReservationLedgers | None = None,
     ) -> None:
         self.nc = nc
         self.cluster = cluster
@@ -88,6 +99,7 @@ class Planner:
         self.snapshot_interval = snapshot_interval_seconds
         self.batch = batch
         self.clock = clock
+        self.reservations = reservations
         self.metrics = PlannerMetrics(registry)
         self.projection = KubeProjection()
         self.decisions = DecisionLog()
@@ -132,6 +144,12 @@ class Planner:
                 self._follower(PLANS.name, self.decisions.apply_plan, state.plans_seq),
                 self._follower(OUTCOMES.name, self.decisions.apply_outcome, state.outcomes_seq),
             ]
+            if self.reservations is not None:
+                # Not in snapshots: replaying the bucket's stream is one message per key.
+                self.reservations.last_seq = 0
+                self._followers.append(
+                    self._follower(RESERVATIONS_STREAM, self._apply_reservation, 0)
+                )
         return self._followers
 
     def _follower(
@@ -141,6 +159,25 @@ class Planner:
             self.nc, stream=stream, sink=sink, subjects=wanted, start_seq=position + 1,
             batch=self.batch, on_progress=self._wake.set, metrics=self.metrics.followers,
         )
+
+    def _apply_reservation(self, seq: int, subject: str, data: bytes) -> None:
+        assert self.reservations is not None
+        changed = self.reservations.apply(seq, subject, data)
+        if changed is not None:
+            self.projection.changed.add((RESERVATIONS_RESOURCE, changed))
+
+    def _due(self, now: float) -> set[tuple[str, str]]:
+        due: set[tuple[str, str]] = set()
+        for rule in self.rules:
+            if isinstance(rule, Timed):
+                due |= rule.due(now)
+        return due
+
+    def seconds_to_next_wake(self) -> float | None:
+        """How long until a rule wants to look again, if any rule does."""
+        wakes = [w for rule in self.rules if isinstance(rule, Timed)
+                 if (w := rule.next_wake()) is not None]
+        return max(0.0, min(wakes) - self.clock()) if wakes else None
 
     @property
     def caught_up(self) -> bool:
@@ -176,8 +213,11 @@ class Planner:
                     log.info("projection ready", extra={"from": self.restored_from,
                                                         "seconds": round(elapsed, 3)})
                 await self.step()
+                pause = 1.0
+                if self.leader and (until := self.seconds_to_next_wake()) is not None:
+                    pause = min(pause, until + 0.01)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), 1.0)
+                    await asyncio.wait_for(self._wake.wait(), pause)
         finally:
             for follower in self.followers():
                 follower.stop()
@@ -198,10 +238,10 @@ class Planner:
         return published
 
     async def _decide(self) -> int:
-        changed = self.projection.take_changed()
+        now = self.clock()
+        changed = self.projection.take_changed() | self._due(now)
         if not changed:
             return 0
-        now = self.clock()
         js = self.nc.jetstream()
         published = 0
         for rule in self.rules:

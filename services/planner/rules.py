@@ -6,9 +6,23 @@ runs them in this order on every decision round and publishes their plans.
 
 from __future__ import annotations
 
+from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER
 from spreadbus.projection.observed_generation import ObservedGeneration
 from spreadbus.projection.planning import Rule
+from spreadbus.projection.reservations import ReservationLedgers
+from spreadbus.projection.workloadspread import WorkloadSpreadRule
 
 
-def default_rules(cluster: str) -> list[Rule]:
-    return [ObservedGeneration(cluster)]
+def default_rules(
+    cluster: str,
+    *,
+    reservations: ReservationLedgers | None = None,
+    whitelist: Whitelist | None = None,
+    adaptive_recover_seconds: float = RECOVER_AFTER.total_seconds(),
+) -> list[Rule]:
+    return [
+        ObservedGeneration(cluster),
+        WorkloadSpreadRule(cluster, reservations=reservations, whitelist=whitelist,
+                           recover_after_seconds=adaptive_recover_seconds),
+    ]

@@ -14,3 +14,10 @@ class PlannerSettings(ServiceSettings, frozen=True, kw_only=True):
     snapshot_interval_seconds: float = 60.0
     snapshot_bucket: str = "spreadbus-snapshots"
     replay_batch: int = 8192
+    workload_whitelist: str = ""
+    """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
+    adaptive_recover_seconds: float = 300.0
+    """How long an Adaptive subset stays ``Schedulable=False`` (Kruise: 300 s; only shorter
+    values change anything)."""
+    nats_replicas: int = 1
+    """Replicas of the reservation bucket if this service is the first to create it."""

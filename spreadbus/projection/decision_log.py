@@ -136,6 +136,10 @@ class DecisionLog:
             return None
         return record.status
 
+    def newest(self, slot: str) -> PlanRecord | None:
+        """The newest plan of ``slot``, whatever its status."""
+        return self.state.latest.get(slot)
+
     def in_flight(self) -> list[str]:
         """Every plan still waiting for its outcome, newest or replaced."""
         newest = [r.id for r in self.state.latest.values() if r.status == "in_flight"]

@@ -4,6 +4,10 @@
 itself, that the whole pipe (watcher, planner, actuator) has seen its latest spec. It exercises
 everything a placement rule needs (read the projection, want a patch, let the planner diff) while
 being trivially checkable from outside with kubectl.
+
+The annotation's value is read from the object (its generation), so the plan keeps the observed
+``resourceVersion`` as precondition: a plan decided before a newer generation fails rather than
+write an older generation over it, and the observation that moved the object brings a new plan.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ class ObservedGeneration:
                     ),
                     patch={"metadata": {"annotations": {ANNOTATION: str(generation)}}},
                     reason=f"generation is {generation}",
+                    precondition="resource_version",
                 )
             )
         return out

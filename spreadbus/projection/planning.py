@@ -10,6 +10,20 @@ nothing to do when the patch is already true (or the object to evict is gone), o
 :class:`~events.messages.Plan` with a deterministic id, unless the decision log says an equal plan
 is in flight or already answered.
 
+The precondition is the rule's choice (``Desired.precondition``):
+
+- ``"uid"`` (the default) for patches that are true or false by themselves, whatever else the
+  object holds: an annotation value, a deletion cost, an eviction. The plan lands on the object it
+  was decided for even if the object moved on meanwhile (a pod starting up, a Deployment whose
+  status its controller updates), so such plans do not fail and get re-planned on every change.
+  A stale write is harmless: it is observed like any change and the rule corrects it. While a
+  plan for the same intent (target, verb, patch) is in flight, a newer observation does not
+  re-emit it: the id starts with a hash of the intent alone so the decision log can tell.
+- ``"resource_version"`` where the patch is computed from the rest of the object (a status
+  derived from the spec and ``observedGeneration``): a plan decided on a state that has since
+  moved on fails with Conflict instead of writing stale intent, and the change that moved it
+  triggers a fresh plan.
+
 Signatures::
 
     class Rule(Protocol):
@@ -20,6 +34,10 @@ Signatures::
 
     plans_for(rule: Rule, view: KubeProjection, log: DecisionLog, desired: Iterable[Desired],
               *, cluster: str, now: float) -> list[Plan]
+    class Timed(Protocol):                        # optional, for time-based transitions
+        def due(self, now: float) -> set[tuple[str, str]]: ...
+        def next_wake(self) -> float | None: ...
+
     plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str
     patch_satisfied(observed: Any, patch: Any) -> bool        # JSON merge patch semantics
 """
@@ -28,7 +46,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Set
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
@@ -45,6 +63,8 @@ class Desired(msgspec.Struct, frozen=True, kw_only=True):
     patch: Any = None
     patch_type: PatchType = "merge"
     reason: str = ""
+    precondition: Literal["uid", "resource_version"] = "uid"
+    """What must still hold when the plan is applied; see the module docstring."""
 
 
 class Rule(Protocol):
@@ -56,16 +76,37 @@ class Rule(Protocol):
     ) -> list[Desired]: ...
 
 
+@runtime_checkable
+class Timed(Protocol):
+    """A rule that wants to look again at a time, without any new event."""
+
+    def due(self, now: float) -> set[tuple[str, str]]:
+        """Keys whose time has come (each handed out once); the planner adds them to changed."""
+        ...
+
+    def next_wake(self) -> float | None: ...
+
+
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 
 
-def plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str:
-    """Same decision from the same observed version -> same id, on any planner, any time."""
+def intent_id(cluster: str, rule: str, desired: Desired) -> str:
+    """What is wanted of which object, whatever version it was seen at (16 hex digits)."""
     material = _CANONICAL.encode(
         [cluster, rule, desired.verb, desired.target, desired.patch_type, desired.patch,
-         observed_version]
+         desired.precondition]
     )
-    return hashlib.sha256(material).hexdigest()[:32]
+    return hashlib.sha256(material).hexdigest()[:16]
+
+
+def plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str:
+    """Same decision from the same observed version -> same id, on any planner, any time.
+
+    The first 16 digits are :func:`intent_id`, the rest also covers the observed version.
+    """
+    intent = intent_id(cluster, rule, desired)
+    material = _CANONICAL.encode([intent, observed_version])
+    return intent + hashlib.sha256(material).hexdigest()[:16]
 
 
 def patch_satisfied(observed: Any, patch: Any) -> bool:
@@ -114,6 +155,10 @@ def plans_for(
                        target.namespace, target.name)
         if log.status(slot, pid) is not None:
             continue  # in flight, or already answered for this very observation
+        if want.precondition == "uid":
+            newest = log.newest(slot)
+            if newest is not None and newest.status == "in_flight" and newest.id[:16] == pid[:16]:
+                continue  # the same intent is on its way; it does not depend on the version
         plans.append(
             Plan(
                 id=pid,
@@ -122,10 +167,10 @@ def plans_for(
                 target=target,
                 patch_type=want.patch_type,
                 patch=want.patch,
-                # The observed version is a precondition: a plan decided on a state that has
-                # since moved on fails instead of writing stale intent over newer changes.
-                precondition=Precondition(uid=str(metadata.get("uid", "")),
-                                          resource_version=version),
+                precondition=Precondition(
+                    uid=str(metadata.get("uid", "")),
+                    resource_version=version if want.precondition == "resource_version" else "",
+                ),
                 rule=rule.name,
                 reason=want.reason,
                 causes=[stored.seq] if stored is not None else [],
