@@ -43,8 +43,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 from events import codec, subjects
 from events.streams import KUBE, OUTCOMES, PLANS
 from spreadbus.projection import snapshot
-from spreadbus.projection.decision_log import DecisionLog
-from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.decision_log import DecisionLog, slot_target
+from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 from spreadbus.projection.planning import Rule, Timed, plans_for
 from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
 from spreadbus.projection.reservations import STREAM as RESERVATIONS_STREAM
@@ -142,7 +142,7 @@ class Planner:
                 self._follower(KUBE.name, self.projection.apply, self.projection.last_seq,
                                self._kube_subjects()),
                 self._follower(PLANS.name, self.decisions.apply_plan, state.plans_seq),
-                self._follower(OUTCOMES.name, self.decisions.apply_outcome, state.outcomes_seq),
+                self._follower(OUTCOMES.name, self._apply_outcome, state.outcomes_seq),
             ]
             if self.reservations is not None:
                 # Not in snapshots: replaying the bucket's stream is one message per key.
@@ -159,6 +159,15 @@ class Planner:
             self.nc, stream=stream, sink=sink, subjects=wanted, start_seq=position + 1,
             batch=self.batch, on_progress=self._wake.set, metrics=self.metrics.followers,
         )
+
+    def _apply_outcome(self, seq: int, subject: str, data: bytes) -> None:
+        failed = self.decisions.settle(seq, subject, data)
+        if failed is not None:
+            # A failed plan, or one a held-back plan waited for: decide again from the state now.
+            cluster, group, resource, namespace, name = slot_target(failed)
+            self.projection.changed.add(
+                (resource_key(cluster, group, resource), object_key(namespace, name))
+            )
 
     def _apply_reservation(self, seq: int, subject: str, data: bytes) -> None:
         assert self.reservations is not None

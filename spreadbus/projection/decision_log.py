@@ -69,9 +69,22 @@ def slot_of(cluster: str, rule: str, verb: str, group: str, resource: str, names
     return "\x1f".join((cluster, rule, verb, group, resource, namespace, name))
 
 
+def slot_target(slot: str) -> tuple[str, str, str, str, str]:
+    """(cluster, group, resource, namespace, name) of a slot."""
+    cluster, _rule, _verb, group, resource, namespace, name = slot.split("\x1f")
+    return cluster, group, resource, namespace, name
+
+
 class DecisionLog:
     def __init__(self, state: DecisionState | None = None) -> None:
         self.state = state or DecisionState()
+        self.held: set[str] = set()
+        """Slots whose next plan waits for the newest one's answer (not in snapshots: after a
+        restore every object is offered to the rules anyway)."""
+
+    def hold(self, slot: str) -> None:
+        """A plan for ``slot`` was held back; :meth:`settle` names the slot once it is answered."""
+        self.held.add(slot)
 
     def apply_plan(self, seq: int, subject: str, data: bytes) -> None:
         state = self.state
@@ -109,9 +122,14 @@ class DecisionLog:
         state.slots[head.id] = slot
 
     def apply_outcome(self, seq: int, subject: str, data: bytes) -> None:
+        self.settle(seq, subject, data)
+
+    def settle(self, seq: int, subject: str, data: bytes) -> str | None:
+        """Fold one outcome; the slot to decide again, if any: its newest plan failed, or a
+        plan for it was held back waiting for this answer."""
         state = self.state
         if seq <= state.outcomes_seq:
-            return
+            return None
         state.outcomes_seq = seq
         try:
             head = _OUTCOME.decode(data)
@@ -119,15 +137,19 @@ class DecisionLog:
             event = codec.decode(data)
             if not isinstance(event, Outcome):
                 state.skipped += 1
-                return
+                return None
             head = _OutcomeHead(plan_id=event.plan_id, result=event.result)
         slot = state.slots.get(head.plan_id)
         if slot is None:
             if state.retired.pop(head.plan_id, None) is None:
                 state.early[head.plan_id] = head.result
-            return
+            return None
         record = state.latest[slot]
         state.latest[slot] = PlanRecord(record.id, head.result, record.seq)
+        if head.result == "failed" or slot in self.held:
+            self.held.discard(slot)
+            return slot
+        return None
 
     def status(self, slot: str, plan_id: str) -> PlanStatus | None:
         """The status of ``plan_id`` if it is the newest plan of its slot, else ``None``."""

@@ -24,6 +24,11 @@ The precondition is the rule's choice (``Desired.precondition``):
   moved on fails with Conflict instead of writing stale intent, and the change that moved it
   triggers a fresh plan.
 
+``Desired.serial`` keeps one plan per object in flight (a status is rewritten as a whole, so
+planning the next one before the previous landed only makes the previous fail). The planner
+offers the object again when that plan is answered (:meth:`DecisionLog.settle` names the slot),
+and whenever a plan fails.
+
 Signatures::
 
     class Rule(Protocol):
@@ -65,6 +70,10 @@ class Desired(msgspec.Struct, frozen=True, kw_only=True):
     reason: str = ""
     precondition: Literal["uid", "resource_version"] = "uid"
     """What must still hold when the plan is applied; see the module docstring."""
+    serial: bool = False
+    """Emit no new plan for this object while its previous one is in flight. For writes that
+    replace a whole computed value (a status): the next plan is decided from the observation of
+    the previous write instead of racing it; its answer offers the object again."""
 
 
 class Rule(Protocol):
@@ -155,9 +164,12 @@ def plans_for(
                        target.namespace, target.name)
         if log.status(slot, pid) is not None:
             continue  # in flight, or already answered for this very observation
-        if want.precondition == "uid":
-            newest = log.newest(slot)
-            if newest is not None and newest.status == "in_flight" and newest.id[:16] == pid[:16]:
+        newest = log.newest(slot)
+        if newest is not None and newest.status == "in_flight":
+            if want.serial:
+                log.hold(slot)  # decided again once the previous plan is answered
+                continue
+            if want.precondition == "uid" and newest.id[:16] == pid[:16]:
                 continue  # the same intent is on its way; it does not depend on the version
         plans.append(
             Plan(

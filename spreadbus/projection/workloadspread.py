@@ -7,7 +7,8 @@ into :class:`~spreadbus.projection.planning.Desired` writes:
 
 - the status through the status subresource (``patch_status``), with the observed
   ``resourceVersion`` as precondition, because the status is derived from the spec
-  (``observedGeneration``) and a write decided on an older spec must not land;
+  (``observedGeneration``) and a write decided on an older spec must not land; one status plan
+  is in flight at a time (``serial``), the next decided from the observation of the previous;
 - one pod patch per pod holding its deletion cost and, for pods that existed before the
   WorkloadSpread, the matched annotation and the subset's metadata patch, as Kruise does
   (uid-only precondition: the values do not depend on the rest of the pod, and pods change often
@@ -432,7 +433,7 @@ class WorkloadSpreadRule:
                           resource=WORKLOADSPREADS.resource)
         return Desired(verb="patch_status", target=self._ref(ref, obj), patch={"status": body},
                        reason=f"status of {ws.key} at generation {ws.generation}",
-                       precondition="resource_version")
+                       precondition="resource_version", serial=True)
 
     def _pod_desired(self, plan: reconcile.Plan,
                      pods: Mapping[str, Mapping[str, Any]]) -> list[Desired]:
