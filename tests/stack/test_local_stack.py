@@ -190,7 +190,8 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
         assert set(plan.causes) & deployment_seqs, "the plan names the observation behind it"
         (outcome,) = [o for o in outcomes if o.plan_id == plan.id]
         if outcome.result == "failed":
-            assert outcome.error is not None and outcome.error.status == 409, outcome.error
+            assert outcome.error is not None
+            assert outcome.error.status == 409, outcome.error
             assert plan is not web_plans[-1], "a failed plan is followed by a newer one"
         else:
             assert outcome.result in ("applied", "skipped")

@@ -219,7 +219,8 @@ def test_reservations_in_flight_show_as_creating_pods_until_they_expire() -> Non
     assert "uid-new" in versioned["a"]["creatingPods"]
     assert versioned["a"]["missingReplicas"] == 1
     wake = world.rule.next_wake()
-    assert wake is not None and T0 + 1 < wake <= T0 + 31, "woken for the 30 s expiry"
+    assert wake is not None
+    assert T0 + 1 < wake <= T0 + 31, "woken for the 30 s expiry"
     assert world.decide(wake - 0.5) == [], "nothing is due before the expiry"
     expired = status_of(world.decide(wake + 0.5))
     versions = expired.get("versionedSubsetStatuses") or {}
@@ -248,7 +249,8 @@ def test_an_adaptive_subset_with_stuck_pods_evicts_them_and_recovers_after_the_w
     world.put(pod("stuck", "a", created=T0, unschedulable_since=T0))
     assert by_verb(world.decide(T0 + 1), "evict") == {}
     wake = world.rule.next_wake()
-    assert wake is not None and wake <= T0 + 5.5, "woken at the pod's deadline"
+    assert wake is not None
+    assert wake <= T0 + 5.5, "woken at the pod's deadline"
     plans = world.decide(wake + 0.1)
     assert set(by_verb(plans, "evict")) == {"stuck"}
     conditions = {s["name"]: s["conditions"][0] for s in status_of(plans)["subsetStatuses"]}
@@ -262,7 +264,8 @@ def test_an_adaptive_subset_with_stuck_pods_evicts_them_and_recovers_after_the_w
     quiet = world.decide(wake + 1)
     assert by_verb(quiet, "evict") == {}
     recover = world.rule.next_wake()
-    assert recover is not None and recover <= wake + 0.1 + 21
+    assert recover is not None
+    assert recover <= wake + 0.1 + 21, "woken when the window ends"
     back = status_of(world.decide(recover + 0.5))
     conditions = {s["name"]: s["conditions"][0] for s in back["subsetStatuses"]}
     assert conditions["a"]["status"] == "True"

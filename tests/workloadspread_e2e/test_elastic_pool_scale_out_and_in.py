@@ -1,0 +1,109 @@
+"""The seed's elastic example on the local stack: a fixed pool of 100 and an elastic overflow."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.workloadspread_e2e.stack import (
+    DELETION_COST,
+    create_namespace,
+    deployment,
+    live_pods,
+    local_stack,
+    node_zones,
+    split,
+    spread_status,
+    subset_field,
+    wait_for,
+    zone_term,
+)
+
+pytestmark = pytest.mark.e2e
+NS = "elastic"
+
+WORKLOADSPREAD: dict[str, Any] = {
+    "apiVersion": "apps.kruise.io/v1alpha1",
+    "kind": "WorkloadSpread",
+    "metadata": {"name": "ws-demo"},
+    "spec": {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "workload-xxx"},
+        "subsets": [
+            {"name": "ACK", "requiredNodeSelectorTerm": zone_term("ack"), "maxReplicas": 100,
+             "patch": {"metadata": {"labels": {"deploy/zone": "ack"}}}},
+            {"name": "ECI", "requiredNodeSelectorTerm": zone_term("eci"),
+             "tolerations": [{"key": "virtual-kubelet.io/provider", "operator": "Exists",
+                              "effect": "NoSchedule"}],
+             "patch": {"metadata": {"labels": {"deploy/zone": "eci"}}}},
+        ],
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
+    data_dir: Path = tmp_path_factory.mktemp("elastic-stack")
+    with local_stack(data_dir, "elastic", {}) as api:
+        yield api
+
+
+def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_first(
+    api: client.ApiClient,
+) -> None:
+    create_namespace(api, NS)
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "apps.kruise.io", "v1alpha1", NS, "workloadspreads", WORKLOADSPREAD
+    )
+    apps = client.AppsV1Api(api)
+    apps.create_namespaced_deployment(NS, deployment("workload-xxx", 0))
+    apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": 150}})
+
+    def grown() -> Any:
+        pods = live_pods(api, NS, "workload-xxx")
+        return pods if split(pods, running=True) == {"ACK": 100, "ECI": 50} else None
+
+    pods = wait_for("150 pods running 100/50", grown, 60)
+    zones = node_zones(api)
+    for pod in pods:
+        subset = (pod.metadata.labels or {})["deploy/zone"]
+        assert zones[pod.spec.node_name] == subset, "each pod runs in its subset's zone"
+
+    def costed() -> Any:
+        pods = live_pods(api, NS, "workload-xxx")
+        costs = {p.metadata.name: (p.metadata.annotations or {}).get(DELETION_COST) for p in pods}
+        return costs if None not in costs.values() else None
+
+    costs = wait_for("every pod's deletion cost", costed, 30)
+    by_subset = {p.metadata.name: (p.metadata.labels or {})["deploy/zone"] for p in pods}
+    ack = {int(costs[n]) for n, z in by_subset.items() if z == "ack"}
+    eci = {int(costs[n]) for n, z in by_subset.items() if z == "eci"}
+    assert min(ack) > max(eci), "the elastic pods are cheaper to delete"
+
+    status = wait_for(
+        "the status to count 100/50",
+        lambda: (lambda s: s if subset_field(s, "replicas") == {"ACK": 100, "ECI": 50} else None)(
+            spread_status(api, NS, "ws-demo")
+        ),
+        30,
+    )
+    assert subset_field(status, "missingReplicas") == {"ACK": 0, "ECI": -1}
+
+    apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": 80}})
+
+    def shrunk() -> Any:
+        pods = live_pods(api, NS, "workload-xxx")
+        return split(pods) if len(pods) == 80 else None
+
+    assert wait_for("80 pods", shrunk, 60) == {"ACK": 80}, "the elastic pods went first"
+    status = wait_for(
+        "the status to count 80/0",
+        lambda: (lambda s: s if subset_field(s, "replicas") == {"ACK": 80, "ECI": 0} else None)(
+            spread_status(api, NS, "ws-demo")
+        ),
+        30,
+    )
+    assert subset_field(status, "missingReplicas")["ACK"] == 20
