@@ -5,9 +5,11 @@ itself, that the whole pipe (watcher, planner, actuator) has seen its latest spe
 everything a placement rule needs (read the projection, want a patch, let the planner diff) while
 being trivially checkable from outside with kubectl.
 
-The annotation's value is read from the object (its generation), so the plan keeps the observed
-``resourceVersion`` as precondition: a plan decided before a newer generation fails rather than
-write an older generation over it, and the observation that moved the object brings a new plan.
+The plan names the uid only, not the observed ``resourceVersion``: a Deployment's controller
+rewrites its status many times while it rolls out, and a version precondition would fail the
+annotation's plan on each of those writes. Writing a stale generation is harmless here: the write
+is observed like any change, the annotation then differs from the generation, and the rule plans
+the newer one.
 """
 
 from __future__ import annotations
@@ -57,7 +59,6 @@ class ObservedGeneration:
                     ),
                     patch={"metadata": {"annotations": {ANNOTATION: str(generation)}}},
                     reason=f"generation is {generation}",
-                    precondition="resource_version",
                 )
             )
         return out
