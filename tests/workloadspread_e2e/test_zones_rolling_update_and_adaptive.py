@@ -1,0 +1,151 @@
+"""Three zones on the local stack: the seed's multi-domain example through a rolling update, and
+Adaptive rescheduling out of a full zone and back after the window."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from tests.workloadspread_e2e.stack import (
+    create_namespace,
+    deployment,
+    live_pods,
+    local_stack,
+    node_zones,
+    split,
+    spread_status,
+    subset_field,
+    wait_for,
+    zone_term,
+)
+
+pytestmark = pytest.mark.e2e
+RECOVER_SECONDS = 6.0
+CRITICAL_SECONDS = 2
+
+
+@pytest.fixture(scope="module")
+def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
+    data_dir: Path = tmp_path_factory.mktemp("zones-stack")
+    env = {"SPREADBUS_ADAPTIVE_RECOVER_SECONDS": str(RECOVER_SECONDS)}
+    with local_stack(data_dir, "three-zones", env) as api:
+        yield api
+
+
+def spread(name: str, target: str, subsets: list[dict[str, Any]],
+           strategy: dict[str, Any] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "subsets": subsets,
+    }
+    if strategy is not None:
+        spec["scheduleStrategy"] = strategy
+    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def subset(name: str, zone: str, max_replicas: int | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"name": name, "requiredNodeSelectorTerm": zone_term(zone),
+                           "patch": {"metadata": {"labels": {"deploy/zone": zone}}}}
+    if max_replicas is not None:
+        out["maxReplicas"] = max_replicas
+    return out
+
+
+def create_spread(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "apps.kruise.io", "v1alpha1", namespace, "workloadspreads", body
+    )
+
+
+def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
+    api: client.ApiClient,
+) -> None:
+    # The seed targets a CloneSet; a Deployment goes through the same rules (kubesim runs
+    # Deployments), including the per-version limits of a rollout.
+    ns = "multi"
+    create_namespace(api, ns)
+    create_spread(api, ns, spread("ws-demo", "workload-xxx", [
+        subset("subset-a", "zone-a", 100), subset("subset-b", "zone-b", 100),
+    ]))
+    apps = client.AppsV1Api(api)
+    apps.create_namespaced_deployment(ns, deployment("workload-xxx", 200))
+
+    def settled(template_hash: str | None) -> Any:
+        pods = live_pods(api, ns, "workload-xxx")
+        hashes = {(p.metadata.labels or {}).get("pod-template-hash") for p in pods}
+        if template_hash is not None and hashes != {template_hash}:
+            return None
+        if split(pods, running=True) != {"subset-a": 100, "subset-b": 100} or len(pods) != 200:
+            return None
+        return pods
+
+    pods = wait_for("200 pods 100/100", lambda: settled(None), 60)
+    first = {(p.metadata.labels or {})["pod-template-hash"] for p in pods}
+    zones = node_zones(api)
+    assert {zones[p.spec.node_name] for p in pods} == {"zone-a", "zone-b"}
+
+    apps.patch_namespaced_deployment("workload-xxx", ns, {"spec": {"template": {"metadata": {
+        "annotations": {"rollout": "2"}}}}})
+
+    def new_hash() -> str | None:
+        # Read raw: a ReplicaSet just created may not have status.replicas yet.
+        response = client.AppsV1Api(api).list_namespaced_replica_set(
+            ns, label_selector="app=workload-xxx", _preload_content=False)
+        sets = json.loads(response.data)["items"]
+        fresh = [rs for rs in sets
+                 if rs["spec"]["template"]["metadata"].get("annotations", {}).get("rollout") == "2"]
+        return str(fresh[0]["metadata"]["labels"]["pod-template-hash"]) if fresh else None
+
+    rolled = wait_for("the new ReplicaSet", new_hash, 30)
+    assert rolled not in first
+    pods = wait_for("the rollout to finish at 100/100", lambda: settled(rolled), 90)
+    for pod in pods:
+        assert zones[pod.spec.node_name] == (pod.metadata.labels or {})["deploy/zone"]
+    status = wait_for(
+        "the status of the new version",
+        lambda: (lambda s: s if subset_field(s, "replicas") == {"subset-a": 100, "subset-b": 100}
+                 else None)(spread_status(api, ns, "ws-demo")),
+        30,
+    )
+    assert subset_field(status, "missingReplicas") == {"subset-a": 0, "subset-b": 0}
+
+
+def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the_window(
+    api: client.ApiClient,
+) -> None:
+    ns = "adaptive"
+    create_namespace(api, ns)
+    create_spread(api, ns, spread("ws-adaptive", "big", [
+        subset("zone-c", "zone-c"), subset("zone-a", "zone-a"),
+    ], {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": CRITICAL_SECONDS}}))
+    # Three CPUs per pod: a node of four holds one, so zone-c (four nodes) is full at four.
+    apps = client.AppsV1Api(api)
+    apps.create_namespaced_deployment(ns, deployment("big", 6, cpu="3"))
+    created = time.monotonic()
+
+    def moved() -> Any:
+        pods = live_pods(api, ns, "big")
+        counts = split(pods, running=True)
+        return counts if counts == {"zone-c": 4, "zone-a": 2} and len(pods) == 6 else None
+
+    wait_for("the stuck pods to run in the next subset", moved, CRITICAL_SECONDS + 8)
+    assert time.monotonic() - created < CRITICAL_SECONDS + 8
+    conditions = subset_field(spread_status(api, ns, "ws-adaptive"), "conditions")
+    (schedulable,) = conditions["zone-c"]
+    assert (schedulable["type"], schedulable["status"]) == ("Schedulable", "False")
+    assert schedulable["reason"] == "PodUnschedulable"
+
+    def recovered() -> Any:
+        found = subset_field(spread_status(api, ns, "ws-adaptive"), "conditions")["zone-c"]
+        return found if found and found[0]["status"] == "True" else None
+
+    (back,) = wait_for("zone-c to be schedulable again", recovered, RECOVER_SECONDS + 6)
+    assert back["reason"] == "Sufficient"
+    assert split(live_pods(api, ns, "big"), running=True) == {"zone-c": 4, "zone-a": 2}
