@@ -43,5 +43,8 @@ def test_the_elastic_demo_fills_the_fixed_pool_first_and_scales_back_in(
     lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
     (grown,) = [line["split"] for line in lines if line.get("phase") == "scale-out"]
     assert grown == {"ACK": 6, "ECI": 3}, "the fixed pool fills first, the overflow is elastic"
+    assert "no deletion cost" not in result.stderr, "the planner wrote every deletion cost"
     final = lines[-1]["final"]
-    assert sum(final.values()) == 5
+    # 9 -> 5 removes four pods: the three elastic ones (lower deletion cost) go first, then one
+    # from the fixed pool.
+    assert final == {"ACK": 5}, "scale-in removes the elastic pods first"

@@ -68,7 +68,7 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float) -> T:
     while True:
         last = check()
         if last:
-            return last
+            return last  # type: ignore[no-any-return]
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
         time.sleep(0.2)
@@ -109,31 +109,34 @@ def deployment(name: str, replicas: int, *, cpu: str = "10m") -> dict[str, Any]:
     }
 
 
-def subset_of(pod: client.V1Pod) -> str:
+def subset_of(pod: Any) -> str:
     raw = (pod.metadata.annotations or {}).get(MATCHED)
     if raw is None:
         return "(none)"
     return str(json.loads(raw).get("subset") or "(none)")
 
 
-def live_pods(api: client.ApiClient, namespace: str, app: str) -> list[client.V1Pod]:
-    pods = client.CoreV1Api(api).list_namespaced_pod(namespace, label_selector=f"app={app}").items
+def live_pods(api: client.ApiClient, namespace: str, app: str) -> list[Any]:
+    core: Any = client.CoreV1Api(api)
+    pods = core.list_namespaced_pod(namespace, label_selector=f"app={app}").items
     return [p for p in pods if p.metadata.deletion_timestamp is None
             and p.status.phase not in ("Succeeded", "Failed")]
 
 
-def split(pods: list[client.V1Pod], *, running: bool = False) -> Counter[str]:
+def split(pods: list[Any], *, running: bool = False) -> Counter[str]:
     return Counter(subset_of(p) for p in pods if not running or p.status.phase == "Running")
 
 
 def node_zones(api: client.ApiClient) -> dict[str, str]:
-    nodes = client.CoreV1Api(api).list_node().items
+    core: Any = client.CoreV1Api(api)
+    nodes = core.list_node().items
     return {n.metadata.name: (n.metadata.labels or {}).get("topology.kubernetes.io/zone", "")
             for n in nodes}
 
 
 def spread_status(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
-    obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
+    custom: Any = client.CustomObjectsApi(api)
+    obj = custom.get_namespaced_custom_object(
         "apps.kruise.io", "v1alpha1", namespace, "workloadspreads", name
     )
     status: dict[str, Any] = obj.get("status") or {}

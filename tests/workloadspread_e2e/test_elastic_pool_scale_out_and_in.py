@@ -58,7 +58,7 @@ def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_fi
     client.CustomObjectsApi(api).create_namespaced_custom_object(
         "apps.kruise.io", "v1alpha1", NS, "workloadspreads", WORKLOADSPREAD
     )
-    apps = client.AppsV1Api(api)
+    apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(NS, deployment("workload-xxx", 0))
     apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": 150}})
 

@@ -74,7 +74,7 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
     create_spread(api, ns, spread("ws-demo", "workload-xxx", [
         subset("subset-a", "zone-a", 100), subset("subset-b", "zone-b", 100),
     ]))
-    apps = client.AppsV1Api(api)
+    apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(ns, deployment("workload-xxx", 200))
 
     def settled(template_hash: str | None) -> Any:
@@ -96,7 +96,8 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
 
     def new_hash() -> str | None:
         # Read raw: a ReplicaSet just created may not have status.replicas yet.
-        response = client.AppsV1Api(api).list_namespaced_replica_set(
+        reader: Any = client.AppsV1Api(api)
+        response = reader.list_namespaced_replica_set(
             ns, label_selector="app=workload-xxx", _preload_content=False)
         sets = json.loads(response.data)["items"]
         fresh = [rs for rs in sets
@@ -126,7 +127,7 @@ def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the
         subset("zone-c", "zone-c"), subset("zone-a", "zone-a"),
     ], {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": CRITICAL_SECONDS}}))
     # Three CPUs per pod: a node of four holds one, so zone-c (four nodes) is full at four.
-    apps = client.AppsV1Api(api)
+    apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(ns, deployment("big", 6, cpu="3"))
     created = time.monotonic()
 
