@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.nats",
     "tests.fixtures.kubesim",
     "tests.fixtures.cluster",
+    "tests.fixtures.processes",
 ]

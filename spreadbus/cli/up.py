@@ -10,6 +10,10 @@ with its own health port and its log in ``DIR/logs/<service>.log``.
 never suggests a stack that is gone. Ctrl-C or SIGTERM stops the services first (SIGTERM, then
 SIGKILL after a grace period), then kubesim, then nats-server. A service that exits on its own
 is restarted with a growing delay, as a Deployment's pod would be.
+
+No child outlives ``spreadbus up``: every exit path of :func:`run` goes through
+:meth:`Stack.stop` (signals include SIGHUP), and the exits that cannot (SIGKILL, a crash) are
+covered by the children's parent-death signal (:mod:`spreadbus.runtime.parent_death`).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from typing import IO, Any, Final
 import yaml
 
 from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.parent_death import die_with_parent
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 DEPLOY: Final = ROOT / "deploy"
@@ -94,13 +99,15 @@ class Child:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = self.log_path.open("ab")
         # Own process group: a Ctrl-C in the terminal reaches `spreadbus up` only, which
-        # then stops the children in order instead of all of them at once.
+        # then stops the children in order instead of all of them at once. The parent-death
+        # signal covers the exits that skip that orderly stop (SIGKILL, a crash).
         self.process = subprocess.Popen(
             self.argv,
             stdin=subprocess.DEVNULL,
             stdout=self._log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=die_with_parent(),
             cwd=ROOT,
         )
 
@@ -165,7 +172,9 @@ class Stack:
         for stale in ("kubeconfig", "nats-url"):
             (self.data_dir / stale).unlink(missing_ok=True)
         say("starting nats-server")
-        self.nats = NatsServer(store_dir=self.data_dir / "nats").start()
+        # Assigned before it starts, so a stop arriving during start-up still finds it.
+        self.nats = NatsServer(store_dir=self.data_dir / "nats")
+        self.nats.start()
         tls = self._certificates()
         say("starting kubesim")
         self._start_kubesim()
@@ -323,19 +332,35 @@ class Stack:
     # -- shutdown -----------------------------------------------------------------------------
 
     def stop(self) -> None:
+        """Stop everything that was started; safe to call twice and at any point of start-up.
+
+        Each step runs even if an earlier one failed, so one stubborn child never leaves the
+        others running.
+        """
         for stale in ("kubeconfig", "nats-url"):
             with contextlib.suppress(OSError):
                 (self.data_dir / stale).unlink()
         deadline = time.monotonic() + GRACE_SECONDS
-        for child in self.services:
-            child.terminate()
-        for child in self.services:
-            child.wait_or_kill(deadline)
-        if self.kubesim is not None:
-            self.kubesim.terminate()
-            self.kubesim.wait_or_kill(time.monotonic() + GRACE_SECONDS)
-        if self.nats is not None:
-            self.nats.stop()
+        try:
+            for child in self.services:
+                with contextlib.suppress(OSError):
+                    child.terminate()
+            for child in self.services:
+                child.wait_or_kill(deadline)
+        finally:
+            try:
+                if self.kubesim is not None:
+                    self.kubesim.terminate()
+                    self.kubesim.wait_or_kill(time.monotonic() + GRACE_SECONDS)
+            finally:
+                if self.nats is not None:
+                    self.nats.stop()
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
 
 
 def local_webhooks(doc: dict[str, Any], port: int, ca_bundle: str) -> dict[str, Any]:
@@ -404,7 +429,9 @@ def run(args: argparse.Namespace) -> int:
     stack = Stack(
         data_dir=args.data_dir.resolve(), cluster=args.cluster, kubesim_args=args.kubesim_arg
     )
-    previous = {s: signal.signal(s, _raise_stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    # SIGHUP too: closing the terminal must stop the stack, not orphan it.
+    stopping_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {s: signal.signal(s, _raise_stop) for s in stopping_signals}
     code = 0
     try:
         stack.start(args.ready_timeout)

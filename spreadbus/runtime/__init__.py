@@ -14,6 +14,8 @@ One module per concern, each with its signatures in its docstring:
 - :mod:`~spreadbus.runtime.snapshot_store`: projection snapshots in the JetStream object store;
 - :mod:`~spreadbus.runtime.kube_client`: Kubernetes configuration, raw JSON requests, errors;
 - :mod:`~spreadbus.runtime.rate_limit`: client-side QPS and burst;
-- :mod:`~spreadbus.runtime.service`: all of the above wired into one ``run_service`` shell;
-- :mod:`~spreadbus.runtime.nats_server`: a local nats-server for the stack and the tests.
+- :mod:`~spreadbus.runtime.service`: all of the above wired into one ``run_service`` shell,
+  whose stop is bounded whatever NATS does;
+- :mod:`~spreadbus.runtime.nats_server`: a local nats-server for the stack and the tests;
+- :mod:`~spreadbus.runtime.parent_death`: child processes that die with their parent.
 """

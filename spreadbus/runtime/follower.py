@@ -215,8 +215,12 @@ class StreamFollower:
         with contextlib.suppress(Exception):
             await sub.unsubscribe()
         if self.nc.is_connected:
+            # Best effort and short: an undeleted consumer expires on its inactive threshold,
+            # and a frozen server must not hold up a restart or a shutdown for a request timeout.
             with contextlib.suppress(Exception):
-                await self.nc.jetstream().delete_consumer(self.stream, self._consumer)
+                await asyncio.wait_for(
+                    self.nc.jetstream().delete_consumer(self.stream, self._consumer), 1.0
+                )
 
     async def _request(self, inbox: str) -> None:
         body = {

@@ -35,6 +35,8 @@ from nats.js.kv import KeyValue
 
 log = logging.getLogger(__name__)
 
+STEP_DOWN_SECONDS = 2.0
+
 
 class Lease:
     def __init__(
@@ -122,9 +124,14 @@ class Lease:
         if not self.is_leader:
             return
         self._set_leader(False)
+        # Best effort and bounded as a whole (binding the bucket included): with NATS away the
+        # key simply expires after the TTL, which is what a crashed leader leaves behind too.
         with contextlib.suppress(Exception):
-            kv = await self._bucket()
-            await asyncio.wait_for(kv.delete(self.key, last=self._revision), 2.0)
+            await asyncio.wait_for(self._delete_key(), STEP_DOWN_SECONDS)
+
+    async def _delete_key(self) -> None:
+        kv = await self._bucket()
+        await kv.delete(self.key, last=self._revision)
 
     def stop(self) -> None:
         self._stopping.set()

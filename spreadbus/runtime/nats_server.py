@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spreadbus.runtime.parent_death import die_with_parent
+
 _LISTEN = re.compile(rb"Listening for client connections on ([0-9.]+):(\d+)")
 _READY = b"Server is ready"
 
@@ -65,8 +67,9 @@ class NatsServer:
             str(self.port),
             *self.extra_args,
         ]
+        # Dies with whoever started it (a test run, `spreadbus up`), even on SIGKILL.
         self.process = subprocess.Popen(
-            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+            args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=die_with_parent()
         )
         ready = threading.Event()
         assert self.process.stderr is not None

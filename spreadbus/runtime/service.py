@@ -7,6 +7,14 @@ configures JSON logging, starts ``/healthz``, ``/readyz``, ``/metrics``, connect
 cancels it, drains NATS and stops the HTTP server. A crash of ``main`` is logged and turns into
 exit code 1, so the process supervisor restarts the service.
 
+Stopping is bounded whatever NATS does. NATS may be unreachable (never connected, or
+reconnecting) or frozen (sockets open, nothing answers, so every request waits out its timeout).
+So start-up is raced against the stop signal, ``main``'s clean-up gets ``CLEANUP_SECONDS`` after
+its cancellation, a healthy connection is drained for at most ``DRAIN_SECONDS`` and otherwise
+closed, and tasks still pending after that are dropped with the event loop instead of awaited
+as ``asyncio.run`` would. A SIGTERM therefore ends the process with code 0 within about eight
+seconds, below the ten-second grace ``spreadbus up`` and Kubernetes give before SIGKILL.
+
 Signatures::
 
     ServiceContext(name, settings, registry, gate, nc, js, stopping)
@@ -21,12 +29,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, Final, TypeVar
 
 from nats.aio.client import Client
 from nats.js.client import JetStreamContext
@@ -42,6 +49,12 @@ from spreadbus.runtime.stream_setup import ensure_streams
 log = logging.getLogger(__name__)
 
 Settings = TypeVar("Settings", bound=ServiceSettings)
+T = TypeVar("T")
+
+CLEANUP_SECONDS: Final = 4.0
+"""How long a stopping service's own clean-up (lease step-down, consumers) may take."""
+DRAIN_SECONDS: Final = 2.0
+LEFTOVER_SECONDS: Final = 1.0
 
 
 @dataclass
@@ -74,41 +87,106 @@ async def run_service(
     stopping = stopping or install_shutdown_handlers()
     nc: Client | None = None
     code = 0
-    try:
-        connecting = asyncio.ensure_future(
-            connect_nats(NatsOptions.from_settings(settings, name=name), gate=gate,
-                         registry=registry)
+
+    async def setup() -> tuple[Client, JetStreamContext]:
+        nonlocal nc
+        nc = await connect_nats(
+            NatsOptions.from_settings(settings, name=name), gate=gate, registry=registry
         )
-        stop_wait = asyncio.ensure_future(stopping.wait())
-        await asyncio.wait({connecting, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-        if not connecting.done():
-            connecting.cancel()
-            stop_wait.cancel()
-            return 0
-        stop_wait.cancel()
-        nc = connecting.result()
         js = nc.jetstream()
         await ensure_streams(js)
+        return nc, js
+
+    try:
+        # Connecting and creating the streams wait on NATS, which may never answer: a stop
+        # request wins over both.
+        connected = await until_stopped(setup(), stopping)
+        if connected is None:
+            return 0
+        nc, js = connected
         ctx = ServiceContext(name, settings, registry, gate, nc, js, stopping, health)
         task = asyncio.ensure_future(main(ctx))
         stop_wait = asyncio.ensure_future(stopping.wait())
         await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         stop_wait.cancel()
         if not task.done():
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+            await finish(task, CLEANUP_SECONDS, "service clean-up")
         elif task.exception() is not None:
             exc = task.exception()
             log.error("service failed", exc_info=exc)
             code = 1
     finally:
         if nc is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(nc.drain(), 5.0)
+            await close_nats(nc)
         await health.stop()
         log.info("stopped", extra={"exit_code": code})
     return code
+
+
+async def until_stopped(work: Awaitable[T], stopping: asyncio.Event) -> T | None:
+    """``work``'s result, or None (with ``work`` cancelled) once ``stopping`` is set first."""
+    task = asyncio.ensure_future(work)
+    stop_wait = asyncio.ensure_future(stopping.wait())
+    try:
+        await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop_wait.cancel()
+    if task.done():
+        return task.result()
+    await finish(task, CLEANUP_SECONDS, "start-up")
+    return None
+
+
+async def finish(task: asyncio.Future[Any], seconds: float, what: str) -> None:
+    """Cancel ``task`` and give its clean-up ``seconds``; past that it is abandoned.
+
+    Clean-up code talks to NATS, which may be gone or frozen; no amount of it may keep a
+    stopping service alive.
+    """
+    task.cancel()
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        log.warning("abandoned after the shutdown budget", extra={"what": what,
+                                                                  "seconds": seconds})
+        return
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("failed while stopping", extra={"what": what},
+                    exc_info=task.exception())
+
+
+async def close_nats(nc: Client) -> None:
+    """Drain a healthy connection (bounded); close a broken or slow one without waiting for it."""
+    if nc.is_connected:
+        # drain() swallows its own cancellation, so it is raced rather than wrapped in wait_for.
+        draining = asyncio.ensure_future(nc.drain())
+        done, _ = await asyncio.wait({draining}, timeout=DRAIN_SECONDS)
+        if done and not draining.cancelled() and draining.exception() is None:
+            return
+    closing = asyncio.ensure_future(nc.close())
+    await asyncio.wait({closing}, timeout=DRAIN_SECONDS)
+
+
+def run_until_stopped(service: Coroutine[Any, Any, int]) -> int:
+    """``asyncio.run`` without its unbounded wait for tasks that ignore their cancellation.
+
+    Whatever is still pending after the service returned (a request to a frozen NATS server,
+    say) gets one short grace period and is then dropped with the loop.
+    """
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+        return loop.run_until_complete(service)
+    finally:
+        try:
+            pending = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in pending:
+                task.cancel()
+            if pending:
+                loop.run_until_complete(asyncio.wait(pending, timeout=LEFTOVER_SECONDS))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+        finally:
+            asyncio.set_event_loop(None)
+            loop.close()
 
 
 def service_main(
@@ -131,4 +209,4 @@ def service_main(
     async def bound(ctx: ServiceContext) -> None:
         await main(settings, ctx)
 
-    return asyncio.run(run_service(name, settings, bound, conditions=conditions))
+    return run_until_stopped(run_service(name, settings, bound, conditions=conditions))

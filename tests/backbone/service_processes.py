@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from spreadbus.runtime.parent_death import die_with_parent
+
 
 def free_port() -> int:
     with socket.socket() as sock:
@@ -39,7 +41,7 @@ class ServiceProcess:
         self.process = subprocess.Popen(
             [sys.executable, "-m", f"services.{self.name}", "--http-host", "127.0.0.1",
              "--http-port", str(self.port), *self.args],
-            stdout=log, stderr=subprocess.STDOUT, env=env,
+            stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent(),
         )
         return self
 

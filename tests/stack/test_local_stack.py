@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import signal
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +21,7 @@ import pytest
 from kubernetes import client, config
 
 from events.messages import Observation, Outcome, Plan
+from spreadbus.runtime.parent_death import die_with_parent
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = Path(sys.executable).parent / "kubectl"
@@ -89,27 +92,44 @@ def wait_for(
         time.sleep(0.2)
 
 
+def start_up(data_dir: Path, log_path: Path) -> subprocess.Popen[str]:
+    with log_path.open("w") as log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "spreadbus", "up", "--data-dir", str(data_dir)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            cwd=ROOT,
+            preexec_fn=die_with_parent(),
+        )
+
+
+def tear_down(proc: subprocess.Popen[str], known: AbstractSet[int] = frozenset()) -> None:
+    """Stop ``spreadbus up`` as an operator would, then make sure nothing it started is left."""
+    # Collected while it still runs: once it is gone its children belong to PID 1.
+    descendants = children_of(proc.pid) | known
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    for pid in descendants | children_of(proc.pid):
+        if alive(pid):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+
+
 @pytest.fixture
 def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, Path]]:
     data_dir = tmp_path / "stack"
     log_path = tmp_path / "up.log"
-    log = log_path.open("w")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "spreadbus", "up", "--data-dir", str(data_dir)],
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        text=True,
-        cwd=ROOT,
-    )
+    proc = start_up(data_dir, log_path)
     try:
         yield proc, data_dir, log_path
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        log.close()
-        for pid in children_of(proc.pid):
-            os.kill(pid, signal.SIGKILL)
+        tear_down(proc)
 
 
 async def bus_messages(url: str, stream: str) -> list[tuple[int, dict[str, Any]]]:
@@ -200,3 +220,23 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
     assert f"nats-url:   {nats_url}" in printed
     for service in ("watcher", "planner", "actuator", "webhook"):
         assert re.search(rf"^  {service} +ready ", printed, re.MULTILINE), service
+
+
+def test_everything_spreadbus_up_started_exits_when_it_is_killed(tmp_path: Path) -> None:
+    proc = start_up(tmp_path / "stack", tmp_path / "up.log")
+    descendants: set[int] = set()
+    try:
+        # nats-server, kubesim and the four services: SIGKILL skips every orderly stop.
+        def all_started() -> set[int] | None:
+            found = children_of(proc.pid)
+            return found if len(found) >= 6 else None
+
+        descendants = wait_for("every child to start", all_started, 150, proc)
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while (still := [pid for pid in descendants if alive(pid)]) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert still == [], f"children left running after spreadbus up was killed: {still}"
+    finally:
+        tear_down(proc, descendants)

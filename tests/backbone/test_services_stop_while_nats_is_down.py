@@ -1,0 +1,142 @@
+"""Every service exits cleanly on SIGTERM while NATS is gone, whether lost or never reached."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.tls import issue_server_cert, make_ca
+from tests.backbone.service_processes import ServiceProcess
+
+EXIT_WITHIN_SECONDS = 15.0
+SERVICES = ("watcher", "planner", "actuator", "webhook")
+
+
+def service_args(name: str, nats_url: str, kubeconfig: Path, tls_dir: Path) -> list[str]:
+    args = ["--nats-url", nats_url, "--cluster", "stop"]
+    if name in ("watcher", "actuator"):
+        args += ["--kubeconfig", str(kubeconfig)]
+    if name == "watcher":
+        args += ["--resources", "apps/v1/deployments"]
+    if name == "webhook":
+        args += ["--host", "127.0.0.1", "--port", "0",
+                 "--tls-cert", str(tls_dir / "webhook.crt"),
+                 "--tls-key", str(tls_dir / "webhook.key")]
+    return args
+
+
+def closed_port_url() -> str:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    return f"nats://127.0.0.1:{port}"
+
+
+def wait_until(what: str, check: object, services: list[ServiceProcess]) -> None:
+    deadline = time.monotonic() + 60
+    while not all(check(s) for s in services):  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            logs = "\n".join(f"--- {s.name}:\n{s.logs()}" for s in services)
+            raise AssertionError(f"timed out waiting for {what}\n{logs}")
+        time.sleep(0.1)
+
+
+def terminate_all(services: list[ServiceProcess]) -> dict[str, int | str]:
+    """SIGTERM every service at once and collect each exit code (or why there is none)."""
+    for service in services:
+        assert service.process is not None
+        service.process.terminate()
+    deadline = time.monotonic() + EXIT_WITHIN_SECONDS
+    codes: dict[str, int | str] = {}
+    for service in services:
+        assert service.process is not None
+        try:
+            codes[service.name] = service.process.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            codes[service.name] = "still running"
+    return codes
+
+
+@pytest.fixture
+def tls_dir(tmp_path: Path) -> Path:
+    ca = make_ca("stop test CA")
+    issue_server_cert(ca, ["127.0.0.1"]).write(tmp_path / "tls", "webhook")
+    return tmp_path / "tls"
+
+
+def test_each_service_exits_0_on_sigterm_after_losing_nats(
+    nats_server: NatsServer, kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
+) -> None:
+    services = [
+        ServiceProcess(n, service_args(n, nats_server.url, kubeconfig_path, tls_dir), tmp_path)
+        for n in SERVICES
+    ]
+    try:
+        for service in services:
+            service.start()
+        wait_until("every service to connect",
+                   lambda s: s.readyz()[1].get("conditions", {}).get("nats") is True, services)
+        nats_server.stop()
+        wait_until("every service to see NATS gone",
+                   lambda s: s.readyz()[1].get("conditions", {}).get("nats") is False, services)
+        codes = terminate_all(services)
+        assert codes == dict.fromkeys(SERVICES, 0), "\n".join(
+            f"--- {s.name}:\n{s.logs()}" for s in services if codes[s.name] != 0
+        )
+    finally:
+        for service in services:
+            service.kill()
+
+
+def test_each_service_exits_0_on_sigterm_while_nats_was_never_reachable(
+    kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
+) -> None:
+    url = closed_port_url()
+    services = [
+        ServiceProcess(n, service_args(n, url, kubeconfig_path, tls_dir), tmp_path)
+        for n in SERVICES
+    ]
+    try:
+        for service in services:
+            service.start()
+        wait_until("every health server to answer", lambda s: s.readyz()[0] == 503, services)
+        codes = terminate_all(services)
+        assert codes == dict.fromkeys(SERVICES, 0), "\n".join(
+            f"--- {s.name}:\n{s.logs()}" for s in services if codes[s.name] != 0
+        )
+    finally:
+        for service in services:
+            service.kill()
+
+
+def test_each_service_exits_0_on_sigterm_while_nats_hangs_unanswering(
+    nats_server: NatsServer, kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
+) -> None:
+    services = [
+        ServiceProcess(n, service_args(n, nats_server.url, kubeconfig_path, tls_dir), tmp_path)
+        for n in SERVICES
+    ]
+    assert nats_server.process is not None
+    server_pid = nats_server.process.pid
+    try:
+        for service in services:
+            service.start()
+        wait_until("every service to connect",
+                   lambda s: s.readyz()[1].get("conditions", {}).get("nats") is True, services)
+        # A frozen server keeps its sockets open: every request, flush and drain goes unanswered.
+        os.kill(server_pid, signal.SIGSTOP)
+        codes = terminate_all(services)
+        assert codes == dict.fromkeys(SERVICES, 0), "\n".join(
+            f"--- {s.name}:\n{s.logs()}" for s in services if codes[s.name] != 0
+        )
+    finally:
+        os.kill(server_pid, signal.SIGCONT)
+        for service in services:
+            service.kill()
