@@ -20,9 +20,11 @@ def default_rules(
     reservations: ReservationLedgers | None = None,
     whitelist: Whitelist | None = None,
     adaptive_recover_seconds: float = RECOVER_AFTER.total_seconds(),
+    workloadspread_min_interval_seconds: float = 0.25,
 ) -> list[Rule]:
     return [
         ObservedGeneration(cluster),
         WorkloadSpreadRule(cluster, reservations=reservations, whitelist=whitelist,
-                           recover_after_seconds=adaptive_recover_seconds),
+                           recover_after_seconds=adaptive_recover_seconds,
+                           min_interval_seconds=workloadspread_min_interval_seconds),
     ]

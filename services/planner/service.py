@@ -55,6 +55,7 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
             reservations=reservations,
             whitelist=parse_whitelist(settings.workload_whitelist or None),
             adaptive_recover_seconds=settings.adaptive_recover_seconds,
+            workloadspread_min_interval_seconds=settings.workloadspread_min_interval_seconds,
         ),
         reservations=reservations,
         snapshots=SnapshotStore(ctx.js, bucket=settings.snapshot_bucket),

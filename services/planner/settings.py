@@ -19,5 +19,7 @@ class PlannerSettings(ServiceSettings, frozen=True, kw_only=True):
     adaptive_recover_seconds: float = 300.0
     """How long an Adaptive subset stays ``Schedulable=False`` (Kruise: 300 s; only shorter
     values change anything)."""
+    workloadspread_min_interval_seconds: float = 0.25
+    """Plan one WorkloadSpread at most this often; changes in between are taken together."""
     nats_replicas: int = 1
     """Replicas of the reservation bucket if this service is the first to create it."""

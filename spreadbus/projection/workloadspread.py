@@ -23,6 +23,11 @@ planned WorkloadSpread walks its target's descendants down to its pods, so its c
 pods, never the cluster's. The indexes are derived data: fed every key of the projection (what
 the planner does after a restore or on becoming leader) they are rebuilt exactly.
 
+Coalescing. Planning one WorkloadSpread costs its pods, so while hundreds of its pods start, a
+WorkloadSpread is planned at most once per ``min_interval`` (0.25 s by default): a change
+within the interval schedules a wake-up at its end, and everything that changed until then is
+taken in one plan. The work of a burst is then bounded by its duration, not its event count.
+
 Time. The core reports ``requeue_at``, the earliest moment something expires or times out
 (creating/deleting entries, a pod reaching its Adaptive deadline, the ``Schedulable`` window).
 The rule remembers it per WorkloadSpread; :meth:`WorkloadSpreadRule.due` hands back the keys whose
@@ -123,11 +128,13 @@ class WorkloadSpreadRule:
         reservations: ReservationLedgers | None = None,
         whitelist: Whitelist | None = None,
         recover_after_seconds: float = RECOVER_AFTER.total_seconds(),
+        min_interval_seconds: float = 0.25,
     ) -> None:
         self.cluster = cluster
         self.reservations = reservations or ReservationLedgers(cluster)
         self.whitelist = whitelist or Whitelist()
         self.recover_after = timedelta(seconds=recover_after_seconds)
+        self.min_interval = min_interval_seconds
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
         self._rk_spreads = resource_key(cluster, WORKLOADSPREADS.group, WORKLOADSPREADS.resource)
@@ -149,6 +156,7 @@ class WorkloadSpreadRule:
         # Wake-ups: WorkloadSpread key -> time, and a heap of (time, key) with stale entries.
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
+        self._planned_at: dict[str, float] = {}
 
     # -- the planner's time seam ------------------------------------------------------------------
 
@@ -193,6 +201,14 @@ class WorkloadSpreadRule:
                 affected.add(okey)
         out: list[Desired] = []
         for okey in sorted(affected):
+            last = self._planned_at.get(okey)
+            if last is not None and now - last < self.min_interval:
+                # Planned moments ago: the changes since are taken in one go a little later.
+                soon = last + self.min_interval
+                current = self._wake.get(okey)
+                self._schedule(okey, soon if current is None else min(current, soon))
+                continue
+            self._planned_at[okey] = now
             out.extend(self._plan(view, okey, now))
         return out
 
@@ -328,6 +344,7 @@ class WorkloadSpreadRule:
         obj = self._decode(view, (self._rk_spreads, okey))
         if obj is None:
             self._schedule(okey, None)
+            self._planned_at.pop(okey, None)
             return []
         if self.reservations.floor(okey) > view.last_seq:
             self._schedule(okey, now)  # the projection has not reached the ledger's floor yet

@@ -269,3 +269,25 @@ def test_an_adaptive_subset_with_stuck_pods_evicts_them_and_recovers_after_the_w
     back = status_of(world.decide(recover + 0.5))
     conditions = {s["name"]: s["conditions"][0] for s in back["subsetStatuses"]}
     assert conditions["a"]["status"] == "True"
+
+
+def test_changes_moments_after_a_plan_are_coalesced_into_one_plan_a_little_later() -> None:
+    world = World()
+    world.put(deployment(3))
+    world.put(replicaset())
+    world.put(spread())
+    world.put(node("n-b", "b"))
+    world.decide(T0)
+    world.put(pod("p1", "b", node="n-b"))
+    assert world.decide(T0 + 0.05) == [], "planned 50 ms ago: wait"
+    world.put(pod("p2", "b", node="n-b"))
+    assert world.decide(T0 + 0.1) == []
+    wake = world.rule.next_wake()
+    assert wake == T0 + 0.25
+    plans = world.decide(wake)
+    assert set(by_verb(plans, "patch")) == {"p1", "p2"}
+    assert subset_field_replicas(status_of(plans)) == {"a": 0, "b": 2}
+
+
+def subset_field_replicas(status: dict[str, Any]) -> dict[str, int]:
+    return {s["name"]: s["replicas"] for s in status["subsetStatuses"]}

@@ -1,0 +1,217 @@
+"""1,000 pods under a three-subset WorkloadSpread on the local stack, against kubesim alone.
+
+Both are measured in this run, on the same topology (``bench-100``) with the same fast kubelet:
+
+- **baseline**: kubesim as its own process, no webhooks, no spreadbus: a Deployment scaled to
+  ``--replicas``, timed to that many Ready pods;
+- **spread**: ``spreadbus up``'s stack (nats-server, kubesim with the admission webhooks
+  installed, watcher, planner, actuator, webhook), a WorkloadSpread of three zones
+  (``maxReplicas`` 400, 400, rest) over the same Deployment, timed to that many Ready pods each
+  in its subset's zone (``ready``), and until the WorkloadSpread status counts every pod and
+  every pod carries its deletion cost (``converged``: the planner and actuator are done too).
+
+- **stack without a spread**: the same stack and Deployment with no WorkloadSpread, to tell the
+  cost of the stack around kubesim (every pod creation calls the admission webhook over HTTPS,
+  five more processes share the cores) from the cost of spreading.
+
+Printed: the times and ``ratio`` lines, ``spread / baseline`` against the 1.3 goal.
+Run: ``python -m bench.workloadspread_end_to_end [--replicas 1000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+
+from spreadbus.cli.up import Stack, free_port
+
+GOAL = 1.3
+TOPOLOGY = "bench-100"
+KUBELET = [
+    "--create-delay=0.01",
+    "--start-delay=0.02",
+    "--ready-delay=0.01",
+    "--max-termination-grace=0.05",
+    "--no-events",
+]
+ACTUATOR = {"SPREADBUS_KUBE_QPS": "1000", "SPREADBUS_KUBE_BURST": "1000"}
+MATCHED = "apps.kruise.io/matched-workloadspread"
+DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+NS = "bench"
+
+
+def deployment(replicas: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "bench", "namespace": NS},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": "bench"}},
+            "template": {
+                "metadata": {"labels": {"app": "bench"}},
+                "spec": {"containers": [{
+                    "name": "app", "image": "registry.example/app:1",
+                    "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                }]},
+            },
+        },
+    }
+
+
+def workloadspread(replicas: int) -> dict[str, Any]:
+    def subset(zone: str, limit: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": zone, "requiredNodeSelectorTerm": {"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}}
+        if limit is not None:
+            out["maxReplicas"] = limit
+        return out
+
+    share = replicas * 2 // 5
+    return {
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "WorkloadSpread",
+        "metadata": {"name": "bench", "namespace": NS},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "bench"},
+            "subsets": [subset("zone-a", share), subset("zone-b", share), subset("zone-c", None)],
+        },
+    }
+
+
+def wait(what: str, check: Callable[[], bool], timeout: float = 300.0) -> float:
+    deadline = time.perf_counter() + timeout
+    while not check():
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{what}: not reached in {timeout:.0f} s")
+        time.sleep(0.05)
+    return time.perf_counter()
+
+
+def ready_replicas(apps: Any) -> int:
+    status = apps.read_namespaced_deployment_status("bench", NS).status
+    return int(status.ready_replicas or 0) if status is not None else 0
+
+
+def create_namespace(core: Any) -> None:
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
+
+
+def baseline(replicas: int, workdir: Path) -> float:
+    """kubesim alone, as a process spoken to over HTTP, the same way as the stack's."""
+    kubeconfig = workdir / "baseline-kubeconfig"
+    log = (workdir / "baseline-kubesim.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "--port", str(free_port()), "--kubeconfig",
+         str(kubeconfig), f"--topology={TOPOLOGY}", *KUBELET],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        wait("kubesim's kubeconfig", kubeconfig.exists, 60)
+        api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+        with api:
+            apps: Any = client.AppsV1Api(api)
+            create_namespace(client.CoreV1Api(api))
+            started = time.perf_counter()
+            apps.create_namespaced_deployment(NS, deployment(replicas))
+            done = wait("baseline pods Ready", lambda: ready_replicas(apps) >= replicas)
+            return done - started
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        log.close()
+
+
+def spread(replicas: int, workdir: Path, *, with_spread: bool = True) -> tuple[float, float]:
+    saved = {k: os.environ.get(k) for k in ACTUATOR}
+    os.environ.update(ACTUATOR)
+    data_dir = workdir / ("stack" if with_spread else "plain-stack")
+    stack = Stack(data_dir=data_dir, cluster="bench",
+                  kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET])
+    try:
+        stack.start(120.0)
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(data_dir / "kubeconfig")
+        )
+        with api:
+            apps: Any = client.AppsV1Api(api)
+            core: Any = client.CoreV1Api(api)
+            custom: Any = client.CustomObjectsApi(api)
+            create_namespace(core)
+            if not with_spread:
+                started = time.perf_counter()
+                apps.create_namespaced_deployment(NS, deployment(replicas))
+                ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
+                return ready - started, ready - started
+            custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
+                                                   "workloadspreads", workloadspread(replicas))
+            zones = {n.metadata.name: n.metadata.labels["topology.kubernetes.io/zone"]
+                     for n in core.list_node().items}
+            time.sleep(1.0)  # the webhook's view holds the WorkloadSpread (it follows the bus)
+            started = time.perf_counter()
+            apps.create_namespaced_deployment(NS, deployment(replicas))
+            ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
+            pods = core.list_namespaced_pod(NS).items
+            misplaced = [
+                p.metadata.name for p in pods
+                if json.loads((p.metadata.annotations or {}).get(MATCHED, "{}")).get("subset")
+                != zones.get(p.spec.node_name)
+            ]
+            if misplaced:
+                raise AssertionError(f"{len(misplaced)} pods outside their subset's zone")
+
+            def converged() -> bool:
+                obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
+                                                          "workloadspreads", "bench")
+                counted = sum(s.get("replicas", 0)
+                              for s in (obj.get("status") or {}).get("subsetStatuses") or [])
+                if counted != replicas:
+                    return False
+                pods = core.list_namespaced_pod(NS).items
+                return all(DELETION_COST in (p.metadata.annotations or {}) for p in pods)
+
+            done = wait("status and deletion costs", converged)
+            return ready - started, done - started
+    finally:
+        stack.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--replicas", type=int, default=1000)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
+        workdir = Path(tmp)
+        base = baseline(args.replicas, workdir)
+        plain, _ = spread(args.replicas, workdir, with_spread=False)
+        ready, converged = spread(args.replicas, workdir)
+    print(f"kubesim alone: {args.replicas} Ready pods in {base:.2f} s")
+    print(f"the stack without a WorkloadSpread: Ready in {plain:.2f} s "
+          f"(ratio to kubesim alone {plain / base:.3f})")
+    print(f"under a three-subset WorkloadSpread: Ready in {ready:.2f} s, "
+          f"status and deletion costs in {converged:.2f} s")
+    print(f"ratio ready/baseline: {ready / base:.3f} (goal under {GOAL}: "
+          f"{ready / base / GOAL:.3f} of it)")
+    print(f"ratio converged/baseline: {converged / base:.3f} (goal under {GOAL}: "
+          f"{converged / base / GOAL:.3f} of it)")
+    print(f"ratio ready/stack without a spread: {ready / plain:.3f} (the cost of spreading)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
