@@ -144,8 +144,10 @@ class ApiServer:
         watch_history: int = 10_000,
         clock: Clock | None = None,
         max_watch_queue: int = 10_000,
+        default_toleration_seconds: float = kinds.DEFAULT_TOLERATION_SECONDS,
     ) -> None:
         self.registry = Registry()
+        self.default_toleration_seconds = default_toleration_seconds
         self.store = Store(history_size=watch_history)
         self.clock: Clock = clock or (lambda: datetime.now(UTC))
         self.max_watch_queue = max_watch_queue
@@ -340,7 +342,7 @@ class ApiServer:
             if rt.schema is not None:
                 obj = schema.default_and_prune(rt.schema, obj, root=True)
         elif kind == "Pod":
-            kinds.default_pod(obj)
+            kinds.default_pod(obj, toleration_seconds=self.default_toleration_seconds)
         elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
             kinds.default_workload(kind, obj)
         elif kind == "Service":
@@ -385,6 +387,7 @@ class ApiServer:
             kinds.initial_pod_status(obj)
         elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
             obj["status"] = {}
+            kinds.default_workload_status(kind, obj)
         elif kind == "Namespace":
             kinds.prepare_namespace_create(obj)
         elif kind == "Service":
@@ -599,6 +602,8 @@ class ApiServer:
             else:
                 merged.pop("status", None)
             merged["metadata"] = dict(old["metadata"])
+            if not rt.custom:
+                kinds.default_workload_status(rt.kind, merged)
             return merged
         if rt.custom and rt.schema is not None:
             new = schema.default_and_prune(rt.schema, new, root=True)

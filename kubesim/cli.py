@@ -74,6 +74,8 @@ async def serve(args: argparse.Namespace) -> int:
         watch_history=args.watch_history,
         bookmark_interval=args.bookmark_interval,
         behaviours=behaviour.build_behaviours(args),
+        # The behaviour's flag plays the apiserver's --default-*-toleration-seconds.
+        default_toleration_seconds=args.sim_default_toleration_seconds,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

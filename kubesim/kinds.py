@@ -114,20 +114,21 @@ def validate_metadata(meta: JsonObject) -> list[FieldError]:
 
 # --- Pods --------------------------------------------------------------------------------------
 
-DEFAULT_TOLERATIONS = (
-    {
-        "key": "node.kubernetes.io/not-ready",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-    {
-        "key": "node.kubernetes.io/unreachable",
-        "operator": "Exists",
-        "effect": "NoExecute",
-        "tolerationSeconds": 300,
-    },
-)
+DEFAULT_TOLERATION_SECONDS = 300
+"""Upstream's ``--default-not-ready-toleration-seconds`` and ``...-unreachable-...``."""
+DEFAULT_TOLERATION_KEYS = ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable")
+
+
+def default_tolerations(seconds: float) -> list[JsonObject]:
+    """What the DefaultTolerationSeconds admission plugin adds, at the configured time.
+
+    Fractional seconds are kept so tests can run fast; whole numbers are served as integers.
+    """
+    value: float = int(seconds) if float(seconds).is_integer() else seconds
+    return [
+        {"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": value}
+        for key in DEFAULT_TOLERATION_KEYS
+    ]
 
 
 def default_container(c: JsonObject) -> None:
@@ -149,7 +150,9 @@ def default_container(c: JsonObject) -> None:
             p.setdefault("protocol", "TCP")
 
 
-def default_pod_spec(spec: JsonObject, *, for_pod: bool) -> None:
+def default_pod_spec(
+    spec: JsonObject, *, for_pod: bool, toleration_seconds: float = DEFAULT_TOLERATION_SECONDS
+) -> None:
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("dnsPolicy", "ClusterFirst")
@@ -166,9 +169,9 @@ def default_pod_spec(spec: JsonObject, *, for_pod: bool) -> None:
         tolerations = spec.setdefault("tolerations", [])
         if isinstance(tolerations, list):
             present = {(t.get("key"), t.get("effect")) for t in tolerations if isinstance(t, dict)}
-            for t in DEFAULT_TOLERATIONS:
+            for t in default_tolerations(toleration_seconds):
                 if (t["key"], t["effect"]) not in present and ("", "NoExecute") not in present:
-                    tolerations.append(dict(t))
+                    tolerations.append(t)
 
 
 def _qos(spec: JsonObject) -> str:
@@ -192,10 +195,10 @@ def _qos(spec: JsonObject) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def default_pod(pod: JsonObject) -> None:
+def default_pod(pod: JsonObject, *, toleration_seconds: float = DEFAULT_TOLERATION_SECONDS) -> None:
     spec = pod.setdefault("spec", {})
     if isinstance(spec, dict):
-        default_pod_spec(spec, for_pod=True)
+        default_pod_spec(spec, for_pod=True, toleration_seconds=toleration_seconds)
 
 
 def initial_pod_status(pod: JsonObject) -> None:
@@ -364,6 +367,33 @@ def default_workload(kind: str, obj: JsonObject) -> None:
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         default_pod_spec(template["spec"], for_pod=False)
         template.setdefault("metadata", {})
+
+
+# Status fields the upstream Go types serialise without ``omitempty``: a real server sends them
+# (as 0) on every read of a workload, and the official client's typed models require them.
+_REQUIRED_STATUS: dict[str, tuple[str, ...]] = {
+    "ReplicaSet": ("replicas",),
+    "StatefulSet": ("replicas", "availableReplicas"),
+    "DaemonSet": (
+        "currentNumberScheduled",
+        "numberMisscheduled",
+        "desiredNumberScheduled",
+        "numberReady",
+    ),
+}
+
+
+def default_workload_status(kind: str, obj: JsonObject) -> None:
+    """Fill the always-serialised status counts of a workload, as upstream's encoding does."""
+    required = _REQUIRED_STATUS.get(kind)
+    if not required:
+        return
+    status = obj.get("status")
+    if status is None:
+        status = obj["status"] = {}
+    if isinstance(status, dict):
+        for field_name in required:
+            status.setdefault(field_name, 0)
 
 
 def validate_workload(kind: str, obj: JsonObject) -> list[FieldError]:

@@ -29,6 +29,7 @@ from kubesim import state
 from kubesim.apiserver import ApiServer, Clock
 from kubesim.http import HttpApi
 from kubesim.interface import Behaviour, Cluster
+from kubesim.kinds import DEFAULT_TOLERATION_SECONDS
 from spreadbus.tls import issue_server_cert, make_ca
 
 T = TypeVar("T")
@@ -51,6 +52,7 @@ class KubeSim:
         clock: Clock | None = None,
         max_watch_queue: int = 10_000,
         require_token: bool = True,
+        default_toleration_seconds: float = DEFAULT_TOLERATION_SECONDS,
     ) -> None:
         self.host = host
         self.port = port
@@ -59,7 +61,10 @@ class KubeSim:
         self.state_file = Path(state_file) if state_file else None
         self.behaviours = list(behaviours)
         self.api = ApiServer(
-            watch_history=watch_history, clock=clock, max_watch_queue=max_watch_queue
+            watch_history=watch_history,
+            clock=clock,
+            max_watch_queue=max_watch_queue,
+            default_toleration_seconds=default_toleration_seconds,
         )
         self.http = HttpApi(self.api, token=self.token, bookmark_interval=bookmark_interval)
         self.ca_file: str | None = None

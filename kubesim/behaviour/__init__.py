@@ -52,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         (
             "--default-toleration-seconds",
             "default_toleration_seconds",
-            "tolerationSeconds for not-ready/unreachable taints on pods without one",
+            "tolerationSeconds of the not-ready/unreachable tolerations added to new pods",
         ),
         ("--unschedulable-retry", "unschedulable_retry", "seconds between retries of pending pods"),
     ):

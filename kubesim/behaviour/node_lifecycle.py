@@ -6,17 +6,17 @@ with effects NoSchedule and NoExecute; a cordoned node gets ``node.kubernetes.io
 Ready again, the taints go. Pods on a node that stops being Ready are marked not ready.
 
 The taint manager deletes pods from nodes with NoExecute taints: at once if some taint is not
-tolerated, after the smallest matching ``tolerationSeconds`` otherwise. Pods without a toleration
-for not-ready/unreachable get the one the DefaultTolerationSeconds admission plugin would add
-(300 s upstream, a setting here). Pods bound to a node that is deleted are removed at once, as
-upstream's pod garbage collector does.
+tolerated, after the smallest matching ``tolerationSeconds`` otherwise. The tolerations are the
+pod's own: the API adds the not-ready/unreachable ones at creation, as upstream's
+DefaultTolerationSeconds admission plugin does, for ``KubeSim(default_toleration_seconds=...)``
+(the ``--default-toleration-seconds`` flag). Pods bound to a node that is deleted are removed at
+once, as upstream's pod garbage collector does.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import object_key
@@ -26,7 +26,7 @@ from kubesim.behaviour.settings import Settings
 from kubesim.behaviour.shared_informers import Informers
 from kubesim.behaviour.workqueue import WorkQueue
 from kubesim.interface import NODES, PODS, ApiError, Cluster, JsonObject
-from spreadbus.core.tolerations import NO_EXECUTE, NO_SCHEDULE, tolerates, toleration_seconds
+from spreadbus.core.tolerations import NO_EXECUTE, NO_SCHEDULE, toleration_seconds
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +34,6 @@ NOT_READY = "node.kubernetes.io/not-ready"
 UNREACHABLE = "node.kubernetes.io/unreachable"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 MANAGED = (NOT_READY, UNREACHABLE, UNSCHEDULABLE)
-UPSTREAM_DEFAULT_TOLERATION_SECONDS = 300
 
 
 def desired_taints(node: JsonObject, now: str) -> list[JsonObject]:
@@ -171,35 +170,6 @@ class NodeLifecycleController:
                 raise
             self.informers.pods.write_result(updated)
 
-    def _tolerations(self, pod: JsonObject) -> list[dict[str, Any]]:
-        """The pod's tolerations with the DefaultTolerationSeconds ones at the configured time.
-
-        The API adds ``not-ready``/``unreachable`` tolerations of 300 s to every pod, as the
-        upstream admission plugin does; a toleration exactly like those is read as that
-        default, so the setting plays the part of the apiserver's
-        ``--default-unreachable-toleration-seconds``. A pod without one gets it too.
-        """
-        tolerations: list[dict[str, Any]] = []
-        for toleration in (pod.get("spec") or {}).get("tolerations") or []:
-            if _is_admission_default(toleration):
-                toleration = {
-                    **toleration,
-                    "tolerationSeconds": self.settings.default_toleration_seconds,
-                }
-            tolerations.append(toleration)
-        for key in (NOT_READY, UNREACHABLE):
-            taint = {"key": key, "effect": NO_EXECUTE}
-            if not tolerates(tolerations, taint):
-                tolerations.append(
-                    {
-                        "key": key,
-                        "operator": "Exists",
-                        "effect": NO_EXECUTE,
-                        "tolerationSeconds": self.settings.default_toleration_seconds,
-                    }
-                )
-        return tolerations
-
     async def _sync_pod(self, key: str) -> None:
         pod = self.informers.pods.get(key)
         if pod is None or pod["metadata"].get("deletionTimestamp"):
@@ -213,7 +183,7 @@ class NodeLifecycleController:
         ]
         if not taints:
             return
-        seconds = toleration_seconds(taints, self._tolerations(pod))
+        seconds = toleration_seconds(taints, (pod.get("spec") or {}).get("tolerations") or [])
         if seconds is None:
             return
         loop = asyncio.get_running_loop()
@@ -225,13 +195,3 @@ class NodeLifecycleController:
         log.info("evicting %s from tainted node %s", key, node_name)
         self.events.normal(pod, "Pod", "TaintManagerEviction", f"Marking for deletion Pod {key}")
         await delete_pod(self.cluster, self.informers, pod)
-
-
-def _is_admission_default(toleration: dict[str, Any]) -> bool:
-    return (
-        toleration.get("key") in (NOT_READY, UNREACHABLE)
-        and toleration.get("operator") == "Exists"
-        and toleration.get("effect") == NO_EXECUTE
-        and toleration.get("tolerationSeconds") == UPSTREAM_DEFAULT_TOLERATION_SECONDS
-        and not toleration.get("value")
-    )

@@ -21,7 +21,9 @@ class Settings:
     ready_delay: float = 0.3
     # the most a graceful deletion waits, whatever terminationGracePeriodSeconds says
     max_termination_grace: float = 2.0
-    # tolerationSeconds for not-ready/unreachable taints on pods that carry no toleration
+    # tolerationSeconds of the not-ready/unreachable tolerations the API adds to new pods; it is
+    # an option of the API server (KubeSim(default_toleration_seconds=...)), kept here so the
+    # flag and the test fixtures set it with the other timings
     default_toleration_seconds: float = 300.0
     # how often pods the scheduler could not place are retried without any triggering event
     unschedulable_retry: float = 5.0

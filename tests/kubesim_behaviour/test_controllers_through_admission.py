@@ -12,7 +12,6 @@ import pytest
 from aiohttp import web
 from kubernetes.client import AdmissionregistrationV1Api
 
-from kubesim.interface import REPLICASETS
 from spreadbus.tls import issue_server_cert, make_ca
 from tests.fixtures.cluster import SimCluster, is_ready
 from tests.kubesim_behaviour.workloads import deployment
@@ -133,17 +132,15 @@ def test_a_denied_pod_create_is_reported_on_the_replicaset_and_retried(
     cluster.apps.create_namespaced_deployment("default", deployment("frozen", 2))
 
     def failure() -> Any:
-        # read raw: the typed model insists on status.replicas, absent on a brand-new set
-        items, _ = cluster.sim.call(cluster.sim.cluster.list(REPLICASETS, namespace="default"))
-        for rs in items:
-            for condition in (rs.get("status") or {}).get("conditions") or ():
-                if condition["type"] == "ReplicaFailure":
+        for rs in cluster.apps.list_namespaced_replica_set("default").items:
+            for condition in rs.status.conditions or ():
+                if condition.type == "ReplicaFailure":
                     return condition
         return None
 
     condition = cluster.wait_for(failure, what="ReplicaFailure")
-    assert condition["reason"] == "FailedCreate"
-    assert "pods are frozen" in condition["message"]
+    assert condition.reason == "FailedCreate"
+    assert "pods are frozen" in condition.message
     webhook.deny = False
     cluster.wait_for(
         lambda: sum(is_ready(p) for p in cluster.pods(selector="app=frozen")) == 2,

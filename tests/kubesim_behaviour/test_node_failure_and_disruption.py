@@ -254,8 +254,8 @@ def test_pods_with_only_the_default_tolerations_leave_after_the_configured_defau
     )
     defaults = cluster.pods(selector="app=plain")[0]["spec"]["tolerations"]
     assert {(t["key"], t.get("tolerationSeconds")) for t in defaults} == {
-        ("node.kubernetes.io/not-ready", 300),
-        (UNREACHABLE, 300),
+        ("node.kubernetes.io/not-ready", 0.5),
+        (UNREACHABLE, 0.5),
     }
     victims = {
         p["metadata"]["name"]

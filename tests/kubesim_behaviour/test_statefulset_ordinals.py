@@ -54,9 +54,8 @@ def pod_events(cluster: SimCluster) -> Iterator[PodEvents]:
 
 
 def create(cluster: SimCluster, body: dict[str, Any]) -> None:
-    # The typed response model requires status.replicas, which a new StatefulSet lacks until
-    # its controller first writes status, so the response is read raw.
-    cluster.apps.create_namespaced_stateful_set("default", body, _preload_content=False)
+    created = cluster.apps.create_namespaced_stateful_set("default", body)
+    assert created.status.replicas == 0, "served defaulted, as the typed model requires"
 
 
 def live(cluster: SimCluster, app: str) -> list[str]:
