@@ -1,0 +1,234 @@
+"""Admission latency of the pod webhook over HTTPS keep-alive, at 200 and 1,000 admissions/s.
+
+The webhook runs as ``spreadbus up`` runs it (its own process, real TLS, its view following the
+bus, slots reserved by compare-and-set on the NATS key-value bucket). For each rate, fresh
+namespaces each hold a WorkloadSpread of three subsets over a Deployment, so every review is a
+real steering decision with a reservation written to NATS. Reviews are sent open loop (each at
+its scheduled time, over a pool of keep-alive connections) round robin over the namespaces;
+latency runs from the scheduled time to the answer, so a webhook falling behind shows as latency
+rather than as a slower send rate.
+
+The reviewed pods are never created, so their reservations stay in their WorkloadSpread's ledger
+until they expire (30 s), where a real pod's is pruned once the webhook observes it (within a
+fraction of a second). The ledger is rewritten whole on every compare-and-set, so one ledger
+collecting thousands of never-pruned entries measures the benchmark, not the webhook;
+``--spreads`` (default 20) spreads the load over that many WorkloadSpreads to keep each ledger
+near its real size. ``--spreads 1`` shows the single-ledger case.
+
+Printed per rate: p50, p99, max, and ``ratio`` lines: p99 against the 5 ms limit, and the rate
+achieved against the rate asked. Run: ``python -m bench.webhook_admission [--seconds 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import ssl
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from kubernetes import client, config
+
+from spreadbus.cli.up import Stack
+
+LIMIT_MS = 5.0
+RATES = (200, 1000)
+MATCHED = "apps.kruise.io/matched-workloadspread"
+KUBELET = ["--create-delay=0.01", "--start-delay=0.02", "--ready-delay=0.01", "--no-events"]
+
+
+def workloadspread() -> dict[str, Any]:
+    def subset(zone: str, limit: int | None) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": zone, "requiredNodeSelectorTerm": {"matchExpressions": [
+            {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}}
+        if limit is not None:
+            out["maxReplicas"] = limit
+        return out
+
+    return {
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "WorkloadSpread",
+        "metadata": {"name": "bench"},
+        "spec": {
+            "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "bench"},
+            "subsets": [subset("zone-a", 2000), subset("zone-b", 2000), subset("zone-c", None)],
+        },
+    }
+
+
+def deployment() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "bench"},
+        "spec": {
+            "replicas": 0,
+            "selector": {"matchLabels": {"app": "bench"}},
+            "template": {"metadata": {"labels": {"app": "bench"}},
+                         "spec": {"containers": [{"name": "app", "image": "nginx:1"}]}},
+        },
+    }
+
+
+def review(namespace: str, owner: tuple[str, str], name: str) -> bytes:
+    rs_name, rs_uid = owner
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": name, "namespace": namespace, "labels": {"app": "bench"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs_name,
+                                 "uid": rs_uid, "controller": True}],
+        },
+        "spec": {"containers": [{"name": "app", "image": "nginx:1"}]},
+        "status": {"phase": "Pending"},
+    }
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "CREATE",
+            "namespace": namespace,
+            "name": name,
+            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
+            "object": pod,
+            "dryRun": False,
+        },
+    }
+    return json.dumps(body).encode()
+
+
+def prepare(api: client.ApiClient, namespace: str) -> tuple[str, str]:
+    """A WorkloadSpread over a Deployment in ``namespace``; its ReplicaSet's name and uid."""
+    core: Any = client.CoreV1Api(api)
+    apps: Any = client.AppsV1Api(api)
+    custom: Any = client.CustomObjectsApi(api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", namespace,
+                                           "workloadspreads", workloadspread())
+    apps.create_namespaced_deployment(namespace, deployment())
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        response = apps.list_namespaced_replica_set(namespace, _preload_content=False)
+        items = json.loads(response.data)["items"]
+        if items:
+            meta = items[0]["metadata"]
+            return str(meta["name"]), str(meta["uid"])
+        time.sleep(0.1)
+    raise TimeoutError("no ReplicaSet for the benchmark Deployment")
+
+
+def steered(answer: dict[str, Any]) -> bool:
+    """The answer carries the matched annotation (as a key in a value, or escaped in a path)."""
+    patch = answer.get("response", {}).get("patch")
+    if not patch:
+        return False
+    text = base64.b64decode(patch).decode()
+    return MATCHED in text or MATCHED.replace("/", "~1") in text
+
+
+async def run_rate(url: str, ca: Path, targets: list[tuple[str, tuple[str, str]]], rate: int,
+                   seconds: float) -> dict[str, float]:
+    context = ssl.create_default_context(cafile=str(ca))
+    connector = aiohttp.TCPConnector(ssl=context, limit=64)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector) as session:
+        # The webhook's view must hold every WorkloadSpread before measuring.
+        deadline = time.monotonic() + 30
+        for namespace, owner in targets:
+            while True:
+                body = review(namespace, owner, f"probe-{uuid.uuid4()}")
+                async with session.post(url, data=body, headers=headers) as response:
+                    if steered(await response.json()):
+                        break
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the webhook never steered a pod of the benchmark")
+                await asyncio.sleep(0.1)
+        for i in range(50):  # warm the connection pool
+            namespace, owner = targets[i % len(targets)]
+            async with session.post(url, data=review(namespace, owner, f"warm-{i}"),
+                                    headers=headers) as response:
+                await response.read()
+
+        count = int(rate * seconds)
+        bodies = [review(*targets[i % len(targets)], f"pod-{rate}-{i}") for i in range(count)]
+        latencies: list[float] = []
+        failures = 0
+
+        async def send(body: bytes, scheduled: float) -> None:
+            nonlocal failures
+            async with session.post(url, data=body, headers=headers) as response:
+                answer = await response.json()
+            latencies.append(time.perf_counter() - scheduled)
+            if not steered(answer):
+                failures += 1
+
+        tasks = []
+        started = time.perf_counter()
+        for i, body in enumerate(bodies):
+            scheduled = started + i / rate
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(send(body, scheduled)))
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - started
+    latencies.sort()
+    return {
+        "count": count,
+        "p50_ms": latencies[len(latencies) // 2] * 1000,
+        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
+        "max_ms": latencies[-1] * 1000,
+        "achieved": count / elapsed,
+        "not_steered": failures,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each rate's run")
+    parser.add_argument("--spreads", type=int, default=20,
+                        help="WorkloadSpreads (namespaces) the reviews are spread over")
+    args = parser.parse_args(argv)
+    results: dict[int, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
+        data_dir = Path(tmp) / "stack"
+        stack = Stack(data_dir=data_dir, cluster="bench",
+                      kubesim_args=["--topology=three-zones", *KUBELET])
+        try:
+            stack.start(120.0)
+            url = f"https://127.0.0.1:{stack.webhook_port}/mutate-pod"
+            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(data_dir / "kubeconfig")
+            )
+            with api:
+                for rate in RATES:
+                    targets = [(ns, prepare(api, ns))
+                               for ns in (f"bench-{rate}-{i}" for i in range(args.spreads))]
+                    results[rate] = asyncio.run(run_rate(url, data_dir / "tls" / "ca.crt",
+                                                         targets, rate, args.seconds))
+        finally:
+            stack.stop()
+    print(f"cores: {os.cpu_count()}, reviews spread over {args.spreads} WorkloadSpreads")
+    for rate, r in results.items():
+        print(f"{rate}/s for {args.seconds:.0f} s ({r['count']:.0f} reviews): "
+              f"p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.2f} ms, "
+              f"achieved {r['achieved']:.0f}/s, not steered {r['not_steered']:.0f}")
+        print(f"ratio p99/limit at {rate}/s: {r['p99_ms'] / LIMIT_MS:.3f} "
+              f"(limit {LIMIT_MS:.0f} ms)")
+        print(f"ratio achieved/asked at {rate}/s: {r['achieved'] / rate:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
