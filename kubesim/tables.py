@@ -144,8 +144,23 @@ def _pod_row(p: JsonObject, now: datetime) -> list[Any]:
         ips,
         spec.get("nodeName") or "<none>",
         status.get("nominatedNodeName") or "<none>",
-        "<none>",
+        _readiness_gates(spec, status),
     ]
+
+
+def _readiness_gates(spec: JsonObject, status: JsonObject) -> str:
+    """``true/total`` over the pod's readiness gates, as upstream's pod printer shows them."""
+    gates = [
+        g.get("conditionType") for g in spec.get("readinessGates") or [] if isinstance(g, dict)
+    ]
+    if not gates:
+        return "<none>"
+    true = {
+        c.get("type")
+        for c in status.get("conditions") or []
+        if isinstance(c, dict) and c.get("status") == "True"
+    }
+    return f"{sum(1 for g in gates if g in true)}/{len(gates)}"
 
 
 def _deploy_row(d: JsonObject, now: datetime) -> list[Any]:
@@ -189,14 +204,26 @@ def _node_row(n: JsonObject, now: datetime) -> list[Any]:
         status += ",SchedulingDisabled"
     labels = n["metadata"].get("labels") or {}
     roles = sorted(k.split("/", 1)[1] for k in labels if k.startswith("node-role.kubernetes.io/"))
-    version = ((n.get("status") or {}).get("nodeInfo") or {}).get("kubeletVersion", "")
+    info = (n.get("status") or {}).get("nodeInfo") or {}
     return [
         n["metadata"]["name"],
         status,
         ",".join(roles) or "<none>",
         age(n["metadata"].get("creationTimestamp"), now),
-        version,
+        info.get("kubeletVersion", ""),
+        _node_address(n, "InternalIP"),
+        _node_address(n, "ExternalIP"),
+        info.get("osImage") or "<unknown>",
+        info.get("kernelVersion") or "<unknown>",
+        info.get("containerRuntimeVersion") or "<unknown>",
     ]
+
+
+def _node_address(n: JsonObject, kind: str) -> str:
+    for address in (n.get("status") or {}).get("addresses") or []:
+        if isinstance(address, dict) and address.get("type") == kind:
+            return str(address.get("address") or "<none>")
+    return "<none>"
 
 
 def _ns_row(n: JsonObject, now: datetime) -> list[Any]:
@@ -351,7 +378,21 @@ _BUILTIN: dict[str, tuple[list[JsonObject], Row]] = {
         _rs_row,
     ),
     "StatefulSet": ([_NAME, _col("Ready"), _AGE], _sts_row),
-    "Node": ([_NAME, _col("Status"), _col("Roles"), _AGE, _col("Version")], _node_row),
+    "Node": (
+        [
+            _NAME,
+            _col("Status"),
+            _col("Roles"),
+            _AGE,
+            _col("Version"),
+            _col("Internal-IP", priority=1),
+            _col("External-IP", priority=1),
+            _col("OS-Image", priority=1),
+            _col("Kernel-Version", priority=1),
+            _col("Container-Runtime", priority=1),
+        ],
+        _node_row,
+    ),
     "Namespace": ([_NAME, _col("Status"), _AGE], _ns_row),
     "PodDisruptionBudget": (
         [
