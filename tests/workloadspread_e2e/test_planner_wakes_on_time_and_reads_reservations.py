@@ -1,0 +1,186 @@
+"""The planner engine on a real nats-server: timed wake-ups without events, and the webhook's
+reservation bucket folded into the WorkloadSpread status. Time is injected."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Set
+from datetime import UTC, datetime
+from typing import Any
+
+from nats.aio.client import Client
+from nats.js.api import KeyValueConfig
+
+from events import codec, subjects
+from events.messages import ObjectRef, Observation, Plan, ResourceRef, SyncMarker
+from services.planner.planner import Planner
+from services.planner.rules import default_rules
+from spreadbus.projection.kube_state import KubeProjection, resource_key
+from spreadbus.projection.planning import Desired
+from spreadbus.projection.reservations import BUCKET, ReservationLedgers
+from spreadbus.runtime.stream_setup import ensure_streams
+
+T0 = 1_800_000_000.0
+DEPLOYMENTS = ResourceRef(group="apps", version="v1", resource="deployments")
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class WantsAnnotationLater:
+    """A timed rule: the Deployment ``d`` gets an annotation once ``at`` has come."""
+
+    name = "later"
+    resources: tuple[ResourceRef, ...] = (DEPLOYMENTS,)
+
+    def __init__(self, at: float) -> None:
+        self.at = at
+        self.rkey = resource_key("c1", "apps", "deployments")
+        self.pending = True
+
+    def due(self, now: float) -> set[tuple[str, str]]:
+        if self.pending and now >= self.at:
+            self.pending = False
+            return {(self.rkey, "default.d")}
+        return set()
+
+    def next_wake(self) -> float | None:
+        return self.at if self.pending else None
+
+    def desired(self, view: KubeProjection, changed: Set[tuple[str, str]],
+                now: float) -> list[Desired]:
+        if now < self.at or (self.rkey, "default.d") not in changed:
+            return []
+        target = ObjectRef(group="apps", version="v1", resource="deployments",
+                           namespace="default", name="d", uid="uid-d")
+        return [Desired(verb="patch", target=target,
+                        patch={"metadata": {"annotations": {"late": "yes"}}})]
+
+
+def observation(resource: ResourceRef, obj: dict[str, Any]) -> tuple[str, bytes]:
+    meta = obj["metadata"]
+    message = Observation(cluster="c1", group=resource.group, version=resource.version,
+                          resource=resource.resource, event="ADDED", object=obj)
+    return (subjects.observation("c1", resource.group, resource.resource,
+                                 meta.get("namespace", ""), meta["name"]), codec.encode(message))
+
+
+def synced(resource: ResourceRef) -> tuple[str, bytes]:
+    marker = SyncMarker(cluster="c1", group=resource.group, version=resource.version,
+                        resource=resource.resource, complete=True)
+    return subjects.sync("c1", resource.group, resource.resource), codec.encode(marker)
+
+
+async def publish(nc: Client, entries: list[tuple[str, bytes]]) -> None:
+    js = nc.jetstream()
+    for subject, data in entries:
+        await js.publish_async(subject, data)
+    await js.publish_async_completed()
+
+
+async def plans_on_bus(nc: Client) -> list[Plan]:
+    js = nc.jetstream()
+    info = await js.stream_info("PLANS")
+    out: list[Plan] = []
+    for seq in range(1, info.state.last_seq + 1):
+        decoded = codec.decode((await js.get_msg("PLANS", seq)).data or b"")
+        assert isinstance(decoded, Plan)
+        out.append(decoded)
+    return out
+
+
+async def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        value = check()
+        if asyncio.iscoroutine(value):
+            value = await value
+        if value:
+            return value
+        if loop.time() > deadline:
+            raise AssertionError("condition not met before the deadline")
+        await asyncio.sleep(0.05)
+
+
+@contextlib.asynccontextmanager
+async def running(planner: Planner) -> AsyncIterator[None]:
+    await planner.restore()
+    planner.set_leader(True)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(planner.run(stopping))
+    try:
+        yield
+    finally:
+        stopping.set()
+        await asyncio.wait_for(task, 15)
+
+
+async def test_a_timed_rule_is_woken_at_its_time_without_any_new_event(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "d", "namespace": "default", "uid": "uid-d",
+                               "resourceVersion": "1", "generation": 1}}
+    await publish(nats_client, [observation(DEPLOYMENTS, deployment), synced(DEPLOYMENTS)])
+    clock = Clock()
+    planner = Planner(nats_client, cluster="c1", rules=[WantsAnnotationLater(T0 + 300)],
+                      clock=clock)
+    async with running(planner):
+        await eventually(lambda: planner.caught_up)
+        await asyncio.sleep(0.3)
+        assert await plans_on_bus(nats_client) == [], "nothing is due yet"
+        assert planner.seconds_to_next_wake() == 300
+        clock.now = T0 + 301  # time passes; no event arrives
+        plans = await eventually(lambda: plans_on_bus(nats_client))
+    assert [p.patch for p in plans] == [{"metadata": {"annotations": {"late": "yes"}}}]
+
+
+async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_status(
+    nats_client: Client,
+) -> None:
+    js = nats_client.jetstream()
+    await ensure_streams(js)
+    kv = await js.create_key_value(KeyValueConfig(bucket=BUCKET, history=1))
+    spreads = ResourceRef(group="apps.kruise.io", version="v1alpha1", resource="workloadspreads")
+    pods = ResourceRef(group="", version="v1", resource="pods")
+    nodes = ResourceRef(group="", version="v1", resource="nodes")
+    apps = [ResourceRef(group="apps", version="v1", resource=r)
+            for r in ("deployments", "replicasets", "statefulsets")]
+    spread = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+              "metadata": {"name": "ws", "namespace": "default", "uid": "ws-uid",
+                           "generation": 1, "resourceVersion": "3"},
+              "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                     "name": "web"},
+                       "subsets": [{"name": "a", "maxReplicas": 3}, {"name": "b"}]}}
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "web", "namespace": "default", "uid": "d-uid",
+                               "generation": 1, "resourceVersion": "1"},
+                  "spec": {"replicas": 1}}
+    await publish(nats_client, [observation(spreads, spread), observation(apps[0], deployment),
+                                *(synced(r) for r in (spreads, pods, nodes, *apps))])
+    at = datetime.fromtimestamp(T0, UTC).isoformat()
+    reservation = {"workloadspread": "default/ws", "version": "", "subset": "a",
+                   "pod": "web-1", "kind": "creating", "at": at}
+    await kv.put("c1.default.ws", json.dumps({"creating": {"web-1": reservation}}).encode())
+    clock = Clock()
+    clock.now = T0 + 1
+    ledgers = ReservationLedgers("c1")
+    planner = Planner(nats_client, cluster="c1", rules=default_rules("c1", reservations=ledgers),
+                      clock=clock, reservations=ledgers)
+    async with running(planner):
+        plans = await eventually(lambda: plans_on_bus(nats_client))
+    (status_plan,) = [p for p in plans if p.verb == "patch_status"]
+    versioned = status_plan.patch["status"]["versionedSubsetStatuses"]
+    (subsets,) = versioned.values()
+    a = {s["name"]: s for s in subsets}["a"]
+    assert list(a["creatingPods"]) == ["web-1"]
+    assert a["missingReplicas"] == 2
