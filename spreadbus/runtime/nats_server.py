@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from spreadbus.runtime.parent_death import die_with_parent
 
@@ -48,6 +49,7 @@ class NatsServer:
     extra_args: list[str] = field(default_factory=list)
     process: subprocess.Popen[bytes] | None = None
     log: bytearray = field(default_factory=bytearray)
+    _reader: threading.Thread | None = field(default=None, repr=False)
 
     @property
     def url(self) -> str:
@@ -73,8 +75,10 @@ class NatsServer:
         )
         ready = threading.Event()
         assert self.process.stderr is not None
-        reader = threading.Thread(target=self._read_log, args=(ready,), daemon=True)
-        reader.start()
+        self._reader = threading.Thread(
+            target=self._read_log, args=(self.process.stderr, ready), daemon=True
+        )
+        self._reader.start()
         if not ready.wait(timeout):
             self.stop()
             raise NatsServerError(f"nats-server not ready after {timeout}s: {self.log.decode()}")
@@ -82,30 +86,35 @@ class NatsServer:
             raise NatsServerError(f"nats-server exited: {self.log.decode()}")
         return self
 
-    def _read_log(self, ready: threading.Event) -> None:
-        assert self.process is not None
-        assert self.process.stderr is not None
-        for line in self.process.stderr:
-            if len(self.log) < 1 << 20:
-                self.log += line
-            match = _LISTEN.search(line)
-            if match and self.port in (-1, 0):
-                self.port = int(match.group(2))
-            if _READY in line:
-                ready.set()
+    def _read_log(self, stream: IO[bytes], ready: threading.Event) -> None:
+        with stream:  # closed at EOF, i.e. when the process is gone
+            for line in stream:
+                if len(self.log) < 1 << 20:
+                    self.log += line
+                match = _LISTEN.search(line)
+                if match and self.port in (-1, 0):
+                    self.port = int(match.group(2))
+                if _READY in line:
+                    ready.set()
         ready.set()  # process ended: wake the waiter, which then sees poll() != None
+
+    def _reaped(self) -> None:
+        """Wait for the log reader, which closes the pipe once the process is gone."""
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+            self._reader = None
 
     def stop(self, *, timeout: float = 10.0) -> None:
         """Stop gracefully (SIGTERM), then kill if it lingers."""
         proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
-            return
-        proc.terminate()
-        try:
-            proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc is not None and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        self._reaped()
 
     def kill(self) -> None:
         """SIGKILL, for fault tests: the store keeps whatever was fsynced."""
@@ -113,6 +122,7 @@ class NatsServer:
             self.process.kill()
             self.process.wait()
         self.process = None
+        self._reaped()
 
     def restart(self, *, timeout: float = 15.0) -> NatsServer:
         """Restart on the same port and store, as an operator's restart would."""
