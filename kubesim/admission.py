@@ -216,6 +216,18 @@ class Admission:
         host_part = f"[{host}]" if ":" in host else host
         return f"https://{host_part}:{target}{path}", f"{name}.{ns}.svc"
 
+    # The HTTPS client is shared with CRD conversion webhooks (kubesim.conversion).
+    def endpoint(self, w: JsonObject) -> tuple[str, str | None]:
+        return self._endpoint(w)
+
+    def ssl_context(self, w: JsonObject) -> ssl.SSLContext:
+        return self._ssl(w)
+
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession()
+        return self._session
+
     def _ssl(self, w: JsonObject) -> ssl.SSLContext:
         bundle = (w.get("clientConfig") or {}).get("caBundle") or ""
         ctx = self._ssl_cache.get(bundle)

@@ -35,6 +35,7 @@ import msgspec
 from kubesim import crd as crds
 from kubesim import errors, fields, jsonpatch, kinds, pod_subresources, schema
 from kubesim.admission import Admission, Attributes
+from kubesim.conversion import Converter
 from kubesim.errors import FieldError
 from kubesim.garbage_collector import FOREGROUND, ORPHAN, GarbageCollector
 from kubesim.interface import GVR, ApiError, PatchType, WatchEvent
@@ -152,6 +153,7 @@ class ApiServer:
         self.clock: Clock = clock or (lambda: datetime.now(UTC))
         self.max_watch_queue = max_watch_queue
         self.admission = Admission(self)
+        self.conversion = Converter(self.admission, self._crd)
         self.gc = GarbageCollector(self)
         self.bootstrap()
 
@@ -201,10 +203,31 @@ class ApiServer:
         return obj
 
     def versioned(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
-        """The stored object as the requested version (CRDs: rewrite apiVersion only)."""
+        """The stored object as the requested version (CRDs: rewrite apiVersion only).
+
+        A CRD converted by webhook is left in its stored version: the HTTP layer converts it
+        with :meth:`converted`, which needs a round trip to the webhook.
+        """
         if obj.get("apiVersion") == rt.api_version:
             return obj
+        if rt.custom and self.conversion.uses_webhook(rt):
+            return obj
         return {**obj, "apiVersion": rt.api_version}
+
+    async def converted(self, rt: ResourceType, objs: list[JsonObject]) -> list[JsonObject]:
+        """``objs`` as ``rt``'s version, through the CRD's conversion webhook where it has one."""
+        if not rt.custom:
+            return objs
+        return await self.conversion.convert(rt, objs, rt.api_version)
+
+    async def _to_storage(self, rt: ResourceType, obj: JsonObject) -> JsonObject:
+        if not (rt.custom and self.conversion.uses_webhook(rt)):
+            return obj
+        storage = self.conversion.storage_version(rt)
+        return (await self.conversion.convert(rt, [obj], storage))[0] if storage else obj
+
+    def _crd(self, name: str) -> JsonObject | None:
+        return self.store.get(("apiextensions.k8s.io", "customresourcedefinitions"), "", name)
 
     # --- reads ---------------------------------------------------------------------------------
 
@@ -515,7 +538,7 @@ class ApiServer:
             raise errors.already_exists(rt.plural, rt.group, name)
         if dry_run:
             return self.versioned(rt, obj)
-        stored = self._store_new(rt, obj)
+        stored = self._store_new(rt, await self._to_storage(rt, obj))
         return self.versioned(rt, stored)
 
     @staticmethod
@@ -648,6 +671,10 @@ class ApiServer:
     ) -> JsonObject:
         name = old["metadata"]["name"]
         ns = old["metadata"].get("namespace", "")
+        stored_old = old
+        if rt.custom and self.conversion.uses_webhook(rt):
+            # Merged, validated and admitted in the request's version, stored in the storage one.
+            (old,) = await self.converted(rt, [old])
         with decoding(rt):
             merged = self._merge_update(rt, old, new, subresource)
             if rt.kind == "Pod" and subresource != "status":
@@ -679,6 +706,8 @@ class ApiServer:
                 raise errors.not_found(rt.plural, rt.group, name)
             if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
                 raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
+        if stored_old is not old:
+            merged, old = await self._to_storage(rt, merged), stored_old
         if rt.has_generation and _spec_changed(old, merged):
             merged["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
         merged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
@@ -757,7 +786,7 @@ class ApiServer:
             scale = self.scale_of(rt, old)
             patched = self._apply_patch(scale, patch, patch_type, strategic_merge.EMPTY)
             return await self._update_scale(rt, ns, name, patched, dry_run=dry_run)
-        current = self.versioned(rt, old)
+        (current,) = await self.converted(rt, [self.versioned(rt, old)])
         patched = self._apply_patch(current, patch, patch_type, rt.patch_meta)
         if not isinstance(patched, dict):
             raise errors.bad_request("the patch must result in an object")

@@ -249,11 +249,11 @@ class HttpApi:
             if t.watch_path or q.get("watch") in ("true", "1"):
                 return await self._watch(request, t)
             if t.name is None:
-                return self._list(request, t)
+                return await self._list(request, t)
             if t.subresource == "scale":
                 obj = srv.scale_of(rt, srv.get_obj(rt, t.namespace, t.name))
                 return json_response(obj)
-            obj = srv.get_obj(rt, t.namespace, t.name)
+            (obj,) = await srv.converted(rt, [srv.get_obj(rt, t.namespace, t.name)])
             return self._object_response(request, rt, obj)
         if method == "POST":
             body = await self._body(request)
@@ -277,6 +277,7 @@ class HttpApi:
                 field_validation=field_validation,
                 warnings=warnings,
             )
+            (obj,) = await srv.converted(rt, [obj])
             return json_response(obj, 201, warn_headers())
         if method == "PUT":
             if t.name is None:
@@ -294,6 +295,8 @@ class HttpApi:
                 field_validation=field_validation,
                 warnings=warnings,
             )
+            if t.subresource != "scale":
+                (obj,) = await srv.converted(rt, [obj])
             return json_response(obj, 200, warn_headers())
         if method == "PATCH":
             if t.name is None:
@@ -321,6 +324,8 @@ class HttpApi:
                 field_validation=field_validation,
                 warnings=warnings,
             )
+            if t.subresource != "scale":
+                (obj,) = await srv.converted(rt, [obj])
             return json_response(obj, 200, warn_headers())
         if method == "DELETE":
             body = await self._body(request)
@@ -351,7 +356,7 @@ class HttpApi:
                         "kind": f"{rt.kind}List",
                         "apiVersion": rt.api_version,
                         "metadata": {"resourceVersion": str(srv.store.rv)},
-                        "items": deleted,
+                        "items": await srv.converted(rt, deleted),
                     }
                 )
             obj, removed = await srv.delete_obj(
@@ -382,6 +387,7 @@ class HttpApi:
                     },
                     code,
                 )
+            (obj,) = await srv.converted(rt, [obj])
             return json_response(obj, code)
         raise errors.method_not_allowed(
             f"the server does not allow this method ({method}) on the requested resource"
@@ -427,10 +433,11 @@ class HttpApi:
             q.get("resourceVersionMatch"),
         )
 
-    def _list(self, request: web.Request, t: Target) -> web.Response:
+    async def _list(self, request: web.Request, t: Target) -> web.Response:
         rt = t.rt
         opts = self._list_options(request, rt)
         items, rv, cont, remaining = self.server.list_objs(rt, t.namespace, opts)
+        items = await self.server.converted(rt, items)
         meta: dict[str, Any] = {"resourceVersion": rv}
         if cont:
             meta["continue"] = cont
@@ -506,6 +513,13 @@ class HttpApi:
                     wait_for = min(wait_for, max(0.0, next_bookmark - now))
                 await w.wait(wait_for)
                 batch = w.drain()
+                if batch and rt.custom:
+                    try:
+                        batch = await self._converted_batch(rt, batch)
+                    except ApiError as e:
+                        # As upstream: a watch whose objects cannot be converted ends in ERROR.
+                        await resp.write(_encode({"type": "ERROR", "object": e.status()}) + b"\n")
+                        break
                 if batch:
                     chunks = []
                     for kind, ev, obj in batch:
@@ -531,6 +545,16 @@ class HttpApi:
             self.server.close_watch(w)
             self._streams.discard(resp)
         return resp
+
+    async def _converted_batch(self, rt: ResourceType, batch: list[Any]) -> list[Any]:
+        """Watch events with their objects in the watched version (one conversion review)."""
+        positions = [i for i, (kind, _, _) in enumerate(batch) if kind != "BOOKMARK-INITIAL"]
+        objs = await self.server.converted(rt, [batch[i][2] for i in positions])
+        out = list(batch)
+        for i, obj in zip(positions, objs, strict=True):
+            kind, ev, _ = batch[i]
+            out[i] = (kind, ev, obj)
+        return out
 
     @staticmethod
     def _bookmark(rt: ResourceType, rv: int, *, initial: bool = False) -> bytes:
