@@ -46,22 +46,31 @@ KUBE: Final = StreamSpec(
     description="Kubernetes observations and sync markers from the watchers",
 )
 
-PLANS: Final = StreamSpec(
-    name="PLANS",
-    subjects=(f"{subjects.PLANS}.>",),
-    discard="new",
-    max_age_seconds=30 * 24 * 3600,
-    max_bytes=1 << 30,
+def _never_dropped(
+    name: str, prefix: str, *, duplicate_window_seconds: float, description: str
+) -> StreamSpec:
+    """A stream whose messages must not vanish: when full, publishing fails (``discard=new``)."""
+    return StreamSpec(
+        name=name,
+        subjects=(f"{prefix}.>",),
+        discard="new",
+        max_age_seconds=30 * 24 * 3600,
+        max_bytes=1 << 30,
+        duplicate_window_seconds=duplicate_window_seconds,
+        description=description,
+    )
+
+
+PLANS: Final = _never_dropped(
+    "PLANS",
+    subjects.PLANS,
     duplicate_window_seconds=600.0,
     description="Plans decided by the planner; never dropped silently",
 )
 
-OUTCOMES: Final = StreamSpec(
-    name="OUTCOMES",
-    subjects=(f"{subjects.OUTCOMES}.>",),
-    discard="new",
-    max_age_seconds=30 * 24 * 3600,
-    max_bytes=1 << 30,
+OUTCOMES: Final = _never_dropped(
+    "OUTCOMES",
+    subjects.OUTCOMES,
     duplicate_window_seconds=3600.0,
     description="One final outcome per plan, from the actuators",
 )

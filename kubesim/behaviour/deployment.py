@@ -14,9 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import controller_ref, object_key
 from kubesim.behaviour.label_match import selector_matches
+from kubesim.behaviour.owner_controller import OwnerController
 from kubesim.behaviour.pod_template import int_field, is_active, owner_reference, template_hash
 from kubesim.behaviour.replicaset import set_condition
 from kubesim.behaviour.rollout import (
@@ -29,7 +29,6 @@ from kubesim.behaviour.rollout import (
 from kubesim.behaviour.scaled_value import ScaledValueError
 from kubesim.behaviour.shared_informers import Informers
 from kubesim.behaviour.timestamps import parse_time
-from kubesim.behaviour.workqueue import WorkQueue
 from kubesim.interface import DEPLOYMENTS, REPLICASETS, ApiError, Cluster, JsonObject
 
 log = logging.getLogger(__name__)
@@ -56,32 +55,13 @@ def _created(rs: JsonObject) -> str:
     return str(rs["metadata"].get("creationTimestamp") or "")
 
 
-class DeploymentController:
+class DeploymentController(OwnerController):
     def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
-        self.cluster = cluster
-        self.informers = informers
-        self.events = EventRecorder(cluster, "deployment-controller", enabled=events)
-        self.queue = WorkQueue("deployment", self._sync, workers=2)
-        informers.deployments.add_handler(self._on_deployment)
+        super().__init__(cluster, informers, name="deployment", workers=2, events=events)
+        self._on_replicaset = self.enqueue_owner("Deployment")
+        informers.deployments.add_handler(self.enqueue)
         informers.replicasets.add_handler(self._on_replicaset)
         informers.pods.add_handler(self._on_pod)
-
-    def start(self) -> None:
-        self.queue.start()
-
-    async def stop(self) -> None:
-        await self.queue.stop()
-        await self.events.stop()
-
-    def _on_deployment(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        if new is not None:
-            self.queue.add(object_key(new))
-
-    def _on_replicaset(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        for rs in (old, new):
-            ref = controller_ref(rs) if rs is not None else None
-            if rs is not None and ref is not None and ref.get("kind") == "Deployment":
-                self.queue.add(f"{rs['metadata'].get('namespace')}/{ref.get('name')}")
 
     def _on_pod(self, old: JsonObject | None, new: JsonObject | None) -> None:
         # Recreate waits for old pods to go; only disappearances matter here.
@@ -230,9 +210,7 @@ class DeploymentController:
             "metadata": {**rs["metadata"], "annotations": annotations},
             "spec": {**rs["spec"], "replicas": replicas},
         }
-        updated = await self.cluster.update(
-            REPLICASETS, body, namespace=rs["metadata"].get("namespace")
-        )
+        updated = await self.write(REPLICASETS, self.informers.replicasets, body)
         before, after = _replicas(rs), replicas
         if before != after:
             self.events.normal(
@@ -242,7 +220,6 @@ class DeploymentController:
                 f"Scaled {'up' if after > before else 'down'} replica set "
                 f"{rs['metadata']['name']} from {before} to {after}",
             )
-        self.informers.replicasets.write_result(updated)
         return updated
 
     async def _create_new_rs(
@@ -324,13 +301,9 @@ class DeploymentController:
     async def _bump_collision(self, d: JsonObject) -> None:
         status = dict(d.get("status") or {})
         status["collisionCount"] = int_field(status.get("collisionCount"), 0) + 1
-        updated = await self.cluster.update(
-            DEPLOYMENTS,
-            {**d, "status": status},
-            namespace=d["metadata"].get("namespace"),
-            subresource="status",
+        await self.write(
+            DEPLOYMENTS, self.informers.deployments, {**d, "status": status}, subresource="status"
         )
-        self.informers.deployments.write_result(updated)
 
     async def _bump_revision(
         self, d: JsonObject, rs: JsonObject, old_rss: list[JsonObject], surge: int
@@ -339,11 +312,7 @@ class DeploymentController:
         annotations = dict(rs["metadata"].get("annotations") or {})
         annotations[REVISION] = str(max((_revision(o) for o in old_rss), default=0) + 1)
         body = {**rs, "metadata": {**rs["metadata"], "annotations": annotations}}
-        updated = await self.cluster.update(
-            REPLICASETS, body, namespace=rs["metadata"].get("namespace")
-        )
-        self.informers.replicasets.write_result(updated)
-        return updated
+        return await self.write(REPLICASETS, self.informers.replicasets, body)
 
     async def _sync_deployment_revision(self, d: JsonObject, new_rs: JsonObject) -> None:
         revision = str(_revision(new_rs))
@@ -351,12 +320,11 @@ class DeploymentController:
         if annotations.get(REVISION) == revision:
             return
         annotations[REVISION] = revision
-        updated = await self.cluster.update(
+        await self.write(
             DEPLOYMENTS,
+            self.informers.deployments,
             {**d, "metadata": {**d["metadata"], "annotations": annotations}},
-            namespace=d["metadata"].get("namespace"),
         )
-        self.informers.deployments.write_result(updated)
 
     async def _recreate(self, d: JsonObject, new_rs: JsonObject, old_rss: list[JsonObject]) -> None:
         scaled = False
@@ -605,13 +573,9 @@ class DeploymentController:
         status["conditions"] = conditions
         if _comparable(status) == _comparable(old):
             return
-        updated = await self.cluster.update(
-            DEPLOYMENTS,
-            {**d, "status": status},
-            namespace=d["metadata"].get("namespace"),
-            subresource="status",
+        await self.write(
+            DEPLOYMENTS, self.informers.deployments, {**d, "status": status}, subresource="status"
         )
-        self.informers.deployments.write_result(updated)
 
 
 def _seconds_since(stamp: str | None, now: str) -> float:

@@ -14,14 +14,13 @@ import logging
 from collections.abc import Callable
 from datetime import datetime
 
-from kubesim.behaviour.events import EventRecorder
-from kubesim.behaviour.informer import controller_ref, object_key
+from kubesim.behaviour.informer import controller_ref
 from kubesim.behaviour.label_match import selector_matches
+from kubesim.behaviour.owner_controller import OwnerController
 from kubesim.behaviour.pod_ranking import is_ready, pods_to_delete
 from kubesim.behaviour.pod_template import availability, int_field, is_active, pod_from_template
 from kubesim.behaviour.shared_informers import Informers
 from kubesim.behaviour.timestamps import parse_time
-from kubesim.behaviour.workqueue import WorkQueue
 from kubesim.interface import PODS, REPLICASETS, ApiError, Cluster, JsonObject
 
 log = logging.getLogger(__name__)
@@ -119,31 +118,11 @@ def set_condition(
     return out
 
 
-class ReplicaSetController:
+class ReplicaSetController(OwnerController):
     def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
-        self.cluster = cluster
-        self.informers = informers
-        self.events = EventRecorder(cluster, "replicaset-controller", enabled=events)
-        self.queue = WorkQueue("replicaset", self._sync, workers=4)
-        informers.replicasets.add_handler(self._on_replicaset)
-        informers.pods.add_handler(self._on_pod)
-
-    def start(self) -> None:
-        self.queue.start()
-
-    async def stop(self) -> None:
-        await self.queue.stop()
-        await self.events.stop()
-
-    def _on_replicaset(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        if new is not None:
-            self.queue.add(object_key(new))
-
-    def _on_pod(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        for pod in (old, new):
-            ref = controller_ref(pod) if pod is not None else None
-            if ref is not None and ref.get("kind") == "ReplicaSet" and pod is not None:
-                self.queue.add(f"{pod['metadata'].get('namespace')}/{ref.get('name')}")
+        super().__init__(cluster, informers, name="replicaset", workers=4, events=events)
+        informers.replicasets.add_handler(self.enqueue)
+        informers.pods.add_handler(self.enqueue_owner("ReplicaSet"))
 
     def _related_pods(self, rs: JsonObject, own: list[JsonObject]) -> list[JsonObject]:
         owner = controller_ref(rs)
@@ -252,13 +231,12 @@ class ReplicaSetController:
         if soonest is not None:
             self.queue.add_after(key, soonest + 0.01)
         if _strip_zero(status) != _strip_zero(old):
-            updated = await self.cluster.update(
+            await self.write(
                 REPLICASETS,
+                self.informers.replicasets,
                 {**rs, "status": status},
-                namespace=rs["metadata"].get("namespace"),
                 subresource="status",
             )
-            self.informers.replicasets.write_result(updated)
         if failure is not None:
             raise failure  # retried with backoff by the queue
 

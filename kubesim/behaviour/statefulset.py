@@ -14,8 +14,8 @@ import logging
 import re
 from typing import Any
 
-from kubesim.behaviour.events import EventRecorder
-from kubesim.behaviour.informer import controller_ref, object_key
+from kubesim.behaviour.informer import object_key
+from kubesim.behaviour.owner_controller import OwnerController
 from kubesim.behaviour.pod_ranking import is_ready
 from kubesim.behaviour.pod_template import (
     int_field,
@@ -25,7 +25,6 @@ from kubesim.behaviour.pod_template import (
 )
 from kubesim.behaviour.replicaset import delete_pod
 from kubesim.behaviour.shared_informers import Informers
-from kubesim.behaviour.workqueue import WorkQueue
 from kubesim.interface import CONTROLLERREVISIONS, PODS, STATEFULSETS, ApiError, Cluster, JsonObject
 
 log = logging.getLogger(__name__)
@@ -45,31 +44,11 @@ def _running_ready(pod: JsonObject) -> bool:
     return (pod.get("status") or {}).get("phase") == "Running" and is_ready(pod)
 
 
-class StatefulSetController:
+class StatefulSetController(OwnerController):
     def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
-        self.cluster = cluster
-        self.informers = informers
-        self.events = EventRecorder(cluster, "statefulset-controller", enabled=events)
-        self.queue = WorkQueue("statefulset", self._sync, workers=2)
-        informers.statefulsets.add_handler(self._on_set)
-        informers.pods.add_handler(self._on_pod)
-
-    def start(self) -> None:
-        self.queue.start()
-
-    async def stop(self) -> None:
-        await self.queue.stop()
-        await self.events.stop()
-
-    def _on_set(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        if new is not None:
-            self.queue.add(object_key(new))
-
-    def _on_pod(self, old: JsonObject | None, new: JsonObject | None) -> None:
-        for pod in (old, new):
-            ref = controller_ref(pod) if pod is not None else None
-            if pod is not None and ref is not None and ref.get("kind") == "StatefulSet":
-                self.queue.add(f"{pod['metadata'].get('namespace')}/{ref.get('name')}")
+        super().__init__(cluster, informers, name="statefulset", workers=2, events=events)
+        informers.statefulsets.add_handler(self.enqueue)
+        informers.pods.add_handler(self.enqueue_owner("StatefulSet"))
 
     async def _revision(self, sts: JsonObject, template: JsonObject) -> tuple[str, JsonObject]:
         """The ControllerRevision for ``template``, created if new."""
@@ -278,10 +257,9 @@ class StatefulSetController:
         old = fresh.get("status") or {}
         if {k: v for k, v in status.items() if v} == {k: v for k, v in old.items() if v}:
             return
-        result = await self.cluster.update(
+        await self.write(
             STATEFULSETS,
+            self.informers.statefulsets,
             {**fresh, "status": {**old, **status}},
-            namespace=fresh["metadata"].get("namespace"),
             subresource="status",
         )
-        self.informers.statefulsets.write_result(result)

@@ -20,7 +20,7 @@ Signatures::
     KubeClient(api: ApiClient)
         .request(method: str, path: str, *, query: Mapping[str, str] | None = None,
                  body: Any = None, content_type: str | None = None,
-                 timeout: float | None = 30.0) -> bytes
+                 timeout: float | None = 30.0) -> bytes     # keywords: RequestOptions
         async .arequest(...same...) -> bytes
         .stream(path: str, *, query: Mapping[str, str], timeout: float) -> Iterator[bytes]
 """
@@ -28,9 +28,10 @@ Signatures::
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict, Unpack
 
 import msgspec
 from kubernetes import client as k8s
@@ -55,45 +56,21 @@ class KubeAPIError(Exception):
         return self.http_status in (0, 429) or self.http_status >= 500
 
 
-class Unreachable(KubeAPIError):
-    status = 0
+def _status_error(name: str, status: int) -> type[KubeAPIError]:
+    """One subclass per status, so callers can ``except NotFound`` without reading codes."""
+    return type(name, (KubeAPIError,), {"status": status, "__module__": __name__})
 
 
-class BadRequest(KubeAPIError):
-    status = 400
-
-
-class Unauthorized(KubeAPIError):
-    status = 401
-
-
-class Forbidden(KubeAPIError):
-    status = 403
-
-
-class NotFound(KubeAPIError):
-    status = 404
-
-
-class Conflict(KubeAPIError):
-    status = 409
-
-
-class Gone(KubeAPIError):
-    status = 410
-
-
-class UnsupportedMediaType(KubeAPIError):
-    status = 415
-
-
-class Unprocessable(KubeAPIError):
-    status = 422
-
-
-class TooManyRequests(KubeAPIError):
-    status = 429
-
+Unreachable = _status_error("Unreachable", 0)
+BadRequest = _status_error("BadRequest", 400)
+Unauthorized = _status_error("Unauthorized", 401)
+Forbidden = _status_error("Forbidden", 403)
+NotFound = _status_error("NotFound", 404)
+Conflict = _status_error("Conflict", 409)
+Gone = _status_error("Gone", 410)
+UnsupportedMediaType = _status_error("UnsupportedMediaType", 415)
+Unprocessable = _status_error("Unprocessable", 422)
+TooManyRequests = _status_error("TooManyRequests", 429)
 
 _BY_STATUS: dict[int, type[KubeAPIError]] = {
     cls.status: cls
@@ -109,6 +86,15 @@ _BY_STATUS: dict[int, type[KubeAPIError]] = {
         TooManyRequests,
     )
 }
+
+
+@contextlib.contextmanager
+def _reachable() -> Iterator[None]:
+    """Transport failures (refused, reset, timed out) as :class:`Unreachable`."""
+    try:
+        yield
+    except (Urllib3Error, OSError) as exc:
+        raise Unreachable(0, "Unreachable", repr(exc)) from exc
 
 
 class _Status(msgspec.Struct):
@@ -168,6 +154,14 @@ def resource_path(
     return base
 
 
+class RequestOptions(TypedDict, total=False):
+    query: Mapping[str, str] | None
+    body: Any
+    content_type: str | None
+    timeout: float | None
+    """Seconds for the whole request (default 30)."""
+
+
 class KubeClient:
     """Raw JSON requests through the official client's transport and authentication."""
 
@@ -196,54 +190,30 @@ class KubeClient:
             auth_settings=["BearerToken"],
         )
         try:
-            response = self.api.call_api(*serialized, _request_timeout=timeout)
+            with _reachable():
+                return self.api.call_api(*serialized, _request_timeout=timeout)
         except ApiException as exc:
             raise api_error(exc.status or 0, exc.body, exc.reason or "") from exc
-        except (Urllib3Error, OSError) as exc:
-            raise Unreachable(0, "Unreachable", repr(exc)) from exc
-        return response
 
-    def request(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, str] | None = None,
-        body: Any = None,
-        content_type: str | None = None,
-        timeout: float | None = 30.0,
-    ) -> bytes:
+    def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> bytes:
         """One request; the body of a 2xx answer, else a :class:`KubeAPIError`."""
         response = self._send(
-            method, path, query=query, body=body, content_type=content_type, timeout=timeout
+            method,
+            path,
+            query=options.get("query"),
+            body=options.get("body"),
+            content_type=options.get("content_type"),
+            timeout=options.get("timeout", 30.0),
         )
-        try:
+        with _reachable():
             data: bytes = response.read()
-        except (Urllib3Error, OSError) as exc:
-            raise Unreachable(0, "Unreachable", repr(exc)) from exc
         if not 200 <= response.status < 300:
             raise api_error(response.status, data, response.reason or "")
         return data
 
-    async def arequest(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Mapping[str, str] | None = None,
-        body: Any = None,
-        content_type: str | None = None,
-        timeout: float | None = 30.0,
-    ) -> bytes:
-        return await asyncio.to_thread(
-            self.request,
-            method,
-            path,
-            query=query,
-            body=body,
-            content_type=content_type,
-            timeout=timeout,
-        )
+    async def arequest(self, method: str, path: str, **options: Unpack[RequestOptions]) -> bytes:
+        """:meth:`request` in a worker thread."""
+        return await asyncio.to_thread(self.request, method, path, **options)
 
     def stream(
         self, path: str, *, query: Mapping[str, str], timeout: float
@@ -254,18 +224,17 @@ class KubeClient:
         )
         raw = response.response
         try:
-            if not 200 <= response.status < 300:
-                raise api_error(response.status, raw.read(), response.reason or "")
-            buffer = b""
-            for chunk in raw.stream(64 * 1024, decode_content=True):
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        yield line
-            if buffer.strip():
-                yield buffer
-        except (Urllib3Error, OSError) as exc:
-            raise Unreachable(0, "Unreachable", repr(exc)) from exc
+            with _reachable():
+                if not 200 <= response.status < 300:
+                    raise api_error(response.status, raw.read(), response.reason or "")
+                buffer = b""
+                for chunk in raw.stream(64 * 1024, decode_content=True):
+                    buffer += chunk
+                    while b"\n" in buffer:
+                        line, buffer = buffer.split(b"\n", 1)
+                        if line.strip():
+                            yield line
+                if buffer.strip():
+                    yield buffer
         finally:
             raw.release_conn()
