@@ -23,6 +23,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.parent_death import die_with_parent
 from tests.fixtures.cluster import SimCluster
 from tests.webhook.cluster_state import MATCHED, spread, zone_subset
 from tests.webhook.conftest import RunningWebhook
@@ -80,6 +81,7 @@ async def wired(
         stdout=log,
         stderr=subprocess.STDOUT,
         cwd=ROOT,
+        preexec_fn=die_with_parent(),
     )
     try:
         admission = webhook.service.admission
@@ -88,7 +90,11 @@ async def wired(
         yield cluster
     finally:
         watcher.terminate()
-        await asyncio.to_thread(watcher.wait, 20)
+        try:
+            await asyncio.to_thread(watcher.wait, 20)
+        except subprocess.TimeoutExpired:
+            watcher.kill()
+            await asyncio.to_thread(watcher.wait)
         log.close()
 
 
