@@ -76,6 +76,9 @@ class _CallFailed(Exception):
     """The webhook could not be called or gave an unusable answer."""
 
 
+CallFailed = _CallFailed
+
+
 class Admission:
     def __init__(self, server: ApiServer) -> None:
         self.server = server
@@ -216,18 +219,6 @@ class Admission:
         host_part = f"[{host}]" if ":" in host else host
         return f"https://{host_part}:{target}{path}", f"{name}.{ns}.svc"
 
-    # The HTTPS client is shared with CRD conversion webhooks (kubesim.conversion).
-    def endpoint(self, w: JsonObject) -> tuple[str, str | None]:
-        return self._endpoint(w)
-
-    def ssl_context(self, w: JsonObject) -> ssl.SSLContext:
-        return self._ssl(w)
-
-    def session(self) -> aiohttp.ClientSession:
-        if self._session is None:
-            self._session = aiohttp.ClientSession()
-        return self._session
-
     def _ssl(self, w: JsonObject) -> ssl.SSLContext:
         bundle = (w.get("clientConfig") or {}).get("caBundle") or ""
         ctx = self._ssl_cache.get(bundle)
@@ -243,11 +234,13 @@ class Admission:
             self._ssl_cache[bundle] = ctx
         return ctx
 
-    async def _call(self, w: JsonObject, review: JsonObject) -> JsonObject:
-        if "v1" not in (w.get("admissionReviewVersions") or ["v1"]):
-            raise _CallFailed("webhook does not accept the v1 AdmissionReview API version")
+    async def post(self, w: JsonObject, review: JsonObject, timeout: float) -> Any:
+        """POST a review to ``w``'s clientConfig over verified HTTPS; the decoded JSON answer.
+
+        Shared with CRD conversion webhooks; failures raise :class:`CallFailed` with the
+        wording upstream uses.
+        """
         url, server_name = self._endpoint(w)
-        timeout = float(w.get("timeoutSeconds") or 10)
         if self._session is None:
             self._session = aiohttp.ClientSession()
         try:
@@ -260,7 +253,7 @@ class Admission:
             ) as resp:
                 if resp.status != 200:
                     raise _CallFailed(f"expected response code 200, got {resp.status}")
-                body = await resp.json(content_type=None)
+                return await resp.json(content_type=None)
         except TimeoutError as e:
             raise _CallFailed(
                 f'Post "{url}": context deadline exceeded (timeout {timeout:g}s)'
@@ -269,6 +262,11 @@ class Admission:
             raise _CallFailed(f'Post "{url}": {e}') from e
         except ValueError as e:
             raise _CallFailed(f"failed to decode the response: {e}") from e
+
+    async def _call(self, w: JsonObject, review: JsonObject) -> JsonObject:
+        if "v1" not in (w.get("admissionReviewVersions") or ["v1"]):
+            raise _CallFailed("webhook does not accept the v1 AdmissionReview API version")
+        body = await self.post(w, review, float(w.get("timeoutSeconds") or 10))
         if not isinstance(body, dict) or not isinstance(body.get("response"), dict):
             raise _CallFailed("the webhook returned no response")
         response: JsonObject = body["response"]

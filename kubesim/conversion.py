@@ -30,16 +30,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
-
-import aiohttp
+from typing import Any, Final
 
 from kubesim import errors
+from kubesim.admission import Admission, CallFailed
 from kubesim.interface import ApiError
 from kubesim.registry import ResourceType
-
-if TYPE_CHECKING:
-    from kubesim.admission import Admission
 
 JsonObject = dict[str, Any]
 
@@ -121,27 +117,9 @@ class Converter:
         }
         target = {"name": "conversion", "clientConfig": webhook.get("clientConfig") or {}}
         try:
-            url, server_name = self.admission.endpoint(target)
-            context = self.admission.ssl_context(target)
-        except Exception as e:  # the admission client's own failure type
+            body = await self.admission.post(target, review, TIMEOUT_SECONDS)
+        except CallFailed as e:
             raise _ConversionFailed(str(e)) from e
-        try:
-            async with self.admission.session().post(
-                url,
-                json=review,
-                ssl=context,
-                server_hostname=server_name,
-                timeout=aiohttp.ClientTimeout(total=TIMEOUT_SECONDS),
-            ) as resp:
-                if resp.status != 200:
-                    raise _ConversionFailed(f"expected response code 200, got {resp.status}")
-                body = await resp.json(content_type=None)
-        except TimeoutError as e:
-            raise _ConversionFailed(f'Post "{url}": context deadline exceeded') from e
-        except aiohttp.ClientError as e:
-            raise _ConversionFailed(f'Post "{url}": {e}') from e
-        except ValueError as e:
-            raise _ConversionFailed(f"failed to decode the response: {e}") from e
         response = body.get("response") if isinstance(body, dict) else None
         if not isinstance(response, dict):
             raise _ConversionFailed("the conversion review has no response")

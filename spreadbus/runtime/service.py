@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 Settings = TypeVar("Settings", bound=ServiceSettings)
 T = TypeVar("T")
 
-CLEANUP_SECONDS: Final = 4.0
+CLEANUP_SECONDS: Final = 3.0
 """How long a stopping service's own clean-up (lease step-down, consumers) may take."""
 DRAIN_SECONDS: Final = 2.0
 LEFTOVER_SECONDS: Final = 1.0

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
 import subprocess
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -39,17 +41,37 @@ def closed_port_url() -> str:
     return f"nats://127.0.0.1:{port}"
 
 
-def wait_until(what: str, check: object, services: list[ServiceProcess]) -> None:
+def wait_until(what: str, check: Callable[[ServiceProcess], bool],
+               services: list[ServiceProcess]) -> None:
     deadline = time.monotonic() + 60
-    while not all(check(s) for s in services):  # type: ignore[operator]
+    while not all(check(s) for s in services):
         if time.monotonic() > deadline:
             logs = "\n".join(f"--- {s.name}:\n{s.logs()}" for s in services)
             raise AssertionError(f"timed out waiting for {what}\n{logs}")
         time.sleep(0.1)
 
 
-def terminate_all(services: list[ServiceProcess]) -> dict[str, int | str]:
-    """SIGTERM every service at once and collect each exit code (or why there is none)."""
+def nats_condition(service: ServiceProcess) -> object:
+    conditions = service.readyz()[1].get("conditions")
+    return conditions.get("nats") if isinstance(conditions, dict) else None
+
+
+@contextlib.contextmanager
+def all_services(nats_url: str, kubeconfig: Path, tls_dir: Path,
+                 log_dir: Path) -> Iterator[list[ServiceProcess]]:
+    services = [ServiceProcess(n, service_args(n, nats_url, kubeconfig, tls_dir), log_dir)
+                for n in SERVICES]
+    try:
+        for service in services:
+            service.start()
+        yield services
+    finally:
+        for service in services:
+            service.kill()
+
+
+def assert_each_exits_0_on_sigterm(services: list[ServiceProcess]) -> None:
+    """SIGTERM every service at once; each must exit 0 within the bound."""
     for service in services:
         assert service.process is not None
         service.process.terminate()
@@ -61,7 +83,9 @@ def terminate_all(services: list[ServiceProcess]) -> dict[str, int | str]:
             codes[service.name] = service.process.wait(max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             codes[service.name] = "still running"
-    return codes
+    assert codes == dict.fromkeys(SERVICES, 0), "\n".join(
+        f"--- {s.name}:\n{s.logs()}" for s in services if codes[s.name] != 0
+    )
 
 
 @pytest.fixture
@@ -74,69 +98,32 @@ def tls_dir(tmp_path: Path) -> Path:
 def test_each_service_exits_0_on_sigterm_after_losing_nats(
     nats_server: NatsServer, kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
 ) -> None:
-    services = [
-        ServiceProcess(n, service_args(n, nats_server.url, kubeconfig_path, tls_dir), tmp_path)
-        for n in SERVICES
-    ]
-    try:
-        for service in services:
-            service.start()
-        wait_until("every service to connect",
-                   lambda s: s.readyz()[1].get("conditions", {}).get("nats") is True, services)
+    with all_services(nats_server.url, kubeconfig_path, tls_dir, tmp_path) as services:
+        wait_until("every service to connect", lambda s: nats_condition(s) is True, services)
         nats_server.stop()
-        wait_until("every service to see NATS gone",
-                   lambda s: s.readyz()[1].get("conditions", {}).get("nats") is False, services)
-        codes = terminate_all(services)
-        assert codes == dict.fromkeys(SERVICES, 0), "\n".join(
-            f"--- {s.name}:\n{s.logs()}" for s in services if codes[s.name] != 0
-        )
-    finally:
-        for service in services:
-            service.kill()
+        wait_until("every service to see NATS gone", lambda s: nats_condition(s) is False,
+                   services)
+        assert_each_exits_0_on_sigterm(services)
 
 
 def test_each_service_exits_0_on_sigterm_while_nats_was_never_reachable(
     kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
 ) -> None:
-    url = closed_port_url()
-    services = [
-        ServiceProcess(n, service_args(n, url, kubeconfig_path, tls_dir), tmp_path)
-        for n in SERVICES
-    ]
-    try:
-        for service in services:
-            service.start()
+    with all_services(closed_port_url(), kubeconfig_path, tls_dir, tmp_path) as services:
         wait_until("every health server to answer", lambda s: s.readyz()[0] == 503, services)
-        codes = terminate_all(services)
-        assert codes == dict.fromkeys(SERVICES, 0), "\n".join(
-            f"--- {s.name}:\n{s.logs()}" for s in services if codes[s.name] != 0
-        )
-    finally:
-        for service in services:
-            service.kill()
+        assert_each_exits_0_on_sigterm(services)
 
 
 def test_each_service_exits_0_on_sigterm_while_nats_hangs_unanswering(
     nats_server: NatsServer, kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
 ) -> None:
-    services = [
-        ServiceProcess(n, service_args(n, nats_server.url, kubeconfig_path, tls_dir), tmp_path)
-        for n in SERVICES
-    ]
     assert nats_server.process is not None
     server_pid = nats_server.process.pid
-    try:
-        for service in services:
-            service.start()
-        wait_until("every service to connect",
-                   lambda s: s.readyz()[1].get("conditions", {}).get("nats") is True, services)
+    with all_services(nats_server.url, kubeconfig_path, tls_dir, tmp_path) as services:
+        wait_until("every service to connect", lambda s: nats_condition(s) is True, services)
         # A frozen server keeps its sockets open: every request, flush and drain goes unanswered.
         os.kill(server_pid, signal.SIGSTOP)
-        codes = terminate_all(services)
-        assert codes == dict.fromkeys(SERVICES, 0), "\n".join(
-            f"--- {s.name}:\n{s.logs()}" for s in services if codes[s.name] != 0
-        )
-    finally:
-        os.kill(server_pid, signal.SIGCONT)
-        for service in services:
-            service.kill()
+        try:
+            assert_each_exits_0_on_sigterm(services)
+        finally:
+            os.kill(server_pid, signal.SIGCONT)
