@@ -13,7 +13,7 @@ So start-up is raced against the stop signal, ``main``'s clean-up gets ``CLEANUP
 its cancellation, a healthy connection is drained for at most ``DRAIN_SECONDS`` and otherwise
 closed, and tasks still pending after that are dropped with the event loop instead of awaited
 as ``asyncio.run`` would. A SIGTERM therefore ends the process with code 0 within about eight
-seconds, below the ten-second grace ``spreadbus up`` and Kubernetes give before SIGKILL.
+seconds, below the ten-second grace ``spreadbus up`` gives before SIGKILL (Kubernetes gives 30).
 
 Signatures::
 
