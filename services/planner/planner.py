@@ -15,10 +15,12 @@ None`` (:class:`spreadbus.projection.planning.Timed`); the engine adds due keys 
 every round and sleeps no longer than until the next wake-up, so an expiry or a timeout is acted
 on at its time without any new event. Time is the injected ``clock``.
 
-Deciding happens only when every follower is caught up, every resource a rule reads has a
-complete sync marker, and this replica holds the lease, so a replay never re-issues stale plans
-and standbys stay warm without acting. Every object that changed since the last decision (every
-object, after a restore or on becoming leader) is offered to the rules. Plans are published with
+Deciding happens only when every follower is caught up and this replica holds the lease, so a
+replay never re-issues stale plans and standbys stay warm without acting; each rule decides
+once every resource it reads has a complete sync marker (a rule whose resources are not watched
+waits without holding back the others, and is offered every object when it can start). Every
+object that changed since the last decision (every object, after a restore or on becoming
+leader) is offered to the rules. Plans are published with
 ``Nats-Msg-Id`` = plan id; the next decision waits until the plans follower has folded them back,
 so the decision log is the only memory of what is in flight.
 
@@ -106,6 +108,7 @@ class Planner:
         self.leader = False
         self.restored_from = "nothing"
         self._wake = asyncio.Event()
+        self._waiting_rules: set[str] = set()
         self._followers: list[StreamFollower] = []
         self._followers_ran = False
         self._awaiting_plan_seq = 0
@@ -188,13 +191,21 @@ class Planner:
                  if (w := rule.next_wake()) is not None]
         return max(0.0, min(wakes) - self.clock()) if wakes else None
 
+    def rule_ready(self, rule: Rule) -> bool:
+        """Every resource this rule reads has a complete sync marker."""
+        return all(self.projection.synced(self.cluster, ref.group, ref.resource)
+                   for ref in rule.resources)
+
     @property
     def caught_up(self) -> bool:
+        """Every follower is caught up and at least one rule can decide.
+
+        Rules are gated one by one: a rule whose resources are not watched (or not listed yet)
+        waits without holding back the others, and is offered every object once it can decide.
+        """
         followers = self.followers()
-        return all(f.caught_up for f in followers) and all(
-            self.projection.synced(self.cluster, ref.group, ref.resource)
-            for rule in self.rules
-            for ref in rule.resources
+        return all(f.caught_up for f in followers) and (
+            not self.rules or any(self.rule_ready(rule) for rule in self.rules)
         )
 
     def set_leader(self, leader: bool) -> None:
@@ -249,13 +260,28 @@ class Planner:
     async def _decide(self) -> int:
         now = self.clock()
         changed = self.projection.take_changed() | self._due(now)
-        if not changed:
+        newly_ready = any(r.name in self._waiting_rules and self.rule_ready(r) for r in self.rules)
+        if not changed and not newly_ready:
             return 0
         js = self.nc.jetstream()
         published = 0
+        everything: set[tuple[str, str]] | None = None
         for rule in self.rules:
+            if not self.rule_ready(rule):
+                self._waiting_rules.add(rule.name)
+                continue
+            offered = changed
+            if rule.name in self._waiting_rules:
+                # It could not decide until now: every object is new to it.
+                self._waiting_rules.discard(rule.name)
+                if everything is None:
+                    everything = changed | {
+                        (rkey, okey) for rkey, bucket in self.projection.state.objects.items()
+                        for okey in bucket
+                    }
+                offered = everything
             try:
-                desired = rule.desired(self.projection, changed, now)
+                desired = rule.desired(self.projection, offered, now)
                 plans = plans_for(rule, self.projection, self.decisions, desired,
                                   cluster=self.cluster, now=now)
             except Exception:
@@ -276,6 +302,8 @@ class Planner:
                     log.warning("plan not published", extra={"plan": plan.id, "error": repr(exc)})
                     self.metrics.publish_errors.inc()
                     self.projection.changed |= changed
+                    if offered is not changed:
+                        self._waiting_rules.add(rule.name)  # offer it everything again
                     return published
                 self._awaiting_plan_seq = max(self._awaiting_plan_seq, ack.seq)
                 self.metrics.plans.labels(rule.name).inc()

@@ -5,11 +5,12 @@ itself, that the whole pipe (watcher, planner, actuator) has seen its latest spe
 everything a placement rule needs (read the projection, want a patch, let the planner diff) while
 being trivially checkable from outside with kubectl.
 
-The plan names the uid only, not the observed ``resourceVersion``: a Deployment's controller
-rewrites its status many times while it rolls out, and a version precondition would fail the
-annotation's plan on each of those writes. Writing a stale generation is harmless here: the write
-is observed like any change, the annotation then differs from the generation, and the rule plans
-the newer one.
+The annotation's value is read from the object (its generation), so the plan keeps the observed
+``resourceVersion`` as precondition. Under faults an actuator may apply a plan long after it was
+decided (a replica killed mid-plan, the plan redelivered); without the precondition such a plan
+would write an older generation over a newer one. The price: while a Deployment's controller
+keeps rewriting its status, a plan can fail with Conflict, and the newer observation (or the
+failure itself) brings a plan decided on the newer version.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class ObservedGeneration:
                     ),
                     patch={"metadata": {"annotations": {ANNOTATION: str(generation)}}},
                     reason=f"generation is {generation}",
+                    precondition="resource_version",
                 )
             )
         return out

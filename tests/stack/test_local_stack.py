@@ -201,14 +201,24 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
     ]
     web_plans = [p for p in plans if p.target.name == "web" and p.target.resource == "deployments"]
     assert web_plans, "the planner published a plan for the deployment"
-    # The annotation's plan names the uid only, so the Deployment controller's status writes
-    # in between do not fail it: every plan has exactly one outcome and none fails.
+    # The annotation names the generation, so its plan carries the observed resourceVersion
+    # (a stale plan must never write an older generation): when the Deployment's controller
+    # updates the status in between, the plan fails with Conflict and a plan decided on the
+    # newer version follows. Every plan has exactly one outcome, every failure is such a
+    # Conflict followed by a newer plan, and the last plan wrote the annotation (or found it).
     for plan in web_plans:
         assert set(plan.causes) <= deployment_seqs | {s for s, _ in observations}
         assert set(plan.causes) & deployment_seqs, "the plan names the observation behind it"
-        assert not plan.precondition.resource_version
+        assert plan.precondition.resource_version
         (outcome,) = [o for o in outcomes if o.plan_id == plan.id]
-        assert outcome.result in ("applied", "skipped"), outcome.error
+        if outcome.result == "failed":
+            assert outcome.error is not None
+            assert outcome.error.status == 409, outcome.error
+            assert plan is not web_plans[-1], "a failed plan is followed by a newer one"
+        else:
+            assert outcome.result in ("applied", "skipped"), outcome.error
+    (last,) = [o for o in outcomes if o.plan_id == web_plans[-1].id]
+    assert last.result in ("applied", "skipped")
 
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
