@@ -12,7 +12,8 @@ into :class:`~spreadbus.projection.planning.Desired` writes:
 - one pod patch per pod holding its deletion cost and, for pods that existed before the
   WorkloadSpread, the matched annotation and the subset's metadata patch, as Kruise does
   (uid-only precondition: the values do not depend on the rest of the pod, and pods change often
-  while they start);
+  while they start; a late write of an older cost, after an actuator redelivery, is observed like
+  any change and corrected by the next plan);
 - an eviction (Eviction API) for every pod stuck longer than ``rescheduleCriticalSeconds``.
 
 Work per event is proportional to what changed. The rule keeps indexes over the projection that

@@ -184,3 +184,52 @@ async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_statu
     a = {s["name"]: s for s in subsets}["a"]
     assert list(a["creatingPods"]) == ["web-1"]
     assert a["missingReplicas"] == 2
+
+
+class AnnotatesPods:
+    """A rule reading pods, which the log below lists only later."""
+
+    name = "pods"
+    resources: tuple[ResourceRef, ...] = (ResourceRef(group="", version="v1", resource="pods"),)
+
+    def desired(self, view: KubeProjection, changed: Set[tuple[str, str]],
+                now: float) -> list[Desired]:
+        rkey = resource_key("c1", "", "pods")
+        return [
+            Desired(verb="patch",
+                    target=ObjectRef(group="", version="v1", resource="pods",
+                                     namespace="default", name=okey.split(".", 1)[1],
+                                     uid=f"uid-{okey}"),
+                    patch={"metadata": {"annotations": {"seen": "yes"}}})
+            for key, okey in sorted(changed) if key == rkey
+        ]
+
+
+async def test_a_rule_whose_resource_is_not_synced_waits_without_holding_back_the_others(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    pods = ResourceRef(group="", version="v1", resource="pods")
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
+                  "metadata": {"name": "d", "namespace": "default", "uid": "uid-d",
+                               "resourceVersion": "1", "generation": 1}}
+    pod = {"apiVersion": "v1", "kind": "Pod",
+           "metadata": {"name": "p", "namespace": "default", "uid": "uid-p",
+                        "resourceVersion": "2"}}
+    await publish(nats_client, [observation(DEPLOYMENTS, deployment), synced(DEPLOYMENTS),
+                                observation(pods, pod)])
+    clock = Clock()
+    planner = Planner(nats_client, cluster="c1",
+                      rules=[WantsAnnotationLater(T0), AnnotatesPods()], clock=clock)
+    async with running(planner):
+        first = await eventually(lambda: plans_on_bus(nats_client))
+        assert [p.target.name for p in first] == ["d"], "the deployment rule did not wait"
+        await publish(nats_client, [synced(pods)])  # no new pod event, only the sync marker
+        plans = await eventually(
+            lambda: _names_when(plans_on_bus(nats_client), {"d", "p"}))
+    assert sorted(p.target.name for p in plans) == ["d", "p"]
+
+
+async def _names_when(plans: Any, names: set[str]) -> list[Plan] | None:
+    found: list[Plan] = await plans
+    return found if {p.target.name for p in found} == names else None
