@@ -12,40 +12,21 @@ import contextlib
 import os
 import socket
 
-from nats.aio.client import Client
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError
-
 from services.planner.planner import Planner
 from services.planner.rules import default_rules
 from services.planner.settings import PlannerSettings
 from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
-from spreadbus.projection.reservations import BUCKET, ReservationLedgers
+from spreadbus.projection.reservations import ReservationLedgers
 from spreadbus.runtime.lease import Lease
+from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext
 from spreadbus.runtime.snapshot_store import SnapshotStore
 
 CAUGHT_UP = "caught_up"
 
 
-async def ensure_reservation_bucket(nc: Client, replicas: int = 1) -> None:
-    """The webhook's ledger bucket, created here if no webhook has created it yet."""
-    js = nc.jetstream()
-    try:
-        await js.key_value(BUCKET)
-    except BucketNotFoundError:
-        await js.create_key_value(KeyValueConfig(
-            bucket=BUCKET,
-            description="WorkloadSpread subset slots reserved by the admission webhook",
-            history=1,
-            ttl=24 * 3600,
-            storage=StorageType.FILE,
-            replicas=replicas,
-        ))
-
-
 async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
-    await ensure_reservation_bucket(ctx.nc, settings.nats_replicas)
+    await reservation_bucket(ctx.nc, settings.nats_replicas)
     reservations = ReservationLedgers(settings.cluster)
     planner = Planner(
         ctx.nc,

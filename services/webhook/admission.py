@@ -30,8 +30,9 @@ from nats.aio.client import Client
 from events import subjects
 from events.codec import encode
 from events.messages import Admission
+from events.reservations import ledger_key
 from services.webhook import review
-from services.webhook.ledger import Ledger, LedgerStore, ledger_key, pruned
+from services.webhook.ledger import Ledger, LedgerStore, pruned
 from services.webhook.review import AdmissionRequest
 from services.webhook.view import POD_KEY, SPREAD_KEY, View
 from spreadbus.core.field_errors import describe

@@ -33,24 +33,16 @@ import msgspec
 from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from events.subjects import escape
+from events.reservations import LedgerEntry
 from spreadbus.core.workloadspread.occupancy import Reservation
 
 log = logging.getLogger(__name__)
 
-BUCKET: Final = "spreadbus-reservations"
 T = TypeVar("T")
 
 
-class Ledger(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """Reservations in flight for one WorkloadSpread."""
-
-    creating: dict[str, Reservation] = {}
-    """Pod key -> the slot it was steered into."""
-    deleting: dict[str, Reservation] = {}
-    """Pod name -> the slot it leaves; freed before the pod is gone."""
-    floor: int = 0
-    """Stream sequence a reader's view must reach before trusting this ledger."""
+class Ledger(LedgerEntry[Reservation], frozen=True, kw_only=True, omit_defaults=True):
+    """Reservations in flight for one WorkloadSpread, in the bus's wire schema."""
 
     def reservations(self) -> list[Reservation]:
         return [*self.creating.values(), *self.deleting.values()]
@@ -80,11 +72,6 @@ def decode(data: bytes | None) -> Ledger:
     except msgspec.DecodeError:
         log.error("unreadable reservation ledger entry, starting it afresh")
         return Ledger()
-
-
-def ledger_key(cluster: str, namespace: str, spread: str) -> str:
-    """A KV key naming one WorkloadSpread; ``%`` escapes become ``=`` (KV keys forbid ``%``)."""
-    return ".".join(escape(t) for t in (cluster, namespace, spread)).replace("%", "=")
 
 
 def pruned(

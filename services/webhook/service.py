@@ -16,20 +16,18 @@ from pathlib import Path
 
 from aiohttp import web
 from nats.aio.client import Client
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BucketNotFoundError
-from nats.js.kv import KeyValue
 from prometheus_client import CollectorRegistry, Gauge
 
 from events import streams, subjects
 from services.webhook.admission import SpreadAdmission, ViewProgress
 from services.webhook.certificates import CertificateFiles
-from services.webhook.ledger import BUCKET, LedgerStore
+from services.webhook.ledger import LedgerStore
 from services.webhook.server import Metrics, build_app
 from services.webhook.view import View
 from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
 from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
 from spreadbus.runtime.health import ReadinessGate
+from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext
 from spreadbus.runtime.settings import ServiceSettings
 
@@ -56,23 +54,6 @@ class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
     """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
     nats_replicas: int = 1
     """Replicas of the streams and the reservation bucket when this service creates them."""
-
-
-async def reservation_bucket(nc: Client, replicas: int = 1) -> KeyValue:
-    """The ledger bucket, created on first use; one revision per key is all CAS needs."""
-    js = nc.jetstream()
-    try:
-        return await js.key_value(BUCKET)
-    except BucketNotFoundError:
-        config = KeyValueConfig(
-            bucket=BUCKET,
-            description="WorkloadSpread subset slots reserved by the admission webhook",
-            history=1,
-            ttl=24 * 3600,
-            storage=StorageType.FILE,
-            replicas=replicas,
-        )
-        return await js.create_key_value(config)
 
 
 class WebhookService:

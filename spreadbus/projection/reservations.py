@@ -35,21 +35,15 @@ from typing import Final
 
 import msgspec
 
-from events.subjects import escape
+from events.reservations import BUCKET, LedgerEntry, key_tokens, subject_prefix
 from spreadbus.core.workloadspread.occupancy import Reservation
 
-BUCKET: Final = "spreadbus-reservations"
 STREAM: Final = f"KV_{BUCKET}"
 RESERVATIONS_RESOURCE: Final = "$reservations"
 """``changed`` carries ``(RESERVATIONS_RESOURCE, <namespace>.<name>)`` when a ledger changes."""
 
 
-class _Ledger(msgspec.Struct, frozen=True, kw_only=True):
-    """The bucket entry's shape, as the webhook writes it; unknown fields are ignored."""
-
-    creating: dict[str, Reservation] = {}
-    deleting: dict[str, Reservation] = {}
-    floor: int = 0
+_Ledger = LedgerEntry[Reservation]
 
 
 _DECODE: Final = msgspec.json.Decoder(_Ledger)
@@ -57,8 +51,7 @@ _DECODE: Final = msgspec.json.Decoder(_Ledger)
 
 class ReservationLedgers:
     def __init__(self, cluster: str) -> None:
-        # KV keys are ``<cluster>.<namespace>.<name>`` escaped, with ``%`` written as ``=``.
-        self._prefix = f"$KV.{BUCKET}.{escape(cluster).replace('%', '=')}."
+        self._prefix = subject_prefix(cluster)
         self.last_seq = 0
         self.skipped = 0
         self._ledgers: dict[str, _Ledger] = {}
@@ -69,7 +62,7 @@ class ReservationLedgers:
         self.last_seq = seq
         if not subject.startswith(self._prefix):
             return None
-        key = subject[len(self._prefix):].replace("=", "%")
+        key = key_tokens(subject[len(self._prefix):])
         if key.count(".") != 1:
             self.skipped += 1
             return None

@@ -14,13 +14,14 @@ import nats
 import pytest
 from nats.aio.client import Client
 
+from events.reservations import ledger_key
 from kubesim import jsonpatch
 from services.webhook import review
 from services.webhook.admission import SpreadAdmission, ViewProgress
-from services.webhook.ledger import Ledger, LedgerStore, ledger_key
-from services.webhook.service import reservation_bucket
+from services.webhook.ledger import Ledger, LedgerStore
 from services.webhook.view import View
 from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of
 from tests.webhook.cluster_state import (
     MATCHED,

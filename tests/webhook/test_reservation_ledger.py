@@ -12,10 +12,11 @@ from typing import Literal
 import nats
 from nats.aio.client import Client
 
-from services.webhook.ledger import Ledger, LedgerStore, decode, encode, ledger_key, pruned
-from services.webhook.service import reservation_bucket
+from events.reservations import ledger_key
+from services.webhook.ledger import Ledger, LedgerStore, decode, encode, pruned
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.reservation_bucket import reservation_bucket
 
 LIMITS = {"zone-a": 7, "zone-b": 5}
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

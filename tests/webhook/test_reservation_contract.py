@@ -1,0 +1,82 @@
+"""The reservation ledger is one contract: the webhook writes it, the planner and others read it."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import msgspec
+import nats
+from nats.js.api import DeliverPolicy
+
+from events.reservations import BUCKET, STREAM, LedgerEntry, ReservedSlot, ledger_key
+from services.webhook.ledger import Ledger, LedgerStore
+from spreadbus.core.workloadspread.occupancy import Reservation
+from spreadbus.projection.reservations import ReservationLedgers
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.reservation_bucket import reservation_bucket
+
+AT = datetime(2026, 3, 1, 8, 30, tzinfo=UTC)
+
+
+def test_the_core_reservation_has_exactly_the_published_slot_fields() -> None:
+    core = [(f.name, f.type) for f in msgspec.structs.fields(Reservation)]
+    wire = [(f.name, f.type) for f in msgspec.structs.fields(ReservedSlot)]
+    assert core == wire
+
+
+async def test_a_ledger_the_webhook_writes_is_read_by_the_planner_and_a_plain_subscriber(
+    nats_server: NatsServer,
+) -> None:
+    nc = await nats.connect(nats_server.url)
+    try:
+        kv = await reservation_bucket(nc)
+        store = LedgerStore(kv)
+        # A cluster and a name that need escaping, so the key layout is exercised too.
+        key = ledger_key("east.1", "team a", "web%spread")
+        taken = Reservation("team a/web%spread", "v7", "zone-b", "uid-1", "creating", AT)
+        freed = Reservation("team a/web%spread", "v7", "zone-a", "web-0", "deleting", AT)
+
+        def decide(ledger: Ledger) -> tuple[None, Ledger]:
+            return None, ledger.with_reservation(taken).with_reservation(freed)
+
+        await store.transact(key, decide)
+
+        js = nc.jetstream()
+        sub = await js.subscribe(
+            f"$KV.{BUCKET}.>",
+            stream=STREAM,
+            deliver_policy=DeliverPolicy.ALL,
+            ordered_consumer=True,
+        )
+        message = await sub.next_msg(timeout=5)
+        await sub.unsubscribe()
+
+        planner = ReservationLedgers("east.1")
+        ws_key = planner.apply(message.metadata.sequence.stream, message.subject, message.data)
+        assert ws_key is not None
+        assert sorted(planner.reservations(ws_key), key=lambda r: r.pod) == [taken, freed]
+
+        entry = msgspec.json.decode(message.data, type=LedgerEntry[ReservedSlot])
+        assert entry.creating["uid-1"] == ReservedSlot(
+            "team a/web%spread", "v7", "zone-b", "uid-1", "creating", AT
+        )
+        assert set(entry.deleting) == {"web-0"}
+    finally:
+        await nc.close()
+
+
+async def test_the_bucket_is_created_once_with_the_replicas_asked_for(
+    nats_server: NatsServer,
+) -> None:
+    first, second = await nats.connect(nats_server.url), await nats.connect(nats_server.url)
+    try:
+        created = await reservation_bucket(first, replicas=1)
+        again = await reservation_bucket(second, replicas=1)
+        status = await again.status()
+        assert status.bucket == BUCKET == (await created.status()).bucket
+        info = await first.jetstream().stream_info(STREAM)
+        assert info.config.num_replicas == 1
+        assert info.config.max_msgs_per_subject == 1
+    finally:
+        await first.close()
+        await second.close()
