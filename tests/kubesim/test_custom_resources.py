@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 from kubernetes.dynamic import DynamicClient
+
+from tests.fixtures.polling import wait_until
 
 WIDGET_CRD: dict[str, Any] = {
     "apiVersion": "apiextensions.k8s.io/v1",
@@ -313,13 +314,11 @@ def test_owner_references_garbage_collect_dependents_in_background(
         "default", {"metadata": {"name": "dep", "ownerReferences": [ref]}}
     )
     crs.delete_namespaced_custom_object("example.com", "v1", "default", "widgets", "owner")
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        if not core.list_namespaced_config_map("default", field_selector="metadata.name=dep").items:
-            break
-        time.sleep(0.02)
-    assert (
-        core.list_namespaced_config_map("default", field_selector="metadata.name=dep").items == []
+    wait_until(
+        lambda: not core.list_namespaced_config_map(
+            "default", field_selector="metadata.name=dep"
+        ).items,
+        what="the custom resource's dependent collected",
     )
 
 

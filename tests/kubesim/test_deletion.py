@@ -3,22 +3,14 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable
 
 import pytest
 from kubernetes import client
 from kubernetes.client import ApiException
 
+from tests.fixtures.polling import wait_until
 from tests.kubesim.conftest import deployment, pod
-
-
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            raise AssertionError("condition not reached before the deadline")
-        time.sleep(0.02)
 
 
 def _gone(read: Callable[[], object]) -> bool:
@@ -50,14 +42,18 @@ def test_foreground_deletion_waits_for_blocking_dependents(
     owner = apps.create_namespaced_deployment("default", deployment("web"))
     core.create_namespaced_pod("default", _owned_pod("dep", owner, node="n1"))
     apps.delete_namespaced_deployment("web", "default", propagation_policy="Foreground")
-    eventually(
-        lambda: core.read_namespaced_pod("dep", "default").metadata.deletion_timestamp is not None
+    wait_until(
+        lambda: core.read_namespaced_pod("dep", "default").metadata.deletion_timestamp is not None,
+        what="the blocking dependent marked for deletion",
     )
     waiting = apps.read_namespaced_deployment("web", "default")
     assert waiting.metadata.deletion_timestamp is not None
     assert "foregroundDeletion" in waiting.metadata.finalizers
     core.delete_namespaced_pod("dep", "default", grace_period_seconds=0)
-    eventually(lambda: _gone(lambda: apps.read_namespaced_deployment("web", "default")))
+    wait_until(
+        lambda: _gone(lambda: apps.read_namespaced_deployment("web", "default")),
+        what="the owner gone once its dependent is",
+    )
 
 
 def test_background_deletion_removes_the_owner_first_then_dependents(
@@ -67,7 +63,9 @@ def test_background_deletion_removes_the_owner_first_then_dependents(
     core.create_namespaced_pod("default", _owned_pod("dep", owner))
     apps.delete_namespaced_deployment("web", "default")
     assert _gone(lambda: apps.read_namespaced_deployment("web", "default"))
-    eventually(lambda: _gone(lambda: core.read_namespaced_pod("dep", "default")))
+    wait_until(
+        lambda: _gone(lambda: core.read_namespaced_pod("dep", "default")), what="the dependent gone"
+    )
 
 
 def test_orphan_deletion_keeps_dependents_and_drops_their_owner_reference(
@@ -76,7 +74,10 @@ def test_orphan_deletion_keeps_dependents_and_drops_their_owner_reference(
     owner = apps.create_namespaced_deployment("default", deployment("web"))
     core.create_namespaced_pod("default", _owned_pod("dep", owner))
     apps.delete_namespaced_deployment("web", "default", propagation_policy="Orphan")
-    eventually(lambda: _gone(lambda: apps.read_namespaced_deployment("web", "default")))
+    wait_until(
+        lambda: _gone(lambda: apps.read_namespaced_deployment("web", "default")),
+        what="the orphaning owner gone",
+    )
     assert core.read_namespaced_pod("dep", "default").metadata.owner_references is None
 
 
@@ -89,13 +90,17 @@ def test_namespace_deletion_cascades_and_waits_for_terminating_pods(core: client
     with pytest.raises(ApiException) as info:
         core.create_namespaced_config_map("team", {"metadata": {"name": "late"}})
     assert info.value.status == 403
-    eventually(lambda: _gone(lambda: core.read_namespaced_config_map("cm", "team")))
-    eventually(
-        lambda: core.read_namespaced_pod("running", "team").metadata.deletion_timestamp is not None
+    wait_until(
+        lambda: _gone(lambda: core.read_namespaced_config_map("cm", "team")),
+        what="the namespace's config map gone",
+    )
+    wait_until(
+        lambda: core.read_namespaced_pod("running", "team").metadata.deletion_timestamp is not None,
+        what="the namespace's pod terminating",
     )
     assert core.read_namespace("team").status.phase == "Terminating"
     core.delete_namespaced_pod("running", "team", grace_period_seconds=0)
-    eventually(lambda: _gone(lambda: core.read_namespace("team")))
+    wait_until(lambda: _gone(lambda: core.read_namespace("team")), what="the namespace gone")
 
 
 def _pdb(core_api: client.ApiClient, allowed: int) -> None:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+from kubernetes import client, watch
 
 from kubesim.behaviour.pod_ranking import DELETION_COST
 from tests.fixtures.cluster import SimCluster, is_ready, is_terminating
@@ -12,6 +16,49 @@ from tests.kubesim_behaviour.workloads import deployment
 
 def ready_pods(cluster: SimCluster, app: str) -> list[dict]:
     return [p for p in cluster.pods(selector=f"app={app}") if is_ready(p) and not is_terminating(p)]
+
+
+def pod_ready(pod: client.V1Pod) -> bool:
+    return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or ())
+
+
+@contextmanager
+def pod_states(cluster: SimCluster, selector: str) -> Iterator[Iterator[dict[str, client.V1Pod]]]:
+    """Every state of the selected pods: first as listed, then after each watch event.
+
+    A test lists before it acts and checks an invariant on each state, so no intermediate state
+    the API server went through escapes it, however fast the controllers are.
+    """
+    listed = cluster.core.list_namespaced_pod("default", label_selector=selector)
+    watcher = watch.Watch()
+    events = watcher.stream(
+        cluster.core.list_namespaced_pod,
+        "default",
+        label_selector=selector,
+        resource_version=listed.metadata.resource_version,
+        timeout_seconds=60,
+    )
+
+    def states() -> Iterator[dict[str, client.V1Pod]]:
+        pods = {p.metadata.name: p for p in listed.items}
+        yield pods
+        for event in events:
+            assert event["type"] in ("ADDED", "MODIFIED", "DELETED"), event
+            pod = event["object"]
+            if event["type"] == "DELETED":
+                pods.pop(pod.metadata.name, None)
+            else:
+                pods[pod.metadata.name] = pod
+            yield pods
+        pytest.fail(f"the pods {selector} did not reach the awaited state within 60 s")
+
+    sequence = states()
+    try:
+        yield sequence
+    finally:
+        sequence.close()
+        events.close()
+        watcher.stop()
 
 
 def test_a_deployment_of_thirty_lands_thirty_ready_pods_spread_over_every_node(
@@ -83,35 +130,28 @@ def test_a_rolling_update_replaces_every_pod_within_surge_and_unavailability(
     }
     cluster.apps.create_namespaced_deployment("default", body)
     cluster.wait_for(lambda: len(ready_pods(cluster, "roll")) == 6, what="6 ready pods")
-    old_hashes = {
-        p["metadata"]["labels"]["pod-template-hash"] for p in cluster.pods(selector="app=roll")
-    }
-    cluster.apps.patch_namespaced_deployment(
-        "roll",
-        "default",
-        {
-            "spec": {
-                "template": {
-                    "spec": {"containers": [{"name": "app", "image": "registry.example/roll:2"}]}
+    with pod_states(cluster, "app=roll") as states:
+        old_hashes = {p.metadata.labels["pod-template-hash"] for p in next(states).values()}
+        cluster.apps.patch_namespaced_deployment(
+            "roll",
+            "default",
+            {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "containers": [{"name": "app", "image": "registry.example/roll:2"}]
+                        }
+                    }
                 }
-            }
-        },
-    )
-    worst_total, worst_ready = 0, 6
-    deadline_hit = False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        pods = [p for p in cluster.pods(selector="app=roll") if not is_terminating(p)]
-        worst_total = max(worst_total, len(pods))
-        worst_ready = min(worst_ready, sum(1 for p in pods if is_ready(p)))
-        new = [p for p in pods if p["metadata"]["labels"]["pod-template-hash"] not in old_hashes]
-        if len(new) == 6 and len(pods) == 6 and all(is_ready(p) for p in new):
-            break
-    else:
-        deadline_hit = True
-    assert not deadline_hit, "rollout did not finish"
-    assert worst_total <= 6 + 2
-    assert worst_ready >= 6 - 1
+            },
+        )
+        for pods in states:
+            live = [p for p in pods.values() if not p.metadata.deletion_timestamp]
+            assert len(live) <= 6 + 2, f"surge beyond maxSurge: {sorted(pods)}"
+            assert sum(1 for p in live if pod_ready(p)) >= 6 - 1, "below maxUnavailable"
+            new = [p for p in live if p.metadata.labels["pod-template-hash"] not in old_hashes]
+            if len(new) == 6 and len(live) == 6 and all(pod_ready(p) for p in new):
+                break
     images = {
         p["spec"]["containers"][0]["image"]
         for p in cluster.pods(selector="app=roll")
@@ -129,22 +169,19 @@ def test_a_recreate_deployment_removes_old_pods_before_creating_new_ones(
     body["spec"]["strategy"] = {"type": "Recreate"}
     cluster.apps.create_namespaced_deployment("default", body)
     cluster.wait_for(lambda: len(ready_pods(cluster, "rec")) == 3, what="3 ready pods")
-    old = {p["metadata"]["labels"]["pod-template-hash"] for p in cluster.pods(selector="app=rec")}
-    cluster.apps.patch_namespaced_deployment(
-        "rec", "default", {"spec": {"template": {"metadata": {"labels": {"app": "rec", "v": "2"}}}}}
-    )
-    mixed = False
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        pods = cluster.pods(selector="app=rec")
-        hashes = {p["metadata"]["labels"]["pod-template-hash"] for p in pods}
-        if hashes & old and hashes - old:
-            mixed = True
-        if pods and not hashes & old and len(ready_pods(cluster, "rec")) == 3:
-            break
-    else:
-        raise AssertionError("the recreate rollout did not finish")
-    assert not mixed
+    with pod_states(cluster, "app=rec") as states:
+        old = {p.metadata.labels["pod-template-hash"] for p in next(states).values()}
+        cluster.apps.patch_namespaced_deployment(
+            "rec",
+            "default",
+            {"spec": {"template": {"metadata": {"labels": {"app": "rec", "v": "2"}}}}},
+        )
+        for pods in states:
+            hashes = {p.metadata.labels["pod-template-hash"] for p in pods.values()}
+            assert not (hashes & old and hashes - old), "old and new pods ran side by side"
+            live = [p for p in pods.values() if not p.metadata.deletion_timestamp]
+            if pods and not hashes & old and sum(1 for p in live if pod_ready(p)) == 3:
+                break
 
 
 def test_a_paused_deployment_scales_but_does_not_roll(cluster: SimCluster) -> None:
@@ -196,15 +233,27 @@ def test_min_ready_seconds_delays_availability(cluster: SimCluster) -> None:
     body = deployment("patient", 2)
     body["spec"]["minReadySeconds"] = 2
     cluster.apps.create_namespaced_deployment("default", body)
-    cluster.wait_for(lambda: len(ready_pods(cluster, "patient")) == 2, what="2 ready pods")
-    status = cluster.apps.read_namespaced_deployment_status("patient", "default").status
-    assert not status.available_replicas
-    cluster.wait_for(
+    status = cluster.wait_for(
         lambda: (
-            cluster.apps.read_namespaced_deployment_status(
-                "patient", "default"
-            ).status.available_replicas
+            (
+                s := cluster.apps.read_namespaced_deployment_status("patient", "default").status
+            ).available_replicas
             == 2
+            and s
         ),
         what="2 available pods",
     )
+    # timestamps, not the moment a test happens to look: the deployment turned Available no
+    # sooner than minReadySeconds after its last pod turned Ready (both whole seconds, truncated,
+    # which keeps the difference at least 2 when the true one is)
+    available = next(c for c in status.conditions if c.type == "Available")
+    assert available.status == "True"
+    pods = cluster.core.list_namespaced_pod("default", label_selector="app=patient").items
+    assert len(pods) == 2
+    last_ready = max(
+        c.last_transition_time
+        for p in pods
+        for c in p.status.conditions
+        if c.type == "Ready" and c.status == "True"
+    )
+    assert (available.last_transition_time - last_ready).total_seconds() >= 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -11,6 +11,8 @@ from kubesim import KubeSim
 from kubesim.behaviour.informer import Informer, by_namespace
 from kubesim.behaviour.workqueue import WorkQueue
 from kubesim.interface import GVR, ApiError
+from tests.fixtures.polling import wait_until_async
+from tests.kubesim_behaviour.virtual_clock import VirtualClockLoop
 
 CONFIGMAPS_GVR = GVR("", "v1", "configmaps")
 
@@ -32,14 +34,6 @@ async def sim() -> AsyncIterator[KubeSim]:
         yield server
     finally:
         await server.stop()
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 10.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not check():
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not reached")
-        await asyncio.sleep(0.01)
 
 
 async def test_an_informer_that_fell_behind_the_watch_history_relists_and_catches_up(
@@ -66,7 +60,7 @@ async def test_an_informer_that_fell_behind_the_watch_history_relists_and_catche
         await cluster.create(CONFIGMAPS_GVR, configmap(f"cm-{i}"), namespace="default")
     changes.clear()
     informer.start()
-    await eventually(lambda: len(informer.store) == 11)
+    await wait_until_async(lambda: len(informer.store) == 11, what="eleven cached config maps")
     await informer.stop()
     assert "default/cm-0" not in informer.store
     assert ("cm-0", None) in changes
@@ -95,39 +89,52 @@ async def test_write_through_results_are_not_undone_by_older_watch_events(sim: K
 async def test_the_queue_runs_a_key_once_per_burst_and_again_if_it_changed_meanwhile() -> None:
     runs: list[str] = []
     gate = asyncio.Event()
+    drained = asyncio.Event()
 
     async def reconcile(key: str) -> None:
         runs.append(key)
-        if len(runs) == 1:
+        if key == "last":
+            drained.set()
+        elif len(runs) == 1:
             await gate.wait()
 
     queue = WorkQueue("test", reconcile)
     queue.start()
     for _ in range(5):
         queue.add("a")
-    await eventually(lambda: runs == ["a"])
+    await wait_until_async(lambda: runs == ["a"], what="the first run of the burst")
     queue.add("a")  # changed while being processed
     queue.add("a")
     gate.set()
-    await eventually(lambda: runs == ["a", "a"])
-    await asyncio.sleep(0.05)
-    assert runs == ["a", "a"]
+    await wait_until_async(lambda: runs == ["a", "a"], what="the run for the change")
+    # one worker takes keys in order: anything the second run left queued comes before this one
+    queue.add("last")
+    await asyncio.wait_for(drained.wait(), timeout=10)
     await queue.stop()
+    assert runs == ["a", "a", "last"]
 
 
-async def test_the_queue_retries_a_conflicting_key_until_it_succeeds() -> None:
-    attempts: list[float] = []
-    loop = asyncio.get_running_loop()
+def test_the_queue_retries_a_conflicting_key_until_it_succeeds_and_then_leaves_it() -> None:
+    async def scenario() -> list[float]:
+        attempts: list[float] = []
+        succeeded = asyncio.Event()
+        loop = asyncio.get_running_loop()
 
-    async def reconcile(key: str) -> None:
-        attempts.append(loop.time())
-        if len(attempts) < 3:
-            raise ApiError(409, "Conflict", "stale")
+        async def reconcile(key: str) -> None:
+            attempts.append(loop.time())
+            if len(attempts) < 3:
+                raise ApiError(409, "Conflict", "stale")
+            succeeded.set()
 
-    queue = WorkQueue("test", reconcile)
-    queue.start()
-    queue.add_after("k", 0.05)
-    await eventually(lambda: len(attempts) == 3)
-    await asyncio.sleep(0.05)
-    await queue.stop()
+        queue = WorkQueue("test", reconcile)
+        queue.start()
+        queue.add_after("k", 0.05)
+        await succeeded.wait()
+        # an hour of simulated time: longer than any backoff, so a stray retry would run
+        await asyncio.sleep(3600)
+        await queue.stop()
+        return attempts
+
+    with asyncio.Runner(loop_factory=VirtualClockLoop) as runner:
+        attempts = runner.run(scenario())
     assert len(attempts) == 3

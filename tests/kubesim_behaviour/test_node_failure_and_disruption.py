@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from kubernetes.client.exceptions import ApiException
 
@@ -9,6 +11,7 @@ from tests.fixtures.cluster import SimCluster, is_ready, is_terminating
 from tests.kubesim_behaviour.workloads import deployment
 
 UNREACHABLE = "node.kubernetes.io/unreachable"
+DEFAULT_TOLERATION = 0.3
 
 
 def test_a_lost_nodes_pods_are_evicted_after_their_toleration_and_replaced(
@@ -83,25 +86,41 @@ def test_a_lost_nodes_pods_are_evicted_after_their_toleration_and_replaced(
     cluster.wait_for(lambda: not cluster.core.read_node("zone-a-1").spec.taints, what="taints gone")
 
 
-def test_pods_that_tolerate_the_taint_forever_stay(cluster: SimCluster) -> None:
-    body = deployment(
-        "sticky",
-        12,
-        tolerations=[{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}],
+def test_pods_that_tolerate_the_taint_forever_stay(
+    cluster_factory: Callable[..., SimCluster],
+) -> None:
+    # a short default toleration, so the watch below lasts several times what a pod with the
+    # default toleration gets; pods with the default toleration on the same node are the control
+    cluster = cluster_factory(default_toleration_seconds=DEFAULT_TOLERATION)
+    pinned = {"nodeSelector": {"kubernetes.io/hostname": "zone-c-4"}}
+    forever = [{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}]
+    cluster.apps.create_namespaced_deployment(
+        "default", deployment("sticky", 3, tolerations=forever, **pinned)
     )
-    cluster.apps.create_namespaced_deployment("default", body)
+    cluster.apps.create_namespaced_deployment("default", deployment("plain", 3, **pinned))
     cluster.wait_for(
-        lambda: sum(is_ready(p) for p in cluster.pods(selector="app=sticky")) == 12, what="ready"
+        lambda: sum(is_ready(p) for p in cluster.pods(selector="app in (sticky,plain)")) == 6,
+        what="six ready pods on zone-c-4",
     )
+    plain = {p["metadata"]["name"] for p in cluster.pods(selector="app=plain")}
     cluster.set_node_ready("zone-c-4", False)
     cluster.wait_for(lambda: cluster.core.read_node("zone-c-4").spec.taints, what="taints")
+    cluster.wait_for(
+        lambda: all(
+            is_terminating(p) or p["metadata"]["name"] not in plain
+            for p in cluster.pods(selector="app=plain")
+        ),
+        what="the pods with the default toleration evicted",
+    )
     with pytest.raises(pytest.fail.Exception):
         cluster.wait_for(
             lambda: any(is_terminating(p) for p in cluster.pods(selector="app=sticky")),
-            timeout=1.5,
+            timeout=5 * DEFAULT_TOLERATION,
             what="an eviction",
         )
-    assert not all(is_ready(p) for p in cluster.pods(selector="app=sticky"))
+    sticky = cluster.pods(selector="app=sticky")
+    assert len(sticky) == 3
+    assert not any(is_ready(p) for p in sticky)
     cluster.set_node_ready("zone-c-4", True)
     cluster.wait_for(
         lambda: all(is_ready(p) for p in cluster.pods(selector="app=sticky")),

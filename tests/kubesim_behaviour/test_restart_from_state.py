@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,19 +11,18 @@ from kubesim.behaviour import behaviours_for
 from kubesim.behaviour.settings import Settings
 from kubesim.interface import DEPLOYMENTS, NODES, PODS
 from tests.fixtures.cluster import is_ready
+from tests.fixtures.polling import wait_until
 from tests.kubesim_behaviour.workloads import deployment
 
 
 def wait(
     sim: KubeSimThread, check: Callable[[list[dict[str, Any]]], bool], what: str
 ) -> list[dict[str, Any]]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
+    def ready_pods() -> list[dict[str, Any]] | None:
         pods, _ = sim.call(sim.cluster.list(PODS, namespace="default"))
-        if check(pods):
-            return pods
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+        return pods if check(pods) else None
+
+    return wait_until(ready_pods, what=what)
 
 
 def test_a_restarted_cluster_keeps_its_pods_running_and_their_addresses_distinct(
