@@ -1,11 +1,17 @@
 """The serving certificate, read from files and reloaded when the files change.
 
 Certificates are rotated by replacing files (a Kubernetes Secret volume swaps a symlink; a
-local CA rewrites them). One ``ssl.SSLContext`` serves every connection; reloading calls
-``load_cert_chain`` on that same context, so new handshakes use the new certificate while open
-keep-alive connections carry on undisturbed. A half-written pair (the key no longer matches the
-certificate) is rejected by ``load_cert_chain``; the old pair stays in use and the next change
-is tried again, so a rotation can never take the webhook down.
+local CA rewrites them), and the two files never change at the same instant: for a moment the
+new certificate sits beside the old key. ``load_cert_chain`` refuses such a pair, but only after
+it has installed the certificate, leaving the context it was called on with a certificate and a
+key that do not match, so every later handshake on it fails.
+
+Hence a new pair is always loaded into a fresh scratch ``SSLContext``; only when that load
+succeeds does the scratch context become the current one. The listening context (the one the
+server was started with) hands every new handshake the current context from its SNI callback,
+which OpenSSL runs for every ClientHello, with or without a server name. A refused pair changes
+nothing: the old pair keeps serving and the next change is tried again, so a rotation can never
+take the webhook down. Open keep-alive connections carry on with the pair they started with.
 """
 
 from __future__ import annotations
@@ -21,30 +27,51 @@ log = logging.getLogger(__name__)
 Fingerprint = tuple[tuple[int, int, int], ...]
 
 
+def _server_context() -> ssl.SSLContext:
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["http/1.1"])
+    return context
+
+
 class CertificateFiles:
     """A server ``SSLContext`` bound to a certificate and key file pair."""
 
     def __init__(self, cert_file: Path, key_file: Path) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
-        self.context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self.context.minimum_version = ssl.TLSVersion.TLSv1_2
-        self.context.set_alpn_protocols(["http/1.1"])
         self.loads = 0
-        self._seen: Fingerprint | None = None
-        self.reload()
+        self._seen: Fingerprint | None = self._fingerprint()
+        self.current = self._load()
+        """The context holding the newest pair that loaded; new handshakes switch to it."""
+        self.context = self.current
+        """The context to listen with: it starts with the first pair and redirects to
+        :attr:`current` on every handshake."""
+        self.context.sni_callback = self._select
 
     def _fingerprint(self) -> Fingerprint:
         # st_ino catches an atomic rename; mtime_ns and size catch an in-place rewrite.
         stats = [os.stat(p) for p in (self.cert_file, self.key_file)]
         return tuple((s.st_ino, s.st_mtime_ns, s.st_size) for s in stats)
 
-    def reload(self) -> None:
-        """Load the pair now; raises if it cannot be read (used at start-up)."""
-        seen = self._fingerprint()
-        self.context.load_cert_chain(self.cert_file, self.key_file)
-        self._seen = seen
+    def _load(self) -> ssl.SSLContext:
+        """A scratch context with the pair on disk; raises if the pair does not load."""
+        scratch = _server_context()
+        scratch.load_cert_chain(self.cert_file, self.key_file)
         self.loads += 1
+        return scratch
+
+    def _select(
+        self, connection: ssl.SSLSocket | ssl.SSLObject, server_name: str | None, _: ssl.SSLContext
+    ) -> None:
+        if connection.context is not self.current:
+            connection.context = self.current
+
+    def reload(self) -> None:
+        """Load the pair now; raises if it cannot be read or does not match."""
+        seen = self._fingerprint()
+        self.current = self._load()
+        self._seen = seen
 
     def reload_if_changed(self) -> bool:
         """Load the pair when the files changed since the last load; never raises."""
@@ -56,12 +83,10 @@ class CertificateFiles:
         if current == self._seen:
             return False
         try:
-            self.context.load_cert_chain(self.cert_file, self.key_file)
+            self.reload()
         except (OSError, ssl.SSLError) as exc:
             log.warning("new certificate not loaded, keeping the previous one: %s", exc)
             return False
-        self._seen = current
-        self.loads += 1
         log.info("certificate reloaded from %s", self.cert_file)
         return True
 

@@ -149,3 +149,25 @@ async def test_a_rotated_certificate_is_served_without_a_restart(webhook: Runnin
         assert loop.time() < deadline, f"still serving {served}"
         await asyncio.sleep(0.05)
     assert webhook.service.certificates.loads >= 2
+
+
+async def test_a_half_rotated_pair_is_refused_and_the_old_pair_keeps_serving(
+    webhook: RunningWebhook,
+) -> None:
+    port, ca_file = webhook.service.port, webhook.tls.ca_file
+    certificates = webhook.service.certificates
+    before = await asyncio.to_thread(served_serial, port, ca_file)
+    rotated = issue_server_cert(webhook.tls.ca, ["127.0.0.1"])
+    paths = rotated.write(webhook.tls.server.cert.parent / "staging", "webhook")
+    # The new certificate lands before its key: the files on disk do not form a pair.
+    paths.cert.replace(webhook.tls.server.cert)
+    assert certificates.reload_if_changed() is False
+    assert await asyncio.to_thread(served_serial, port, ca_file) == before
+    paths.key.replace(webhook.tls.server.key)
+    certificates.reload_if_changed()  # or the service's own poll gets there first
+    expected = rotated.certificate().serial_number
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 20
+    while (served := await asyncio.to_thread(served_serial, port, ca_file)) != expected:
+        assert loop.time() < deadline, f"still serving {served}"
+        await asyncio.sleep(0.05)
