@@ -62,7 +62,9 @@ def local_stack(
                 os.environ[key] = value
 
 
-def wait_for(what: str, check: Callable[[], T | None], timeout: float) -> T:
+def wait_for(what: str, check: Callable[[], T | None], timeout: float,
+             show: Callable[[], object] | None = None) -> T:
+    """Poll ``check`` until it returns something true; ``show`` tells the state on a timeout."""
     deadline = time.monotonic() + timeout
     last: Any = None
     while True:
@@ -70,7 +72,8 @@ def wait_for(what: str, check: Callable[[], T | None], timeout: float) -> T:
         if last:
             return last  # type: ignore[no-any-return]
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+            state = f"; last seen: {show()}" if show is not None else ""
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}{state}")
         time.sleep(0.2)
 
 

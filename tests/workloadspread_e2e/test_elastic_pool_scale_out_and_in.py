@@ -66,7 +66,8 @@ def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_fi
         pods = live_pods(api, NS, "workload-xxx")
         return pods if split(pods, running=True) == {"ACK": 100, "ECI": 50} else None
 
-    pods = wait_for("150 pods running 100/50", grown, 60)
+    pods = wait_for("150 pods running 100/50", grown, 60,
+                    lambda: split(live_pods(api, NS, "workload-xxx")))
     zones = node_zones(api)
     for pod in pods:
         subset = (pod.metadata.labels or {})["deploy/zone"]
@@ -98,7 +99,9 @@ def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_fi
         pods = live_pods(api, NS, "workload-xxx")
         return split(pods) if len(pods) == 80 else None
 
-    assert wait_for("80 pods", shrunk, 60) == {"ACK": 80}, "the elastic pods went first"
+    assert wait_for("80 pods", shrunk, 60, lambda: split(live_pods(api, NS, "workload-xxx"))) == {
+        "ACK": 80
+    }, "the elastic pods went first"
     status = wait_for(
         "the status to count 80/0",
         lambda: (lambda s: s if subset_field(s, "replicas") == {"ACK": 80, "ECI": 0} else None)(

@@ -14,11 +14,12 @@ import msgspec
 
 from events import codec, subjects
 from events.messages import Observation, Plan
+from events.reservations import BUCKET
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import plans_for
-from spreadbus.projection.reservations import BUCKET, ReservationLedgers
+from spreadbus.projection.reservations import ReservationLedgers
 from spreadbus.projection.workloadspread import DELETION_COST, WorkloadSpreadRule
 
 T0 = 1_800_000_000.0

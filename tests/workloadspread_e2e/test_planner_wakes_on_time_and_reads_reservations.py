@@ -15,11 +15,12 @@ from nats.js.api import KeyValueConfig
 
 from events import codec, subjects
 from events.messages import ObjectRef, Observation, Plan, ResourceRef, SyncMarker
+from events.reservations import BUCKET
 from services.planner.planner import Planner
 from services.planner.rules import default_rules
 from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.reservations import BUCKET, ReservationLedgers
+from spreadbus.projection.reservations import ReservationLedgers
 from spreadbus.runtime.stream_setup import ensure_streams
 
 T0 = 1_800_000_000.0

@@ -86,7 +86,13 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
             return None
         return pods
 
-    pods = wait_for("200 pods 100/100", lambda: settled(None), 60)
+    def seen() -> object:
+        pods = live_pods(api, ns, "workload-xxx")
+        hashes = {(p.metadata.labels or {}).get("pod-template-hash") for p in pods}
+        return (split(pods), split(pods, running=True), hashes,
+                spread_status(api, ns, "ws-demo").get("subsetStatuses"))
+
+    pods = wait_for("200 pods 100/100", lambda: settled(None), 60, seen)
     first = {(p.metadata.labels or {})["pod-template-hash"] for p in pods}
     zones = node_zones(api)
     assert {zones[p.spec.node_name] for p in pods} == {"zone-a", "zone-b"}
@@ -106,7 +112,7 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
 
     rolled = wait_for("the new ReplicaSet", new_hash, 30)
     assert rolled not in first
-    pods = wait_for("the rollout to finish at 100/100", lambda: settled(rolled), 90)
+    pods = wait_for("the rollout to finish at 100/100", lambda: settled(rolled), 90, seen)
     for pod in pods:
         assert zones[pod.spec.node_name] == (pod.metadata.labels or {})["deploy/zone"]
     status = wait_for(
@@ -136,7 +142,8 @@ def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the
         counts = split(pods, running=True)
         return counts if counts == {"zone-c": 4, "zone-a": 2} and len(pods) == 6 else None
 
-    wait_for("the stuck pods to run in the next subset", moved, CRITICAL_SECONDS + 8)
+    wait_for("the stuck pods to run in the next subset", moved, CRITICAL_SECONDS + 8,
+             lambda: split(live_pods(api, ns, "big")))
     assert time.monotonic() - created < CRITICAL_SECONDS + 8
     conditions = subset_field(spread_status(api, ns, "ws-adaptive"), "conditions")
     (schedulable,) = conditions["zone-c"]
