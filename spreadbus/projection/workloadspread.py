@@ -86,7 +86,17 @@ WORKLOADS: Final = {
     ("apps", "ReplicaSet"): ResourceRef(group="apps", version="v1", resource="replicasets"),
     ("apps", "StatefulSet"): ResourceRef(group="apps", version="v1", resource="statefulsets"),
 }
-"""(group, kind) -> resource of the workloads an owner chain may pass through (what is watched)."""
+"""(group, kind) -> resource of the workloads an owner chain may pass through; decisions wait for
+these to be listed (every cluster serves them)."""
+OPTIONAL_WORKLOADS: Final = {
+    ("apps.kruise.io", "CloneSet"): ResourceRef(group="apps.kruise.io", version="v1alpha1",
+                                                resource="clonesets"),
+    ("apps.kruise.io", "StatefulSet"): ResourceRef(group="apps.kruise.io", version="v1beta1",
+                                                   resource="statefulsets"),
+    ("batch", "Job"): ResourceRef(group="batch", version="v1", resource="jobs"),
+}
+"""Kinds used when the watcher streams them (Kruise's CRDs exist only where Kruise is installed):
+indexed and looked up like the others, but decisions do not wait for their listing."""
 DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
 _MAX_CHAIN: Final = 8
 
@@ -141,11 +151,12 @@ class WorkloadSpreadRule:
         self._rk_spreads = resource_key(cluster, WORKLOADSPREADS.group, WORKLOADSPREADS.resource)
         self._rk_pods = resource_key(cluster, PODS.group, PODS.resource)
         self._rk_nodes = resource_key(cluster, NODES.group, NODES.resource)
+        kinds = {**WORKLOADS, **OPTIONAL_WORKLOADS}
         self._rk_workloads = {
-            resource_key(cluster, ref.group, ref.resource): gk for gk, ref in WORKLOADS.items()
+            resource_key(cluster, ref.group, ref.resource): gk for gk, ref in kinds.items()
         }
         self._rk_of_kind = {gk: resource_key(cluster, ref.group, ref.resource)
-                            for gk, ref in WORKLOADS.items()}
+                            for gk, ref in kinds.items()}
         # Indexes, all derived from the projection (see the module docstring).
         self._owner: dict[Key, OwnerKey] = {}
         self._children: dict[OwnerKey, set[Key]] = {}

@@ -25,7 +25,7 @@ from spreadbus.projection.workloadspread import DELETION_COST, WorkloadSpreadRul
 T0 = 1_800_000_000.0
 MATCHED = "apps.kruise.io/matched-workloadspread"
 RESOURCES = {"Pod": ("", "pods"), "Node": ("", "nodes"), "Deployment": ("apps", "deployments"),
-             "ReplicaSet": ("apps", "replicasets"),
+             "ReplicaSet": ("apps", "replicasets"), "CloneSet": ("apps.kruise.io", "clonesets"),
              "WorkloadSpread": ("apps.kruise.io", "workloadspreads")}
 
 
@@ -292,3 +292,25 @@ def test_changes_moments_after_a_plan_are_coalesced_into_one_plan_a_little_later
 
 def subset_field_replicas(status: dict[str, Any]) -> dict[str, int]:
     return {s["name"]: s["replicas"] for s in status["subsetStatuses"]}
+
+
+def test_a_cloneset_target_is_planned_when_clonesets_are_streamed() -> None:
+    world = World()
+    world.put({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+               "metadata": {"name": "cs", "namespace": "default", "uid": "cs-uid",
+                            "generation": 1},
+               "spec": {"replicas": 2}, "status": {"observedGeneration": 1,
+                                                  "updateRevision": "cs-rev1"}})
+    target = spread()
+    target["spec"]["targetRef"] = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+                                   "name": "cs"}
+    world.put(target)
+    world.put(node("n-a", "a"))
+    for name in ("c1", "c2"):
+        member = pod(name, "a", node="n-a")
+        member["metadata"]["ownerReferences"] = [{
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs",
+            "uid": "cs-uid", "controller": True}]
+        world.put(member)
+    status = status_of(world.decide(T0 + 1))
+    assert subset_field_replicas(status) == {"a": 2, "b": 0}
