@@ -1,15 +1,24 @@
-"""Watcher settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`)."""
+"""Watcher settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`).
+
+The workload kinds come from :mod:`spreadbus.core.workload_kinds`, the table the webhook and the
+planner read too, so every kind a WorkloadSpread may target is observed. Custom workloads named
+by ``--workload-whitelist`` (the same JSON the webhook and the planner take) are added to
+``resources`` even when ``--resources`` is given: without them their pods could not be steered.
+A resource the cluster does not serve (a CRD not installed) is tolerated by the watch loop.
+"""
 
 from __future__ import annotations
 
+import msgspec
+
+from spreadbus.core.workload_kinds import workload_kinds
+from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
 from spreadbus.runtime.settings import ServiceSettings
 
 DEFAULT_RESOURCES = (
     "v1/pods",
     "v1/nodes",
-    "apps/v1/deployments",
-    "apps/v1/replicasets",
-    "apps/v1/statefulsets",
+    *workload_kinds().resources(),
     "apps/v1/controllerrevisions",
     "policy/v1/poddisruptionbudgets",
     "apps.kruise.io/v1alpha1/workloadspreads",
@@ -21,7 +30,20 @@ DEFAULT_RESOURCES = (
 class WatcherSettings(ServiceSettings, frozen=True, kw_only=True):
     resources: tuple[str, ...] = DEFAULT_RESOURCES
     """``[group/]version/resource`` to list and watch."""
+    workload_whitelist: str = ""
+    """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
     max_in_flight: int = 2000
     """Unacknowledged publishes before reading from Kubernetes pauses (back-pressure)."""
     watch_timeout_seconds: int = 300
     list_page_size: int = 500
+
+    def __post_init__(self) -> None:
+        if not self.workload_whitelist:
+            return
+        try:
+            whitelist = parse_whitelist(self.workload_whitelist)
+        except ValueError as exc:
+            raise ValueError(f"workload_whitelist: not JSON: {exc}") from exc
+        custom = [k.spec for k in workload_kinds(whitelist) if k.custom]
+        merged = tuple(dict.fromkeys((*self.resources, *custom)))
+        msgspec.structs.force_setattr(self, "resources", merged)

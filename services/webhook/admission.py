@@ -140,7 +140,8 @@ class SpreadAdmission:
             )
         if not self.view.spreads_in(request.namespace):
             return allow
-        spread = await self._governing(pod)
+        unfollowed: list[str] = []
+        spread = await self._governing(pod, unfollowed)
         if isinstance(spread, str):
             return review.deny(
                 request.uid,
@@ -150,7 +151,16 @@ class SpreadAdmission:
                 api_version=request.api_version,
             )
         if spread is None:
-            return allow
+            if not unfollowed:
+                return allow
+            return review.allow(
+                request.uid,
+                api_version=request.api_version,
+                warnings=[
+                    f"spreadbus: owner {unfollowed[0]} is of a kind this webhook does not "
+                    "observe: pod admitted without a subset"
+                ],
+            )
         generated_uid = str(uuid.uuid4())
         now = self.now()
         namespace = request.namespace
@@ -184,21 +194,32 @@ class SpreadAdmission:
             await self.announce(request, spread.name, decision.subset, key)
         return review.allow(request.uid, api_version=request.api_version, patch=decision.patch)
 
-    async def _governing(self, pod: Mapping[str, Any]) -> WorkloadSpread | str | None:
+    async def _governing(
+        self, pod: Mapping[str, Any], unfollowed: list[str]
+    ) -> WorkloadSpread | str | None:
         """The spread governing the pod; an owner the view lacks yet is waited for briefly.
 
         A ReplicaSet's first pods are created moments after the ReplicaSet itself, possibly
         before its observation reached this view; Kruise fails the create when the owner is
-        unknown, which is right only once the view has had a chance to catch up.
+        unknown, which is right only once the view has had a chance to catch up. An owner of a
+        kind the view does not follow ends the chain instead (see :mod:`services.webhook.view`)
+        and is named in ``unfollowed``.
         """
         namespace = pod_state.namespace(pod)
         deadline = asyncio.get_running_loop().time() + self.catch_up_timeout
+
+        def record(namespace: str, group: str, kind: str, name: str) -> None:
+            owner = f"{kind}.{group} {namespace}/{name}" if group else f"{kind} {namespace}/{name}"
+            if owner not in unfollowed:
+                unfollowed.append(owner)
+
+        lookup = self.view.owner_lookup(record)
         while True:
             try:
                 return governing_workloadspread(
                     pod,
                     self.view.spreads_in(namespace),
-                    lookup=self.view.lookup,
+                    lookup=lookup,
                     whitelist=self.whitelist,
                 )
             except OwnerNotFound as exc:

@@ -24,6 +24,7 @@ from services.webhook.certificates import CertificateFiles
 from services.webhook.ledger import LedgerStore
 from services.webhook.server import Metrics, build_app
 from services.webhook.view import View
+from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
 from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
 from spreadbus.runtime.health import ReadinessGate
@@ -72,7 +73,8 @@ class WebhookService:
         self.registry = registry
         self.gate = gate
         self.metrics = Metrics(registry)
-        self.view = View(cluster=settings.cluster)
+        self.whitelist = parse_whitelist(settings.workload_whitelist or None)
+        self.view = View(cluster=settings.cluster, kinds=workload_kinds(self.whitelist))
         self.progress = ViewProgress(self.view)
         self.certificates = CertificateFiles(Path(settings.tls_cert), Path(settings.tls_key))
         self.port = settings.port
@@ -98,7 +100,7 @@ class WebhookService:
             ledger=LedgerStore(kv, deadline_seconds=self.settings.ledger_deadline_seconds),
             progress=self.progress,
             nc=self.nc,
-            whitelist=parse_whitelist(self.settings.workload_whitelist or None),
+            whitelist=self.whitelist,
             stream_drained=self._stream_drained,
         )
         self._export_state(self.admission)

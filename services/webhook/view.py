@@ -4,11 +4,20 @@ Admission must answer in milliseconds without asking the API server, so the webh
 namespace, exactly what an admission decision reads:
 
 - WorkloadSpreads, decoded once per change into the placement core's model, and the workloads
-  a pod's owner chain walks through (ReplicaSet, Deployment, StatefulSet, Job, CloneSet);
+  a pod's owner chain walks through: every kind of :mod:`spreadbus.core.workload_kinds` (the
+  table the watcher watches), whitelisted custom kinds included;
 - pods, with two indexes maintained on every pod event so that a decision costs O(subsets),
   never O(pods): the active pods each spread counts per ``(version, subset)``, and the
   reservation key of every pod present (``creating_key``: the annotation's uid for pods
   admitted without a name, else the name), which tells that a reservation has been observed.
+
+Owners the view cannot see. A workload kind is *followed* once its resource has completed a
+list (a sync marker) in this view. :meth:`owner_lookup` answers an owner of a kind that is not
+followed (not in the table, its CRD not installed, or a watcher that does not stream it) with an
+object that has no controller: the owner chain ends there and the pod is not governed, rather
+than refused. An owner of a followed kind that the view does not hold is ``None``: the core then
+raises ``OwnerNotFound`` and, as upstream, the pod's creation fails once the view had a chance
+to catch up.
 
 ``seq`` is the last stream sequence folded in; the reservation ledger records the ``seq`` its
 writer's view had reached, and a reader behind it waits until it catches up.
@@ -17,12 +26,13 @@ writer's view had reached, and a reader behind it waits until it catches up.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from events import codec
 from events.messages import Observation, SyncMarker
+from spreadbus.core.workload_kinds import WorkloadKinds, workload_kinds
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
 
@@ -30,17 +40,8 @@ log = logging.getLogger(__name__)
 
 SPREAD_KEY: Final = ("apps.kruise.io", "workloadspreads")
 POD_KEY: Final = ("", "pods")
-KINDS: Final = {
-    ("apps", "ReplicaSet"): "replicasets",
-    ("apps", "Deployment"): "deployments",
-    ("apps", "StatefulSet"): "statefulsets",
-    ("batch", "Job"): "jobs",
-    ("apps.kruise.io", "CloneSet"): "clonesets",
-    ("apps.kruise.io", "StatefulSet"): "statefulsets",
-}
-"""(group, kind) -> resource of the workloads an owner chain may pass through."""
-WATCHED: Final = frozenset({POD_KEY, SPREAD_KEY} | {(g, r) for (g, _), r in KINDS.items()})
-"""(group, resource) pairs the view keeps; other observations are skipped cheaply."""
+_CHAIN_END: Final[Mapping[str, Any]] = {"metadata": {}}
+"""What :meth:`View.owner_lookup` answers for an owner it cannot follow: no controller."""
 
 Objects = dict[tuple[str, str], dict[str, Any]]
 """(namespace, name) -> object, for one resource."""
@@ -60,14 +61,24 @@ class View:
     """Objects by resource, the pod indexes, and how far the stream has been folded."""
 
     cluster: str
+    kinds: WorkloadKinds = field(default_factory=workload_kinds)
+    """Workload kinds an owner chain may pass through (built-in and whitelisted)."""
     objects: dict[tuple[str, str], Objects] = field(default_factory=dict)
     spreads: dict[tuple[str, str], WorkloadSpread] = field(default_factory=dict)
     seq: int = 0
     synced: set[tuple[str, str]] = field(default_factory=set)
+    followed: set[tuple[str, str]] = field(default_factory=set)
+    """(group, resource) that completed a list at least once: a relist does not unfollow."""
     skipped: int = 0
+    watched: frozenset[tuple[str, str]] = field(init=False)
+    """(group, resource) pairs the view keeps; other observations are skipped cheaply."""
     _slots: dict[tuple[str, str], dict[Slot, set[str]]] = field(default_factory=dict)
     _keys: dict[tuple[str, str], str] = field(default_factory=dict)
     _pods: dict[tuple[str, str], _Indexed] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        kinds = {(k.group, k.resource) for k in self.kinds}
+        self.watched = frozenset({POD_KEY, SPREAD_KEY} | kinds)
 
     # -- folding ------------------------------------------------------------------------------
 
@@ -78,9 +89,10 @@ class View:
             self.apply(event)
         elif isinstance(event, SyncMarker):
             key = (event.group, event.resource)
-            if event.cluster == self.cluster and key in WATCHED:
+            if event.cluster == self.cluster and key in self.watched:
                 if event.complete:
                     self.synced.add(key)
+                    self.followed.add(key)
                 else:
                     self.synced.discard(key)
         else:
@@ -89,7 +101,7 @@ class View:
 
     def apply(self, event: Observation) -> None:
         key = (event.group, event.resource)
-        if event.cluster != self.cluster or key not in WATCHED:
+        if event.cluster != self.cluster or key not in self.watched:
             return
         metadata = event.object.get("metadata")
         name = metadata.get("name") if isinstance(metadata, dict) else None
@@ -138,9 +150,31 @@ class View:
         return self.objects.get((group, resource), {}).get((namespace, name))
 
     def lookup(self, namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:
-        """The placement core's owner lookup, over the objects this view holds."""
-        resource = KINDS.get((group, kind))
-        return None if resource is None else self.get(group, resource, namespace, name)
+        """A workload this view holds, or ``None``."""
+        found = self.kinds.find(group, kind)
+        return None if found is None else self.get(group, found.resource, namespace, name)
+
+    def follows(self, group: str, kind: str) -> bool:
+        """Whether owners of this kind are observed (its resource completed a list)."""
+        found = self.kinds.find(group, kind)
+        return found is not None and (group, found.resource) in self.followed
+
+    def owner_lookup(
+        self, unfollowed: Callable[[str, str, str, str], None] | None = None
+    ) -> Callable[[str, str, str, str], Mapping[str, Any] | None]:
+        """The placement core's owner lookup; an owner of a kind not followed ends the chain.
+
+        ``unfollowed(namespace, group, kind, name)`` is told about every such owner.
+        """
+
+        def lookup(namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:
+            if self.follows(group, kind):
+                return self.lookup(namespace, group, kind, name)
+            if unfollowed is not None:
+                unfollowed(namespace, group, kind, name)
+            return _CHAIN_END
+
+        return lookup
 
     def spread_objects_in(self, namespace: str) -> list[dict[str, Any]]:
         """WorkloadSpread objects of one namespace, in name order (the API's list order)."""

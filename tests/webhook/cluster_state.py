@@ -15,6 +15,9 @@ RESOURCES = {
     "ReplicaSet": ("apps", "v1", "replicasets"),
     "Deployment": ("apps", "v1", "deployments"),
     "WorkloadSpread": ("apps.kruise.io", "v1alpha1", "workloadspreads"),
+    "Job": ("batch", "v1", "jobs"),
+    "CloneSet": ("apps.kruise.io", "v1alpha1", "clonesets"),
+    "TFJob": ("kubeflow.org", "v1", "tfjobs"),
 }
 MATCHED = "apps.kruise.io/matched-workloadspread"
 
@@ -140,3 +143,41 @@ def stored_pod(created: dict[str, Any], name: str, patched: dict[str, Any]) -> d
     pod["metadata"]["name"] = name
     pod["status"] = {"phase": "Pending"}
     return pod
+
+
+def owned_pod(api_version: str, kind: str, owner: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A pod as a workload controller of ``kind`` sends it, named by generateName."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": f"{owner}-",
+            "namespace": "default",
+            "labels": labels,
+            "ownerReferences": [
+                {
+                    "apiVersion": api_version,
+                    "kind": kind,
+                    "name": owner,
+                    "uid": f"uid-{owner}",
+                    "controller": True,
+                }
+            ],
+        },
+        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+    }
+
+
+def workload(api_version: str, kind: str, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"},
+        "spec": spec,
+    }
+
+
+def targeting(body: dict[str, Any], api_version: str, kind: str, name: str) -> dict[str, Any]:
+    """The WorkloadSpread ``body`` aimed at another workload."""
+    body["spec"]["targetRef"] = {"apiVersion": api_version, "kind": kind, "name": name}
+    return body

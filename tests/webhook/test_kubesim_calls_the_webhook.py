@@ -43,6 +43,36 @@ async def eventually(check: Callable[[], T | None], what: str, timeout: float = 
         await asyncio.sleep(0.1)
 
 
+CLONESET_CRD: dict[str, Any] = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "clonesets.apps.kruise.io"},
+    "spec": {
+        "group": "apps.kruise.io",
+        "names": {
+            "kind": "CloneSet",
+            "listKind": "CloneSetList",
+            "plural": "clonesets",
+            "singular": "cloneset",
+        },
+        "scope": "Namespaced",
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {
+                    "openAPIV3Schema": {
+                        "type": "object",
+                        "x-kubernetes-preserve-unknown-fields": True,
+                    }
+                },
+            }
+        ],
+    },
+}
+
+
 def local_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
     """The installation's webhook configurations, addressed to the local replica by URL."""
     bundle = base64.b64encode(ca_pem).decode()
@@ -62,6 +92,9 @@ async def wired(
 ) -> AsyncIterator[SimCluster]:
     """kubesim with the CRDs, the webhook configurations and a watcher feeding the bus."""
     await asyncio.to_thread(cluster.kubectl, "apply", "-f", str(ROOT / "deploy" / "crds"))
+    # Kruise's CloneSet, as a cluster with Kruise has it; batch Jobs and Advanced StatefulSets
+    # stay absent (kubesim serves neither), which must not hold anything up.
+    await asyncio.to_thread(cluster.kubectl, "apply", "-f", "-", stdin=json.dumps(CLONESET_CRD))
     manifests = local_configurations(webhook.service.port, webhook.tls.ca.cert_pem)
     await asyncio.to_thread(
         cluster.kubectl, "apply", "-f", "-", stdin=yaml.safe_dump_all(manifests)
@@ -156,3 +189,63 @@ async def test_pods_of_a_deployment_are_steered_into_subsets_by_the_api_servers_
     assert all(subset == zone for subset, zone in result), "each pod runs in its subset's zone"
     assert webhook.service.admission is not None
     assert webhook.service.admission.steered == 5
+
+
+async def test_pods_of_a_cloneset_are_steered_by_its_own_replica_count(
+    wired: SimCluster, webhook: RunningWebhook
+) -> None:
+    objects = client.CustomObjectsApi(wired.api_client)
+    cloneset = await asyncio.to_thread(
+        objects.create_namespaced_custom_object,
+        "apps.kruise.io",
+        "v1alpha1",
+        "default",
+        "clonesets",
+        {
+            "apiVersion": "apps.kruise.io/v1alpha1",
+            "kind": "CloneSet",
+            "metadata": {"name": "cache"},
+            "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "cache"}}},
+        },
+    )
+    body = spread([zone_subset("zone-a", "50%"), zone_subset("zone-b")], name="cache")
+    body["spec"]["targetRef"] = {
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "CloneSet",
+        "name": "cache",
+    }
+    await asyncio.to_thread(create_spread, wired, body)
+    view = webhook.service.view
+    await eventually(
+        lambda: (
+            view.spreads_in("default")
+            and view.lookup("default", "apps.kruise.io", "CloneSet", "cache")
+        ),
+        "the spread and the CloneSet to reach the view",
+    )
+    owner = {
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "CloneSet",
+        "name": "cache",
+        "uid": cloneset["metadata"]["uid"],
+        "controller": True,
+    }
+    subsets = []
+    for i in range(4):
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"cache-{i}",
+                "labels": {"app": "cache"},
+                "ownerReferences": [owner],
+            },
+            "spec": {"containers": [{"name": "cache", "image": "redis"}]},
+        }
+        created = await asyncio.to_thread(wired.core.create_namespaced_pod, "default", pod)
+        assert created.metadata is not None
+        assert created.metadata.annotations is not None
+        subsets.append(json.loads(created.metadata.annotations[MATCHED])["subset"])
+    # 50% of the CloneSet's 4 replicas: unobserved, the CloneSet would count as 0 (and before
+    # that, its pods were refused outright).
+    assert subsets == ["zone-a", "zone-a", "zone-b", "zone-b"]
