@@ -36,6 +36,7 @@ from services.webhook.ledger import Ledger, LedgerStore, pruned
 from services.webhook.review import AdmissionRequest
 from services.webhook.view import POD_KEY, SPREAD_KEY, View
 from spreadbus.core.field_errors import describe
+from spreadbus.core.workload_kinds import replicas_path_problem
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.admission import (
     AdmissionDecision,
@@ -48,6 +49,7 @@ from spreadbus.core.workloadspread.model import WorkloadSpread, api_group
 from spreadbus.core.workloadspread.occupancy import SubsetLoad
 from spreadbus.core.workloadspread.target import (
     OwnerNotFound,
+    ReplicasPathError,
     governing_workloadspread,
     workload_replicas,
 )
@@ -65,28 +67,33 @@ class Behind:
 
 
 class ViewProgress:
-    """Lets a request wait until the view has folded a given stream sequence."""
+    """Lets a request wait until the view has folded a given stream sequence.
+
+    Each :meth:`notify` sets the current event and replaces it: waiters wake, re-check the
+    view's position, and wait on the new event if they need more. Nothing is scheduled per
+    notification, so a follower may call it after every message.
+    """
 
     def __init__(self, view: View) -> None:
         self.view = view
-        self._changed = asyncio.Condition()
+        self._changed = asyncio.Event()
 
     def notify(self) -> None:
         """Called by the follower after it folded messages."""
-        asyncio.get_running_loop().create_task(self._notify())
-
-    async def _notify(self) -> None:
-        async with self._changed:
-            self._changed.notify_all()
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
 
     async def wait_for(self, seq: int, timeout: float) -> bool:
-        async with self._changed:
-            try:
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: self.view.seq >= seq), timeout
-                )
-            except TimeoutError:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while self.view.seq < seq:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
                 return False
+            try:
+                await asyncio.wait_for(self._changed.wait(), remaining)
+            except TimeoutError:
+                return self.view.seq >= seq
         return True
 
 
@@ -104,6 +111,7 @@ class SpreadAdmission:
         catch_up_timeout: float = 1.0,
         clock: Callable[[], float] = time.time,
         stream_drained: Callable[[], bool] = lambda: False,
+        max_announcing: int = 1000,
     ) -> None:
         self.view = view
         self.ledger = ledger
@@ -115,6 +123,10 @@ class SpreadAdmission:
         self.stream_drained = stream_drained
         """Whether the follower has nothing pending: the view holds the whole stream."""
         self.steered = 0
+        self.max_announcing = max_announcing
+        """Admission events being published at most; beyond, new ones are dropped (counted)."""
+        self.announcing: set[asyncio.Task[None]] = set()
+        self.announcements_dropped = 0
 
     @property
     def synced(self) -> bool:
@@ -165,7 +177,7 @@ class SpreadAdmission:
         now = self.now()
         namespace = request.namespace
         workload = self._workload_of(spread)
-        replicas = workload_replicas(spread, workload, whitelist=self.whitelist)
+        replicas, warnings = self._replicas(spread, workload)
 
         def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
             current = self._prune(ledger, namespace, now)
@@ -191,8 +203,38 @@ class SpreadAdmission:
         if decision.subset is not None:
             self.steered += 1
             key = decision.reservation.pod if decision.reservation else pod_state.name(pod)
-            await self.announce(request, spread.name, decision.subset, key)
-        return review.allow(request.uid, api_version=request.api_version, patch=decision.patch)
+            self.announce(request, spread.name, decision.subset, key)
+        return review.allow(
+            request.uid, api_version=request.api_version, patch=decision.patch, warnings=warnings
+        )
+
+    def _replicas(
+        self, spread: WorkloadSpread, workload: Mapping[str, Any] | None
+    ) -> tuple[int, list[str]]:
+        """The workload's replicas for percentages; a broken replicasPathList is reported.
+
+        Kruise's controller fails on such a path; an admission cannot fail a pod for it, so the
+        pod is decided with 0 replicas (what a missing workload gives) and the answer says why.
+        """
+        try:
+            return workload_replicas(spread, workload, whitelist=self.whitelist), []
+        except ReplicasPathError as exc:
+            paths = spread.target_filter.replicas_path_list if spread.target_filter else ()
+            problem = replicas_path_problem(paths, workload)
+            detail = str(problem) if problem else f"spec.targetFilter.replicasPathList: {exc}"
+            field = problem.field if problem else "spec.targetFilter.replicasPathList"
+            log.warning(
+                "replicasPathList does not resolve; percentages scale against 0",
+                extra={
+                    "workloadspread": f"{spread.namespace}/{spread.name}",
+                    "field": field,
+                    "error": detail,
+                },
+            )
+            return 0, [
+                f"spreadbus: WorkloadSpread {spread.namespace}/{spread.name} {detail}; "
+                "percentages scale against 0 replicas"
+            ]
 
     async def _governing(
         self, pod: Mapping[str, Any], unfollowed: list[str]
@@ -335,9 +377,17 @@ class SpreadAdmission:
             )
             unreachable = result.floor
 
-    async def announce(self, request: AdmissionRequest, spread: str, subset: str, key: str) -> None:
-        """Publish the admission on the bus for audit; best effort, never delays the answer."""
+    def announce(self, request: AdmissionRequest, spread: str, subset: str, key: str) -> None:
+        """Publish the admission on the bus for audit in the background; never delays the answer.
+
+        Best effort, as the reservation bucket is the record (:mod:`events.reservations`): at
+        most ``max_announcing`` publications are in flight, beyond that they are dropped and
+        counted, and :meth:`drain` waits for the rest on shutdown.
+        """
         if self.nc is None or not self.nc.is_connected:
+            return
+        if len(self.announcing) >= self.max_announcing:
+            self.announcements_dropped += 1
             return
         metadata = (request.object or {}).get("metadata") or {}
         workload = f"WorkloadSpread/{spread}"
@@ -352,10 +402,28 @@ class SpreadAdmission:
             ts=self.clock(),
         )
         subject = subjects.admission(self.view.cluster, request.namespace, workload)
+        task = asyncio.get_running_loop().create_task(self._publish(subject, encode(event)))
+        self.announcing.add(task)
+        task.add_done_callback(self.announcing.discard)
+
+    async def _publish(self, subject: str, data: bytes) -> None:
+        assert self.nc is not None
         try:
-            await self.nc.publish(subject, encode(event))
+            await self.nc.publish(subject, data)
         except Exception as exc:
             log.warning("admission event not published: %r", exc)
+
+    async def drain(self, timeout: float) -> None:
+        """Wait up to ``timeout`` for admission events being published, then cancel the rest."""
+        pending = set(self.announcing)
+        if not pending:
+            return
+        _, late = await asyncio.wait(pending, timeout=timeout)
+        for task in late:
+            task.cancel()
+        if late:
+            await asyncio.wait(late)
+            log.warning("admission events not published at shutdown", extra={"count": len(late)})
 
     # -- WorkloadSpread validation -------------------------------------------------------------
 

@@ -162,6 +162,8 @@ class WebhookService:
             self.follower.stop()
         if self._runner is not None:
             await self._runner.cleanup()
+        if self.admission is not None:
+            await self.admission.drain(timeout=1.0)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -3,7 +3,9 @@
 The pod webhook's answer for POD given the WorkloadSpreads, workloads, ReplicaSets and existing
 pods in FILE. A WorkloadSpread's ``status.versionedSubsetStatuses`` creatingPods/deletingPods count
 as reservations in flight. The uid given to a pod without a name is derived from the pod itself,
-so the answer is the same every time. Exit 0 when allowed, 1 when denied, 2 on unreadable input.
+so the answer is the same every time. Exit 0 when allowed, 1 when denied, 2 on unreadable input,
+including a ``targetFilter.replicasPathList`` entry that does not resolve in the workload (the
+replicas for percentages cannot be known; Kruise's controller fails on it too).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import uuid
 from datetime import UTC, datetime
 
 from spreadbus.cli.validate import fail, read_objects
+from spreadbus.core.workload_kinds import replicas_path_problem
 from spreadbus.core.workloadspread.admission import admit_create, admit_delete
 from spreadbus.core.workloadspread.documents import DocumentError, sort_objects
 from spreadbus.core.workloadspread.model import WorkloadSpread, from_object, parse_time
@@ -23,7 +26,11 @@ from spreadbus.core.workloadspread.occupancy import (
     loads_from_pods,
     reservations_from_status,
 )
-from spreadbus.core.workloadspread.target import lookup_in, workload_replicas
+from spreadbus.core.workloadspread.target import ReplicasPathError, lookup_in, workload_replicas
+
+
+class _Unreadable(Exception):
+    """The input cannot be decided on (exit 2), e.g. a replicasPathList that does not resolve."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -62,12 +69,14 @@ def run(args: argparse.Namespace) -> int:
         ref = ws.target_ref
         if ref is None:
             return 0
+        workload = lookup(ws.namespace, ref.group, ref.kind, ref.name)
         try:
-            return workload_replicas(
-                ws, lookup(ws.namespace, ref.group, ref.kind, ref.name), whitelist=whitelist
-            )
-        except ValueError:
-            return 0
+            return workload_replicas(ws, workload, whitelist=whitelist)
+        except ReplicasPathError as exc:
+            paths = ws.target_filter.replicas_path_list if ws.target_filter else ()
+            problem = replicas_path_problem(paths, workload)
+            detail = str(problem) if problem else f"spec.targetFilter.replicasPathList: {exc}"
+            raise _Unreadable(f"WorkloadSpread {ws.namespace}/{ws.name}: {detail}") from exc
 
     def loads_of(ws: WorkloadSpread, version: str) -> dict[str, SubsetLoad]:
         existing = [
@@ -79,16 +88,19 @@ def run(args: argparse.Namespace) -> int:
 
     if args.operation == "CREATE":
         digest = json.dumps(pod, sort_keys=True, separators=(",", ":"))
-        decision = admit_create(
-            pod,
-            spreads,
-            lookup=lookup,
-            whitelist=whitelist,
-            replicas_of=replicas_of,
-            loads_of=loads_of,
-            now=now,
-            generated_uid=str(uuid.uuid5(uuid.NAMESPACE_URL, digest)),
-        )
+        try:
+            decision = admit_create(
+                pod,
+                spreads,
+                lookup=lookup,
+                whitelist=whitelist,
+                replicas_of=replicas_of,
+                loads_of=loads_of,
+                now=now,
+                generated_uid=str(uuid.uuid5(uuid.NAMESPACE_URL, digest)),
+            )
+        except _Unreadable as exc:
+            return fail(str(exc))
     else:
         decision = admit_delete(pod, spreads, loads_of=loads_of, now=now)
     if args.output == "json":

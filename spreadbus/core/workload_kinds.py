@@ -27,16 +27,18 @@ Signatures::
     WorkloadKinds.find(group, kind) -> WorkloadKind | None
     WorkloadKinds.resources() -> tuple[str, ...]    # "group/version/resource", watcher syntax
     default_plural(kind: str) -> str
+    replicas_path_problem(paths, workload) -> ReplicasPathProblem | None  # which entry is broken
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Final
 
 import msgspec
 
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.target import ReplicasPathError, resolve_int_path
 
 
 class WorkloadKind(msgspec.Struct, frozen=True):
@@ -119,3 +121,30 @@ def workload_kinds(whitelist: Whitelist | None = None) -> WorkloadKinds:
                 sub.group, custom.version, sub.kind, default_plural(sub.kind), "", custom=True
             )
     return WorkloadKinds(tuple(table.values()))
+
+
+class ReplicasPathProblem(msgspec.Struct, frozen=True):
+    """A ``targetFilter.replicasPathList`` entry that does not lead to an integer."""
+
+    field: str
+    """``spec.targetFilter.replicasPathList[i]``."""
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.field}: {self.path!r} does not resolve in the workload: {self.reason}"
+
+
+def replicas_path_problem(
+    paths: Sequence[str], workload: Mapping[str, Any] | None
+) -> ReplicasPathProblem | None:
+    """The first entry of ``replicasPathList`` that does not resolve, with its field path."""
+    if workload is None:
+        return None
+    for index, path in enumerate(paths):
+        try:
+            resolve_int_path(workload, path)
+        except ReplicasPathError as exc:
+            field = f"spec.targetFilter.replicasPathList[{index}]"
+            return ReplicasPathProblem(field, path, str(exc))
+    return None

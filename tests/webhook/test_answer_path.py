@@ -1,0 +1,147 @@
+"""The admission answer waits for nothing it does not need, and says what it could not compute."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import nats
+import pytest
+import yaml
+
+from events.codec import decode
+from events.messages import Admission
+from services.webhook import review
+from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.ledger import LedgerStore
+from services.webhook.view import View
+from spreadbus.cli import main
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.reservation_bucket import reservation_bucket
+from tests.webhook.admission_reviews import review as review_body
+from tests.webhook.cluster_state import (
+    Feed,
+    deployment,
+    new_pod,
+    replicaset,
+    spread,
+    zone_subset,
+)
+
+BROKEN_PATH = "spec.template.spec.nope"
+
+
+async def test_progress_notifications_schedule_nothing_and_wake_every_waiter() -> None:
+    view = View(cluster="c1")
+    progress = ViewProgress(view)
+    waiters = [asyncio.create_task(progress.wait_for(3, timeout=30)) for _ in range(3)]
+    await asyncio.sleep(0)
+    tasks_before = len(asyncio.all_tasks())
+    for seq in (1, 2):
+        view.seq = seq
+        progress.notify()
+    assert len(asyncio.all_tasks()) == tasks_before, "a notification must not start a task"
+    await asyncio.sleep(0)
+    assert not any(w.done() for w in waiters), "sequence 2 does not satisfy a wait for 3"
+    view.seq = 3
+    progress.notify()
+    assert await asyncio.gather(*waiters) == [True, True, True]
+    assert await progress.wait_for(4, timeout=0.01) is False
+
+
+def _parse(body: dict[str, Any]) -> review.AdmissionRequest:
+    parsed = review.parse(json.dumps(body).encode())
+    assert isinstance(parsed, review.AdmissionRequest)
+    return parsed
+
+
+@pytest.fixture
+async def admission(nats_server: NatsServer) -> AsyncIterator[SpreadAdmission]:
+    nc = await nats.connect(nats_server.url)
+    view = View(cluster="c1")
+    feed = Feed(view)
+    feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+    feed.put(deployment(replicas=4))
+    feed.put(replicaset())
+    feed.put(spread([zone_subset("zone-a", "50%"), zone_subset("zone-b")]))
+    store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
+    try:
+        yield SpreadAdmission(view=view, ledger=store, progress=ViewProgress(view), nc=nc)
+    finally:
+        await nc.close()
+
+
+async def test_the_answer_is_given_before_its_admission_event_is_published(
+    admission: SpreadAdmission,
+) -> None:
+    assert admission.nc is not None
+    sub = await admission.nc.subscribe("admission.>")
+    body = review_body(operation="CREATE", resource="pods", obj=new_pod())
+    answer = await admission.mutate_pod(_parse(body))
+    assert answer["response"]["allowed"] is True
+    assert len(admission.announcing) == 1, "the publication is still under way"
+    await admission.drain(timeout=5)
+    assert not admission.announcing
+    event = decode((await sub.next_msg(timeout=5)).data)
+    assert isinstance(event, Admission)
+    assert (event.subset, event.request_uid) == ("zone-a", body["request"]["uid"])
+
+
+async def test_admission_events_beyond_the_bound_are_dropped_and_counted(
+    admission: SpreadAdmission,
+) -> None:
+    admission.max_announcing = 2
+    request = _parse(review_body(operation="CREATE", resource="pods", obj=new_pod()))
+    for _ in range(5):
+        admission.announce(request, "ws", "zone-a", "key")
+    assert len(admission.announcing) == 2
+    assert admission.announcements_dropped == 3
+    await admission.drain(timeout=5)
+
+
+def _with_broken_path(body: dict[str, Any]) -> dict[str, Any]:
+    body["spec"]["targetFilter"] = {
+        "selector": {"matchLabels": {"app": "web"}},
+        "replicasPathList": ["spec.replicas", BROKEN_PATH],
+    }
+    return body
+
+
+async def test_a_replicas_path_that_does_not_resolve_is_a_warning_naming_the_field(
+    admission: SpreadAdmission, caplog: pytest.LogCaptureFixture
+) -> None:
+    Feed(admission.view).put(
+        _with_broken_path(spread([zone_subset("zone-a", "50%"), zone_subset("zone-b")])),
+        "MODIFIED",
+    )
+    with caplog.at_level(logging.WARNING, logger="services.webhook.admission"):
+        answer = await admission.mutate_pod(
+            _parse(review_body(operation="CREATE", resource="pods", obj=new_pod()))
+        )
+    response = answer["response"]
+    assert response["allowed"] is True
+    [warning] = response["warnings"]
+    assert "spec.targetFilter.replicasPathList[1]" in warning
+    assert BROKEN_PATH in warning
+    fields = [getattr(r, "field", None) for r in caplog.records]
+    assert "spec.targetFilter.replicasPathList[1]" in fields
+
+
+def test_the_offline_answer_refuses_a_replicas_path_that_does_not_resolve(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = _with_broken_path(spread([zone_subset("zone-a", "50%"), zone_subset("zone-b")]))
+    objects = tmp_path / "objects.yaml"
+    objects.write_text(yaml.safe_dump_all([ws, deployment(replicas=4), replicaset()]))
+    pod_file = tmp_path / "pod.yaml"
+    pod_file.write_text(yaml.safe_dump(new_pod()))
+    code = main(["admit", "-f", str(objects), "--pod", str(pod_file), "-o", "json"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert captured.out == ""
+    assert "spec.targetFilter.replicasPathList[1]" in captured.err
+    assert BROKEN_PATH in captured.err
