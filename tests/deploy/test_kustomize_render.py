@@ -66,34 +66,6 @@ def test_planner_and_webhook_have_no_kubernetes_access(rendered: list[dict[str, 
         assert pod["automountServiceAccountToken"] is False
 
 
-def test_watcher_only_reads(rendered: list[dict[str, Any]]) -> None:
-    rules = rules_of(rendered, "spreadbus-watcher")
-    assert rules, "the watcher needs list/watch"
-    assert all(set(rule["verbs"]) <= {"get", "list", "watch"} for rule in rules)
-    resources = {r for rule in rules for r in rule["resources"]}
-    assert {"pods", "nodes", "deployments", "workloadspreads"} <= resources
-
-
-def test_actuator_writes_only_what_plans_change(rendered: list[dict[str, Any]]) -> None:
-    writes = {
-        (group, resource)
-        for rule in rules_of(rendered, "spreadbus-actuator")
-        if set(rule["verbs"]) & WRITE_VERBS
-        for group in rule["apiGroups"]
-        for resource in rule["resources"]
-    }
-    assert writes == {
-        ("", "pods"),
-        ("", "pods/eviction"),
-        ("apps", "deployments"),
-        ("apps.kruise.io", "workloadspreads/status"),
-        ("apps.kruise.io", "uniteddeployments/status"),
-        ("apps.karmada.io", "workloadrebalancers/status"),
-    }
-    every_verb = {v for rule in rules_of(rendered, "spreadbus-actuator") for v in rule["verbs"]}
-    assert not every_verb & {"delete", "deletecollection", "*", "list", "watch"}
-
-
 def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
     rendered: list[dict[str, Any]],
 ) -> None:

@@ -1,0 +1,80 @@
+"""Each service's RBAC grants exactly the API access its code needs, no more and no less."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+import yaml
+
+from events.messages import Verb
+from services.watcher.settings import DEFAULT_RESOURCES
+from spreadbus.core.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
+
+ROOT = Path(__file__).resolve().parents[2]
+KUBECTL = Path(sys.executable).parent / "kubectl"
+
+NEEDED = {
+    "spreadbus-watcher": watch_access(DEFAULT_RESOURCES),
+    "spreadbus-actuator": plan_access(),
+    "spreadbus-planner": frozenset(),
+    "spreadbus-webhook": frozenset(),
+}
+
+
+@pytest.fixture(scope="module")
+def rendered() -> list[dict[str, Any]]:
+    out = subprocess.run(
+        [str(KUBECTL), "kustomize", str(ROOT / "deploy")],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+def granted(docs: list[dict[str, Any]], account: str) -> set[Access]:
+    """Every (group, resource, verb) the roles bound to ``account`` allow, wildcards kept."""
+    roles = {(d["kind"], d["metadata"]["name"]): d for d in docs if d["kind"].endswith("Role")}
+    out: set[Access] = set()
+    for binding in docs:
+        if not binding["kind"].endswith("RoleBinding"):
+            continue
+        if not any(s.get("name") == account for s in binding.get("subjects", [])):
+            continue
+        ref = binding["roleRef"]
+        for rule in roles[(ref["kind"], ref["name"])].get("rules", []):
+            assert not rule.get("resourceNames"), "grants here are by resource, not by name"
+            out |= {
+                Access(group, resource, verb)
+                for group in rule["apiGroups"]
+                for resource in rule["resources"]
+                for verb in rule["verbs"]
+            }
+    return out
+
+
+def test_every_plan_verb_on_the_bus_has_its_api_requests_declared() -> None:
+    assert set(PLAN_REQUESTS) == set(get_args(Verb))
+
+
+def test_a_status_plan_may_read_its_object_before_patching_the_status() -> None:
+    needed = plan_access([("patch_status", "apps.kruise.io", "workloadspreads")])
+    assert needed == {
+        Access("apps.kruise.io", "workloadspreads", "get"),
+        Access("apps.kruise.io", "workloadspreads/status", "patch"),
+    }
+
+
+@pytest.mark.parametrize("account", sorted(NEEDED))
+def test_the_rendered_rbac_grants_a_service_exactly_what_it_needs(
+    rendered: list[dict[str, Any]], account: str
+) -> None:
+    have = granted(rendered, account)
+    assert not any("*" in access for access in have), "no wildcards"
+    assert sorted(NEEDED[account] - have) == [], "missing grants"
+    assert sorted(have - NEEDED[account]) == [], "grants beyond what the code uses"
