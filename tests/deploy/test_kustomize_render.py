@@ -176,3 +176,16 @@ def test_workloadspread_versions_convert_through_the_webhook(
         "spreadbus",
         "/convert",
     )
+
+
+def test_the_services_replicate_what_they_create_on_every_nats_server(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (config,) = find(rendered, "ConfigMap", "spreadbus-config")
+    (nats,) = find(rendered, "StatefulSet", "spreadbus-nats")
+    assert int(config["data"]["SPREADBUS_NATS_REPLICAS"]) == nats["spec"]["replicas"]
+    for name in SERVICES:
+        (deployment,) = find(rendered, "Deployment", f"spreadbus-{name}")
+        container = deployment["spec"]["template"]["spec"]["containers"][0]
+        sources = {s["configMapRef"]["name"] for s in container.get("envFrom", [])}
+        assert "spreadbus-config" in sources, name
