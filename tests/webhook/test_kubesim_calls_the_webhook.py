@@ -15,7 +15,7 @@ import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import pytest
 import yaml
@@ -195,7 +195,7 @@ async def test_pods_of_a_cloneset_are_steered_by_its_own_replica_count(
     wired: SimCluster, webhook: RunningWebhook
 ) -> None:
     objects = client.CustomObjectsApi(wired.api_client)
-    cloneset = await asyncio.to_thread(
+    cloneset: Any = await asyncio.to_thread(
         objects.create_namespaced_custom_object,
         "apps.kruise.io",
         "v1alpha1",
@@ -242,7 +242,9 @@ async def test_pods_of_a_cloneset_are_steered_by_its_own_replica_count(
             },
             "spec": {"containers": [{"name": "cache", "image": "redis"}]},
         }
-        created = await asyncio.to_thread(wired.core.create_namespaced_pod, "default", pod)
+        created = await asyncio.to_thread(
+            wired.core.create_namespaced_pod, "default", cast(Any, pod)
+        )
         assert created.metadata is not None
         assert created.metadata.annotations is not None
         subsets.append(json.loads(created.metadata.annotations[MATCHED])["subset"])

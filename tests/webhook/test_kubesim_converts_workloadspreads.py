@@ -11,7 +11,7 @@ import asyncio
 import base64
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 from kubernetes import client
@@ -42,7 +42,7 @@ async def test_a_v1alpha1_workloadspread_is_stored_as_v1beta1_and_read_back_unch
     try:
         await asyncio.to_thread(
             client.ApiextensionsV1Api(api).create_custom_resource_definition,
-            workloadspread_crd(webhook),
+            cast(Any, workloadspread_crd(webhook)),
         )
         objects = client.CustomObjectsApi(api)
         alpha = {
@@ -54,22 +54,22 @@ async def test_a_v1alpha1_workloadspread_is_stored_as_v1beta1_and_read_back_unch
                 "subsets": [{"name": "a", "requiredNodeSelectorTerm": TERM, "maxReplicas": 3}],
             },
         }
-        created = await asyncio.to_thread(
+        created: Any = await asyncio.to_thread(
             objects.create_namespaced_custom_object,
             GROUP, "v1alpha1", "default", "workloadspreads", alpha,
         )
         assert created["spec"]["subsets"][0]["requiredNodeSelectorTerm"] == TERM
-        beta = await asyncio.to_thread(
+        beta: Any = await asyncio.to_thread(
             objects.get_namespaced_custom_object,
             GROUP, "v1beta1", "default", "workloadspreads", "ws",
         )
         subset = beta["spec"]["subsets"][0]
         assert subset["requiredNodeSelector"] == TERM, "renamed by the webhook, kept by v1beta1"
         assert "requiredNodeSelectorTerm" not in subset
-        again = await asyncio.to_thread(
+        again: Any = await asyncio.to_thread(
             objects.get_namespaced_custom_object,
             GROUP, "v1alpha1", "default", "workloadspreads", "ws",
         )
         assert again["spec"] == created["spec"]
     finally:
-        api.close()
+        api.close()  # type: ignore[no-untyped-call]
