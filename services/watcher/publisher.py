@@ -4,8 +4,10 @@ Publishes are asynchronous (``publish_async``); at most ``max_in_flight`` may wa
 acknowledgement, after which the next publish waits for the oldest, so Kubernetes reading slows
 to the bus's pace (the reader's queue is bounded too). A publish that fails or is not
 acknowledged within ``ack_timeout`` is reported through ``on_lost`` so its resource is listed
-again; nothing is dropped silently. A sync marker is published only after every earlier
-observation is acknowledged, so a consumer that sees it has everything the list found.
+again; nothing is dropped silently. An acknowledged deletion is reported through ``on_acked``,
+so the watch can forget the object only once the bus has its ``DELETED``. A sync marker is
+published only after every earlier observation is acknowledged, so a consumer that sees it has
+everything the list found.
 
 ``Nats-Msg-Id`` is ``uid:resourceVersion:type``: a retried publish inside the stream's dedup
 window is stored once.
@@ -30,6 +32,7 @@ from services.watcher.resource_watch import Change
 log = logging.getLogger(__name__)
 
 LostCallback = Callable[[ResourceRef, tuple[str, str]], None]
+AckedCallback = Callable[[ResourceRef, Change], None]
 
 
 class _ObservationWire(msgspec.Struct, tag="observation", tag_field="type", kw_only=True):
@@ -58,6 +61,7 @@ class ObservationPublisher:
         max_in_flight: int = 2000,
         ack_timeout: float = 10.0,
         on_lost: LostCallback | None = None,
+        on_acked: AckedCallback | None = None,
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.js = js
@@ -65,6 +69,7 @@ class ObservationPublisher:
         self.max_in_flight = max_in_flight
         self.ack_timeout = ack_timeout
         self.on_lost = on_lost
+        self.on_acked = on_acked
         self._in_flight: collections.deque[asyncio.Future[Any]] = collections.deque()
         self.published = Counter("spreadbus_watcher_observations", "Observations published",
                                  ["resource", "event"], registry=registry)
@@ -85,19 +90,21 @@ class ObservationPublisher:
         await self._bound()
         future = await self.js.publish_async(subject, _ENC.encode(wire),
                                              headers={"Nats-Msg-Id": msg_id})
-        key = (change.namespace, change.name)
-        future.add_done_callback(lambda f: self._done(f, ref, key))
+        future.add_done_callback(lambda f: self._done(f, ref, change))
         self._in_flight.append(future)
         self.in_flight_gauge.set(len(self._in_flight))
         self.published.labels(ref.resource, change.event).inc()
 
-    def _done(self, future: asyncio.Future[Any], ref: ResourceRef, key: tuple[str, str]) -> None:
+    def _done(self, future: asyncio.Future[Any], ref: ResourceRef, change: Change) -> None:
+        key = (change.namespace, change.name)
         if future.cancelled() or future.exception() is not None:
             self.lost.inc()
             log.warning("observation not acknowledged", extra={"resource": ref.resource,
                                                                "key": "/".join(key)})
             if self.on_lost is not None:
                 self.on_lost(ref, key)
+        elif change.event == "DELETED" and self.on_acked is not None:
+            self.on_acked(ref, change)
 
     async def _bound(self) -> None:
         while self._in_flight and (self._in_flight[0].done() or

@@ -4,14 +4,22 @@ Reading happens on a daemon thread (the official client's transport is synchrono
 cross into the event loop through a small bounded queue, so a slow bus pauses the reading
 instead of buffering without limit. Bodies stay raw JSON: only the object's metadata (name,
 namespace, uid, resourceVersion) is decoded, with a reused msgspec decoder, and the object is
-re-encoded only when it carries ``managedFields`` to strip. An abandoned watch's thread stays
-blocked until the server ends the request (at most the watch timeout) and then exits quietly.
+re-encoded only when it carries ``managedFields`` to strip. An abandoned watch (a relist, a
+stop) aborts its response, so its thread ends at once and gives its pooled connection back
+instead of staying blocked until the server ends the request.
 
 The resume point is the last resourceVersion seen (events and bookmarks). On 410 Gone, an ERROR
 event, or any watch failure, the resource is listed again (paginated) and compared with what was
 last published for it (``known``); only real differences go out: new or changed objects, and a
 synthetic ``DELETED`` for every known object the list no longer contains. Each (re)list is
 framed by sync markers (``complete=False`` then ``complete=True``).
+
+``known`` only forgets what the bus has confirmed. A deletion stays in it as a tombstone until
+its publish is acknowledged (:meth:`ResourceWatch.acked`), and a publish that was lost marks its
+entry dirty (:meth:`ResourceWatch.lost`) instead of dropping it; the relist that follows then
+sends the ``DELETED`` again (the object is still gone) or the current version (the entry is
+dirty), even when the object was deleted in between. Re-sent messages carry the same
+``Nats-Msg-Id``, so one that did reach the stream is stored once.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 import msgspec
@@ -79,6 +87,10 @@ class Known:
     uid: str
     resource_version: str
     raw: bytes
+    deleted: bool = False
+    """A tombstone: the DELETED is sent but not yet acknowledged."""
+    dirty: bool = False
+    """A publish for this key was lost: the next relist sends the key's current state."""
 
 
 @dataclass(frozen=True)
@@ -172,9 +184,20 @@ class ResourceWatch:
                 backoff = min(backoff * 2, 10.0)
 
     def lost(self, key: tuple[str, str]) -> None:
-        """A publish for ``key`` was lost: forget it was published and list again."""
-        self.known.pop(key, None)
+        """A publish for ``key`` was lost: mark the key dirty and list again."""
+        before = self.known.get(key)
+        if before is not None:
+            self.known[key] = replace(before, dirty=True)
         self.relist_requested = True
+
+    def acked(self, change: Change) -> None:
+        """The bus stored ``change``; a deletion's tombstone can go."""
+        key = (change.namespace, change.name)
+        before = self.known.get(key)
+        if (change.event == "DELETED" and before is not None and before.deleted
+                and before.uid == change.uid
+                and before.resource_version == change.resource_version):
+            del self.known[key]
 
     async def relist(self) -> None:
         self.relist_requested = False
@@ -198,15 +221,19 @@ class ResourceWatch:
         self.absent = False
         kind = self._kind or _kind_of(self.ref.resource)
         for key in [k for k in self.known if k not in items]:
-            gone = self.known.pop(key)
+            gone = self.known[key]
+            self.known[key] = Known(gone.uid, gone.resource_version, gone.raw, deleted=True)
             await self.emit(Change("DELETED", key[0], key[1], gone.uid, gone.resource_version,
                                    gone.raw, True))
         for key, (meta, raw) in items.items():
             before = self.known.get(key)
-            if before is not None and before.resource_version == meta.resourceVersion:
+            if (before is not None and before.resource_version == meta.resourceVersion
+                    and not before.dirty and not before.deleted):
                 continue
             cleaned = clean_object(raw, self._api_version, kind)
-            if before is not None and before.uid != meta.uid:
+            if before is not None and before.deleted:
+                before = None  # its DELETED is out already; this is a new object
+            elif before is not None and before.uid != meta.uid:
                 await self.emit(Change("DELETED", key[0], key[1], before.uid,
                                        before.resource_version, before.raw, True))
                 before = None
@@ -229,6 +256,15 @@ class ResourceWatch:
             "timeoutSeconds": str(self.watch_timeout),
         }
         halt = threading.Event()
+        guard = threading.Lock()
+        aborts: list[Callable[[], None]] = []
+
+        def opened(abort: Callable[[], None]) -> None:
+            with guard:
+                aborts.append(abort)
+                halted = halt.is_set()
+            if halted:
+                abort()
 
         def read() -> None:
             def put(item: bytes | BaseException | None) -> None:
@@ -246,7 +282,7 @@ class ResourceWatch:
                         continue
 
             try:
-                for line in self.kube.stream(self._path, query=query,
+                for line in self.kube.stream(self._path, query=query, opened=opened,
                                              timeout=self.watch_timeout + 15):
                     if halt.is_set():
                         return
@@ -276,7 +312,11 @@ class ResourceWatch:
                     raise item
                 await self._on_line(item)
         finally:
-            halt.set()
+            with guard:
+                halt.set()
+                pending = list(aborts)
+            for abort in pending:
+                abort()  # unblocks the reader, which then exits quietly
 
     async def _on_line(self, line: bytes) -> None:
         try:
@@ -300,7 +340,7 @@ class ResourceWatch:
         key = (meta.namespace, meta.name)
         cleaned = clean_object(raw)
         if event.type == "DELETED":
-            self.known.pop(key, None)
+            self.known[key] = Known(meta.uid, meta.resourceVersion, cleaned, deleted=True)
         else:
             self.known[key] = Known(meta.uid, meta.resourceVersion, cleaned)
         await self.emit(Change(event.type, meta.namespace, meta.name, meta.uid,

@@ -85,9 +85,12 @@ async def prepare_watches(
     def on_lost(ref: ResourceRef, key: tuple[str, str]) -> None:
         watches[ref].lost(key)
 
+    def on_acked(ref: ResourceRef, change: Change) -> None:
+        watches[ref].acked(change)
+
     publisher = ObservationPublisher(nc.jetstream(), cluster=settings.cluster,
                                      max_in_flight=settings.max_in_flight, on_lost=on_lost,
-                                     registry=registry)
+                                     on_acked=on_acked, registry=registry)
     for ref in refs:
         async def emit(change: Change, ref: ResourceRef = ref) -> None:
             await publisher.observation(ref, change, time.time())

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, TypedDict, Unpack
 
 import msgspec
@@ -38,6 +39,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
+
+log = logging.getLogger(__name__)
 
 
 class KubeAPIError(Exception):
@@ -216,13 +219,25 @@ class KubeClient:
         return await asyncio.to_thread(self.request, method, path, **options)
 
     def stream(
-        self, path: str, *, query: Mapping[str, str], timeout: float
+        self,
+        path: str,
+        *,
+        query: Mapping[str, str],
+        timeout: float,
+        opened: Callable[[Callable[[], None]], None] | None = None,
     ) -> Iterator[bytes]:
-        """Lines of a streaming GET (a watch), as bytes; ends when the server closes it."""
+        """Lines of a streaming GET (a watch), as bytes; ends when the server closes it.
+
+        ``opened`` receives an abort function as soon as the response is open: another thread
+        calls it to unblock a reader waiting for the next line (an abandoned watch), which then
+        ends with an error instead of holding its pooled connection until the server's timeout.
+        """
         response = self._send(
             "GET", path, query=query, body=None, content_type=None, timeout=(5.0, timeout)
         )
         raw = response.response
+        if opened is not None:
+            opened(lambda: _abort(raw))
         try:
             with _reachable():
                 if not 200 <= response.status < 300:
@@ -238,3 +253,14 @@ class KubeClient:
                     yield buffer
         finally:
             raw.release_conn()
+
+
+def _abort(raw: Any) -> None:
+    """Shut the socket of a streaming response down, from any thread."""
+    try:
+        raw.shutdown()
+    except Exception:  # already closed, or an older urllib3 without shutdown()
+        try:
+            raw.close()
+        except Exception:
+            log.debug("closing an abandoned watch failed", exc_info=True)
