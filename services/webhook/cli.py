@@ -17,8 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     settings = load_settings(WebhookSettings, args)
     if not isinstance(settings, list):
-        for problem in settings_problems(settings):
+        problems = settings_problems(settings)
+        for problem in problems:
             print(f"webhook: bad setting {problem}", file=sys.stderr)
+        if problems:
             return 2
     return service_main("webhook", WebhookSettings, args, main, conditions=(CAUGHT_UP,))
 

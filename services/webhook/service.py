@@ -191,4 +191,8 @@ def settings_problems(settings: WebhookSettings) -> list[str]:
     problems = []
     if not settings.tls_cert or not settings.tls_key:
         problems.append("--tls-cert and --tls-key are required (the webhook serves HTTPS only)")
+    try:
+        parse_whitelist(settings.workload_whitelist or None)
+    except ValueError as exc:
+        problems.append(f"--workload-whitelist (SPREADBUS_WORKLOAD_WHITELIST) is not JSON: {exc}")
     return problems

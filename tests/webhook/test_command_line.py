@@ -27,3 +27,14 @@ def test_a_bad_number_in_the_environment_is_reported_with_its_variable() -> None
     result = run(env={"SPREADBUS_PORT": "https"})
     assert result.returncode == 2
     assert "SPREADBUS_PORT" in result.stderr
+
+
+def test_a_whitelist_that_is_not_json_is_reported_with_its_setting() -> None:
+    result = run(
+        "--tls-cert=/nonexistent.crt",
+        "--tls-key=/nonexistent.key",
+        env={"SPREADBUS_WORKLOAD_WHITELIST": "{workloads"},
+    )
+    assert result.returncode == 2
+    assert "SPREADBUS_WORKLOAD_WHITELIST" in result.stderr
+    assert "Traceback" not in result.stderr
