@@ -107,19 +107,32 @@ class Admission:
         return out
 
     def _match_rules(self, w: JsonObject, attrs: Attributes) -> ResourceType | None:
-        """The resource type (maybe an equivalent version) the webhook sees, or None."""
+        """The resource type (maybe an equivalent version) the webhook sees, or None.
+
+        Every write consults every webhook, and most rules fail on the operation or resource,
+        which no version changes (equivalent versions share group, plural and scope); only
+        the rules that pass that test are tried per version, the registry scanned only when
+        the request's own version matches none of them.
+        """
         rt = attrs.rt
-        candidates = [rt]
-        if w.get("matchPolicy", "Equivalent") == "Equivalent":
-            candidates += [
-                other
-                for other in self.server.registry
-                if other.storage_key == rt.storage_key and other.version != rt.version
-            ]
-        for cand in candidates:
-            for rule in w.get("rules") or ():
-                if isinstance(rule, dict) and _rule_matches(rule, attrs, cand):
-                    return cand
+        rules = [
+            rule
+            for rule in w.get("rules") or ()
+            if isinstance(rule, dict) and _rule_matches_resource(rule, attrs, rt)
+        ]
+        if not rules:
+            return None
+        if any(_rule_matches_version(rule, rt) for rule in rules):
+            return rt
+        if w.get("matchPolicy", "Equivalent") != "Equivalent":
+            return None
+        for other in self.server.registry:
+            if (
+                other.storage_key == rt.storage_key
+                and other.version != rt.version
+                and any(_rule_matches_version(rule, other) for rule in rules)
+            ):
+                return other
         return None
 
     def _namespace_labels(self, attrs: Attributes, obj: Any, old: Any) -> dict[str, str] | None:
@@ -396,15 +409,18 @@ def jsonpatch_ops(encoded: str) -> Any:
     raise ValueError("the patch is not base64-encoded JSON")
 
 
-def _rule_matches(rule: JsonObject, attrs: Attributes, rt: ResourceType) -> bool:
+def _rule_matches_version(rule: JsonObject, rt: ResourceType) -> bool:
+    versions = rule.get("apiVersions") or []
+    return "*" in versions or rt.version in versions
+
+
+def _rule_matches_resource(rule: JsonObject, attrs: Attributes, rt: ResourceType) -> bool:
+    """Everything a rule says but the version: operation, group, resource, scope."""
     ops = rule.get("operations") or []
     if "*" not in ops and attrs.operation not in ops:
         return False
     groups = rule.get("apiGroups") or []
     if "*" not in groups and rt.group not in groups:
-        return False
-    versions = rule.get("apiVersions") or []
-    if "*" not in versions and rt.version not in versions:
         return False
     scope = rule.get("scope", "*")
     if scope == "Cluster" and rt.namespaced:
