@@ -11,7 +11,13 @@
 
 When the view is not synced yet (the watcher has not finished its first list), pods are
 admitted unchanged with a warning: a pod without a subset is still a valid pod, while a
-decision from an incomplete view could overfill a subset.
+decision from an incomplete view could overfill a subset. The same holds for a pod whose owner
+chain reaches a workload kind the view does not observe (see :mod:`services.webhook.view`); an
+owner of an observed kind that is missing fails the create, as upstream.
+
+Nothing on the answer path waits for anything but the view and the reservation ledger: the
+``Admission`` audit event is published by a background task (bounded, drained on shutdown), and a
+``replicasPathList`` that does not resolve becomes a warning in the answer instead of an error.
 """
 
 from __future__ import annotations
