@@ -118,11 +118,40 @@ def set_condition(
     return out
 
 
+# Pod metadata a ReplicaSet's reconcile never reads while its counts hold: scale-down reads
+# the deletion cost from the cache when it picks victims, not when the cost changes.
+_UNREAD_METADATA = frozenset({"annotations", "resourceVersion", "managedFields"})
+
+
+def counts_for_replicaset(old: JsonObject | None, new: JsonObject | None) -> bool:
+    """Whether a pod change can change what its ReplicaSet does or reports.
+
+    A reconcile walks every pod of the set, so reconciling on every annotation write (a spread
+    controller writes a deletion cost on each pod) costs O(pods) per write, O(pods^2) for the
+    set; such writes are skipped. Any change to spec, status, labels, owners, deletion or
+    finalizers still reconciles.
+    """
+    if old is None or new is None:
+        return True
+    if old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
+        return True
+    before, after = old.get("metadata") or {}, new.get("metadata") or {}
+    return any(
+        before.get(k) != after.get(k) for k in (before.keys() | after.keys()) - _UNREAD_METADATA
+    )
+
+
 class ReplicaSetController(OwnerController):
     def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
         super().__init__(cluster, informers, name="replicaset", workers=4, events=events)
         informers.replicasets.add_handler(self.enqueue)
-        informers.pods.add_handler(self.enqueue_owner("ReplicaSet"))
+        on_pod = self.enqueue_owner("ReplicaSet")
+
+        def on_pod_change(old: JsonObject | None, new: JsonObject | None) -> None:
+            if counts_for_replicaset(old, new):
+                on_pod(old, new)
+
+        informers.pods.add_handler(on_pod_change)
 
     def _related_pods(self, rs: JsonObject, own: list[JsonObject]) -> list[JsonObject]:
         owner = controller_ref(rs)
