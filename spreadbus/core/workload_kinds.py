@@ -51,6 +51,10 @@ class WorkloadKind(msgspec.Struct, frozen=True):
     replicas_path: str
     """Dot path of the count percentages scale against; empty for a kind that has none."""
     custom: bool = False
+    always_served: bool = False
+    """Every cluster serves this API, so a consumer may wait for its first list. The others
+    (Kruise's and custom CRDs, and Jobs, which kubesim does not serve) may be absent: use them
+    once listed, never wait for them."""
 
     @property
     def spec(self) -> str:
@@ -63,9 +67,9 @@ class WorkloadKind(msgspec.Struct, frozen=True):
 
 
 BUILTIN: Final = (
-    WorkloadKind("apps", "v1", "Deployment", "deployments", "spec.replicas"),
-    WorkloadKind("apps", "v1", "ReplicaSet", "replicasets", "spec.replicas"),
-    WorkloadKind("apps", "v1", "StatefulSet", "statefulsets", "spec.replicas"),
+    WorkloadKind("apps", "v1", "Deployment", "deployments", "spec.replicas", always_served=True),
+    WorkloadKind("apps", "v1", "ReplicaSet", "replicasets", "spec.replicas", always_served=True),
+    WorkloadKind("apps", "v1", "StatefulSet", "statefulsets", "spec.replicas", always_served=True),
     WorkloadKind("apps.kruise.io", "v1beta1", "StatefulSet", "statefulsets", "spec.replicas"),
     WorkloadKind("apps.kruise.io", "v1alpha1", "CloneSet", "clonesets", "spec.replicas"),
     WorkloadKind("batch", "v1", "Job", "jobs", "spec.parallelism"),

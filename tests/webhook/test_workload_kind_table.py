@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.watcher.settings import WatcherSettings
-from spreadbus.core.workload_kinds import BUILTIN, default_plural, workload_kinds
+from spreadbus.core.workload_kinds import BUILTIN, WorkloadKind, default_plural, workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import (
     BUILTIN_KINDS,
     Whitelist,
@@ -17,6 +17,7 @@ from spreadbus.core.workloadspread.custom_workloads import (
 )
 from spreadbus.core.workloadspread.model import from_object
 from spreadbus.core.workloadspread.target import workload_replicas
+from spreadbus.projection.workloadspread import OPTIONAL_WORKLOADS, WORKLOADS
 from spreadbus.runtime.settings import SettingError, load_settings
 
 TFJOB = {
@@ -125,3 +126,14 @@ def test_a_whitelist_that_is_not_json_is_a_setting_error() -> None:
     assert isinstance(problems, list)
     assert all(isinstance(p, SettingError) for p in problems)
     assert "workload_whitelist" in str(problems[0])
+
+
+def test_the_planner_waits_for_the_always_served_kinds_and_uses_the_others_when_streamed() -> None:
+    def coordinates(kinds: list[WorkloadKind]) -> dict[tuple[str, str], tuple[str, str, str]]:
+        return {(k.group, k.kind): (k.group, k.version, k.resource) for k in kinds}
+
+    def refs(table: dict[tuple[str, str], Any]) -> dict[tuple[str, str], tuple[str, str, str]]:
+        return {gk: (ref.group, ref.version, ref.resource) for gk, ref in table.items()}
+
+    assert refs(WORKLOADS) == coordinates([k for k in BUILTIN if k.always_served])
+    assert refs(OPTIONAL_WORKLOADS) == coordinates([k for k in BUILTIN if not k.always_served])
