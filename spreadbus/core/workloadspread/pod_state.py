@@ -9,6 +9,7 @@ over-full subset go first.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Collection, Mapping
@@ -111,9 +112,15 @@ def _fold(raw: Mapping[str, Any], field: str) -> str:
 
 def matched(pod: Pod) -> Matched | None:
     """The annotation if present and parseable."""
-    text = pod_annotations(pod).get(MATCHED_ANNOTATION)
-    if text is None:
+    text = _map(metadata(pod).get("annotations")).get(MATCHED_ANNOTATION)
+    if not isinstance(text, str):
         return None
+    return _decode_matched(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decode_matched(text: str) -> Matched | None:
+    """Memoised: a planner pass reads each pod's annotation many times over."""
     try:
         raw = json.loads(text)
     except ValueError:
