@@ -32,6 +32,7 @@ from kubesim.behaviour.pod_affinity import (
     affinity_state,
     has_required_anti_affinity,
     preferred_affinity_scores,
+    preferred_terms,
     required_terms,
 )
 from kubesim.behaviour.quantity import QuantityError, milli_value, value
@@ -384,6 +385,10 @@ def _placed(nodes: Iterable[NodeInfo]) -> list[PlacedPod]:
 def _inter_pod_scores(
     pod: Mapping[str, Any], feasible: list[NodeInfo], everywhere: list[NodeInfo]
 ) -> dict[str, int]:
+    # Only the incoming pod's preferred terms score; without any, listing every placed pod
+    # (O(pods) per scheduled pod) buys nothing.
+    if not (preferred_terms(pod, "podAffinity") or preferred_terms(pod, "podAntiAffinity")):
+        return {}
     raw = preferred_affinity_scores(pod, _placed(everywhere), {n.name: n.labels for n in feasible})
     if not raw:
         return {}
