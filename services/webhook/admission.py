@@ -285,26 +285,35 @@ class SpreadAdmission:
     def _loads(self, spread: WorkloadSpread, version: str, ledger: Ledger) -> dict[str, SubsetLoad]:
         """Subset loads of one version: active pods from the view, reservations not yet seen."""
         namespace, name = spread.namespace, spread.name
-        loads: dict[str, SubsetLoad] = {}
+        active: dict[str, int] = {}
         for (slot_version, subset), names in self.view.slots_of(namespace, name).items():
             if slot_version == version and names:
-                loads[subset] = SubsetLoad(active=len(names))
+                active[subset] = len(names)
+        # Gathered in place: rebuilding a subset's load per reservation is O(ledger^2).
+        creating: dict[str, dict[str, datetime]] = {}
+        deleting: dict[str, dict[str, datetime]] = {}
         for reservation in ledger.reservations():
             if reservation.version != version:
                 continue
-            load = loads.get(reservation.subset, SubsetLoad())
             if reservation.kind == "creating":
                 if self.view.seen(namespace, reservation.pod):
                     continue
-                creating = {**load.creating, reservation.pod: reservation.at}
-                load = SubsetLoad(active=load.active, creating=creating, deleting=load.deleting)
+                creating.setdefault(reservation.subset, {})[reservation.pod] = reservation.at
             else:
                 slot = (version, reservation.subset)
                 if reservation.pod not in self.view.active_in(namespace, name, slot):
                     continue
-                deleting = {**load.deleting, reservation.pod: reservation.at}
-                load = SubsetLoad(active=load.active, creating=load.creating, deleting=deleting)
-            loads[reservation.subset] = load
+                deleting.setdefault(reservation.subset, {})[reservation.pod] = reservation.at
+        subsets = [*active, *(s for s in creating if s not in active)]
+        subsets += [s for s in deleting if s not in active and s not in creating]
+        loads = {
+            subset: SubsetLoad(
+                active=active.get(subset, 0),
+                creating=creating.get(subset, {}),
+                deleting=deleting.get(subset, {}),
+            )
+            for subset in subsets
+        }
         return loads
 
     # -- pod DELETE and eviction --------------------------------------------------------------
