@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aiohttp
+import msgspec
 
 from kubesim import errors, jsonpatch
 from kubesim.interface import ApiError
@@ -53,6 +54,8 @@ MUTATING = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
 VALIDATING = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
 
 USER_INFO = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
+
+_JSON_HEADERS = {"Content-Type": "application/json"}
 
 _SUB_KINDS = {
     "eviction": {"group": "policy", "version": "v1", "kind": "Eviction"},
@@ -259,21 +262,22 @@ class Admission:
         try:
             async with self._session.post(
                 url,
-                json=review,
+                data=msgspec.json.encode(review),
+                headers=_JSON_HEADERS,
                 ssl=self._ssl(w),
                 server_hostname=server_name,
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
                 if resp.status != 200:
                     raise _CallFailed(f"expected response code 200, got {resp.status}")
-                return await resp.json(content_type=None)
+                return msgspec.json.decode(await resp.read())
         except TimeoutError as e:
             raise _CallFailed(
                 f'Post "{url}": context deadline exceeded (timeout {timeout:g}s)'
             ) from e
         except aiohttp.ClientError as e:
             raise _CallFailed(f'Post "{url}": {e}') from e
-        except ValueError as e:
+        except ValueError as e:  # msgspec.DecodeError included
             raise _CallFailed(f"failed to decode the response: {e}") from e
 
     async def _call(self, w: JsonObject, review: JsonObject) -> JsonObject:
