@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -266,8 +266,12 @@ def filter_node(
     spread: SpreadState | None = None,
     requests: Mapping[str, int] | None = None,
     affinity: AffinityState | None = None,
+    node_fit: Callable[[NodeInfo], bool] | None = None,
 ) -> Rejection | None:
-    """None when ``pod`` fits ``info``; otherwise the first failing plugin's reasons."""
+    """None when ``pod`` fits ``info``; otherwise the first failing plugin's reasons.
+
+    ``node_fit`` answers the NodeAffinity filter (see :func:`node_fit_for`) when given.
+    """
     spec = pod.get("spec") or {}
     tolerations = spec.get("tolerations") or ()
     node_spec = info.node.get("spec") or {}
@@ -278,7 +282,7 @@ def filter_node(
         return Rejection((REASON_NODE_NAME,), resolvable=False)
     if untolerated_taint(info.taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)) is not None:
         return Rejection((REASON_TAINT,), resolvable=False)
-    if not pod_matches_node(spec, info.node):
+    if not (node_fit(info) if node_fit is not None else pod_matches_node(spec, info.node)):
         return Rejection((REASON_AFFINITY,), resolvable=False)
     reasons = insufficient_resources(pod_requests(spec) if requests is None else requests, info)
     if reasons:
@@ -438,6 +442,41 @@ def _affinity_state(pod: Mapping[str, Any], infos: list[NodeInfo]) -> AffinitySt
     return affinity_state(pod, _placed(infos), with_anti)
 
 
+def node_fit_for(pod: Mapping[str, Any]) -> Callable[[NodeInfo], bool]:
+    """The NodeAffinity filter for one pod, answered once per distinct value of the labels it reads.
+
+    Nodes differ mostly in labels a pod's selector ignores (hostname), so a pod steered to a
+    zone is checked once per zone instead of once per node. Terms with ``matchFields`` read
+    the node name, which every node has its own of: those are checked per node.
+    """
+    spec = pod.get("spec") or {}
+    required = pod_node_affinity(spec).get("requiredDuringSchedulingIgnoredDuringExecution")
+    terms = (required or {}).get("nodeSelectorTerms") or ()
+    if any(isinstance(t, Mapping) and t.get("matchFields") for t in terms):
+        return lambda info: pod_matches_node(spec, info.node)
+    keys = sorted(
+        {str(k) for k in (spec.get("nodeSelector") or {})}
+        | {
+            str(r.get("key") or "")
+            for t in terms
+            if isinstance(t, Mapping)
+            for r in t.get("matchExpressions") or ()
+            if isinstance(r, Mapping)
+        }
+    )
+    answers: dict[tuple[tuple[bool, str | None], ...], bool] = {}
+
+    def fit(info: NodeInfo) -> bool:
+        labels = info.labels
+        read = tuple((k in labels, labels.get(k)) for k in keys)
+        answer = answers.get(read)
+        if answer is None:
+            answer = answers[read] = pod_matches_node(spec, info.node)
+        return answer
+
+    return fit
+
+
 @dataclass(frozen=True)
 class Decision:
     """Where a pod goes, or why it cannot go anywhere."""
@@ -454,10 +493,11 @@ def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
     hard = spread_state(pod, infos, "DoNotSchedule")
     requests = pod_requests(pod.get("spec") or {})
     affinity = _affinity_state(pod, infos)
+    node_fit = node_fit_for(pod)
     feasible: list[NodeInfo] = []
     rejections: list[Rejection] = []
     for info in infos:
-        rejection = filter_node(pod, info, hard, requests, affinity)
+        rejection = filter_node(pod, info, hard, requests, affinity, node_fit)
         if rejection is None:
             feasible.append(info)
         else:
