@@ -17,8 +17,8 @@ class PlannerSettings(ServiceSettings, frozen=True, kw_only=True):
     workload_whitelist: str = ""
     """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
     adaptive_recover_seconds: float = 300.0
-    """How long an Adaptive subset stays ``Schedulable=False`` (Kruise: 300 s; only shorter
-    values change anything)."""
+    """How long an Adaptive subset stays ``Schedulable=False`` before it may turn True again
+    (Kruise: 300 s); handed to the pure planning functions as ``recover_after_seconds``."""
     workloadspread_min_interval_seconds: float = 0.25
     """Plan one WorkloadSpread at most this often; changes in between are taken together."""
     nats_replicas: int = 1

@@ -36,8 +36,8 @@ time has come, which the planner adds to ``changed`` (no new event is needed), a
 :meth:`WorkloadSpreadRule.next_wake` tells the planner how long it may sleep.
 
 The Adaptive window after which a subset turns ``Schedulable`` again is Kruise's 300 s by
-default. ``recover_after`` shortens it (tests, impatient clusters): a subset whose
-``Schedulable=False`` is older than the window and that has no stuck pod now turns True.
+default; ``recover_after_seconds`` is handed to the core as it is (shorter for tests and
+impatient clusters, longer for cautious ones).
 
 A WorkloadSpread whose reservation ledger was pruned at a stream position the projection has not
 reached yet is deferred (see :mod:`spreadbus.projection.reservations`): planning it now could count
@@ -47,26 +47,22 @@ neither the reservation nor the pod that replaced it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Set
-from datetime import UTC, datetime, timedelta
+from collections.abc import Mapping, Set
+from datetime import UTC, datetime
 from typing import Any, Final
-
-import msgspec
 
 from events.messages import ObjectRef, ResourceRef
 from events.subjects import unescape
 from spreadbus.core.workloadspread import pod_state, reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import (
-    SCHEDULABLE,
     Status,
-    SubsetStatus,
     WorkloadSpread,
     api_group,
     from_object,
     status_to_json,
 )
-from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER, SUFFICIENT, set_condition
+from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER
 from spreadbus.projection.kube_state import (
     KubeProjection,
     StoredObject,
@@ -144,7 +140,7 @@ class WorkloadSpreadRule:
         self.cluster = cluster
         self.reservations = reservations or ReservationLedgers(cluster)
         self.whitelist = whitelist or Whitelist()
-        self.recover_after = timedelta(seconds=recover_after_seconds)
+        self.recover_after_seconds = recover_after_seconds
         self.min_interval = min_interval_seconds
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
@@ -394,49 +390,16 @@ class WorkloadSpreadRule:
             now=moment,
             whitelist=self.whitelist,
             latest=reconcile.latest_version(ws, workload, replicasets=replicasets),
+            recover_after_seconds=self.recover_after_seconds,
         )
-        status, recover_at = self._recover(plan, moment)
-        wake = [t for t in (plan.requeue_at, recover_at) if t is not None]
-        self._schedule(okey, _timestamp(min(wake)) if wake else None)
+        requeue = plan.requeue_at
+        self._schedule(okey, _timestamp(requeue) if requeue is not None else None)
         by_key = {pod_state.key(p): p for p in governed}
         return [
-            self._status_desired(ws, obj, status),
+            self._status_desired(ws, obj, plan.status),
             *self._pod_desired(plan, by_key),
             *(self._eviction(e, by_key) for e in plan.evictions if e.pod in by_key),
         ]
-
-    def _recover(self, plan: reconcile.Plan, now: datetime) -> tuple[Status, datetime | None]:
-        """Apply a ``Schedulable`` window shorter than the core's (see the module docstring)."""
-        if self.recover_after >= RECOVER_AFTER:
-            return plan.status, None
-        stuck = {e.subset for e in plan.evictions}
-        wake: list[datetime] = []
-
-        def fix(statuses: Iterable[SubsetStatus]) -> tuple[SubsetStatus, ...]:
-            out: list[SubsetStatus] = []
-            for status in statuses:
-                condition = status.condition(SCHEDULABLE)
-                if condition is not None and condition.status == "False" and (
-                    status.name not in stuck
-                ):
-                    since = condition.last_transition_time or now
-                    if since + self.recover_after < now:
-                        fresh = set_condition(condition, "True", SUFFICIENT, now)
-                        others = tuple(c for c in status.conditions if c.type != SCHEDULABLE)
-                        status = msgspec.structs.replace(status, conditions=(*others, fresh))
-                    else:
-                        wake.append(since + self.recover_after + timedelta(seconds=0.001))
-                out.append(status)
-            return tuple(out)
-
-        status = msgspec.structs.replace(
-            plan.status,
-            subset_statuses=fix(plan.status.subset_statuses),
-            versioned_subset_statuses={
-                v: fix(s) for v, s in plan.status.versioned_subset_statuses.items()
-            },
-        )
-        return status, min(wake) if wake else None
 
     def _ref(self, resource: ResourceRef, obj: Mapping[str, Any]) -> ObjectRef:
         metadata = obj.get("metadata") or {}

@@ -39,7 +39,11 @@ from spreadbus.core.workloadspread.model import (
 )
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.core.workloadspread.pod_state import Pod
-from spreadbus.core.workloadspread.reschedule import schedulable_condition, stuck_pods
+from spreadbus.core.workloadspread.reschedule import (
+    RECOVER_AFTER,
+    schedulable_condition,
+    stuck_pods,
+)
 from spreadbus.core.workloadspread.status import subset_status
 from spreadbus.core.workloadspread.target import (
     Lookup,
@@ -175,6 +179,7 @@ def _statuses(
     now: datetime,
     wake: list[datetime],
     events: list[str],
+    recover_after: timedelta,
 ) -> tuple[list[SubsetStatus], dict[str, list[Pod]]]:
     """``calculateWorkloadSpreadSubsetStatuses`` for one list (top-level or one version)."""
     old_by_name = {s.name: s for s in old}
@@ -207,7 +212,8 @@ def _statuses(
                 wake.extend(ahead)
                 stuck_by_subset[subset.name] = stuck
             condition, revisit = schedulable_condition(
-                old_by_name.get(subset.name), has_stuck=bool(stuck), last=last, now=now
+                old_by_name.get(subset.name), has_stuck=bool(stuck), last=last, now=now,
+                recover_after=recover_after,
             )
             if revisit is not None:
                 wake.append(revisit)
@@ -231,12 +237,16 @@ def plan_workloadspread(
     whitelist: Whitelist,
     latest: str | None = VERSION_IGNORED,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+    recover_after_seconds: float = RECOVER_AFTER.total_seconds(),
 ) -> Plan:
     """Everything the planner writes for ``ws`` (see the module docstring).
 
     ``pods`` are the workload's pods (:func:`workload_pods`); ``latest`` is the workload's current
     version (:func:`latest_version`), None to skip deletion costs until it is known.
+    ``recover_after_seconds`` is the Adaptive window after which a ``Schedulable=False`` subset
+    without stuck pods turns True again (Kruise: 300 s).
     """
+    recover_after = timedelta(seconds=recover_after_seconds)
     events: list[str] = []
     try:
         replicas = workload_replicas(ws, workload, whitelist=whitelist)
@@ -271,6 +281,7 @@ def plan_workloadspread(
         now=now,
         wake=wake,
         events=events,
+        recover_after=recover_after,
     )
     versioned: dict[str, tuple[SubsetStatus, ...]] = {}
     old_versioned = ws.status.versioned_subset_statuses
@@ -287,6 +298,7 @@ def plan_workloadspread(
             now=now,
             wake=wake,
             events=[],
+            recover_after=recover_after,
         )
         if version in versioned_buckets or not _is_empty(statuses):
             versioned[version] = tuple(statuses)

@@ -6,8 +6,9 @@ A pod is stuck when it is pending, unbound and ``PodScheduled=False/Unschedulabl
 ``rescheduleCriticalSeconds`` since it was created. A subset (not the last) with stuck pods turns
 ``Schedulable=False`` (reason ``PodUnschedulable``) and its stuck pods are evicted so the workload
 re-creates them, which the webhook then sends to the next subset. The condition turns back to
-``True`` (``Sufficient``) once :data:`RECOVER_AFTER` has passed since it turned False, when the
-subset has no stuck pods at that moment. The last subset is always ``Schedulable=True``, and its
+``True`` (``Sufficient``) once the recovery window (``recover_after``, Kruise's 300 s
+:data:`RECOVER_AFTER` by default) has passed since it turned False, when the subset has no stuck
+pods at that moment. The last subset is always ``Schedulable=True``, and its
 pods are never evicted: there is nowhere else for them to go.
 
 Each function also reports when it next needs to look again (a pod's deadline, the recovery time),
@@ -55,7 +56,12 @@ def set_condition(current: Condition | None, status: str, reason: str, now: date
 
 
 def schedulable_condition(
-    old: SubsetStatus | None, *, has_stuck: bool, last: bool, now: datetime
+    old: SubsetStatus | None,
+    *,
+    has_stuck: bool,
+    last: bool,
+    now: datetime,
+    recover_after: timedelta = RECOVER_AFTER,
 ) -> tuple[Condition, datetime | None]:
     """The subset's new ``Schedulable`` condition and, if it must be revisited, when."""
     previous = old.condition(SCHEDULABLE) if old is not None else None
@@ -69,7 +75,7 @@ def schedulable_condition(
         return set_condition(previous, "False", POD_UNSCHEDULABLE, now), None
     if previous.status == "False":
         since = previous.last_transition_time or now
-        recover_at = since + RECOVER_AFTER
+        recover_at = since + recover_after
         if recover_at < now:
             return set_condition(previous, "True", SUFFICIENT, now), None
         return previous, recover_at
