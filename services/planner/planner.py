@@ -24,6 +24,11 @@ leader) is offered to the rules. Plans are published with
 ``Nats-Msg-Id`` = plan id; the next decision waits until the plans follower has folded them back,
 so the decision log is the only memory of what is in flight.
 
+Decisions about objects that left the projection are forgotten once settled
+(:meth:`DecisionLog.prune`), on every replica after as many new messages as the log has slots
+(at least ``PRUNE_EVERY``) and before every snapshot, so memory and snapshots follow the live
+objects, not every pod name ever planned for.
+
 A snapshot is written by the leader when caught up, after ``snapshot_every`` new messages or
 ``snapshot_interval`` seconds, whichever is later; it is taken synchronously so the three
 positions and the state always agree.
@@ -36,6 +41,8 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Final
 
 from nats.aio.client import Client
 from nats.errors import Error as NatsError
@@ -54,6 +61,20 @@ from spreadbus.runtime.follower import FollowerMetrics, MessageSink, StreamFollo
 from spreadbus.runtime.snapshot_store import SnapshotStore
 
 log = logging.getLogger(__name__)
+
+RULE_RETRY_FIRST_SECONDS: Final = 0.5
+RULE_RETRY_MAX_SECONDS: Final = 60.0
+PRUNE_EVERY: Final = 1000
+"""Messages between two passes over the decision log (more when the log is larger)."""
+
+
+@dataclass
+class _RuleRetry:
+    """What a failed rule is offered again, after how many failures, and from when."""
+
+    keys: set[tuple[str, str]]
+    failures: int
+    at: float
 
 
 class PlannerMetrics:
@@ -109,10 +130,12 @@ class Planner:
         self.restored_from = "nothing"
         self._wake = asyncio.Event()
         self._waiting_rules: set[str] = set()
+        self._retries: dict[str, _RuleRetry] = {}
         self._followers: list[StreamFollower] = []
         self._followers_ran = False
         self._awaiting_plan_seq = 0
         self._snapshot_position = 0
+        self._pruned_position = 0
         self._snapshot_at = 0.0
 
     # -- lifecycle -----------------------------------------------------------------------------
@@ -189,6 +212,7 @@ class Planner:
         """How long until a rule wants to look again, if any rule does."""
         wakes = [w for rule in self.rules if isinstance(rule, Timed)
                  if (w := rule.next_wake()) is not None]
+        wakes += [retry.at for retry in self._retries.values()]
         return max(0.0, min(wakes) - self.clock()) if wakes else None
 
     def rule_ready(self, rule: Rule) -> bool:
@@ -247,6 +271,7 @@ class Planner:
 
     async def step(self) -> int:
         """Decide and publish if allowed; returns the number of plans published."""
+        self._maybe_prune()
         if not self.caught_up:
             return 0
         published = 0
@@ -261,7 +286,8 @@ class Planner:
         now = self.clock()
         changed = self.projection.take_changed() | self._due(now)
         newly_ready = any(r.name in self._waiting_rules and self.rule_ready(r) for r in self.rules)
-        if not changed and not newly_ready:
+        retry_due = any(retry.at <= now for retry in self._retries.values())
+        if not changed and not newly_ready and not retry_due:
             return 0
         js = self.nc.jetstream()
         published = 0
@@ -280,17 +306,31 @@ class Planner:
                         for okey in bucket
                     }
                 offered = everything
+            retry = self._retries.pop(rule.name, None)
+            if retry is not None:
+                if retry.at > now:
+                    # Still backing off: keep what it has not seen yet for its next attempt.
+                    retry.keys |= offered
+                    self._retries[rule.name] = retry
+                    continue
+                offered = offered | retry.keys
             try:
                 desired = rule.desired(self.projection, offered, now)
                 plans = plans_for(rule, self.projection, self.decisions, desired,
                                   cluster=self.cluster, now=now)
             except Exception:
-                # A failing rule must not stop the others or the planner; it is logged and
-                # counted, and runs again on the next change.
+                # A failing rule must not stop the others or the planner; it is logged,
+                # counted, and offered the same keys again (and any newer) after a backoff.
                 log.exception("rule failed", extra={"rule": rule.name})
                 self.metrics.rule_errors.labels(rule.name).inc()
+                failures = retry.failures + 1 if retry is not None else 1
+                delay = min(RULE_RETRY_MAX_SECONDS,
+                            RULE_RETRY_FIRST_SECONDS * 2 ** (failures - 1))
+                self._retries[rule.name] = _RuleRetry(set(offered), failures, now + delay)
                 continue
             for plan in plans:
+                if not self.leader:
+                    return published  # stepped down mid-round: the new leader decides
                 target = plan.target
                 subject = subjects.plan(self.cluster, plan.verb, target.group, target.resource,
                                         target.namespace, target.name)
@@ -301,9 +341,7 @@ class Planner:
                     # PLANS discards new when full: the publish fails loudly and we retry later.
                     log.warning("plan not published", extra={"plan": plan.id, "error": repr(exc)})
                     self.metrics.publish_errors.inc()
-                    self.projection.changed |= changed
-                    if offered is not changed:
-                        self._waiting_rules.add(rule.name)  # offer it everything again
+                    self.projection.changed |= changed | offered
                     return published
                 self._awaiting_plan_seq = max(self._awaiting_plan_seq, ack.seq)
                 self.metrics.plans.labels(rule.name).inc()
@@ -311,6 +349,15 @@ class Planner:
                 log.info("plan published", extra={"plan": plan.id, "subject": subject,
                                                    "reason": plan.reason, "causes": plan.causes})
         return published
+
+    def _maybe_prune(self) -> None:
+        """Forget decisions about deleted objects, on every replica, at amortised O(1) per
+        message: a pass costs one look per slot, and runs once as many messages arrived."""
+        position = self._position()
+        if position - self._pruned_position < max(PRUNE_EVERY, len(self.decisions.state.latest)):
+            return
+        self._pruned_position = position
+        self.decisions.prune(self.projection.exists)
 
     def _position(self) -> int:
         state = self.decisions.state
@@ -329,6 +376,7 @@ class Planner:
 
     async def save_snapshot(self) -> None:
         assert self.snapshots is not None
+        self.decisions.prune(self.projection.exists)
         data = snapshot.dump(self.projection.state, self.decisions.state)  # one synchronous read
         position = self._position()
         try:

@@ -3,6 +3,11 @@
 The planner follows the webhook's reservation bucket (see
 :mod:`spreadbus.projection.reservations`). Whichever of the two services starts first creates
 the bucket, with the same settings, so neither waits for the other.
+
+The lease, the planner and the readiness loop run as three tasks under :func:`supervise`: if
+any of them ends before a stop request, the planner steps down at once and the process exits
+non-zero, so a dead lease task never leaves a replica deciding next to the standby that takes
+over its expired lease.
 """
 
 from __future__ import annotations
@@ -11,6 +16,8 @@ import asyncio
 import contextlib
 import os
 import socket
+from collections.abc import Coroutine
+from typing import Any
 
 from services.planner.planner import Planner
 from services.planner.rules import default_rules
@@ -50,16 +57,45 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
     lease = Lease(ctx.js, key=f"planner.{settings.cluster}", holder=holder,
                   ttl_seconds=settings.lease_ttl_seconds, on_change=planner.set_leader)
 
+    halt = asyncio.Event()  # the planner's own stop: a stop request, or a companion's death
+
     async def readiness() -> None:
-        while not ctx.stopping.is_set():
+        while not halt.is_set():
             ctx.gate.set(CAUGHT_UP, planner.caught_up)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(ctx.stopping.wait(), 0.5)
+                await asyncio.wait_for(halt.wait(), 0.5)
 
-    lease_task = asyncio.create_task(lease.run())
-    ready_task = asyncio.create_task(readiness())
+    await supervise(planner, lease, readiness(), ctx.stopping, halt)
+
+
+async def supervise(planner: Planner, lease: Lease, readiness: Coroutine[Any, Any, None],
+                    stopping: asyncio.Event, halt: asyncio.Event) -> None:
+    """Run the planner, its lease and its readiness until a stop request or one of them ends.
+
+    Only the planner ends on a stop request. The lease or readiness loop ending by itself is a
+    bug: the planner steps down at once (a lease nobody renews expires, and a standby takes
+    over; deciding on would make two leaders) and the exception makes the process exit non-zero
+    so its supervisor restarts it.
+    """
+    lease_task = asyncio.create_task(lease.run(), name="lease")
+    ready_task = asyncio.create_task(readiness, name="readiness")
+    planner_task = asyncio.create_task(planner.run(halt), name="planner")
+    stop_wait = asyncio.create_task(stopping.wait())
     try:
-        await planner.run(ctx.stopping)
+        done, _ = await asyncio.wait({lease_task, ready_task, planner_task, stop_wait},
+                                     return_when=asyncio.FIRST_COMPLETED)
+        ended = [task for task in (lease_task, ready_task, planner_task) if task in done]
+        if ended:
+            planner.set_leader(False)
+            task = ended[0]
+            cause = None if task.cancelled() else task.exception()
+            raise CompanionEnded(f"planner {task.get_name()} task ended") from cause
     finally:
+        halt.set()
         lease.stop()
-        await asyncio.gather(lease_task, ready_task, return_exceptions=True)
+        stop_wait.cancel()
+        await asyncio.gather(lease_task, ready_task, planner_task, return_exceptions=True)
+
+
+class CompanionEnded(RuntimeError):
+    """A task the planner cannot decide without ended before the service was asked to stop."""

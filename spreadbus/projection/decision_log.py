@@ -9,14 +9,23 @@ names the observed object version it was decided from, so:
   observation of the object (with the change in it) makes the desired state true instead;
 - after a ``failed`` outcome, the plan stays failed until the object changes.
 
-Only the newest plan per (target, rule, verb) is kept, so the log stays as large as the set of
-objects the rules touch. The two streams are folded independently (each with its own position)
-because their relative order is not defined; an outcome that arrives before its plan is held and
-matched when the plan arrives.
+Only the newest plan per (target, rule, verb) is kept, and :meth:`DecisionLog.prune` drops the
+slots whose target is gone from the projection and whose plan is settled, so the log stays as
+large as the set of live objects the rules touch, however many pod names churn through it. A
+settled record of a deleted object cannot matter any more: plan ids cover the object's version,
+so a re-created object of the same name never matches it, and only an in-flight newest plan
+holds decisions back. Pruning is a pure function of both folds, so replaying the same log with
+the same pruning points gives byte-identical snapshots; a snapshot taken after a prune differs
+from an unpruned replay only by such dead records.
+
+The two streams are folded independently (each with its own position) because their relative
+order is not defined; an outcome that arrives before its plan is held and matched when the plan
+arrives.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Final, Literal
 
 import msgspec
@@ -150,6 +159,20 @@ class DecisionLog:
             self.held.discard(slot)
             return slot
         return None
+
+    def prune(self, exists: Callable[[str, str, str, str, str], bool]) -> int:
+        """Forget settled slots whose target ``exists(cluster, group, resource, namespace,
+        name)`` denies; returns how many were dropped."""
+        state = self.state
+        gone = [
+            slot for slot, record in state.latest.items()
+            if record.status != "in_flight" and not exists(*slot_target(slot))
+        ]
+        for slot in gone:
+            record = state.latest.pop(slot)
+            state.slots.pop(record.id, None)
+            self.held.discard(slot)
+        return len(gone)
 
     def status(self, slot: str, plan_id: str) -> PlanStatus | None:
         """The status of ``plan_id`` if it is the newest plan of its slot, else ``None``."""

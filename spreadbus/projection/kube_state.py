@@ -155,6 +155,9 @@ class KubeProjection:
     def objects(self, cluster: str, group: str, resource: str) -> dict[str, StoredObject]:
         return self.state.objects.get(resource_key(cluster, group, resource), {})
 
+    def exists(self, cluster: str, group: str, resource: str, namespace: str, name: str) -> bool:
+        return object_key(namespace, name) in self.objects(cluster, group, resource)
+
     def get(
         self, cluster: str, group: str, resource: str, namespace: str, name: str
     ) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import nats
 from nats.aio.client import Client
@@ -207,4 +208,54 @@ async def test_a_failing_rule_does_not_stop_the_other_rules(nats_client: Client)
     planner.set_leader(True)
     async with running(planner):
         await eventually(lambda: len(planner.decisions.in_flight()) == 1)
+    assert [p.target.name for p in await plans_on_bus(nats_client)] == ["a"]
+
+
+class _FlakyRule:
+    """ObservedGeneration that raises on its first ``failures`` calls, recording what it saw."""
+
+    name = "flaky"
+    resources = ObservedGeneration("c1").resources
+
+    def __init__(self, failures: int) -> None:
+        self.inner = ObservedGeneration("c1")
+        self.failures = failures
+        self.offers: list[set[tuple[str, str]]] = []
+
+    def desired(self, view: Any, changed: Any, now: float) -> list[Any]:
+        self.offers.append(set(changed))
+        if self.failures > 0:
+            self.failures -= 1
+            raise RuntimeError("transient failure")
+        return self.inner.desired(view, changed, now)
+
+
+async def test_a_failing_rule_is_offered_its_changes_again_after_a_backoff(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, [observe(deployment("a", 1, 1), "ADDED"), synced()])
+    clock = [1000.0]
+    rule = _FlakyRule(failures=2)
+    planner = Planner(nats_client, cluster="c1", rules=[rule],
+                      clock=lambda: clock[0])
+    await planner.restore()
+    planner.set_leader(True)
+    async with running(planner):
+        await eventually(lambda: len(rule.offers) == 1)
+        # Nothing new happens on the bus: only the retry can bring the change back.
+        clock[0] += 0.1
+        await asyncio.sleep(0.3)
+        assert len(rule.offers) == 1  # backing off
+        clock[0] += 1.0
+        planner._wake.set()
+        await eventually(lambda: len(rule.offers) == 2)
+        clock[0] += 0.5  # the second backoff is longer than the first
+        planner._wake.set()
+        await asyncio.sleep(0.3)
+        assert len(rule.offers) == 2
+        clock[0] += 2.0
+        planner._wake.set()
+        await eventually(lambda: len(planner.decisions.in_flight()) == 1)
+    assert all(offer == rule.offers[0] for offer in rule.offers)
     assert [p.target.name for p in await plans_on_bus(nats_client)] == ["a"]
