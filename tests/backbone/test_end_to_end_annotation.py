@@ -17,7 +17,7 @@ import pytest
 from events import codec
 from events.messages import Observation, Outcome, Plan
 from kubesim import KubeSimThread
-from spreadbus.projection.observed_generation import ANNOTATION
+from spreadbus.projection.observed_generation import ANNOTATION, written_value
 from spreadbus.runtime.nats_server import NatsServer
 from tests.backbone.service_processes import stack
 
@@ -98,7 +98,7 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
     outcomes = [o for _, o in asyncio.run(read_stream(nats_server.url, "OUTCOMES"))]
     assert all(isinstance(p, Plan) for p in plans)
     assert all(isinstance(o, Outcome) for o in outcomes)
-    assert [p.patch["metadata"]["annotations"][ANNOTATION] for p in plans] == ["1", "2"]
+    assert [written_value(p.patch) for p in plans] == ["1", "2"]
     by_seq = dict(kube)
     for plan in plans:
         [cause] = plan.causes
@@ -106,7 +106,6 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
         assert isinstance(observation, Observation)
         assert observation.object["metadata"]["name"] == "shop"
         assert observation.object["metadata"]["uid"] == plan.target.uid
-        assert str(observation.object["metadata"]["generation"]) == (
-            plan.patch["metadata"]["annotations"][ANNOTATION])
+        assert str(observation.object["metadata"]["generation"]) == written_value(plan.patch)
     assert sorted(o.plan_id for o in outcomes) == sorted(p.id for p in plans)
     assert {o.result for o in outcomes} == {"applied"}

@@ -1,22 +1,31 @@
-"""Crashes converge: kill -9 of planner, actuator and watcher during 500 Deployment changes, and
-one nats-server restart, end in the same state as a run without faults, with one outcome per
-plan and no plan applied twice."""
+"""Crashes converge: kill -9 of planner, actuator and watcher at random moments during 500
+Deployment changes, and one nats-server restart, end in the same state as a run without faults
+driven by the same changes, with one outcome per plan, no change applied twice and no older
+generation ever written over a newer one.
+
+The faults come from a background thread on a seeded schedule (the seed is printed; set
+``SPREADBUS_FAULT_SEED`` to replay a schedule), so they land at arbitrary points of the
+services' work, not between two changes of the driver.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import random
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 
-from events.messages import Outcome, Plan
+from events.messages import Observation, Outcome, Plan
 from kubesim import KubeSimThread
-from spreadbus.projection.observed_generation import ANNOTATION
+from spreadbus.projection.observed_generation import ANNOTATION, written_value
 from spreadbus.runtime.kube_client import kube_api_client
 from spreadbus.runtime.nats_server import NatsServer
 from tests.backbone.service_processes import ServiceProcess, stack
@@ -24,6 +33,9 @@ from tests.backbone.test_end_to_end_annotation import read_stream
 
 DEPLOYMENTS = 20
 CHANGES = 500
+FAULTS = 12
+Change = tuple[str, int]
+FinalState = dict[str, tuple[int, int, str | None]]
 
 
 def body(name: str) -> dict[str, Any]:
@@ -37,55 +49,98 @@ def body(name: str) -> dict[str, Any]:
     }
 
 
-def converged(apps: client.AppsV1Api) -> bool:
-    items = apps.list_namespaced_deployment("default").items
-    return len(items) == DEPLOYMENTS and all(
-        (d.metadata.annotations or {}).get(ANNOTATION) == str(d.metadata.generation)
-        for d in items
+def change_sequence(rng: random.Random) -> list[Change]:
+    return [(f"d{rng.randrange(DEPLOYMENTS)}", rng.randrange(1, 6))
+            for _ in range(CHANGES - DEPLOYMENTS)]
+
+
+def final_state(apps: Any) -> FinalState:
+    """name -> (spec.replicas, generation, annotation) of every Deployment."""
+    return {
+        d.metadata.name: (d.spec.replicas, d.metadata.generation,
+                          (d.metadata.annotations or {}).get(ANNOTATION))
+        for d in apps.list_namespaced_deployment("default").items
+    }
+
+
+def converged(state: FinalState) -> bool:
+    return len(state) == DEPLOYMENTS and all(
+        annotation == str(generation) for _, generation, annotation in state.values()
     )
 
 
-@pytest.mark.e2e
-@pytest.mark.slow
-def test_kills_and_a_nats_restart_during_500_changes_converge(
-    nats_server: NatsServer, kubesim: KubeSimThread, tmp_path: Path
-) -> None:
-    seed = random.randrange(1 << 30)
-    print(f"fault schedule seed: {seed}")
-    rng = random.Random(seed)
-    kubeconfig = kubesim.write_kubeconfig(tmp_path / "kubeconfig")
-    logs = tmp_path / "logs"
-    logs.mkdir()
+class FaultInjector(threading.Thread):
+    """``FAULTS`` faults 0.1-0.8 s apart: kill -9 and restart of a random service, and one
+    nats-server restart at a random place in the schedule."""
+
+    def __init__(self, rng: random.Random, victims: list[ServiceProcess],
+                 nats_server: NatsServer) -> None:
+        super().__init__(name="faults", daemon=True)
+        self.rng = rng
+        self.victims = victims
+        self.nats_server = nats_server
+        self.halt = threading.Event()
+        self.done: list[str] = []
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        nats_at = self.rng.randrange(2, FAULTS - 2)
+        try:
+            for fault in range(FAULTS):
+                if self.halt.wait(self.rng.uniform(0.1, 0.8)):
+                    return
+                if fault == nats_at:
+                    self.nats_server.restart()
+                    self.done.append("nats-server")
+                    continue
+                victim = self.rng.choice(self.victims)
+                victim.kill()
+                victim.start()
+                self.done.append(victim.name)
+        except BaseException as exc:  # reported by the test thread
+            self.error = exc
+
+    def finish(self) -> None:
+        self.join(60)
+        assert not self.is_alive(), "the fault thread did not finish"
+        assert self.error is None, f"fault injection failed: {self.error!r}"
+
+
+def run_changes(
+    nats_server: NatsServer, kubesim: KubeSimThread, work: Path, changes: list[Change],
+    faults: Callable[[list[ServiceProcess]], FaultInjector] | None,
+) -> tuple[FinalState, list[Any], list[Any], list[Any], list[str]]:
+    """Drive the changes through a stack; the final state and the PLANS, OUTCOMES and KUBE
+    streams once converged, and the faults injected."""
+    work.mkdir()
+    kubeconfig = kubesim.write_kubeconfig(work / "kubeconfig")
     api = kube_api_client(str(kubeconfig))
-    apps = client.AppsV1Api(api)
-    with stack(nats_server.url, kubeconfig, logs, resources="apps/v1/deployments") as services:
+    apps: Any = client.AppsV1Api(api)
+    injector: FaultInjector | None = None
+    with stack(nats_server.url, kubeconfig, work, resources="apps/v1/deployments") as services:
         common = ["--nats-url", nats_server.url, "--cluster", "e2e",
                   "--kubeconfig", str(kubeconfig)]
         extra = [
             ServiceProcess("planner", [*common, "--lease-ttl-seconds", "3",
-                                       "--planner-id", "standby"], logs).start(),
-            ServiceProcess("actuator", common, logs).start(),
-        ]
+                                       "--planner-id", "standby"], work).start(),
+            ServiceProcess("actuator", common, work).start(),
+        ] if faults is not None else []
         victims: list[ServiceProcess] = [*services.values(), *extra]
         try:
             for service in victims:
                 service.wait_ready()
+            if faults is not None:
+                injector = faults(victims)
+                injector.start()
             for i in range(DEPLOYMENTS):
                 apps.create_namespaced_deployment("default", body(f"d{i}"))
-            nats_restart_at = rng.randrange(100, CHANGES - 100)
-            for change in range(CHANGES - DEPLOYMENTS):
-                name = f"d{rng.randrange(DEPLOYMENTS)}"
-                apps.patch_namespaced_deployment(name, "default",
-                                                 {"spec": {"replicas": rng.randrange(1, 6)}})
-                if change % 40 == 39:
-                    victim = rng.choice(victims)
-                    victim.kill()
-                    victim.start()
-                if change == nats_restart_at:
-                    nats_server.restart()
+            for name, replicas in changes:
+                apps.patch_namespaced_deployment(name, "default", {"spec": {"replicas": replicas}})
+            if injector is not None:
+                injector.finish()  # faults may still come while the pipe works off its backlog
             changes_done = time.monotonic()
             deadline = time.monotonic() + 90
-            while not converged(apps):
+            while not converged(state := final_state(apps)):
                 assert time.monotonic() < deadline, "did not converge:\n" + "\n".join(
                     v.logs()[-1500:] for v in victims)
                 time.sleep(0.2)
@@ -99,10 +154,50 @@ def test_kills_and_a_nats_restart_during_500_changes_converge(
                     break
                 assert time.monotonic() < deadline, f"{len(plans)} plans, {len(outcomes)} outcomes"
                 time.sleep(0.3)
+            kube = [o for _, o in asyncio.run(read_stream(nats_server.url, "KUBE"))]
         finally:
+            if injector is not None and injector.is_alive():
+                injector.halt.set()
+                injector.join(30)
             for service in extra:
                 service.kill()
-    api.close()
+    api.close()  # type: ignore[no-untyped-call]
+    return state, plans, outcomes, kube, injector.done if injector is not None else []
+
+
+def annotations_seen(kube: list[Any]) -> dict[str, list[tuple[int, int, int]]]:
+    """name -> (resourceVersion, generation, annotation) of every observation carrying one."""
+    seen: dict[str, list[tuple[int, int, int]]] = collections.defaultdict(list)
+    for message in kube:
+        if not isinstance(message, Observation) or message.resource != "deployments":
+            continue
+        metadata = message.object["metadata"]
+        value = (metadata.get("annotations") or {}).get(ANNOTATION)
+        if value is not None:
+            seen[metadata["name"]].append((int(metadata["resourceVersion"]),
+                                           int(metadata["generation"]), int(value)))
+    return seen
+
+
+@pytest.mark.e2e
+@pytest.mark.slow
+def test_kills_at_random_moments_and_a_nats_restart_end_as_a_run_without_faults(
+    nats_server: NatsServer, kubesim_factory: Callable[..., KubeSimThread], tmp_path: Path
+) -> None:
+    seed = int(os.environ.get("SPREADBUS_FAULT_SEED") or random.randrange(1 << 30))
+    print(f"fault schedule seed: {seed} (SPREADBUS_FAULT_SEED={seed} replays it)")
+    rng = random.Random(seed)
+    changes = change_sequence(rng)
+
+    with NatsServer(store_dir=tmp_path / "calm-nats") as calm_nats:
+        calm, *_ = run_changes(calm_nats, kubesim_factory(), tmp_path / "calm", changes, None)
+    state, plans, outcomes, kube, faults = run_changes(
+        nats_server, kubesim_factory(), tmp_path / "faults", changes,
+        lambda victims: FaultInjector(rng, victims, nats_server),
+    )
+    print(f"faults injected: {collections.Counter(faults)}")
+    assert len(faults) == FAULTS
+    assert state == calm
 
     assert all(isinstance(p, Plan) for p in plans)
     assert all(isinstance(o, Outcome) for o in outcomes)
@@ -112,8 +207,17 @@ def test_kills_and_a_nats_restart_during_500_changes_converge(
     assert len({p.id for p in plans}) == len(plans)  # no plan published twice
     by_id = {p.id: p for p in plans}
     applied = collections.Counter(
-        (plan.target.name, plan.patch["metadata"]["annotations"][ANNOTATION])
+        (plan.target.name, written_value(plan.patch))
         for plan in (by_id[o.plan_id] for o in outcomes if o.result == "applied")
     )
     assert max(applied.values()) == 1  # no change applied twice
+    # No older generation is ever written: every plan writes only the generation it tests,
+    # and, in resourceVersion order, no Deployment's annotation ever goes back.
+    for plan in plans:
+        assert plan.patch[0] == {"op": "test", "path": "/metadata/generation",
+                                 "value": int(written_value(plan.patch) or -1)}
+    for name, seen in annotations_seen(kube).items():
+        values = [annotation for _, _, annotation in sorted(seen)]
+        assert values == sorted(values), f"{name} went back to an older generation: {values}"
+        assert all(annotation <= generation for _, generation, annotation in seen)
     print(f"{len(plans)} plans, results {collections.Counter(o.result for o in outcomes)}")

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
+import pytest
+
 from events import codec, subjects
 from events.messages import Outcome, Plan
+from kubesim import jsonpatch
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
-from spreadbus.projection.observed_generation import ANNOTATION, ObservedGeneration
+from spreadbus.projection.observed_generation import (
+    ANNOTATION,
+    ANNOTATION_PATH,
+    ObservedGeneration,
+    written_value,
+)
 from spreadbus.projection.planning import patch_satisfied, plans_for
 from tests.backbone.log_builders import deployment, observe
 
@@ -38,9 +46,11 @@ def test_a_deployment_without_the_annotation_gets_exactly_one_plan() -> None:
     plans = decide(projection, log)
     assert len(plans) == 1
     plan = plans[0]
-    assert plan.patch == {"metadata": {"annotations": {ANNOTATION: "3"}}}
+    assert plan.patch_type == "json"
+    assert plan.patch == [{"op": "test", "path": "/metadata/generation", "value": 3},
+                          {"op": "add", "path": ANNOTATION_PATH, "value": "3"}]
     assert plan.precondition.uid == "uid-default-web"
-    assert plan.precondition.resource_version == "10"
+    assert plan.precondition.resource_version == ""  # the generation test says what matters
     assert plan.causes == [1]
     assert plan.target.name == "web"
 
@@ -78,7 +88,7 @@ def test_a_new_generation_while_a_plan_is_in_flight_gets_a_new_plan() -> None:
     projection.apply(2, *observe(deployment("web", 2, 11)))
     [second] = decide(projection, log)
     assert second.id != first.id
-    assert second.patch == {"metadata": {"annotations": {ANNOTATION: "2"}}}
+    assert written_value(second.patch) == "2"
     record(log, [second], 2)
     answer(log, first, 1, "failed")  # the replaced plan's outcome arrives late
     assert log.in_flight() == [second.id]
@@ -119,3 +129,33 @@ def test_cluster_names_that_need_escaping_still_match_their_plans() -> None:
                       cluster="dev_cluster.1", now=2.0)
     assert again == []
     assert log.in_flight() == [plan.id]
+
+
+def test_a_stale_plan_cannot_write_an_older_generation_but_lands_on_any_other_change() -> None:
+    projection, log = KubeProjection(), DecisionLog()
+    projection.apply(1, *observe(deployment("web", 2, 10, {"other": "x"})))
+    [plan] = decide(projection, log)
+    status_moved = deployment("web", 2, 11, {"other": "x"})
+    status_moved["status"] = {"replicas": 2}
+    patched = jsonpatch.apply(status_moved, plan.patch)
+    assert patched["metadata"]["annotations"] == {"other": "x", ANNOTATION: "2"}
+    with pytest.raises(jsonpatch.JsonPatchError):
+        jsonpatch.apply(deployment("web", 3, 12, {"other": "x"}), plan.patch)
+
+
+def test_a_deployment_without_annotations_gets_the_map_only_on_the_version_it_was_seen_at() -> None:
+    projection, log = KubeProjection(), DecisionLog()
+    obj = deployment("web", 1, 10)
+    del obj["metadata"]["annotations"]
+    projection.apply(1, *observe(obj))
+    [plan] = decide(projection, log)
+    assert jsonpatch.apply(obj, plan.patch)["metadata"]["annotations"] == {ANNOTATION: "1"}
+    meanwhile = deployment("web", 1, 11, {"deployment.kubernetes.io/revision": "1"})
+    with pytest.raises(jsonpatch.JsonPatchError):
+        jsonpatch.apply(meanwhile, plan.patch)  # would have replaced the revision annotation
+
+
+def test_a_deployment_whose_annotation_is_right_gets_no_plan() -> None:
+    projection, log = KubeProjection(), DecisionLog()
+    projection.apply(1, *observe(deployment("web", 4, 10, {ANNOTATION: "4"})))
+    assert decide(projection, log) == []
