@@ -4,8 +4,8 @@ Adaptive rescheduling out of a full zone and back after the window."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -135,25 +135,38 @@ def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the
     # Three CPUs per pod: a node of four holds one, so zone-c (four nodes) is full at four.
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(ns, deployment("big", 6, cpu="3"))
-    created = time.monotonic()
+    created = apps.read_namespaced_deployment("big", ns).metadata.creation_timestamp
 
     def moved() -> Any:
         pods = live_pods(api, ns, "big")
         counts = split(pods, running=True)
-        return counts if counts == {"zone-c": 4, "zone-a": 2} and len(pods) == 6 else None
+        return pods if counts == {"zone-c": 4, "zone-a": 2} and len(pods) == 6 else None
 
-    wait_for("the stuck pods to run in the next subset", moved, CRITICAL_SECONDS + 8,
-             lambda: split(live_pods(api, ns, "big")))
-    assert time.monotonic() - created < CRITICAL_SECONDS + 8
+    pods = wait_for("the stuck pods to run in the next subset", moved, 60,
+                    lambda: split(live_pods(api, ns, "big")))
     conditions = subset_field(spread_status(api, ns, "ws-adaptive"), "conditions")
     (schedulable,) = conditions["zone-c"]
     assert (schedulable["type"], schedulable["status"]) == ("Schedulable", "False")
     assert schedulable["reason"] == "PodUnschedulable"
+    # The order of events, read from the objects (second precision): the subset turned
+    # unschedulable no sooner than rescheduleCriticalSeconds after its pods were created, and the
+    # pods now in zone-a were created after that, as replacements of the evicted ones.
+    turned_false = moment(schedulable["lastTransitionTime"])
+    assert turned_false >= created + timedelta(seconds=CRITICAL_SECONDS)
+    replacements = [p for p in pods if (p.metadata.labels or {}).get("deploy/zone") == "zone-a"]
+    assert len(replacements) == 2
+    for pod in replacements:
+        assert pod.metadata.creation_timestamp >= turned_false
 
     def recovered() -> Any:
         found = subset_field(spread_status(api, ns, "ws-adaptive"), "conditions")["zone-c"]
         return found if found and found[0]["status"] == "True" else None
 
-    (back,) = wait_for("zone-c to be schedulable again", recovered, RECOVER_SECONDS + 6)
+    (back,) = wait_for("zone-c to be schedulable again", recovered, RECOVER_SECONDS + 60)
     assert back["reason"] == "Sufficient"
+    assert moment(back["lastTransitionTime"]) >= turned_false + timedelta(seconds=RECOVER_SECONDS)
     assert split(live_pods(api, ns, "big"), running=True) == {"zone-c": 4, "zone-a": 2}
+
+
+def moment(text: str) -> datetime:
+    return datetime.fromisoformat(text)
