@@ -1,0 +1,231 @@
+"""The WorkloadSpread rule's indexes over the projection: owner chains, targetRefs, nodes.
+
+Planning one WorkloadSpread must cost its own pods, and a changed pod must find the few
+WorkloadSpreads above it, without scanning the cluster. :class:`SpreadIndex` keeps, updated from
+the changed keys alone:
+
+- every pod and workload by its controller owner (``owner`` and ``children``), so a pod walks
+  its chain up (pod -> ReplicaSet -> Deployment, at most ``_MAX_CHAIN`` steps) and a target walks
+  its descendants down to its pods;
+- WorkloadSpreads by their ``targetRef`` (and back);
+- pods by node, so a node's change reaches the WorkloadSpreads of the pods on it;
+- the decoded form of pods, keyed by their stream sequence, since a WorkloadSpread's plan reads
+  all of its pods.
+
+All of it is derived data: fed every key of the projection (what the planner does after a
+restore or on becoming leader) it is rebuilt exactly. It never decides anything.
+
+Signatures::
+
+    SpreadIndex(cluster: str)
+        .index_spread(view, okey) -> bool              # False: the WorkloadSpread is gone
+        .index_member(view, rkey, okey) -> set[str]    # a pod or workload; spreads above it
+        .spreads_above((rkey, okey)) -> set[str]
+        .descendants(target: OwnerKey) -> (pod keys, workload keys)
+        .decode(view, (rkey, okey)) -> dict | None
+        .lookup(view) -> (namespace, group, kind, name) -> object | None
+        .target_of(okey) -> OwnerKey | None ; .pods_on(node) -> set of pod object keys
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from events.messages import ResourceRef
+from events.subjects import unescape
+from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread.model import api_group
+from spreadbus.projection.kube_state import (
+    KubeProjection,
+    StoredObject,
+    decode_object,
+    object_key,
+    resource_key,
+)
+
+WORKLOADSPREADS: Final = ResourceRef(group="apps.kruise.io", version="v1alpha1",
+                                     resource="workloadspreads")
+PODS: Final = ResourceRef(group="", version="v1", resource="pods")
+NODES: Final = ResourceRef(group="", version="v1", resource="nodes")
+WORKLOADS: Final = {
+    ("apps", "Deployment"): ResourceRef(group="apps", version="v1", resource="deployments"),
+    ("apps", "ReplicaSet"): ResourceRef(group="apps", version="v1", resource="replicasets"),
+    ("apps", "StatefulSet"): ResourceRef(group="apps", version="v1", resource="statefulsets"),
+}
+"""(group, kind) -> resource of the workloads an owner chain may pass through; decisions wait for
+these to be listed (every cluster serves them)."""
+OPTIONAL_WORKLOADS: Final = {
+    ("apps.kruise.io", "CloneSet"): ResourceRef(group="apps.kruise.io", version="v1alpha1",
+                                                resource="clonesets"),
+    ("apps.kruise.io", "StatefulSet"): ResourceRef(group="apps.kruise.io", version="v1beta1",
+                                                   resource="statefulsets"),
+    ("batch", "Job"): ResourceRef(group="batch", version="v1", resource="jobs"),
+}
+"""Kinds used when the watcher streams them (Kruise's CRDs exist only where Kruise is installed):
+indexed and looked up like the others, but decisions do not wait for their listing."""
+_MAX_CHAIN: Final = 8
+
+OwnerKey = tuple[str, str, str, str]
+"""(namespace, group, kind, name) of a workload."""
+Key = tuple[str, str]
+"""(resource key, object key) as in :attr:`KubeProjection.changed`."""
+
+
+def _owner_of(obj: Mapping[str, Any], namespace: str) -> OwnerKey | None:
+    ref = pod_state.controller_ref(obj)
+    if ref is None:
+        return None
+    return (namespace, api_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""),
+            str(ref.get("name") or ""))
+
+
+class SpreadIndex:
+    def __init__(self, cluster: str) -> None:
+        self.rk_spreads = resource_key(cluster, WORKLOADSPREADS.group, WORKLOADSPREADS.resource)
+        self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
+        self.rk_nodes = resource_key(cluster, NODES.group, NODES.resource)
+        kinds = {**WORKLOADS, **OPTIONAL_WORKLOADS}
+        self.rk_workloads = {
+            resource_key(cluster, ref.group, ref.resource): gk for gk, ref in kinds.items()
+        }
+        self._rk_of_kind = {gk: resource_key(cluster, ref.group, ref.resource)
+                            for gk, ref in kinds.items()}
+        self._owner: dict[Key, OwnerKey] = {}
+        self._children: dict[OwnerKey, set[Key]] = {}
+        self._spreads_by_target: dict[OwnerKey, set[str]] = {}
+        self._target_of: dict[str, OwnerKey] = {}
+        self._pod_node: dict[str, str] = {}
+        self._node_pods: dict[str, set[str]] = {}
+        self._decoded: dict[Key, tuple[int, dict[str, Any]]] = {}
+
+    def target_of(self, okey: str) -> OwnerKey | None:
+        return self._target_of.get(okey)
+
+    def pods_on(self, node: str) -> set[str]:
+        return self._node_pods.get(node, set())
+
+    def stored(self, view: KubeProjection, rkey: str, okey: str) -> StoredObject | None:
+        return view.state.objects.get(rkey, {}).get(okey)
+
+    def decode(self, view: KubeProjection, key: Key) -> dict[str, Any] | None:
+        stored = self.stored(view, *key)
+        if stored is None:
+            self._decoded.pop(key, None)
+            return None
+        cached = self._decoded.get(key)
+        if cached is not None and cached[0] == stored.seq:
+            return cached[1]
+        obj = decode_object(stored)
+        if key[0] == self.rk_pods:
+            self._decoded[key] = (stored.seq, obj)  # pods are read on every plan of their spread
+        return obj
+
+    def index_spread(self, view: KubeProjection, okey: str) -> bool:
+        """Re-index one WorkloadSpread's target; whether the WorkloadSpread still exists."""
+        old = self._target_of.pop(okey, None)
+        if old is not None:
+            self._spreads_by_target.get(old, set()).discard(okey)
+        obj = self.decode(view, (self.rk_spreads, okey))
+        if obj is None:
+            return False
+        ref = (obj.get("spec") or {}).get("targetRef")
+        if not isinstance(ref, Mapping):
+            return True
+        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
+        target = (namespace, api_group(str(ref.get("apiVersion") or "")),
+                  str(ref.get("kind") or ""), str(ref.get("name") or ""))
+        self._target_of[okey] = target
+        self._spreads_by_target.setdefault(target, set()).add(okey)
+        return True
+
+    def index_member(self, view: KubeProjection, rkey: str, okey: str) -> set[str]:
+        """Re-index one pod or workload; the WorkloadSpreads above it, before and after."""
+        key = (rkey, okey)
+        affected = self.spreads_above(key)
+        old = self._owner.pop(key, None)
+        if old is not None:
+            siblings = self._children.get(old)
+            if siblings is not None:
+                siblings.discard(key)
+                if not siblings:
+                    del self._children[old]
+        obj = self.decode(view, key)
+        is_pod = rkey == self.rk_pods
+        if is_pod:
+            node = self._pod_node.pop(okey, None)
+            if node is not None:
+                self._node_pods.get(node, set()).discard(okey)
+        if obj is None:
+            return affected
+        metadata = obj.get("metadata") or {}
+        namespace = str(metadata.get("namespace") or "")
+        owner = _owner_of(obj, namespace)
+        if owner is not None:
+            self._owner[key] = owner
+            self._children.setdefault(owner, set()).add(key)
+        if is_pod:
+            node = pod_state.node_name(obj)
+            if node:
+                self._pod_node[okey] = node
+                self._node_pods.setdefault(node, set()).add(okey)
+            matched = pod_state.matched(obj)
+            if matched is not None and matched.name:
+                spread = object_key(namespace, matched.name)
+                if spread in self._target_of:
+                    affected.add(spread)
+        else:
+            group, kind = self.rk_workloads[rkey]
+            affected |= self._spreads_by_target.get(
+                (namespace, group, kind, str(metadata.get("name") or "")), set()
+            )
+        return affected | self.spreads_above(key)
+
+    def spreads_above(self, key: Key) -> set[str]:
+        found: set[str] = set()
+        owner = self._owner.get(key)
+        for _ in range(_MAX_CHAIN):
+            if owner is None:
+                break
+            found |= self._spreads_by_target.get(owner, set())
+            rkey = self._rk_of_kind.get((owner[1], owner[2]))
+            if rkey is None:
+                break
+            owner = self._owner.get((rkey, object_key(owner[0], owner[3])))
+        return found
+
+    def descendants(self, target: OwnerKey) -> tuple[list[Key], list[Key]]:
+        """(pods, workloads) below ``target`` in the owner index."""
+        pods: list[Key] = []
+        workloads: list[Key] = []
+        frontier = [target]
+        for _ in range(_MAX_CHAIN):
+            nxt: list[OwnerKey] = []
+            for owner in frontier:
+                for child in self._children.get(owner, ()):
+                    if child[0] == self.rk_pods:
+                        pods.append(child)
+                        continue
+                    workloads.append(child)
+                    group, kind = self.rk_workloads[child[0]]
+                    namespace, name = owner[0], child[1].split(".", 1)[1]
+                    nxt.append((namespace, group, kind, unescape(name)))
+            if not nxt:
+                break
+            frontier = nxt
+        return pods, workloads
+
+    def lookup(self, view: KubeProjection) -> Any:
+        cache: dict[OwnerKey, Mapping[str, Any] | None] = {}
+
+        def lookup(namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:
+            key = (namespace, group, kind, name)
+            if key not in cache:
+                rkey = self._rk_of_kind.get((group, kind))
+                cache[key] = (
+                    None if rkey is None
+                    else self.decode(view, (rkey, object_key(namespace, name)))
+                )
+            return cache[key]
+
+        return lookup
