@@ -130,8 +130,19 @@ class KubeSim:
                 await self._save_task
         await self.http.close_streams()
         if self._runner is not None:
+            # the graceful shutdown closes each connection, but a TLS one first waits for the
+            # client's close_notify, which may never come before the loop stops: abort whatever
+            # is still open so no socket outlives the server
+            server = self._runner.server
+            transports = [
+                h.transport for h in (server.connections if server else ()) if h.transport
+            ]
             await self._runner.cleanup()
             self._runner = None
+            for transport in transports:
+                transport.abort()
+            for _ in range(3):  # let the aborted transports' connection_lost run
+                await asyncio.sleep(0)
         await self.api.stop()
         if self.state_file is not None:
             state.save(self.api, self.state_file)

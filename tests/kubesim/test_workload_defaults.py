@@ -108,3 +108,5 @@ def test_the_toleration_flag_reaches_the_api_server(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(30)
+        if proc.stdout is not None:
+            proc.stdout.close()
