@@ -1,0 +1,377 @@
+"""The local stack's supervisor: nats-server, kubesim and the four services as processes.
+
+:class:`Stack` starts, in order: nats-server (store under ``DIR/nats``), kubesim with its default
+topology, the webhook, the CRDs and the webhook configurations (pointing at the local webhook,
+trusted through a development CA made under ``DIR/tls``), then the other three services, each
+with its own health port and its log in ``DIR/logs/<service>.log``.
+
+Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
+writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
+``port``), read from the part of the log written since its start. Nothing picks a port ahead of
+the child that binds it, so several stacks can start at once. A restarted child is given the
+port it reported before, since the webhook configurations and the status lines name it.
+
+``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
+``/readyz``; both are removed again on shutdown. :meth:`Stack.stop` stops the services first
+(SIGTERM, then SIGKILL after a grace period), then kubesim, then nats-server; it is safe at any
+point of start-up. A service that exits on its own is restarted with a growing delay
+(:meth:`Stack.supervise`), as a Deployment's pod would be; each child's log file handle is
+closed before its next start.
+
+Signatures::
+
+    Stack(data_dir: Path, cluster: str, kubesim_args: list[str])
+        .start(ready_timeout: float) -> None        # raises StackError naming the part
+        .supervise() -> None ; .status_lines() -> Iterator[str] ; .stop() -> None
+    Child(name, argv, log_path) ; .reported_port(message: str) -> int
+    free_port() -> int      # for callers that must name a port up front (benchmarks)
+
+Installing the manifests is :mod:`spreadbus.cli.local_install`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Final
+
+from spreadbus.cli.local_install import install
+from spreadbus.cli.stack_errors import StackError
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.parent_death import die_with_parent
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
+GRACE_SECONDS: Final = 10.0
+PORT_ZERO: Final = "0"
+HEALTH_PORT_ZERO: Final = "--http-port=0"
+HEALTH_LISTENING: Final = "health server listening"
+WEBHOOK_LISTENING: Final = "webhook listening"
+
+
+def free_port() -> int:
+    """A port free right now (for callers that must name one up front; racy by nature)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Child:
+    """One supervised process."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    health_port: int = 0
+    process: subprocess.Popen[bytes] | None = None
+    restarts: int = 0
+    next_start: float = 0.0
+    port_message: str = HEALTH_LISTENING
+    """The log line (``msg``) in which the child reports the health port it bound."""
+    _log: IO[bytes] | None = field(default=None, repr=False)
+    _log_start: int = field(default=0, repr=False)
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.close_log()  # a restart must not leak the previous run's handle
+        self._log = self.log_path.open("ab")
+        self._log_start = self._log.tell()
+        argv = self.argv
+        if self.health_port:
+            # A restart keeps the port this child bound (and reported) before.
+            argv = [f"--http-port={self.health_port}" if a == HEALTH_PORT_ZERO else a
+                    for a in argv]
+        # Own process group: a Ctrl-C in the terminal reaches `spreadbus up` only, which
+        # then stops the children in order instead of all of them at once. The parent-death
+        # signal covers the exits that skip that orderly stop (SIGKILL, a crash).
+        self.process = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=die_with_parent(),
+            cwd=ROOT,
+        )
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def reported_port(self, message: str) -> int:
+        """The port named by this run's JSON log line ``message``, or 0 before it appears."""
+        try:
+            with self.log_path.open("rb") as log:
+                log.seek(self._log_start)
+                lines = log.read().splitlines()
+        except OSError:
+            return 0
+        for line in lines:
+            if not line.startswith(b"{"):
+                continue
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(record, dict) and record.get("msg") == message:
+                port = record.get("port")
+                if isinstance(port, int) and port > 0:
+                    return port
+        return 0
+
+    def ready(self) -> bool:
+        if not self.running:
+            return False
+        if not self.health_port:
+            self.health_port = self.reported_port(self.port_message)
+            if not self.health_port:
+                return False
+        url = f"http://127.0.0.1:{self.health_port}/readyz"
+        try:
+            with urllib.request.urlopen(url, timeout=1.0) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError, ValueError):
+            return False
+
+    def terminate(self) -> None:
+        if self.running:
+            assert self.process is not None
+            self.process.terminate()
+
+    def wait_or_kill(self, deadline: float) -> None:
+        if self.process is None:
+            return
+        try:
+            self.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        self.close_log()
+
+    def close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def log_tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+@dataclass
+class Stack:
+    data_dir: Path
+    cluster: str
+    kubesim_args: list[str]
+    nats: NatsServer | None = None
+    kubesim: Child | None = None
+    services: list[Child] = field(default_factory=list)
+    kubeconfig: Path = Path()
+    webhook_port: int = 0
+
+    @property
+    def run_dir(self) -> Path:
+        return self.data_dir / "run"
+
+    # -- start-up -----------------------------------------------------------------------------
+
+    def start(self, ready_timeout: float) -> None:
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        for stale in ("kubeconfig", "nats-url"):
+            (self.data_dir / stale).unlink(missing_ok=True)
+        say("starting nats-server")
+        # Assigned before it starts, so a stop arriving during start-up still finds it.
+        self.nats = NatsServer(store_dir=self.data_dir / "nats")
+        self.nats.start()
+        tls = self._certificates()
+        say("starting kubesim")
+        self._start_kubesim()
+        # The webhook first: the CRDs' conversion and the webhook configurations name its port,
+        # which it binds itself and reports.
+        webhook = self._service("webhook", tls)
+        webhook.start()
+        self.services.append(webhook)
+        self.webhook_port = self._reported(webhook, WEBHOOK_LISTENING, ready_timeout)
+        webhook.argv = [a.replace(f"--port={PORT_ZERO}", f"--port={self.webhook_port}")
+                        for a in webhook.argv]
+        say("installing CRDs and webhook configurations")
+        install(self.kubeconfig, self.webhook_port, tls["ca"])
+        for name in SERVICES:
+            if name != "webhook":
+                child = self._service(name, tls)
+                child.start()
+                self.services.append(child)
+        say("waiting for the services to be ready")
+        self._wait_ready(ready_timeout)
+        publish(self.data_dir / "kubeconfig", self.kubeconfig.read_text())
+        publish(self.data_dir / "nats-url", self.nats.url + "\n")
+
+    def _certificates(self) -> dict[str, Path]:
+        """A development CA (kept across runs) and a fresh serving certificate for the webhook."""
+        from spreadbus.tls import CertKeyPair, issue_server_cert, make_ca
+
+        directory = self.data_dir / "tls"
+        ca_cert, ca_key = directory / "ca.crt", directory / "ca.key"
+        if ca_cert.exists() and ca_key.exists():
+            ca = CertKeyPair(ca_cert.read_bytes(), ca_key.read_bytes(), "ca")
+        else:
+            ca = make_ca("spreadbus development CA")
+            ca.write(directory, "ca")
+        server = issue_server_cert(ca, ["127.0.0.1", "localhost"]).write(directory, "webhook")
+        return {"ca": ca_cert, "cert": server.cert, "key": server.key}
+
+    def _reported(self, child: Child, message: str, timeout: float) -> int:
+        deadline = time.monotonic() + timeout
+        while not (port := child.reported_port(message)):
+            if not child.running:
+                raise StackError(f"{child.name} exited:\n{child.log_tail()}")
+            if time.monotonic() > deadline:
+                raise StackError(f"{child.name} reported no port:\n{child.log_tail()}")
+            time.sleep(0.1)
+        return port
+
+    def _start_kubesim(self) -> None:
+        self.kubeconfig = self.run_dir / "kubeconfig"
+        self.kubeconfig.unlink(missing_ok=True)
+        argv = [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "--port",
+            "0",  # kubesim binds a free port and names it in the kubeconfig it writes
+            "--kubeconfig",
+            str(self.kubeconfig),
+            *self.kubesim_args,
+        ]
+        self.kubesim = Child("kubesim", argv, self.data_dir / "logs" / "kubesim.log")
+        self.kubesim.start()
+        deadline = time.monotonic() + 60
+        while not self.kubeconfig.exists():
+            if not self.kubesim.running:
+                raise StackError(f"kubesim exited:\n{self.kubesim.log_tail()}")
+            if time.monotonic() > deadline:
+                raise StackError(f"kubesim wrote no kubeconfig:\n{self.kubesim.log_tail()}")
+            time.sleep(0.1)
+
+    def _service(self, name: str, tls: dict[str, Path]) -> Child:
+        assert self.nats is not None
+        argv = [
+            sys.executable,
+            "-m",
+            f"services.{name}",
+            f"--nats-url={self.nats.url}",
+            f"--cluster={self.cluster}",
+            "--http-host=127.0.0.1",
+            HEALTH_PORT_ZERO,
+        ]
+        if name in ("watcher", "actuator"):
+            argv.append(f"--kubeconfig={self.kubeconfig}")
+        if name == "webhook":
+            argv += [
+                "--host=127.0.0.1",
+                f"--port={PORT_ZERO}",
+                f"--tls-cert={tls['cert']}",
+                f"--tls-key={tls['key']}",
+            ]
+        return Child(name, argv, self.data_dir / "logs" / f"{name}.log")
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            self.supervise()
+            waiting = [c.name for c in self.services if not c.ready()]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                tails = "\n".join(f"--- {n}:\n{self._child(n).log_tail()}" for n in waiting)
+                raise StackError(f"not ready after {timeout:.0f}s: {', '.join(waiting)}\n{tails}")
+            time.sleep(0.2)
+
+    def _child(self, name: str) -> Child:
+        return next(c for c in self.services if c.name == name)
+
+    # -- running ------------------------------------------------------------------------------
+
+    def supervise(self) -> None:
+        """Restart services that exited, with a growing delay; kubesim dying is fatal."""
+        if self.kubesim is not None and not self.kubesim.running:
+            raise StackError(f"kubesim exited:\n{self.kubesim.log_tail()}")
+        now = time.monotonic()
+        for child in self.services:
+            if child.running:
+                continue
+            if child.next_start == 0.0:
+                child.restarts += 1
+                delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
+                child.next_start = now + delay
+                say(
+                    f"{child.name} exited (code {child.process and child.process.returncode}), "
+                    f"restarting in {delay:.1f}s; log: {child.log_path}"
+                )
+            elif now >= child.next_start:
+                child.next_start = 0.0
+                child.start()
+
+    def status_lines(self) -> Iterator[str]:
+        for child in self.services:
+            state = "ready" if child.ready() else ("running" if child.running else "stopped")
+            yield f"  {child.name:<9} {state:<8} health http://127.0.0.1:{child.health_port}"
+
+    # -- shutdown -----------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop everything that was started; safe to call twice and at any point of start-up.
+
+        Each step runs even if an earlier one failed, so one stubborn child never leaves the
+        others running.
+        """
+        for stale in ("kubeconfig", "nats-url"):
+            with contextlib.suppress(OSError):
+                (self.data_dir / stale).unlink()
+        deadline = time.monotonic() + GRACE_SECONDS
+        try:
+            for child in self.services:
+                with contextlib.suppress(OSError):
+                    child.terminate()
+            for child in self.services:
+                child.wait_or_kill(deadline)
+        finally:
+            try:
+                if self.kubesim is not None:
+                    self.kubesim.terminate()
+                    self.kubesim.wait_or_kill(time.monotonic() + GRACE_SECONDS)
+            finally:
+                if self.nats is not None:
+                    self.nats.stop()
+
+    def __enter__(self) -> Stack:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def publish(path: Path, text: str) -> None:
+    """Write by rename, so a reader never sees half a file."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(text)
+    os.replace(partial, path)
+
+
+def say(message: str) -> None:
+    print(f"spreadbus up: {message}", file=sys.stderr, flush=True)
