@@ -24,6 +24,13 @@ The precondition is the rule's choice (``Desired.precondition``):
   moved on fails with Conflict instead of writing stale intent, and the change that moved it
   triggers a fresh plan.
 
+A rule can also state its precondition inside the patch: a JSON patch (``patch_type="json"``)
+whose ``test`` ops name exactly what must still hold, followed by the write (observed-generation
+tests ``/metadata/generation`` and adds the annotation). Unrelated changes then do not fail it, and
+with the ``"uid"`` precondition an equal intent in flight is not re-planned. A JSON patch is never
+taken as already true here or by the actuator, so such a rule leaves out objects that already
+hold what it wants.
+
 ``Desired.serial`` keeps one plan per object in flight (a status is rewritten as a whole, so
 planning the next one before the previous landed only makes the previous fail). The planner
 offers the object again when that plan is answered (:meth:`DecisionLog.settle` names the slot),
