@@ -95,6 +95,10 @@ class Admission:
 
     async def close(self) -> None:
         if self._session is not None:
+            # abort TLS connections rather than wait for each webhook's close_notify: the
+            # server's loop stops right after, and a half-closed transport would leak its socket
+            if self._session.connector is not None:
+                await self._session.connector.close(abort_ssl=True)
             await self._session.close()
             self._session = None
 
