@@ -2,7 +2,10 @@
 
 For ``patch`` and ``patch_status`` the object is read first: gone or replaced (another uid) means
 the plan can never apply (``failed``); a patch that would change nothing means ``skipped`` (an
-earlier delivery, or someone else, already made it true); an object that moved past the version
+earlier delivery, or someone else, already made it true). "Would change nothing" is worked out
+the way the server would apply the patch: JSON merge, or strategic merge with the kind's merge
+keys; for ``patch_status`` only the patch's ``status`` counts, since the status endpoint ignores
+the rest. JSON patches are never taken as already true. An object that moved past the version
 the plan was decided on (its ``resourceVersion`` precondition) fails the plan as stale, and the
 planner decides again from the newer observation. Otherwise the patch is sent with the read
 ``resourceVersion`` as precondition, so it lands on exactly the version we checked. A 409 (the
@@ -26,6 +29,7 @@ import msgspec
 
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
+from spreadbus.core import strategic_merge
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import Conflict, KubeAPIError, KubeClient, resource_path
 from spreadbus.runtime.rate_limit import TokenBucket
@@ -101,7 +105,7 @@ class Applier:
                 message=f"uid is {metadata.get('uid')!r}, the plan was for {want_uid!r}",
             ))
         rv = str(metadata.get("resourceVersion", ""))
-        if plan.patch_type == "merge" and patch_satisfied(current, plan.patch):
+        if already_true(plan, current):
             return Result(result="skipped", resource_version=rv)
         if plan.precondition.resource_version and rv != plan.precondition.resource_version:
             return Result(result="failed", error=ApiError(
@@ -137,3 +141,22 @@ class Applier:
                 return Result(result="skipped")
             raise
         return Result(result="applied")
+
+
+def already_true(plan: Plan, current: dict[str, Any]) -> bool:
+    """Would sending the plan's patch leave ``current`` as it is?"""
+    patch = plan.patch
+    if not isinstance(patch, dict):
+        return False
+    if plan.verb == "patch_status":
+        patch = {"status": patch["status"]} if "status" in patch else {}
+    if plan.patch_type == "merge":
+        return patch_satisfied(current, patch)
+    if plan.patch_type == "strategic":
+        meta = strategic_merge.meta_for_kind(str(current.get("kind", "")))
+        try:
+            merged = strategic_merge.apply(copy.deepcopy(current), patch, meta)
+        except strategic_merge.PatchError:
+            return False
+        return bool(merged == current)
+    return False

@@ -2,6 +2,13 @@
 
 JetStream hands each plan to one replica at a time (explicit acks, ``ack_wait`` 15 s, kept
 alive while a plan is being applied, so a replica killed mid-plan delays it by at most that).
+A renewal is ``in_progress`` followed by a flush, so it fails visibly while NATS is away instead
+of sitting in the client's reconnect buffer. Failed renewals are counted and logged; once the
+last good renewal is older than ``ack_wait``, the server may already have handed the plan to
+another replica, so the apply is cancelled (no outcome, no ack) and the plan is left to its
+next delivery: one plan is never applied by two replicas at once for longer than that.
+At shutdown, plans still being applied get a short grace (``shutdown_grace_seconds``), then are
+cancelled, awaited, and handed back (``nak``) so another replica takes them at once.
 For each:
 
 1. decode; a message that is not a plan can never apply: it is terminated (``term``) and logged;
@@ -19,7 +26,7 @@ Signature::
 
     PlanConsumer(nc: Client, applier: Applier, *, cluster: str, workers: int = 8,
                  max_deliveries: int = 5, ack_wait_seconds: float = 15.0,
-                 registry: CollectorRegistry | None = None,
+                 shutdown_grace_seconds: float = 1.0, registry: CollectorRegistry | None = None,
                  clock: Callable[[], float] = time.time)
         async .run(stopping: asyncio.Event) -> None
 """
@@ -58,6 +65,7 @@ class PlanConsumer:
         workers: int = 8,
         max_deliveries: int = 5,
         ack_wait_seconds: float = 15.0,
+        shutdown_grace_seconds: float = 1.0,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -67,10 +75,18 @@ class PlanConsumer:
         self.workers = workers
         self.max_deliveries = max_deliveries
         self.ack_wait = ack_wait_seconds
+        self.shutdown_grace = shutdown_grace_seconds
         self.clock = clock
         self.durable = f"actuator-{subjects.escape(cluster)}"
         self.outcomes = Counter("spreadbus_actuator_outcomes", "Plan outcomes published",
                                 ["result"], registry=registry)
+        self.renewal_failures = Counter(
+            "spreadbus_actuator_renewal_failures",
+            "Failed in-progress renewals of a plan being applied", registry=registry)
+        self.abandoned = Counter(
+            "spreadbus_actuator_abandoned_plans",
+            "Applies cancelled because their delivery lapsed or the actuator stopped",
+            ["why"], registry=registry)
         self.apply_seconds = Histogram("spreadbus_actuator_apply_seconds",
                                        "Time to apply one plan", registry=registry)
 
@@ -111,15 +127,27 @@ class PlanConsumer:
                     task.add_done_callback(running.discard)
                     task.add_done_callback(lambda _: slots.release())
         finally:
-            # Let in-flight plans finish their outcome; unfinished ones are redelivered.
+            # A short grace for plans about to record their outcome; the rest are cancelled
+            # and awaited, never left running behind a stopped consumer.
             if running:
-                await asyncio.wait(running, timeout=10.0)
+                await asyncio.wait(set(running), timeout=self.shutdown_grace)
+            leftover = set(running)
+            for task in leftover:
+                task.cancel()
+            if leftover:
+                await asyncio.gather(*leftover, return_exceptions=True)
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 
     async def _handle(self, msg: Msg) -> None:
         try:
             await self._handle_one(msg)
+        except asyncio.CancelledError:
+            self.abandoned.labels("stopping").inc()
+            log.warning("plan abandoned at shutdown, handed back", extra={"subject": msg.subject})
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(msg.nak(), 0.5)
+            raise
         except Exception:
             # Top of the per-plan loop: log, leave the plan unacked so it is redelivered.
             log.exception("plan handling failed")
@@ -139,20 +167,57 @@ class PlanConsumer:
                 message=f"delivered {deliveries} times without completing"))
         else:
             started = asyncio.get_running_loop().time()
-            keepalive = asyncio.create_task(self._keep_in_progress(msg))
+            applying = asyncio.create_task(self.applier.apply(plan))
+            keepalive = asyncio.create_task(self._keep_in_progress(msg, plan, applying))
             try:
-                result = await self.applier.apply(plan)
+                result = await applying
+            except asyncio.CancelledError:
+                current = asyncio.current_task()
+                if keepalive.done() and current is not None and not current.cancelling():
+                    return  # the delivery lapsed: the plan belongs to its next delivery now
+                raise
             finally:
                 keepalive.cancel()
             self.apply_seconds.observe(asyncio.get_running_loop().time() - started)
         await self._publish_outcome(plan, result)
         await msg.ack_sync()
 
-    async def _keep_in_progress(self, msg: Msg) -> None:
+    async def _keep_in_progress(self, msg: Msg, plan: Plan, applying: asyncio.Task[Result]) -> None:
+        """Renew the delivery; cancel ``applying`` once renewals failed for ``ack_wait``."""
+        loop = asyncio.get_running_loop()
+        renewed = loop.time()
+        failures = 0
+        interval = self.ack_wait / 3
         while True:
-            await asyncio.sleep(self.ack_wait / 3)
-            with contextlib.suppress(Exception):
-                await msg.in_progress()
+            await asyncio.sleep(interval)
+            # Raced, not awaited: while reconnecting, the client may park either call and
+            # ignore its cancellation.
+            renewal = asyncio.ensure_future(self._renew(msg, interval))
+            done, _ = await asyncio.wait({renewal}, timeout=interval)
+            if not done:
+                renewal.cancel()
+            exc = (TimeoutError("renewal unanswered") if not done
+                   else renewal.exception())
+            if exc is None:
+                renewed = loop.time()
+                failures = 0
+            else:
+                failures += 1
+                self.renewal_failures.inc()
+                log.warning("plan renewal failed", extra={"plan": plan.id, "failures": failures,
+                                                          "error": repr(exc)})
+            if loop.time() - renewed >= self.ack_wait:
+                self.abandoned.labels("delivery_lapsed").inc()
+                log.error("plan delivery lapsed, cancelling its apply", extra={
+                    "plan": plan.id, "seconds_since_renewal": loop.time() - renewed})
+                applying.cancel()
+                return
+
+    async def _renew(self, msg: Msg, interval: float) -> None:
+        if not self.nc.is_connected:
+            raise ConnectionError("not connected to NATS")  # in_progress would only be buffered
+        await msg.in_progress()
+        await self.nc.flush(timeout=max(1, int(interval)))
 
     async def _publish_outcome(self, plan: Plan, result: Result) -> None:
         outcome = Outcome(

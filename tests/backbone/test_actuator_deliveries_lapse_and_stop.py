@@ -1,0 +1,182 @@
+"""The actuator against kubesim and a real nats-server: deliveries that lapse, stops, redeliveries.
+
+A plan is held mid-apply by the actuator's own rate limiter (two tokens, refilled once in a
+long while), so it stays "being applied" as long as the test needs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import nats
+from kubernetes import client
+from nats.aio.client import Client
+from prometheus_client import CollectorRegistry
+
+from events.messages import ObjectRef, Plan, Precondition
+from services.actuator.application import Applier
+from services.actuator.consumer import PlanConsumer
+from spreadbus.runtime.kube_client import KubeClient
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.rate_limit import TokenBucket
+from spreadbus.runtime.stream_setup import ensure_streams
+from tests.backbone.test_actuator_outcomes import (
+    _count,
+    annotate,
+    deployment_body,
+    eventually,
+    outcomes,
+    publish,
+)
+
+
+def _stuck_after_one() -> TokenBucket:
+    """One plan (a read and a patch) goes through; the next waits for about a day."""
+    return TokenBucket(0.00001, 2)
+
+
+def _sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
+    return registry.get_sample_value(name, labels) or 0.0
+
+
+async def _create(api: client.ApiClient, name: str) -> Any:
+    apps = client.AppsV1Api(api)
+    return await asyncio.to_thread(apps.create_namespaced_deployment, "default",
+                                   deployment_body(name))
+
+
+def _handle_tasks() -> list[asyncio.Task[Any]]:
+    return [t for t in asyncio.all_tasks()
+            if "PlanConsumer._handle" in repr(t.get_coro()) and not t.done()]
+
+
+async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    first = await _create(kube_api_client, "one")
+    second = await _create(kube_api_client, "two")
+    registry = CollectorRegistry()
+    slow = PlanConsumer(nats_client, Applier(KubeClient(kube_api_client),
+                                             limiter=_stuck_after_one()),
+                        cluster="c1", workers=2, registry=registry)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(slow.run(stopping))
+    await publish(nats_client, annotate("one", first.metadata.uid, "1", "p-one"))
+    await eventually(lambda: _count(nats_client, 1))  # the one token is spent here
+    await publish(nats_client, annotate("two", second.metadata.uid, "1", "p-two"))
+
+    async def two_is_stuck() -> bool:
+        return len(_handle_tasks()) == 1
+    await eventually(two_is_stuck)
+
+    stopping.set()
+    await asyncio.wait_for(task, 15)
+    assert _handle_tasks() == []  # cancelled and awaited, not left running
+    assert _sample(registry, "spreadbus_actuator_abandoned_plans_total", why="stopping") == 1
+
+    # Handed back: another replica applies it at once, well before the ack wait runs out.
+    fast = PlanConsumer(nats_client, Applier(KubeClient(kube_api_client),
+                                             limiter=TokenBucket(50, 50)),
+                        cluster="c1", workers=2, ack_wait_seconds=60.0)
+    stopping = asyncio.Event()
+    task = asyncio.create_task(fast.run(stopping))
+    try:
+        await eventually(lambda: _count(nats_client, 2), timeout=20)
+    finally:
+        stopping.set()
+        await asyncio.wait_for(task, 15)
+    results = {o.plan_id: o.result for o in await outcomes(nats_client)}
+    assert results == {"p-one": "applied", "p-two": "applied"}
+
+
+async def test_an_apply_whose_delivery_lapsed_while_nats_was_away_is_cancelled(
+    nats_server: NatsServer, kube_api_client: client.ApiClient
+) -> None:
+    nc = await nats.connect(nats_server.url, reconnect_time_wait=0.2,
+                            max_reconnect_attempts=-1)
+    try:
+        await ensure_streams(nc.jetstream())
+        first = await _create(kube_api_client, "one")
+        second = await _create(kube_api_client, "two")
+        registry = CollectorRegistry()
+        slow = PlanConsumer(nc, Applier(KubeClient(kube_api_client),
+                                        limiter=_stuck_after_one()),
+                            cluster="c1", workers=2, ack_wait_seconds=1.5, registry=registry)
+        stopping = asyncio.Event()
+        task = asyncio.create_task(slow.run(stopping))
+        await publish(nc, annotate("one", first.metadata.uid, "1", "p-one"))
+        await eventually(lambda: _count(nc, 1))
+        await publish(nc, annotate("two", second.metadata.uid, "1", "p-two"))
+
+        async def two_is_stuck() -> bool:
+            return len(_handle_tasks()) == 1
+        await eventually(two_is_stuck)
+
+        await asyncio.to_thread(nats_server.stop)
+
+        async def lapsed() -> bool:
+            return (_sample(registry, "spreadbus_actuator_abandoned_plans_total",
+                            why="delivery_lapsed") == 1 and _handle_tasks() == [])
+        await eventually(lapsed)
+        assert _sample(registry, "spreadbus_actuator_renewal_failures_total") >= 1
+        stopping.set()
+        await asyncio.wait_for(task, 15)
+
+        await asyncio.to_thread(nats_server.restart)
+        fast = PlanConsumer(nc, Applier(KubeClient(kube_api_client),
+                                        limiter=TokenBucket(50, 50)),
+                            cluster="c1", workers=2, ack_wait_seconds=1.5)
+        stopping = asyncio.Event()
+        task = asyncio.create_task(fast.run(stopping))
+        try:
+            await eventually(lambda: _count(nc, 2), timeout=40)
+        finally:
+            stopping.set()
+            await asyncio.wait_for(task, 15)
+        results = {o.plan_id: o.result for o in await outcomes(nc)}
+        assert results == {"p-one": "applied", "p-two": "applied"}
+    finally:
+        await nc.close()
+
+
+async def test_a_redelivered_strategic_or_status_plan_already_applied_is_skipped(
+    kube_api_client: client.ApiClient
+) -> None:
+    created = await _create(kube_api_client, "web")
+    target = ObjectRef(group="apps", version="v1", resource="deployments",
+                       namespace="default", name="web", uid=created.metadata.uid)
+    strategic = Plan(
+        id="p-strategic", cluster="c1", verb="patch", rule="test", target=target,
+        patch_type="strategic",
+        patch={"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "env": [{"name": "ZONE", "value": "a"}]}]}}}},
+        precondition=Precondition(uid=created.metadata.uid,
+                                  resource_version=created.metadata.resource_version),
+    )
+    applier = Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50))
+    assert (await applier.apply(strategic)).result == "applied"
+    again = await applier.apply(strategic)  # what a redelivery does
+    assert again.result == "skipped", again.error
+
+    apps = client.AppsV1Api(kube_api_client)
+    current = await asyncio.to_thread(apps.read_namespaced_deployment, "web", "default")
+    status = Plan(
+        id="p-status", cluster="c1", verb="patch_status", rule="test", target=target,
+        patch={"status": {"observedGeneration": 7}, "spec": {"replicas": 5}},
+        precondition=Precondition(uid=created.metadata.uid,
+                                  resource_version=current.metadata.resource_version),
+    )
+    assert (await applier.apply(status)).result == "applied"
+    again = await applier.apply(status)
+    assert again.result == "skipped", again.error
+    # A strategic patch that would still change something is not taken as done.
+    other = Plan(
+        id="p-other", cluster="c1", verb="patch", rule="test", target=target,
+        patch_type="strategic",
+        patch={"spec": {"template": {"spec": {"containers": [
+            {"name": "app", "env": [{"name": "ZONE", "value": "b"}]}]}}}},
+        precondition=Precondition(uid=created.metadata.uid),
+    )
+    assert (await applier.apply(other)).result == "applied"
