@@ -14,7 +14,8 @@ deduplicated anyway, so a brief overlap would be harmless.
 Signature::
 
     Lease(js: JetStreamContext, *, key: str, holder: str, bucket: str = "spreadbus-leases",
-          ttl_seconds: float = 6.0, on_change: Callable[[bool], None] | None = None)
+          ttl_seconds: float = 6.0, on_change: Callable[[bool], None] | None = None,
+          replicas: int = 1)   # replicas of the bucket, when this lease creates it
         async .run() -> None        # until .stop(); steps down (deletes its key) on the way out
         .stop() -> None
         .is_leader: bool
@@ -48,6 +49,7 @@ class Lease:
         bucket: str = "spreadbus-leases",
         ttl_seconds: float = 6.0,
         on_change: Callable[[bool], None] | None = None,
+        replicas: int = 1,
     ) -> None:
         self.js = js
         self.key = key
@@ -55,6 +57,7 @@ class Lease:
         self.bucket = bucket
         self.ttl = ttl_seconds
         self.on_change = on_change
+        self.replicas = replicas
         self.is_leader = False
         self._revision = 0
         self._renewed_at = 0.0
@@ -72,7 +75,7 @@ class Lease:
                     self.ttl = ttl
             except BucketNotFoundError:
                 self._kv = await self.js.create_key_value(
-                    bucket=self.bucket, ttl=self.ttl, history=1
+                    bucket=self.bucket, ttl=self.ttl, history=1, replicas=self.replicas
                 )
         return self._kv
 

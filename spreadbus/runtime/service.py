@@ -94,7 +94,7 @@ async def run_service(
             NatsOptions.from_settings(settings, name=name), gate=gate, registry=registry
         )
         js = nc.jetstream()
-        await ensure_streams(js)
+        await ensure_streams(js, replicas=settings.nats_replicas)
         return nc, js
 
     try:

@@ -44,6 +44,9 @@ class ServiceSettings(msgspec.Struct, frozen=True, kw_only=True):
     nats_tls_key: str = ""
     nats_name: str = ""
     """Client name shown by the server; defaults to the service name."""
+    nats_replicas: int = 1
+    """Replicas of the streams and buckets this service creates (3 on a 3-node cluster);
+    an existing stream keeps the replica count it has."""
     http_host: str = "0.0.0.0"
     http_port: int = 8080
     """Port of /healthz, /readyz and /metrics; 0 picks a free one."""

@@ -7,7 +7,8 @@ come back as ``None``, and the caller replays from the start of the streams inst
 
 Signature::
 
-    SnapshotStore(js: JetStreamContext, *, bucket: str = "spreadbus-snapshots")
+    SnapshotStore(js: JetStreamContext, *, bucket: str = "spreadbus-snapshots",
+                  replicas: int = 1)   # replicas of the bucket, when this store creates it
         async .save(name: str, data: bytes) -> None
         async .load(name: str) -> bytes | None
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 import logging
 
 from nats.errors import Error as NatsError
+from nats.js.api import ObjectStoreConfig
 from nats.js.client import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
@@ -25,9 +27,12 @@ log = logging.getLogger(__name__)
 
 
 class SnapshotStore:
-    def __init__(self, js: JetStreamContext, *, bucket: str = "spreadbus-snapshots") -> None:
+    def __init__(
+        self, js: JetStreamContext, *, bucket: str = "spreadbus-snapshots", replicas: int = 1
+    ) -> None:
         self.js = js
         self.bucket = bucket
+        self.replicas = replicas
         self._store: ObjectStore | None = None
 
     async def _object_store(self) -> ObjectStore:
@@ -35,7 +40,8 @@ class SnapshotStore:
             try:
                 self._store = await self.js.object_store(self.bucket)
             except JetStreamError:
-                self._store = await self.js.create_object_store(self.bucket)
+                self._store = await self.js.create_object_store(
+                    self.bucket, config=ObjectStoreConfig(replicas=self.replicas))
         return self._store
 
     async def save(self, name: str, data: bytes) -> None:

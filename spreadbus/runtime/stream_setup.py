@@ -2,7 +2,9 @@
 
 Every service calls :func:`ensure_streams` before it publishes or follows, so the order in which
 services start does not matter. An existing stream is updated in place when its limits differ
-(subjects, retention and storage are never changed, since the server refuses that).
+(retention and storage are never changed, since the server refuses that, and neither is the
+replica count: ``replicas`` applies to a stream being created, and moving an existing stream
+to another count is an operator's decision, not a side effect of a service starting).
 
 Signature::
 
@@ -68,5 +70,6 @@ async def ensure_streams(
             or current.duplicate_window != config.duplicate_window
             or sorted(current.subjects or []) != sorted(config.subjects or [])
         ):
+            config.num_replicas = current.num_replicas
             await js.update_stream(config)
             log.info("stream updated", extra={"stream": spec.name})
