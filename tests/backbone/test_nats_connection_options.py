@@ -1,9 +1,14 @@
-"""The services' NATS connection: TLS with our CA, several URLs, and readiness flips."""
+"""The services' NATS connection: TLS with our CA, an nkey seed, several URLs, readiness."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import nats
+import nats.errors
+import nkeys
+import pytest
 from nats.aio.client import Client
 
 from spreadbus.runtime.health import ReadinessGate
@@ -38,5 +43,31 @@ async def test_a_tls_only_server_is_reached_through_the_configured_ca(tmp_path: 
         finally:
             await nc.close()
         assert gate.conditions == {"nats": False}
+    finally:
+        server.stop()
+
+
+async def test_a_server_requiring_an_nkey_is_reached_with_the_seed_file(tmp_path: Path) -> None:
+    seed = nkeys.encode_seed(os.urandom(32), nkeys.PREFIX_BYTE_USER)
+    user = nkeys.from_seed(bytearray(seed)).public_key.decode()
+    seed_path = tmp_path / "user.nk"
+    seed_path.write_bytes(seed)
+    config = tmp_path / "nats.conf"
+    config.write_text(f'authorization {{ users = [ {{ nkey: "{user}" }} ] }}\n')
+    server = NatsServer(store_dir=tmp_path / "nats", extra_args=["-c", str(config)]).start()
+    try:
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0,
+                               connect_timeout=2)  # the server does require the nkey
+        gate = ReadinessGate("nats")
+        settings = ServiceSettings(nats_url=(server.url,), nats_nkey_seed=str(seed_path))
+        nc: Client = await connect_nats(NatsOptions.from_settings(settings, name="nkey-test"),
+                                        gate=gate)
+        try:
+            assert nc.is_connected
+            reply = await nc.request("$JS.API.INFO", b"", timeout=5)  # the server answers us
+            assert reply.data
+        finally:
+            await nc.close()
     finally:
         server.stop()
