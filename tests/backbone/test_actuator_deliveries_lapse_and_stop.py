@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 from events.messages import ObjectRef, Plan, Precondition
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
+from spreadbus.projection.observed_generation import ANNOTATION
 from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.rate_limit import TokenBucket
@@ -180,3 +181,33 @@ async def test_a_redelivered_strategic_or_status_plan_already_applied_is_skipped
         precondition=Precondition(uid=created.metadata.uid),
     )
     assert (await applier.apply(other)).result == "applied"
+
+
+async def test_a_plan_delivered_more_than_max_deliveries_times_fails_as_given_up(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    created = await _create(kube_api_client, "web")
+    consumer = PlanConsumer(nats_client, Applier(KubeClient(kube_api_client),
+                                                 limiter=TokenBucket(50, 50)),
+                            cluster="c1", workers=1, max_deliveries=1)
+    # A replica that took the plan and died: the same durable consumer, the plan handed back.
+    js = nats_client.jetstream()
+    await publish(nats_client, annotate("web", created.metadata.uid, "1", "p-doomed"))
+    sub = await js.pull_subscribe("plan.c1.>", durable=consumer.durable, stream="PLANS")
+    [first] = await sub.fetch(1, timeout=5)
+    await first.nak()
+    stopping = asyncio.Event()
+    task = asyncio.create_task(consumer.run(stopping))
+    try:
+        await eventually(lambda: _count(nats_client, 1))
+    finally:
+        stopping.set()
+        await asyncio.wait_for(task, 15)
+    [outcome] = await outcomes(nats_client)
+    assert outcome.result == "failed"
+    assert outcome.error is not None
+    assert outcome.error.reason == "GaveUp"
+    apps = client.AppsV1Api(kube_api_client)
+    current = await asyncio.to_thread(apps.read_namespaced_deployment, "web", "default")
+    assert ANNOTATION not in (current.metadata.annotations or {})  # never applied
