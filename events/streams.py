@@ -3,8 +3,13 @@
 Discard policy is chosen per stream, because losing an old message means different things:
 
 - ``KUBE`` (observations, sync markers): ``discard=old``. Dropping the oldest observation never
-  blocks the watcher, and a relist rebuilds whatever a lagging consumer lost. The dedup window
-  absorbs publish retries (``Nats-Msg-Id`` = ``uid:resourceVersion:type``).
+  blocks the watcher. The dedup window absorbs publish retries (``Nats-Msg-Id`` =
+  ``uid:resourceVersion:type``). Known limit: nothing re-publishes an object that has not
+  changed, so once its last observation ages out (7 days, or 4 GiB of newer traffic) a consumer
+  replaying from the start (a planner without a snapshot, a new webhook) does not see it until
+  it changes or the watcher relists. The intended remedy is per-subject last-value retention
+  (one subject per object, ``max_msgs_per_subject=1``, no age limit, tombstones expiring by
+  per-message TTL); until then, keep snapshots younger than the window.
 - ``PLANS``: ``discard=new``. A full stream makes the planner's publish fail loudly; a plan is never
   dropped silently. ``Nats-Msg-Id`` is the plan id, so a re-emitted equal plan is a duplicate.
 - ``OUTCOMES``: ``discard=new`` with a long dedup window (``Nats-Msg-Id`` = ``outcome:<plan id>``),
