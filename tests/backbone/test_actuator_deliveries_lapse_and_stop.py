@@ -211,3 +211,40 @@ async def test_a_plan_delivered_more_than_max_deliveries_times_fails_as_given_up
     apps = client.AppsV1Api(kube_api_client)
     current = await asyncio.to_thread(apps.read_namespaced_deployment, "web", "default")
     assert ANNOTATION not in (current.metadata.annotations or {})  # never applied
+
+
+async def test_a_retryable_api_error_is_retried_with_growing_backoff_then_fails_with_it(
+    kube_api_client: client.ApiClient
+) -> None:
+    created = await _create(kube_api_client, "web")
+    # Every update of a Deployment now needs a webhook nobody serves: the API answers 500.
+    webhooks = client.AdmissionregistrationV1Api(kube_api_client)
+    await asyncio.to_thread(webhooks.create_mutating_webhook_configuration, {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "unreachable"},
+        "webhooks": [{
+            "name": "unreachable.spreadbus.io",
+            "clientConfig": {"url": "https://127.0.0.1:1/mutate"},
+            "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                       "operations": ["UPDATE"], "resources": ["deployments"]}],
+            "failurePolicy": "Fail",
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "timeoutSeconds": 1,
+        }],
+    })
+    delays: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        delays.append(seconds)
+        await asyncio.sleep(0)
+
+    applier = Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50),
+                      max_attempts=4, backoff_seconds=0.1, sleep=sleep)
+    result = await applier.apply(annotate("web", created.metadata.uid, "1", "p-retry"))
+    assert result.result == "failed"
+    assert result.attempts == 4
+    assert result.error is not None
+    assert result.error.status == 500
+    assert delays == [0.1, 0.2, 0.4]  # doubling between attempts, none after the last
