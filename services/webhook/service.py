@@ -53,8 +53,6 @@ class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
     """Longest time to decide one review; keep it below the configurations' timeoutSeconds."""
     workload_whitelist: str = ""
     """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
-    nats_replicas: int = 1
-    """Replicas of the streams and the reservation bucket when this service creates them."""
 
 
 class WebhookService:
