@@ -46,7 +46,9 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
             workloadspread_min_interval_seconds=settings.workloadspread_min_interval_seconds,
         ),
         reservations=reservations,
-        snapshots=SnapshotStore(ctx.js, bucket=settings.snapshot_bucket),
+        snapshots=SnapshotStore(
+            ctx.js, bucket=settings.snapshot_bucket, replicas=settings.nats_replicas
+        ),
         snapshot_every=settings.snapshot_every,
         snapshot_interval_seconds=settings.snapshot_interval_seconds,
         batch=settings.replay_batch,
@@ -55,7 +57,8 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
     await planner.restore()
     holder = settings.planner_id or f"{socket.gethostname()}-{os.getpid()}"
     lease = Lease(ctx.js, key=f"planner.{settings.cluster}", holder=holder,
-                  ttl_seconds=settings.lease_ttl_seconds, on_change=planner.set_leader)
+                  ttl_seconds=settings.lease_ttl_seconds, on_change=planner.set_leader,
+                  replicas=settings.nats_replicas)
 
     halt = asyncio.Event()  # the planner's own stop: a stop request, or a companion's death
 
