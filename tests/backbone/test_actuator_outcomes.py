@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -19,6 +19,7 @@ from spreadbus.projection.observed_generation import ANNOTATION
 from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.polling import wait_until_async
 
 
 def deployment_body(name: str) -> dict[str, Any]:
@@ -40,11 +41,20 @@ def deployment_body(name: str) -> dict[str, Any]:
 
 def annotate(name: str, uid: str, value: str, plan_id: str) -> Plan:
     return Plan(
-        id=plan_id, cluster="c1", verb="patch",
-        target=ObjectRef(group="apps", version="v1", resource="deployments",
-                         namespace="default", name=name, uid=uid),
+        id=plan_id,
+        cluster="c1",
+        verb="patch",
+        target=ObjectRef(
+            group="apps",
+            version="v1",
+            resource="deployments",
+            namespace="default",
+            name=name,
+            uid=uid,
+        ),
         patch={"metadata": {"annotations": {ANNOTATION: value}}},
-        precondition=Precondition(uid=uid), rule="test",
+        precondition=Precondition(uid=uid),
+        rule="test",
     )
 
 
@@ -65,21 +75,16 @@ async def outcomes(nc: Client) -> list[Outcome]:
     return found
 
 
-async def eventually(check: Callable[[], Any], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.05)
-
-
 @contextlib.asynccontextmanager
 async def actuator(nc: Client, api: client.ApiClient, replicas: int = 1) -> AsyncIterator[None]:
     stopping = asyncio.Event()
     consumers = [
-        PlanConsumer(nc, Applier(KubeClient(api), limiter=TokenBucket(50, 50),
-                                 backoff_seconds=0.05), cluster="c1", workers=4)
+        PlanConsumer(
+            nc,
+            Applier(KubeClient(api), limiter=TokenBucket(50, 50), backoff_seconds=0.05),
+            cluster="c1",
+            workers=4,
+        )
         for _ in range(replicas)
     ]
     tasks = [asyncio.create_task(c.run(stopping)) for c in consumers]
@@ -107,11 +112,11 @@ async def test_plans_end_in_applied_skipped_or_failed_exactly_once(
     ]
     async with actuator(nats_client, kube_api_client, replicas=2):
         await publish(nats_client, plans[0])
-        await eventually(lambda: _count(nats_client, 1))
+        await wait_until_async(lambda: _count(nats_client, 1), what="_count(nats_client, 1)")
         for plan in plans[1:]:
             await publish(nats_client, plan)
         await publish(nats_client, plans[0])  # a duplicate publish is deduplicated
-        await eventually(lambda: _count(nats_client, 4))
+        await wait_until_async(lambda: _count(nats_client, 4), what="_count(nats_client, 4)")
     results = {o.plan_id: o for o in await outcomes(nats_client)}
     assert len(results) == 4
     assert results["p-apply"].result == "applied"
@@ -134,14 +139,23 @@ async def test_a_patch_the_api_rejects_fails_without_retrying_forever(
         apps.create_namespaced_deployment, "default", deployment_body("bad")
     )
     plan = Plan(
-        id="p-invalid", cluster="c1", verb="patch",
-        target=ObjectRef(group="apps", version="v1", resource="deployments",
-                         namespace="default", name="bad", uid=created.metadata.uid),
-        patch={"spec": {"replicas": "many"}}, rule="test",
+        id="p-invalid",
+        cluster="c1",
+        verb="patch",
+        target=ObjectRef(
+            group="apps",
+            version="v1",
+            resource="deployments",
+            namespace="default",
+            name="bad",
+            uid=created.metadata.uid,
+        ),
+        patch={"spec": {"replicas": "many"}},
+        rule="test",
     )
     async with actuator(nats_client, kube_api_client):
         await publish(nats_client, plan)
-        await eventually(lambda: _count(nats_client, 1))
+        await wait_until_async(lambda: _count(nats_client, 1), what="_count(nats_client, 1)")
     [outcome] = await outcomes(nats_client)
     assert outcome.result == "failed"
     assert outcome.error is not None
@@ -163,15 +177,16 @@ async def test_a_plan_decided_on_an_older_version_fails_as_stale(
         apps.create_namespaced_deployment, "default", deployment_body("moving")
     )
     seen_version = created.metadata.resource_version
-    await asyncio.to_thread(apps.patch_namespaced_deployment, "moving", "default",
-                            {"spec": {"replicas": 2}})
+    await asyncio.to_thread(
+        apps.patch_namespaced_deployment, "moving", "default", {"spec": {"replicas": 2}}
+    )
     plan = msgspec.structs.replace(
         annotate("moving", created.metadata.uid, "1", "p-stale"),
         precondition=Precondition(uid=created.metadata.uid, resource_version=seen_version),
     )
     async with actuator(nats_client, kube_api_client):
         await publish(nats_client, plan)
-        await eventually(lambda: _count(nats_client, 1))
+        await wait_until_async(lambda: _count(nats_client, 1), what="_count(nats_client, 1)")
     [outcome] = await outcomes(nats_client)
     assert outcome.result == "failed"
     assert outcome.error is not None
@@ -185,21 +200,33 @@ async def test_evictions_go_through_the_eviction_api_and_a_gone_pod_is_skipped(
 ) -> None:
     await ensure_streams(nats_client.jetstream())
     core = client.CoreV1Api(kube_api_client)
-    pod = await asyncio.to_thread(core.create_namespaced_pod, "default", {
-        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim", "namespace": "default"},
-        "spec": {"containers": [{"name": "app", "image": "nginx"}]},
-    })
+    pod = await asyncio.to_thread(
+        core.create_namespaced_pod,
+        "default",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "victim", "namespace": "default"},
+            "spec": {"containers": [{"name": "app", "image": "nginx"}]},
+        },
+    )
 
     def evict(name: str, uid: str, plan_id: str) -> Plan:
-        return Plan(id=plan_id, cluster="c1", verb="evict", rule="test",
-                    target=ObjectRef(group="", version="v1", resource="pods",
-                                     namespace="default", name=name, uid=uid))
+        return Plan(
+            id=plan_id,
+            cluster="c1",
+            verb="evict",
+            rule="test",
+            target=ObjectRef(
+                group="", version="v1", resource="pods", namespace="default", name=name, uid=uid
+            ),
+        )
 
     async with actuator(nats_client, kube_api_client):
         await publish(nats_client, evict("victim", pod.metadata.uid, "p-evict"))
-        await eventually(lambda: _count(nats_client, 1))
+        await wait_until_async(lambda: _count(nats_client, 1), what="_count(nats_client, 1)")
         await publish(nats_client, evict("never-was", "u", "p-gone"))
-        await eventually(lambda: _count(nats_client, 2))
+        await wait_until_async(lambda: _count(nats_client, 2), what="_count(nats_client, 2)")
     results = {o.plan_id: o.result for o in await outcomes(nats_client)}
     assert results == {"p-evict": "applied", "p-gone": "skipped"}
 
@@ -210,7 +237,7 @@ async def test_evictions_go_through_the_eviction_api_and_a_gone_pod_is_skipped(
             return exc.status == 404
         return current.metadata.deletion_timestamp is not None
 
-    await eventually(pod_gone_or_terminating)
+    await wait_until_async(pod_gone_or_terminating, what="pod_gone_or_terminating")
 
 
 async def test_status_plans_write_only_the_status_subresource(
@@ -222,14 +249,23 @@ async def test_status_plans_write_only_the_status_subresource(
         apps.create_namespaced_deployment, "default", deployment_body("stat")
     )
     plan = Plan(
-        id="p-status", cluster="c1", verb="patch_status", rule="test",
-        target=ObjectRef(group="apps", version="v1", resource="deployments",
-                         namespace="default", name="stat", uid=created.metadata.uid),
+        id="p-status",
+        cluster="c1",
+        verb="patch_status",
+        rule="test",
+        target=ObjectRef(
+            group="apps",
+            version="v1",
+            resource="deployments",
+            namespace="default",
+            name="stat",
+            uid=created.metadata.uid,
+        ),
         patch={"status": {"observedGeneration": 1}, "spec": {"replicas": 5}},
     )
     async with actuator(nats_client, kube_api_client):
         await publish(nats_client, plan)
-        await eventually(lambda: _count(nats_client, 1))
+        await wait_until_async(lambda: _count(nats_client, 1), what="_count(nats_client, 1)")
     [outcome] = await outcomes(nats_client)
     assert outcome.result == "applied"
     current = await asyncio.to_thread(apps.read_namespaced_deployment, "stat", "default")

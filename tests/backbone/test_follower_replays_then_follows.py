@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 
 import nats
 import pytest
@@ -13,15 +13,7 @@ from nats.aio.client import Client
 from spreadbus.runtime.follower import StreamFollower
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.02)
+from tests.fixtures.polling import wait_until_async
 
 
 @contextlib.asynccontextmanager
@@ -55,7 +47,7 @@ async def test_replays_everything_in_order_then_reports_caught_up_and_follows(
         assert [s for s, _ in seen] == list(range(1, 3001))
         assert [int(d) for _, d in seen] == list(range(3000))
         await publish(nats_client, 5, start=3000)
-        await eventually(lambda: follower.last_seq == 3005)
+        await wait_until_async(lambda: follower.last_seq == 3005, what="follower.last_seq == 3005")
         assert follower.caught_up
 
 
@@ -112,11 +104,11 @@ async def test_a_nats_server_restart_loses_and_repeats_nothing(nats_server: Nats
         async with running(follower):
             await asyncio.wait_for(follower.wait_caught_up(), 10)
             await asyncio.to_thread(nats_server.restart)
-            await eventually(lambda: nc.is_connected)
+            await wait_until_async(lambda: nc.is_connected, what="nc.is_connected")
             await publish(nc, 50, start=200)
-            await eventually(lambda: follower.last_seq == 250, timeout=30)
+            await wait_until_async(
+                lambda: follower.last_seq == 250, what="follower.last_seq == 250", timeout=30
+            )
         assert seen == list(range(1, 251))
     finally:
         await nc.close()
-
-

@@ -9,16 +9,7 @@ import nats
 
 from spreadbus.runtime.lease import Lease
 from spreadbus.runtime.nats_server import NatsServer
-
-
-async def until(check: object, timeout: float = 20.0) -> None:
-    assert callable(check)
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.05)
+from tests.fixtures.polling import wait_until_async
 
 
 async def test_a_standby_takes_over_after_the_leader_dies_without_stepping_down(
@@ -30,14 +21,18 @@ async def test_a_standby_takes_over_after_the_leader_dies_without_stepping_down(
     b = Lease(nc_b.jetstream(), key="planner", holder="b", ttl_seconds=2.0)
     task_a = asyncio.create_task(a.run())
     try:
-        await until(lambda: a.is_leader)
+        await wait_until_async(lambda: a.is_leader, what="a.is_leader")
         task_b = asyncio.create_task(b.run())
         # b keeps trying for a while and must not become leader while a renews.
         for _ in range(30):
             await asyncio.sleep(0.1)
             assert not b.is_leader
         await nc_a.close()  # a dies: it can neither renew nor delete its key
-        await until(lambda: b.is_leader and not a.is_leader, timeout=15)
+        await wait_until_async(
+            lambda: b.is_leader and not a.is_leader,
+            what="b.is_leader and not a.is_leader",
+            timeout=15,
+        )
         b.stop()
         await asyncio.wait_for(task_b, 10)
         assert not b.is_leader
@@ -51,18 +46,28 @@ async def test_a_standby_takes_over_after_the_leader_dies_without_stepping_down(
 async def test_a_leader_stepping_down_hands_over_at_once(nats_server: NatsServer) -> None:
     nc = await nats.connect(nats_server.url)
     changes: list[tuple[str, bool]] = []
-    a = Lease(nc.jetstream(), key="p", holder="a", ttl_seconds=12.0,
-              on_change=lambda v: changes.append(("a", v)))
-    b = Lease(nc.jetstream(), key="p", holder="b", ttl_seconds=12.0,
-              on_change=lambda v: changes.append(("b", v)))
+    a = Lease(
+        nc.jetstream(),
+        key="p",
+        holder="a",
+        ttl_seconds=12.0,
+        on_change=lambda v: changes.append(("a", v)),
+    )
+    b = Lease(
+        nc.jetstream(),
+        key="p",
+        holder="b",
+        ttl_seconds=12.0,
+        on_change=lambda v: changes.append(("b", v)),
+    )
     try:
         task_a = asyncio.create_task(a.run())
-        await until(lambda: a.is_leader)
+        await wait_until_async(lambda: a.is_leader, what="a.is_leader")
         task_b = asyncio.create_task(b.run())
         a.stop()
         await asyncio.wait_for(task_a, 10)
         # With a 12 s TTL, only the deleted key lets b in this soon (b polls every 3 s).
-        await until(lambda: b.is_leader, timeout=8)
+        await wait_until_async(lambda: b.is_leader, what="b.is_leader", timeout=8)
         assert changes == [("a", True), ("a", False), ("b", True)]
         b.stop()
         await asyncio.wait_for(task_b, 10)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import nats
@@ -20,15 +20,7 @@ from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import deployment, observe, synced
-
-
-async def eventually(check: Callable[[], bool], timeout: float = 20.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.02)
+from tests.fixtures.polling import wait_until_async
 
 
 async def publish(nc: Client, entries: list[tuple[str, bytes]]) -> None:
@@ -51,8 +43,13 @@ async def plans_on_bus(nc: Client) -> list[Plan]:
 
 
 def make_planner(nc: Client, **kwargs: object) -> Planner:
-    return Planner(nc, cluster="c1", rules=[ObservedGeneration("c1")],
-                   snapshots=SnapshotStore(nc.jetstream()), **kwargs)  # type: ignore[arg-type]
+    return Planner(
+        nc,
+        cluster="c1",
+        rules=[ObservedGeneration("c1")],
+        snapshots=SnapshotStore(nc.jetstream()),
+        **kwargs,
+    )  # type: ignore[arg-type]
 
 
 @contextlib.asynccontextmanager
@@ -70,18 +67,22 @@ async def test_nothing_is_decided_before_the_sync_marker_then_one_plan_per_deplo
     nats_client: Client,
 ) -> None:
     await ensure_streams(nats_client.jetstream())
-    await publish(nats_client, [observe(deployment(f"d{i}", 2, 10 + i), "ADDED")
-                                for i in range(5)])
+    await publish(nats_client, [observe(deployment(f"d{i}", 2, 10 + i), "ADDED") for i in range(5)])
     planner = make_planner(nats_client)
     await planner.restore()
     planner.set_leader(True)
     async with running(planner):
-        await eventually(lambda: all(f.caught_up for f in planner.followers()))
+        await wait_until_async(
+            lambda: all(f.caught_up for f in planner.followers()),
+            what="all(f.caught_up for f in planner.followers())",
+        )
         assert not planner.caught_up  # no sync marker yet
         assert await planner.step() == 0
         await publish(nats_client, [synced()])
-        await eventually(lambda: planner.decisions.in_flight() != [] and
-                         len(planner.decisions.in_flight()) == 5)
+        await wait_until_async(
+            lambda: planner.decisions.in_flight() != [] and len(planner.decisions.in_flight()) == 5,
+            what="planner.decisions.in_flight() != [] and len(planner.decisions.in_flight()) == 5",
+        )
     plans = await plans_on_bus(nats_client)
     assert sorted(p.target.name for p in plans) == [f"d{i}" for i in range(5)]
     assert all(written_value(p.patch) == "2" for p in plans)
@@ -93,7 +94,7 @@ async def test_a_standby_replays_but_never_decides(nats_client: Client) -> None:
     planner = make_planner(nats_client)
     await planner.restore()
     async with running(planner):
-        await eventually(lambda: planner.caught_up)
+        await wait_until_async(lambda: planner.caught_up, what="planner.caught_up")
         assert await planner.step() == 0
     assert await plans_on_bus(nats_client) == []
 
@@ -102,18 +103,24 @@ async def test_snapshot_plus_tail_equals_a_full_replay_and_replans_nothing(
     nats_client: Client,
 ) -> None:
     await ensure_streams(nats_client.jetstream())
-    await publish(nats_client, [observe(deployment(f"d{i}", 1, i), "ADDED") for i in range(50)]
-                  + [synced()])
+    await publish(
+        nats_client, [observe(deployment(f"d{i}", 1, i), "ADDED") for i in range(50)] + [synced()]
+    )
     first = make_planner(nats_client)
     await first.restore()
     first.set_leader(True)
     async with running(first):
-        await eventually(lambda: len(first.decisions.in_flight()) == 50)
+        await wait_until_async(
+            lambda: len(first.decisions.in_flight()) == 50,
+            what="len(first.decisions.in_flight()) == 50",
+        )
         await first.save_snapshot()
     # More happens after the snapshot: annotations land, new generations arrive.
-    await publish(nats_client, [observe(deployment(f"d{i}", 1, 100 + i, {ANNOTATION: "1"}))
-                                for i in range(10)]
-                  + [observe(deployment(f"d{i}", 2, 200 + i)) for i in range(10, 15)])
+    await publish(
+        nats_client,
+        [observe(deployment(f"d{i}", 1, 100 + i, {ANNOTATION: "1"})) for i in range(10)]
+        + [observe(deployment(f"d{i}", 2, 200 + i)) for i in range(10, 15)],
+    )
 
     resumed = make_planner(nats_client)
     assert await resumed.restore() == "snapshot"
@@ -121,13 +128,16 @@ async def test_snapshot_plus_tail_equals_a_full_replay_and_replans_nothing(
     assert await replayed.restore() == "replay"
     for planner in (resumed, replayed):
         async with running(planner):
-            await eventually(lambda p=planner: p.caught_up)  # type: ignore[misc]
+            await wait_until_async(lambda p=planner: p.caught_up, what="p.caught_up")  # type: ignore[misc]
     assert snapshot.dump(resumed.projection.state, resumed.decisions.state) == snapshot.dump(
         replayed.projection.state, replayed.decisions.state
     )
     resumed.set_leader(True)
     async with running(resumed):
-        await eventually(lambda: len(resumed.decisions.in_flight()) == 55)
+        await wait_until_async(
+            lambda: len(resumed.decisions.in_flight()) == 55,
+            what="len(resumed.decisions.in_flight()) == 55",
+        )
     plans = await plans_on_bus(nats_client)
     assert len(plans) == 55  # 50 first plans + 5 for the new generations, none repeated
     assert len({p.id for p in plans}) == 55
@@ -141,7 +151,7 @@ async def test_a_corrupt_snapshot_falls_back_to_a_full_replay(nats_client: Clien
     planner = make_planner(nats_client)
     assert await planner.restore() == "replay"
     async with running(planner):
-        await eventually(lambda: planner.caught_up)
+        await wait_until_async(lambda: planner.caught_up, what="planner.caught_up")
     assert planner.projection.get("c1", "apps", "deployments", "default", "d") is not None
 
 
@@ -157,22 +167,33 @@ async def test_a_warm_standby_takes_over_deciding_when_the_leader_dies(
     for name, nc in (("leader", leader_nc), ("standby", standby_nc)):
         planner = make_planner(nc)
         await planner.restore()
-        lease = Lease(nc.jetstream(), key="planner.c1", holder=name, ttl_seconds=2.0,
-                      on_change=planner.set_leader)
+        lease = Lease(
+            nc.jetstream(),
+            key="planner.c1",
+            holder=name,
+            ttl_seconds=2.0,
+            on_change=planner.set_leader,
+        )
         planners.append(planner)
         leases.append(lease)
         tasks.append(asyncio.create_task(planner.run(stopping)))
         tasks.append(asyncio.create_task(lease.run()))
         if name == "leader":
-            await eventually(lambda p=planner: p.leader)  # type: ignore[misc]
+            await wait_until_async(lambda p=planner: p.leader, what="p.leader")  # type: ignore[misc]
     standby = planners[1]
     try:
-        await eventually(lambda: len(standby.decisions.in_flight()) == 1)  # replayed, warm
+        await wait_until_async(
+            lambda: len(standby.decisions.in_flight()) == 1,
+            what="len(standby.decisions.in_flight()) == 1",
+        )  # replayed, warm
         assert not standby.leader
         await leader_nc.close()  # the leader dies
         await publish(standby_nc, [observe(deployment("b", 1, 2), "ADDED")])
-        await eventually(lambda: standby.leader, timeout=15)
-        await eventually(lambda: len(standby.decisions.in_flight()) == 2)
+        await wait_until_async(lambda: standby.leader, what="standby.leader", timeout=15)
+        await wait_until_async(
+            lambda: len(standby.decisions.in_flight()) == 2,
+            what="len(standby.decisions.in_flight()) == 2",
+        )
     finally:
         stopping.set()
         for lease in leases:
@@ -202,12 +223,14 @@ class _BrokenRule:
 async def test_a_failing_rule_does_not_stop_the_other_rules(nats_client: Client) -> None:
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, [observe(deployment("a", 1, 1), "ADDED"), synced()])
-    planner = Planner(nats_client, cluster="c1",
-                      rules=[_BrokenRule(), ObservedGeneration("c1")])  # type: ignore[list-item]
+    planner = Planner(nats_client, cluster="c1", rules=[_BrokenRule(), ObservedGeneration("c1")])  # type: ignore[list-item]
     await planner.restore()
     planner.set_leader(True)
     async with running(planner):
-        await eventually(lambda: len(planner.decisions.in_flight()) == 1)
+        await wait_until_async(
+            lambda: len(planner.decisions.in_flight()) == 1,
+            what="len(planner.decisions.in_flight()) == 1",
+        )
     assert [p.target.name for p in await plans_on_bus(nats_client)] == ["a"]
 
 
@@ -237,25 +260,27 @@ async def test_a_failing_rule_is_offered_its_changes_again_after_a_backoff(
     await publish(nats_client, [observe(deployment("a", 1, 1), "ADDED"), synced()])
     clock = [1000.0]
     rule = _FlakyRule(failures=2)
-    planner = Planner(nats_client, cluster="c1", rules=[rule],
-                      clock=lambda: clock[0])
+    planner = Planner(nats_client, cluster="c1", rules=[rule], clock=lambda: clock[0])
     await planner.restore()
     planner.set_leader(True)
     async with running(planner):
-        await eventually(lambda: len(rule.offers) == 1)
+        await wait_until_async(lambda: len(rule.offers) == 1, what="len(rule.offers) == 1")
         # Nothing new happens on the bus: only the retry can bring the change back.
         clock[0] += 0.1
         await asyncio.sleep(0.3)
         assert len(rule.offers) == 1  # backing off
         clock[0] += 1.0
         planner._wake.set()
-        await eventually(lambda: len(rule.offers) == 2)
+        await wait_until_async(lambda: len(rule.offers) == 2, what="len(rule.offers) == 2")
         clock[0] += 0.5  # the second backoff is longer than the first
         planner._wake.set()
         await asyncio.sleep(0.3)
         assert len(rule.offers) == 2
         clock[0] += 2.0
         planner._wake.set()
-        await eventually(lambda: len(planner.decisions.in_flight()) == 1)
+        await wait_until_async(
+            lambda: len(planner.decisions.in_flight()) == 1,
+            what="len(planner.decisions.in_flight()) == 1",
+        )
     assert all(offer == rule.offers[0] for offer in rule.offers)
     assert [p.target.name for p in await plans_on_bus(nats_client)] == ["a"]

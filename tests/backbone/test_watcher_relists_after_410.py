@@ -19,22 +19,18 @@ from services.watcher.service import prepare_watches
 from services.watcher.settings import WatcherSettings
 from spreadbus.runtime.kube_client import Gone, KubeClient, kube_api_client
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.polling import wait_until_async
 
 CONFIG_MAPS = ResourceRef(group="", version="v1", resource="configmaps")
 
 
 def config_map(name: str, value: str = "1") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": name, "namespace": "default"}, "data": {"v": value}}
-
-
-async def eventually(check: Callable[[], Any], timeout: float = 30.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not await check():
-        if loop.time() > deadline:
-            raise AssertionError("condition not met before the deadline")
-        await asyncio.sleep(0.05)
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": "default"},
+        "data": {"v": value},
+    }
 
 
 def recorder() -> tuple[list[Change], list[tuple[bool, str, int]], Any, Any]:
@@ -62,7 +58,10 @@ async def test_a_relist_after_410_publishes_only_the_differences(
     watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=5)
     await watch.relist()
     assert sorted((c.event, c.name) for c in changes) == [
-        ("ADDED", "change"), ("ADDED", "keep"), ("ADDED", "remove")]
+        ("ADDED", "change"),
+        ("ADDED", "keep"),
+        ("ADDED", "remove"),
+    ]
     assert marks[0][0] is False
     assert marks[-1] == (True, watch.resource_version, 3)
     changes.clear()
@@ -84,8 +83,11 @@ async def test_a_relist_after_410_publishes_only_the_differences(
     assert isinstance(raised, Gone)
     await watch.relist()
     got = sorted((c.event, c.name, c.relist) for c in changes)
-    assert got == [("ADDED", "added", True), ("DELETED", "remove", True),
-                   ("MODIFIED", "change", True)]
+    assert got == [
+        ("ADDED", "added", True),
+        ("DELETED", "remove", True),
+        ("MODIFIED", "change", True),
+    ]
     deleted = next(c for c in changes if c.event == "DELETED")
     assert msgspec.json.decode(deleted.raw)["metadata"]["name"] == "remove"
     api.close()
@@ -99,29 +101,40 @@ async def test_watch_events_reach_the_bus_with_ids_and_sync_markers(
     api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
     core = client.CoreV1Api(api)
     core.create_namespaced_config_map("default", config_map("before"))
-    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",),
-                               watch_timeout_seconds=5)
+    settings = WatcherSettings(
+        cluster="east", resources=("v1/configmaps",), watch_timeout_seconds=5
+    )
     [watch] = await prepare_watches(nats_client, settings, KubeClient(api))
     stopping = asyncio.Event()
     task = asyncio.create_task(watch.run(stopping))
     try:
-        await eventually(lambda: _ready(watch))
+        await wait_until_async(lambda: _ready(watch), what="_ready(watch)")
         core.create_namespaced_config_map("default", config_map("during"))
         core.delete_namespaced_config_map("before", "default")
 
         async def seen_delete() -> bool:
-            return any(isinstance(e, Observation) and e.event == "DELETED"
-                       for _, e, _ in await _kube_messages(nats_client))
-        await eventually(seen_delete)
+            return any(
+                isinstance(e, Observation) and e.event == "DELETED"
+                for _, e, _ in await _kube_messages(nats_client)
+            )
+
+        await wait_until_async(seen_delete, what="seen_delete")
     finally:
         stopping.set()
         await asyncio.wait_for(task, 10)
         api.close()
     messages = await _kube_messages(nats_client)
-    kinds = [(type(e).__name__, getattr(e, "event", getattr(e, "complete", None)))
-             for _, e, _ in messages]
-    assert kinds == [("SyncMarker", False), ("Observation", "ADDED"), ("SyncMarker", True),
-                     ("Observation", "ADDED"), ("Observation", "DELETED")]
+    kinds = [
+        (type(e).__name__, getattr(e, "event", getattr(e, "complete", None)))
+        for _, e, _ in messages
+    ]
+    assert kinds == [
+        ("SyncMarker", False),
+        ("Observation", "ADDED"),
+        ("SyncMarker", True),
+        ("Observation", "ADDED"),
+        ("Observation", "DELETED"),
+    ]
     for subject, event, msg_id in messages:
         if isinstance(event, Observation):
             meta = event.object["metadata"]
@@ -150,8 +163,11 @@ async def test_a_restarted_watcher_publishes_only_what_changed_while_it_was_down
     [second] = await prepare_watches(nats_client, settings, KubeClient(api))
     await second.relist()
     after = (await _kube_messages(nats_client))[before:]
-    observed = [(e.event, e.object["metadata"]["name"], e.relist)
-                for _, e, _ in after if isinstance(e, Observation)]
+    observed = [
+        (e.event, e.object["metadata"]["name"], e.relist)
+        for _, e, _ in after
+        if isinstance(e, Observation)
+    ]
     assert observed == [("DELETED", "b", True)]
     api.close()
 
@@ -167,17 +183,23 @@ async def _kube_messages(nc: Client) -> list[tuple[str, Any, str]]:
     for seq in range(1, info.state.last_seq + 1):
         raw = await js.get_msg("KUBE", seq)
         headers = raw.headers or {}
-        out.append((raw.subject or "", codec.decode(raw.data or b""),
-                    headers.get("Nats-Msg-Id", "")))
+        out.append(
+            (raw.subject or "", codec.decode(raw.data or b""), headers.get("Nats-Msg-Id", ""))
+        )
     return out
 
 
 def test_managed_fields_are_stripped_and_list_items_get_their_kind() -> None:
-    raw = msgspec.json.encode({"metadata": {"name": "a", "managedFields": [{"manager": "x"}]},
-                               "data": {"k": "v"}})
+    raw = msgspec.json.encode(
+        {"metadata": {"name": "a", "managedFields": [{"manager": "x"}]}, "data": {"k": "v"}}
+    )
     cleaned = msgspec.json.decode(clean_object(raw, "v1", "ConfigMap"))
-    assert cleaned == {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"},
-                       "data": {"k": "v"}}
+    assert cleaned == {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "a"},
+        "data": {"k": "v"},
+    }
     untouched = msgspec.json.encode({"metadata": {"name": "b"}})
     assert clean_object(untouched) is untouched
 
@@ -202,7 +224,8 @@ async def test_bookmarks_move_the_resume_point_without_publishing(
 
         async def advanced() -> bool:
             return int(watch.resource_version) > listed_at
-        await eventually(advanced, timeout=10)
+
+        await wait_until_async(advanced, what="advanced", timeout=10)
     finally:
         stopping.set()
         await asyncio.wait_for(task, 10)
