@@ -26,10 +26,10 @@ from tests.backbone.test_actuator_outcomes import (
     _count,
     annotate,
     deployment_body,
-    eventually,
     outcomes,
     publish,
 )
+from tests.fixtures.polling import wait_until_async
 
 
 def _stuck_after_one() -> TokenBucket:
@@ -43,13 +43,17 @@ def _sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
 
 async def _create(api: client.ApiClient, name: str) -> Any:
     apps = client.AppsV1Api(api)
-    return await asyncio.to_thread(apps.create_namespaced_deployment, "default",
-                                   deployment_body(name))
+    return await asyncio.to_thread(
+        apps.create_namespaced_deployment, "default", deployment_body(name)
+    )
 
 
 def _handle_tasks() -> list[asyncio.Task[Any]]:
-    return [t for t in asyncio.all_tasks()
-            if "PlanConsumer._handle" in repr(t.get_coro()) and not t.done()]
+    return [
+        t
+        for t in asyncio.all_tasks()
+        if "PlanConsumer._handle" in repr(t.get_coro()) and not t.done()
+    ]
 
 
 async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back(
@@ -59,18 +63,25 @@ async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back
     first = await _create(kube_api_client, "one")
     second = await _create(kube_api_client, "two")
     registry = CollectorRegistry()
-    slow = PlanConsumer(nats_client, Applier(KubeClient(kube_api_client),
-                                             limiter=_stuck_after_one()),
-                        cluster="c1", workers=2, registry=registry)
+    slow = PlanConsumer(
+        nats_client,
+        Applier(KubeClient(kube_api_client), limiter=_stuck_after_one()),
+        cluster="c1",
+        workers=2,
+        registry=registry,
+    )
     stopping = asyncio.Event()
     task = asyncio.create_task(slow.run(stopping))
     await publish(nats_client, annotate("one", first.metadata.uid, "1", "p-one"))
-    await eventually(lambda: _count(nats_client, 1))  # the one token is spent here
+    await wait_until_async(
+        lambda: _count(nats_client, 1), what="_count(nats_client, 1)"
+    )  # the one token is spent here
     await publish(nats_client, annotate("two", second.metadata.uid, "1", "p-two"))
 
     async def two_is_stuck() -> bool:
         return len(_handle_tasks()) == 1
-    await eventually(two_is_stuck)
+
+    await wait_until_async(two_is_stuck, what="two_is_stuck")
 
     stopping.set()
     await asyncio.wait_for(task, 15)
@@ -78,13 +89,19 @@ async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back
     assert _sample(registry, "spreadbus_actuator_abandoned_plans_total", why="stopping") == 1
 
     # Handed back: another replica applies it at once, well before the ack wait runs out.
-    fast = PlanConsumer(nats_client, Applier(KubeClient(kube_api_client),
-                                             limiter=TokenBucket(50, 50)),
-                        cluster="c1", workers=2, ack_wait_seconds=60.0)
+    fast = PlanConsumer(
+        nats_client,
+        Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50)),
+        cluster="c1",
+        workers=2,
+        ack_wait_seconds=60.0,
+    )
     stopping = asyncio.Event()
     task = asyncio.create_task(fast.run(stopping))
     try:
-        await eventually(lambda: _count(nats_client, 2), timeout=20)
+        await wait_until_async(
+            lambda: _count(nats_client, 2), what="_count(nats_client, 2)", timeout=20
+        )
     finally:
         stopping.set()
         await asyncio.wait_for(task, 15)
@@ -95,44 +112,57 @@ async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back
 async def test_an_apply_whose_delivery_lapsed_while_nats_was_away_is_cancelled(
     nats_server: NatsServer, kube_api_client: client.ApiClient
 ) -> None:
-    nc = await nats.connect(nats_server.url, reconnect_time_wait=0.2,
-                            max_reconnect_attempts=-1)
+    nc = await nats.connect(nats_server.url, reconnect_time_wait=0.2, max_reconnect_attempts=-1)
     try:
         await ensure_streams(nc.jetstream())
         first = await _create(kube_api_client, "one")
         second = await _create(kube_api_client, "two")
         registry = CollectorRegistry()
-        slow = PlanConsumer(nc, Applier(KubeClient(kube_api_client),
-                                        limiter=_stuck_after_one()),
-                            cluster="c1", workers=2, ack_wait_seconds=1.5, registry=registry)
+        slow = PlanConsumer(
+            nc,
+            Applier(KubeClient(kube_api_client), limiter=_stuck_after_one()),
+            cluster="c1",
+            workers=2,
+            ack_wait_seconds=1.5,
+            registry=registry,
+        )
         stopping = asyncio.Event()
         task = asyncio.create_task(slow.run(stopping))
         await publish(nc, annotate("one", first.metadata.uid, "1", "p-one"))
-        await eventually(lambda: _count(nc, 1))
+        await wait_until_async(lambda: _count(nc, 1), what="_count(nc, 1)")
         await publish(nc, annotate("two", second.metadata.uid, "1", "p-two"))
 
         async def two_is_stuck() -> bool:
             return len(_handle_tasks()) == 1
-        await eventually(two_is_stuck)
+
+        await wait_until_async(two_is_stuck, what="two_is_stuck")
 
         await asyncio.to_thread(nats_server.stop)
 
         async def lapsed() -> bool:
-            return (_sample(registry, "spreadbus_actuator_abandoned_plans_total",
-                            why="delivery_lapsed") == 1 and _handle_tasks() == [])
-        await eventually(lapsed)
+            return (
+                _sample(registry, "spreadbus_actuator_abandoned_plans_total", why="delivery_lapsed")
+                == 1
+                and _handle_tasks() == []
+            )
+
+        await wait_until_async(lapsed, what="lapsed")
         assert _sample(registry, "spreadbus_actuator_renewal_failures_total") >= 1
         stopping.set()
         await asyncio.wait_for(task, 15)
 
         await asyncio.to_thread(nats_server.restart)
-        fast = PlanConsumer(nc, Applier(KubeClient(kube_api_client),
-                                        limiter=TokenBucket(50, 50)),
-                            cluster="c1", workers=2, ack_wait_seconds=1.5)
+        fast = PlanConsumer(
+            nc,
+            Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50)),
+            cluster="c1",
+            workers=2,
+            ack_wait_seconds=1.5,
+        )
         stopping = asyncio.Event()
         task = asyncio.create_task(fast.run(stopping))
         try:
-            await eventually(lambda: _count(nc, 2), timeout=40)
+            await wait_until_async(lambda: _count(nc, 2), what="_count(nc, 2)", timeout=40)
         finally:
             stopping.set()
             await asyncio.wait_for(task, 15)
@@ -143,18 +173,36 @@ async def test_an_apply_whose_delivery_lapsed_while_nats_was_away_is_cancelled(
 
 
 async def test_a_redelivered_strategic_or_status_plan_already_applied_is_skipped(
-    kube_api_client: client.ApiClient
+    kube_api_client: client.ApiClient,
 ) -> None:
     created = await _create(kube_api_client, "web")
-    target = ObjectRef(group="apps", version="v1", resource="deployments",
-                       namespace="default", name="web", uid=created.metadata.uid)
+    target = ObjectRef(
+        group="apps",
+        version="v1",
+        resource="deployments",
+        namespace="default",
+        name="web",
+        uid=created.metadata.uid,
+    )
     strategic = Plan(
-        id="p-strategic", cluster="c1", verb="patch", rule="test", target=target,
+        id="p-strategic",
+        cluster="c1",
+        verb="patch",
+        rule="test",
+        target=target,
         patch_type="strategic",
-        patch={"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "env": [{"name": "ZONE", "value": "a"}]}]}}}},
-        precondition=Precondition(uid=created.metadata.uid,
-                                  resource_version=created.metadata.resource_version),
+        patch={
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "app", "env": [{"name": "ZONE", "value": "a"}]}]
+                    }
+                }
+            }
+        },
+        precondition=Precondition(
+            uid=created.metadata.uid, resource_version=created.metadata.resource_version
+        ),
     )
     applier = Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50))
     assert (await applier.apply(strategic)).result == "applied"
@@ -164,20 +212,36 @@ async def test_a_redelivered_strategic_or_status_plan_already_applied_is_skipped
     apps = client.AppsV1Api(kube_api_client)
     current = await asyncio.to_thread(apps.read_namespaced_deployment, "web", "default")
     status = Plan(
-        id="p-status", cluster="c1", verb="patch_status", rule="test", target=target,
+        id="p-status",
+        cluster="c1",
+        verb="patch_status",
+        rule="test",
+        target=target,
         patch={"status": {"observedGeneration": 7}, "spec": {"replicas": 5}},
-        precondition=Precondition(uid=created.metadata.uid,
-                                  resource_version=current.metadata.resource_version),
+        precondition=Precondition(
+            uid=created.metadata.uid, resource_version=current.metadata.resource_version
+        ),
     )
     assert (await applier.apply(status)).result == "applied"
     again = await applier.apply(status)
     assert again.result == "skipped", again.error
     # A strategic patch that would still change something is not taken as done.
     other = Plan(
-        id="p-other", cluster="c1", verb="patch", rule="test", target=target,
+        id="p-other",
+        cluster="c1",
+        verb="patch",
+        rule="test",
+        target=target,
         patch_type="strategic",
-        patch={"spec": {"template": {"spec": {"containers": [
-            {"name": "app", "env": [{"name": "ZONE", "value": "b"}]}]}}}},
+        patch={
+            "spec": {
+                "template": {
+                    "spec": {
+                        "containers": [{"name": "app", "env": [{"name": "ZONE", "value": "b"}]}]
+                    }
+                }
+            }
+        },
         precondition=Precondition(uid=created.metadata.uid),
     )
     assert (await applier.apply(other)).result == "applied"
@@ -188,9 +252,13 @@ async def test_a_plan_delivered_more_than_max_deliveries_times_fails_as_given_up
 ) -> None:
     await ensure_streams(nats_client.jetstream())
     created = await _create(kube_api_client, "web")
-    consumer = PlanConsumer(nats_client, Applier(KubeClient(kube_api_client),
-                                                 limiter=TokenBucket(50, 50)),
-                            cluster="c1", workers=1, max_deliveries=1)
+    consumer = PlanConsumer(
+        nats_client,
+        Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50)),
+        cluster="c1",
+        workers=1,
+        max_deliveries=1,
+    )
     # A replica that took the plan and died: the same durable consumer, the plan handed back.
     js = nats_client.jetstream()
     await publish(nats_client, annotate("web", created.metadata.uid, "1", "p-doomed"))
@@ -200,7 +268,7 @@ async def test_a_plan_delivered_more_than_max_deliveries_times_fails_as_given_up
     stopping = asyncio.Event()
     task = asyncio.create_task(consumer.run(stopping))
     try:
-        await eventually(lambda: _count(nats_client, 1))
+        await wait_until_async(lambda: _count(nats_client, 1), what="_count(nats_client, 1)")
     finally:
         stopping.set()
         await asyncio.wait_for(task, 15)
@@ -214,34 +282,50 @@ async def test_a_plan_delivered_more_than_max_deliveries_times_fails_as_given_up
 
 
 async def test_a_retryable_api_error_is_retried_with_growing_backoff_then_fails_with_it(
-    kube_api_client: client.ApiClient
+    kube_api_client: client.ApiClient,
 ) -> None:
     created = await _create(kube_api_client, "web")
     # Every update of a Deployment now needs a webhook nobody serves: the API answers 500.
     webhooks = client.AdmissionregistrationV1Api(kube_api_client)
-    await asyncio.to_thread(webhooks.create_mutating_webhook_configuration, {
-        "apiVersion": "admissionregistration.k8s.io/v1",
-        "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": "unreachable"},
-        "webhooks": [{
-            "name": "unreachable.spreadbus.io",
-            "clientConfig": {"url": "https://127.0.0.1:1/mutate"},
-            "rules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
-                       "operations": ["UPDATE"], "resources": ["deployments"]}],
-            "failurePolicy": "Fail",
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            "timeoutSeconds": 1,
-        }],
-    })
+    await asyncio.to_thread(
+        webhooks.create_mutating_webhook_configuration,
+        {
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "MutatingWebhookConfiguration",
+            "metadata": {"name": "unreachable"},
+            "webhooks": [
+                {
+                    "name": "unreachable.spreadbus.io",
+                    "clientConfig": {"url": "https://127.0.0.1:1/mutate"},
+                    "rules": [
+                        {
+                            "apiGroups": ["apps"],
+                            "apiVersions": ["v1"],
+                            "operations": ["UPDATE"],
+                            "resources": ["deployments"],
+                        }
+                    ],
+                    "failurePolicy": "Fail",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                    "timeoutSeconds": 1,
+                }
+            ],
+        },
+    )
     delays: list[float] = []
 
     async def sleep(seconds: float) -> None:
         delays.append(seconds)
         await asyncio.sleep(0)
 
-    applier = Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50),
-                      max_attempts=4, backoff_seconds=0.1, sleep=sleep)
+    applier = Applier(
+        KubeClient(kube_api_client),
+        limiter=TokenBucket(50, 50),
+        max_attempts=4,
+        backoff_seconds=0.1,
+        sleep=sleep,
+    )
     result = await applier.apply(annotate("web", created.metadata.uid, "1", "p-retry"))
     assert result.result == "failed"
     assert result.attempts == 4

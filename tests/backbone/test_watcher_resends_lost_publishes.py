@@ -25,7 +25,8 @@ from services.watcher.service import prepare_watches
 from services.watcher.settings import WatcherSettings
 from spreadbus.runtime.kube_client import KubeClient, kube_api_client
 from spreadbus.runtime.stream_setup import ensure_streams
-from tests.backbone.test_watcher_relists_after_410 import CONFIG_MAPS, config_map, eventually
+from tests.backbone.test_watcher_relists_after_410 import CONFIG_MAPS, config_map
+from tests.fixtures.polling import wait_until_async
 
 
 async def _observations(nc: Client) -> list[tuple[str, str]]:
@@ -63,15 +64,18 @@ async def test_a_deletion_whose_publish_was_lost_is_published_by_the_relist(
     core = client.CoreV1Api(api)
     core.create_namespaced_config_map("default", config_map("doomed"))
     registry = CollectorRegistry()
-    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",),
-                               watch_timeout_seconds=30)
+    settings = WatcherSettings(
+        cluster="east", resources=("v1/configmaps",), watch_timeout_seconds=30
+    )
     [watch] = await prepare_watches(nats_client, settings, KubeClient(api), registry)
     stopping = asyncio.Event()
     task = asyncio.create_task(watch.run(stopping))
     try:
+
         async def listed() -> bool:
             return watch.synced and ("ADDED", "doomed") in await _observations(nats_client)
-        await eventually(listed)
+
+        await wait_until_async(listed, what="listed")
 
         await js.delete_stream(KUBE.name)  # from here on every publish fails
         if first == "modify-then-delete":
@@ -79,20 +83,26 @@ async def test_a_deletion_whose_publish_was_lost_is_published_by_the_relist(
 
             async def modify_lost() -> bool:
                 return _failures(registry) >= 1
-            await eventually(modify_lost)
+
+            await wait_until_async(modify_lost, what="modify_lost")
         core.delete_namespaced_config_map("doomed", "default")
         after_delete = int(core.list_namespaced_config_map("default").metadata.resource_version)
 
         async def delete_lost() -> bool:
             # the watch has passed the deletion, and the bus refused at least one publish
-            return (watch.resource_version != "" and int(watch.resource_version) >= after_delete
-                    and _failures(registry) >= 1)
-        await eventually(delete_lost)
+            return (
+                watch.resource_version != ""
+                and int(watch.resource_version) >= after_delete
+                and _failures(registry) >= 1
+            )
+
+        await wait_until_async(delete_lost, what="delete_lost")
         await ensure_streams(js)
 
         async def deletion_published() -> bool:
             return ("DELETED", "doomed") in await _observations(nats_client)
-        await eventually(deletion_published)
+
+        await wait_until_async(deletion_published, what="deletion_published")
         assert ("default", "doomed") not in watch.known  # the acknowledged tombstone is gone
     finally:
         stopping.set()
@@ -134,8 +144,7 @@ async def test_a_relist_resends_a_dirty_key_and_a_tombstone_but_not_what_was_ack
 
 
 def _watch_threads() -> int:
-    return sum(1 for t in threading.enumerate()
-               if t.name == "watch-configmaps" and t.is_alive())
+    return sum(1 for t in threading.enumerate() if t.name == "watch-configmaps" and t.is_alive())
 
 
 async def test_relists_do_not_leave_abandoned_watch_threads_behind(
@@ -150,25 +159,28 @@ async def test_relists_do_not_leave_abandoned_watch_threads_behind(
     async def mark(complete: bool, rv: str, count: int) -> None:
         return None
 
-    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark,
-                          watch_timeout=300)
+    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=300)
     stopping = asyncio.Event()
     task = asyncio.create_task(watch.run(stopping))
     try:
         for round_ in range(1, 6):
+
             async def relisted(round_: int = round_) -> bool:
                 return watch.relists >= round_ and _watch_threads() >= 1
-            await eventually(relisted)
+
+            await wait_until_async(relisted, what="relisted")
             watch.lost(("default", "nothing"))  # forces a relist and a new watch
 
         async def settled() -> bool:
             return watch.relists >= 6 and _watch_threads() <= 1
-        await eventually(settled)
+
+        await wait_until_async(settled, what="settled")
     finally:
         stopping.set()
         await asyncio.wait_for(task, 15)
 
     async def all_gone() -> bool:
         return _watch_threads() == 0
-    await eventually(all_gone)
+
+    await wait_until_async(all_gone, what="all_gone")
     api.close()
