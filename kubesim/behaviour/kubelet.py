@@ -127,7 +127,7 @@ class _RunningKubelet:
                     memory.pop(uid, None)
                 self._release_ip(uid)
             return
-        if (new.get("spec") or {}).get("nodeName"):
+        if (new.get("spec") or {}).get("nodeName") and kubelet_acts_on(old, new):
             self._queue.add(object_key(new))
 
     def _on_node(self, old: JsonObject | None, new: JsonObject | None) -> None:
@@ -341,6 +341,26 @@ class _RunningKubelet:
                 return
             raise
         self._pods.write_result(updated)
+
+
+_STEERING = (READY_ANNOTATION, RESTARTS_ANNOTATION)
+
+
+def kubelet_acts_on(old: JsonObject | None, new: JsonObject) -> bool:
+    """Whether a pod change gives the kubelet anything to do.
+
+    As a real kubelet, it acts on a new pod, the spec, the status, a deletion and (here) its
+    steering annotations; other metadata (labels, owners, a controller's deletion cost written
+    on a running pod) costs it nothing.
+    """
+    if old is None or old.get("spec") != new.get("spec") or old.get("status") != new.get("status"):
+        return True
+    before, after = old.get("metadata") or {}, new.get("metadata") or {}
+    if any(before.get(f) != after.get(f)
+           for f in ("uid", "deletionTimestamp", "deletionGracePeriodSeconds")):
+        return True
+    notes_before, notes_after = before.get("annotations") or {}, after.get("annotations") or {}
+    return any(notes_before.get(a) != notes_after.get(a) for a in _STEERING)
 
 
 def _int(raw: Any) -> int:
