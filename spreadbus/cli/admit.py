@@ -1,11 +1,14 @@
 """``spreadbus admit -f FILE --pod POD [--operation CREATE|DELETE|EVICT] [--now T]``.
 
 The pod webhook's answer for POD given the WorkloadSpreads, workloads, ReplicaSets and existing
-pods in FILE. A WorkloadSpread's ``status.versionedSubsetStatuses`` creatingPods/deletingPods count
-as reservations in flight. The uid given to a pod without a name is derived from the pod itself,
-so the answer is the same every time. Exit 0 when allowed, 1 when denied, 2 on unreadable input,
-including a ``targetFilter.replicasPathList`` entry that does not resolve in the workload (the
-replicas for percentages cannot be known; Kruise's controller fails on it too).
+pods in FILE. A WorkloadSpread's status ``creatingPods``/``deletingPods`` count as reservations in
+flight: those of ``versionedSubsetStatuses[version]`` for the pod's version, or, when the status
+has no entry for that version, those of the top-level ``subsetStatuses`` (a status written before
+versioned statuses existed keeps its admissions there). The uid given to a pod without a name is
+derived from the pod itself, so the answer is the same every time. Exit 0 when allowed, 1 when
+denied, 2 on unreadable input, including a ``targetFilter.replicasPathList`` entry that does not
+resolve in the workload (the replicas for percentages cannot be known; Kruise's controller fails
+on it too).
 """
 
 from __future__ import annotations
@@ -14,23 +17,20 @@ import argparse
 import json
 import sys
 import uuid
-from datetime import UTC, datetime
 
-from spreadbus.cli.validate import fail, read_objects
+import msgspec
+
+from spreadbus.cli.offline_input import InputError, fail, read_now, read_object_set, read_objects
 from spreadbus.core.workload_kinds import replicas_path_problem
 from spreadbus.core.workloadspread.admission import admit_create, admit_delete
-from spreadbus.core.workloadspread.documents import DocumentError, sort_objects
-from spreadbus.core.workloadspread.model import WorkloadSpread, from_object, parse_time
+from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
 from spreadbus.core.workloadspread.occupancy import (
+    Reservation,
     SubsetLoad,
     loads_from_pods,
     reservations_from_status,
 )
 from spreadbus.core.workloadspread.target import ReplicasPathError, lookup_in, workload_replicas
-
-
-class _Unreadable(Exception):
-    """The input cannot be decided on (exit 2), e.g. a replicasPathList that does not resolve."""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -43,21 +43,27 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
-def parse_now(text: str | None) -> datetime | None:
-    if text is None:
-        return datetime.now(UTC)
-    return parse_time(text)
+def status_reservations(ws: WorkloadSpread, version: str) -> list[Reservation]:
+    """The admissions in flight that a status records for pods of ``version``.
+
+    Where the status has no versioned entry for ``version``, its top-level ``subsetStatuses``
+    entries stand for that version.
+    """
+    status = ws.status
+    if status.versioned_subset_statuses.get(version):
+        return reservations_from_status(ws)
+    versioned = {**status.versioned_subset_statuses, version: status.subset_statuses}
+    as_versioned = msgspec.structs.replace(status, versioned_subset_statuses=versioned)
+    return reservations_from_status(msgspec.structs.replace(ws, status=as_versioned))
 
 
 def run(args: argparse.Namespace) -> int:
-    now = parse_now(args.now)
-    if now is None:
-        return fail(f"--now: not an RFC 3339 time: {args.now!r}")
     try:
-        objects = sort_objects(read_objects(args.filename))
+        now = read_now(args.now)
+        objects = read_object_set(args.filename)
         pods = [o for o in read_objects(args.pod) if o.get("kind", "Pod") == "Pod"]
-    except (OSError, DocumentError, UnicodeDecodeError) as exc:
-        return fail(str(exc))
+    except InputError as exc:
+        return fail(exc)
     if not pods:
         return fail(f"no Pod in {args.pod}")
     pod = pods[0]
@@ -76,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             paths = ws.target_filter.replicas_path_list if ws.target_filter else ()
             problem = replicas_path_problem(paths, workload)
             detail = str(problem) if problem else f"spec.targetFilter.replicasPathList: {exc}"
-            raise _Unreadable(f"WorkloadSpread {ws.namespace}/{ws.name}: {detail}") from exc
+            raise InputError(f"WorkloadSpread {ws.namespace}/{ws.name}: {detail}") from exc
 
     def loads_of(ws: WorkloadSpread, version: str) -> dict[str, SubsetLoad]:
         existing = [
@@ -84,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             for p in objects.pods
             if p.get("metadata", {}).get("namespace", "default") == ws.namespace
         ]
-        return loads_from_pods(ws, existing, reservations_from_status(ws)).get(version, {})
+        return loads_from_pods(ws, existing, status_reservations(ws, version)).get(version, {})
 
     if args.operation == "CREATE":
         digest = json.dumps(pod, sort_keys=True, separators=(",", ":"))
@@ -99,8 +105,8 @@ def run(args: argparse.Namespace) -> int:
                 now=now,
                 generated_uid=str(uuid.uuid5(uuid.NAMESPACE_URL, digest)),
             )
-        except _Unreadable as exc:
-            return fail(str(exc))
+        except InputError as exc:
+            return fail(exc)
     else:
         decision = admit_delete(pod, spreads, loads_of=loads_of, now=now)
     if args.output == "json":

@@ -1,21 +1,32 @@
 """``spreadbus plan -f FILE [--now T]``: what the planner would write for the objects in FILE.
 
-For every WorkloadSpread in FILE: its status, the deletion-cost annotation of every pod whose
-value must change, the pods to evict for adaptive rescheduling; plus, per WorkloadSpread, the
-annotations for pre-existing pods matched to a subset and the time of the next wake-up. Exit 0,
-or 2 when the input cannot be read.
+For every WorkloadSpread in FILE: its status, the deletion-cost annotation value the planner
+wants on every pod it governs, the pods to evict for adaptive rescheduling; plus, per
+WorkloadSpread, the annotations for pre-existing pods matched to a subset and the time of the next
+wake-up. Exit 0, or 2 when the input cannot be read.
+
+The planner itself writes only the costs that differ from a pod's annotation
+(``Plan.deletion_costs``). Here every wanted value is shown, including those a pod already carries:
+the plan is made over the pods with their deletion-cost annotation removed, so each governed pod's
+value counts as a change. Nothing else in the plan reads that annotation, and no planned cost is
+ever ``0`` (the one value the planner does not add to a pod without one), so the list is complete.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
+from collections.abc import Iterable
 from typing import Any
 
-from spreadbus.cli.admit import parse_now
-from spreadbus.cli.validate import fail, read_objects
-from spreadbus.core.workloadspread.documents import DocumentError, sort_objects
-from spreadbus.core.workloadspread.model import format_time, from_object, status_to_json
+from spreadbus.cli.offline_input import InputError, fail, read_now, read_object_set
+from spreadbus.core.workloadspread.model import (
+    DELETION_COST_ANNOTATION,
+    format_time,
+    from_object,
+    status_to_json,
+)
 from spreadbus.core.workloadspread.occupancy import reservations_from_status
 from spreadbus.core.workloadspread.reconcile import (
     latest_version,
@@ -31,14 +42,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
+def without_deletion_costs(pods: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of the pods without a deletion-cost annotation, so every wanted cost is planned."""
+    out = []
+    for pod in pods:
+        annotations = (pod.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, dict) and DELETION_COST_ANNOTATION in annotations:
+            pod = copy.deepcopy(pod)
+            del pod["metadata"]["annotations"][DELETION_COST_ANNOTATION]
+        out.append(pod)
+    return out
+
+
 def run(args: argparse.Namespace) -> int:
-    now = parse_now(args.now)
-    if now is None:
-        return fail(f"--now: not an RFC 3339 time: {args.now!r}")
     try:
-        objects = sort_objects(read_objects(args.filename))
-    except (OSError, DocumentError, UnicodeDecodeError) as exc:
-        return fail(str(exc))
+        now = read_now(args.now)
+        objects = read_object_set(args.filename)
+    except InputError as exc:
+        return fail(exc)
     lookup = lookup_in(objects.others)
     whitelist = objects.whitelist
     nodes = {
@@ -52,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
         ws = from_object(raw)
         ref = ws.target_ref
         workload = lookup(ws.namespace, ref.group, ref.kind, ref.name) if ref is not None else None
-        pods = workload_pods(ws, workload, objects.pods, lookup=lookup, whitelist=whitelist)
+        pods = workload_pods(
+            ws, workload, without_deletion_costs(objects.pods), lookup=lookup, whitelist=whitelist
+        )
         plan = plan_workloadspread(
             ws,
             workload=workload,

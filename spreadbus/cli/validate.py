@@ -11,32 +11,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from pathlib import Path
 
+from spreadbus.cli.offline_input import InputError, fail, read_object_set
 from spreadbus.core.field_errors import describe
-from spreadbus.core.workloadspread.documents import DocumentError, parse_documents, sort_objects
 from spreadbus.core.workloadspread.model import api_group
 from spreadbus.core.workloadspread.validation import validate_workloadspread
-
-JSON = dict[str, object]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
     parser.add_argument("--old", help="the object being updated (validates an UPDATE)")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
-
-
-def read_objects(path: str) -> list[dict[str, object]]:
-    """Every object in a file (``-`` is stdin); raises OSError or DocumentError."""
-    text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-    return parse_documents(text)
-
-
-def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
 
 
 def _target_workload(
@@ -65,10 +50,10 @@ def _target_workload(
 
 def run(args: argparse.Namespace) -> int:
     try:
-        objects = sort_objects(read_objects(args.filename))
-        old_objects = sort_objects(read_objects(args.old)) if args.old else None
-    except (OSError, DocumentError, UnicodeDecodeError) as exc:
-        return fail(str(exc))
+        objects = read_object_set(args.filename)
+        old_objects = read_object_set(args.old) if args.old else None
+    except InputError as exc:
+        return fail(exc)
     if not objects.workloadspreads:
         return fail(f"no WorkloadSpread in {args.filename}")
     if old_objects is not None and not old_objects.workloadspreads:

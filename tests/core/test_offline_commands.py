@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,9 @@ import pytest
 import yaml
 
 from spreadbus.cli import main
+from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.model import from_object
+from spreadbus.core.workloadspread.reconcile import plan_workloadspread
 from tests.core.builders import pod, subset, workloadspread
 
 JSON = dict[str, Any]
@@ -188,22 +192,31 @@ def test_admit_sends_the_pod_past_a_full_subset(
     } in body["patch"]
 
 
+def _ack_statuses(creating: dict[str, str]) -> list[JSON]:
+    ack: JSON = {"name": "ACK", "replicas": 99, "missingReplicas": 0}
+    if creating:
+        ack["creatingPods"] = creating
+    return [ack, {"name": "ECI", "replicas": 0, "missingReplicas": -1}]
+
+
+RESERVED = {"workload-xxx-r": "2026-01-01T11:59:40Z"}
+
+
+@pytest.mark.parametrize(
+    "status",
+    [
+        {"versionedSubsetStatuses": {"versionIgnored": _ack_statuses(RESERVED)}},
+        {"subsetStatuses": _ack_statuses(RESERVED)},
+        {
+            "subsetStatuses": _ack_statuses(RESERVED),
+            "versionedSubsetStatuses": {"another-version": _ack_statuses({})},
+        },
+    ],
+    ids=["versioned", "top-level only", "top-level, other versions only"],
+)
 def test_admit_counts_status_reservations_until_they_expire(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], status: JSON
 ) -> None:
-    status = {
-        "versionedSubsetStatuses": {
-            "versionIgnored": [
-                {
-                    "name": "ACK",
-                    "replicas": 99,
-                    "missingReplicas": 0,
-                    "creatingPods": {"workload-xxx-r": "2026-01-01T11:59:40Z"},
-                },
-                {"name": "ECI", "replicas": 0, "missingReplicas": -1},
-            ]
-        }
-    }
     objects = write(tmp_path / "in.yaml", elastic(status), cloneset(150), *cs_pods(99, "ACK"))
     pod_file = write(
         tmp_path / "pod.yaml", pod("workload-xxx-new", owner=cloneset(0), namespace="deploy")
@@ -214,6 +227,21 @@ def test_admit_counts_status_reservations_until_they_expire(
         capsys, "admit", "-f", objects, "--pod", pod_file, "--now", "2026-01-01T12:00:11Z"
     )
     assert later["subset"] == "ACK"
+
+
+def test_admit_reads_the_versioned_status_of_the_pods_version_over_the_top_level_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = {
+        "subsetStatuses": _ack_statuses(RESERVED),
+        "versionedSubsetStatuses": {"versionIgnored": _ack_statuses({})},
+    }
+    objects = write(tmp_path / "in.yaml", elastic(status), cloneset(150), *cs_pods(99, "ACK"))
+    pod_file = write(
+        tmp_path / "pod.yaml", pod("workload-xxx-new", owner=cloneset(0), namespace="deploy")
+    )
+    _, body = run_json(capsys, "admit", "-f", objects, "--pod", pod_file, "--now", NOW)
+    assert body["subset"] == "ACK"
 
 
 def test_admit_delete_is_allowed_and_leaves_the_pod(
@@ -278,6 +306,41 @@ def test_plan_scale_in_removes_the_elastic_pods_first(
     assert body["evictions"] == []
 
 
+def test_plan_lists_every_wanted_cost_including_values_pods_already_carry(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pods = cs_pods(3, "ACK") + cs_pods(2, "ECI", start=3)
+    costs_now = {0: "200", 1: "7", 3: "100"}  # right, wrong, right
+    for i, value in costs_now.items():
+        pods[i]["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"] = value
+    stranger = pod("someone-else", namespace="deploy")
+    objects = write(tmp_path / "in.yaml", elastic(), cloneset(5), *pods, stranger)
+    code, body = run_json(capsys, "plan", "-f", objects, "--now", NOW)
+    assert code == 0
+    assert {k: v["deletionCost"] for k, v in body["pods"].items()} == {
+        "deploy/workload-xxx-0": "200",
+        "deploy/workload-xxx-1": "200",
+        "deploy/workload-xxx-2": "200",
+        "deploy/workload-xxx-3": "100",
+        "deploy/workload-xxx-4": "100",
+    }
+    # The planner itself still writes only the values that differ.
+    ws = from_object(elastic())
+    plan = plan_workloadspread(
+        ws,
+        workload=cloneset(5),
+        pods=pods,
+        nodes={},
+        now=datetime(2026, 1, 1, 12, tzinfo=UTC),
+        whitelist=Whitelist(),
+    )
+    assert set(plan.deletion_costs) == {
+        "deploy/workload-xxx-1",
+        "deploy/workload-xxx-2",
+        "deploy/workload-xxx-4",
+    }
+
+
 def test_the_installed_command_runs_as_a_process(tmp_path: Path) -> None:
     path = write(tmp_path / "in.yaml", workloadspread(subset("a", "0.2%")))
     exe = Path(sys.executable).parent / "spreadbus"
@@ -298,3 +361,86 @@ def test_the_installed_command_runs_as_a_process(tmp_path: Path) -> None:
             }
         ],
     }
+
+
+def whitelist_configmap(data: object) -> JSON:
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kruise-configuration", "namespace": "kruise-system"},
+        "data": data,
+    }
+
+
+WHITELIST_KEY = "WorkloadSpread_Watch_Custom_Workload_WhiteList"
+ROLLOUT_WHITELIST = json.dumps(
+    {"workloads": [{"Group": "argoproj.io", "Kind": "Rollout", "replicasPath": "spec.replicas"}]}
+)
+
+
+def test_validate_reads_the_custom_workload_whitelist_from_the_configmap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = workloadspread(subset("a"), kind="Rollout", api_version="argoproj.io/v1alpha1")
+    configmap = whitelist_configmap({WHITELIST_KEY: ROLLOUT_WHITELIST})
+    listed = write(tmp_path / "in.yaml", ws, configmap)
+    assert run_json(capsys, "validate", "-f", listed) == (0, {"allowed": True, "errors": []})
+    unlisted = write(tmp_path / "bare.yaml", ws)
+    code, body = run_json(capsys, "validate", "-f", unlisted)
+    assert code == 1
+    assert body["errors"] == [
+        {
+            "field": "spec.targetRef",
+            "type": "Invalid",
+            "message": "TargetReference's GroupKind is not permitted.",
+        }
+    ]
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (
+            {WHITELIST_KEY: '{"workloads": ['},
+            f"data.{WHITELIST_KEY}: not valid JSON: Expecting value: line 1 column 16 (char 15)",
+        ),
+        ({WHITELIST_KEY: "[]"}, f"data.{WHITELIST_KEY}: expected a JSON object, got array"),
+        (
+            {WHITELIST_KEY: '{"Workloads": {"Group": "argoproj.io"}}'},
+            f"data.{WHITELIST_KEY}: workloads: expected array, got object",
+        ),
+        (
+            {WHITELIST_KEY: '{"workloads": ["Rollout"]}'},
+            f"data.{WHITELIST_KEY}: workloads[0]: expected object, got string",
+        ),
+        ({WHITELIST_KEY: 7}, f"data.{WHITELIST_KEY}: expected string, got number"),
+        (["not", "a", "map"], "data: expected object, got array"),
+    ],
+    ids=[
+        "not JSON",
+        "not an object",
+        "workloads not a list",
+        "entry not an object",
+        "not a string",
+        "data not a map",
+    ],
+)
+@pytest.mark.parametrize("command", ["validate", "admit", "plan"])
+def test_a_malformed_whitelist_is_unreadable_input_naming_the_field(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+    data: object,
+    reason: str,
+) -> None:
+    path = write(tmp_path / "in.yaml", elastic(), cloneset(1), whitelist_configmap(data))
+    argv = [command, "-f", path, "-o", "json"]
+    if command == "admit":
+        argv += ["--pod", write(tmp_path / "pod.yaml", cs_pods(1, "ACK")[0])]
+    if command != "validate":
+        argv += ["--now", NOW]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    where = "ConfigMap kruise-system/kruise-configuration"
+    assert captured.err == f"error: {path}: {where}: {reason}\n"

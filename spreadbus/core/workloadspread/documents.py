@@ -3,6 +3,11 @@
 A file may hold one object, several YAML documents, a JSON array, or a ``kind: List`` (or any
 ``*List`` with ``items``), nested or not; empty documents are skipped. The offline commands read
 their input with this, and sort it into WorkloadSpreads, workloads, pods and nodes.
+
+The custom workload whitelist comes from a ``kruise-configuration`` ConfigMap among the objects.
+A whitelist that cannot be decoded is an error naming its ConfigMap and data key, never an empty
+whitelist: silently dropping it would turn every custom-kind WorkloadSpread into a different answer
+(denied targetRef, unmanaged pods) with no hint why.
 """
 
 from __future__ import annotations
@@ -20,8 +25,12 @@ from spreadbus.core.workloadspread.custom_workloads import (
     parse_whitelist,
 )
 from spreadbus.core.workloadspread.model import GROUP, KIND, api_group
+from spreadbus.core.workloadspread.scheduling_validation import json_type
 
 JSON = dict[str, Any]
+
+WHITELIST_CONFIGMAP = "kruise-configuration"
+WHITELIST_FIELD = f"data.{WHITELIST_CONFIG_KEY}"
 
 
 class DocumentError(ValueError):
@@ -68,19 +77,66 @@ class ObjectSet(msgspec.Struct, frozen=True):
     pods: list[JSON]
     nodes: list[JSON]
     others: list[JSON]  # workloads, ReplicaSets, ConfigMaps, ...
+    whitelist: Whitelist = Whitelist()  # from a kruise-configuration ConfigMap, if any
 
-    @property
-    def whitelist(self) -> Whitelist:
-        """From a ``kruise-configuration`` ConfigMap in the set, if there is one."""
-        for obj in self.others:
-            meta = obj.get("metadata") or {}
-            if obj.get("kind") == "ConfigMap" and meta.get("name") == "kruise-configuration":
-                raw = (obj.get("data") or {}).get(WHITELIST_CONFIG_KEY)
-                try:
-                    return parse_whitelist(raw)
-                except ValueError:
-                    return Whitelist()
+
+def _case_insensitive(doc: Mapping[str, Any], name: str) -> object:
+    """Go decodes JSON keys case-insensitively, and so does the whitelist parser."""
+    return next(
+        (v for k, v in doc.items() if isinstance(k, str) and k.lower() == name.lower()), None
+    )
+
+
+def _whitelist_document(raw: object) -> Mapping[str, Any]:
+    """The decoded whitelist JSON; raises ValueError with the reason Go's decoder would give."""
+    if not isinstance(raw, str):
+        raise ValueError(f"expected string, got {json_type(raw)}")
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise ValueError(f"not valid JSON: {exc}") from exc
+    if not isinstance(doc, Mapping):
+        raise ValueError(f"expected a JSON object, got {json_type(doc)}")
+    workloads = _case_insensitive(doc, "workloads")
+    if workloads is not None and not isinstance(workloads, list):
+        raise ValueError(f"workloads: expected array, got {json_type(workloads)}")
+    for i, item in enumerate(workloads or []):
+        if not isinstance(item, Mapping):
+            raise ValueError(f"workloads[{i}]: expected object, got {json_type(item)}")
+    return doc
+
+
+def whitelist_from_configmap(configmap: Mapping[str, Any]) -> Whitelist:
+    """The whitelist a ``kruise-configuration`` ConfigMap holds; raises DocumentError if bad.
+
+    An absent or empty key is an empty whitelist, as in Kruise; anything Go's ``json.Unmarshal``
+    would reject (not JSON, not an object, ``workloads`` not an array of objects) is an error
+    naming the ConfigMap and the field.
+    """
+    meta = configmap.get("metadata")
+    meta = meta if isinstance(meta, Mapping) else {}
+    where = f"ConfigMap {meta.get('namespace') or 'default'}/{meta.get('name')}"
+    data = configmap.get("data")
+    if data is None:
         return Whitelist()
+    if not isinstance(data, Mapping):
+        raise DocumentError(f"{where}: data: expected object, got {json_type(data)}")
+    raw = data.get(WHITELIST_CONFIG_KEY)
+    if raw is None or raw == "":
+        return Whitelist()
+    try:
+        return parse_whitelist(_whitelist_document(raw))
+    except ValueError as exc:
+        raise DocumentError(f"{where}: {WHITELIST_FIELD}: {exc}") from exc
+
+
+def _is_whitelist_configmap(obj: Mapping[str, Any]) -> bool:
+    meta = obj.get("metadata")
+    return (
+        obj.get("kind") == "ConfigMap"
+        and isinstance(meta, Mapping)
+        and meta.get("name") == WHITELIST_CONFIGMAP
+    )
 
 
 def is_workloadspread(obj: Mapping[str, Any]) -> bool:
@@ -88,6 +144,7 @@ def is_workloadspread(obj: Mapping[str, Any]) -> bool:
 
 
 def sort_objects(objects: Iterable[JSON]) -> ObjectSet:
+    """Sort by kind and read the whitelist; raises DocumentError for a whitelist that is bad."""
     spreads, pods, nodes, others = [], [], [], []
     for obj in objects:
         kind = obj.get("kind")
@@ -99,4 +156,6 @@ def sort_objects(objects: Iterable[JSON]) -> ObjectSet:
             nodes.append(obj)
         else:
             others.append(obj)
-    return ObjectSet(spreads, pods, nodes, others)
+    configmap = next((o for o in others if _is_whitelist_configmap(o)), None)
+    whitelist = whitelist_from_configmap(configmap) if configmap is not None else Whitelist()
+    return ObjectSet(spreads, pods, nodes, others, whitelist)
