@@ -4,10 +4,9 @@ First fit in spec order, as Kruise: skip subsets marked ``Schedulable=False`` an
 full (occupancy at or above the scaled ``maxReplicas``); unlimited subsets always fit. No subset
 fits -> ``None``, and the pod is admitted without constraints (Kruise does not reject it).
 
-``minReplicas`` (spreadbus, from the user's specification) adds a first pass: the first
-schedulable subset still below its minimum wins, in spec order, so every subset reaches its
-minimum before any subset receives pods beyond its own. Without minimums the result is exactly
-Kruise's.
+``minReplicas`` (spreadbus; OpenKruise has no such field) adds a first pass: the first schedulable
+subset still below its minimum wins, in spec order, so every subset reaches its minimum before any
+subset receives pods beyond its own. Without minimums the result is exactly Kruise's.
 
 Schedulability is read from the subset's top-level status condition, and also from the versioned
 status of the pod's version when one exists; Kruise reads only the versioned one, which a brand
@@ -16,7 +15,13 @@ unschedulable.
 
 StatefulSets go by ordinal instead (Kruise, no bookkeeping): walk the schedulable subsets adding
 each one's integer maxReplicas (unlimited adds 2^31-1) and take the first whose running total
-exceeds the ordinal. Unschedulable subsets are skipped without adding their capacity.
+exceeds the ordinal. Unschedulable subsets are skipped without adding their capacity. Minimums
+apply here too, as a layout of the ordinals: first each schedulable subset's minimum, in spec
+order, then each one's remaining room (maxReplicas minus minimum), in spec order. A StatefulSet
+creates its pods in ordinal order and removes the highest ordinal first, so it fills every minimum
+before any subset grows beyond its own, and scales in from the room above the minimums (last
+subset first) before it takes any subset below its minimum. Without minimums the layout is exactly
+Kruise's thresholds, and an ordinal still maps to one subset whatever pods exist.
 """
 
 from __future__ import annotations
@@ -26,11 +31,7 @@ from datetime import datetime
 
 from spreadbus.core.intstr import int_value
 from spreadbus.core.workloadspread.model import WorkloadSpread
-from spreadbus.core.workloadspread.occupancy import (
-    SubsetLoad,
-    subset_limit,
-    subset_minimum,
-)
+from spreadbus.core.workloadspread.occupancy import SubsetLoad, subset_limit, subset_minimum
 
 INT32_MAX = 2**31 - 1
 _EMPTY = SubsetLoad()
@@ -74,14 +75,30 @@ def choose_subset(
     return None
 
 
-def choose_subset_by_ordinal(ws: WorkloadSpread, ordinal: int) -> str | None:
-    """The StatefulSet rule: cumulative maxReplicas thresholds over schedulable subsets."""
+def ordinal_layout(ws: WorkloadSpread) -> list[tuple[str, int]]:
+    """How many consecutive ordinals each schedulable subset takes, in ordinal order."""
     blocked = unschedulable_subsets(ws)
-    threshold = 0
+    minimums: list[tuple[str, int]] = []
+    rooms: list[tuple[str, int]] = []
     for subset in ws.subsets:
         if subset.name in blocked:
             continue
-        threshold += INT32_MAX if subset.max_replicas is None else int_value(subset.max_replicas)
+        limit = INT32_MAX if subset.max_replicas is None else int_value(subset.max_replicas)
+        wanted = subset.min_replicas if isinstance(subset.min_replicas, int) else 0
+        minimum = max(0, min(wanted, limit))
+        minimums.append((subset.name, minimum))
+        rooms.append((subset.name, limit - minimum))
+    return minimums + rooms
+
+
+def choose_subset_by_ordinal(ws: WorkloadSpread, ordinal: int) -> str | None:
+    """The StatefulSet rule: running totals of :func:`ordinal_layout`; the first above ``ordinal``.
+
+    A pod without an ordinal (-1) goes to the first schedulable subset, as in Kruise.
+    """
+    threshold = 0
+    for name, count in ordinal_layout(ws):
+        threshold += count
         if ordinal < threshold:
-            return subset.name
+            return name
     return None
