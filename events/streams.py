@@ -1,15 +1,33 @@
 """The JetStream streams of the bus, as plain data; services create or update them at start-up.
 
-Discard policy is chosen per stream, because losing an old message means different things:
+Retention and discard policy are chosen per stream, because losing a message means different
+things:
 
-- ``KUBE`` (observations, sync markers): ``discard=old``. Dropping the oldest observation never
-  blocks the watcher. The dedup window absorbs publish retries (``Nats-Msg-Id`` =
-  ``uid:resourceVersion:type``). Known limit: nothing re-publishes an object that has not
-  changed, so once its last observation ages out (7 days, or 4 GiB of newer traffic) a consumer
-  replaying from the start (a planner without a snapshot, a new webhook) does not see it until
-  it changes or the watcher relists. The intended remedy is per-subject last-value retention
-  (one subject per object, ``max_msgs_per_subject=1``, no age limit, tombstones expiring by
-  per-message TTL); until then, keep snapshots younger than the window.
+- ``KUBE`` (observations, sync markers) keeps the **latest message of every subject** and
+  nothing else (``max_msgs_per_subject=1``, no age limit). Observation subjects name one object
+  each (``kube.obs.<cluster>.<group>.<resource>.<ns>.<name>``) and sync subjects one resource,
+  so the stream holds each live object's latest observation for as long as the object lives,
+  however long it stays unchanged: a consumer replaying from the start (a planner without a
+  snapshot, a new webhook replica) always sees every live object and each resource's latest
+  sync marker. What it does not see is history: earlier observations of an object are gone
+  once a newer one is stored, so a stream sequence (a plan's ``causes``) can be read back only
+  while it is still its object's latest observation.
+
+  A ``DELETED`` observation is published with a per-message TTL (``Nats-TTL`` header,
+  :data:`TOMBSTONE_TTL_SECONDS`, see :func:`observation_headers`; the stream allows it with
+  ``allow_msg_ttl``). It replaces the object's last observation, so any consumer positioned
+  before it learns of the deletion, then expires, so deleted objects do not accumulate. The
+  price: a consumer that resumes from a position older than the TTL (a stale snapshot, a
+  follower paused for that long) may miss a deletion whose tombstone already expired, and must
+  replay from the start instead, which under this retention is always complete. The planner
+  discards such snapshots.
+
+  ``discard=new`` on ``max_bytes``: a full stream refuses a publish that would grow it (a new
+  object) and the watcher's publish fails, which it reports and retries (its resource is
+  listed again), instead of the server silently dropping the oldest message, which would now
+  be the only record of an unchanged object. A publish replacing an object's message with one
+  no larger still fits. Size ``max_bytes`` for the live objects plus one TTL of deletions.
+  The dedup window absorbs publish retries (``Nats-Msg-Id`` = ``uid:resourceVersion:type``).
 - ``PLANS``: ``discard=new``. A full stream makes the planner's publish fail loudly; a plan is never
   dropped silently. ``Nats-Msg-Id`` is the plan id, so a re-emitted equal plan is a duplicate.
 - ``OUTCOMES``: ``discard=new`` with a long dedup window (``Nats-Msg-Id`` = ``outcome:<plan id>``),
@@ -17,20 +35,29 @@ Discard policy is chosen per stream, because losing an old message means differe
   second outcome for the same plan when the plan is redelivered.
 - ``ADMISSIONS``: ``discard=old``; reservations are short-lived hints.
 
-Stream names stay stable; their limits may change between releases and are updated in place.
+Stream names stay stable; their limits may change between releases and are updated in place
+(:mod:`spreadbus.runtime.stream_setup`). An older ``KUBE`` (age window, ``discard=old``) is
+converted in place: the server keeps the latest message of each subject and drops the rest.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Final, Literal
 
 import msgspec
 
 from events import subjects
 
+TOMBSTONE_TTL_SECONDS: Final = 24 * 3600
+"""How long a ``DELETED`` observation stays in ``KUBE``; longer than any snapshot is trusted."""
+
+DEDUP_HEADER: Final = "Nats-Msg-Id"
+TTL_HEADER: Final = "Nats-TTL"
+
 
 class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What a stream must look like; ``max_*`` of ``-1`` means unlimited."""
+    """What a stream must look like; ``max_*`` of ``-1`` means unlimited, an age of 0 too."""
 
     name: str
     subjects: tuple[str, ...]
@@ -38,6 +65,8 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_age_seconds: float
     max_bytes: int = -1
     max_msgs: int = -1
+    max_msgs_per_subject: int = -1
+    allow_msg_ttl: bool = False
     duplicate_window_seconds: float = 120.0
     description: str = ""
 
@@ -45,11 +74,33 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
 KUBE: Final = StreamSpec(
     name="KUBE",
     subjects=(f"{subjects.OBSERVATIONS}.>", f"{subjects.SYNC}.>"),
-    discard="old",
-    max_age_seconds=7 * 24 * 3600,
+    discard="new",
+    max_age_seconds=0.0,
     max_bytes=4 << 30,
-    description="Kubernetes observations and sync markers from the watchers",
+    max_msgs_per_subject=1,
+    allow_msg_ttl=True,
+    description="Latest observation of every Kubernetes object and sync marker of every resource",
 )
+
+
+def observation_headers(
+    uid: str,
+    resource_version: str,
+    event: str,
+    *,
+    tombstone_ttl_seconds: float = TOMBSTONE_TTL_SECONDS,
+) -> dict[str, str]:
+    """Headers for publishing one observation to ``KUBE``: its dedup id, and a TTL if a deletion.
+
+    The TTL travels in whole seconds (the server's unit, at least 1 s).
+    """
+    headers = {DEDUP_HEADER: f"{uid}:{resource_version}:{event}"}
+    if event == "DELETED":
+        if not tombstone_ttl_seconds >= 1:
+            raise ValueError(f"tombstone TTL must be at least 1 s, not {tombstone_ttl_seconds}")
+        headers[TTL_HEADER] = str(math.ceil(tombstone_ttl_seconds))
+    return headers
+
 
 def _never_dropped(
     name: str, prefix: str, *, duplicate_window_seconds: float, description: str

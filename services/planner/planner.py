@@ -2,7 +2,12 @@
 
 Start-up loads the newest snapshot (both folds with their three stream positions) or, if there
 is none or it cannot be trusted, starts from nothing; three followers then replay what came after
-and keep following live:
+and keep following live. A snapshot older than ``SNAPSHOT_TRUSTED_SHARE`` of the KUBE tombstone
+TTL is not trusted either: a deletion after its position may have expired from the stream, and
+tailing would keep the deleted object forever, while a full replay of KUBE (latest observation
+per object) is complete. Its age is ``clock()`` minus the time recorded when it was taken; the
+share left over covers clock skew between hosts and the messages that arrived between the
+snapshot's last position and its time.
 
 - ``KUBE`` (everything of its cluster, one wildcard filter) into :class:`KubeProjection`;
 - ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`;
@@ -50,7 +55,7 @@ from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events import codec, subjects
-from events.streams import KUBE, OUTCOMES, PLANS
+from events.streams import KUBE, OUTCOMES, PLANS, TOMBSTONE_TTL_SECONDS
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
@@ -66,6 +71,8 @@ RULE_RETRY_FIRST_SECONDS: Final = 0.5
 RULE_RETRY_MAX_SECONDS: Final = 60.0
 PRUNE_EVERY: Final = 1000
 """Messages between two passes over the decision log (more when the log is larger)."""
+SNAPSHOT_TRUSTED_SHARE: Final = 0.9
+"""A snapshot is trusted while younger than this share of the tombstone TTL."""
 
 
 @dataclass
@@ -112,6 +119,7 @@ class Planner:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.time,
         reservations: ReservationLedgers | None = None,
+        tombstone_ttl_seconds: float = TOMBSTONE_TTL_SECONDS,
     ) -> None:
         self.nc = nc
         self.cluster = cluster
@@ -123,6 +131,7 @@ class Planner:
         self.batch = batch
         self.clock = clock
         self.reservations = reservations
+        self.snapshot_max_age = SNAPSHOT_TRUSTED_SHARE * tombstone_ttl_seconds
         self.metrics = PlannerMetrics(registry)
         self.projection = KubeProjection()
         self.decisions = DecisionLog()
@@ -146,12 +155,17 @@ class Planner:
         if self.snapshots is not None:
             data = await self.snapshots.load(self.snapshot_name)
             loaded = snapshot.load(data) if data is not None else None
-            if loaded is not None:
+            if loaded is None:
+                if data is not None:
+                    log.warning("snapshot unusable, replaying from the start")
+            elif (age := self.clock() - loaded.taken_at) >= self.snapshot_max_age:
+                log.warning("snapshot older than KUBE keeps deletions, replaying from the start",
+                            extra={"age_seconds": round(age, 3),
+                                   "max_age_seconds": self.snapshot_max_age})
+            else:
                 self.projection = KubeProjection(loaded.kube)
                 self.decisions = DecisionLog(loaded.decisions)
                 self.restored_from = "snapshot"
-            elif data is not None:
-                log.warning("snapshot unusable, replaying from the start")
         self.projection.mark_all_changed()
         self._snapshot_position = self._position()
         return self.restored_from
@@ -377,7 +391,8 @@ class Planner:
     async def save_snapshot(self) -> None:
         assert self.snapshots is not None
         self.decisions.prune(self.projection.exists)
-        data = snapshot.dump(self.projection.state, self.decisions.state)  # one synchronous read
+        data = snapshot.dump(self.projection.state, self.decisions.state,  # one synchronous read
+                             taken_at=self.clock())
         position = self._position()
         try:
             await self.snapshots.save(self.snapshot_name, data)

@@ -1,15 +1,28 @@
 """Create or update the bus streams at start-up, idempotently, from :mod:`events.streams`.
 
 Every service calls :func:`ensure_streams` before it publishes or follows, so the order in which
-services start does not matter. An existing stream is updated in place when its limits differ
-(retention and storage are never changed, since the server refuses that, and neither is the
-replica count: ``replicas`` applies to a stream being created, and moving an existing stream
-to another count is an operator's decision, not a side effect of a service starting).
+services start does not matter. An existing stream is updated in place when a setting it is
+compared on differs: subjects, discard policy, the age, byte, message and per-subject limits,
+the dedup window and whether per-message TTLs are allowed. An older ``KUBE`` (an age window
+with ``discard=old``) is converted in place this way; the server keeps each subject's latest
+message and drops the rest, which is exactly the new retention.
+
+What is left alone: retention and storage (the server refuses to change them), the replica
+count (``replicas`` applies to a stream being created; moving an existing stream to another
+count is an operator's decision, not a side effect of a service starting), and
+``allow_msg_ttl`` on a stream that has it while the definition does not (the server cannot
+turn it off, and a stream that allows TTLs behaves the same for messages without one).
+
+When the server refuses an update or a creation, :class:`StreamSetupError` names the stream,
+every setting that differed (current and wanted value) and the server's reason, so the
+service stops at start-up with a message an operator can act on.
 
 Signature::
 
     ensure_streams(js: JetStreamContext, specs: Iterable[StreamSpec] = events.streams.ALL,
                    *, replicas: int = 1) -> Awaitable[None]
+    stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig
+    differences(current: StreamConfig, wanted: StreamConfig) -> list[str]
 """
 
 from __future__ import annotations
@@ -19,12 +32,16 @@ from collections.abc import Iterable
 
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.client import JetStreamContext
-from nats.js.errors import BadRequestError, NotFoundError
+from nats.js.errors import BadRequestError, NotFoundError, ServerError
 
 from events import streams
 from events.streams import StreamSpec
 
 log = logging.getLogger(__name__)
+
+
+class StreamSetupError(RuntimeError):
+    """The server refused to create a stream or to bring it up to date."""
 
 
 def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
@@ -38,9 +55,38 @@ def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
         max_age=spec.max_age_seconds,
         max_bytes=spec.max_bytes,
         max_msgs=spec.max_msgs,
+        max_msgs_per_subject=spec.max_msgs_per_subject,
+        allow_msg_ttl=spec.allow_msg_ttl or None,
         duplicate_window=spec.duplicate_window_seconds,
         num_replicas=replicas,
     )
+
+
+def _compared(config: StreamConfig) -> dict[str, object]:
+    """The settings ``ensure_streams`` keeps in line, normalised as the server reports them."""
+    return {
+        "subjects": sorted(config.subjects or []),
+        "discard": DiscardPolicy(config.discard or DiscardPolicy.OLD).value,
+        "max_age": float(config.max_age or 0.0),
+        "max_bytes": -1 if config.max_bytes is None else config.max_bytes,
+        "max_msgs": -1 if config.max_msgs is None else config.max_msgs,
+        "max_msgs_per_subject": config.max_msgs_per_subject,
+        "duplicate_window": float(config.duplicate_window or 0.0),
+        "allow_msg_ttl": bool(config.allow_msg_ttl),
+    }
+
+
+def differences(current: StreamConfig, wanted: StreamConfig) -> list[str]:
+    """``name: current -> wanted`` for each compared setting that must change."""
+    have, want = _compared(current), _compared(wanted)
+    changes = []
+    for field, value in want.items():
+        if have[field] == value:
+            continue
+        if field == "allow_msg_ttl" and not value:
+            continue  # cannot be turned off, and harmless when not needed
+        changes.append(f"{field}: {have[field]!r} -> {value!r}")
+    return changes
 
 
 async def ensure_streams(
@@ -58,18 +104,25 @@ async def ensure_streams(
                 await js.add_stream(config)
                 log.info("stream created", extra={"stream": spec.name})
                 continue
-            except BadRequestError:
-                # Another service created it between our lookup and our add.
-                info = await js.stream_info(spec.name)
-        current = info.config
-        if (
-            current.max_age != config.max_age
-            or current.max_bytes != config.max_bytes
-            or current.max_msgs != config.max_msgs
-            or current.discard != config.discard
-            or current.duplicate_window != config.duplicate_window
-            or sorted(current.subjects or []) != sorted(config.subjects or [])
-        ):
-            config.num_replicas = current.num_replicas
+            except (BadRequestError, ServerError) as exc:
+                # Most likely another service created it between our lookup and our add.
+                try:
+                    info = await js.stream_info(spec.name)
+                except NotFoundError:
+                    raise StreamSetupError(
+                        f"stream {spec.name}: the server refused to create it: {exc.description}"
+                    ) from exc
+        changes = differences(info.config, config)
+        if not changes:
+            continue
+        config.num_replicas = info.config.num_replicas
+        if info.config.allow_msg_ttl:
+            config.allow_msg_ttl = True
+        try:
             await js.update_stream(config)
-            log.info("stream updated", extra={"stream": spec.name})
+        except (BadRequestError, ServerError) as exc:
+            raise StreamSetupError(
+                f"stream {spec.name}: the server refused to change {'; '.join(changes)}: "
+                f"{exc.description}"
+            ) from exc
+        log.info("stream updated", extra={"stream": spec.name, "changes": changes})

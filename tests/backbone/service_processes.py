@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spreadbus.runtime.parent_death import die_with_parent
+from tests.fixtures.polling import wait_until
 
 
 def free_port() -> int:
@@ -77,14 +77,25 @@ class ServiceProcess:
         )
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def ready() -> tuple[int, dict[str, object]] | None:
             if self.process is not None and self.process.poll() is not None:
                 raise AssertionError(f"{self.name} exited:\n{self.logs()}")
-            if self.readyz()[0] == 200:
-                return
-            time.sleep(0.1)
-        raise AssertionError(f"{self.name} not ready: {self.readyz()}\n{self.logs()}")
+            answer = self.readyz()
+            return answer if answer[0] == 200 else None
+
+        with logs_on_failure(self):
+            wait_until(ready, what=f"{self.name} to be ready", timeout=timeout, interval=0.1)
+
+
+@contextlib.contextmanager
+def logs_on_failure(*services: ServiceProcess) -> Iterator[None]:
+    """Print the services' logs when the block fails; pytest shows them with the failure."""
+    try:
+        yield
+    except BaseException:
+        for service in services:
+            print(f"--- {service.name}:\n{service.logs()}")
+        raise
 
 
 @contextlib.contextmanager

@@ -6,6 +6,9 @@ generation ever written over a newer one.
 The faults come from a background thread on a seeded schedule (the seed is printed; set
 ``SPREADBUS_FAULT_SEED`` to replay a schedule), so they land at arbitrary points of the
 services' work, not between two changes of the driver.
+
+``KUBE`` keeps only each Deployment's latest observation, so the history the "never goes back"
+check reads is recorded by a follower during the run (:class:`KubeRecorder`).
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from kubesim import KubeSimThread
 from spreadbus.projection.observed_generation import ANNOTATION, written_value
 from spreadbus.runtime.kube_client import kube_api_client
 from spreadbus.runtime.nats_server import NatsServer
+from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
 from tests.backbone.service_processes import ServiceProcess, stack
-from tests.backbone.test_end_to_end_annotation import read_stream
+from tests.fixtures.polling import wait_until
 
 DEPLOYMENTS = 20
 CHANGES = 500
@@ -110,14 +114,15 @@ def run_changes(
     nats_server: NatsServer, kubesim: KubeSimThread, work: Path, changes: list[Change],
     faults: Callable[[list[ServiceProcess]], FaultInjector] | None,
 ) -> tuple[FinalState, list[Any], list[Any], list[Any], list[str]]:
-    """Drive the changes through a stack; the final state and the PLANS, OUTCOMES and KUBE
-    streams once converged, and the faults injected."""
+    """Drive the changes through a stack; the final state, the PLANS and OUTCOMES streams and
+    every KUBE message recorded once converged, and the faults injected."""
     work.mkdir()
     kubeconfig = kubesim.write_kubeconfig(work / "kubeconfig")
     api = kube_api_client(str(kubeconfig))
     apps: Any = client.AppsV1Api(api)
     injector: FaultInjector | None = None
-    with stack(nats_server.url, kubeconfig, work, resources="apps/v1/deployments") as services:
+    with KubeRecorder(nats_server.url) as recorder, \
+            stack(nats_server.url, kubeconfig, work, resources="apps/v1/deployments") as services:
         common = ["--nats-url", nats_server.url, "--cluster", "e2e",
                   "--kubeconfig", str(kubeconfig)]
         extra = [
@@ -139,22 +144,30 @@ def run_changes(
             if injector is not None:
                 injector.finish()  # faults may still come while the pipe works off its backlog
             changes_done = time.monotonic()
-            deadline = time.monotonic() + 90
-            while not converged(state := final_state(apps)):
-                assert time.monotonic() < deadline, "did not converge:\n" + "\n".join(
-                    v.logs()[-1500:] for v in victims)
-                time.sleep(0.2)
+
+            def converged_state() -> FinalState | None:
+                state = final_state(apps)
+                return state if converged(state) else None
+
+            try:
+                state = wait_until(converged_state, what="every Deployment annotated",
+                                   timeout=90, interval=0.2)
+            except pytest.fail.Exception:
+                print("\n".join(v.logs()[-1500:] for v in victims))  # shown with the failure
+                raise
             print(f"converged {time.monotonic() - changes_done:.1f} s after the last change")
-            # Every plan gets its outcome; wait for the last ones in flight.
-            deadline = time.monotonic() + 60
-            while True:
+
+            def every_plan_answered() -> tuple[list[Any], list[Any]] | None:
                 plans = [p for _, p in asyncio.run(read_stream(nats_server.url, "PLANS"))]
                 outcomes = [o for _, o in asyncio.run(read_stream(nats_server.url, "OUTCOMES"))]
-                if len(outcomes) >= len(plans):
-                    break
-                assert time.monotonic() < deadline, f"{len(plans)} plans, {len(outcomes)} outcomes"
-                time.sleep(0.3)
-            kube = [o for _, o in asyncio.run(read_stream(nats_server.url, "KUBE"))]
+                return (plans, outcomes) if len(outcomes) >= len(plans) else None
+
+            plans, outcomes = wait_until(every_plan_answered, what="an outcome for every plan",
+                                         timeout=60, interval=0.3)
+            published = asyncio.run(last_seq(nats_server.url, "KUBE"))
+            wait_until(lambda: recorder.last_seq >= published,
+                       what=f"KUBE recorded up to {published}")
+            kube = [o for _, o in recorder.messages()]
         finally:
             if injector is not None and injector.is_alive():
                 injector.halt.set()

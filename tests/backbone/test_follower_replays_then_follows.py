@@ -9,8 +9,9 @@ from collections.abc import AsyncIterator
 import nats
 import pytest
 from nats.aio.client import Client
+from prometheus_client import CollectorRegistry
 
-from spreadbus.runtime.follower import StreamFollower
+from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.polling import wait_until_async
@@ -26,10 +27,12 @@ async def running(follower: StreamFollower) -> AsyncIterator[StreamFollower]:
         await asyncio.wait_for(task, 10)
 
 
-async def publish(nc: Client, count: int, start: int = 0) -> None:
+async def publish(nc: Client, count: int, start: int = 0, objects: int = 0) -> None:
+    """``count`` observations, each of its own pod unless cycling over ``objects`` pods."""
     js = nc.jetstream()
     for i in range(start, start + count):
-        await js.publish_async(f"kube.obs.c._.pods.ns.p{i % 7}", str(i).encode())
+        await js.publish_async(f"kube.obs.c._.pods.ns.p{i % objects if objects else i}",
+                               str(i).encode())
     await js.publish_async_completed()
 
 
@@ -71,6 +74,22 @@ async def test_starting_after_a_position_skips_what_was_already_applied(
     async with running(follower):
         await asyncio.wait_for(follower.wait_caught_up(), 10)
     assert seen == list(range(61, 101))
+
+
+async def test_messages_replaced_by_newer_ones_of_their_object_are_skipped_without_a_restart(
+    nats_client: Client,
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    await publish(nats_client, 100, objects=7)  # KUBE keeps each pod's latest: sequences 94-100
+    seen: list[tuple[int, bytes]] = []
+    registry = CollectorRegistry()
+    follower = StreamFollower(nats_client, stream="KUBE", metrics=FollowerMetrics(registry),
+                              sink=lambda s, _, d: seen.append((s, d)))
+    async with running(follower):
+        await asyncio.wait_for(follower.wait_caught_up(), 10)
+    assert seen == [(s, str(s - 1).encode()) for s in range(94, 101)]
+    restarts = registry.get_sample_value("spreadbus_follower_restarts_total", {"stream": "KUBE"})
+    assert not restarts  # the gaps in stream sequences are not delivery gaps
 
 
 async def test_only_the_wanted_subjects_reach_the_sink(nats_client: Client) -> None:

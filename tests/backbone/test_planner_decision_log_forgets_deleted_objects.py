@@ -52,7 +52,7 @@ class Pipeline:
         return self.log.prune(self.kube.exists)
 
     def dump(self) -> bytes:
-        return snapshot.dump(self.kube.state, self.log.state)
+        return snapshot.dump(self.kube.state, self.log.state, taken_at=0.0)
 
 
 def test_churning_names_leave_only_live_or_in_flight_slots() -> None:

@@ -129,9 +129,9 @@ async def test_snapshot_plus_tail_equals_a_full_replay_and_replans_nothing(
     for planner in (resumed, replayed):
         async with running(planner):
             await wait_until_async(lambda p=planner: p.caught_up, what="p.caught_up")  # type: ignore[misc]
-    assert snapshot.dump(resumed.projection.state, resumed.decisions.state) == snapshot.dump(
-        replayed.projection.state, replayed.decisions.state
-    )
+    assert snapshot.dump(
+        resumed.projection.state, resumed.decisions.state, taken_at=0.0
+    ) == snapshot.dump(replayed.projection.state, replayed.decisions.state, taken_at=0.0)
     resumed.set_leader(True)
     async with running(resumed):
         await wait_until_async(

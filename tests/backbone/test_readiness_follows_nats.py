@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 import urllib.request
 from pathlib import Path
 
@@ -13,7 +12,8 @@ import pytest
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import synced
-from tests.backbone.service_processes import ServiceProcess
+from tests.backbone.service_processes import ServiceProcess, logs_on_failure
+from tests.fixtures.polling import wait_until
 
 
 async def publish_sync(url: str) -> None:
@@ -27,13 +27,12 @@ async def publish_sync(url: str) -> None:
 def wait_for_status(
     service: ServiceProcess, status: int, timeout: float = 30.0
 ) -> dict[str, object]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        code, body = service.readyz()
-        if code == status:
-            return body
-        time.sleep(0.1)
-    raise AssertionError(f"readyz never {status}: {service.readyz()}\n{service.logs()}")
+    def answered() -> tuple[int, dict[str, object]] | None:
+        answer = service.readyz()
+        return answer if answer[0] == status else None
+
+    with logs_on_failure(service):
+        return wait_until(answered, what=f"readyz {status}", timeout=timeout, interval=0.1)[1]
 
 
 @pytest.mark.e2e

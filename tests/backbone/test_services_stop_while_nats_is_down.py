@@ -15,7 +15,8 @@ import pytest
 
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.tls import issue_server_cert, make_ca
-from tests.backbone.service_processes import ServiceProcess
+from tests.backbone.service_processes import ServiceProcess, logs_on_failure
+from tests.fixtures.polling import wait_until
 
 EXIT_WITHIN_SECONDS = 15.0
 SERVICES = ("watcher", "planner", "actuator", "webhook")
@@ -41,14 +42,13 @@ def closed_port_url() -> str:
     return f"nats://127.0.0.1:{port}"
 
 
-def wait_until(what: str, check: Callable[[ServiceProcess], bool],
-               services: list[ServiceProcess]) -> None:
-    deadline = time.monotonic() + 60
-    while not all(check(s) for s in services):
-        if time.monotonic() > deadline:
-            logs = "\n".join(f"--- {s.name}:\n{s.logs()}" for s in services)
-            raise AssertionError(f"timed out waiting for {what}\n{logs}")
-        time.sleep(0.1)
+def wait_for_each(what: str, check: Callable[[ServiceProcess], bool],
+                  services: list[ServiceProcess]) -> None:
+    def all_there() -> bool:
+        return all(check(s) for s in services)
+
+    with logs_on_failure(*services):
+        wait_until(all_there, what=what, timeout=60, interval=0.1)
 
 
 def nats_condition(service: ServiceProcess) -> object:
@@ -99,10 +99,10 @@ def test_each_service_exits_0_on_sigterm_after_losing_nats(
     nats_server: NatsServer, kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
 ) -> None:
     with all_services(nats_server.url, kubeconfig_path, tls_dir, tmp_path) as services:
-        wait_until("every service to connect", lambda s: nats_condition(s) is True, services)
+        wait_for_each("every service to connect", lambda s: nats_condition(s) is True, services)
         nats_server.stop()
-        wait_until("every service to see NATS gone", lambda s: nats_condition(s) is False,
-                   services)
+        wait_for_each("every service to see NATS gone", lambda s: nats_condition(s) is False,
+                      services)
         assert_each_exits_0_on_sigterm(services)
 
 
@@ -110,7 +110,7 @@ def test_each_service_exits_0_on_sigterm_while_nats_was_never_reachable(
     kubeconfig_path: Path, tls_dir: Path, tmp_path: Path
 ) -> None:
     with all_services(closed_port_url(), kubeconfig_path, tls_dir, tmp_path) as services:
-        wait_until("every health server to answer", lambda s: s.readyz()[0] == 503, services)
+        wait_for_each("every health server to answer", lambda s: s.readyz()[0] == 503, services)
         assert_each_exits_0_on_sigterm(services)
 
 
@@ -120,7 +120,7 @@ def test_each_service_exits_0_on_sigterm_while_nats_hangs_unanswering(
     assert nats_server.process is not None
     server_pid = nats_server.process.pid
     with all_services(nats_server.url, kubeconfig_path, tls_dir, tmp_path) as services:
-        wait_until("every service to connect", lambda s: nats_condition(s) is True, services)
+        wait_for_each("every service to connect", lambda s: nats_condition(s) is True, services)
         # A frozen server keeps its sockets open: every request, flush and drain goes unanswered.
         os.kill(server_pid, signal.SIGSTOP)
         try:

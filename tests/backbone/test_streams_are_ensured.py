@@ -5,26 +5,96 @@ from __future__ import annotations
 import asyncio
 
 import msgspec
+import pytest
 from nats.aio.client import Client
-from nats.js.api import DiscardPolicy
+from nats.js.api import DiscardPolicy, StorageType, StreamConfig
 
 from events import streams
-from spreadbus.runtime.stream_setup import ensure_streams, stream_config
+from spreadbus.runtime.stream_setup import (
+    StreamSetupError,
+    differences,
+    ensure_streams,
+    stream_config,
+)
+
+OLD_KUBE = msgspec.structs.replace(
+    streams.KUBE, discard="old", max_age_seconds=7 * 24 * 3600, max_msgs_per_subject=-1,
+    allow_msg_ttl=False,
+)
+"""KUBE as it was defined before it kept the latest message per object."""
 
 
-async def test_streams_are_created_once_and_updated_in_place(nats_client: Client) -> None:
+async def test_streams_are_created_once_with_their_settings_and_then_left_alone(
+    nats_client: Client,
+) -> None:
     js = nats_client.jetstream()
     await asyncio.gather(ensure_streams(js), ensure_streams(js))  # two services at once
     plans = await js.stream_info("PLANS")
     assert plans.config.discard == DiscardPolicy.NEW
     kube = await js.stream_info("KUBE")
-    assert kube.config.discard == DiscardPolicy.OLD
+    assert kube.config.discard == DiscardPolicy.NEW
+    assert kube.config.max_msgs_per_subject == 1
+    assert kube.config.allow_msg_ttl
+    assert not kube.config.max_age  # no age limit
     assert kube.config.duplicate_window == 120
+    for spec in streams.ALL:
+        info = await js.stream_info(spec.name)
+        assert differences(info.config, stream_config(spec)) == []  # nothing to update next time
 
-    shorter = msgspec.structs.replace(streams.KUBE, max_age_seconds=3600.0)
-    await js.update_stream(stream_config(shorter))
-    await js.publish("kube.obs.c._.pods.ns.p", b"{}")
+
+async def test_changed_limits_are_updated_in_place(nats_client: Client) -> None:
+    js = nats_client.jetstream()
+    shorter = msgspec.structs.replace(streams.PLANS, max_age_seconds=3600.0)
+    await ensure_streams(js, [shorter])
+    await js.publish("plan.c._.patch._.pods.ns.p", b"{}")
+    await ensure_streams(js)
+    plans = await js.stream_info("PLANS")
+    assert plans.config.max_age == streams.PLANS.max_age_seconds
+    assert plans.state.messages == 1  # updated in place, nothing lost
+
+
+async def test_an_old_kube_stream_is_converted_keeping_each_subjects_latest_message(
+    nats_client: Client,
+) -> None:
+    js = nats_client.jetstream()
+    await ensure_streams(js, [OLD_KUBE])
+    for rv in range(1, 4):
+        await js.publish("kube.obs.c._.pods.ns.a", f'{{"rv": {rv}}}'.encode())
+    await js.publish("kube.obs.c._.pods.ns.b", b'{"rv": 9}')
+    await js.publish("kube.sync.c._.pods", b"{}")
+    assert (await js.stream_info("KUBE")).state.messages == 5
+
     await ensure_streams(js)
     kube = await js.stream_info("KUBE")
-    assert kube.config.max_age == streams.KUBE.max_age_seconds
-    assert kube.state.messages == 1  # updated in place, nothing lost
+    assert differences(kube.config, stream_config(streams.KUBE)) == []
+    assert kube.state.messages == 3
+    latest = await js.get_last_msg("KUBE", "kube.obs.c._.pods.ns.a")
+    assert latest.data == b'{"rv": 3}'
+    await js.publish("kube.obs.c._.pods.ns.a", b"{}", headers={"Nats-TTL": "60"})  # TTLs allowed
+
+
+async def test_a_refused_update_names_the_stream_and_the_setting(nats_client: Client) -> None:
+    js = nats_client.jetstream()
+    obs_only = msgspec.structs.replace(OLD_KUBE, subjects=("kube.obs.>",))
+    await ensure_streams(js, [obs_only])
+    await js.add_stream(StreamConfig(name="MARKERS", subjects=["kube.sync.>"],
+                                     storage=StorageType.MEMORY))
+    with pytest.raises(StreamSetupError) as refused:
+        await ensure_streams(js, [streams.KUBE])
+    message = str(refused.value)
+    assert message.startswith("stream KUBE: the server refused to change ")
+    assert "subjects: ['kube.obs.>'] -> ['kube.obs.>', 'kube.sync.>']" in message
+    assert "max_msgs_per_subject: -1 -> 1" in message
+
+
+async def test_a_stream_already_allowing_ttls_is_not_asked_to_stop(nats_client: Client) -> None:
+    js = nats_client.jetstream()
+    config = stream_config(streams.PLANS)
+    config.allow_msg_ttl = True
+    config.max_age = 3600.0
+    await js.add_stream(config)
+    await ensure_streams(js, [streams.PLANS])  # the server could not turn TTLs off
+    plans = await js.stream_info("PLANS")
+    assert plans.config.allow_msg_ttl
+    assert plans.config.max_age == streams.PLANS.max_age_seconds
+    assert differences(plans.config, stream_config(streams.PLANS)) == []

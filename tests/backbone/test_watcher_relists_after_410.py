@@ -10,6 +10,7 @@ from typing import Any
 import msgspec
 from kubernetes import client
 from nats.aio.client import Client
+from nats.js.errors import NotFoundError
 
 from events import codec
 from events.messages import Observation, ResourceRef, SyncMarker
@@ -19,6 +20,7 @@ from services.watcher.service import prepare_watches
 from services.watcher.settings import WatcherSettings
 from spreadbus.runtime.kube_client import Gone, KubeClient, kube_api_client
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.backbone.bus_recording import tap
 from tests.fixtures.polling import wait_until_async
 
 CONFIG_MAPS = ResourceRef(group="", version="v1", resource="configmaps")
@@ -106,24 +108,24 @@ async def test_watch_events_reach_the_bus_with_ids_and_sync_markers(
     )
     [watch] = await prepare_watches(nats_client, settings, KubeClient(api))
     stopping = asyncio.Event()
-    task = asyncio.create_task(watch.run(stopping))
-    try:
-        await wait_until_async(lambda: _ready(watch), what="_ready(watch)")
-        core.create_namespaced_config_map("default", config_map("during"))
-        core.delete_namespaced_config_map("before", "default")
+    async with tap(nats_client) as published:
+        task = asyncio.create_task(watch.run(stopping))
+        try:
+            await wait_until_async(lambda: _ready(watch), what="_ready(watch)")
+            core.create_namespaced_config_map("default", config_map("during"))
+            core.delete_namespaced_config_map("before", "default")
 
-        async def seen_delete() -> bool:
-            return any(
-                isinstance(e, Observation) and e.event == "DELETED"
-                for _, e, _ in await _kube_messages(nats_client)
-            )
+            async def seen_delete() -> bool:
+                return any(isinstance(e, Observation) and e.event == "DELETED"
+                           for _, e, _ in published.messages)
 
-        await wait_until_async(seen_delete, what="seen_delete")
-    finally:
-        stopping.set()
-        await asyncio.wait_for(task, 10)
-        api.close()
-    messages = await _kube_messages(nats_client)
+            await wait_until_async(seen_delete, what="the deletion published")
+        finally:
+            stopping.set()
+            await asyncio.wait_for(task, 10)
+            api.close()
+    messages = [(subject, event, headers.get("Nats-Msg-Id", ""))
+                for subject, event, headers in published.messages]
     kinds = [
         (type(e).__name__, getattr(e, "event", getattr(e, "complete", None)))
         for _, e, _ in messages
@@ -144,6 +146,10 @@ async def test_watch_events_reach_the_bus_with_ids_and_sync_markers(
             assert event.object["kind"] == "ConfigMap"
         else:
             assert isinstance(event, SyncMarker)
+    # The stream keeps the latest of each: the complete marker, "during", and the deletion.
+    kept = [(type(e).__name__, getattr(e, "event", getattr(e, "complete", None)))
+            for _, e, _ in await _kube_messages(nats_client)]
+    assert kept == [("SyncMarker", True), ("Observation", "ADDED"), ("Observation", "DELETED")]
 
 
 async def test_a_restarted_watcher_publishes_only_what_changed_while_it_was_down(
@@ -158,14 +164,18 @@ async def test_a_restarted_watcher_publishes_only_what_changed_while_it_was_down
     settings = WatcherSettings(cluster="east", resources=("v1/configmaps",))
     [first] = await prepare_watches(nats_client, settings, KubeClient(api))
     await first.relist()
-    before = len(await _kube_messages(nats_client))
     core.delete_namespaced_config_map("b", "default")  # while no watcher runs
-    [second] = await prepare_watches(nats_client, settings, KubeClient(api))
-    await second.relist()
-    after = (await _kube_messages(nats_client))[before:]
+    async with tap(nats_client) as published:
+        [second] = await prepare_watches(nats_client, settings, KubeClient(api))
+        await second.relist()
+
+        async def relist_complete() -> bool:
+            return any(isinstance(e, SyncMarker) and e.complete for _, e, _ in published.messages)
+
+        await wait_until_async(relist_complete, what="the relist's complete sync marker")
     observed = [
         (e.event, e.object["metadata"]["name"], e.relist)
-        for _, e, _ in after
+        for _, e, _ in published.messages
         if isinstance(e, Observation)
     ]
     assert observed == [("DELETED", "b", True)]
@@ -177,11 +187,15 @@ async def _ready(watch: ResourceWatch) -> bool:
 
 
 async def _kube_messages(nc: Client) -> list[tuple[str, Any, str]]:
+    """(subject, message, dedup id) of what KUBE holds now: each subject's latest."""
     js = nc.jetstream()
     info = await js.stream_info("KUBE")
     out = []
     for seq in range(1, info.state.last_seq + 1):
-        raw = await js.get_msg("KUBE", seq)
+        try:
+            raw = await js.get_msg("KUBE", seq)
+        except NotFoundError:
+            continue  # replaced by a newer message on its subject
         headers = raw.headers or {}
         out.append(
             (raw.subject or "", codec.decode(raw.data or b""), headers.get("Nats-Msg-Id", ""))
