@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, NamedTuple
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -14,7 +14,7 @@ from spreadbus.core.workloadspread.deletion_cost import (
     deletion_costs,
     subset_costs,
 )
-from spreadbus.core.workloadspread.model import FAKE_SUBSET, from_object
+from spreadbus.core.workloadspread.model import FAKE_SUBSET, WorkloadSpread, from_object
 from tests.core.builders import pod, subset, workloadspread
 
 JSON = dict[str, Any]
@@ -112,6 +112,57 @@ def test_min_replicas_protects_the_minimum_of_each_subset() -> None:
     assert Counter(costs[pod_state.key(p)] for p in buckets["c"]) == Counter({100: 2})
 
 
+def _next_victim_bucket(
+    buckets: dict[str, list[JSON]],
+    names: list[str],
+    *,
+    limits: dict[str, int | None],
+    minimums: dict[str, int],
+    idx: dict[str, int],
+) -> str:
+    """Where scale-in must take its next pod (reference section 5, with minReplicas protection).
+
+    Pods in no subset first; then the overflow beyond a limit, from the highest ``idx``; then the
+    pods above a minimum, from the highest ``idx``; then the rest, from the highest ``idx``.
+    """
+    if buckets[FAKE_SUBSET]:
+        return FAKE_SUBSET
+    sizes = {name: len(buckets[name]) for name in names}
+    over_limit = [n for n in names if (limit := limits[n]) is not None and sizes[n] > limit]
+    above_min = [n for n in names if sizes[n] > minimums[n]]
+    for candidates in (over_limit, above_min, [n for n in names if sizes[n]]):
+        if candidates:
+            return max(candidates, key=idx.__getitem__)
+    raise AssertionError("nothing left to scale in")
+
+
+def _scale_in_checking_each_victim(
+    ws: WorkloadSpread,
+    pods: dict[str, dict[str, list[JSON]]],
+    version: str,
+    *,
+    replicas: int,
+    latest: str,
+    limits: dict[str, int | None],
+    minimums: dict[str, int],
+) -> None:
+    """Remove ``version``'s pods one at a time, lowest cost first, as its ReplicaSet would."""
+    names = [s.name for s in ws.subsets]
+    n = len(names)
+    # Positions count backwards for older versions: their pods leave the first subsets first.
+    idx = {name: i if version == latest else n - 1 - i for i, name in enumerate(names)}
+    buckets = pods[version]
+    while any(buckets.values()):
+        costs = deletion_costs(ws, pods, replicas=replicas, latest_version=latest)
+        victim_bucket, victim = min(
+            ((b, p) for b, members in buckets.items() for p in members),
+            key=lambda bp: costs[pod_state.key(bp[1])],
+        )
+        expected = _next_victim_bucket(buckets, names, limits=limits, minimums=minimums, idx=idx)
+        assert victim_bucket == expected, (version, {b: len(m) for b, m in buckets.items()})
+        buckets[victim_bucket].remove(victim)
+
+
 @st.composite
 def layouts(draw: st.DrawFn) -> tuple[list[tuple[int | None, int]], list[int], int]:
     count = draw(st.integers(1, 4))
@@ -132,34 +183,101 @@ def test_scale_in_by_lowest_cost_follows_the_subset_rules(
 ) -> None:
     spec, counts, fake = layout
     names = [f"s{i}" for i in range(len(spec))]
-    subsets = []
-    for name, (maximum, minimum) in zip(names, spec, strict=True):
-        subsets.append(subset(name, maximum, minReplicas=minimum))
-    ws = from_object(workloadspread(*subsets))
-    buckets: dict[str, list[JSON]] = {
-        name: _pods(name, c) for name, c in zip(names, counts, strict=True)
-    }
-    buckets[FAKE_SUBSET] = _pods("fake", fake)
-    limits = {name: maximum for name, (maximum, _) in zip(names, spec, strict=True)}
-    minimums = {name: minimum for name, (_, minimum) in zip(names, spec, strict=True)}
-    position = {name: i for i, name in enumerate(names)}
-    while any(buckets.values()):
-        costs = deletion_costs(ws, {"v": buckets}, replicas=10, latest_version="v")
-        victim_bucket, victim = min(
-            ((b, p) for b, pods in buckets.items() for p in pods),
-            key=lambda bp: costs[pod_state.key(bp[1])],
+    ws = from_object(
+        workloadspread(
+            *(subset(name, m, minReplicas=k) for name, (m, k) in zip(names, spec, strict=True))
         )
-        sizes = {name: len(buckets[name]) for name in names}
-        over_limit = [n for n in names if limits[n] is not None and sizes[n] > (limits[n] or 0)]
-        above_min = [n for n in names if sizes[n] > minimums[n]]
-        if buckets[FAKE_SUBSET]:
-            assert victim_bucket == FAKE_SUBSET
-        elif over_limit:
-            # overflow goes first, from the later subsets first
-            assert victim_bucket == max(over_limit, key=position.__getitem__)
-        elif above_min:
-            # never below a minimum while another subset is above its own; later subsets first
-            assert victim_bucket == max(above_min, key=position.__getitem__)
-        else:
-            assert victim_bucket == max((n for n in names if sizes[n]), key=position.__getitem__)
-        buckets[victim_bucket].remove(victim)
+    )
+    buckets = {name: _pods(name, c) for name, c in zip(names, counts, strict=True)}
+    buckets[FAKE_SUBSET] = _pods("fake", fake)
+    _scale_in_checking_each_victim(
+        ws,
+        {"v": buckets},
+        "v",
+        replicas=10,
+        latest="v",
+        limits={name: m for name, (m, _) in zip(names, spec, strict=True)},
+        minimums={name: k for name, (_, k) in zip(names, spec, strict=True)},
+    )
+
+
+class RolloutLayout(NamedTuple):
+    """Subsets (maxReplicas, minReplicas), workload replicas, and pods per version and subset."""
+
+    spec: list[tuple[int | str | None, int]]
+    replicas: int
+    counts: dict[str, list[int]]  # version -> pods per subset
+    fake: dict[str, int]  # version -> pods in no subset
+    latest: str  # may name a version that has no pods yet
+
+
+def _percent(value: int) -> str:
+    return f"{value}%"
+
+
+@st.composite
+def rollout_layouts(draw: st.DrawFn) -> RolloutLayout:
+    n = draw(st.integers(1, 4))
+    limit: st.SearchStrategy[int | str] = (
+        st.integers(0, 100).map(_percent) if draw(st.booleans()) else st.integers(0, 5)
+    )
+    spec: list[tuple[int | str | None, int]] = []
+    for _ in range(n):
+        maximum: int | str | None = draw(st.one_of(st.none(), limit))
+        spec.append((maximum, draw(st.integers(0, maximum if isinstance(maximum, int) else 5))))
+    versions = [f"v{i}" for i in range(draw(st.integers(1, 3)))]
+    counts = {v: [draw(st.integers(0, 5)) for _ in range(n)] for v in versions}
+    fake = {v: draw(st.integers(0, 2)) for v in versions}
+    latest = draw(st.sampled_from([*versions, "v-next"]))
+    return RolloutLayout(spec, draw(st.integers(0, 30)), counts, fake, latest)
+
+
+def _scaled_limit(maximum: int | str | None, replicas: int) -> int | None:
+    """maxReplicas against the workload's replicas, percentages rounded up."""
+    if isinstance(maximum, str):
+        return -(-int(maximum.removesuffix("%")) * replicas // 100)
+    return maximum
+
+
+@settings(max_examples=300, deadline=None)
+@given(rollout_layouts())
+def test_scale_in_of_each_version_follows_the_subset_rules_during_a_rollout(
+    layout: RolloutLayout,
+) -> None:
+    names = [f"s{i}" for i in range(len(layout.spec))]
+    ws = from_object(
+        workloadspread(
+            *(
+                subset(name, m, minReplicas=k)
+                for name, (m, k) in zip(names, layout.spec, strict=True)
+            )
+        )
+    )
+    limits = {
+        name: _scaled_limit(m, layout.replicas)
+        for name, (m, _) in zip(names, layout.spec, strict=True)
+    }
+    # A minimum is capped by the scaled limit, which a percentage can bring below it.
+    minimums = {
+        name: k if (limit := limits[name]) is None else min(k, limit)
+        for name, (_, k) in zip(names, layout.spec, strict=True)
+    }
+    pods = {
+        version: {
+            **{name: _pods(f"{version}-{name}", c) for name, c in zip(names, counts, strict=True)},
+            FAKE_SUBSET: _pods(f"{version}-fake", layout.fake[version]),
+        }
+        for version, counts in layout.counts.items()
+    }
+    # Each version (one ReplicaSet of a rollout) scales in on its own while the other versions'
+    # pods stay: their presence must not change the order within the version.
+    for version in layout.counts:
+        _scale_in_checking_each_victim(
+            ws,
+            pods,
+            version,
+            replicas=layout.replicas,
+            latest=layout.latest,
+            limits=limits,
+            minimums=minimums,
+        )

@@ -208,6 +208,107 @@ def test_existing_pods_are_matched_by_node_and_score() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    ("ignore", "copied"),
+    [(None, True), ("true", False), ("True", False), ("false", True), ("yes", True)],
+)
+def test_ignore_patch_existing_pods_metadata_keeps_the_patch_off_pre_existing_pods(
+    ignore: str | None, copied: bool
+) -> None:
+    raw = workloadspread(
+        subset(
+            "a",
+            5,
+            patch={
+                "metadata": {"labels": {"zone": "a"}, "annotations": {"note": "from subset a"}},
+                "spec": {"priorityClassName": "high"},
+            },
+        ),
+        subset("b"),
+    )
+    if ignore is not None:
+        raw["metadata"]["annotations"] = {
+            "workloadspread.kruise.io/ignore-patch-existing-pods-metadata": ignore
+        }
+    ws = from_object(raw)
+    nodes = {"na": node("na", "a")}
+    plan = plan_workloadspread(
+        ws,
+        workload=deployment(replicas=1),
+        pods=[pod("p1", node="na")],
+        nodes=nodes,
+        now=NOW,
+        whitelist=Whitelist(),
+    )
+    matched = {"apps.kruise.io/matched-workloadspread": '{"name":"ws","subset":"a"}'}
+    if copied:
+        expected = {
+            "metadata": {
+                "labels": {"zone": "a"},
+                "annotations": {"note": "from subset a", **matched},
+            }
+        }
+    else:
+        expected = {"metadata": {"annotations": matched}}
+    assert plan.pod_patches == {"default/p1": expected}
+    assert [s.replicas for s in plan.status.subset_statuses] == [1, 0]
+
+
+def test_reordered_subsets_keep_their_status_by_name() -> None:
+    # Kruise's TestUpdateSubsetSequence: the spec lists b before a, the old status a before b.
+    raw = workloadspread(
+        subset("b", 5),
+        subset("a", 5),
+        status={
+            "subsetStatuses": [
+                {
+                    "name": "a",
+                    "missingReplicas": 4,
+                    "creatingPods": {"p0": "2026-01-01T12:00:02Z", "later": "2026-01-01T11:59:50Z"},
+                },
+                {
+                    "name": "b",
+                    "missingReplicas": 4,
+                    "creatingPods": {"p1": "2026-01-01T12:00:02Z"},
+                    "conditions": [
+                        {
+                            "type": "Schedulable",
+                            "status": "False",
+                            "reason": "PodUnschedulable",
+                            "lastTransitionTime": "2026-01-01T11:59:00Z",
+                        }
+                    ],
+                },
+            ]
+        },
+        strategy={"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}},
+    )
+    pods = [pod("p0", ws="ws", subset_name="a"), pod("p1", ws="ws", subset_name="b")]
+    plan = plan_workloadspread(
+        from_object(raw),
+        workload=deployment(replicas=5),
+        pods=pods,
+        nodes={},
+        now=NOW,
+        whitelist=Whitelist(),
+    )
+    top = {s.name: s for s in plan.status.subset_statuses}
+    assert [s.name for s in plan.status.subset_statuses] == ["b", "a"]
+    assert (top["b"].replicas, top["b"].missing_replicas, top["b"].creating_pods) == (1, 4, {})
+    # a's unseen "later" admission stays with a and takes one more slot there.
+    assert (top["a"].replicas, top["a"].missing_replicas, set(top["a"].creating_pods)) == (
+        1,
+        3,
+        {"later"},
+    )
+    # b, first in the spec now, keeps its own condition (inside the recovery window); a, now
+    # last, is always schedulable.
+    assert top["b"].conditions == (
+        Condition("Schedulable", "False", "PodUnschedulable", "", ago(60)),
+    )
+    assert top["a"].conditions == (Condition("Schedulable", "True", "Sufficient", "", NOW),)
+
+
 def _rollout_world() -> tuple[JSON, JSON, JSON]:
     d = deployment(replicas=4)
     old_rs = replicaset(d, "old")
