@@ -1,7 +1,7 @@
 """``spreadbus demo``: the elastic WorkloadSpread example, live, on the local stack.
 
 A fixed pool (zone ``ack``) takes at most ``--fixed-max`` pods and an elastic pool of virtual
-nodes (zone ``eci``, tainted) takes the rest, as in the WorkloadSpread document's example. The
+nodes (zone ``eci``, tainted) takes the rest (the elastic deployment example of WorkloadSpread). The
 demo brings up the stack on the ``elastic`` topology (or uses one already running with
 ``--attach``), applies the WorkloadSpread and a Deployment, scales it out to ``--scale-out``
 and back in to ``--scale-in``, and shows the pods per subset while it happens. Expected: the
@@ -25,10 +25,10 @@ from rich.live import Live
 from rich.table import Table
 
 from spreadbus.cli.up import Stack, StackError, say
+from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION
 
 NAMESPACE = "demo"
-MATCHED = "apps.kruise.io/matched-workloadspread"
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -115,13 +115,9 @@ Split = dict[str, Counter[str]]
 
 
 def subset_of(pod: Any) -> str:
-    raw = (pod.metadata.annotations or {}).get(MATCHED)
-    if raw is None:
-        return "(none)"
-    try:
-        return str(json.loads(raw).get("subset") or "(none)")
-    except ValueError:
-        return "(none)"
+    """The subset named in the pod's matched annotation, read as the planner reads it."""
+    matched = pod_state.matched({"metadata": {"annotations": pod.metadata.annotations or {}}})
+    return matched.subset if matched is not None and matched.subset else "(none)"
 
 
 def current_split(core: Any) -> Split:
@@ -181,7 +177,7 @@ def wait_for_deletion_costs(core: Any, timeout: float) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         pods = core.list_namespaced_pod(NAMESPACE, label_selector="app=workload-xxx").items
-        if pods and all(DELETION_COST in (p.metadata.annotations or {}) for p in pods):
+        if pods and all(DELETION_COST_ANNOTATION in (p.metadata.annotations or {}) for p in pods):
             return True
         time.sleep(0.5)
     return False

@@ -22,20 +22,35 @@ def _plan(window: float | None = None) -> tuple[str, datetime | None]:
         strategy={"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}},
         status={
             "subsetStatuses": [
-                {"name": "a", "conditions": [{
-                    "type": "Schedulable", "status": "False", "reason": "PodUnschedulable",
-                    "lastTransitionTime": "2026-01-01T11:59:00Z",
-                }]},
+                {
+                    "name": "a",
+                    "conditions": [
+                        {
+                            "type": "Schedulable",
+                            "status": "False",
+                            "reason": "PodUnschedulable",
+                            "lastTransitionTime": "2026-01-01T11:59:00Z",
+                        }
+                    ],
+                },
             ]
         },
     )
     ws = from_object(raw)
     if window is None:
-        plan = plan_workloadspread(ws, workload=deployment(replicas=3), pods=[], nodes={},
-                                   now=NOW, whitelist=Whitelist())
+        plan = plan_workloadspread(
+            ws, workload=deployment(replicas=3), pods=[], nodes={}, now=NOW, whitelist=Whitelist()
+        )
     else:
-        plan = plan_workloadspread(ws, workload=deployment(replicas=3), pods=[], nodes={},
-                                   now=NOW, whitelist=Whitelist(), recover_after_seconds=window)
+        plan = plan_workloadspread(
+            ws,
+            workload=deployment(replicas=3),
+            pods=[],
+            nodes={},
+            now=NOW,
+            whitelist=Whitelist(),
+            recover_after_seconds=window,
+        )
     first = plan.status.subset_statuses[0]
     condition = first.condition("Schedulable")
     assert condition is not None
@@ -57,5 +72,6 @@ def test_a_subset_stays_unschedulable_within_the_window_and_asks_to_look_again_a
     seconds: float,
 ) -> None:
     assert _plan(seconds) == (
-        "False", TURNED_FALSE + timedelta(seconds=seconds),
+        "False",
+        TURNED_FALSE + timedelta(seconds=seconds),
     )

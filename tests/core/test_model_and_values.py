@@ -23,7 +23,7 @@ from tests.core.builders import zone_term
 
 def test_v1alpha1_and_v1beta1_field_names_decode_the_same() -> None:
     pref = [{"weight": 3, "preference": zone_term("b")}]
-    alpha = {
+    alpha: dict[str, Any] = {
         "apiVersion": "apps.kruise.io/v1alpha1",
         "kind": "WorkloadSpread",
         "metadata": {"name": "ws", "namespace": "ns"},

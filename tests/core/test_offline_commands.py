@@ -78,7 +78,7 @@ def run_json(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, JSON]
     return code, json.loads(lines[0])
 
 
-def test_validate_allows_the_seed_example(
+def test_validate_allows_the_elastic_example(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path / "in.yaml", elastic(), cloneset(10))

@@ -32,7 +32,7 @@ def errs(obj: object, **kwargs: Any) -> list[tuple[str, str, str]]:
     return [(e.field, e.type, e.message) for e in validate_workloadspread(obj, **kwargs)]
 
 
-def test_the_seed_examples_are_valid() -> None:
+def test_the_elastic_and_multi_domain_examples_are_valid() -> None:
     elastic = workloadspread(
         subset("ACK", 100, patch={"metadata": {"labels": {"deploy/zone": "ack"}}}),
         subset("ECI"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import Any
 
 from spreadbus.core.field_errors import (
     FieldError,
@@ -49,18 +50,36 @@ def json_type(value: object) -> str:
     return type(value).__name__
 
 
-def _strings(value: object, path: Path, errors: list[FieldError]) -> list[str]:
+def _items(value: object, path: Path, errors: list[FieldError]) -> list[tuple[Path, object]]:
+    """The items of an optional JSON array, each with its path; a non-array is reported."""
     if value is None:
         return []
     if not isinstance(value, list):
         errors.append(type_error(path, "array", value))
         return []
+    return [(path.index(i), item) for i, item in enumerate(value)]
+
+
+def _objects(
+    value: object, path: Path, errors: list[FieldError]
+) -> list[tuple[Path, Mapping[str, Any]]]:
+    """The object items of an optional JSON array; other items are reported."""
+    out: list[tuple[Path, Mapping[str, Any]]] = []
+    for item_path, item in _items(value, path, errors):
+        if isinstance(item, Mapping):
+            out.append((item_path, item))
+        else:
+            errors.append(type_error(item_path, "object", item))
+    return out
+
+
+def _strings(value: object, path: Path, errors: list[FieldError]) -> list[str]:
     out: list[str] = []
-    for i, item in enumerate(value):
+    for item_path, item in _items(value, path, errors):
         if isinstance(item, str):
             out.append(item)
         else:
-            errors.append(type_error(path.index(i), "string", item))
+            errors.append(type_error(item_path, "string", item))
     return out
 
 
@@ -77,15 +96,23 @@ def validate_label_name(key: str, path: Path) -> list[FieldError]:
     return [invalid(path, msg) for msg in is_qualified_name(key)]
 
 
+def _requirement(
+    requirement: Mapping[str, Any], path: Path, errors: list[FieldError]
+) -> tuple[str, list[str], str]:
+    """A requirement's ``operator``, ``values`` and ``key``, wrong JSON types reported."""
+    operator = _string(requirement.get("operator"), path.child("operator"), errors)
+    values = _strings(requirement.get("values"), path.child("values"), errors)
+    key = _string(requirement.get("key"), path.child("key"), errors)
+    return operator, values, key
+
+
 def validate_node_selector_requirement(
     requirement: object, path: Path, *, allow_invalid_label_value: bool
 ) -> list[FieldError]:
     if not isinstance(requirement, Mapping):
         return [type_error(path, "object", requirement)]
     errors: list[FieldError] = []
-    operator = _string(requirement.get("operator"), path.child("operator"), errors)
-    values = _strings(requirement.get("values"), path.child("values"), errors)
-    key = _string(requirement.get("key"), path.child("key"), errors)
+    operator, values, key = _requirement(requirement, path, errors)
     if operator in ("In", "NotIn"):
         if not values:
             errors.append(
@@ -124,9 +151,7 @@ def validate_node_field_selector_requirement(requirement: object, path: Path) ->
     if not isinstance(requirement, Mapping):
         return [type_error(path, "object", requirement)]
     errors: list[FieldError] = []
-    operator = _string(requirement.get("operator"), path.child("operator"), errors)
-    values = _strings(requirement.get("values"), path.child("values"), errors)
-    key = _string(requirement.get("key"), path.child("key"), errors)
+    operator, values, key = _requirement(requirement, path, errors)
     if operator in ("In", "NotIn"):
         if len(values) != 1:
             errors.append(
@@ -155,48 +180,32 @@ def validate_node_selector_term(
     if not isinstance(term, Mapping):
         return [type_error(path, "object", term)]
     errors: list[FieldError] = []
-    expressions = term.get("matchExpressions")
-    if expressions is not None and not isinstance(expressions, list):
-        errors.append(type_error(path.child("matchExpressions"), "array", expressions))
-        expressions = None
-    for j, req in enumerate(expressions or []):
+    expressions = _items(term.get("matchExpressions"), path.child("matchExpressions"), errors)
+    for req_path, req in expressions:
         errors.extend(
             validate_node_selector_requirement(
-                req,
-                path.child("matchExpressions").index(j),
-                allow_invalid_label_value=allow_invalid_label_value,
+                req, req_path, allow_invalid_label_value=allow_invalid_label_value
             )
         )
-    fields = term.get("matchFields")
-    if fields is not None and not isinstance(fields, list):
-        errors.append(type_error(path.child("matchFields"), "array", fields))
-        fields = None
-    for j, req in enumerate(fields or []):
-        errors.extend(
-            validate_node_field_selector_requirement(req, path.child("matchFields").index(j))
-        )
+    for req_path, req in _items(term.get("matchFields"), path.child("matchFields"), errors):
+        errors.extend(validate_node_field_selector_requirement(req, req_path))
     return errors
 
 
 def validate_preferred_scheduling_terms(terms: object, path: Path) -> list[FieldError]:
     """``ValidatePreferredSchedulingTerms``: weight 1-100 and a valid preference per term."""
-    if not isinstance(terms, list):
-        return [type_error(path, "array", terms)]
     errors: list[FieldError] = []
-    for i, term in enumerate(terms):
-        if not isinstance(term, Mapping):
-            errors.append(type_error(path.index(i), "object", term))
-            continue
+    for term_path, term in _objects(terms, path, errors):
         weight = term.get("weight", 0)
         if isinstance(weight, bool) or not isinstance(weight, int):
-            errors.append(type_error(path.index(i).child("weight"), "integer", weight))
+            errors.append(type_error(term_path.child("weight"), "integer", weight))
         elif weight <= 0 or weight > 100:
-            errors.append(invalid(path.index(i).child("weight"), "must be in the range 1-100"))
+            errors.append(invalid(term_path.child("weight"), "must be in the range 1-100"))
         preference = term.get("preference", {})
         errors.extend(
             validate_node_selector_term(
                 preference if preference is not None else {},
-                path.index(i).child("preference"),
+                term_path.child("preference"),
                 allow_invalid_label_value=True,
             )
         )
@@ -205,14 +214,8 @@ def validate_preferred_scheduling_terms(terms: object, path: Path) -> list[Field
 
 def validate_tolerations(tolerations: object, path: Path) -> list[FieldError]:
     """``ValidateTolerations``, message for message, field for field."""
-    if not isinstance(tolerations, list):
-        return [type_error(path, "array", tolerations)]
     errors: list[FieldError] = []
-    for i, toleration in enumerate(tolerations):
-        p = path.index(i)
-        if not isinstance(toleration, Mapping):
-            errors.append(type_error(p, "object", toleration))
-            continue
+    for p, toleration in _objects(tolerations, path, errors):
         key = _string(toleration.get("key"), p.child("key"), errors)
         operator = _string(toleration.get("operator"), p.child("operator"), errors)
         value = _string(toleration.get("value"), p.child("value"), errors)

@@ -1,4 +1,4 @@
-"""The user's two examples played through the rules: admissions, then scale-in by deletion cost."""
+"""The elastic and multi-domain examples played through the rules: admissions, then scale-in."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_elastic_example_lands_100_50_and_scales_in_from_the_elastic_pool() -> N
             target="web",
         )
     )
-    cloneset = {
+    cloneset: JSON = {
         "apiVersion": "apps.kruise.io/v1alpha1",
         "kind": "CloneSet",
         "metadata": {"name": "web", "namespace": "default", "uid": "cs"},
