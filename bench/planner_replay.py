@@ -1,13 +1,17 @@
 """Planner replay rate against the raw JetStream consumer rate of the same stream.
 
 The stream holds N Deployment observations (200k by default, 1M with ``--full`` or
-``--observations``) cycling over 10k objects. Measured in the same run, best of two each:
+``--observations``), one per Deployment. ``KUBE`` keeps only each object's latest observation,
+so what a planner replays from the start is one message per live object: N observations to
+replay are N live objects, the shape a large cluster gives (the projection grows to N objects).
+Measured in the same run, best of two each:
 
 - raw: an ephemeral AckNone consumer drained by pull requests on one inbox whose callback only
   counts; the fastest way this client can take messages off the server;
 - planner: a standby :class:`~services.planner.planner.Planner` restoring from nothing until its
   KUBE follower is caught up (decode, fold into the projection, positions, metrics);
-- start-up: a planner restoring from a snapshot plus a 5 % tail, against a full replay.
+- start-up: a planner restoring from a snapshot plus a tail of updates to 5 % of the objects
+  (which replace their earlier observations), against a full replay of the same stream.
 
 Goal: planner/raw >= 0.6; snapshot start-up at most half of a full replay.
 """
@@ -105,14 +109,15 @@ async def planner_startup(nc: Client, snapshots: SnapshotStore | None) -> tuple[
 
 
 async def main(observations: int) -> None:
-    objects = min(10_000, observations)
+    objects = observations
     with nats_server() as server:
         nc = await nats.connect(server.url)
         js = nc.jetstream()
         await ensure_streams(js)
         started = time.perf_counter()
         await publish(nc, 0, observations, objects)
-        total = observations + 1  # the sync marker
+        total = (await js.stream_info("KUBE")).state.messages
+        assert total == observations + 1, total  # one per object, and the sync marker
         print(f"published {observations} observations in {time.perf_counter() - started:.1f} s")
 
         raw = max([await raw_rate(nc, total) for _ in range(2)])
@@ -120,9 +125,9 @@ async def main(observations: int) -> None:
         replay_seconds = min(t for t, _ in replays)
         planner_rate = total / replay_seconds
         print(f"raw consumer: {raw:,.0f} msg/s")
-        print(f"planner replay: {planner_rate:,.0f} msg/s "
-              f"({len(replays[0][1].projection.state.objects.get('bench.apps.deployments', {}))}"
-              " objects)")
+        replayed = replays[0][1].projection.state.objects.get("bench.apps.deployments", {})
+        assert len(replayed) == objects, len(replayed)
+        print(f"planner replay: {planner_rate:,.0f} msg/s ({len(replayed)} objects)")
         print(f"ratio planner/raw: {planner_rate / raw:.3f} (goal >= {REPLAY_GOAL})")
 
         store = SnapshotStore(js)
@@ -130,7 +135,8 @@ async def main(observations: int) -> None:
         snapshot_planner.snapshots = store
         await snapshot_planner.save_snapshot()
         tail = max(1, observations // 20)
-        await publish(nc, observations, tail, objects)
+        await publish(nc, observations, tail, objects)  # generation 2 of the first objects
+        assert (await js.stream_info("KUBE")).state.messages == total
         full_seconds, _ = await planner_startup(nc, None)
         snap_seconds, resumed = await planner_startup(nc, store)
         assert resumed.restored_from == "snapshot"

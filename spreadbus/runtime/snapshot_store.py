@@ -5,6 +5,10 @@ The object store chunks large blobs and checks a digest on read; whatever the bl
 :mod:`spreadbus.projection.snapshot`). A missing object, a failed read or a digest mismatch all
 come back as ``None``, and the caller replays from the start of the streams instead.
 
+A read goes into one growing buffer (``writeinto``): the client's default appends each chunk
+to an immutable ``bytes``, which copies the whole blob per chunk and made loading a snapshot of
+a few hundred thousand objects take longer than replaying the stream.
+
 Signature::
 
     SnapshotStore(js: JetStreamContext, *, bucket: str = "spreadbus-snapshots",
@@ -15,6 +19,7 @@ Signature::
 
 from __future__ import annotations
 
+import io
 import logging
 
 from nats.errors import Error as NatsError
@@ -49,11 +54,11 @@ class SnapshotStore:
         await store.put(name, data)
 
     async def load(self, name: str) -> bytes | None:
+        buffer = io.BytesIO()
         try:
             store = await self._object_store()
-            result = await store.get(name)
+            await store.get(name, writeinto=buffer)
         except (JetStreamError, NatsError, ValueError, OSError) as exc:
             log.info("no usable snapshot", extra={"snapshot": name, "why": repr(exc)})
             return None
-        data = result.data
-        return bytes(data) if data is not None else None
+        return buffer.getvalue()

@@ -1,0 +1,26 @@
+"""The snapshot store gives back exactly what was saved, however many chunks it spans."""
+
+from __future__ import annotations
+
+import random
+
+from nats.aio.client import Client
+
+from spreadbus.runtime.snapshot_store import SnapshotStore
+
+
+async def test_a_blob_of_many_chunks_comes_back_byte_for_byte(nats_client: Client) -> None:
+    store = SnapshotStore(nats_client.jetstream())
+    blob = random.Random(3).randbytes(5 * (128 << 10) + 17)  # five full chunks and a bit
+    await store.save("planner.c1", blob)
+    assert await store.load("planner.c1") == blob
+    newer = blob[::-1]
+    await store.save("planner.c1", newer)
+    assert await store.load("planner.c1") == newer
+
+
+async def test_a_missing_snapshot_loads_as_none(nats_client: Client) -> None:
+    store = SnapshotStore(nats_client.jetstream())
+    assert await store.load("planner.nobody") is None
+    await store.save("planner.empty", b"")
+    assert await store.load("planner.empty") == b""
