@@ -22,6 +22,7 @@ Signatures::
         .index_member(view, rkey, okey) -> set[str]    # a pod or workload; spreads above it
         .spreads_above((rkey, okey)) -> set[str]
         .descendants(target: OwnerKey) -> (pod keys, workload keys)
+        .workload_descendants(target: OwnerKey) -> [(workload key, its owner)]
         .decode(view, (rkey, okey)) -> dict | None
         .lookup(view) -> (namespace, group, kind, name) -> object | None
         .target_of(okey) -> OwnerKey | None ; .pods_on(node) -> set of pod object keys
@@ -93,6 +94,7 @@ class SpreadIndex:
                             for gk, ref in kinds.items()}
         self._owner: dict[Key, OwnerKey] = {}
         self._children: dict[OwnerKey, set[Key]] = {}
+        self._child_workloads: dict[OwnerKey, set[Key]] = {}
         self._spreads_by_target: dict[OwnerKey, set[str]] = {}
         self._target_of: dict[str, OwnerKey] = {}
         self._pod_node: dict[str, str] = {}
@@ -145,11 +147,12 @@ class SpreadIndex:
         affected = self.spreads_above(key)
         old = self._owner.pop(key, None)
         if old is not None:
-            siblings = self._children.get(old)
-            if siblings is not None:
-                siblings.discard(key)
-                if not siblings:
-                    del self._children[old]
+            for children in (self._children, self._child_workloads):
+                siblings = children.get(old)
+                if siblings is not None:
+                    siblings.discard(key)
+                    if not siblings:
+                        del children[old]
         obj = self.decode(view, key)
         is_pod = rkey == self.rk_pods
         if is_pod:
@@ -164,6 +167,8 @@ class SpreadIndex:
         if owner is not None:
             self._owner[key] = owner
             self._children.setdefault(owner, set()).add(key)
+            if not is_pod:
+                self._child_workloads.setdefault(owner, set()).add(key)
         if is_pod:
             node = pod_state.node_name(obj)
             if node:
@@ -214,6 +219,25 @@ class SpreadIndex:
                 break
             frontier = nxt
         return pods, workloads
+
+    def workload_descendants(self, target: OwnerKey) -> list[tuple[Key, OwnerKey]]:
+        """The workloads below ``target`` (ReplicaSets of a Deployment...), each with its owner.
+
+        Costs those workloads, never the pods below them.
+        """
+        found: list[tuple[Key, OwnerKey]] = []
+        frontier = [target]
+        for _ in range(_MAX_CHAIN):
+            nxt: list[OwnerKey] = []
+            for owner in frontier:
+                for child in self._child_workloads.get(owner, ()):
+                    found.append((child, owner))
+                    group, kind = self.rk_workloads[child[0]]
+                    nxt.append((owner[0], group, kind, unescape(child[1].split(".", 1)[1])))
+            if not nxt:
+                break
+            frontier = nxt
+        return found
 
     def lookup(self, view: KubeProjection) -> Any:
         cache: dict[OwnerKey, Mapping[str, Any] | None] = {}

@@ -20,15 +20,20 @@ Work per event is proportional to what changed. The rule keeps indexes over the 
 updates from ``changed`` alone (:mod:`spreadbus.projection.spread_index`): every pod and workload
 by its controller owner, WorkloadSpreads by their ``targetRef``, pods by node. A changed pod walks
 its owner chain up (pod -> ReplicaSet -> Deployment) to the WorkloadSpreads targeting any of its
-ancestors, and only those are planned; a planned WorkloadSpread walks its target's descendants down
-to its pods, so its cost is its own pods, never the cluster's. The indexes are derived data: fed
-every key of the projection (what the planner does after a restore or on becoming leader) they are
-rebuilt exactly.
+ancestors, and only those are planned. Each WorkloadSpread keeps a
+:class:`~spreadbus.projection.spread_tally.SpreadTally` of its pods, told only about the pods that
+changed since its last plan; its plan costs those pods, the subsets and the reservations in
+flight, and hands out deletion costs only for pods whose observation or wanted value changed
+(the tally falls back to the full computation in the rare order-dependent cases it lists). The
+tally is built anew from the target's descendants, once, when what decides which pods the
+WorkloadSpread governs changes (its spec, the target's existence or scale to zero, an owner link
+below the target). The indexes and tallies are derived data: fed every key of the projection
+(what the planner does after a restore or on becoming leader) they are rebuilt exactly.
 
-Coalescing. Planning one WorkloadSpread costs its pods, so while hundreds of its pods start, a
-WorkloadSpread is planned at most once per ``min_interval`` (0.25 s by default): a change
-within the interval schedules a wake-up at its end, and everything that changed until then is
-taken in one plan. The work of a burst is then bounded by its duration, not its event count.
+Coalescing. While hundreds of its pods start, a WorkloadSpread is planned at most once per
+``min_interval`` (0.25 s by default): a change within the interval schedules a wake-up at its
+end, and everything that changed until then is taken in one plan, so its status is rewritten a
+few times per second rather than once per pod event.
 
 Time. The core reports ``requeue_at``, the earliest moment something expires or times out
 (creating/deleting entries, a pod reaching its Adaptive deadline, the ``Schedulable`` window).
@@ -48,7 +53,8 @@ neither the reservation nor the pod that replaced it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping, Set
+from collections.abc import Mapping, Sequence, Set
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -75,8 +81,10 @@ from spreadbus.projection.spread_index import (
     WORKLOADS,
     WORKLOADSPREADS,
     Key,
+    OwnerKey,
     SpreadIndex,
 )
+from spreadbus.projection.spread_tally import SpreadTally, TallyPlan
 
 __all__ = ["DELETION_COST", "NODES", "OPTIONAL_WORKLOADS", "PODS", "WORKLOADS", "WORKLOADSPREADS",
            "WorkloadSpreadRule"]
@@ -122,6 +130,10 @@ class WorkloadSpreadRule:
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
         self._planned_at: dict[str, float] = {}
+        # Per WorkloadSpread: its pods' tally and what it was built for; the pods and whether
+        # workloads changed since its last plan.
+        self._tallies: dict[str, tuple[tuple[Any, ...], SpreadTally]] = {}
+        self._pending: dict[str, _Pending] = {}
 
     # -- the planner's time seam ------------------------------------------------------------------
 
@@ -159,8 +171,16 @@ class WorkloadSpreadRule:
                 if not index.index_spread(view, okey):
                     self._schedule(okey, None)
                 affected.add(okey)
-            elif rkey == index.rk_pods or rkey in index.rk_workloads:
-                affected |= index.index_member(view, rkey, okey)
+            elif rkey == index.rk_pods:
+                above = index.index_member(view, rkey, okey)
+                for spread in above:
+                    self._pending_for(spread).pods.add(okey)
+                affected |= above
+            elif rkey in index.rk_workloads:
+                above = index.index_member(view, rkey, okey)
+                for spread in above:
+                    self._pending_for(spread).workloads = True
+                affected |= above
             elif rkey == index.rk_nodes:
                 for pod in index.pods_on(unescape(okey.split(".", 1)[1])):
                     affected |= index.spreads_above((index.rk_pods, pod))
@@ -179,6 +199,16 @@ class WorkloadSpreadRule:
             out.extend(self._plan(view, okey, now))
         return out
 
+    def _pending_for(self, okey: str) -> _Pending:
+        pending = self._pending.get(okey)
+        if pending is None:
+            pending = self._pending[okey] = _Pending()
+        return pending
+
+    def _forget(self, okey: str) -> None:
+        self._tallies.pop(okey, None)
+        self._pending.pop(okey, None)
+
     # -- planning one WorkloadSpread ---------------------------------------------------------------
 
     def _plan(self, view: KubeProjection, okey: str, now: float) -> list[Desired]:
@@ -186,6 +216,7 @@ class WorkloadSpreadRule:
         if obj is None:
             self._schedule(okey, None)
             self._planned_at.pop(okey, None)
+            self._forget(okey)
             return []
         if self.reservations.floor(okey) > view.last_seq:
             self._schedule(okey, now)  # the projection has not reached the ledger's floor yet
@@ -194,45 +225,91 @@ class WorkloadSpreadRule:
         target = self.index.target_of(okey)
         if ws.deleting or ws.target_ref is None or target is None:
             self._schedule(okey, None)
+            self._forget(okey)
             return []
         lookup = self.index.lookup(view)
         workload = lookup(*target)
-        pod_keys, workload_keys = self.index.descendants(target)
-        pods = [p for p in (self.index.decode(view, k) for k in pod_keys) if p is not None]
-        governed = reconcile.workload_pods(ws, workload, pods, lookup=lookup,
-                                           whitelist=self.whitelist)
+        tally = self._tally(view, okey, obj, ws, target, workload, lookup)
         replicasets = [
-            rs for rs in (self.index.decode(view, k) for k in workload_keys
+            rs for rs in (self.index.decode(view, k)
+                          for k, _ in self.index.workload_descendants(target)
                           if self.index.rk_workloads[k[0]] == ("apps", "ReplicaSet"))
             if rs is not None
         ]
-        nodes: dict[str, Mapping[str, Any]] = {}
-        for pod in governed:
-            node = pod_state.node_name(pod)
-            if node and node not in nodes:
-                found = view.get(self.cluster, NODES.group, NODES.resource, "", node)
-                if found is not None:
-                    nodes[node] = found
-        moment = datetime.fromtimestamp(now, UTC)
-        plan = reconcile.plan_workloadspread(
+
+        def nodes(pods: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+            found: dict[str, Mapping[str, Any]] = {}
+            for pod in pods:
+                node = pod_state.node_name(pod)
+                if node and node not in found:
+                    obj = view.get(self.cluster, NODES.group, NODES.resource, "", node)
+                    if obj is not None:
+                        found[node] = obj
+            return found
+
+        plan = tally.plan(
             ws,
             workload=workload,
-            pods=governed,
-            nodes=nodes,
-            reservations=self.reservations.reservations(okey),
-            now=moment,
-            whitelist=self.whitelist,
             latest=reconcile.latest_version(ws, workload, replicasets=replicasets),
+            reservations=self.reservations.reservations(okey),
+            now=datetime.fromtimestamp(now, UTC),
+            whitelist=self.whitelist,
+            nodes=nodes,
             recover_after_seconds=self.recover_after_seconds,
         )
         requeue = plan.requeue_at
         self._schedule(okey, _timestamp(requeue) if requeue is not None else None)
-        by_key = {pod_state.key(p): p for p in governed}
         return [
             self._status_desired(ws, obj, plan.status),
-            *self._pod_desired(plan, by_key),
-            *(self._eviction(e, by_key) for e in plan.evictions if e.pod in by_key),
+            *self._pod_desired(ws.key, plan, tally),
+            *(self._eviction(e, pod) for e in plan.evictions
+              if (pod := tally.pod(e.pod)) is not None),
         ]
+
+    def _tally(
+        self,
+        view: KubeProjection,
+        okey: str,
+        obj: Mapping[str, Any],
+        ws: WorkloadSpread,
+        target: OwnerKey,
+        workload: Mapping[str, Any] | None,
+        lookup: Any,
+    ) -> SpreadTally:
+        """The WorkloadSpread's tally, told about the pods that changed since its last plan.
+
+        It is built anew (every pod of the target, once) when what decides which pods it governs
+        changed: its spec or annotations, the target's existence or scale to zero, or an owner
+        link among the workloads below the target.
+        """
+        pending = self._pending.pop(okey, None) or _Pending()
+        metadata = obj.get("metadata") or {}
+        spec = workload.get("spec") if workload is not None else None
+        scaled_to_zero = isinstance(spec, Mapping) and spec.get("replicas") == 0
+        current = self._tallies.get(okey)
+        links = (current[0][-1] if current is not None and not pending.workloads
+                 else tuple(sorted(self.index.workload_descendants(target))))
+        built_for = (
+            metadata.get("uid"), obj.get("spec"), metadata.get("annotations"),
+            None if workload is None else (workload.get("metadata") or {}).get("uid"),
+            scaled_to_zero, links,
+        )
+        if current is not None and current[0] == built_for:
+            tally = current[1]
+            for pod_key in pending.pods:
+                pod = self.index.decode(view, (self.index.rk_pods, pod_key))
+                governed = pod is not None and bool(reconcile.workload_pods(
+                    ws, workload, [pod], lookup=lookup, whitelist=self.whitelist))
+                tally.apply(pod_key, pod if governed else None)
+            return tally
+        tally = SpreadTally(ws)
+        pod_keys, _ = self.index.descendants(target)
+        pods = [(k[1], p) for k in pod_keys if (p := self.index.decode(view, k)) is not None]
+        governed_ids = {id(p) for p in reconcile.workload_pods(
+            ws, workload, [p for _, p in pods], lookup=lookup, whitelist=self.whitelist)}
+        tally.reset((k, p) for k, p in pods if id(p) in governed_ids)
+        self._tallies[okey] = (built_for, tally)
+        return tally
 
     def _ref(self, resource: ResourceRef, obj: Mapping[str, Any]) -> ObjectRef:
         metadata = obj.get("metadata") or {}
@@ -260,27 +337,31 @@ class WorkloadSpreadRule:
                        reason=f"status of {ws.key} at generation {ws.generation}",
                        precondition="resource_version", serial=True)
 
-    def _pod_desired(self, plan: reconcile.Plan,
-                     pods: Mapping[str, Mapping[str, Any]]) -> list[Desired]:
+    def _pod_desired(self, spread: str, plan: TallyPlan, tally: SpreadTally) -> list[Desired]:
         out: list[Desired] = []
-        for key in sorted(set(plan.deletion_costs) | set(plan.pod_patches)):
-            pod = pods.get(key)
+        for key in sorted(set(plan.updates) | set(plan.pod_patches)):
+            pod = tally.pod(key)
             if pod is None:
                 continue
             patch: dict[str, Any] = {}
             reasons: list[str] = []
             if key in plan.pod_patches:
                 _merge(patch, plan.pod_patches[key])
-                reasons.append(f"matched to {plan.workloadspread}")
-            if key in plan.deletion_costs:
-                _merge(patch, {"metadata": {"annotations": {
-                    DELETION_COST: plan.deletion_costs[key]}}})
-                reasons.append(f"deletion cost {plan.deletion_costs[key]}")
+                reasons.append(f"matched to {spread}")
+            if key in plan.updates:
+                _merge(patch, {"metadata": {"annotations": {DELETION_COST: plan.updates[key]}}})
+                reasons.append(f"deletion cost {plan.updates[key]}")
             out.append(Desired(verb="patch", target=self._ref(PODS, pod), patch=patch,
                                reason="; ".join(reasons)))
         return out
 
-    def _eviction(self, eviction: reconcile.Eviction,
-                  pods: Mapping[str, Mapping[str, Any]]) -> Desired:
-        return Desired(verb="evict", target=self._ref(PODS, pods[eviction.pod]),
-                       reason=eviction.reason)
+    def _eviction(self, eviction: reconcile.Eviction, pod: Mapping[str, Any]) -> Desired:
+        return Desired(verb="evict", target=self._ref(PODS, pod), reason=eviction.reason)
+
+
+@dataclass
+class _Pending:
+    """What changed below one WorkloadSpread since its last plan."""
+
+    pods: set[str] = field(default_factory=set)
+    workloads: bool = False

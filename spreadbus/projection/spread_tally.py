@@ -1,0 +1,434 @@
+"""One WorkloadSpread's pods, kept bucketed pod by pod, and what the planner writes for them.
+
+:func:`spreadbus.core.workloadspread.reconcile.plan_workloadspread` is the definition: a pure
+function of the whole state (the WorkloadSpread, its workload, all its pods, reservations, now).
+Calling it on every change costs every pod of the workload, and while a thousand pods start that
+is a thousand pods per round. :class:`SpreadTally` computes the same answer from what changed:
+
+- :meth:`SpreadTally.apply` takes one changed pod (or its disappearance) and moves it between
+  buckets (version, subset), keeping per bucket the count of active pods and the keys the webhook
+  records creations under; its cost is one pod;
+- :meth:`SpreadTally.plan` builds the status from those counters (subsets x versions, plus the
+  reservations and previous entries in flight, never the pods) and the deletion costs bucket by
+  bucket: a bucket within its limit and without a minimum gives every active pod the same value,
+  so only the pods that changed are looked at; a bucket whose value, limit or fill changed, or that
+  is over its limit or has a minimum (the value then depends on the pod's place in the scale-in
+  order), is recomputed whole with the core's :func:`~spreadbus.core.workloadspread.deletion_cost.
+  subset_costs`, which costs that bucket.
+
+The answer equals the full computation over the pods in key order (a property test replays
+random event sequences against it). Some situations are rare and order-dependent; for them
+:meth:`SpreadTally.plan` calls the full computation itself (``everything`` is then set):
+
+- a governed pod not annotated for this WorkloadSpread (it is matched to a subset by its node,
+  with per-version quotas that depend on the other pods);
+- a deletion in flight (a ``deletingPods`` entry or a deleting reservation): ``missingReplicas``
+  then depends on the order of the pods;
+- Adaptive rescheduling (stuck pods are found by time, pod by pod);
+- a ``replicasPathList`` that does not resolve.
+
+Deletion costs are handed out as ``updates``: the pods touched since the last plan and the pods
+whose wanted value changed, each with the annotation value when it differs from what the pod
+carries. A pod whose value and observation did not change is not handed out again: its write is
+in flight or done, and a failed write comes back as a change of that pod.
+
+The tally is bound to one WorkloadSpread spec (name and subsets); the caller builds a new one when
+the spec changes, as it does for any change in which pods the WorkloadSpread governs.
+
+Signatures::
+
+    SpreadTally(ws: WorkloadSpread)
+        .reset(pods: Iterable[tuple[str, Pod]]) -> None      # (key, pod): every governed pod
+        .apply(key: str, pod: Pod | None) -> None           # one pod changed, or left
+        .plan(ws, *, workload, latest, reservations, now, whitelist, nodes,
+              recover_after_seconds) -> TallyPlan
+        .pod(key) -> Pod | None ; .pods() -> list[Pod]       # in key order
+        .differing() -> dict[str, str]                       # every annotation to change (a check)
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, NamedTuple
+
+from spreadbus.core.workloadspread import pod_state, reconcile
+from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.deletion_cost import COST_UNIT, applies_to, subset_costs
+from spreadbus.core.workloadspread.model import (
+    DELETION_COST_ANNOTATION,
+    FAKE_SUBSET,
+    JSON,
+    Status,
+    SubsetStatus,
+    WorkloadSpread,
+)
+from spreadbus.core.workloadspread.occupancy import (
+    CREATE_TIMEOUT,
+    Reservation,
+    subset_limit,
+    subset_minimum,
+)
+from spreadbus.core.workloadspread.pod_state import Pod
+from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER
+from spreadbus.core.workloadspread.target import ReplicasPathError, workload_replicas
+
+Bucket = tuple[str, str]
+"""(version, subset name or :data:`FAKE_SUBSET`)."""
+Nodes = Callable[[Sequence[Pod]], Mapping[str, Mapping[str, Any]]]
+
+
+class _Facts(NamedTuple):
+    """What the plan reads of one pod, read once per observation."""
+
+    key: str  # "namespace/name"
+    obj: Pod
+    version: str
+    bucket: str | None  # None: not annotated for this WorkloadSpread (matched by its node)
+    active: bool
+    creating_key: str
+    cost: str | None  # the deletion-cost annotation it carries
+
+
+@dataclass
+class TallyPlan:
+    status: Status
+    updates: dict[str, str]
+    """Pod key -> deletion-cost annotation to write (see the module docstring)."""
+    pod_patches: dict[str, JSON] = field(default_factory=dict)
+    evictions: list[reconcile.Eviction] = field(default_factory=list)
+    requeue_at: datetime | None = None
+    everything: bool = False
+    """The full computation ran: ``updates`` holds every pod whose annotation differs."""
+
+
+def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
+    matched = pod_state.matched(pod)
+    bucket: str | None = None
+    if matched is not None and matched.name == ws.name and matched.subset:
+        bucket = matched.subset if matched.subset in names else FAKE_SUBSET
+    annotations = pod_state.metadata(pod).get("annotations")
+    cost = annotations.get(DELETION_COST_ANNOTATION) if isinstance(annotations, Mapping) else None
+    return _Facts(
+        key=pod_state.key(pod),
+        obj=pod,
+        version=pod_state.version(pod),
+        bucket=bucket,
+        active=pod_state.is_active(pod),
+        creating_key=pod_state.creating_key(pod),
+        cost=cost if isinstance(cost, str) else None,
+    )
+
+
+def _missing(maximum: int, active: int, creating: int) -> int:
+    """Kruise's ``missingReplicas`` loop without deletions in flight, in closed form."""
+    missing = maximum
+    if missing > 0:
+        missing = max(missing - active, 0)
+    if missing > 0:
+        missing = max(missing - creating, 0)
+    return missing
+
+
+class SpreadTally:
+    def __init__(self, ws: WorkloadSpread) -> None:
+        self._ws = ws
+        self._names = frozenset(s.name for s in ws.subsets)
+        self._pods: dict[str, _Facts] = {}
+        self._by_key: dict[str, str] = {}  # pod "namespace/name" -> caller's key
+        self._buckets: dict[Bucket, dict[str, _Facts]] = {}
+        self._active: Counter[Bucket] = Counter()
+        self._creating: dict[Bucket, Counter[str]] = {}
+        self._versions: Counter[str] = Counter()
+        self._unmatched = 0
+        self._touched: set[str] = set()  # caller keys
+        self._dirty: set[Bucket] = set()
+        self._costs: dict[str, int] = {}  # pod "namespace/name" -> wanted cost
+        self._regime: dict[Bucket, tuple[Any, ...]] = {}
+
+    # -- pods ------------------------------------------------------------------------------------
+
+    def reset(self, pods: Iterable[tuple[str, Pod]]) -> None:
+        for key in list(self._pods):
+            self.apply(key, None)
+        for key, pod in pods:
+            self.apply(key, pod)
+
+    def apply(self, key: str, pod: Pod | None) -> None:
+        old = self._pods.pop(key, None)
+        if old is not None:
+            self._by_key.pop(old.key, None)
+            self._versions[old.version] -= 1
+            if not self._versions[old.version]:
+                del self._versions[old.version]
+            if old.bucket is None:
+                self._unmatched -= 1
+            else:
+                self._leave((old.version, old.bucket), key, old)
+            self._costs.pop(old.key, None)
+        self._touched.add(key)
+        if pod is None:
+            return
+        facts = _facts(self._ws, self._names, pod)
+        self._pods[key] = facts
+        self._by_key[facts.key] = key
+        self._versions[facts.version] += 1
+        if facts.bucket is None:
+            self._unmatched += 1
+        else:
+            self._enter((facts.version, facts.bucket), key, facts)
+
+    def _enter(self, bucket: Bucket, key: str, facts: _Facts) -> None:
+        self._buckets.setdefault(bucket, {})[key] = facts
+        self._creating.setdefault(bucket, Counter())[facts.creating_key] += 1
+        if facts.active:
+            self._active[bucket] += 1
+        self._dirty.add(bucket)
+
+    def _leave(self, bucket: Bucket, key: str, facts: _Facts) -> None:
+        members = self._buckets[bucket]
+        del members[key]
+        creating = self._creating[bucket]
+        creating[facts.creating_key] -= 1
+        if not creating[facts.creating_key]:
+            del creating[facts.creating_key]
+        if facts.active:
+            self._active[bucket] -= 1
+        if not members:
+            del self._buckets[bucket]
+            del self._creating[bucket]
+            self._active.pop(bucket, None)
+            self._regime.pop(bucket, None)
+        self._dirty.add(bucket)
+
+    def pod(self, key: str) -> Pod | None:
+        """The pod named ``namespace/name``, if governed."""
+        caller = self._by_key.get(key)
+        return None if caller is None else self._pods[caller].obj
+
+    def pods(self) -> list[Pod]:
+        """Every governed pod, in key order (the order the full computation is given)."""
+        return [f.obj for f in sorted(self._pods.values(), key=lambda f: f.key)]
+
+    def differing(self) -> dict[str, str]:
+        """Every pod whose annotation differs from its wanted cost (as of the last fast plan).
+
+        A full pass, for checks; planning hands out only what changed (``updates``).
+        """
+        out: dict[str, str] = {}
+        for facts in self._pods.values():
+            cost = self._costs.get(facts.key)
+            if cost is None:
+                continue
+            value = str(cost)
+            if facts.cost != value and not (facts.cost is None and value == "0"):
+                out[facts.key] = value
+        return out
+
+    # -- the plan --------------------------------------------------------------------------------
+
+    def plan(
+        self,
+        ws: WorkloadSpread,
+        *,
+        workload: Mapping[str, Any] | None,
+        latest: str | None,
+        reservations: Sequence[Reservation],
+        now: datetime,
+        whitelist: Whitelist,
+        nodes: Nodes,
+        recover_after_seconds: float = RECOVER_AFTER.total_seconds(),
+    ) -> TallyPlan:
+        mine = [r for r in reservations if r.workloadspread == ws.key]
+        try:
+            replicas: int | None = workload_replicas(ws, workload, whitelist=whitelist)
+        except ReplicasPathError:
+            replicas = None
+        if replicas is None or self._needs_everything(ws, mine):
+            return self._everything(ws, workload=workload, latest=latest, reservations=mine,
+                                    now=now, whitelist=whitelist, nodes=nodes,
+                                    recover_after_seconds=recover_after_seconds)
+        wake: list[datetime] = []
+        status = Status(
+            observed_generation=ws.generation,
+            subset_statuses=self._statuses(ws, None, ws.status.subset_statuses, (), replicas,
+                                           now, wake),
+            versioned_subset_statuses=self._versioned(ws, mine, replicas, now, wake),
+        )
+        changed = self._update_costs(ws, replicas, latest)
+        updates: dict[str, str] = {}
+        for key in self._touched:
+            facts = self._pods.get(key)
+            if facts is not None:
+                changed.add(facts.key)
+        for pod_key in changed:
+            caller = self._by_key.get(pod_key)
+            cost = self._costs.get(pod_key)
+            if caller is None or cost is None:
+                continue
+            value, current = str(cost), self._pods[caller].cost
+            if current != value and not (current is None and value == "0"):
+                updates[pod_key] = value
+        self._touched.clear()
+        self._dirty.clear()
+        future = [t for t in wake if t >= now]
+        return TallyPlan(status=status, updates=updates,
+                         requeue_at=min(future) if future else None)
+
+    def _needs_everything(self, ws: WorkloadSpread, mine: Sequence[Reservation]) -> bool:
+        if self._unmatched or ws.schedule_strategy.reschedule_enabled:
+            return True
+        if any(r.kind == "deleting" for r in mine):
+            return True
+        if any(s.deleting_pods for s in ws.status.subset_statuses):
+            return True
+        return any(s.deleting_pods for statuses in ws.status.versioned_subset_statuses.values()
+                   for s in statuses)
+
+    def _everything(
+        self,
+        ws: WorkloadSpread,
+        *,
+        workload: Mapping[str, Any] | None,
+        latest: str | None,
+        reservations: Sequence[Reservation],
+        now: datetime,
+        whitelist: Whitelist,
+        nodes: Nodes,
+        recover_after_seconds: float,
+    ) -> TallyPlan:
+        pods = self.pods()
+        plan = reconcile.plan_workloadspread(
+            ws, workload=workload, pods=pods, nodes=nodes(pods), reservations=reservations,
+            now=now, whitelist=whitelist, latest=latest,
+            recover_after_seconds=recover_after_seconds,
+        )
+        # The next fast plan recomputes every bucket, and hands out what changed from here.
+        self._regime.clear()
+        self._touched.clear()
+        self._dirty.clear()
+        return TallyPlan(status=plan.status, updates=dict(plan.deletion_costs),
+                         pod_patches=dict(plan.pod_patches), evictions=list(plan.evictions),
+                         requeue_at=plan.requeue_at, everything=True)
+
+    # -- status ----------------------------------------------------------------------------------
+
+    def _statuses(
+        self,
+        ws: WorkloadSpread,
+        version: str | None,
+        old: Sequence[SubsetStatus],
+        reservations: Sequence[Reservation],
+        replicas: int,
+        now: datetime,
+        wake: list[datetime],
+    ) -> tuple[SubsetStatus, ...]:
+        """One status list (top-level when ``version`` is None), without deletions in flight."""
+        in_flight: dict[str, dict[str, datetime]] = {s.name: dict(s.creating_pods) for s in old}
+        for r in reservations:
+            creating = in_flight.setdefault(r.subset, {})
+            creating[r.pod] = min(r.at, creating.get(r.pod, r.at))
+        versions = list(self._versions) if version is None else [version]
+        out: list[SubsetStatus] = []
+        for subset in ws.subsets:
+            buckets = [(v, subset.name) for v in versions]
+            active = sum(self._active.get(b, 0) for b in buckets)
+            seen = [self._creating[b] for b in buckets if b in self._creating]
+            kept: dict[str, datetime] = {}
+            for key, at in in_flight.get(subset.name, {}).items():
+                if any(key in keys for keys in seen) or at + CREATE_TIMEOUT < now:
+                    continue
+                kept[key] = at
+                wake.append(at + CREATE_TIMEOUT)
+            limit = subset_limit(subset, replicas)
+            out.append(SubsetStatus(
+                name=subset.name,
+                replicas=active,
+                missing_replicas=_missing(-1 if limit is None else limit, active, len(kept)),
+                creating_pods=kept,
+                deleting_pods={},
+            ))
+        return tuple(out)
+
+    def _versioned(
+        self,
+        ws: WorkloadSpread,
+        mine: Sequence[Reservation],
+        replicas: int,
+        now: datetime,
+        wake: list[datetime],
+    ) -> dict[str, tuple[SubsetStatus, ...]]:
+        old = ws.status.versioned_subset_statuses
+        by_version: dict[str, list[Reservation]] = {}
+        for r in mine:
+            by_version.setdefault(r.version, []).append(r)
+        out: dict[str, tuple[SubsetStatus, ...]] = {}
+        for version in [*self._versions, *old, *by_version]:
+            if version in out:
+                continue
+            statuses = self._statuses(ws, version, old.get(version, ()),
+                                      by_version.get(version, ()), replicas, now, wake)
+            if version in self._versions or any(
+                s.replicas or s.creating_pods or s.deleting_pods for s in statuses
+            ):
+                out[version] = statuses
+        return out
+
+    # -- deletion costs --------------------------------------------------------------------------
+
+    def _update_costs(self, ws: WorkloadSpread, replicas: int, latest: str | None) -> set[str]:
+        """Bring the wanted costs up to date; the pod keys whose wanted cost changed."""
+        changed: set[str] = set()
+        if latest is None or not applies_to(ws):
+            changed.update(self._costs)
+            self._costs.clear()
+            self._regime.clear()
+            return changed
+        n = len(ws.subsets)
+        positions = {s.name: i for i, s in enumerate(ws.subsets)}
+        touched: dict[Bucket, list[_Facts]] = {}
+        for key in self._touched:
+            facts = self._pods.get(key)
+            if facts is not None and facts.bucket is not None:
+                touched.setdefault((facts.version, facts.bucket), []).append(facts)
+        for bucket, members in self._buckets.items():
+            version, name = bucket
+            if name == FAKE_SUBSET:
+                regime: tuple[Any, ...] = ("same", -COST_UNIT * (n + 1))
+            else:
+                position = positions[name]
+                idx = position if version == latest else n - 1 - position
+                limit = subset_limit(ws.subsets[position], replicas)
+                minimum = subset_minimum(ws.subsets[position], replicas)
+                active = self._active.get(bucket, 0)
+                if minimum == 0 and (limit is None or active <= limit):
+                    regime = ("same", COST_UNIT * (n - idx))
+                else:
+                    regime = ("ordered", n, idx, limit, minimum)
+            previous = self._regime.get(bucket)
+            self._regime[bucket] = regime
+            if regime == previous and (regime[0] == "same" or bucket not in self._dirty):
+                # Same value for every active pod: only the pods that changed need a look.
+                for facts in touched.get(bucket, ()):
+                    self._set_cost(facts.key, regime[1] if facts.active else None, changed)
+                continue
+            if regime[0] == "same":
+                wanted = {f.key: regime[1] for f in members.values() if f.active}
+            else:
+                _, n_, idx_, limit_, minimum_ = regime
+                ordered = [f.obj for f in sorted(members.values(), key=lambda f: f.key)]
+                wanted = subset_costs(ordered, n=n_, idx=idx_, limit=limit_, minimum=minimum_)
+            for facts in members.values():
+                self._set_cost(facts.key, wanted.get(facts.key), changed)
+        return changed
+
+    def _set_cost(self, key: str, cost: int | None, changed: set[str]) -> None:
+        if self._costs.get(key) == cost:
+            return
+        changed.add(key)
+        if cost is None:
+            self._costs.pop(key, None)
+        else:
+            self._costs[key] = cost

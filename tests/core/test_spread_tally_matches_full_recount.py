@@ -1,0 +1,208 @@
+"""The planner's pod-by-pod tally of a WorkloadSpread gives what the full recount gives.
+
+Random sequences of pod creations, changes and deletions, reservations, workload scaling, version
+changes, status write-backs and the passing of time are applied to a :class:`SpreadTally` one
+change at a time; after each, its plan must equal
+:func:`~spreadbus.core.workloadspread.reconcile.plan_workloadspread` over every pod, and every pod
+whose deletion cost must change must have been handed out, now or at an earlier plan with the
+same value and the same observation of the pod.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
+from spreadbus.core.workloadspread.occupancy import Reservation
+from spreadbus.core.workloadspread.reconcile import plan_workloadspread, workload_pods
+from spreadbus.core.workloadspread.target import lookup_in
+from spreadbus.projection.spread_tally import SpreadTally
+from tests.core.builders import deployment, pod, replicaset, subset, workloadspread
+
+START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+COST = "controller.kubernetes.io/pod-deletion-cost"
+NAMES = [f"p{i}" for i in range(8)]
+VERSIONS = ["aaa", "bbb"]
+WHITELIST = Whitelist()
+
+limits = st.one_of(st.none(), st.integers(0, 5), st.sampled_from(["50%", "30%"]))
+subsets_st = st.lists(
+    st.tuples(limits, st.one_of(st.none(), st.integers(0, 2))), min_size=1, max_size=3
+)
+
+pod_change = st.fixed_dictionaries({
+    "op": st.just("pod"),
+    "name": st.sampled_from(NAMES),
+    "version": st.sampled_from(VERSIONS),
+    # a subset index, an unknown subset, another WorkloadSpread, or no annotation at all
+    "match": st.sampled_from(["s0", "s1", "s2"] * 4 + ["gone", "other", "none"]),
+    "phase": st.sampled_from(["Running", "Running", "Pending", "Succeeded"]),
+    "ready": st.booleans(),
+    "deleting": st.integers(0, 19).map(lambda i: i == 0),
+    "cost": st.sampled_from([None, None, "100", "200", "300", "-100", "-400", "0", "500"]),
+    "created": st.integers(0, 3),
+})
+ops = st.one_of(
+    pod_change,
+    pod_change,
+    pod_change,
+    st.fixed_dictionaries({"op": st.just("delete"), "name": st.sampled_from(NAMES)}),
+    st.fixed_dictionaries({"op": st.just("replicas"), "replicas": st.integers(0, 12)}),
+    st.fixed_dictionaries({"op": st.just("latest"),
+                           "latest": st.sampled_from([*VERSIONS, None])}),
+    st.fixed_dictionaries({"op": st.just("time"), "seconds": st.integers(1, 20)}),
+    st.fixed_dictionaries({"op": st.just("write_status")}),
+    st.fixed_dictionaries({
+        "op": st.just("reservations"),
+        "entries": st.lists(st.tuples(
+            st.sampled_from([*NAMES, "uid-x", "uid-y"]), st.sampled_from(VERSIONS),
+            st.sampled_from(["s0", "s1", "s2"]),
+            st.integers(0, 19).map(lambda i: "deleting" if i == 0 else "creating"),
+            st.integers(0, 40)), max_size=4),
+    }),
+)
+
+
+class World:
+    def __init__(self, limits_and_minimums: list[tuple[Any, int | None]]) -> None:
+        subsets = []
+        for i, (limit, minimum) in enumerate(limits_and_minimums):
+            extra = {} if minimum is None else {"minReplicas": minimum}
+            subsets.append(subset(f"s{i}", limit, **extra))
+        self.ws: WorkloadSpread = from_object(workloadspread(*subsets))
+        self.deploy = deployment(replicas=6)
+        self.rs = {v: replicaset(self.deploy, v) for v in VERSIONS}
+        self.pods: dict[str, dict[str, Any]] = {}
+        self.latest: str | None = "aaa"
+        self.now = START
+        self.reservations: list[Reservation] = []
+
+    def lookup(self) -> Any:
+        return lookup_in([self.deploy, *self.rs.values()])
+
+    def governed(self, obj: dict[str, Any]) -> bool:
+        return bool(workload_pods(self.ws, self.deploy, [obj], lookup=self.lookup(),
+                                  whitelist=WHITELIST))
+
+    def make_pod(self, change: dict[str, Any]) -> dict[str, Any]:
+        match = change["match"]
+        ws_name: str | None = None
+        subset_name: str | None = None
+        if match == "other":
+            ws_name, subset_name = "another", "s0"
+        elif match != "none":
+            ws_name, subset_name = self.ws.name, match
+        obj = pod(change["name"], owner=self.rs[change["version"]], ws=ws_name,
+                  subset_name=subset_name, phase=change["phase"], ready=change["ready"],
+                  node="node-1" if change["phase"] != "Pending" else "",
+                  created=f"2026-01-01T00:00:0{change['created']}Z")
+        meta = obj["metadata"]
+        if change["cost"] is not None:
+            meta.setdefault("annotations", {})[COST] = change["cost"]
+        if change["deleting"]:
+            meta["deletionTimestamp"] = "2026-01-01T11:59:00Z"
+        return obj
+
+
+def expected_plan(world: World) -> Any:
+    governed = [world.pods[k] for k in sorted(world.pods) if world.governed(world.pods[k])]
+    return plan_workloadspread(world.ws, workload=world.deploy, pods=governed, nodes={},
+                               reservations=world.reservations, now=world.now,
+                               whitelist=WHITELIST, latest=world.latest)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(subsets_st, st.lists(ops, min_size=1, max_size=40))
+def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
+    shape: list[tuple[Any, int | None]], changes: list[dict[str, Any]]
+) -> None:
+    world = World(shape)
+    tally = SpreadTally(world.ws)
+    seen: dict[str, dict[str, Any] | None] = {}  # what the tally was told, per pod
+    handed: dict[str, tuple[str, int]] = {}  # pod key -> (value, id of the observation)
+
+    for change in changes:
+        op = change["op"]
+        if op == "pod":
+            world.pods[f"default/{change['name']}"] = world.make_pod(change)
+        elif op == "delete":
+            world.pods.pop(f"default/{change['name']}", None)
+        elif op == "replicas":
+            world.deploy = copy.deepcopy(world.deploy)
+            world.deploy["spec"]["replicas"] = change["replicas"]
+        elif op == "latest":
+            world.latest = change["latest"]
+        elif op == "time":
+            world.now += timedelta(seconds=change["seconds"])
+        elif op == "reservations":
+            world.reservations = [
+                Reservation(world.ws.key, version, subset_name, who, kind,
+                            world.now - timedelta(seconds=age))
+                for who, version, subset_name, kind, age in change["entries"]
+            ]
+        expected = expected_plan(world)
+        if op == "write_status":
+            world.ws = msgspec.structs.replace(world.ws, status=expected.status)
+            expected = expected_plan(world)
+
+        # What the rule does: tell the tally about every pod whose observation or governance
+        # changed (a workload change re-evaluates them all, as the rule rebuilds then).
+        for key in sorted(set(world.pods) | set(seen)):
+            obj = world.pods.get(key)
+            now_governed = obj if obj is not None and world.governed(obj) else None
+            if seen.get(key) is not now_governed:
+                tally.apply(key, now_governed)
+                seen[key] = now_governed
+                if now_governed is None:
+                    seen.pop(key)
+
+        got = tally.plan(world.ws, workload=world.deploy, latest=world.latest,
+                         reservations=world.reservations, now=world.now, whitelist=WHITELIST,
+                         nodes=lambda _: {})
+        assert got.status == expected.status
+        assert got.requeue_at == expected.requeue_at
+        if got.everything:
+            assert got.updates == expected.deletion_costs
+            assert got.pod_patches == expected.pod_patches
+            assert got.evictions == expected.evictions
+        else:
+            assert tally.differing() == expected.deletion_costs
+            assert expected.pod_patches == {}
+            assert expected.evictions == []
+            for key, value in expected.deletion_costs.items():
+                if key not in got.updates:
+                    # Not handed out again: it was, with this value, for this very observation.
+                    assert handed.get(key) == (value, id(world.pods[key])), key
+            assert set(got.updates) <= set(expected.deletion_costs)
+        for key, value in got.updates.items():
+            handed[key] = (value, id(world.pods[key]))
+
+
+def test_a_pod_that_changes_alone_is_the_only_one_handed_out() -> None:
+    world = World([(None, None), (None, None)])
+    tally = SpreadTally(world.ws)
+    for i, name in enumerate(NAMES):
+        change = {"name": name, "version": "aaa", "match": f"s{i % 2}", "phase": "Running",
+                  "ready": True, "deleting": False, "cost": None, "created": 0}
+        world.pods[f"default/{name}"] = world.make_pod(change)
+        tally.apply(f"default/{name}", world.pods[f"default/{name}"])
+    first = tally.plan(world.ws, workload=world.deploy, latest="aaa", reservations=[],
+                       now=world.now, whitelist=WHITELIST, nodes=lambda _: {})
+    assert not first.everything
+    assert first.updates == {f"default/{n}": "200" if i % 2 == 0 else "100"
+                             for i, n in enumerate(NAMES)}
+    # p3 gets its annotation written; only p3 is looked at, and nothing is left to write.
+    written = copy.deepcopy(world.pods["default/p3"])
+    written["metadata"]["annotations"][COST] = "100"
+    tally.apply("default/p3", written)
+    second = tally.plan(world.ws, workload=world.deploy, latest="aaa", reservations=[],
+                        now=world.now, whitelist=WHITELIST, nodes=lambda _: {})
+    assert second.updates == {}
+    assert "default/p3" not in tally.differing()
