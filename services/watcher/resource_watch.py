@@ -25,6 +25,7 @@ dirty), even when the object was deleted in between. Re-sent messages carry the 
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import threading
 from collections.abc import Awaitable, Callable
@@ -248,7 +249,7 @@ class ResourceWatch:
     async def watch(self, stopping: asyncio.Event) -> None:
         """One watch request, until the server ends it; raises Gone when history is lost."""
         loop = asyncio.get_running_loop()
-        lines: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue(maxsize=256)
+        lines = LineHandoff(loop, limit=LINES_IN_FLIGHT)
         query = {
             "watch": "true",
             "allowWatchBookmarks": "true",
@@ -267,29 +268,14 @@ class ResourceWatch:
                 abort()
 
         def read() -> None:
-            def put(item: bytes | BaseException | None) -> None:
-                if halt.is_set():
-                    return  # the loop stopped listening (and may be closed)
-                try:
-                    future = asyncio.run_coroutine_threadsafe(lines.put(item), loop)
-                except RuntimeError:
-                    return  # the event loop is closed: the service is gone
-                while not halt.is_set():
-                    try:
-                        future.result(0.5)
-                        return
-                    except TimeoutError:
-                        continue
-
             try:
                 for line in self.kube.stream(self._path, query=query, opened=opened,
                                              timeout=self.watch_timeout + 15):
-                    if halt.is_set():
+                    if not lines.put(line, halt):
                         return
-                    put(line)
-                put(None)
+                lines.put(None, halt)
             except BaseException as exc:  # handed to the loop, which re-raises it there
-                put(exc)
+                lines.put(exc, halt)
 
         thread = threading.Thread(target=read, name=f"watch-{self.ref.resource}", daemon=True)
         thread.start()
@@ -297,26 +283,20 @@ class ResourceWatch:
             while not stopping.is_set():
                 if self.relist_requested:
                     raise Gone(410, "RelistRequested", "a publish was lost")
-                getter = asyncio.ensure_future(lines.get())
-                stop_wait = asyncio.ensure_future(stopping.wait())
-                await asyncio.wait({getter, stop_wait}, timeout=1.0,
-                                   return_when=asyncio.FIRST_COMPLETED)
-                stop_wait.cancel()
-                if not getter.done():
-                    getter.cancel()
-                    continue
-                item = getter.result()
-                if item is None:
-                    return
-                if isinstance(item, BaseException):
-                    raise item
-                await self._on_line(item)
+                batch = await lines.take(stopping, 1.0)
+                for item in batch:
+                    if item is None:
+                        return
+                    if isinstance(item, BaseException):
+                        raise item
+                    await self._on_line(item)
         finally:
             with guard:
                 halt.set()
                 pending = list(aborts)
             for abort in pending:
                 abort()  # unblocks the reader, which then exits quietly
+            lines.close()
 
     async def _on_line(self, line: bytes) -> None:
         try:
@@ -345,6 +325,81 @@ class ResourceWatch:
             self.known[key] = Known(meta.uid, meta.resourceVersion, cleaned)
         await self.emit(Change(event.type, meta.namespace, meta.name, meta.uid,
                                meta.resourceVersion, cleaned, False))
+
+
+LINES_IN_FLIGHT: Final = 256
+"""Watch lines read but not yet handled; the reader thread waits beyond that."""
+
+Item = bytes | BaseException | None
+
+
+class LineHandoff:
+    """Watch lines from the reader thread to the event loop, taken in batches.
+
+    Handing lines over one at a time (a coroutine scheduled and awaited per line) costs a loop
+    wake-up and a socket write to NATS per event. Here the thread appends to a buffer and wakes
+    the loop only when the loop is not already awake for earlier lines; the loop takes everything
+    buffered at once, so the publishes of a burst leave in one write. At most ``limit`` lines wait;
+    the thread blocks beyond that, so a slow bus still slows the reading.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, *, limit: int) -> None:
+        self._loop = loop
+        self._items: collections.deque[Item] = collections.deque()
+        self._lock = threading.Lock()
+        self._room = threading.Semaphore(limit)
+        self._ready = asyncio.Event()
+        self._signalled = False
+        self._closed = False
+
+    def put(self, item: Item, halt: threading.Event) -> bool:
+        """From the reader thread; False once the loop stopped listening."""
+        while not self._room.acquire(timeout=0.5):
+            if halt.is_set():
+                return False
+        with self._lock:
+            if self._closed or halt.is_set():
+                return False
+            self._items.append(item)
+            wake = not self._signalled
+            self._signalled = True
+        if wake:
+            try:
+                self._loop.call_soon_threadsafe(self._ready.set)
+            except RuntimeError:
+                return False  # the event loop is closed: the service is gone
+        return True
+
+    async def take(self, stopping: asyncio.Event, timeout: float) -> list[Item]:
+        """Everything buffered, waiting up to ``timeout`` (or a stop) for the first line."""
+        batch = self._drain()
+        if batch:
+            return batch
+        if not stopping.is_set():
+            ready = asyncio.ensure_future(self._ready.wait())
+            stop_wait = asyncio.ensure_future(stopping.wait())
+            await asyncio.wait({ready, stop_wait}, timeout=timeout,
+                               return_when=asyncio.FIRST_COMPLETED)
+            ready.cancel()
+            stop_wait.cancel()
+        return self._drain()
+
+    def _drain(self) -> list[Item]:
+        self._ready.clear()
+        with self._lock:
+            batch = list(self._items)
+            self._items.clear()
+            if not batch:
+                self._signalled = False  # the next line wakes the loop again
+        for _ in batch:
+            self._room.release()
+        return batch
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._items.clear()
+        self._room.release()  # a reader blocked on a full buffer sees the halt at once
 
 
 _KINDS: Final = {
