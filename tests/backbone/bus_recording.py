@@ -85,6 +85,7 @@ class KubeRecorder:
         self._ready = threading.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._follower: StreamFollower | None = None
+        self._error: BaseException | None = None
         self._thread = threading.Thread(target=lambda: asyncio.run(self._main()), daemon=True,
                                         name="kube-recorder")
 
@@ -92,6 +93,8 @@ class KubeRecorder:
         self._thread.start()
         if not self._ready.wait(30):
             raise AssertionError("the KUBE recorder did not start within 30 s")
+        if self._error is not None:
+            raise AssertionError(f"the KUBE recorder failed: {self._error!r}") from self._error
         return self
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
@@ -101,16 +104,20 @@ class KubeRecorder:
         self._thread.join(30)
 
     async def _main(self) -> None:
-        nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
         try:
-            await ensure_streams(nc.jetstream())
-            self._loop = asyncio.get_running_loop()
-            self._follower = StreamFollower(nc, stream=KUBE.name, sink=self._record,
-                                            heartbeat_seconds=0.5)
+            nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+            try:
+                await ensure_streams(nc.jetstream())
+                self._loop = asyncio.get_running_loop()
+                self._follower = StreamFollower(nc, stream=KUBE.name, sink=self._record,
+                                                heartbeat_seconds=0.5)
+                self._ready.set()
+                await self._follower.run()
+            finally:
+                await nc.close()
+        except BaseException as exc:  # reported to the test thread by __enter__
+            self._error = exc
             self._ready.set()
-            await self._follower.run()
-        finally:
-            await nc.close()
 
     def _record(self, seq: int, subject: str, data: bytes) -> None:
         decoded = codec.decode(data)
