@@ -15,6 +15,16 @@ decision from an incomplete view could overfill a subset. The same holds for a p
 chain reaches a workload kind the view does not observe (see :mod:`services.webhook.view`); an
 owner of an observed kind that is missing fails the create, as upstream.
 
+Deciding that no WorkloadSpread governs a pod needs as much care as steering it: an unsteered
+pod runs wherever it is scheduled, the planner then matches it to that node's subset (as Kruise's
+controller does, full or not) and the subset ends over its limit. A WorkloadSpread is created
+before its workload, which is created before the pod's owner, so every pod CREATE first waits
+(up to ``catch_up_timeout``) until the view holds the pod's owner, when its kind is followed,
+and every WorkloadSpread this replica allowed on CREATE in that namespace. Both usually hold
+already; the first pods of a new workload wait for a few stream messages. Another replica's
+allowed WorkloadSpread is only covered by the owner's order in the stream, which the watcher
+keeps in practice but not by construction (each resource is watched on its own).
+
 Nothing on the answer path waits for anything but the view and the reservation ledger: the
 ``Admission`` audit event is published by a background task (bounded, drained on shutdown), and a
 ``replicasPathList`` that does not resolve becomes a warning in the answer instead of an error.
@@ -63,6 +73,9 @@ from spreadbus.core.workloadspread.validation import validate_workloadspread
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+ANNOUNCED_SECONDS = 10.0
+"""How long an allowed WorkloadSpread CREATE is expected in the view (the API may still fail it)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +146,8 @@ class SpreadAdmission:
         """Admission events being published at most; beyond, new ones are dropped (counted)."""
         self.announcing: set[asyncio.Task[None]] = set()
         self.announcements_dropped = 0
+        self.announced: dict[tuple[str, str], float] = {}
+        """WorkloadSpreads allowed on CREATE and not yet in the view: (namespace, name) -> when."""
 
     @property
     def synced(self) -> bool:
@@ -156,7 +171,12 @@ class SpreadAdmission:
                 api_version=request.api_version,
                 warnings=["spreadbus webhook still syncing: pod admitted without a subset"],
             )
+        await self._catch_up_with(pod)
         if not self.view.spreads_in(request.namespace):
+            log.debug(
+                "pod admitted unsteered: no WorkloadSpread in its namespace",
+                extra={"namespace": request.namespace, "view_seq": self.view.seq},
+            )
             return allow
         unfollowed: list[str] = []
         spread = await self._governing(pod, unfollowed)
@@ -197,6 +217,8 @@ class SpreadAdmission:
                 now=now,
                 generated_uid=generated_uid,
             )
+            if log.isEnabledFor(logging.DEBUG):
+                self._trace("create", pod, decision, loads, current, now)
             if decision.reservation is None:
                 return decision, current
             return decision, current.with_reservation(decision.reservation)
@@ -241,6 +263,52 @@ class SpreadAdmission:
                 f"spreadbus: WorkloadSpread {spread.namespace}/{spread.name} {detail}; "
                 "percentages scale against 0 replicas"
             ]
+
+    async def _catch_up_with(self, pod: Mapping[str, Any]) -> None:
+        """Wait briefly until the view can tell that no WorkloadSpread governs the pod.
+
+        An unsteered pod is not harmless: once it runs, the planner matches it to the subset
+        whose nodes it landed on (Kruise's controller does the same) and that subset ends over
+        its limit. A WorkloadSpread is created before its workload, and the workload before the
+        pod's owner, so the view is asked to hold the pod's owner (when its kind is followed)
+        and every WorkloadSpread this replica allowed in the namespace before deciding. Both
+        normally hold already; a new workload's first pods wait a few milliseconds. After
+        ``catch_up_timeout`` the pod is decided from the view as it is.
+        """
+        namespace = pod_state.namespace(pod)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.catch_up_timeout
+        while self._owner_unseen(pod) or self._announced_unseen(namespace):
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                log.debug(
+                    "view did not catch up with the pod's owner or an allowed WorkloadSpread",
+                    extra={"namespace": namespace, "view_seq": self.view.seq},
+                )
+                return
+            await self.progress.wait_for(self.view.seq + 1, min(remaining, 0.05))
+
+    def _owner_unseen(self, pod: Mapping[str, Any]) -> bool:
+        owner = pod_state.controller_ref(pod)
+        if owner is None:
+            return False
+        group = api_group(str(owner.get("apiVersion") or ""))
+        kind, name = owner.get("kind"), owner.get("name")
+        if not isinstance(kind, str) or not isinstance(name, str):
+            return False
+        if not self.view.follows(group, kind):
+            return False
+        return self.view.lookup(pod_state.namespace(pod), group, kind, name) is None
+
+    def _announced_unseen(self, namespace: str) -> bool:
+        """Whether a WorkloadSpread this replica allowed here is not in the view yet."""
+        if not self.announced:
+            return False
+        oldest = self.clock() - ANNOUNCED_SECONDS
+        for key, at in list(self.announced.items()):
+            if at < oldest or key in self.view.spreads:
+                del self.announced[key]
+        return any(ns == namespace for ns, _ in self.announced)
 
     async def _governing(
         self, pod: Mapping[str, Any], unfollowed: list[str]
@@ -341,12 +409,44 @@ class SpreadAdmission:
             current = self._prune(ledger, namespace, now)
             loads = self._loads(spread, pod_state.version(pod), current)
             decision = admit_delete_for(spread, pod, loads=loads, now=now)
+            if log.isEnabledFor(logging.DEBUG):
+                self._trace(request.operation.lower(), pod, decision, loads, current, now)
             if decision.reservation is None:
                 return decision, current
             return decision, current.with_reservation(decision.reservation)
 
         await self.transact(namespace, spread.name, decide)
         return allow
+
+    def _trace(
+        self,
+        operation: str,
+        pod: Mapping[str, Any],
+        decision: AdmissionDecision,
+        loads: Mapping[str, SubsetLoad],
+        ledger: Ledger,
+        now: datetime,
+    ) -> None:
+        """One debug line per decision (a retried batch logs again): what it counted."""
+        metadata = pod.get("metadata") or {}
+        log.debug(
+            "pod admission decided",
+            extra={
+                "operation": operation,
+                "pod": metadata.get("name") or metadata.get("generateName") or "",
+                "workloadspread": decision.workloadspread,
+                "subset": decision.subset,
+                "reserved": decision.reservation.pod if decision.reservation else None,
+                "loads": {
+                    name: [load.active, load.live_creating(now), load.live_deleting(now)]
+                    for name, load in sorted(loads.items())
+                },
+                "ledger_creating": len(ledger.creating),
+                "ledger_deleting": len(ledger.deleting),
+                "ledger_floor": ledger.floor,
+                "view_seq": self.view.seq,
+            },
+        )
 
     # -- ledger plumbing ----------------------------------------------------------------------
 
@@ -460,9 +560,11 @@ class SpreadAdmission:
             whitelist=self.whitelist,
             workload=self._target_workload(obj, namespace),
         )
-        if not errors:
-            return allow
         name = str((obj.get("metadata") or {}).get("name") or "")
+        if not errors:
+            if request.operation == "CREATE" and not request.dry_run and name:
+                self.announced[(namespace, name)] = self.clock()
+            return allow
         lines = "; ".join(describe(e) for e in errors)
         message = f'WorkloadSpread.apps.kruise.io "{name}" is invalid: {lines}'
         causes = [

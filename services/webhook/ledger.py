@@ -196,9 +196,21 @@ class LedgerStore:
             revision = await self._write(key, ledger, cached.revision)
             if revision is not None:
                 self.writes += 1
+                log.debug(
+                    "reservation ledger written",
+                    extra={
+                        "ledger": key,
+                        "revision": revision,
+                        "batch": len(decides),
+                        "creating": len(ledger.creating),
+                        "deleting": len(ledger.deleting),
+                        "floor": ledger.floor,
+                    },
+                )
                 self._cache[key] = _Cached(ledger, revision)
                 return outcomes
             self.conflicts += 1
+            log.debug("reservation ledger conflict", extra={"ledger": key})
             cached = None
             self._cache.pop(key, None)
             if time.monotonic() > give_up:

@@ -118,6 +118,11 @@ class View:
         if key == POD_KEY:
             self._index_pod(namespace, name, None if gone else event.object)
         elif key == SPREAD_KEY:
+            log.debug(
+                "workloadspread observed",
+                extra={"workloadspread": f"{namespace}/{name}", "event": event.event,
+                       "view_seq": self.seq},
+            )
             if gone:
                 self.spreads.pop((namespace, name), None)
             else:
@@ -125,6 +130,8 @@ class View:
 
     def _index_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
         previous = self._pods.pop((namespace, name), None)
+        if log.isEnabledFor(logging.DEBUG):
+            self._trace(namespace, name, previous, pod)
         if previous is not None:
             if self._keys.get((namespace, previous.key)) == name:
                 del self._keys[(namespace, previous.key)]
@@ -143,6 +150,23 @@ class View:
         slot = (pod_state.version(pod), matched.subset)
         self._slots.setdefault((namespace, matched.name), {}).setdefault(slot, set()).add(name)
         self._pods[(namespace, name)] = _Indexed(key, matched.name, slot)
+
+    def _trace(
+        self, namespace: str, name: str, previous: _Indexed | None, pod: dict[str, Any] | None
+    ) -> None:
+        matched = pod_state.matched(pod) if pod is not None else None
+        log.debug(
+            "pod observed",
+            extra={
+                "pod": f"{namespace}/{name}",
+                "view_seq": self.seq,
+                "rv": ((pod or {}).get("metadata") or {}).get("resourceVersion"),
+                "before": list(previous.slot) if previous and previous.slot else None,
+                "subset": matched.subset if matched else None,
+                "active": pod is not None and pod_state.is_active(pod),
+                "gone": pod is None,
+            },
+        )
 
     # -- reading ------------------------------------------------------------------------------
 

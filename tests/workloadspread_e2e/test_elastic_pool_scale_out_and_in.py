@@ -51,11 +51,6 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
         yield api
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=("known intermittent defect: under load a subset now and then ends one pod over "
-            "its maxReplicas (or stuck pods are not moved in time); being fixed"),
-)
 def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_first(
     api: client.ApiClient,
 ) -> None:

@@ -64,11 +64,6 @@ def create_spread(api: client.ApiClient, namespace: str, body: dict[str, Any]) -
     )
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=("known intermittent defect: under load a subset now and then ends one pod over "
-            "its maxReplicas (or stuck pods are not moved in time); being fixed"),
-)
 def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
     api: client.ApiClient,
 ) -> None:
@@ -129,11 +124,6 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
     assert subset_field(status, "missingReplicas") == {"subset-a": 0, "subset-b": 0}
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason=("known intermittent defect: under load a subset now and then ends one pod over "
-            "its maxReplicas (or stuck pods are not moved in time); being fixed"),
-)
 def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the_window(
     api: client.ApiClient,
 ) -> None:

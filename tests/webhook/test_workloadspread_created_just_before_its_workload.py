@@ -1,0 +1,161 @@
+"""A WorkloadSpread created just before its workload governs the workload's first pods.
+
+The observation stream may bring the WorkloadSpread a moment after the first pod's admission
+request. A pod admitted unsteered then runs wherever it is scheduled, and the planner matches it
+to the subset of that node (as Kruise's controller does) even when the subset is full: one pod
+over the limit. The webhook therefore decides only once its view holds the pod's owner (created
+after the WorkloadSpread) and every WorkloadSpread it allowed in the namespace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import nats
+import pytest
+
+from kubesim import jsonpatch
+from services.webhook import review
+from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.ledger import LedgerStore
+from services.webhook.view import View
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.reservation_bucket import reservation_bucket
+from tests.webhook.admission_reviews import patch_of
+from tests.webhook.cluster_state import (
+    MATCHED,
+    Feed,
+    deployment,
+    new_pod,
+    replicaset,
+    spread,
+    zone_subset,
+)
+
+SUBSETS = [zone_subset("zone-a", 1), zone_subset("zone-b")]
+
+
+class Replica:
+    def __init__(self, admission: SpreadAdmission, feed: Feed) -> None:
+        self.admission = admission
+        self.feed = feed
+
+    def fold(self, obj: dict[str, Any]) -> None:
+        """What the follower does with one observation: fold it, then wake the waiters."""
+        self.feed.put(obj)
+        self.admission.progress.notify()
+
+
+@pytest.fixture
+async def replica(nats_server: NatsServer) -> AsyncIterator[Replica]:
+    nc = await nats.connect(nats_server.url)
+    view = View(cluster="c1")
+    feed = Feed(view)
+    feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+    store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
+    admission = SpreadAdmission(
+        view=view, ledger=store, progress=ViewProgress(view), nc=None, catch_up_timeout=5.0
+    )
+    try:
+        yield Replica(admission, feed)
+    finally:
+        await nc.close()
+
+
+def request(operation: str, resource: str, obj: dict[str, Any]) -> review.AdmissionRequest:
+    group, _, plural = resource.rpartition("/")
+    body = review.parse(
+        json.dumps(
+            {
+                "apiVersion": "admission.k8s.io/v1",
+                "kind": "AdmissionReview",
+                "request": {
+                    "uid": f"req-{operation}-{plural}",
+                    "operation": operation,
+                    "resource": {"group": group, "version": "v1", "resource": plural},
+                    "namespace": "default",
+                    "name": obj["metadata"].get("name", ""),
+                    "object": obj,
+                },
+            }
+        ).encode()
+    )
+    assert isinstance(body, review.AdmissionRequest)
+    return body
+
+
+def subset_after(pod: dict[str, Any], answer: dict[str, Any]) -> str | None:
+    assert answer["response"]["allowed"] is True
+    patched = jsonpatch.apply(pod, patch_of(answer)) if answer["response"].get("patch") else pod
+    raw = (patched["metadata"].get("annotations") or {}).get(MATCHED)
+    return None if raw is None else str(json.loads(raw)["subset"])
+
+
+async def pending(task: asyncio.Task[Any]) -> bool:
+    """Let the task run until it blocks; whether it is still waiting."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+    return not task.done()
+
+
+async def test_a_pod_whose_owner_is_not_in_the_view_yet_waits_and_is_steered(
+    replica: Replica,
+) -> None:
+    pod = new_pod()
+    admitting = asyncio.create_task(
+        replica.admission.mutate_pod(request("CREATE", "pods", pod))
+    )
+    assert await pending(admitting), "nothing is decided before the pod's owner is seen"
+    # The stream's order: the spread, its workload, then the pod's owner.
+    replica.fold(spread(SUBSETS))
+    replica.fold(deployment(replicas=3))
+    assert await pending(admitting)
+    replica.fold(replicaset())
+    assert subset_after(pod, await admitting) == "zone-a"
+
+
+async def test_a_workloadspread_this_replica_allowed_governs_pods_before_the_view_holds_it(
+    replica: Replica,
+) -> None:
+    body = spread(SUBSETS)
+    allowed = await replica.admission.validate_workloadspread(
+        request("CREATE", "apps.kruise.io/workloadspreads", body)
+    )
+    assert allowed["response"]["allowed"] is True
+    # The owner chain is already in the view; the spread is not.
+    replica.fold(deployment(replicas=3))
+    replica.fold(replicaset())
+    pod = new_pod()
+    admitting = asyncio.create_task(
+        replica.admission.mutate_pod(request("CREATE", "pods", pod))
+    )
+    assert await pending(admitting), "the allowed spread is awaited"
+    replica.fold(body)
+    assert subset_after(pod, await admitting) == "zone-a"
+
+
+async def test_a_pod_in_a_namespace_without_spreads_is_admitted_unchanged_once_its_owner_is_seen(
+    replica: Replica,
+) -> None:
+    pod = new_pod()
+    admitting = asyncio.create_task(
+        replica.admission.mutate_pod(request("CREATE", "pods", pod))
+    )
+    assert await pending(admitting)
+    replica.fold(deployment(replicas=3))
+    replica.fold(replicaset())
+    answer = await admitting
+    assert subset_after(pod, answer) is None
+    assert "patch" not in answer["response"]
+
+
+async def test_a_pod_whose_owner_never_shows_is_admitted_unchanged_after_the_catch_up_time(
+    replica: Replica,
+) -> None:
+    replica.admission.catch_up_timeout = 0.1
+    pod = new_pod()
+    answer = await replica.admission.mutate_pod(request("CREATE", "pods", pod))
+    assert subset_after(pod, answer) is None
