@@ -14,6 +14,10 @@ last published for it (``known``); only real differences go out: new or changed 
 synthetic ``DELETED`` for every known object the list no longer contains. Each (re)list is
 framed by sync markers (``complete=False`` then ``complete=True``).
 
+A resource the API will not let us list or watch (403, a missing RBAC rule) is retried with the
+same backoff, logged once, and kept in ``forbidden`` (the API's message) until a list succeeds:
+the service reports it (metric, log) without letting it hold back the readiness of the others.
+
 ``known`` only forgets what the bus has confirmed. A deletion stays in it as a tombstone until
 its publish is acknowledged (:meth:`ResourceWatch.acked`), and a publish that was lost marks its
 entry dirty (:meth:`ResourceWatch.lost`) instead of dropping it; the relist that follows then
@@ -154,6 +158,8 @@ class ResourceWatch:
         self.relist_requested = False
         self.synced = False
         self.absent = False
+        self.forbidden = ""
+        """The API's refusal while it will not let us list or watch the resource (RBAC)."""
         self.relists = 0
         self._path = resource_path(ref.group, ref.version, ref.resource)
         self._api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
@@ -175,8 +181,15 @@ class ResourceWatch:
                 # Top of this resource's loop: any failure (API, bus) ends in a fresh list.
                 if isinstance(exc, KubeAPIError) and exc.http_status == 404:
                     self.absent = True  # the API (a CRD) is not installed (yet)
-                log.warning("watch failed", extra={"resource": self.ref.resource,
-                                                   "error": repr(exc)})
+                if isinstance(exc, KubeAPIError) and exc.http_status == 403:
+                    if not self.forbidden:
+                        log.warning("resource forbidden, not watched", extra={
+                            "resource": self.ref.resource, "group": self.ref.group,
+                            "error": exc.message or str(exc)})
+                    self.forbidden = exc.message or str(exc)
+                else:
+                    log.warning("watch failed", extra={"resource": self.ref.resource,
+                                                       "error": repr(exc)})
                 need_list = True
                 try:
                     await asyncio.wait_for(stopping.wait(), backoff)
@@ -220,6 +233,10 @@ class ResourceWatch:
                 list_rv = page.metadata.resourceVersion
                 break
         self.absent = False
+        if self.forbidden:
+            log.info("resource permitted again", extra={"resource": self.ref.resource,
+                                                        "group": self.ref.group})
+            self.forbidden = ""
         kind = self._kind or _kind_of(self.ref.resource)
         for key in [k for k in self.known if k not in items]:
             gone = self.known[key]

@@ -15,7 +15,7 @@ from typing import Final
 
 import msgspec
 from nats.aio.client import Client
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from events import subjects
 from events.messages import ResourceRef
@@ -105,13 +105,38 @@ async def prepare_watches(
     return list(watches.values())
 
 
+class WatchReadiness:
+    """Whether every resource is listed, and which ones the API refuses (a gauge per resource).
+
+    A resource the API does not serve (``absent``) or will not let the watcher list
+    (``forbidden``) does not hold back readiness: the others' observations are complete without
+    it. A refused one is visible in ``spreadbus_watcher_resource_forbidden`` and the log.
+    """
+
+    def __init__(self, watches: list[ResourceWatch], registry: CollectorRegistry | None) -> None:
+        self.watches = watches
+        self.forbidden_gauge = Gauge(
+            "spreadbus_watcher_resource_forbidden",
+            "1 while the API refuses to let the watcher list or watch the resource",
+            ["group", "resource"], registry=registry)
+
+    def synced(self) -> bool:
+        for w in self.watches:
+            self.forbidden_gauge.labels(w.ref.group, w.ref.resource).set(1 if w.forbidden else 0)
+        return all(w.synced or w.absent or w.forbidden for w in self.watches)
+
+    def forbidden(self) -> list[ResourceRef]:
+        return [w.ref for w in self.watches if w.forbidden]
+
+
 async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
     api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context)
     try:
         watches = await prepare_watches(ctx.nc, settings, KubeClient(api), ctx.registry)
+        readiness = WatchReadiness(watches, ctx.registry)
         tasks = [asyncio.create_task(w.run(ctx.stopping)) for w in watches]
         while not ctx.stopping.is_set():
-            ctx.gate.set(SYNCED, all(w.synced or w.absent for w in watches))
+            ctx.gate.set(SYNCED, readiness.synced())
             try:
                 await asyncio.wait_for(ctx.stopping.wait(), 0.5)
             except TimeoutError:
