@@ -22,6 +22,7 @@ from events.messages import (
     SyncMarker,
 )
 from events.schema import json_schema
+from events.streams import TOMBSTONE_TTL_SECONDS, observation_headers
 
 TARGET = ObjectRef(group="apps", version="v1", resource="deployments", namespace="ns", name="web")
 
@@ -136,3 +137,19 @@ def test_the_json_schema_covers_every_message_type() -> None:
 def test_tokens_escape_never_makes_are_rejected(token: str) -> None:
     with pytest.raises(subjects.SubjectError):
         subjects.unescape(token)
+
+
+@pytest.mark.parametrize("event", ["ADDED", "MODIFIED"])
+def test_an_observation_is_published_with_its_dedup_id_and_no_ttl(event: str) -> None:
+    assert observation_headers("u-1", "42", event) == {"Nats-Msg-Id": f"u-1:42:{event}"}
+
+
+def test_a_deletion_is_published_with_a_ttl_in_whole_seconds() -> None:
+    assert observation_headers("u-1", "43", "DELETED") == {
+        "Nats-Msg-Id": "u-1:43:DELETED",
+        "Nats-TTL": str(TOMBSTONE_TTL_SECONDS),
+    }
+    short = observation_headers("u-1", "43", "DELETED", tombstone_ttl_seconds=1.2)
+    assert short["Nats-TTL"] == "2"  # rounded up: a tombstone never expires early
+    with pytest.raises(ValueError, match="at least 1 s"):
+        observation_headers("u-1", "43", "DELETED", tombstone_ttl_seconds=0.5)
