@@ -20,11 +20,22 @@ run in order and may return a base64 JSONPatch; ``reinvocationPolicy: IfNeeded``
 once more if a later webhook changed the object. Validating webhooks run concurrently.
 ``dryRun`` requests are refused for webhooks whose ``sideEffects`` are not None/NoneOnDryRun.
 
-Service references (``clientConfig.service``) resolve through the stored Service: the TLS name
-is ``<name>.<namespace>.svc`` and the address is its ``spec.externalName`` or ``spec.clusterIP``
-(so a local webhook can be addressed as a Service whose clusterIP is 127.0.0.1); its target port
-comes from the Service's port list. ``matchConditions`` (CEL) are not evaluated: a webhook that
-declares them is treated as matching.
+Service references (``clientConfig.service``) resolve through the stored Service; the TLS name
+is always ``<name>.<namespace>.svc``. A Service with an ``Endpoints`` object of the same name
+(``v1``, served here for that purpose when the registry lacks it) is reached at one of its ready
+endpoints, chosen round robin per call, the way kube-proxy spreads a Service's connections over
+its ready pods: the Service port (matched by ``port``) names its endpoint port by ``name``, and
+every ``addresses`` entry of every subset listing a port of that name is a candidate, so several
+webhook processes on one host can stand behind one Service with a port each. Addresses under
+``notReadyAddresses`` are skipped; an Endpoints object with no ready address fails the call
+("no endpoints available"), which the webhook's ``failurePolicy`` then handles. Upstream's
+endpoint resolver takes a random address of the first matching subset only; taking every subset
+is what the Service's traffic does. A Service without an Endpoints object is reached at its
+``spec.externalName`` or ``spec.clusterIP`` (so a local webhook can be addressed as a Service
+whose clusterIP is 127.0.0.1) on the target port from its port list. EndpointSlices are not
+read: one Endpoints object per Service is the simpler contract for a simulator.
+
+``matchConditions`` (CEL) are not evaluated: a webhook that declares them is treated as matching.
 """
 
 from __future__ import annotations
@@ -82,11 +93,33 @@ class _CallFailed(Exception):
 CallFailed = _CallFailed
 
 
+ENDPOINTS = ("", "endpoints")
+
+
+def endpoints_type() -> ResourceType:
+    """``v1`` Endpoints, which service references resolve through."""
+    from kubesim.registry import ResourceType
+
+    return ResourceType(
+        "",
+        "v1",
+        "endpoints",
+        "Endpoints",
+        True,
+        short_names=("ep",),
+        has_generation=False,
+        return_deleted_object=True,
+    )
+
+
 class Admission:
     def __init__(self, server: ApiServer) -> None:
         self.server = server
         self._session: aiohttp.ClientSession | None = None
         self._ssl_cache: dict[str, ssl.SSLContext] = {}
+        self._next_endpoint: dict[tuple[str, str, int], int] = {}
+        if server.registry.get("", "v1", "endpoints") is None:
+            server.registry.add(endpoints_type())
 
     @property
     def active(self) -> bool:
@@ -228,16 +261,30 @@ class Admission:
         if service is None:
             raise _CallFailed(f'service "{ns}/{name}" not found')
         spec = service.get("spec") or {}
-        host = spec.get("externalName") or spec.get("clusterIP")
-        if not host or host == "None":
+        service_port: JsonObject = next(
+            (
+                p
+                for p in spec.get("ports") or ()
+                if isinstance(p, dict) and int(p.get("port", 0)) == port
+            ),
+            {},
+        )
+        server_name = f"{name}.{ns}.svc"
+        endpoints = self.server.store.get(ENDPOINTS, ns, name)
+        if endpoints is not None and not spec.get("externalName"):
+            ready = ready_endpoints(endpoints, str(service_port.get("name") or ""))
+            if not ready:
+                raise _CallFailed(f'no endpoints available for service "{name}"')
+            turn = self._next_endpoint.get((ns, name, port), 0)
+            self._next_endpoint[(ns, name, port)] = turn + 1
+            ip, endpoint_port = ready[turn % len(ready)]
+            return _https(ip, endpoint_port, path), server_name
+        address = spec.get("externalName") or spec.get("clusterIP")
+        if not isinstance(address, str) or not address or address == "None":
             raise _CallFailed(f'service "{ns}/{name}" has no address')
-        target = port
-        for p in spec.get("ports") or ():
-            if isinstance(p, dict) and int(p.get("port", 0)) == port:
-                tp = p.get("targetPort", port)
-                target = int(tp) if isinstance(tp, int) or str(tp).isdigit() else port
-        host_part = f"[{host}]" if ":" in host else host
-        return f"https://{host_part}:{target}{path}", f"{name}.{ns}.svc"
+        tp = service_port.get("targetPort", port)
+        target = int(tp) if isinstance(tp, int) or str(tp).isdigit() else port
+        return _https(address, target, path), server_name
 
     def _ssl(self, w: JsonObject) -> ssl.SSLContext:
         bundle = (w.get("clientConfig") or {}).get("caBundle") or ""
@@ -407,6 +454,35 @@ class Admission:
 
 
 _SKIPPED = object()
+
+
+def ready_endpoints(endpoints: JsonObject, port_name: str) -> list[tuple[str, int]]:
+    """Every ready ``(ip, port)`` of an Endpoints object for the named port, in stored order.
+
+    An unnamed Service port matches the one port of a subset that lists a single port.
+    """
+    out: list[tuple[str, int]] = []
+    for subset in endpoints.get("subsets") or ():
+        if not isinstance(subset, dict):
+            continue
+        ports = [p for p in subset.get("ports") or () if isinstance(p, dict)]
+        chosen = [p for p in ports if str(p.get("name") or "") == port_name]
+        if not chosen and not port_name and len(ports) == 1:
+            chosen = ports
+        for p in chosen:
+            number = p.get("port")
+            if not isinstance(number, int) or isinstance(number, bool):
+                continue
+            for address in subset.get("addresses") or ():
+                ip = address.get("ip") if isinstance(address, dict) else None
+                if isinstance(ip, str) and ip:
+                    out.append((ip, number))
+    return out
+
+
+def _https(host: str, port: int, path: str) -> str:
+    host_part = f"[{host}]" if ":" in host else host
+    return f"https://{host_part}:{port}{path}"
 
 
 def jsonpatch_ops(encoded: str) -> Any:

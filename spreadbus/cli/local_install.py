@@ -1,15 +1,22 @@
-"""Installing the deploy/ manifests into the local cluster, pointed at the local webhook.
+"""Installing the deploy/ manifests into the local cluster, pointed at the local webhooks.
 
 The CRDs and webhook configurations in ``deploy/`` name the in-cluster webhook Service; on the
-local stack the webhook is a process on this machine, so every ``clientConfig`` becomes a URL
-on 127.0.0.1 at the port the webhook reported, trusted through the development CA. A CRD with
-several versions converts through the same webhook, as the installation's does. Installing is
-create-or-replace, so a restarted stack on the same data directory updates what it finds.
+local stack the webhook replicas are processes on this machine, so the Service is installed
+without its pod selector (as for any backend outside the cluster) together with an ``Endpoints``
+object listing every replica's port on 127.0.0.1, one subset each, under the Service's port
+name. The API server (kubesim) then spreads its calls over the replicas as it would over a
+Service's ready pods, and the webhook configurations keep their ``clientConfig.service``, with
+the development CA injected as ``caBundle``; a CRD with several versions converts through the
+same Service, as the installation's does. The serving certificate must therefore name
+:data:`SERVICE_DNS`. Installing is create-or-replace, so a restarted stack on the same data
+directory updates what it finds.
 """
 
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -18,16 +25,41 @@ import yaml
 from spreadbus.cli.stack_errors import StackError
 
 DEPLOY: Final = Path(__file__).resolve().parents[2] / "deploy"
+SERVICE: Final[dict[str, Any]] = yaml.safe_load((DEPLOY / "webhook" / "service.yaml").read_text())
+SERVICE_NAME: Final[str] = SERVICE["metadata"]["name"]
+SERVICE_NAMESPACE: Final[str] = SERVICE["metadata"]["namespace"]
+SERVICE_DNS: Final = f"{SERVICE_NAME}.{SERVICE_NAMESPACE}.svc"
+"""The name the API server verifies a webhook's certificate against."""
+LOCAL_ADDRESS: Final = "127.0.0.1"
 
 
-def install(kubeconfig: Path, webhook_port: int, ca_file: Path) -> None:
-    """The CRDs (converting through the webhook) and the webhook configurations, by URL."""
+def install(kubeconfig: Path, webhook_ports: Sequence[int], ca_file: Path) -> None:
+    """The namespace, the webhook Service and its endpoints, the CRDs, the configurations."""
     from kubernetes import client, config
 
     api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=str(kubeconfig)
     )
     with api:
+        core: Any = client.CoreV1Api(api)
+        namespace = yaml.safe_load((DEPLOY / "namespace.yaml").read_text())
+        create_or_replace(
+            core.create_namespace, core.replace_namespace, core.read_namespace, namespace
+        )
+        ns = SERVICE_NAMESPACE
+        create_or_replace(
+            partial(core.create_namespaced_service, ns),
+            partial(core.replace_namespaced_service, namespace=ns),
+            partial(core.read_namespaced_service, namespace=ns),
+            local_service(),
+            keep=_keep_cluster_ip,
+        )
+        create_or_replace(
+            partial(core.create_namespaced_endpoints, ns),
+            partial(core.replace_namespaced_endpoints, namespace=ns),
+            partial(core.read_namespaced_endpoints, namespace=ns),
+            local_endpoints(webhook_ports),
+        )
         extensions = client.ApiextensionsV1Api(api)
         ca_bundle = base64.b64encode(ca_file.read_bytes()).decode()
         for path in sorted((DEPLOY / "crds").glob("*.yaml")):
@@ -37,7 +69,7 @@ def install(kubeconfig: Path, webhook_port: int, ca_file: Path) -> None:
                         extensions.create_custom_resource_definition,
                         extensions.replace_custom_resource_definition,
                         extensions.read_custom_resource_definition,
-                        local_conversion(doc, webhook_port, ca_bundle),
+                        service_conversion(doc, ca_bundle),
                     )
         admission = client.AdmissionregistrationV1Api(api)
         for path, create, replace, read in (
@@ -54,26 +86,68 @@ def install(kubeconfig: Path, webhook_port: int, ca_file: Path) -> None:
                 admission.read_validating_webhook_configuration,
             ),
         ):
-            doc = local_webhooks(yaml.safe_load(path.read_text()), webhook_port, ca_bundle)
+            doc = with_ca_bundle(yaml.safe_load(path.read_text()), ca_bundle)
             create_or_replace(create, replace, read, doc)
 
 
-def local_webhooks(doc: dict[str, Any], port: int, ca_bundle: str) -> dict[str, Any]:
-    """The installed webhook configuration, pointed at the local webhook process by URL."""
+def local_service() -> dict[str, Any]:
+    """The installation's Service without its selector: its endpoints are written here."""
+    spec = {k: v for k, v in SERVICE["spec"].items() if k != "selector"}
+    return {**SERVICE, "spec": spec}
+
+
+def local_endpoints(ports: Sequence[int]) -> dict[str, Any]:
+    """One subset per local replica, each under the Service's port name."""
+    (service_port,) = SERVICE["spec"]["ports"]
+    name = service_port.get("name", "")
+    return {
+        "apiVersion": "v1",
+        "kind": "Endpoints",
+        "metadata": {"name": SERVICE_NAME, "namespace": SERVICE_NAMESPACE},
+        "subsets": [
+            {
+                "addresses": [{"ip": LOCAL_ADDRESS}],
+                "ports": [{"name": name, "port": port, "protocol": "TCP"}],
+            }
+            for port in ports
+        ],
+    }
+
+
+def with_ca_bundle(doc: dict[str, Any], ca_bundle: str) -> dict[str, Any]:
+    """The installation's webhook configuration, trusting the development CA."""
     doc = dict(doc)
     doc["metadata"] = {"name": doc["metadata"]["name"]}
-    hooks = []
-    for hook in doc["webhooks"]:
-        hook = dict(hook)
-        path = hook["clientConfig"]["service"].get("path", "/")
-        hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": ca_bundle}
-        hooks.append(hook)
-    doc["webhooks"] = hooks
+    doc["webhooks"] = [
+        {**hook, "clientConfig": {**hook["clientConfig"], "caBundle": ca_bundle}}
+        for hook in doc["webhooks"]
+    ]
     return doc
 
 
+def service_conversion(crd: dict[str, Any], ca_bundle: str) -> dict[str, Any]:
+    """A multi-version CRD converts through the webhook Service, as the installation's does."""
+    if len(crd["spec"].get("versions", [])) < 2:
+        return crd
+    (service_port,) = SERVICE["spec"]["ports"]
+    webhook = {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {
+            "service": {
+                "namespace": SERVICE_NAMESPACE,
+                "name": SERVICE_NAME,
+                "path": "/convert",
+                "port": service_port["port"],
+            },
+            "caBundle": ca_bundle,
+        },
+    }
+    spec = {**crd["spec"], "conversion": {"strategy": "Webhook", "webhook": webhook}}
+    return {**crd, "spec": spec}
+
+
 def local_conversion(crd: dict[str, Any], port: int, ca_bundle: str) -> dict[str, Any]:
-    """A multi-version CRD converts through the local webhook, as the installation's does."""
+    """A multi-version CRD converting through one webhook listening on 127.0.0.1 by URL."""
     if len(crd["spec"].get("versions", [])) < 2:
         return crd
     webhook = {
@@ -84,7 +158,19 @@ def local_conversion(crd: dict[str, Any], port: int, ca_bundle: str) -> dict[str
     return {**crd, "spec": spec}
 
 
-def create_or_replace(create: Any, replace: Any, read: Any, doc: dict[str, Any]) -> None:
+def _keep_cluster_ip(doc: dict[str, Any], current: Any) -> dict[str, Any]:
+    """A Service's clusterIP is immutable: a replacement carries the one it was given."""
+    return {**doc, "spec": {**doc["spec"], "clusterIP": current.spec.cluster_ip}}
+
+
+def create_or_replace(
+    create: Any,
+    replace: Any,
+    read: Any,
+    doc: dict[str, Any],
+    *,
+    keep: Callable[[dict[str, Any], Any], dict[str, Any]] | None = None,
+) -> None:
     from kubernetes.client.exceptions import ApiException
 
     name = doc["metadata"]["name"]
@@ -96,6 +182,6 @@ def create_or_replace(create: Any, replace: Any, read: Any, doc: dict[str, Any])
                 f"cannot create {doc['kind']} {name}: {exc.status} {exc.body}"
             ) from exc
         current = read(name)
-        doc = dict(doc)
+        doc = dict(doc) if keep is None else keep(doc, current)
         doc["metadata"] = {**doc["metadata"], "resourceVersion": current.metadata.resource_version}
         replace(name=name, body=doc)

@@ -1,9 +1,10 @@
 """The local stack's supervisor: nats-server, kubesim and the four services as processes.
 
 :class:`Stack` starts, in order: nats-server (store under ``DIR/nats``), kubesim with its default
-topology, the webhook, the CRDs and the webhook configurations (pointing at the local webhook,
-trusted through a development CA made under ``DIR/tls``), then the other three services, each
-with its own health port and its log in ``DIR/logs/<service>.log``.
+topology, the webhook replicas (``webhook_replicas``, default one: ``webhook``, ``webhook-2``...),
+the CRDs and the webhook configurations (the installation's Service, whose endpoints are the local
+replicas, trusted through a development CA made under ``DIR/tls``), then the other three
+services, each with its own health port and its log in ``DIR/logs/<service>.log``.
 
 Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
 writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
@@ -20,10 +21,11 @@ closed before its next start.
 
 Signatures::
 
-    Stack(data_dir: Path, cluster: str, kubesim_args: list[str])
+    Stack(data_dir: Path, cluster: str, kubesim_args: list[str], webhook_replicas: int = 1)
         .start(ready_timeout: float) -> None        # raises StackError naming the part
         .supervise() -> None ; .status_lines() -> Iterator[str] ; .stop() -> None
     Child(name, argv, log_path) ; .reported_port(message: str) -> int
+    webhook_names(replicas: int) -> list[str]
     free_port() -> int      # for callers that must name a port up front (benchmarks)
 
 Installing the manifests is :mod:`spreadbus.cli.local_install`'s.
@@ -45,18 +47,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
 
-from spreadbus.cli.local_install import install
+from spreadbus.cli.local_install import SERVICE_DNS, install
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
+WEBHOOK: Final = "webhook"
 GRACE_SECONDS: Final = 10.0
 PORT_ZERO: Final = "0"
 HEALTH_PORT_ZERO: Final = "--http-port=0"
 HEALTH_LISTENING: Final = "health server listening"
 WEBHOOK_LISTENING: Final = "webhook listening"
+
+
+def webhook_names(replicas: int) -> list[str]:
+    """``webhook``, then ``webhook-2``, ``webhook-3``...: the first keeps the single name."""
+    return [WEBHOOK if i == 1 else f"{WEBHOOK}-{i}" for i in range(1, max(replicas, 1) + 1)]
 
 
 def free_port() -> int:
@@ -181,7 +189,11 @@ class Stack:
     kubesim: Child | None = None
     services: list[Child] = field(default_factory=list)
     kubeconfig: Path = Path()
+    webhook_replicas: int = 1
+    """Webhook processes, all behind the one webhook Service (``Endpoints`` with a port each)."""
+    webhook_ports: list[int] = field(default_factory=list)
     webhook_port: int = 0
+    """The first replica's port."""
 
     @property
     def run_dir(self) -> Path:
@@ -201,18 +213,23 @@ class Stack:
         tls = self._certificates()
         say("starting kubesim")
         self._start_kubesim()
-        # The webhook first: the CRDs' conversion and the webhook configurations name its port,
-        # which it binds itself and reports.
-        webhook = self._service("webhook", tls)
-        webhook.start()
-        self.services.append(webhook)
-        self.webhook_port = self._reported(webhook, WEBHOOK_LISTENING, ready_timeout)
-        webhook.argv = [a.replace(f"--port={PORT_ZERO}", f"--port={self.webhook_port}")
-                        for a in webhook.argv]
+        # The webhooks first: the Service's endpoints name their ports, which each binds itself
+        # and reports.
+        webhooks = [self._service(name, tls) for name in webhook_names(self.webhook_replicas)]
+        for webhook in webhooks:
+            webhook.start()
+            self.services.append(webhook)
+        self.webhook_ports = []
+        for webhook in webhooks:
+            port = self._reported(webhook, WEBHOOK_LISTENING, ready_timeout)
+            webhook.argv = [a.replace(f"--port={PORT_ZERO}", f"--port={port}")
+                            for a in webhook.argv]
+            self.webhook_ports.append(port)
+        self.webhook_port = self.webhook_ports[0]
         say("installing CRDs and webhook configurations")
-        install(self.kubeconfig, self.webhook_port, tls["ca"])
+        install(self.kubeconfig, self.webhook_ports, tls["ca"])
         for name in SERVICES:
-            if name != "webhook":
+            if name != WEBHOOK:
                 child = self._service(name, tls)
                 child.start()
                 self.services.append(child)
@@ -232,7 +249,8 @@ class Stack:
         else:
             ca = make_ca("spreadbus development CA")
             ca.write(directory, "ca")
-        server = issue_server_cert(ca, ["127.0.0.1", "localhost"]).write(directory, "webhook")
+        hosts = [SERVICE_DNS, "127.0.0.1", "localhost"]
+        server = issue_server_cert(ca, hosts).write(directory, "webhook")
         return {"ca": ca_cert, "cert": server.cert, "key": server.key}
 
     def _reported(self, child: Child, message: str, timeout: float) -> int:
@@ -270,10 +288,11 @@ class Stack:
 
     def _service(self, name: str, tls: dict[str, Path]) -> Child:
         assert self.nats is not None
+        module = WEBHOOK if name.startswith(WEBHOOK) else name
         argv = [
             sys.executable,
             "-m",
-            f"services.{name}",
+            f"services.{module}",
             f"--nats-url={self.nats.url}",
             f"--cluster={self.cluster}",
             "--http-host=127.0.0.1",
@@ -281,7 +300,7 @@ class Stack:
         ]
         if name in ("watcher", "actuator"):
             argv.append(f"--kubeconfig={self.kubeconfig}")
-        if name == "webhook":
+        if module == WEBHOOK:
             argv += [
                 "--host=127.0.0.1",
                 f"--port={PORT_ZERO}",

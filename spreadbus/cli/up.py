@@ -48,6 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="seconds to wait for every service to be ready before giving up",
     )
     parser.add_argument(
+        "--webhook-replicas",
+        type=int,
+        default=1,
+        metavar="N",
+        help="webhook processes behind the webhook Service (default 1); kubesim spreads its "
+        "admission calls over them",
+    )
+    parser.add_argument(
         "--kubesim-arg",
         action="append",
         default=[],
@@ -65,8 +73,14 @@ def _raise_stop(signum: int, frame: FrameType | None) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.webhook_replicas < 1:
+        say("--webhook-replicas must be at least 1")
+        return 2
     stack = Stack(
-        data_dir=args.data_dir.resolve(), cluster=args.cluster, kubesim_args=args.kubesim_arg
+        data_dir=args.data_dir.resolve(),
+        cluster=args.cluster,
+        kubesim_args=args.kubesim_arg,
+        webhook_replicas=args.webhook_replicas,
     )
     # SIGHUP too: closing the terminal must stop the stack, not orphan it.
     stopping_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)

@@ -41,18 +41,28 @@ FAST_ACTUATOR = {"SPREADBUS_KUBE_QPS": "1000", "SPREADBUS_KUBE_BURST": "1000"}
 def local_stack(
     data_dir: Path, topology: str, env: Mapping[str, str]
 ) -> Iterator[client.ApiClient]:
+    with running_stack(data_dir, topology, env) as (_, api):
+        yield api
+
+
+@contextmanager
+def running_stack(
+    data_dir: Path, topology: str, env: Mapping[str, str], *, webhook_replicas: int = 1
+) -> Iterator[tuple[Stack, client.ApiClient]]:
+    """The stack itself too, for scenarios that read its processes (ports, metrics)."""
     env = {**FAST_ACTUATOR, **env}
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     stack = Stack(data_dir=data_dir, cluster="local",
-                  kubesim_args=[f"--topology={topology}", *FAST_KUBELET])
+                  kubesim_args=[f"--topology={topology}", *FAST_KUBELET],
+                  webhook_replicas=webhook_replicas)
     try:
         stack.start(120.0)
         api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=str(data_dir / "kubeconfig")
         )
         with api:
-            yield api
+            yield stack, api
     finally:
         stack.stop()
         for key, value in saved.items():
