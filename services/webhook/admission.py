@@ -21,9 +21,13 @@ controller does, full or not) and the subset ends over its limit. A WorkloadSpre
 before its workload, which is created before the pod's owner, so every pod CREATE first waits
 (up to ``catch_up_timeout``) until the view holds the pod's owner, when its kind is followed,
 and every WorkloadSpread this replica allowed on CREATE in that namespace. Both usually hold
-already; the first pods of a new workload wait for a few stream messages. Another replica's
-allowed WorkloadSpread is only covered by the owner's order in the stream, which the watcher
-keeps in practice but not by construction (each resource is watched on its own).
+already; the first pods of a new workload wait for a few stream messages. The stream alone does
+not order a WorkloadSpread before its workload's owner (the watcher watches each resource on its
+own, and a spread has been seen arriving 100 ms after the owner), so a replica that allows a
+WorkloadSpread CREATE also tells the other replicas over core NATS (:class:`SpreadAllowed`,
+flushed before the answer, hence before the API server stores the spread), and a replica that
+finds no governing spread for a pod whose owner is younger than ``ANNOUNCED_SECONDS`` first hears
+those announcements (one NATS round trip) and waits for an announced spread to reach its view.
 
 Nothing on the answer path waits for anything but the view and the reservation ledger: the
 ``Admission`` audit event is published by a background task (bounded, drained on shutdown), and a
@@ -39,9 +43,12 @@ import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
+import msgspec
 from nats.aio.client import Client
+from nats.aio.subscription import Subscription
+from nats.errors import TimeoutError as NatsTimeoutError
 
 from events import subjects
 from events.codec import encode
@@ -75,7 +82,27 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 ANNOUNCED_SECONDS = 10.0
-"""How long an allowed WorkloadSpread CREATE is expected in the view (the API may still fail it)."""
+"""How long an allowed WorkloadSpread CREATE is expected in the view (the API may still fail it),
+and how young a pod's owner must be for a missing spread to be asked of the other replicas."""
+
+
+class SpreadAllowed(msgspec.Struct, frozen=True):
+    """A WorkloadSpread CREATE one replica allowed, told to the others (core NATS, not stored).
+
+    A hint between the live replicas of one webhook, not a bus event: a replica that misses it
+    (not running yet) learns the spread from the observation stream like everything else.
+    """
+
+    namespace: str
+    name: str
+
+
+_ALLOWED_ENCODER: Final = msgspec.json.Encoder()
+_ALLOWED_DECODER: Final = msgspec.json.Decoder(SpreadAllowed)
+
+
+def allowed_subject(cluster: str) -> str:
+    return f"webhook.spreads.{subjects.escape(cluster)}"
 
 
 @dataclass(frozen=True)
@@ -148,6 +175,13 @@ class SpreadAdmission:
         self.announcements_dropped = 0
         self.announced: dict[tuple[str, str], float] = {}
         """WorkloadSpreads allowed on CREATE and not yet in the view: (namespace, name) -> when."""
+        self._allowed: Subscription | None = None
+        self._listening: asyncio.Future[None] | None = None
+        if nc is not None:
+            self._listening = asyncio.get_running_loop().create_task(
+                self._listen_for_allowed(nc)
+            )
+            self._listening.add_done_callback(_report_listen_failure)
 
     @property
     def synced(self) -> bool:
@@ -171,15 +205,8 @@ class SpreadAdmission:
                 api_version=request.api_version,
                 warnings=["spreadbus webhook still syncing: pod admitted without a subset"],
             )
-        await self._catch_up_with(pod)
-        if not self.view.spreads_in(request.namespace):
-            log.debug(
-                "pod admitted unsteered: no WorkloadSpread in its namespace",
-                extra={"namespace": request.namespace, "view_seq": self.view.seq},
-            )
-            return allow
         unfollowed: list[str] = []
-        spread = await self._governing(pod, unfollowed)
+        spread = await self._spread_of(pod, unfollowed)
         if isinstance(spread, str):
             return review.deny(
                 request.uid,
@@ -189,6 +216,10 @@ class SpreadAdmission:
                 api_version=request.api_version,
             )
         if spread is None:
+            log.debug(
+                "pod admitted unsteered: no WorkloadSpread governs it",
+                extra={"namespace": request.namespace, "view_seq": self.view.seq},
+            )
             if not unfollowed:
                 return allow
             return review.allow(
@@ -263,6 +294,99 @@ class SpreadAdmission:
                 f"spreadbus: WorkloadSpread {spread.namespace}/{spread.name} {detail}; "
                 "percentages scale against 0 replicas"
             ]
+
+    async def _spread_of(
+        self, pod: Mapping[str, Any], unfollowed: list[str]
+    ) -> WorkloadSpread | str | None:
+        """The governing spread, decided only once the view can be trusted to know it.
+
+        When the view finds none for the pod of a workload created moments ago, the
+        WorkloadSpreads other replicas allowed are heard first (:meth:`_hear_allowed`), since
+        one may have been created just before the workload and not be in the view yet.
+        """
+        await self._catch_up_with(pod)
+        spread = await self._governing_in_view(pod, unfollowed)
+        namespace = pod_state.namespace(pod)
+        if spread is None and self._owner_is_new(pod) and await self._hear_allowed(namespace):
+            await self._catch_up_with(pod)
+            unfollowed.clear()
+            spread = await self._governing_in_view(pod, unfollowed)
+        return spread
+
+    async def _governing_in_view(
+        self, pod: Mapping[str, Any], unfollowed: list[str]
+    ) -> WorkloadSpread | str | None:
+        if not self.view.spreads_in(pod_state.namespace(pod)):
+            return None
+        return await self._governing(pod, unfollowed)
+
+    def _owner_is_new(self, pod: Mapping[str, Any]) -> bool:
+        """The pod's owner (of a followed kind) was created within ``ANNOUNCED_SECONDS``."""
+        owner = pod_state.controller_ref(pod)
+        if owner is None:
+            return False
+        group = api_group(str(owner.get("apiVersion") or ""))
+        kind, name = owner.get("kind"), owner.get("name")
+        if not isinstance(kind, str) or not isinstance(name, str):
+            return False
+        found = self.view.lookup(pod_state.namespace(pod), group, kind, name)
+        if found is None:
+            return False
+        created = (found.get("metadata") or {}).get("creationTimestamp")
+        try:
+            moment = datetime.fromisoformat(str(created)).timestamp()
+        except ValueError:
+            return True
+        return self.clock() - moment <= ANNOUNCED_SECONDS
+
+    async def listening(self) -> None:
+        """Return once the server routes other replicas' allowed WorkloadSpreads to this one."""
+        if self._listening is not None and self.nc is not None:
+            await self._listening
+            await self.nc.flush()
+
+    async def _listen_for_allowed(self, nc: Client) -> None:
+        """Subscribe to the WorkloadSpreads other replicas allow (see :meth:`_hear_allowed`)."""
+        self._allowed = await nc.subscribe(allowed_subject(self.view.cluster))
+
+    async def _hear_allowed(self, namespace: str) -> bool:
+        """Take in every allowed WorkloadSpread announced so far; whether one here is unseen.
+
+        A flush is a round trip on this connection: every announcement the server routed to us
+        before answering it is then queued on the subscription, and is read here.
+        """
+        if self.nc is None or not self.nc.is_connected or self._listening is None:
+            return False
+        try:
+            await asyncio.wait_for(asyncio.shield(self._listening), self.catch_up_timeout)
+            await asyncio.wait_for(self.nc.flush(), self.catch_up_timeout)
+        except Exception as exc:
+            log.warning("allowed WorkloadSpreads not heard: %r", exc)
+            return False
+        sub = self._allowed
+        while sub is not None and sub.pending_msgs > 0:
+            try:
+                msg = await sub.next_msg(timeout=0.1)
+                heard = _ALLOWED_DECODER.decode(msg.data)
+            except (TimeoutError, NatsTimeoutError):
+                break
+            except msgspec.DecodeError:
+                continue
+            if (heard.namespace, heard.name) not in self.view.spreads:
+                self.announced[(heard.namespace, heard.name)] = self.clock()
+        return self._announced_unseen(namespace)
+
+    async def _announce_allowed(self, namespace: str, name: str) -> None:
+        """Tell the other replicas, before the API server stores it, that a spread is coming."""
+        self.announced[(namespace, name)] = self.clock()
+        if self.nc is None or not self.nc.is_connected:
+            return
+        data = _ALLOWED_ENCODER.encode(SpreadAllowed(namespace=namespace, name=name))
+        try:
+            await self.nc.publish(allowed_subject(self.view.cluster), data)
+            await asyncio.wait_for(self.nc.flush(), self.catch_up_timeout)
+        except Exception as exc:
+            log.warning("allowed WorkloadSpread not announced: %r", exc)
 
     async def _catch_up_with(self, pod: Mapping[str, Any]) -> None:
         """Wait briefly until the view can tell that no WorkloadSpread governs the pod.
@@ -563,7 +687,7 @@ class SpreadAdmission:
         name = str((obj.get("metadata") or {}).get("name") or "")
         if not errors:
             if request.operation == "CREATE" and not request.dry_run and name:
-                self.announced[(namespace, name)] = self.clock()
+                await self._announce_allowed(namespace, name)
             return allow
         lines = "; ".join(describe(e) for e in errors)
         message = f'WorkloadSpread.apps.kruise.io "{name}" is invalid: {lines}'
@@ -587,6 +711,11 @@ class SpreadAdmission:
         if not (isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str)):
             return None
         return self.view.lookup(namespace, api_group(api_version), kind, name)
+
+
+def _report_listen_failure(task: asyncio.Future[None]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.warning("not listening for allowed WorkloadSpreads: %r", task.exception())
 
 
 def _with_namespace(pod: Mapping[str, Any], namespace: str) -> dict[str, Any]:

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from typing import Any
 
 import nats
 import pytest
+from nats.aio.client import Client
 
 from kubesim import jsonpatch
 from services.webhook import review
@@ -49,20 +51,41 @@ class Replica:
         self.admission.progress.notify()
 
 
-@pytest.fixture
-async def replica(nats_server: NatsServer) -> AsyncIterator[Replica]:
-    nc = await nats.connect(nats_server.url)
+async def make_replica(nc: Client, *, on_bus: bool) -> Replica:
     view = View(cluster="c1")
     feed = Feed(view)
     feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
     store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
     admission = SpreadAdmission(
-        view=view, ledger=store, progress=ViewProgress(view), nc=None, catch_up_timeout=5.0
+        view=view,
+        ledger=store,
+        progress=ViewProgress(view),
+        nc=nc if on_bus else None,
+        catch_up_timeout=5.0,
     )
+    await admission.listening()
+    return Replica(admission, feed)
+
+
+@pytest.fixture
+async def replica(nats_server: NatsServer) -> AsyncIterator[Replica]:
+    """One replica that talks to no other."""
+    nc = await nats.connect(nats_server.url)
     try:
-        yield Replica(admission, feed)
+        yield await make_replica(nc, on_bus=False)
     finally:
         await nc.close()
+
+
+@pytest.fixture
+async def two_replicas(nats_server: NatsServer) -> AsyncIterator[tuple[Replica, Replica]]:
+    """Two replicas, each with its own view and connection, that hear each other."""
+    first, second = await nats.connect(nats_server.url), await nats.connect(nats_server.url)
+    try:
+        yield await make_replica(first, on_bus=True), await make_replica(second, on_bus=True)
+    finally:
+        await first.close()
+        await second.close()
 
 
 def request(operation: str, resource: str, obj: dict[str, Any]) -> review.AdmissionRequest:
@@ -159,3 +182,30 @@ async def test_a_pod_whose_owner_never_shows_is_admitted_unchanged_after_the_cat
     pod = new_pod()
     answer = await replica.admission.mutate_pod(request("CREATE", "pods", pod))
     assert subset_after(pod, answer) is None
+
+
+async def test_a_workloadspread_another_replica_allowed_governs_the_new_workloads_first_pods(
+    two_replicas: tuple[Replica, Replica],
+) -> None:
+    validating, admitting_replica = two_replicas
+    body = spread(SUBSETS)
+    allowed = await validating.admission.validate_workloadspread(
+        request("CREATE", "apps.kruise.io/workloadspreads", body)
+    )
+    assert allowed["response"]["allowed"] is True
+    # The admitting replica's stream brought the new workload's owner before the spread.
+    owner = replicaset()
+    owner["metadata"]["creationTimestamp"] = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    admitting_replica.fold(deployment(replicas=3))
+    admitting_replica.fold(owner)
+    pod = new_pod()
+    admitting = asyncio.create_task(
+        admitting_replica.admission.mutate_pod(request("CREATE", "pods", pod))
+    )
+    for _ in range(200):  # the announcement is heard over a NATS round trip
+        if admitting.done() or admitting_replica.admission.announced:
+            break
+        await asyncio.sleep(0.01)
+    assert not admitting.done(), "the spread allowed elsewhere is awaited"
+    admitting_replica.fold(body)
+    assert subset_after(pod, await admitting) == "zone-a"
