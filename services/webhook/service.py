@@ -13,6 +13,7 @@ import contextlib
 import logging
 from collections.abc import Callable
 from pathlib import Path
+from typing import Final
 
 from aiohttp import web
 from nats.aio.client import Client
@@ -27,7 +28,7 @@ from services.webhook.view import View
 from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
 from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
-from spreadbus.runtime.health import ReadinessGate
+from spreadbus.runtime.health import ReadinessGate, http_runner, stop_runner
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext
 from spreadbus.runtime.settings import ServiceSettings
@@ -35,6 +36,9 @@ from spreadbus.runtime.settings import ServiceSettings
 log = logging.getLogger(__name__)
 
 CAUGHT_UP = "caught_up"
+SHUTDOWN_GRACE_SECONDS: Final = 1.0
+"""How long reviews in flight at shutdown may still take; most take milliseconds, and one
+waiting on NATS fails open at its answer timeout anyway."""
 
 
 class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
@@ -109,7 +113,7 @@ class WebhookService:
         app = build_app(
             self.admission, self.metrics, answer_timeout=self.settings.answer_timeout_seconds
         )
-        self._runner = web.AppRunner(app, access_log=None)
+        self._runner = http_runner(app, grace=SHUTDOWN_GRACE_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(
             self._runner,
@@ -118,10 +122,7 @@ class WebhookService:
             ssl_context=self.certificates.context,
         )
         await site.start()
-        server = site._server
-        sockets = getattr(server, "sockets", None)
-        if sockets:
-            self.port = sockets[0].getsockname()[1]
+        self.port = int(self._runner.addresses[0][1])
         log.info("webhook listening", extra={"port": self.port})
 
     def _export_state(self, admission: SpreadAdmission) -> None:
@@ -159,7 +160,8 @@ class WebhookService:
         if self.follower is not None:
             self.follower.stop()
         if self._runner is not None:
-            await self._runner.cleanup()
+            runner, self._runner = self._runner, None
+            await stop_runner(runner)
         if self.admission is not None:
             await self.admission.drain(timeout=1.0)
         for task in self._tasks:

@@ -16,16 +16,36 @@ Signatures::
     HealthServer(gate: ReadinessGate, registry: CollectorRegistry, *, host: str, port: int)
         async .start() -> None      # .port holds the bound port (useful with port 0)
         async .stop() -> None
+    http_runner(app: web.Application, *, grace: float) -> web.AppRunner
+    async stop_runner(runner: web.AppRunner, *, close_wait: float = CLOSE_WAIT_SECONDS) -> None
+
+Every aiohttp server of the project (this one and the webhook's HTTPS server) is built with
+:func:`http_runner` and stopped with :func:`stop_runner`, so that no connection outlives its
+server. aiohttp's own clean-up stops listening, closes idle keep-alive connections, lets requests
+in flight finish within the runner's ``grace`` and then cancels them, and closes every
+connection. Closing a TLS connection, though, only starts the TLS shutdown: the transport sends
+its close_notify and keeps its socket until the peer answers, for up to 30 s. A client that keeps
+its connection alive without reading it (or one on a loop that is about to stop) never answers,
+and the socket outlives the server and its event loop. So whatever has not finished closing
+``close_wait`` seconds after the clean-up is aborted, and so is a connection whose handshake
+completed during the clean-up.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from typing import Final
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 log = logging.getLogger(__name__)
+
+GRACE_SECONDS: Final = 1.0
+"""How long a stopping health server lets a scrape in flight finish."""
+CLOSE_WAIT_SECONDS: Final = 0.5
+"""How long closed connections get to complete a TLS shutdown before they are aborted."""
 
 
 class ReadinessGate:
@@ -72,19 +92,17 @@ class HealthServer:
         return app
 
     async def start(self) -> None:
-        self._runner = web.AppRunner(self.app(), access_log=None)
+        self._runner = http_runner(self.app(), grace=GRACE_SECONDS)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        sockets = getattr(site._server, "sockets", None)
-        if sockets:
-            self.port = int(sockets[0].getsockname()[1])
+        self.port = int(self._runner.addresses[0][1])
         log.info("health server listening", extra={"host": self.host, "port": self.port})
 
     async def stop(self) -> None:
         if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+            runner, self._runner = self._runner, None
+            await stop_runner(runner)
 
     async def _healthz(self, _: web.Request) -> web.Response:
         return web.json_response({"ok": True})
@@ -98,3 +116,48 @@ class HealthServer:
             body=generate_latest(self.registry),
             headers={"Content-Type": CONTENT_TYPE_LATEST},
         )
+
+
+def http_runner(app: web.Application, *, grace: float) -> web.AppRunner:
+    """A runner whose clean-up gives requests in flight ``grace`` seconds, without access log."""
+    return web.AppRunner(app, access_log=None, shutdown_timeout=grace)
+
+
+async def stop_runner(runner: web.AppRunner, *, close_wait: float = CLOSE_WAIT_SECONDS) -> None:
+    """Stop a runner's server gracefully, then abort every connection still open.
+
+    Bounded by the runner's grace plus ``close_wait``; cancelling it still aborts every
+    connection it knew of.
+    """
+    server = runner.server
+    transports = _transports(server)  # the clean-up forgets them
+    try:
+        await runner.cleanup()
+        # a handshake in progress during the clean-up registers its connection afterwards
+        transports += _transports(server)
+        await _wait_closed(transports, close_wait)
+    finally:
+        for transport in transports + _transports(server):
+            transport.abort()
+    # aborted transports release their sockets on the next loop iteration
+    await _wait_closed(transports, close_wait)
+
+
+def _transports(server: web.Server | None) -> list[asyncio.Transport]:
+    if server is None:
+        return []
+    return [h.transport for h in server.connections if isinstance(h.transport, asyncio.Transport)]
+
+
+def _socket_closed(transport: asyncio.Transport) -> bool:
+    sock = transport.get_extra_info("socket")
+    return sock is None or sock.fileno() == -1
+
+
+async def _wait_closed(transports: list[asyncio.Transport], timeout: float) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while loop.time() < deadline:
+        if all(_socket_closed(t) for t in transports):
+            return
+        await asyncio.sleep(0.01)

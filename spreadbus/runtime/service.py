@@ -4,16 +4,17 @@ A service is an ``async def main(ctx: ServiceContext) -> None`` that runs until
 ``ctx.stopping`` is set (SIGTERM/SIGINT) and flips readiness conditions on ``ctx.gate``. The shell
 configures JSON logging, starts ``/healthz``, ``/readyz``, ``/metrics``, connects to NATS
 (reconnecting forever), makes sure the bus streams exist, runs ``main``, and on the way out
-cancels it, drains NATS and stops the HTTP server. A crash of ``main`` is logged and turns into
-exit code 1, so the process supervisor restarts the service.
+lets it wind down (cancelling it if it overruns), drains NATS and stops the HTTP server. A crash
+of ``main`` is logged and turns into exit code 1, so the process supervisor restarts the service.
 
 Stopping is bounded whatever NATS does. NATS may be unreachable (never connected, or
 reconnecting) or frozen (sockets open, nothing answers, so every request waits out its timeout).
-So start-up is raced against the stop signal, ``main``'s clean-up gets ``CLEANUP_SECONDS`` after
-its cancellation, a healthy connection is drained for at most ``DRAIN_SECONDS`` and otherwise
-closed, and tasks still pending after that are dropped with the event loop instead of awaited
-as ``asyncio.run`` would. A SIGTERM therefore ends the process with code 0 within about eight
-seconds, below the ten-second grace ``spreadbus up`` gives before SIGKILL (Kubernetes gives 30).
+So start-up is raced against the stop signal, ``main`` gets ``RETURN_SECONDS`` to wind down by
+itself and is then cancelled (``CLEANUP_SECONDS`` in all), a healthy connection is drained for
+at most ``DRAIN_SECONDS`` and otherwise closed, and tasks still pending after that are dropped
+with the event loop instead of awaited as ``asyncio.run`` would. A SIGTERM therefore ends the
+process with code 0 within about eight seconds, below the ten-second grace ``spreadbus up``
+gives before SIGKILL (Kubernetes gives 30).
 
 Signatures::
 
@@ -53,6 +54,8 @@ T = TypeVar("T")
 
 CLEANUP_SECONDS: Final = 3.0
 """How long a stopping service's own clean-up (lease step-down, consumers) may take."""
+RETURN_SECONDS: Final = 2.0
+"""The part of ``CLEANUP_SECONDS`` ``main`` has to return by itself before it is cancelled."""
 DRAIN_SECONDS: Final = 2.0
 LEFTOVER_SECONDS: Final = 1.0
 
@@ -110,7 +113,7 @@ async def run_service(
         await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
         stop_wait.cancel()
         if not task.done():
-            await finish(task, CLEANUP_SECONDS, "service clean-up")
+            await wind_down(task)
         elif task.exception() is not None:
             exc = task.exception()
             log.error("service failed", exc_info=exc)
@@ -121,6 +124,21 @@ async def run_service(
         await health.stop()
         log.info("stopped", extra={"exit_code": code})
     return code
+
+
+async def wind_down(task: asyncio.Future[Any]) -> None:
+    """Let ``main`` return by itself, in order, then cancel it if it has not.
+
+    ``main`` sees ``stopping`` too and winds down (stops listening, finishes what is in
+    flight, steps down, closes its connections). Cancelling it at once would interrupt exactly
+    that clean-up at its first ``await``, leaving connections for the garbage collector; so
+    cancellation only ends a clean-up that overran its share of the budget.
+    """
+    done, _ = await asyncio.wait({task}, timeout=RETURN_SECONDS)
+    if not done:
+        await finish(task, CLEANUP_SECONDS - RETURN_SECONDS, "service clean-up")
+    elif not task.cancelled() and task.exception() is not None:
+        log.warning("failed while stopping", exc_info=task.exception())
 
 
 async def until_stopped(work: Awaitable[T], stopping: asyncio.Event) -> T | None:

@@ -9,23 +9,23 @@ import re
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-import msgspec
-import nats
 import pytest
 from kubernetes import client, config
 
 from events.messages import Observation, Outcome, Plan
 from spreadbus.projection.observed_generation import ANNOTATION, written_value
 from spreadbus.runtime.parent_death import die_with_parent
+from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
+from tests.fixtures.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = Path(sys.executable).parent / "kubectl"
+T = TypeVar("T")
 
 pytestmark = pytest.mark.e2e
 
@@ -77,19 +77,15 @@ def alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_for(
-    what: str, check: Any, timeout: float, proc: subprocess.Popen[str] | None = None
-) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"spreadbus up exited while waiting for {what}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
+def while_up(proc: subprocess.Popen[str], check: Callable[[], T | None]) -> Callable[[], T | None]:
+    """``check``, failing at once instead of waiting on when ``spreadbus up`` has exited."""
+
+    def checked() -> T | None:
+        if proc.poll() is not None:
+            raise AssertionError(f"spreadbus up exited with code {proc.returncode}")
+        return check()
+
+    return checked
 
 
 def start_up(data_dir: Path, log_path: Path) -> subprocess.Popen[str]:
@@ -132,30 +128,14 @@ def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, Path]]:
         tear_down(proc)
 
 
-async def bus_messages(url: str, stream: str) -> list[tuple[int, dict[str, Any]]]:
-    nc = await nats.connect(url)
-    try:
-        js = nc.jetstream()
-        info = await js.stream_info(stream)
-        out = []
-        for seq in range(info.state.first_seq, info.state.last_seq + 1):
-            msg = await js.get_msg(stream, seq)
-            out.append((seq, msgspec.json.decode(msg.data or b"{}")))
-        return out
-    finally:
-        await nc.close()
+def create_and_annotate(
+    proc: subprocess.Popen[str], kubeconfig: Path, nats_url: str, recorder: KubeRecorder
+) -> list[tuple[int, Any]]:
+    """Create the Deployment, wait for its annotation; what ``KUBE`` carried meanwhile.
 
-
-def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
-    stack: tuple[subprocess.Popen[str], Path, Path],
-) -> None:
-    proc, data_dir, log_path = stack
-    kubeconfig = data_dir / "kubeconfig"
-    wait_for("the stack to be ready", lambda: kubeconfig.exists(), 150, proc)
-    nats_url = (data_dir / "nats-url").read_text().strip()
-    descendants = children_of(proc.pid)
-    assert len(descendants) >= 6, "nats-server, kubesim and four services"
-
+    ``KUBE`` keeps only each object's latest observation, so the observations a plan names
+    as its causes are taken from the recorder, which saw every one go by.
+    """
     created = subprocess.run(
         [str(KUBECTL), f"--kubeconfig={kubeconfig}", "apply", "-f", "-"],
         input=DEPLOYMENT,
@@ -166,38 +146,53 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
     assert created.returncode == 0, created.stderr
 
     api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
-    apps = client.AppsV1Api(api)
+    try:
+        apps = client.AppsV1Api(api)
 
-    def annotated() -> dict[str, str] | None:
-        metadata = apps.read_namespaced_deployment("web", "default").metadata
-        assert metadata is not None
-        annotations = metadata.annotations or {}
-        if annotations.get(ANNOTATION) == str(metadata.generation):
-            return dict(annotations)
-        return None
+        def annotated() -> dict[str, str] | None:
+            metadata = apps.read_namespaced_deployment("web", "default").metadata
+            assert metadata is not None
+            annotations = metadata.annotations or {}
+            if annotations.get(ANNOTATION) == str(metadata.generation):
+                return dict(annotations)
+            return None
 
-    wait_for("the observed-generation annotation", annotated, 60, proc)
-    api.close()
+        wait_until(
+            while_up(proc, annotated),
+            what="the observed-generation annotation",
+            timeout=60,
+            interval=0.2,
+        )
+    finally:
+        api.close()
+    published = asyncio.run(last_seq(nats_url, "KUBE"))
+    wait_until(lambda: recorder.last_seq >= published, what=f"KUBE recorded up to {published}")
+    return recorder.messages()
 
-    observations = [
-        (seq, msgspec.convert(m, Observation))
-        for seq, m in asyncio.run(bus_messages(nats_url, "KUBE"))
-        if m.get("type") == "observation"
-    ]
+
+def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
+    stack: tuple[subprocess.Popen[str], Path, Path],
+) -> None:
+    proc, data_dir, log_path = stack
+    kubeconfig = data_dir / "kubeconfig"
+    wait_until(
+        while_up(proc, kubeconfig.exists), what="the stack to be ready", timeout=150, interval=0.2
+    )
+    nats_url = (data_dir / "nats-url").read_text().strip()
+    descendants = children_of(proc.pid)
+    assert len(descendants) >= 6, "nats-server, kubesim and four services"
+    with KubeRecorder(nats_url) as recorder:
+        history = create_and_annotate(proc, kubeconfig, nats_url, recorder)
+
+    observations = [(seq, o) for seq, o in history if isinstance(o, Observation)]
     deployment_seqs = {
         seq
         for seq, o in observations
         if o.resource == "deployments" and o.object["metadata"]["name"] == "web"
     }
-    plans = [
-        msgspec.convert(m, Plan)
-        for _, m in asyncio.run(bus_messages(nats_url, "PLANS"))
-        if m.get("type") == "plan"
-    ]
+    plans = [p for _, p in asyncio.run(read_stream(nats_url, "PLANS")) if isinstance(p, Plan)]
     outcomes = [
-        msgspec.convert(m, Outcome)
-        for _, m in asyncio.run(bus_messages(nats_url, "OUTCOMES"))
-        if m.get("type") == "outcome"
+        o for _, o in asyncio.run(read_stream(nats_url, "OUTCOMES")) if isinstance(o, Outcome)
     ]
     web_plans = [p for p in plans if p.target.name == "web" and p.target.resource == "deployments"]
     assert web_plans, "the planner published a plan for the deployment"
@@ -233,12 +228,16 @@ def test_everything_spreadbus_up_started_exits_when_it_is_killed(tmp_path: Path)
             found = children_of(proc.pid)
             return found if len(found) >= 6 else None
 
-        descendants = wait_for("every child to start", all_started, 150, proc)
+        descendants = wait_until(
+            while_up(proc, all_started), what="every child to start", timeout=150, interval=0.2
+        )
         proc.kill()
         proc.wait()
-        deadline = time.monotonic() + 30
-        while (still := [pid for pid in descendants if alive(pid)]) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert still == [], f"children left running after spreadbus up was killed: {still}"
+        wait_until(
+            lambda: not any(alive(pid) for pid in descendants),
+            what=f"every child of the killed spreadbus up ({sorted(descendants)}) to exit",
+            timeout=30,
+            interval=0.2,
+        )
     finally:
         tear_down(proc, descendants)

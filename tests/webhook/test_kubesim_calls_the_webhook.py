@@ -25,6 +25,7 @@ from kubernetes.client.exceptions import ApiException
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
 from tests.fixtures.cluster import SimCluster
+from tests.fixtures.polling import wait_until_async
 from tests.webhook.cluster_state import MATCHED, spread, zone_subset
 from tests.webhook.conftest import RunningWebhook
 
@@ -33,14 +34,10 @@ T = TypeVar("T")
 
 
 async def eventually(check: Callable[[], T | None], what: str, timeout: float = 30) -> T:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while True:
-        value = await asyncio.to_thread(check)
-        if value:
-            return value
-        assert loop.time() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.1)
+    """Poll ``check`` in a thread: it may block on the API server, which calls this loop."""
+    return await wait_until_async(
+        lambda: asyncio.to_thread(check), what=what, timeout=timeout, interval=0.1
+    )
 
 
 CLONESET_CRD: dict[str, Any] = {

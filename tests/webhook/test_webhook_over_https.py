@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import http.client
 import json
+import os
 import socket
 import ssl
 from pathlib import Path
@@ -11,20 +13,18 @@ from pathlib import Path
 from cryptography import x509
 
 from spreadbus.tls import issue_server_cert
+from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import pod, review
 from tests.webhook.cluster_state import spread, zone_subset
 from tests.webhook.conftest import RunningWebhook
 
 
 async def wait_until_ready(webhook: RunningWebhook) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20
-    while True:
+    async def ready() -> bool:
         async with webhook.http.get(f"{webhook.health_url}/readyz") as response:
-            if response.status == 200:
-                return
-        assert loop.time() < deadline, "webhook never became ready"
-        await asyncio.sleep(0.05)
+            return response.status == 200
+
+    await wait_until_async(ready, what="the webhook to be ready", timeout=20, interval=0.05)
 
 
 async def test_before_the_cluster_is_listed_a_pod_is_admitted_unchanged_with_a_warning(
@@ -132,6 +132,10 @@ def served_serial(port: int, ca_file: Path) -> int:
     return x509.load_der_x509_certificate(der).serial_number
 
 
+async def serves(port: int, ca_file: Path, serial: int) -> bool:
+    return await asyncio.to_thread(served_serial, port, ca_file) == serial
+
+
 async def test_a_rotated_certificate_is_served_without_a_restart(webhook: RunningWebhook) -> None:
     port, ca_file = webhook.service.port, webhook.tls.ca_file
     before = await asyncio.to_thread(served_serial, port, ca_file)
@@ -143,11 +147,12 @@ async def test_a_rotated_certificate_is_served_without_a_restart(webhook: Runnin
     paths.cert.replace(webhook.tls.server.cert)
     expected = rotated.certificate().serial_number
     assert expected != before
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20
-    while (served := await asyncio.to_thread(served_serial, port, ca_file)) != expected:
-        assert loop.time() < deadline, f"still serving {served}"
-        await asyncio.sleep(0.05)
+    await wait_until_async(
+        lambda: serves(port, ca_file, expected),
+        what=f"certificate {expected} to be served",
+        timeout=20,
+        interval=0.05,
+    )
     assert webhook.service.certificates.loads >= 2
 
 
@@ -166,8 +171,54 @@ async def test_a_half_rotated_pair_is_refused_and_the_old_pair_keeps_serving(
     paths.key.replace(webhook.tls.server.key)
     certificates.reload_if_changed()  # or the service's own poll gets there first
     expected = rotated.certificate().serial_number
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + 20
-    while (served := await asyncio.to_thread(served_serial, port, ca_file)) != expected:
-        assert loop.time() < deadline, f"still serving {served}"
-        await asyncio.sleep(0.05)
+    await wait_until_async(
+        lambda: serves(port, ca_file, expected),
+        what=f"certificate {expected} to be served",
+        timeout=20,
+        interval=0.05,
+    )
+
+
+def sockets_on_port(port: int) -> set[int]:
+    """Inodes of this process's TCP sockets whose local port is ``port``: listener and accepted."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        with open(table) as rows:
+            for row in list(rows)[1:]:
+                fields = row.split()
+                if int(fields[1].rsplit(":", 1)[1], 16) == port:
+                    inodes.add(int(fields[9]))
+    ours = set()
+    for fd in Path("/proc/self/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:["):
+            ours.add(int(target[len("socket:[") : -1]))
+    return inodes & ours
+
+
+async def test_stopping_closes_a_kept_alive_connection_whose_client_never_answers_the_tls_close(
+    webhook: RunningWebhook,
+) -> None:
+    port = webhook.service.port
+    context = webhook.tls.client_context()
+    connection = http.client.HTTPSConnection("127.0.0.1", port, context=context, timeout=10)
+    body = json.dumps(review(operation="CREATE", resource="pods", obj=pod("kept")))
+
+    def admit() -> int:
+        connection.request("POST", "/mutate-pod", body, {"Content-Type": "application/json"})
+        response = connection.getresponse()
+        response.read()
+        return response.status
+
+    try:
+        # The client keeps the connection open and then reads nothing more, as an API server
+        # whose process is frozen would: the server's close_notify is never answered.
+        assert await asyncio.to_thread(admit) == 200
+        assert len(sockets_on_port(port)) == 2, "the listener and the kept-alive connection"
+        await webhook.service.stop()
+        assert sockets_on_port(port) == set()
+    finally:
+        connection.close()
