@@ -69,7 +69,7 @@ from spreadbus.core.workloadspread.admission import (
 )
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import WorkloadSpread, api_group
-from spreadbus.core.workloadspread.occupancy import SubsetLoad
+from spreadbus.core.workloadspread.occupancy import Reservation, SubsetLoad
 from spreadbus.core.workloadspread.target import (
     OwnerNotFound,
     ReplicasPathError,
@@ -110,6 +110,15 @@ class Behind:
     """The ledger reflects observations this view has not folded yet."""
 
     floor: int
+
+
+@dataclass(frozen=True)
+class _Tally:
+    ledger: Ledger
+    seq: int
+    spread: WorkloadSpread
+    version: str
+    loads: dict[str, SubsetLoad]
 
 
 class ViewProgress:
@@ -175,6 +184,8 @@ class SpreadAdmission:
         self.announcements_dropped = 0
         self.announced: dict[tuple[str, str], float] = {}
         """WorkloadSpreads allowed on CREATE and not yet in the view: (namespace, name) -> when."""
+        self._tallies: dict[tuple[str, str], _Tally] = {}
+        """Per spread: the last ledger a decision returned and the loads it counted."""
         self._allowed: Subscription | None = None
         self._listening: asyncio.Future[None] | None = None
         if nc is not None:
@@ -236,10 +247,10 @@ class SpreadAdmission:
         workload = self._workload_of(spread)
         replicas, warnings = self._replicas(spread, workload)
 
+        version = pod_state.version(pod)
+
         def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
-            current = self._prune(ledger, namespace, now)
-            version = pod_state.version(pod)
-            loads = self._loads(spread, version, current)
+            current, loads = self._tally(spread, version, ledger, now)
             decision = admit_create_for(
                 spread,
                 pod,
@@ -250,9 +261,7 @@ class SpreadAdmission:
             )
             if log.isEnabledFor(logging.DEBUG):
                 self._trace("create", pod, decision, loads, current, now)
-            if decision.reservation is None:
-                return decision, current
-            return decision, current.with_reservation(decision.reservation)
+            return decision, self._record(spread, version, current, loads, decision.reservation)
 
         decision = await self.transact(namespace, spread.name, decide)
         if not decision.allowed:
@@ -508,6 +517,64 @@ class SpreadAdmission:
         }
         return loads
 
+    def _tally(
+        self, spread: WorkloadSpread, version: str, ledger: Ledger, now: datetime
+    ) -> tuple[Ledger, dict[str, SubsetLoad]]:
+        """The pruned ledger and one version's loads, carried over from the previous decision.
+
+        Group commit hands each decision of a batch the ledger the previous one returned, with
+        no await in between, so while the view has not moved the previous count plus the
+        reservation it added is exact; only the first decision of a batch (or one after the
+        view moved, a retry, another version) prunes and counts the whole ledger.
+        """
+        known = self._tallies.get((spread.namespace, spread.name))
+        if (
+            known is not None
+            and known.ledger is ledger
+            and known.seq == self.view.seq
+            and known.spread is spread
+            and known.version == version
+        ):
+            return ledger, known.loads
+        current = self._prune(ledger, spread.namespace, now)
+        return current, self._loads(spread, version, current)
+
+    def _record(
+        self,
+        spread: WorkloadSpread,
+        version: str,
+        current: Ledger,
+        loads: dict[str, SubsetLoad],
+        reservation: Reservation | None,
+    ) -> Ledger:
+        """The ledger after a decision, with its tally remembered for the next one."""
+        if reservation is not None:
+            current = current.with_reservation(reservation)
+            loads = self._counted(spread, loads, reservation)
+        self._tallies[(spread.namespace, spread.name)] = _Tally(
+            current, self.view.seq, spread, version, loads
+        )
+        return current
+
+    def _counted(
+        self, spread: WorkloadSpread, loads: dict[str, SubsetLoad], reservation: Reservation
+    ) -> dict[str, SubsetLoad]:
+        """``loads`` with one more reservation, by :meth:`_loads`'s rules."""
+        namespace, subset = spread.namespace, reservation.subset
+        load = loads.get(subset, SubsetLoad())
+        if reservation.kind == "creating":
+            if self.view.seen(namespace, reservation.pod):
+                return loads
+            creating = {**load.creating, reservation.pod: reservation.at}
+            new = SubsetLoad(active=load.active, creating=creating, deleting=load.deleting)
+        else:
+            slot = (reservation.version, subset)
+            if reservation.pod not in self.view.active_in(namespace, spread.name, slot):
+                return loads
+            deleting = {**load.deleting, reservation.pod: reservation.at}
+            new = SubsetLoad(active=load.active, creating=load.creating, deleting=deleting)
+        return {**loads, subset: new}
+
     # -- pod DELETE and eviction --------------------------------------------------------------
 
     async def record_pod_removal(self, request: AdmissionRequest) -> dict[str, Any]:
@@ -529,15 +596,14 @@ class SpreadAdmission:
         now = self.now()
         namespace = request.namespace
 
+        version = pod_state.version(pod)
+
         def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
-            current = self._prune(ledger, namespace, now)
-            loads = self._loads(spread, pod_state.version(pod), current)
+            current, loads = self._tally(spread, version, ledger, now)
             decision = admit_delete_for(spread, pod, loads=loads, now=now)
             if log.isEnabledFor(logging.DEBUG):
                 self._trace(request.operation.lower(), pod, decision, loads, current, now)
-            if decision.reservation is None:
-                return decision, current
-            return decision, current.with_reservation(decision.reservation)
+            return decision, self._record(spread, version, current, loads, decision.reservation)
 
         await self.transact(namespace, spread.name, decide)
         return allow
