@@ -1,5 +1,12 @@
 """Applying one plan to the Kubernetes API, idempotently, ending in exactly one result.
 
+Two kinds of plans are first written without reading: one with a ``resource_version``
+precondition is sent onto exactly that version; a planner's uid-only plan that only sets or
+removes annotations or labels (a deletion cost) is sent as a JSON patch that tests the uid and
+writes only those keys (see :meth:`Applier._write_seen`). A refusal sends either the reading way,
+described next; a redelivered plan of the second kind that finds its change made is applied
+again rather than skipped (the write changes nothing).
+
 For ``patch`` and ``patch_status`` the object is read first: gone or replaced (another uid) means
 the plan can never apply (``failed``); a patch that would change nothing means ``skipped`` (an
 earlier delivery, or someone else, already made it true). "Would change nothing" is worked out
@@ -31,7 +38,13 @@ from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from spreadbus.core import strategic_merge
 from spreadbus.projection.planning import patch_satisfied
-from spreadbus.runtime.kube_client import Conflict, KubeAPIError, KubeClient, resource_path
+from spreadbus.runtime.kube_client import (
+    Conflict,
+    KubeAPIError,
+    KubeClient,
+    Unprocessable,
+    resource_path,
+)
 from spreadbus.runtime.rate_limit import TokenBucket
 
 CONTENT_TYPES: Final = {
@@ -96,6 +109,9 @@ class Applier:
         target = plan.target
         path = resource_path(target.group, target.version, target.resource, target.namespace,
                              target.name)
+        written = await self._write_seen(plan, path)
+        if written is not None:
+            return written
         current = await self._call("GET", path)
         metadata = current.get("metadata", {})
         want_uid = plan.precondition.uid or target.uid
@@ -113,6 +129,10 @@ class Applier:
                 message=f"resourceVersion is {rv}, the plan required "
                         f"{plan.precondition.resource_version}",
             ))
+        return await self._patch(plan, path, rv)
+
+    async def _patch(self, plan: Plan, path: str, rv: str) -> Result:
+        """Send the patch, for merge and strategic patches only onto resourceVersion ``rv``."""
         body = plan.patch
         if plan.patch_type in ("merge", "strategic") and isinstance(body, dict):
             body = copy.deepcopy(body)
@@ -141,6 +161,64 @@ class Applier:
                 return Result(result="skipped")
             raise
         return Result(result="applied")
+
+    async def _write_seen(self, plan: Plan, path: str) -> Result | None:
+        """Write without reading first when the plan allows it; None: read first.
+
+        - A ``resource_version`` precondition: the patch is sent onto exactly that version.
+        - A planner's uid-only plan (it names ``seen_version``: the planner found the uid and the
+          patch not yet true there) that only sets or removes annotations or labels: a JSON
+          patch that tests the uid and then writes just those keys, valid on any later version
+          of the same object, as the uid precondition says.
+
+        A refusal (409, or 422 for a failed test, a missing map or a missing key) sends the plan
+        the reading way, which tells applied, skipped and failed apart as usual.
+        """
+        pre = plan.precondition
+        patch = plan.patch
+        if not isinstance(patch, dict) or plan.patch_type not in ("merge", "strategic"):
+            return None
+        try:
+            if pre.resource_version:
+                return await self._patch(plan, path, pre.resource_version)
+            uid = pre.uid or plan.target.uid
+            ops = metadata_ops(patch)
+            if pre.seen_version and uid and plan.verb == "patch" and ops is not None:
+                test: dict[str, Any] = {"op": "test", "path": "/metadata/uid", "value": uid}
+                updated = await self._call("PATCH", path, body=[test, *ops],
+                                           content_type=CONTENT_TYPES["json"])
+                new_rv = str(updated.get("metadata", {}).get("resourceVersion", ""))
+                return Result(result="applied", resource_version=new_rv)
+        except (Conflict, Unprocessable):
+            return None
+        return None
+
+
+def metadata_ops(patch: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """A merge patch that only sets or removes annotations or labels, as JSON patch operations.
+
+    None for any other patch. Each operation names one key, so nothing else in the maps is
+    touched; an ``add`` fails on an object without the map, which the caller takes as "read
+    first".
+    """
+    if set(patch) != {"metadata"} or not isinstance(patch["metadata"], dict):
+        return None
+    metadata = patch["metadata"]
+    if not metadata or not set(metadata) <= {"annotations", "labels"}:
+        return None
+    ops: list[dict[str, Any]] = []
+    for section, values in metadata.items():
+        if not isinstance(values, dict) or not values:
+            return None
+        for key, value in values.items():
+            pointer = f"/metadata/{section}/" + key.replace("~", "~0").replace("/", "~1")
+            if value is None:
+                ops.append({"op": "remove", "path": pointer})
+            elif isinstance(value, str):
+                ops.append({"op": "add", "path": pointer, "value": value})
+            else:
+                return None
+    return ops
 
 
 def already_true(plan: Plan, current: dict[str, Any]) -> bool:

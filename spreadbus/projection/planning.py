@@ -189,6 +189,7 @@ def plans_for(
                 precondition=Precondition(
                     uid=str(metadata.get("uid", "")),
                     resource_version=version if want.precondition == "resource_version" else "",
+                    seen_version=version,
                 ),
                 rule=rule.name,
                 reason=want.reason,
