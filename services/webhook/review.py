@@ -8,19 +8,27 @@ returns either an :class:`AdmissionRequest` or a :class:`Malformed` saying what 
 Answers echo the request's ``apiVersion`` and ``uid`` as the API server requires. Patches are
 RFC 6902 JSON Patch, base64-encoded, with JSON-pointer escaping (``~0``, ``~1``) done by
 :func:`pointer`, which annotation keys such as ``apps.kruise.io/matched-workloadspread`` need.
+
+JSON is read and written with msgspec, several times faster than the standard library on every
+review. It is also stricter: ``NaN``, ``Infinity``, lone surrogates and numbers beyond the
+float range are not JSON, and a body holding them is :class:`Malformed` (no API server sends
+them); patches are written as compact UTF-8 rather than ASCII escapes, the same JSON.
 """
 
 from __future__ import annotations
 
 import base64
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+import msgspec
+
 API_VERSION: Final = "admission.k8s.io/v1"
 KIND: Final = "AdmissionReview"
 OPERATIONS: Final = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+_DECODER: Final = msgspec.json.Decoder()
+_ENCODER: Final = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)
@@ -56,8 +64,8 @@ class Malformed:
 def parse(body: bytes) -> AdmissionRequest | Malformed:
     """Read an AdmissionReview body; never raises."""
     try:
-        review = json.loads(body)
-    except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+        review = _DECODER.decode(body)
+    except (msgspec.DecodeError, RecursionError) as exc:  # bad UTF-8 is a DecodeError
         return Malformed(f"body is not JSON: {exc}")
     if not isinstance(review, dict):
         return Malformed("body is not a JSON object")
@@ -165,7 +173,7 @@ def allow(
     """An allowing answer, with a JSON Patch when there is something to change."""
     response: dict[str, Any] = {"uid": uid, "allowed": True}
     if patch:
-        encoded = json.dumps(list(patch), separators=(",", ":")).encode()
+        encoded = _ENCODER.encode(list(patch))
         response["patchType"] = "JSONPatch"
         response["patch"] = base64.b64encode(encoded).decode("ascii")
     if warnings:
