@@ -24,6 +24,10 @@ The precondition is the rule's choice (``Desired.precondition``):
   moved on fails with Conflict instead of writing stale intent, and the change that moved it
   triggers a fresh plan.
 
+Every plan also names the resourceVersion it was decided on (``precondition.seen_version``): not
+a condition, but what lets the actuator write a uid-only plan without reading the object first
+(see :mod:`services.actuator.application`).
+
 A rule can also state its precondition inside the patch: a JSON patch (``patch_type="json"``)
 whose ``test`` ops name exactly what must still hold, followed by the write (observed-generation
 tests ``/metadata/generation`` and adds the annotation). Unrelated changes then do not fail it, and

@@ -244,9 +244,9 @@ class KubeClient:
                     raise api_error(response.status, raw.read(), response.reason or "")
                 buffer = b""
                 for chunk in raw.stream(64 * 1024, decode_content=True):
-                    buffer += chunk
-                    while b"\n" in buffer:
-                        line, buffer = buffer.split(b"\n", 1)
+                    # One split per chunk: a chunk holding many events is not copied per line.
+                    *lines, buffer = (buffer + chunk).split(b"\n")
+                    for line in lines:
                         if line.strip():
                             yield line
                 if buffer.strip():
