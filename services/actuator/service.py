@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
@@ -19,9 +20,13 @@ log = logging.getLogger(__name__)
 
 
 async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
-    api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context)
+    # One thread and one pooled connection per worker: every plan in flight can have its
+    # request on the wire, none waits for a thread or opens a connection of its own.
+    api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context,
+                                  connections=settings.workers)
+    threads = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kube")
     try:
-        kube = KubeClient(api)
+        kube = KubeClient(api, executor=threads)
         while not ctx.stopping.is_set():
             try:
                 await kube.arequest("GET", "/api", timeout=5.0)
@@ -42,4 +47,5 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
                                 max_deliveries=settings.max_deliveries, registry=ctx.registry)
         await consumer.run(ctx.stopping)
     finally:
+        threads.shutdown(wait=False, cancel_futures=True)
         api.close()  # type: ignore[no-untyped-call]

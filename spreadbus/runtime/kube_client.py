@@ -14,10 +14,11 @@ Calls are synchronous (urllib3 underneath); async services wrap them in ``asynci
 
 Signatures::
 
-    kube_api_client(kubeconfig: str = "", context: str = "") -> kubernetes.client.ApiClient
+    kube_api_client(kubeconfig: str = "", context: str = "", *,
+                    connections: int | None = None) -> kubernetes.client.ApiClient
     resource_path(group: str, version: str, resource: str, namespace: str = "",
                   name: str = "", subresource: str = "") -> str
-    KubeClient(api: ApiClient)
+    KubeClient(api: ApiClient, *, executor: concurrent.futures.Executor | None = None)
         .request(method: str, path: str, *, query: Mapping[str, str] | None = None,
                  body: Any = None, content_type: str | None = None,
                  timeout: float | None = 30.0) -> bytes     # keywords: RequestOptions
@@ -29,9 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Executor
 from typing import Any, ClassVar, TypedDict, Unpack
 
 import msgspec
@@ -121,9 +124,16 @@ def api_error(status: int, body: bytes | str | None, reason: str = "") -> KubeAP
     return cls(status, reason, message[:2000])
 
 
-def kube_api_client(kubeconfig: str = "", context: str = "") -> k8s.ApiClient:
-    """A kubeconfig when given, else in-cluster when running in a pod, else ~/.kube/config."""
+def kube_api_client(kubeconfig: str = "", context: str = "", *,
+                    connections: int | None = None) -> k8s.ApiClient:
+    """A kubeconfig when given, else in-cluster when running in a pod, else ~/.kube/config.
+
+    ``connections``: the pooled connections kept open (the client's default is five per CPU);
+    a caller with more concurrent requests than that would open and close one per request.
+    """
     configuration = k8s.Configuration()
+    if connections is not None:
+        configuration.connection_pool_maxsize = connections
     if not kubeconfig and os.environ.get("KUBERNETES_SERVICE_HOST"):
         k8s_config.load_incluster_config(  # type: ignore[no-untyped-call]
             client_configuration=configuration
@@ -168,8 +178,10 @@ class RequestOptions(TypedDict, total=False):
 class KubeClient:
     """Raw JSON requests through the official client's transport and authentication."""
 
-    def __init__(self, api: k8s.ApiClient) -> None:
+    def __init__(self, api: k8s.ApiClient, *, executor: Executor | None = None) -> None:
         self.api = api
+        self.executor = executor
+        """Threads for :meth:`arequest` (the event loop's default executor when None)."""
 
     def _send(
         self,
@@ -215,8 +227,11 @@ class KubeClient:
         return data
 
     async def arequest(self, method: str, path: str, **options: Unpack[RequestOptions]) -> bytes:
-        """:meth:`request` in a worker thread."""
-        return await asyncio.to_thread(self.request, method, path, **options)
+        """:meth:`request` in a worker thread (of ``executor`` when given)."""
+        if self.executor is None:
+            return await asyncio.to_thread(self.request, method, path, **options)
+        call = functools.partial(self.request, method, path, **options)
+        return await asyncio.get_running_loop().run_in_executor(self.executor, call)
 
     def stream(
         self,
