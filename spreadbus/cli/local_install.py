@@ -96,22 +96,45 @@ def local_service() -> dict[str, Any]:
     return {**SERVICE, "spec": spec}
 
 
-def local_endpoints(ports: Sequence[int]) -> dict[str, Any]:
-    """One subset per local replica, each under the Service's port name."""
+def local_endpoints(ports: Sequence[int], ready: Sequence[bool] | None = None) -> dict[str, Any]:
+    """One subset per local replica, each under the Service's port name.
+
+    A replica that is not ready is listed under ``notReadyAddresses``, as the endpoints
+    controller lists a pod that fails its readiness probe, so no call is sent to it.
+    """
     (service_port,) = SERVICE["spec"]["ports"]
     name = service_port.get("name", "")
+    flags = list(ready) if ready is not None else [True] * len(ports)
     return {
         "apiVersion": "v1",
         "kind": "Endpoints",
         "metadata": {"name": SERVICE_NAME, "namespace": SERVICE_NAMESPACE},
         "subsets": [
             {
-                "addresses": [{"ip": LOCAL_ADDRESS}],
+                "addresses" if up else "notReadyAddresses": [{"ip": LOCAL_ADDRESS}],
                 "ports": [{"name": name, "port": port, "protocol": "TCP"}],
             }
-            for port in ports
+            for port, up in zip(ports, flags, strict=True)
         ],
     }
+
+
+def write_endpoints(kubeconfig: Path, ports: Sequence[int], ready: Sequence[bool]) -> None:
+    """Replace the webhook Service's endpoints with the replicas' current readiness."""
+    from kubernetes import client, config
+
+    api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
+        config_file=str(kubeconfig)
+    )
+    with api:
+        core: Any = client.CoreV1Api(api)
+        ns = SERVICE_NAMESPACE
+        create_or_replace(
+            partial(core.create_namespaced_endpoints, ns),
+            partial(core.replace_namespaced_endpoints, namespace=ns),
+            partial(core.read_namespaced_endpoints, namespace=ns),
+            local_endpoints(ports, ready),
+        )
 
 
 def with_ca_bundle(doc: dict[str, Any], ca_bundle: str) -> dict[str, Any]:

@@ -4,7 +4,10 @@
 topology, the webhook replicas (``webhook_replicas``, default one: ``webhook``, ``webhook-2``...),
 the CRDs and the webhook configurations (the installation's Service, whose endpoints are the local
 replicas, trusted through a development CA made under ``DIR/tls``), then the other three
-services, each with its own health port and its log in ``DIR/logs/<service>.log``.
+services, each with its own health port and its log in ``DIR/logs/<service>.log``. While
+supervising, a webhook replica that does not answer ``/readyz`` is moved to the endpoints'
+``notReadyAddresses`` (and back once ready), so the API server stops calling it, as the
+endpoints controller does for a pod failing its readiness probe.
 
 Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
 writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
@@ -47,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
 
-from spreadbus.cli.local_install import SERVICE_DNS, install
+from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
@@ -194,6 +197,8 @@ class Stack:
     webhook_ports: list[int] = field(default_factory=list)
     webhook_port: int = 0
     """The first replica's port."""
+    endpoints_ready: tuple[bool, ...] = ()
+    """Readiness of each webhook replica as the Service's endpoints last listed it."""
 
     @property
     def run_dir(self) -> Path:
@@ -228,6 +233,7 @@ class Stack:
         self.webhook_port = self.webhook_ports[0]
         say("installing CRDs and webhook configurations")
         install(self.kubeconfig, self.webhook_ports, tls["ca"])
+        self.endpoints_ready = (True,) * len(self.webhook_ports)
         for name in SERVICES:
             if name != WEBHOOK:
                 child = self._service(name, tls)
@@ -345,6 +351,22 @@ class Stack:
             elif now >= child.next_start:
                 child.next_start = 0.0
                 child.start()
+        self._sync_endpoints()
+
+    def _sync_endpoints(self) -> None:
+        """List each webhook replica as a ready endpoint only while it answers ``/readyz``."""
+        if not self.endpoints_ready:
+            return
+        webhooks = [c for c in self.services if c.name.startswith(WEBHOOK)]
+        ready = tuple(c.ready() for c in webhooks)
+        if ready == self.endpoints_ready:
+            return
+        try:
+            write_endpoints(self.kubeconfig, self.webhook_ports, ready)
+        except Exception as exc:  # the API may be busy; the next round tries again
+            say(f"webhook endpoints not updated: {exc}")
+            return
+        self.endpoints_ready = ready
 
     def status_lines(self) -> Iterator[str]:
         for child in self.services:
