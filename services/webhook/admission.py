@@ -182,7 +182,7 @@ class SpreadAdmission:
         """Admission events being published at most; beyond, new ones are dropped (counted)."""
         self.announcing: set[asyncio.Task[None]] = set()
         self.announcements_dropped = 0
-        self.announced: dict[tuple[str, str], float] = {}
+        self.allowed_unseen: dict[tuple[str, str], float] = {}
         """WorkloadSpreads allowed on CREATE and not yet in the view: (namespace, name) -> when."""
         self._tallies: dict[tuple[str, str], _Tally] = {}
         """Per spread: the last ledger a decision returned and the loads it counted."""
@@ -382,12 +382,12 @@ class SpreadAdmission:
             except msgspec.DecodeError:
                 continue
             if (heard.namespace, heard.name) not in self.view.spreads:
-                self.announced[(heard.namespace, heard.name)] = self.clock()
+                self.allowed_unseen[(heard.namespace, heard.name)] = self.clock()
         return self._announced_unseen(namespace)
 
     async def _announce_allowed(self, namespace: str, name: str) -> None:
         """Tell the other replicas, before the API server stores it, that a spread is coming."""
-        self.announced[(namespace, name)] = self.clock()
+        self.allowed_unseen[(namespace, name)] = self.clock()
         if self.nc is None or not self.nc.is_connected:
             return
         data = _ALLOWED_ENCODER.encode(SpreadAllowed(namespace=namespace, name=name))
@@ -435,13 +435,13 @@ class SpreadAdmission:
 
     def _announced_unseen(self, namespace: str) -> bool:
         """Whether a WorkloadSpread this replica allowed here is not in the view yet."""
-        if not self.announced:
+        if not self.allowed_unseen:
             return False
         oldest = self.clock() - ANNOUNCED_SECONDS
-        for key, at in list(self.announced.items()):
+        for key, at in list(self.allowed_unseen.items()):
             if at < oldest or key in self.view.spreads:
-                del self.announced[key]
-        return any(ns == namespace for ns, _ in self.announced)
+                del self.allowed_unseen[key]
+        return any(ns == namespace for ns, _ in self.allowed_unseen)
 
     async def _governing(
         self, pod: Mapping[str, Any], unfollowed: list[str]

@@ -112,7 +112,8 @@ def install(api: client.ApiClient, listeners: Listeners, endpoints: dict[str, An
             }
         ],
     }
-    client.AdmissionregistrationV1Api(api).create_mutating_webhook_configuration(
+    admission: Any = client.AdmissionregistrationV1Api(api)
+    admission.create_mutating_webhook_configuration(
         {"metadata": {"name": "steer"}, "webhooks": [hook]}
     )
 
@@ -172,6 +173,6 @@ async def test_a_service_whose_endpoints_have_no_ready_address_cannot_be_called(
     with pytest.raises(ApiException) as refused:
         await asyncio.to_thread(create_pods, kube_api_client, 1)
     assert refused.value.status == 500
-    message = json.loads(refused.value.body)["message"]
+    message = json.loads(str(refused.value.body))["message"]
     assert 'no endpoints available for service "steer"' in message
     assert sum(listeners.calls.values()) == 0

@@ -203,7 +203,7 @@ async def test_a_workloadspread_another_replica_allowed_governs_the_new_workload
         admitting_replica.admission.mutate_pod(request("CREATE", "pods", pod))
     )
     for _ in range(200):  # the announcement is heard over a NATS round trip
-        if admitting.done() or admitting_replica.admission.announced:
+        if admitting.done() or admitting_replica.admission.allowed_unseen:
             break
         await asyncio.sleep(0.01)
     assert not admitting.done(), "the spread allowed elsewhere is awaited"
