@@ -126,3 +126,21 @@ def test_a_fresh_rule_offered_every_key_wants_what_the_incremental_rule_handed_o
                                  if k.startswith("Pod/"))}
         still_wanted = {who: v for who, v in handed.items() if observed.get(who) != v}
         assert still_wanted == wanted, step
+
+
+def test_a_spec_change_recounts_every_pod_of_the_workloadspread() -> None:
+    world = setup()
+    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
+    for i in range(3):
+        world.put(pod(f"p{i}", "a" if i < 2 else "b"))
+    first = pod_costs(rule.desired(world.view, world.view.take_changed(), T0))
+    assert first == {"p0": "200", "p1": "200", "p2": "100"}
+    for name, cost in first.items():  # the writes land
+        world.put(pod(name, "a" if name != "p2" else "b", cost=cost))
+    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 0.5)) == {}
+    spread = world.objects["WorkloadSpread/ws"]
+    spread["spec"]["subsets"][0]["maxReplicas"] = 1  # subset "a" now holds one pod too many
+    spread["metadata"]["generation"] = 2
+    world.put(spread)
+    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 1)) == {
+        "p0": "-100"}
