@@ -18,14 +18,11 @@ import json
 import sys
 import uuid
 
-import msgspec
-
 from spreadbus.cli.offline_input import InputError, fail, read_now, read_object_set, read_objects
 from spreadbus.core.workload_kinds import replicas_path_problem
 from spreadbus.core.workloadspread.admission import admit_create, admit_delete
 from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
 from spreadbus.core.workloadspread.occupancy import (
-    Reservation,
     SubsetLoad,
     loads_from_pods,
     reservations_from_status,
@@ -41,20 +38,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--now", help="RFC 3339 time of the request (default: the clock)")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
-
-
-def status_reservations(ws: WorkloadSpread, version: str) -> list[Reservation]:
-    """The admissions in flight that a status records for pods of ``version``.
-
-    Where the status has no versioned entry for ``version``, its top-level ``subsetStatuses``
-    entries stand for that version.
-    """
-    status = ws.status
-    if status.versioned_subset_statuses.get(version):
-        return reservations_from_status(ws)
-    versioned = {**status.versioned_subset_statuses, version: status.subset_statuses}
-    as_versioned = msgspec.structs.replace(status, versioned_subset_statuses=versioned)
-    return reservations_from_status(msgspec.structs.replace(ws, status=as_versioned))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -90,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
             for p in objects.pods
             if p.get("metadata", {}).get("namespace", "default") == ws.namespace
         ]
-        return loads_from_pods(ws, existing, status_reservations(ws, version)).get(version, {})
+        reservations = reservations_from_status(ws, version=version)
+        return loads_from_pods(ws, existing, reservations).get(version, {})
 
     if args.operation == "CREATE":
         digest = json.dumps(pod, sort_keys=True, separators=(",", ":"))

@@ -6,27 +6,18 @@ WorkloadSpread, the annotations for pre-existing pods matched to a subset and th
 wake-up. Exit 0, or 2 when the input cannot be read.
 
 The planner itself writes only the costs that differ from a pod's annotation
-(``Plan.deletion_costs``). Here every wanted value is shown, including those a pod already carries:
-the plan is made over the pods with their deletion-cost annotation removed, so each governed pod's
-value counts as a change. Nothing else in the plan reads that annotation, and no planned cost is
-ever ``0`` (the one value the planner does not add to a pod without one), so the list is complete.
+(``Plan.deletion_costs``). Here every wanted value is shown (``Plan.wanted_costs``), including
+those a pod already carries.
 """
 
 from __future__ import annotations
 
 import argparse
-import copy
 import json
-from collections.abc import Iterable
 from typing import Any
 
 from spreadbus.cli.offline_input import InputError, fail, read_now, read_object_set
-from spreadbus.core.workloadspread.model import (
-    DELETION_COST_ANNOTATION,
-    format_time,
-    from_object,
-    status_to_json,
-)
+from spreadbus.core.workloadspread.model import format_time, from_object, status_to_json
 from spreadbus.core.workloadspread.occupancy import reservations_from_status
 from spreadbus.core.workloadspread.reconcile import (
     latest_version,
@@ -40,18 +31,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
     parser.add_argument("--now", help="RFC 3339 time to plan at (default: the clock)")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
-
-
-def without_deletion_costs(pods: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Copies of the pods without a deletion-cost annotation, so every wanted cost is planned."""
-    out = []
-    for pod in pods:
-        annotations = (pod.get("metadata") or {}).get("annotations")
-        if isinstance(annotations, dict) and DELETION_COST_ANNOTATION in annotations:
-            pod = copy.deepcopy(pod)
-            del pod["metadata"]["annotations"][DELETION_COST_ANNOTATION]
-        out.append(pod)
-    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -73,9 +52,7 @@ def run(args: argparse.Namespace) -> int:
         ws = from_object(raw)
         ref = ws.target_ref
         workload = lookup(ws.namespace, ref.group, ref.kind, ref.name) if ref is not None else None
-        pods = workload_pods(
-            ws, workload, without_deletion_costs(objects.pods), lookup=lookup, whitelist=whitelist
-        )
+        pods = workload_pods(ws, workload, objects.pods, lookup=lookup, whitelist=whitelist)
         plan = plan_workloadspread(
             ws,
             workload=workload,
@@ -94,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
         if plan.events:
             entry["events"] = plan.events
         result["workloadSpreads"][ws.key] = entry
-        for pod_key, cost in plan.deletion_costs.items():
+        for pod_key, cost in plan.wanted_costs.items():
             result["pods"][pod_key] = {"deletionCost": cost}
         result["evictions"].extend({"pod": e.pod, "reason": e.reason} for e in plan.evictions)
     if args.output == "json":

@@ -537,3 +537,35 @@ def test_planning_never_raises_on_odd_pods(
     )
     assert [s.name for s in plan.status.subset_statuses] == ["a", "b"]
     assert sum(s.replicas for s in plan.status.subset_statuses) <= len(pods)
+
+
+def test_plan_wants_every_cost_and_writes_only_those_that_differ() -> None:
+    d = deployment(replicas=3)
+    rs = replicaset(d)
+    ws = from_object(workloadspread(subset("a", 1), subset("b")))
+    pods = [
+        pod("web-abc-1", owner=rs, ws="ws", subset_name="a", node="n1"),
+        pod("web-abc-2", owner=rs, ws="ws", subset_name="a", created="2026-01-01T00:01:00Z"),
+        pod("web-abc-3", owner=rs, ws="ws", subset_name="b", node="n2"),
+    ]
+    carried = {"web-abc-1": "200", "web-abc-2": "0", "web-abc-3": "100"}
+    for p in pods:
+        p["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"] = carried[
+            p["metadata"]["name"]
+        ]
+    plan = plan_workloadspread(
+        ws,
+        workload=d,
+        pods=pods,
+        nodes={},
+        now=NOW,
+        whitelist=Whitelist(),
+        latest="abc",
+    )
+    # a holds one pod too many: the newer one goes first (-100); the other keeps a's 200.
+    assert plan.wanted_costs == {
+        "default/web-abc-1": "200",
+        "default/web-abc-2": "-100",
+        "default/web-abc-3": "100",
+    }
+    assert plan.deletion_costs == {"default/web-abc-2": "-100"}

@@ -107,11 +107,21 @@ def pod_slot(
     return pod_state.version(pod, versioned_kinds), annotation.subset
 
 
-def reservations_from_status(ws: WorkloadSpread) -> list[Reservation]:
-    """The creating/deleting entries Kruise-style status carries, read as reservations."""
+def reservations_from_status(
+    ws: WorkloadSpread, *, version: str | None = None
+) -> list[Reservation]:
+    """The creating/deleting entries Kruise-style status carries, read as reservations.
+
+    Every ``versionedSubsetStatuses`` entry counts. When ``version`` is given and the status has
+    no versioned entry for it, the top-level ``subsetStatuses`` entries stand for that version: a
+    status written before versioned statuses existed keeps its admissions there.
+    """
+    versioned = ws.status.versioned_subset_statuses
     out: list[Reservation] = []
-    for version, statuses in sorted(ws.status.versioned_subset_statuses.items()):
-        out.extend(_status_reservations(ws.key, version, statuses))
+    for v, statuses in sorted(versioned.items()):
+        out.extend(_status_reservations(ws.key, v, statuses))
+    if version is not None and not versioned.get(version):
+        out.extend(_status_reservations(ws.key, version, ws.status.subset_statuses))
     return out
 
 

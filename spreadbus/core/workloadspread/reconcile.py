@@ -9,6 +9,8 @@ proportional to that workload's pods, never to the cluster. Its output is what t
   with ``creatingPods``/``deletingPods`` merged from the previous status and the reservations and
   expired after 30 s / 15 s, and the ``Schedulable`` conditions of adaptive rescheduling;
 * ``deletion_costs``: the annotation value for every pod whose value must change;
+* ``wanted_costs``: the annotation value every costed pod should carry, changed or not (for
+  what-if output; the planner writes only ``deletion_costs``);
 * ``pod_patches``: the annotation (and patch metadata) for pre-existing pods matched to a subset;
 * ``evictions``: stuck pods to evict (top-level pass only, never from the last subset);
 * ``requeue_at``: the earliest time something expires, recovers or times out, for one wake-up.
@@ -65,6 +67,9 @@ class Plan(msgspec.Struct, frozen=True):
     workloadspread: str
     status: Status
     deletion_costs: dict[str, str] = msgspec.field(default_factory=dict)
+    """Pod key -> cost, only where the pod's annotation differs (what the planner writes)."""
+    wanted_costs: dict[str, str] = msgspec.field(default_factory=dict)
+    """Pod key -> cost for every costed pod, before comparing with its annotation."""
     pod_patches: dict[str, JSON] = msgspec.field(default_factory=dict)
     evictions: list[Eviction] = msgspec.field(default_factory=list)
     requeue_at: datetime | None = None
@@ -266,10 +271,12 @@ def plan_workloadspread(
             all_buckets.setdefault(name, []).extend(bucket)
 
     costs: dict[str, str] = {}
+    wanted: dict[str, str] = {}
     if latest is not None:
         values = deletion_costs(ws, versioned_buckets, replicas=replicas, latest_version=latest)
         grouped_pods = [p for g in groupings.values() for b in g.buckets.values() for p in b]
         costs = annotation_updates(values, grouped_pods)
+        wanted = {key: str(value) for key, value in values.items()}
 
     wake: list[datetime] = []
     top, stuck = _statuses(
@@ -325,6 +332,7 @@ def plan_workloadspread(
         workloadspread=ws.key,
         status=status,
         deletion_costs=costs,
+        wanted_costs=wanted,
         pod_patches=pod_patches,
         evictions=evictions,
         requeue_at=min(future) if future else None,
