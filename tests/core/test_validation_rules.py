@@ -10,7 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spreadbus.core.field_errors import FieldError
-from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
+from spreadbus.core.workloadspread.custom_workloads import (
+    CustomWorkload,
+    GroupKind,
+    Whitelist,
+    WhitelistError,
+    parse_whitelist,
+)
 from spreadbus.core.workloadspread.validation import validate_workloadspread
 from tests.core.builders import deployment, subset, workloadspread
 
@@ -515,6 +521,73 @@ def test_whitelisted_custom_kinds_are_permitted() -> None:
     )
     ws = workloadspread(subset("a"), kind="Rollout", api_version="argoproj.io/v1alpha1")
     assert errs(ws, whitelist=whitelist) == []
+
+
+@pytest.mark.parametrize(
+    ("raw", "problems"),
+    [
+        ("[]", ["expected a JSON object, got array"]),
+        (
+            "{nope",
+            [
+                "not valid JSON: Expecting property name enclosed in double quotes: "
+                "line 1 column 2 (char 1)"
+            ],
+        ),
+        ('{"workloads": {"Group": "argoproj.io"}}', ["workloads: expected array, got object"]),
+        (
+            '{"workloads": ["Rollout", {"Kind": "Rollout"}, 3]}',
+            [
+                "workloads[0]: expected object, got string",
+                "workloads[2]: expected object, got number",
+            ],
+        ),
+        (
+            '{"workloads": [{"Group": "g", "Kind": 1, "subResources": [{"kind": true}, []]}]}',
+            [
+                "workloads[0].subResources[1]: expected object, got array",
+                "workloads[0].kind: expected string, got number",
+                "workloads[0].subResources[0].kind: expected string, got boolean",
+            ],
+        ),
+        (
+            '{"workloads": [{"Group": "g", "subResources": "ReplicaSet"}]}',
+            ["workloads[0].subResources: expected array, got string"],
+        ),
+    ],
+    ids=[
+        "not an object",
+        "not JSON",
+        "workloads not a list",
+        "entries not objects",
+        "fields of the wrong type",
+        "subResources not a list",
+    ],
+)
+def test_a_whitelist_of_the_wrong_shape_is_refused_naming_every_bad_field(
+    raw: str, problems: list[str]
+) -> None:
+    with pytest.raises(WhitelistError) as caught:
+        parse_whitelist(raw)
+    assert caught.value.problems == problems
+    assert str(caught.value) == "; ".join(problems)
+
+
+def test_a_whitelist_reads_keys_in_any_case_and_nulls_as_empty() -> None:
+    whitelist = parse_whitelist(
+        '{"WORKLOADS": [{"group": "kubeflow.org", "KIND": "TFJob", "version": null,'
+        ' "SubResources": [{"Group": "kubeflow.org", "Kind": "TFReplica"}]}], "extra": 1}'
+    )
+    assert whitelist == Whitelist(
+        (
+            CustomWorkload(
+                group="kubeflow.org",
+                kind="TFJob",
+                sub_resources=(GroupKind("kubeflow.org", "TFReplica"),),
+            ),
+        )
+    )
+    assert parse_whitelist('{"workloads": null}') == Whitelist()
 
 
 def test_two_workloadspreads_may_not_target_the_same_workload() -> None:

@@ -38,3 +38,15 @@ def test_a_whitelist_that_is_not_json_is_reported_with_its_setting() -> None:
     assert result.returncode == 2
     assert "SPREADBUS_WORKLOAD_WHITELIST" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_whitelist_of_the_wrong_shape_is_refused_at_start_naming_the_field() -> None:
+    result = run(
+        "--tls-cert=/nonexistent.crt",
+        "--tls-key=/nonexistent.key",
+        env={"SPREADBUS_WORKLOAD_WHITELIST": '{"workloads": [{"Group": "g", "Kind": "K"}, "Y"]}'},
+    )
+    assert result.returncode == 2
+    assert "SPREADBUS_WORKLOAD_WHITELIST" in result.stderr
+    assert "workloads[1]: expected object, got string" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -16,6 +16,7 @@ from typing import Any
 import msgspec
 
 from spreadbus.core.workloadspread.model import api_group
+from spreadbus.core.workloadspread.scheduling_validation import json_type
 
 # Built-in targets: kind -> groups accepted for it (webhook whitelist, workloadspread.go:111-118).
 BUILTIN_KINDS: dict[str, tuple[str, ...]] = {
@@ -59,6 +60,14 @@ class Whitelist(msgspec.Struct, frozen=True):
         return False
 
 
+class WhitelistError(ValueError):
+    """The whitelist cannot be used; ``problems`` names every bad field (``workloads[1].kind``)."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
 def _get(raw: Mapping[str, Any], *names: str) -> Any:
     """Go decodes JSON keys case-insensitively; so does this."""
     lowered = {k.lower(): v for k, v in raw.items() if isinstance(k, str)}
@@ -68,32 +77,77 @@ def _get(raw: Mapping[str, Any], *names: str) -> Any:
     return None
 
 
+def _text(item: Mapping[str, Any], name: str, path: str, problems: list[str]) -> str:
+    """A string field; ``null`` or absent is empty, as Go leaves a string at its zero value."""
+    value = _get(item, name)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        problems.append(f"{path}.{name}: expected string, got {json_type(value)}")
+        return ""
+    return value
+
+
+def _objects(
+    parent: Mapping[str, Any], name: str, path: str, problems: list[str]
+) -> list[tuple[str, Mapping[str, Any]]]:
+    """The objects of an array field, each with its path; ``null`` or absent is empty."""
+    value = _get(parent, name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        problems.append(f"{path}: expected array, got {json_type(value)}")
+        return []
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, Mapping):
+            out.append((f"{path}[{i}]", item))
+        else:
+            problems.append(f"{path}[{i}]: expected object, got {json_type(item)}")
+    return out
+
+
 def parse_whitelist(raw: str | Mapping[str, Any] | None) -> Whitelist:
-    """Decode the whitelist JSON (text or decoded); unusable entries are dropped."""
+    """Decode the whitelist JSON (text or decoded); raises :class:`WhitelistError`.
+
+    The shape is checked as Go's ``json.Unmarshal`` into Kruise's types checks it: a JSON object
+    whose ``workloads`` is an array of objects, string fields strings, ``subResources`` an array of
+    objects. Every problem is reported with its field; a service given such a setting refuses to
+    start rather than run with some custom workloads silently missing.
+    """
     if raw is None or raw == "":
         return Whitelist()
-    doc: Any = json.loads(raw) if isinstance(raw, str) else raw
+    doc: Any
+    if isinstance(raw, str):
+        try:
+            doc = json.loads(raw)
+        except ValueError as exc:
+            raise WhitelistError([f"not valid JSON: {exc}"]) from exc
+    else:
+        doc = raw
     if not isinstance(doc, Mapping):
-        return Whitelist()
-    items = _get(doc, "workloads")
+        raise WhitelistError([f"expected a JSON object, got {json_type(doc)}"])
+    problems: list[str] = []
     workloads: list[CustomWorkload] = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, Mapping):
-            continue
-        subs = _get(item, "subResources")
+    for path, item in _objects(doc, "workloads", "workloads", problems):
+        subs = _objects(item, "subResources", f"{path}.subResources", problems)
         workloads.append(
             CustomWorkload(
-                group=str(_get(item, "group") or ""),
-                kind=str(_get(item, "kind") or ""),
-                version=str(_get(item, "version") or ""),
-                replicas_path=str(_get(item, "replicasPath") or ""),
+                group=_text(item, "group", path, problems),
+                kind=_text(item, "kind", path, problems),
+                version=_text(item, "version", path, problems),
+                replicas_path=_text(item, "replicasPath", path, problems),
                 sub_resources=tuple(
-                    GroupKind(str(_get(s, "group") or ""), str(_get(s, "kind") or ""))
-                    for s in (subs if isinstance(subs, list) else [])
-                    if isinstance(s, Mapping)
+                    GroupKind(
+                        _text(sub, "group", sub_path, problems),
+                        _text(sub, "kind", sub_path, problems),
+                    )
+                    for sub_path, sub in subs
                 ),
             )
         )
+    if problems:
+        raise WhitelistError(problems)
     return Whitelist(tuple(workloads))
 
 

@@ -80,38 +80,12 @@ class ObjectSet(msgspec.Struct, frozen=True):
     whitelist: Whitelist = Whitelist()  # from a kruise-configuration ConfigMap, if any
 
 
-def _case_insensitive(doc: Mapping[str, Any], name: str) -> object:
-    """Go decodes JSON keys case-insensitively, and so does the whitelist parser."""
-    return next(
-        (v for k, v in doc.items() if isinstance(k, str) and k.lower() == name.lower()), None
-    )
-
-
-def _whitelist_document(raw: object) -> Mapping[str, Any]:
-    """The decoded whitelist JSON; raises ValueError with the reason Go's decoder would give."""
-    if not isinstance(raw, str):
-        raise ValueError(f"expected string, got {json_type(raw)}")
-    try:
-        doc = json.loads(raw)
-    except ValueError as exc:
-        raise ValueError(f"not valid JSON: {exc}") from exc
-    if not isinstance(doc, Mapping):
-        raise ValueError(f"expected a JSON object, got {json_type(doc)}")
-    workloads = _case_insensitive(doc, "workloads")
-    if workloads is not None and not isinstance(workloads, list):
-        raise ValueError(f"workloads: expected array, got {json_type(workloads)}")
-    for i, item in enumerate(workloads or []):
-        if not isinstance(item, Mapping):
-            raise ValueError(f"workloads[{i}]: expected object, got {json_type(item)}")
-    return doc
-
-
 def whitelist_from_configmap(configmap: Mapping[str, Any]) -> Whitelist:
     """The whitelist a ``kruise-configuration`` ConfigMap holds; raises DocumentError if bad.
 
     An absent or empty key is an empty whitelist, as in Kruise; anything Go's ``json.Unmarshal``
-    would reject (not JSON, not an object, ``workloads`` not an array of objects) is an error
-    naming the ConfigMap and the field.
+    would reject (:func:`parse_whitelist` says what) is an error naming the ConfigMap and the
+    field.
     """
     meta = configmap.get("metadata")
     meta = meta if isinstance(meta, Mapping) else {}
@@ -124,8 +98,10 @@ def whitelist_from_configmap(configmap: Mapping[str, Any]) -> Whitelist:
     raw = data.get(WHITELIST_CONFIG_KEY)
     if raw is None or raw == "":
         return Whitelist()
+    if not isinstance(raw, str):
+        raise DocumentError(f"{where}: {WHITELIST_FIELD}: expected string, got {json_type(raw)}")
     try:
-        return parse_whitelist(_whitelist_document(raw))
+        return parse_whitelist(raw)
     except ValueError as exc:
         raise DocumentError(f"{where}: {WHITELIST_FIELD}: {exc}") from exc
 
