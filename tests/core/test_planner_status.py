@@ -107,10 +107,9 @@ def test_percent_max_replicas_is_scaled_with_round_up() -> None:
     assert outcome.status.missing_replicas == 4
 
 
-def _cond(status: str, reason: str, seconds_ago: int) -> SubsetStatus:
-    return SubsetStatus(
-        name="a", conditions=(Condition("Schedulable", status, reason, "", ago(seconds_ago)),)
-    )
+def _cond(status: str, reason: str, seconds_ago: int | None) -> SubsetStatus:
+    since = ago(seconds_ago) if seconds_ago is not None else None
+    return SubsetStatus(name="a", conditions=(Condition("Schedulable", status, reason, "", since),))
 
 
 @pytest.mark.parametrize(
@@ -141,6 +140,14 @@ def _cond(status: str, reason: str, seconds_ago: int) -> SubsetStatus:
             NOW,
         ),
         (_cond("False", "PodUnschedulable", 301), False, False, ("True", "Sufficient", NOW), None),
+        (_cond("False", "PodUnschedulable", None), False, False, ("True", "Sufficient", NOW), None),
+        (
+            _cond("False", "PodUnschedulable", None),
+            True,
+            False,
+            ("False", "PodUnschedulable", None),
+            None,
+        ),
         (_cond("True", "Sufficient", 500), True, True, ("True", "Sufficient", ago(500)), None),
         (None, True, True, ("True", "Sufficient", NOW), None),
     ],
@@ -152,6 +159,8 @@ def _cond(status: str, reason: str, seconds_ago: int) -> SubsetStatus:
         "waits for the window",
         "exactly at the window still waits",
         "recovers after the window",
+        "no transition time recovers at once",
+        "no transition time and stuck pods stays unschedulable",
         "last subset is always schedulable",
         "last subset without history",
     ],
@@ -160,7 +169,7 @@ def test_schedulable_condition(
     old: SubsetStatus | None,
     stuck: bool,
     last: bool,
-    expected: tuple[str, str, datetime],
+    expected: tuple[str, str, datetime | None],
     revisit: datetime | None,
 ) -> None:
     condition, when = schedulable_condition(old, has_stuck=stuck, last=last, now=NOW)

@@ -8,8 +8,9 @@ A pod is stuck when it is pending, unbound and ``PodScheduled=False/Unschedulabl
 re-creates them, which the webhook then sends to the next subset. The condition turns back to
 ``True`` (``Sufficient``) once the recovery window (``recover_after``, Kruise's 300 s
 :data:`RECOVER_AFTER` by default) has passed since it turned False, when the subset has no stuck
-pods at that moment. The last subset is always ``Schedulable=True``, and its
-pods are never evicted: there is nowhere else for them to go.
+pods at that moment; a ``False`` condition without ``lastTransitionTime`` (Kruise reads Go's zero
+time) has long passed it and recovers at once. The last subset is always ``Schedulable=True``, and
+its pods are never evicted: there is nowhere else for them to go.
 
 Each function also reports when it next needs to look again (a pod's deadline, the recovery time),
 so the planner can schedule one wake-up instead of polling.
@@ -74,9 +75,9 @@ def schedulable_condition(
     if has_stuck:
         return set_condition(previous, "False", POD_UNSCHEDULABLE, now), None
     if previous.status == "False":
-        since = previous.last_transition_time or now
-        recover_at = since + recover_after
-        if recover_at < now:
+        # No lastTransitionTime reads as Go's zero time, long past: the subset recovers now.
+        since = previous.last_transition_time
+        if since is None or since + recover_after < now:
             return set_condition(previous, "True", SUFFICIENT, now), None
-        return previous, recover_at
+        return previous, since + recover_after
     return previous, None
