@@ -36,13 +36,14 @@ class ServiceProcess:
 
     def start(self) -> ServiceProcess:
         self.starts += 1
-        log = (self.log_dir / f"{self.name}.{self.starts}.log").open("wb")
         env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", f"services.{self.name}", "--http-host", "127.0.0.1",
-             "--http-port", str(self.port), *self.args],
-            stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent(),
-        )
+        # The child keeps its own descriptor of the log; ours is closed at once.
+        with (self.log_dir / f"{self.name}.{self.starts}.log").open("wb") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", f"services.{self.name}", "--http-host", "127.0.0.1",
+                 "--http-port", str(self.port), *self.args],
+                stdout=log, stderr=subprocess.STDOUT, env=env, preexec_fn=die_with_parent(),
+            )
         return self
 
     def kill(self) -> None:

@@ -25,6 +25,17 @@ from spreadbus.runtime.stream_setup import ensure_streams
 from spreadbus.tls.certs import issue_server_cert, make_ca
 
 
+async def refused_without_credentials(url: str) -> None:
+    """The server refuses a client without credentials; the refused client is closed."""
+    refused = Client()
+    try:
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await refused.connect(url, allow_reconnect=False, max_reconnect_attempts=0,
+                                  connect_timeout=2)
+    finally:
+        await refused.close()
+
+
 async def test_a_tls_only_server_is_reached_through_the_configured_ca(tmp_path: Path) -> None:
     ca = make_ca("bus test CA")
     ca_paths = ca.write(tmp_path, "ca")
@@ -63,9 +74,7 @@ async def test_a_server_requiring_an_nkey_is_reached_with_the_seed_file(tmp_path
     config.write_text(f'authorization {{ users = [ {{ nkey: "{user}" }} ] }}\n')
     server = NatsServer(store_dir=tmp_path / "nats", extra_args=["-c", str(config)]).start()
     try:
-        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
-            await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0,
-                               connect_timeout=2)  # the server does require the nkey
+        await refused_without_credentials(server.url)  # the server does require the nkey
         gate = ReadinessGate("nats")
         settings = ServiceSettings(nats_url=(server.url,), nats_nkey_seed=str(seed_path))
         nc: Client = await connect_nats(NatsOptions.from_settings(settings, name="nkey-test"),
@@ -130,9 +139,7 @@ async def test_an_operator_mode_server_is_reached_with_the_credentials_file(
         f"-----BEGIN USER NKEY SEED-----\n{user_seed.decode()}\n------END USER NKEY SEED------\n")
     server = NatsServer(store_dir=tmp_path / "nats", extra_args=["-c", str(config)]).start()
     try:
-        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
-            await nats.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0,
-                               connect_timeout=2)  # no credentials, no entry
+        await refused_without_credentials(server.url)  # no credentials, no entry
         settings = ServiceSettings(nats_url=(server.url,), nats_creds=str(creds))
         nc: Client = await connect_nats(NatsOptions.from_settings(settings, name="creds-test"),
                                         gate=ReadinessGate("nats"))
