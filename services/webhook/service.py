@@ -39,6 +39,8 @@ CAUGHT_UP = "caught_up"
 SHUTDOWN_GRACE_SECONDS: Final = 1.0
 """How long reviews in flight at shutdown may still take; most take milliseconds, and one
 waiting on NATS fails open at its answer timeout anyway."""
+LISTEN_TIMEOUT_SECONDS: Final = 5.0
+"""How long start-up waits to hear other replicas before serving anyway (a warning says so)."""
 
 
 class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
@@ -106,6 +108,12 @@ class WebhookService:
             stream_drained=self._stream_drained,
         )
         self._export_state(self.admission)
+        try:
+            # Before the first review: a replica that cannot yet hear which WorkloadSpreads the
+            # others allowed could admit a just-created workload's first pod unsteered.
+            await asyncio.wait_for(self.admission.listening(), LISTEN_TIMEOUT_SECONDS)
+        except Exception as exc:
+            log.warning("not yet hearing other replicas' allowed WorkloadSpreads: %r", exc)
         self._tasks.append(asyncio.create_task(self.follower.run()))
         self._tasks.append(
             asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
