@@ -20,20 +20,20 @@ run in order and may return a base64 JSONPatch; ``reinvocationPolicy: IfNeeded``
 once more if a later webhook changed the object. Validating webhooks run concurrently.
 ``dryRun`` requests are refused for webhooks whose ``sideEffects`` are not None/NoneOnDryRun.
 
-Service references (``clientConfig.service``) resolve through the stored Service; the TLS name
-is always ``<name>.<namespace>.svc``. A Service with an ``Endpoints`` object of the same name
-(``v1``, served here for that purpose when the registry lacks it) is reached at one of its ready
-endpoints, chosen round robin per call, the way kube-proxy spreads a Service's connections over
-its ready pods: the Service port (matched by ``port``) names its endpoint port by ``name``, and
-every ``addresses`` entry of every subset listing a port of that name is a candidate, so several
-webhook processes on one host can stand behind one Service with a port each. Addresses under
-``notReadyAddresses`` are skipped; an Endpoints object with no ready address fails the call
-("no endpoints available"), which the webhook's ``failurePolicy`` then handles. Upstream's
-endpoint resolver takes a random address of the first matching subset only; taking every subset
-is what the Service's traffic does. A Service without an Endpoints object is reached at its
-``spec.externalName`` or ``spec.clusterIP`` (so a local webhook can be addressed as a Service
-whose clusterIP is 127.0.0.1) on the target port from its port list. EndpointSlices are not
-read: one Endpoints object per Service is the simpler contract for a simulator.
+Service references (``clientConfig.service``) resolve through the stored Service; the TLS name is
+always ``<name>.<namespace>.svc``. A Service with an ``Endpoints`` object of the same name (``v1``,
+a built-in resource) is reached at one of its ready endpoints, chosen round robin per call, the way
+kube-proxy spreads a Service's connections over its ready pods: the Service port (matched by
+``port``) names its endpoint port by ``name``, and every ``addresses`` entry of every subset
+listing a port of that name is a candidate, so several webhook processes on one host can stand
+behind one Service with a port each. Addresses under ``notReadyAddresses`` are skipped; an
+Endpoints object with no ready address fails the call ("no endpoints available"), which the
+webhook's ``failurePolicy`` then handles. Upstream's endpoint resolver takes a random address of
+the first matching subset only; taking every subset is what the Service's traffic does. A Service
+without an Endpoints object is reached at its ``spec.externalName`` or ``spec.clusterIP`` (so a
+local webhook can be addressed as a Service whose clusterIP is 127.0.0.1) on the target port from
+its port list. EndpointSlices are not read: one Endpoints object per Service is the simpler
+contract for a simulator.
 
 ``matchConditions`` (CEL) are not evaluated: a webhook that declares them is treated as matching.
 """
@@ -96,30 +96,12 @@ CallFailed = _CallFailed
 ENDPOINTS = ("", "endpoints")
 
 
-def endpoints_type() -> ResourceType:
-    """``v1`` Endpoints, which service references resolve through."""
-    from kubesim.registry import ResourceType
-
-    return ResourceType(
-        "",
-        "v1",
-        "endpoints",
-        "Endpoints",
-        True,
-        short_names=("ep",),
-        has_generation=False,
-        return_deleted_object=True,
-    )
-
-
 class Admission:
     def __init__(self, server: ApiServer) -> None:
         self.server = server
         self._session: aiohttp.ClientSession | None = None
         self._ssl_cache: dict[str, ssl.SSLContext] = {}
         self._next_endpoint: dict[tuple[str, str, int], int] = {}
-        if server.registry.get("", "v1", "endpoints") is None:
-            server.registry.add(endpoints_type())
 
     @property
     def active(self) -> bool:

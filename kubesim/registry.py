@@ -213,6 +213,16 @@ def _builtins() -> list[ResourceType]:
             return_deleted_object=True,
         ),
         ResourceType(
+            "",
+            "v1",
+            "endpoints",
+            "Endpoints",
+            True,
+            short_names=("ep",),
+            has_generation=False,
+            return_deleted_object=True,
+        ),
+        ResourceType(
             "coordination.k8s.io",
             "v1",
             "leases",

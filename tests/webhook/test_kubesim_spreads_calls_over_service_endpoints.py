@@ -78,18 +78,20 @@ async def listeners(tmp_path: Path) -> AsyncIterator[Listeners]:
             await runner.cleanup()
 
 
-def install(api: client.ApiClient, listeners: Listeners, endpoints: dict[str, Any]) -> None:
+def install(
+    api: client.ApiClient,
+    listeners: Listeners,
+    endpoints: dict[str, Any] | None,
+    service_spec: dict[str, Any] | None = None,
+) -> None:
+    """The Service (with ``endpoints`` unless None), namespaces and the webhook configuration."""
     core: Any = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": NS}})
     core.create_namespace({"metadata": {"name": "apps"}})
-    core.create_namespaced_service(
-        NS,
-        {
-            "metadata": {"name": SERVICE},
-            "spec": {"ports": [{"name": "https", "port": 443, "targetPort": "https"}]},
-        },
-    )
-    core.create_namespaced_endpoints(NS, {"metadata": {"name": SERVICE}, **endpoints})
+    spec = service_spec or {"ports": [{"name": "https", "port": 443, "targetPort": "https"}]}
+    core.create_namespaced_service(NS, {"metadata": {"name": SERVICE}, "spec": spec})
+    if endpoints is not None:
+        core.create_namespaced_endpoints(NS, {"metadata": {"name": SERVICE}, **endpoints})
     hook = {
         "name": "steer.example.com",
         "admissionReviewVersions": ["v1"],
@@ -176,3 +178,29 @@ async def test_a_service_whose_endpoints_have_no_ready_address_cannot_be_called(
     message = json.loads(str(refused.value.body))["message"]
     assert 'no endpoints available for service "steer"' in message
     assert sum(listeners.calls.values()) == 0
+
+
+async def test_a_service_without_endpoints_is_called_at_its_cluster_ip_and_target_port(
+    kube_api_client: client.ApiClient, listeners: Listeners
+) -> None:
+    target = listeners.ports[1]
+    spec = {
+        "clusterIP": "127.0.0.1",
+        "ports": [{"name": "https", "port": 443, "targetPort": target}],
+    }
+    await asyncio.to_thread(install, kube_api_client, listeners, None, spec)
+    await asyncio.to_thread(create_pods, kube_api_client, 3)
+    assert listeners.calls == {target: 3}
+
+
+async def test_endpoints_are_a_built_in_resource_listed_by_discovery(
+    kube_api_client: client.ApiClient,
+) -> None:
+    core: Any = client.CoreV1Api(kube_api_client)
+    resources = await asyncio.to_thread(core.get_api_resources)
+    endpoints = next(r for r in resources.resources if r.name == "endpoints")
+    assert (endpoints.kind, endpoints.namespaced, endpoints.short_names) == (
+        "Endpoints",
+        True,
+        ["ep"],
+    )
