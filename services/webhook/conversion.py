@@ -14,7 +14,6 @@ renamed fields of one version would be pruned by the other version's schema.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -40,40 +39,61 @@ def convert(obj: Mapping[str, Any], desired: str) -> dict[str, Any]:
         raise ConversionError(f"cannot convert from {source!r}")
     if desired not in (ALPHA, BETA):
         raise ConversionError(f"cannot convert to {desired!r}")
-    out = copy.deepcopy(dict(obj))
+    # Copy-on-write: only the containers a rename or a reason touches are copied, so a
+    # conversion costs the subsets and conditions, not the whole object; ``obj`` is never changed.
+    out = dict(obj)
     out["apiVersion"] = desired
     if source == desired:
         return out
     pairs = RENAMES if desired == BETA else tuple((b, a) for a, b in RENAMES)
     spec = out.get("spec")
-    if isinstance(spec, dict):
-        for subset in spec.get("subsets") or []:
-            if isinstance(subset, dict):
-                for old, new in pairs:
-                    if old in subset:
-                        subset[new] = subset.pop(old)
-    if desired == BETA:
-        for conditions in _condition_lists(out.get("status")):
-            for condition in conditions:
-                if isinstance(condition, dict) and not condition.get("reason"):
-                    condition["reason"] = "Unknown"
+    if isinstance(spec, dict) and isinstance(spec.get("subsets"), list):
+        out["spec"] = {**spec, "subsets": [_renamed(s, pairs) for s in spec["subsets"]]}
+    if desired == BETA and isinstance(out.get("status"), dict):
+        out["status"] = _with_reasons(out["status"])
     return out
 
 
-def _condition_lists(status: object) -> list[list[Any]]:
-    if not isinstance(status, dict):
-        return []
-    subset_lists = [status.get("subsetStatuses") or []]
+def _renamed(subset: object, pairs: tuple[tuple[str, str], ...]) -> object:
+    if not isinstance(subset, dict) or not any(old in subset for old, _ in pairs):
+        return subset
+    renamed = dict(subset)
+    for old, new in pairs:
+        if old in renamed:
+            renamed[new] = renamed.pop(old)
+    return renamed
+
+
+def _with_reasons(status: dict[str, Any]) -> dict[str, Any]:
+    """``status`` whose subset conditions all carry a reason (``metav1.Condition`` needs one)."""
+    out = dict(status)
+    if isinstance(status.get("subsetStatuses"), list):
+        out["subsetStatuses"] = _subsets_with_reasons(status["subsetStatuses"])
     versioned = status.get("versionedSubsetStatuses")
     if isinstance(versioned, dict):
-        subset_lists.extend(versioned.values())
-    found = []
-    for subsets in subset_lists:
-        for subset in subsets if isinstance(subsets, list) else []:
-            conditions = subset.get("conditions") if isinstance(subset, dict) else None
-            if isinstance(conditions, list):
-                found.append(conditions)
-    return found
+        out["versionedSubsetStatuses"] = {
+            version: _subsets_with_reasons(subsets) if isinstance(subsets, list) else subsets
+            for version, subsets in versioned.items()
+        }
+    return out
+
+
+def _subsets_with_reasons(subsets: list[Any]) -> list[Any]:
+    out = []
+    for subset in subsets:
+        conditions = subset.get("conditions") if isinstance(subset, dict) else None
+        if isinstance(conditions, list) and any(
+            isinstance(c, dict) and not c.get("reason") for c in conditions
+        ):
+            subset = {
+                **subset,
+                "conditions": [
+                    {**c, "reason": "Unknown"} if isinstance(c, dict) and not c.get("reason") else c
+                    for c in conditions
+                ],
+            }
+        out.append(subset)
+    return out
 
 
 def review_answer(body: object) -> dict[str, Any]:

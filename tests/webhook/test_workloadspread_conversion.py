@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -68,6 +69,22 @@ def test_conditions_without_a_reason_get_unknown_in_v1beta1() -> None:
     (condition,) = beta["status"]["subsetStatuses"][0]["conditions"]
     assert condition["reason"] == "Unknown"
 
+
+
+def test_converting_leaves_the_object_it_was_given_unchanged() -> None:
+    condition = {"type": "Schedulable", "status": "False"}
+    status = {
+        "subsetStatuses": [{"name": "a", "conditions": [condition]}],
+        "versionedSubsetStatuses": {"v1": [{"name": "a", "conditions": [condition]}]},
+    }
+    original = alpha_spread([{"name": "a", "requiredNodeSelectorTerm": TERM}], **status)
+    before = copy.deepcopy(original)
+    beta = convert(original, BETA)
+    assert original == before
+    assert beta["status"]["versionedSubsetStatuses"]["v1"][0]["conditions"][0]["reason"] == (
+        "Unknown"
+    )
+    assert convert(beta, ALPHA)["spec"]["subsets"][0]["requiredNodeSelectorTerm"] == TERM
 
 subsets = st.lists(
     st.fixed_dictionaries(
