@@ -3,9 +3,11 @@
 - Pod CREATE (``/mutate-pod``): steer the pod into a subset of the WorkloadSpread that targets
   its workload, reserving the slot in the ledger first, then patch the pod. Dry-run requests
   are answered without reserving anything, as Kruise skips them.
-- Pod DELETE and ``pods/eviction`` CREATE (``/validate-pod``): record that the pod's slot is
-  being freed, so new pods may take it before the old one is gone. Always allowed: a deletion
-  is never blocked by spreading.
+- Pod DELETE (``/validate-pod``): record that the pod's slot is being freed, so new pods may
+  take it before the old one is seen terminating. ``pods/eviction`` CREATE records nothing: the
+  API server checks the PodDisruptionBudget after admission, so a refused eviction would leave
+  the pod running next to the replacement its freed slot let in; the slot frees once the view
+  sees the pod terminating. Both are always allowed: a deletion is never blocked by spreading.
 - WorkloadSpread CREATE/UPDATE (``/validate-workloadspread``): every validation rule, with
   the other WorkloadSpreads of the view for the conflict check.
 
@@ -581,12 +583,11 @@ class SpreadAdmission:
         allow = review.allow(request.uid, api_version=request.api_version)
         if request.resource != "pods" or request.dry_run:
             return allow
-        if request.operation == "DELETE" and request.sub_resource == "":
-            pod = request.old_object or self.view.get("", "pods", request.namespace, request.name)
-        elif request.operation == "CREATE" and request.sub_resource == "eviction":
-            pod = self.view.get("", "pods", request.namespace, request.name)
-        else:
+        if request.operation != "DELETE" or request.sub_resource != "":
+            # An eviction frees no slot (admit_delete_for): the PodDisruptionBudget is checked
+            # after admission and may keep the pod running. Nothing to record.
             return allow
+        pod = request.old_object or self.view.get("", "pods", request.namespace, request.name)
         if pod is None:
             return allow
         pod = _with_namespace(pod, request.namespace)

@@ -5,7 +5,9 @@ pods in FILE. A WorkloadSpread's status ``creatingPods``/``deletingPods`` count 
 flight: those of ``versionedSubsetStatuses[version]`` for the pod's version, or, when the status
 has no entry for that version, those of the top-level ``subsetStatuses`` (a status written before
 versioned statuses existed keeps its admissions there). The uid given to a pod without a name is
-derived from the pod itself, so the answer is the same every time. Exit 0 when allowed, 1 when
+derived from the pod itself, so the answer is the same every time. A DELETE frees the pod's slot
+for a replacement (a ``deleting`` reservation); an EVICT frees nothing, since a
+PodDisruptionBudget may still refuse it after admission. Exit 0 when allowed, 1 when
 denied, 2 on unreadable input, including a ``targetFilter.replicasPathList`` entry that does not
 resolve in the workload (the replicas for percentages cannot be known; Kruise's controller fails
 on it too).
@@ -92,7 +94,9 @@ def run(args: argparse.Namespace) -> int:
         except InputError as exc:
             return fail(exc)
     else:
-        decision = admit_delete(pod, spreads, loads_of=loads_of, now=now)
+        decision = admit_delete(
+            pod, spreads, loads_of=loads_of, now=now, eviction=args.operation == "EVICT"
+        )
     if args.output == "json":
         print(json.dumps(decision.to_json()))
     else:

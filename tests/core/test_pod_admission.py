@@ -11,7 +11,12 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from spreadbus.core.workloadspread import json_patch
-from spreadbus.core.workloadspread.admission import admit_create, admit_create_for, admit_delete
+from spreadbus.core.workloadspread.admission import (
+    admit_create,
+    admit_create_for,
+    admit_delete,
+    admit_delete_for,
+)
 from spreadbus.core.workloadspread.custom_workloads import Whitelist, parse_whitelist
 from spreadbus.core.workloadspread.model import from_object
 from spreadbus.core.workloadspread.occupancy import (
@@ -378,6 +383,16 @@ def test_delete_reserves_a_deleting_slot_once() -> None:
     assert admit_delete(unlimited, [ws], loads_of=lambda _ws, _v: {}, now=NOW).reservation is None
 
 
+def test_an_eviction_is_allowed_and_frees_no_slot() -> None:
+    _, rs = _deploy_world()
+    ws = from_object(workloadspread(subset("a", 2), subset("b")))
+    p = pod("web-abc-1", owner=rs, ws="ws", subset_name="a")
+    decision = admit_delete(p, [ws], loads_of=lambda _ws, _v: {}, now=NOW, eviction=True)
+    assert decision.allowed
+    assert (decision.workloadspread, decision.subset) == ("default/ws", "a")
+    assert decision.reservation is None
+
+
 def test_annotation_keys_are_read_case_insensitively() -> None:
     ws = from_object(workloadspread(subset("a", 2), subset("b")))
     p = pod("p")
@@ -400,8 +415,9 @@ def test_loads_recount_drops_reservations_of_pods_already_seen() -> None:
     assert result == {"abc": {"a": SubsetLoad(active=1, creating={"web-abc-2": NOW})}}
 
 
-# steps around the 30 s creating deadline (an entry exactly at it still holds)
-TICKS = (0, 1, 5, 15, 29, 30, 31, 45)
+# steps around the 30 s creating and 15 s deleting deadlines (an entry exactly at one still holds)
+TICKS = (0, 1, 5, 15, 16, 29, 30, 31, 45)
+REMOVALS = ["delete", "delete-refused", "evict", "evict-refused", "observe"]
 
 
 @settings(max_examples=300, deadline=None)
@@ -410,27 +426,48 @@ TICKS = (0, 1, 5, 15, 29, 30, 31, 45)
     minimums=[0, 0, 0, 0],
     ops=[("create", 0), ("tick", TICKS.index(31)), ("create", 0), ("confirm", 0), ("confirm", 0)],
 )
+@example(  # an eviction a PodDisruptionBudget refuses after admission frees nothing
+    maxes=[1],
+    minimums=[0, 0, 0, 0],
+    ops=[("create", 0), ("confirm", 0), ("evict-refused", 0), ("create", 0), ("confirm", 0)],
+)
+@example(  # a DELETE refused after admission lets one replacement in, counted on top
+    maxes=[1],
+    minimums=[0, 0, 0, 0],
+    ops=[("create", 0), ("confirm", 0), ("delete-refused", 0), ("create", 0), ("confirm", 0)],
+)
+@example(  # a deletion carried out frees the slot before the pod is seen terminating
+    maxes=[1],
+    minimums=[0, 0, 0, 0],
+    ops=[("create", 0), ("confirm", 0), ("delete", 0), ("create", 0), ("confirm", 0)],
+)
 @given(
     maxes=st.lists(st.one_of(st.none(), st.integers(0, 6)), min_size=1, max_size=4),
     minimums=st.lists(st.integers(0, 6), min_size=4, max_size=4),
     ops=st.lists(
-        st.tuples(
-            st.sampled_from(["create", "delete", "confirm", "fail", "tick"]), st.integers(0, 50)
-        ),
+        st.tuples(st.sampled_from(["create", "confirm", "fail", "tick", *REMOVALS]),
+                  st.integers(0, 50)),
         max_size=80,
     ),
 )
-def test_only_pods_that_appear_after_their_reservation_expired_can_overfill_a_subset(
+def test_only_late_pods_and_refused_deletes_can_overfill_a_subset(
     maxes: list[int | None], minimums: list[int], ops: list[tuple[str, int]]
 ) -> None:
-    """A subset holds at most its limit plus the pods that appeared after their reservation ran out.
+    """A subset holds at most its limit plus late pods and plain DELETEs refused after admission.
 
     As in Kruise, a creating reservation lives 30 s; after that the admission is taken to have
     failed (Kruise's ``CreatePodFailed``) and its slot is offered again, so a pod that does appear
     later is counted on top. Kruise accepts this rather than hold slots forever for creates that
     did fail; the planner's deletion costs then put such overflow first in line on scale-down.
-    Every other pod was admitted against a count that included it, so these late pods are the
-    only way over the limit.
+
+    Removals go through the admission too. A DELETE frees its pod's slot for 15 s (the API server
+    marks the pod terminating right after admission; the view sees it later): carried out, the
+    replacement takes a slot the pod no longer holds; refused after admission (another webhook
+    denies it, a precondition fails), the pod stays and one replacement may be in beside it, so
+    each refused DELETE can add one pod. An eviction frees nothing at admission, since the
+    PodDisruptionBudget is checked after it: refused or carried out, it adds nothing; the slot
+    frees once the pod is observed terminating. Every other pod was admitted against a count that
+    included it.
     """
     subsets = []
     for i, m in enumerate(maxes):
@@ -439,8 +476,10 @@ def test_only_pods_that_appear_after_their_reservation_expired_can_overfill_a_su
     ws = from_object(workloadspread(*subsets))
     limits = {f"s{i}": m for i, m in enumerate(maxes)}
     pending: dict[str, tuple[str, datetime | None]] = {}  # admitted, not seen: subset, reserved at
-    appeared: dict[str, str] = {}  # pod -> subset
+    appeared: dict[str, str] = {}  # pods the view holds as active -> subset
+    terminating: set[str] = set()  # being deleted, not yet seen so by the view
     late: set[str] = set()  # appeared after their reservation expired
+    refused_deletes: dict[str, int] = {}  # subset -> DELETEs that reserved and were then refused
     reservations: list[Reservation] = []
     now = NOW
     counter = 0
@@ -448,16 +487,19 @@ def test_only_pods_that_appear_after_their_reservation_expired_can_overfill_a_su
     def expired(reserved_at: datetime | None) -> bool:
         return reserved_at is not None and reserved_at + CREATE_TIMEOUT < now
 
+    def current_loads() -> dict[str, SubsetLoad]:
+        pods = [pod(p, ws="ws", subset_name=s) for p, s in appeared.items()]
+        return loads_from_pods(ws, pods, reservations).get("versionIgnored", {})
+
     for op, n in ops:
+        running = sorted(set(appeared) - terminating)
         if op == "tick":
             now += timedelta(seconds=TICKS[n % len(TICKS)])
         elif op == "create":
             counter += 1
             name = f"p{counter}"
-            pods = [pod(p, ws="ws", subset_name=s) for p, s in appeared.items()]
-            current = loads_from_pods(ws, pods, reservations).get("versionIgnored", {})
             decision = admit_create_for(
-                ws, pod(name), replicas=10, loads=current, now=now, generated_uid="u"
+                ws, pod(name), replicas=10, loads=current_loads(), now=now, generated_uid="u"
             )
             if decision.subset is not None:
                 reserved_at = None
@@ -472,13 +514,33 @@ def test_only_pods_that_appear_after_their_reservation_expired_can_overfill_a_su
                 appeared[name] = subset_name
                 if expired(reserved_at):
                     late.add(name)
-        elif op == "delete" and appeared:
-            name = sorted(appeared)[n % len(appeared)]
+        elif op in ("delete", "delete-refused", "evict", "evict-refused") and running:
+            name = running[n % len(running)]
+            removal = admit_delete_for(
+                ws,
+                pod(name, ws="ws", subset_name=appeared[name]),
+                loads=current_loads(),
+                now=now,
+                eviction=op.startswith("evict"),
+            )
+            assert removal.allowed
+            if removal.reservation is not None:
+                reservations.append(removal.reservation)
+                if op == "delete-refused":
+                    s = appeared[name]
+                    refused_deletes[s] = refused_deletes.get(s, 0) + 1
+            if not op.endswith("refused"):
+                terminating.add(name)
+        elif op == "observe" and terminating:
+            name = sorted(terminating)[n % len(terminating)]
+            terminating.discard(name)
             del appeared[name]
             late.discard(name)
         occupied: dict[str, int] = {}
-        beyond: dict[str, int] = {}  # pods the admission no longer counts
+        beyond: dict[str, int] = dict(refused_deletes)  # pods the admission no longer counts
         for name, s in appeared.items():
+            if name in terminating:
+                continue
             occupied[s] = occupied.get(s, 0) + 1
             beyond[s] = beyond.get(s, 0) + (name in late)
         for s, reserved_at in pending.values():

@@ -37,7 +37,11 @@ class Listeners:
 
 @pytest.fixture
 async def listeners(tmp_path: Path) -> AsyncIterator[Listeners]:
-    """Three webhook listeners that allow every review and count the calls each received."""
+    """Three webhook listeners that allow every review and count the calls each received.
+
+    Requested before ``kube_api_client``, so kubesim stops (closing its keep-alive connections)
+    before the listeners do.
+    """
     ca = make_ca("endpoint test CA")
     pair = issue_server_cert(ca, [f"{SERVICE}.{NS}.svc"])
     paths = pair.write(tmp_path, "server")
@@ -133,7 +137,7 @@ def create_pods(api: client.ApiClient, count: int) -> None:
 
 
 async def test_calls_go_round_robin_over_every_ready_endpoint_and_skip_unready_ones(
-    kube_api_client: client.ApiClient, listeners: Listeners
+    listeners: Listeners, kube_api_client: client.ApiClient
 ) -> None:
     first, second, third = listeners.ports
     endpoints = {
@@ -181,7 +185,7 @@ async def test_a_service_whose_endpoints_have_no_ready_address_cannot_be_called(
 
 
 async def test_a_service_without_endpoints_is_called_at_its_cluster_ip_and_target_port(
-    kube_api_client: client.ApiClient, listeners: Listeners
+    listeners: Listeners, kube_api_client: client.ApiClient
 ) -> None:
     target = listeners.ports[1]
     spec = {

@@ -262,7 +262,11 @@ async def test_a_replica_that_cannot_catch_up_gives_up_rather_than_guess(
         await create(behind, new_pod())
 
 
-async def test_an_eviction_frees_the_slot_of_the_pod_it_names(replicas: list[Replica]) -> None:
+async def test_an_eviction_frees_no_slot_until_the_pod_is_seen_terminating(
+    replicas: list[Replica],
+) -> None:
+    """A PodDisruptionBudget may refuse the eviction after admission: the pod would keep running
+    next to a replacement admitted into its slot, so nothing is freed before it is seen going."""
     replica = replicas[0]
     stored = []
     for i in range(3):
@@ -296,7 +300,14 @@ async def test_an_eviction_frees_the_slot_of_the_pod_it_names(replicas: list[Rep
     answer = await replica.admission.record_pod_removal(eviction)
     assert answer["response"]["allowed"] is True
     ledger = await replica.admission.ledger.current(ledger_key("c1", "default", "ws"))
-    assert set(ledger.deleting) == {"web-5f7c-1"}
+    assert ledger.deleting == {}
+    # Refused by a budget, say: the pod still runs, so zone-a (limit 3) stays full.
+    kept = await create(replica, new_pod())
+    assert subset_of(jsonpatch.apply(new_pod(), patch_of(kept))) == "zone-b"
+    # Carried out: the pod is seen terminating and its slot is free.
+    terminating = json.loads(json.dumps(stored[1]))
+    terminating["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    replica.feed.put(terminating, "MODIFIED")
     freed = await create(replica, new_pod())
     assert subset_of(jsonpatch.apply(new_pod(), patch_of(freed))) == "zone-a"
 

@@ -8,8 +8,17 @@ and calls again; the decision is deterministic in its inputs, so replicas that s
 agree. A pod re-admitted under a name that already holds a reservation gets the same subset and no
 new reservation (Kruise's idempotent retry).
 
-DELETE and eviction: free the pod's slot with a ``deleting`` reservation, so a replacement can be
-admitted while it terminates. Always allowed.
+DELETE: free the pod's slot with a ``deleting`` reservation, so a replacement can be admitted
+while it terminates. Always allowed. The API server sets the pod's ``deletionTimestamp`` right
+after admission, so the reservation only bridges the time until the pod is seen terminating (it
+then leaves the active count, and the reservation with it).
+
+Eviction (``pods/eviction`` CREATE): allowed and frees nothing, unlike Kruise. The API server
+checks the PodDisruptionBudget after admission, so an admitted eviction may still be refused
+(429) and the pod keep running; a slot freed at admission would let a replacement in next to it
+and take the subset over its limit. An eviction that is carried out sets ``deletionTimestamp`` as
+a DELETE does, and the pod leaves the active count when that is seen; a replacement created
+before then is steered as if the pod were still there (to a later subset when this one is full).
 
 What needs no bookkeeping, as in Kruise: StatefulSets (placed by ordinal), a WorkloadSpread with
 one unlimited subset, unlimited subsets. A pod that fits nowhere is admitted untouched.
@@ -177,9 +186,14 @@ def admit_delete_for(
     *,
     loads: Mapping[str, SubsetLoad],
     now: datetime,
+    eviction: bool = False,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> AdmissionDecision:
-    """DELETE or eviction of a pod of ``ws``: always allowed; maybe a ``deleting`` reservation."""
+    """DELETE or eviction of a pod of ``ws``: always allowed; maybe a ``deleting`` reservation.
+
+    Only a DELETE reserves: an eviction may still be refused by a PodDisruptionBudget after
+    admission (see the module docstring), so it frees nothing until the pod is seen terminating.
+    """
     allowed = AdmissionDecision(allowed=True, workloadspread=ws.key, pod=dict(pod))
     annotation = pod_state.matched(pod)
     pod_name = pod_state.name(pod)
@@ -192,6 +206,8 @@ def admit_delete_for(
     subset = ws.subset(annotation.subset)
     if subset is None or subset_limit(subset, 0) is None:
         return allowed
+    if eviction:
+        return msgspec.structs.replace(allowed, subset=subset.name)
     version = pod_state.version(pod, versioned_kinds)
     return AdmissionDecision(
         allowed=True,
@@ -208,6 +224,7 @@ def admit_delete(
     *,
     loads_of: Callable[[WorkloadSpread, str], Mapping[str, SubsetLoad]],
     now: datetime,
+    eviction: bool = False,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> AdmissionDecision:
     """DELETE or eviction of any pod."""
@@ -216,5 +233,10 @@ def admit_delete(
         return AdmissionDecision(allowed=True, pod=dict(pod))
     version = pod_state.version(pod, versioned_kinds)
     return admit_delete_for(
-        ws, pod, loads=loads_of(ws, version), now=now, versioned_kinds=versioned_kinds
+        ws,
+        pod,
+        loads=loads_of(ws, version),
+        now=now,
+        eviction=eviction,
+        versioned_kinds=versioned_kinds,
     )
