@@ -28,6 +28,13 @@ from tests.workloadspread_e2e.stack import (
 pytestmark = pytest.mark.e2e
 RECOVER_SECONDS = 6.0
 CRITICAL_SECONDS = 2
+SLACK = timedelta(seconds=5)
+"""How late the stack may act after a deadline, as read from object timestamps. Timestamps have
+second precision (up to 1 s lost on each side of a difference); the rest covers the planner's
+wake-up, one status write, the actuator's eviction and the ReplicaSet controller's replacement
+on a loaded 2-core CI machine running other tests. Unloaded, the subset turns unschedulable
+within the second of its deadline (0 s read in every run tried), so a deadline acted on more than
+a few seconds late fails this."""
 
 
 @pytest.fixture(scope="module")
@@ -148,15 +155,24 @@ def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the
     (schedulable,) = conditions["zone-c"]
     assert (schedulable["type"], schedulable["status"]) == ("Schedulable", "False")
     assert schedulable["reason"] == "PodUnschedulable"
-    # The order of events, read from the objects (second precision): the subset turned
-    # unschedulable no sooner than rescheduleCriticalSeconds after its pods were created, and the
-    # pods now in zone-a were created after that, as replacements of the evicted ones.
+    # The timing, read from the objects' own timestamps: the subset turned unschedulable no
+    # sooner than rescheduleCriticalSeconds after its pods were created and at most SLACK after
+    # that, and the pods now in zone-a were created after it, as replacements of the evicted
+    # ones. The stuck pods are evicted before they can be read, so their creation is bounded by
+    # the Deployment's own (the ReplicaSet creates them after it): the upper bound below is only
+    # the looser for it.
     turned_false = moment(schedulable["lastTransitionTime"])
-    assert turned_false >= created + timedelta(seconds=CRITICAL_SECONDS)
+    critical = timedelta(seconds=CRITICAL_SECONDS)
+    assert created + critical <= turned_false <= created + critical + SLACK, (created, turned_false)
     replacements = [p for p in pods if (p.metadata.labels or {}).get("deploy/zone") == "zone-a"]
     assert len(replacements) == 2
+    # A replacement created before the webhook has seen the new condition is steered into
+    # zone-c again, gets stuck and is moved once more a rescheduleCriticalSeconds later (seen
+    # here as 2 s instead of 0 s in some runs): Kruise's webhook reads the condition from its
+    # informer cache just as late. So a replacement arrives within one more critical period.
     for pod in replacements:
-        assert pod.metadata.creation_timestamp >= turned_false
+        born = pod.metadata.creation_timestamp
+        assert turned_false <= born <= turned_false + critical + SLACK, (turned_false, born)
 
     def recovered() -> Any:
         found = subset_field(spread_status(api, ns, "ws-adaptive"), "conditions")["zone-c"]
