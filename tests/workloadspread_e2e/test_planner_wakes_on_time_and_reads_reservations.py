@@ -45,8 +45,11 @@ class WantsAnnotationLater:
         self.at = at
         self.rkey = resource_key("c1", "apps", "deployments")
         self.pending = True
+        self.asked: list[float] = []
+        """The planner's ``now`` at each decision round that asked what is due."""
 
     def due(self, now: float) -> set[tuple[str, str]]:
+        self.asked.append(now)
         if self.pending and now >= self.at:
             self.pending = False
             return {(self.rkey, "default.d")}
@@ -133,16 +136,22 @@ async def test_a_timed_rule_is_woken_at_its_time_without_any_new_event(
                                "resourceVersion": "1", "generation": 1}}
     await publish(nats_client, [observation(DEPLOYMENTS, deployment), synced(DEPLOYMENTS)])
     clock = Clock()
-    planner = Planner(nats_client, cluster="c1", rules=[WantsAnnotationLater(T0 + 300)],
-                      clock=clock)
+    rule = WantsAnnotationLater(T0 + 300)
+    planner = Planner(nats_client, cluster="c1", rules=[rule], clock=clock)
     async with running(planner):
         await eventually(lambda: planner.caught_up)
-        await asyncio.sleep(0.3)
-        assert await plans_on_bus(nats_client) == [], "nothing is due yet"
-        assert planner.seconds_to_next_wake() == 300
-        clock.now = T0 + 301  # time passes; no event arrives
+        assert planner.seconds_to_next_wake() == 300, "the wake-up is scheduled at the rule's time"
+        clock.now = T0 + 299.5  # just before it; no event arrives
+        # The planner runs a round on its own at that time, finds nothing due, and keeps its
+        # wake-up half a second ahead; a planner that only acts on events never asks.
+        await eventually(lambda: T0 + 299.5 in rule.asked)
+        assert rule.pending, "not due before its time"
+        assert planner.seconds_to_next_wake() == 0.5
+        assert await plans_on_bus(nats_client) == []
+        clock.now = T0 + 301  # time passes; still no event
         plans = await eventually(lambda: plans_on_bus(nats_client))
     assert [p.patch for p in plans] == [{"metadata": {"annotations": {"late": "yes"}}}]
+    assert not rule.pending
 
 
 async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_status(
