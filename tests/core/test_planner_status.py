@@ -112,6 +112,38 @@ def _cond(status: str, reason: str, seconds_ago: int | None) -> SubsetStatus:
     return SubsetStatus(name="a", conditions=(Condition("Schedulable", status, reason, "", since),))
 
 
+def test_an_unsteered_pod_on_a_full_subsets_node_joins_it_over_its_limit_as_in_kruise() -> None:
+    """The known limit of a pod admitted without a subset (webhook down, view not synced)."""
+    d = deployment(replicas=3)
+    rs = replicaset(d)
+    ws = from_object(workloadspread(subset("a", 2), subset("b")))
+    pods = [
+        pod("web-abc-1", owner=rs, ws="ws", subset_name="a", node="na"),
+        pod("web-abc-2", owner=rs, ws="ws", subset_name="a", node="na"),
+        pod("web-abc-3", owner=rs, node="na", created="2026-01-01T00:05:00Z"),
+    ]
+    plan = plan_workloadspread(
+        ws,
+        workload=d,
+        pods=pods,
+        nodes={"na": node("na", "a")},
+        now=NOW,
+        whitelist=Whitelist(),
+        latest="abc",
+    )
+    assert plan.pod_patches["default/web-abc-3"]["metadata"]["annotations"] == {
+        "apps.kruise.io/matched-workloadspread": '{"name":"ws","subset":"a"}'
+    }
+    assert subset_field_of(plan, "replicas") == {"a": 3, "b": 0}
+    # One pod too many in a: the newest is first in line on scale-in.
+    assert plan.wanted_costs["default/web-abc-3"] == "-100"
+    assert {plan.wanted_costs[f"default/web-abc-{i}"] for i in (1, 2)} == {"200"}
+
+
+def subset_field_of(plan: Any, field: str) -> dict[str, Any]:
+    return {s["name"]: s[field] for s in status_to_json(plan.status)["subsetStatuses"]}
+
+
 @pytest.mark.parametrize(
     ("old", "stuck", "last", "expected", "revisit"),
     [
