@@ -3,7 +3,8 @@
 Paths (the webhook configurations in ``deploy/webhook/`` point at them):
 
 - ``POST /mutate-pod``: pod CREATE; steers the pod into a subset with a JSON Patch.
-- ``POST /validate-pod``: pod DELETE and ``pods/eviction`` CREATE; records the freed slot.
+- ``POST /validate-pod``: pod DELETE (records the freed slot) and ``pods/eviction`` CREATE
+  (allowed, recorded nowhere: a disruption budget may still refuse it).
 - ``POST /validate-workloadspread``: WorkloadSpread CREATE and UPDATE.
 - ``POST /convert``: CRD conversion of WorkloadSpreads between ``v1alpha1`` and ``v1beta1``.
 

@@ -202,5 +202,7 @@ def settings_problems(settings: WebhookSettings) -> list[str]:
     try:
         parse_whitelist(settings.workload_whitelist or None)
     except ValueError as exc:
-        problems.append(f"--workload-whitelist (SPREADBUS_WORKLOAD_WHITELIST) is not JSON: {exc}")
+        problems.append(
+            f"--workload-whitelist (SPREADBUS_WORKLOAD_WHITELIST) is not a valid whitelist: {exc}"
+        )
     return problems
