@@ -92,7 +92,7 @@ def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
     assert "spreadbus.io/control-plane" in namespace["metadata"]["labels"]
 
 
-def test_validation_covers_pod_deletion_eviction_and_workloadspreads(
+def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
     rendered: list[dict[str, Any]],
 ) -> None:
     (config,) = find(rendered, "ValidatingWebhookConfiguration")
@@ -106,7 +106,6 @@ def test_validation_covers_pod_deletion_eviction_and_workloadspreads(
     }
     assert covered == {
         ("", "pods", "DELETE"),
-        ("", "pods/eviction", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "UPDATE"),
     }

@@ -1,7 +1,8 @@
 """An eviction refused by a PodDisruptionBudget leaves its pod's slot taken.
 
-The API server asks the webhook about an eviction before it checks the budget, so the webhook
-cannot know whether the pod will go. Here the budget refuses (429) and the workload then grows:
+The API server admits an eviction before it checks the budget, so admission cannot know whether
+the pod will go (the installed configuration does not even send evictions to the webhook; the
+webhook records nothing for one either). Here the budget refuses (429) and the workload grows:
 the new pod must not be steered into the full subset next to the pod that stayed. The local
 stack runs every part for real (kubesim with its disruption controller, the four services).
 """
