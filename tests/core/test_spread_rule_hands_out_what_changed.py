@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
 from events import codec, subjects
 from events.messages import Observation
+from spreadbus.core.workloadspread import reconcile
+from spreadbus.projection import spread_tally
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
 from spreadbus.projection.workloadspread import DELETION_COST, WorkloadSpreadRule
@@ -144,3 +148,37 @@ def test_a_spec_change_recounts_every_pod_of_the_workloadspread() -> None:
     world.put(spread)
     assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 1)) == {
         "p0": "-100"}
+
+
+@pytest.mark.parametrize("pods", [10, 300])
+def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
+    pods: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    world = setup()
+    world.objects["Deployment/web"]["spec"]["replicas"] = pods
+    world.put(world.objects["Deployment/web"])
+    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
+    for i in range(pods):
+        world.put(pod(f"p{i}", "b", cost="100"))
+    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0)) == {}
+
+    read: list[str] = []
+    recounts: list[str] = []
+    facts = spread_tally._facts
+    full = reconcile.plan_workloadspread
+
+    def counted_facts(ws: Any, names: Any, obj: dict[str, Any]) -> Any:
+        read.append(obj["metadata"]["name"])
+        return facts(ws, names, obj)
+
+    def counted_full(*args: Any, **kwargs: Any) -> Any:
+        recounts.append("full")
+        return full(*args, **kwargs)
+
+    monkeypatch.setattr(spread_tally, "_facts", counted_facts)
+    monkeypatch.setattr(reconcile, "plan_workloadspread", counted_full)
+    world.put(pod("p7", "b"))  # its cost annotation was removed
+    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 1)) == {
+        "p7": "100"}
+    assert read == ["p7"]
+    assert recounts == []
