@@ -33,6 +33,12 @@ CREATE_TIMEOUT = timedelta(seconds=30)
 DELETE_TIMEOUT = timedelta(seconds=15)
 
 
+def expired(at: datetime, timeout: timedelta, now: datetime) -> bool:
+    """Whether an entry made ``at`` is dead at ``now``: only strictly past its deadline, as
+    Kruise drops only entries whose deadline is before now (one exactly at it still counts)."""
+    return at + timeout < now
+
+
 class Reservation(msgspec.Struct, frozen=True):
     """An admission in flight: a slot taken (``creating``) or freed (``deleting``) in a subset."""
 
@@ -44,11 +50,11 @@ class Reservation(msgspec.Struct, frozen=True):
     at: datetime
 
     @property
-    def expires_at(self) -> datetime:
-        return self.at + (CREATE_TIMEOUT if self.kind == "creating" else DELETE_TIMEOUT)
+    def timeout(self) -> timedelta:
+        return CREATE_TIMEOUT if self.kind == "creating" else DELETE_TIMEOUT
 
     def live(self, now: datetime) -> bool:
-        return not self.expires_at < now
+        return not expired(self.at, self.timeout, now)
 
 
 class SubsetLoad(msgspec.Struct, frozen=True):
@@ -59,10 +65,10 @@ class SubsetLoad(msgspec.Struct, frozen=True):
     deleting: dict[str, datetime] = msgspec.field(default_factory=dict)
 
     def live_creating(self, now: datetime) -> int:
-        return sum(1 for t in self.creating.values() if not t + CREATE_TIMEOUT < now)
+        return sum(1 for t in self.creating.values() if not expired(t, CREATE_TIMEOUT, now))
 
     def live_deleting(self, now: datetime) -> int:
-        return sum(1 for t in self.deleting.values() if not t + DELETE_TIMEOUT < now)
+        return sum(1 for t in self.deleting.values() if not expired(t, DELETE_TIMEOUT, now))
 
     def occupancy(self, now: datetime) -> int:
         return self.active - self.live_deleting(now) + self.live_creating(now)
@@ -260,8 +266,8 @@ def expire(loads: Loads, now: datetime) -> Loads:
         out[version] = {
             name: SubsetLoad(
                 load.active,
-                {k: t for k, t in load.creating.items() if not t + CREATE_TIMEOUT < now},
-                {k: t for k, t in load.deleting.items() if not t + DELETE_TIMEOUT < now},
+                {k: t for k, t in load.creating.items() if not expired(t, CREATE_TIMEOUT, now)},
+                {k: t for k, t in load.deleting.items() if not expired(t, DELETE_TIMEOUT, now)},
             )
             for name, load in subsets.items()
         }

@@ -25,7 +25,12 @@ import msgspec
 
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.model import Subset, SubsetStatus
-from spreadbus.core.workloadspread.occupancy import CREATE_TIMEOUT, DELETE_TIMEOUT, subset_limit
+from spreadbus.core.workloadspread.occupancy import (
+    CREATE_TIMEOUT,
+    DELETE_TIMEOUT,
+    expired,
+    subset_limit,
+)
 from spreadbus.core.workloadspread.pod_state import Pod
 
 
@@ -65,7 +70,7 @@ def subset_status(
         name = pod_state.name(pod)
         if name in deleting:
             at = deleting[name]
-            if at + DELETE_TIMEOUT < now:
+            if expired(at, DELETE_TIMEOUT, now):
                 failed_deletes.append(name)
             else:
                 kept_deleting[name] = at
@@ -74,7 +79,7 @@ def subset_status(
                 wake.append(at + DELETE_TIMEOUT)
     kept_creating: dict[str, datetime] = {}
     for key, at in pending.items():
-        if at + CREATE_TIMEOUT < now:
+        if expired(at, CREATE_TIMEOUT, now):
             failed_creates.append(key)
         else:
             kept_creating[key] = at
