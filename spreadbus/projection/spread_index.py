@@ -17,7 +17,8 @@ restore or on becoming leader) it is rebuilt exactly. It never decides anything.
 
 Signatures::
 
-    SpreadIndex(cluster: str)
+    SpreadIndex(cluster: str, kinds: WorkloadKinds | None = None)   # default: the built-in kinds
+        .workloads: dict[(group, kind), ResourceRef]  ; .follows(group, kind) -> bool
         .index_spread(view, okey) -> bool              # False: the WorkloadSpread is gone
         .index_member(view, rkey, okey) -> set[str]    # a pod or workload; spreads above it
         .spreads_above((rkey, okey)) -> set[str]
@@ -35,6 +36,7 @@ from typing import Any, Final
 
 from events.messages import ResourceRef
 from events.subjects import unescape
+from spreadbus.core.workload_kinds import WorkloadKinds, workload_kinds
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.model import api_group
 from spreadbus.projection.kube_state import (
@@ -49,22 +51,20 @@ WORKLOADSPREADS: Final = ResourceRef(group="apps.kruise.io", version="v1alpha1",
                                      resource="workloadspreads")
 PODS: Final = ResourceRef(group="", version="v1", resource="pods")
 NODES: Final = ResourceRef(group="", version="v1", resource="nodes")
-WORKLOADS: Final = {
-    ("apps", "Deployment"): ResourceRef(group="apps", version="v1", resource="deployments"),
-    ("apps", "ReplicaSet"): ResourceRef(group="apps", version="v1", resource="replicasets"),
-    ("apps", "StatefulSet"): ResourceRef(group="apps", version="v1", resource="statefulsets"),
-}
-"""(group, kind) -> resource of the workloads an owner chain may pass through; decisions wait for
-these to be listed (every cluster serves them)."""
-OPTIONAL_WORKLOADS: Final = {
-    ("apps.kruise.io", "CloneSet"): ResourceRef(group="apps.kruise.io", version="v1alpha1",
-                                                resource="clonesets"),
-    ("apps.kruise.io", "StatefulSet"): ResourceRef(group="apps.kruise.io", version="v1beta1",
-                                                   resource="statefulsets"),
-    ("batch", "Job"): ResourceRef(group="batch", version="v1", resource="jobs"),
-}
-"""Kinds used when the watcher streams them (Kruise's CRDs exist only where Kruise is installed):
-indexed and looked up like the others, but decisions do not wait for their listing."""
+
+
+def _refs(kinds: WorkloadKinds, *, always_served: bool) -> dict[tuple[str, str], ResourceRef]:
+    return {(k.group, k.kind): ResourceRef(group=k.group, version=k.version, resource=k.resource)
+            for k in kinds if k.always_served == always_served}
+
+
+WORKLOADS: Final = _refs(workload_kinds(), always_served=True)
+"""(group, kind) -> resource of the workloads every cluster serves: decisions wait for these to
+be listed."""
+OPTIONAL_WORKLOADS: Final = _refs(workload_kinds(), always_served=False)
+"""The built-in kinds a cluster may not serve (Kruise's CRDs, Jobs): indexed and looked up like
+the others once streamed, but decisions do not wait for their listing. Whitelisted custom kinds
+are added to these per index (:class:`SpreadIndex` ``kinds``)."""
 _MAX_CHAIN: Final = 8
 
 OwnerKey = tuple[str, str, str, str]
@@ -82,16 +82,26 @@ def _owner_of(obj: Mapping[str, Any], namespace: str) -> OwnerKey | None:
 
 
 class SpreadIndex:
-    def __init__(self, cluster: str) -> None:
+    """The indexes for one cluster over the workload kinds of ``kinds``.
+
+    ``kinds`` is the table the watcher and the webhook use
+    (:func:`spreadbus.core.workload_kinds.workload_kinds` of the whitelist), so a whitelisted custom
+    workload is followed here exactly when it is streamed; the built-in kinds by default.
+    """
+
+    def __init__(self, cluster: str, kinds: WorkloadKinds | None = None) -> None:
         self.rk_spreads = resource_key(cluster, WORKLOADSPREADS.group, WORKLOADSPREADS.resource)
         self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
         self.rk_nodes = resource_key(cluster, NODES.group, NODES.resource)
-        kinds = {**WORKLOADS, **OPTIONAL_WORKLOADS}
+        table = kinds if kinds is not None else workload_kinds()
+        kinds_refs = {**_refs(table, always_served=True), **_refs(table, always_served=False)}
+        self.workloads = kinds_refs
+        """(group, kind) -> resource of every workload kind followed (the rule reads these)."""
         self.rk_workloads = {
-            resource_key(cluster, ref.group, ref.resource): gk for gk, ref in kinds.items()
+            resource_key(cluster, ref.group, ref.resource): gk for gk, ref in kinds_refs.items()
         }
         self._rk_of_kind = {gk: resource_key(cluster, ref.group, ref.resource)
-                            for gk, ref in kinds.items()}
+                            for gk, ref in kinds_refs.items()}
         self._owner: dict[Key, OwnerKey] = {}
         self._children: dict[OwnerKey, set[Key]] = {}
         self._child_workloads: dict[OwnerKey, set[Key]] = {}
@@ -100,6 +110,10 @@ class SpreadIndex:
         self._pod_node: dict[str, str] = {}
         self._node_pods: dict[str, set[str]] = {}
         self._decoded: dict[Key, tuple[int, dict[str, Any]]] = {}
+
+    def follows(self, group: str, kind: str) -> bool:
+        """Whether workloads of this kind are indexed (a kind outside the table is not streamed)."""
+        return (group, kind) in self._rk_of_kind
 
     def target_of(self, okey: str) -> OwnerKey | None:
         return self._target_of.get(okey)

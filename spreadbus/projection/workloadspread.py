@@ -14,7 +14,17 @@ into :class:`~spreadbus.projection.planning.Desired` writes:
   (uid-only precondition: the values do not depend on the rest of the pod, and pods change often
   while they start; a late write of an older cost, after an actuator redelivery, is observed like
   any change and corrected by the next plan);
-- an eviction (Eviction API) for every pod stuck longer than ``rescheduleCriticalSeconds``.
+- an eviction (Eviction API) for every pod stuck longer than ``rescheduleCriticalSeconds``, once
+  the observed status already shows its subset ``Schedulable=False``.
+
+Adaptive order. The core names the stuck pods in the same answer that turns their subset
+``Schedulable=False``. Evicting them at once races the status write: the workload's replacement
+may be admitted by a webhook whose view has not folded the new status yet, is steered back into
+the full subset, gets stuck again and moves only one ``rescheduleCriticalSeconds`` later. So a
+round plans only the status write; the evictions follow in the round that observes that status
+(the WorkloadSpread's own change through the stream triggers it), when every webhook following the
+same stream is about to see the subset closed too. A pod stuck in a subset whose observed status
+is still schedulable is never evicted.
 
 Work per event is proportional to what changed. The rule keeps indexes over the projection that it
 updates from ``changed`` alone (:mod:`spreadbus.projection.spread_index`): every pod and workload
@@ -56,27 +66,28 @@ import heapq
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any
 
 from events.messages import ObjectRef, ResourceRef
 from events.subjects import unescape
+from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread import pod_state, reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import (
+    DELETION_COST_ANNOTATION,
     Status,
     WorkloadSpread,
     from_object,
     status_to_json,
 )
 from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER
-from spreadbus.projection.kube_state import (
-    KubeProjection,
-)
+from spreadbus.core.workloadspread.subset_choice import unschedulable_subsets
+from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
 from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
 from spreadbus.projection.spread_index import (
     NODES,
-    OPTIONAL_WORKLOADS,
+    OPTIONAL_WORKLOADS,  # noqa: F401  (still imported from here by tests/webhook; to be removed)
     PODS,
     WORKLOADS,
     WORKLOADSPREADS,
@@ -86,10 +97,6 @@ from spreadbus.projection.spread_index import (
 )
 from spreadbus.projection.spread_tally import SpreadTally, TallyPlan
 
-__all__ = ["DELETION_COST", "NODES", "OPTIONAL_WORKLOADS", "PODS", "WORKLOADS", "WORKLOADSPREADS",
-           "WorkloadSpreadRule"]
-
-DELETION_COST: Final = "controller.kubernetes.io/pod-deletion-cost"
 
 def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
     for key, value in patch.items():
@@ -125,7 +132,7 @@ class WorkloadSpreadRule:
         self.min_interval = min_interval_seconds
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
-        self.index = SpreadIndex(cluster)
+        self.index = SpreadIndex(cluster, workload_kinds(self.whitelist))
         # Wake-ups: WorkloadSpread key -> time, and a heap of (time, key) with stale entries.
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
@@ -223,7 +230,10 @@ class WorkloadSpreadRule:
             return []
         ws = from_object(obj)
         target = self.index.target_of(okey)
-        if ws.deleting or ws.target_ref is None or target is None:
+        if (ws.deleting or ws.target_ref is None or target is None
+                or not self.index.follows(target[1], target[2])):
+            # Nothing to plan, or a target kind not streamed (not built in, not whitelisted):
+            # its replicas are unknown, and a status counted against 0 would be wrong.
             self._schedule(okey, None)
             self._forget(okey)
             return []
@@ -262,7 +272,7 @@ class WorkloadSpreadRule:
         return [
             self._status_desired(ws, obj, plan.status),
             *self._pod_desired(ws.key, plan, tally),
-            *(self._eviction(e, pod) for e in plan.evictions
+            *(self._eviction(e, pod) for e in evictions_due(ws, plan.evictions)
               if (pod := tally.pod(e.pod)) is not None),
         ]
 
@@ -349,7 +359,8 @@ class WorkloadSpreadRule:
                 _merge(patch, plan.pod_patches[key])
                 reasons.append(f"matched to {spread}")
             if key in plan.updates:
-                _merge(patch, {"metadata": {"annotations": {DELETION_COST: plan.updates[key]}}})
+                cost = {DELETION_COST_ANNOTATION: plan.updates[key]}
+                _merge(patch, {"metadata": {"annotations": cost}})
                 reasons.append(f"deletion cost {plan.updates[key]}")
             out.append(Desired(verb="patch", target=self._ref(PODS, pod), patch=patch,
                                reason="; ".join(reasons)))
@@ -357,6 +368,18 @@ class WorkloadSpreadRule:
 
     def _eviction(self, eviction: reconcile.Eviction, pod: Mapping[str, Any]) -> Desired:
         return Desired(verb="evict", target=self._ref(PODS, pod), reason=eviction.reason)
+
+
+def evictions_due(
+    ws: WorkloadSpread, evictions: Sequence[reconcile.Eviction]
+) -> list[reconcile.Eviction]:
+    """The evictions whose subset the observed status already shows ``Schedulable=False``.
+
+    ``ws`` is the WorkloadSpread as observed (its status is what webhooks steer by), not the
+    status being planned; see "Adaptive order" in the module docstring.
+    """
+    closed = unschedulable_subsets(ws)
+    return [e for e in evictions if e.subset in closed]
 
 
 @dataclass

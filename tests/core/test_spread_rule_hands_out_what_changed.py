@@ -16,10 +16,11 @@ import pytest
 from events import codec, subjects
 from events.messages import Observation
 from spreadbus.core.workloadspread import reconcile
+from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.projection import spread_tally
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.workloadspread import DELETION_COST, WorkloadSpreadRule
+from spreadbus.projection.workloadspread import WorkloadSpreadRule
 
 T0 = 1_800_000_000.0
 MATCHED = "apps.kruise.io/matched-workloadspread"

@@ -11,16 +11,19 @@ from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from events import codec, subjects
 from events.messages import Observation, Plan
 from events.reservations import BUCKET
+from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import plans_for
 from spreadbus.projection.reservations import ReservationLedgers
-from spreadbus.projection.workloadspread import DELETION_COST, WorkloadSpreadRule
+from spreadbus.projection.workloadspread import WorkloadSpreadRule
 
 T0 = 1_800_000_000.0
 MATCHED = "apps.kruise.io/matched-workloadspread"
@@ -253,15 +256,17 @@ def test_an_adaptive_subset_with_stuck_pods_evicts_them_and_recovers_after_the_w
     assert wake is not None
     assert wake <= T0 + 5.5, "woken at the pod's deadline"
     plans = world.decide(wake + 0.1)
-    assert set(by_verb(plans, "evict")) == {"stuck"}
+    assert by_verb(plans, "evict") == {}, "the status first: webhooks must see the subset closed"
     conditions = {s["name"]: s["conditions"][0] for s in status_of(plans)["subsetStatuses"]}
     assert conditions["a"]["status"] == "False"
     assert conditions["b"]["status"] == "True"
-    # The eviction lands and the status is observed; later, the window ends with no new event.
-    world.put(pod("stuck", "a"), event="DELETED")
-    observed = world.put(spread(adaptive=5))
+    # The status is observed: now the stuck pod is evicted.
+    observed = spread(adaptive=5)
     observed["status"] = status_of(plans)
     world.put(observed)
+    assert set(by_verb(world.decide(wake + 0.5), "evict")) == {"stuck"}
+    # The eviction lands; later, the window ends with no new event.
+    world.put(pod("stuck", "a"), event="DELETED")
     quiet = world.decide(wake + 1)
     assert by_verb(quiet, "evict") == {}
     recover = world.rule.next_wake()
@@ -314,3 +319,38 @@ def test_a_cloneset_target_is_planned_when_clonesets_are_streamed() -> None:
         world.put(member)
     status = status_of(world.decide(T0 + 1))
     assert subset_field_replicas(status) == {"a": 2, "b": 0}
+
+
+@settings(max_examples=40, deadline=None)
+@given(rounds=st.lists(st.tuples(st.booleans(), st.floats(min_value=0.3, max_value=3.0)),
+                       min_size=1, max_size=12))
+def test_a_stuck_pod_is_evicted_only_once_its_subset_is_observed_unschedulable(
+    rounds: list[tuple[bool, float]],
+) -> None:
+    """Whether or not each status write is observed before the next round, no round evicts a pod
+    of a subset the observed status still shows schedulable; once it shows it closed, one does."""
+    world = World(recover_after=300.0)
+    world.put(deployment(2))
+    world.put(replicaset())
+    current = world.put(spread(adaptive=5))
+    world.put(pod("stuck", "a", created=T0, unschedulable_since=T0))
+    now = T0 + 6.0
+    evicted_at: float | None = None
+    for observe, step in rounds:
+        closed = any(s["name"] == "a" and s.get("conditions", [{}])[0].get("status") == "False"
+                     for s in (current.get("status") or {}).get("subsetStatuses", []))
+        plans = world.decide(now)
+        if by_verb(plans, "evict"):
+            assert closed, "evicted while the observed status still showed the subset open"
+            evicted_at = now if evicted_at is None else evicted_at
+        writes = [p for p in plans if p.verb == "patch_status"]
+        if observe and writes:
+            current = spread(adaptive=5)
+            current["status"] = status_of(writes)
+            world.put(current)
+        now += step
+    closed = any(s["name"] == "a" and s["conditions"][0]["status"] == "False"
+                 for s in (current.get("status") or {}).get("subsetStatuses", []))
+    if closed and evicted_at is None:
+        # The round after the closed status was observed evicts.
+        assert set(by_verb(world.decide(now), "evict")) == {"stuck"}
