@@ -41,7 +41,7 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
         rules=default_rules(
             settings.cluster,
             reservations=reservations,
-            whitelist=parse_whitelist(settings.workload_whitelist or None),
+            whitelist=parse_whitelist(settings.workload_whitelist or None),  # checked on load
             adaptive_recover_seconds=settings.adaptive_recover_seconds,
             workloadspread_min_interval_seconds=settings.workloadspread_min_interval_seconds,
         ),

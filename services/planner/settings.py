@@ -1,7 +1,13 @@
-"""Planner settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`)."""
+"""Planner settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`).
+
+The workload whitelist is checked when the settings are loaded: a whitelist that cannot be used is
+a bad setting (the service exits 2 naming the flag and every problem in it), never a traceback
+once the service has started.
+"""
 
 from __future__ import annotations
 
+from spreadbus.core.workloadspread.custom_workloads import WhitelistError, parse_whitelist
 from spreadbus.runtime.settings import ServiceSettings
 
 
@@ -23,3 +29,12 @@ class PlannerSettings(ServiceSettings, frozen=True, kw_only=True):
     """Plan one WorkloadSpread at most this often; changes in between are taken together."""
     nats_replicas: int = 1
     """Replicas of the reservation bucket if this service is the first to create it."""
+
+    def __post_init__(self) -> None:
+        try:
+            parse_whitelist(self.workload_whitelist or None)
+        except WhitelistError as exc:
+            raise ValueError(
+                "workload_whitelist (--workload-whitelist, SPREADBUS_WORKLOAD_WHITELIST) is not a "
+                "valid whitelist: " + "; ".join(exc.problems)
+            ) from exc

@@ -5,6 +5,7 @@ planner read too, so every kind a WorkloadSpread may target is observed. Custom 
 by ``--workload-whitelist`` (the same JSON the webhook and the planner take) are added to
 ``resources`` even when ``--resources`` is given: without them their pods could not be steered.
 A resource the cluster does not serve (a CRD not installed) is tolerated by the watch loop.
+A whitelist that cannot be used is a bad setting (exit 2) naming every problem in it.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import msgspec
 
 from spreadbus.core.workload_kinds import workload_kinds
-from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
+from spreadbus.core.workloadspread.custom_workloads import WhitelistError, parse_whitelist
 from spreadbus.runtime.settings import ServiceSettings
 
 DEFAULT_RESOURCES = (
@@ -42,8 +43,11 @@ class WatcherSettings(ServiceSettings, frozen=True, kw_only=True):
             return
         try:
             whitelist = parse_whitelist(self.workload_whitelist)
-        except ValueError as exc:
-            raise ValueError(f"workload_whitelist: not JSON: {exc}") from exc
+        except WhitelistError as exc:
+            raise ValueError(
+                "workload_whitelist (--workload-whitelist, SPREADBUS_WORKLOAD_WHITELIST) is not a "
+                "valid whitelist: " + "; ".join(exc.problems)
+            ) from exc
         custom = [k.spec for k in workload_kinds(whitelist) if k.custom]
         merged = tuple(dict.fromkeys((*self.resources, *custom)))
         msgspec.structs.force_setattr(self, "resources", merged)
