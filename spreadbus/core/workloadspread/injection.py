@@ -8,14 +8,20 @@ pod (labels, annotations, containers merged by name, ...), and if it changed
 ``priorityClassName`` the stale ``spec.priority`` is dropped so the API server's priority plugin
 can set it again (Kruise #1607); finally the ``matched-workloadspread`` annotation is written.
 
-The pod is decoded JSON and is never mutated; the result is a new object, and
-:func:`inject_with_patch` also returns the RFC 6902 operations an admission response carries.
+The pod is decoded JSON and is never mutated. The result is built copy-on-write: only the objects
+on the paths injection changes (``spec``, ``spec.affinity.nodeAffinity`` and its terms,
+``metadata.annotations``, and whatever the patch rewrites) are new; everything else, usually the
+bulk of a pod (containers, volumes), is shared with the input. Deep-copying the whole pod, as an
+earlier version did, cost more than the decision itself on large pods. The trade-off is that the
+result must be treated as read-only, like the input. What comes from the subset is copied, so a
+result never aliases the WorkloadSpread it was decided from. :func:`inject_with_patch` also returns
+the RFC 6902 operations an admission response carries.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from spreadbus.core import strategic_merge
@@ -28,50 +34,39 @@ class InjectionError(ValueError):
     """The subset's patch cannot be merged into the pod."""
 
 
-def _obj(parent: JSON, key: str) -> JSON:
+def _own(parent: JSON, key: str) -> JSON:
+    """``parent[key]`` replaced by a shallow copy this injection may change (a new object if it
+    was missing or not an object); everything below it is still shared with the input pod."""
     value = parent.get(key)
-    if not isinstance(value, dict):
-        value = {}
-        parent[key] = value
-    return value
+    owned: JSON = dict(value) if isinstance(value, dict) else {}
+    parent[key] = owned
+    return owned
+
+
+def _appended(existing: Any, extra: Iterable[Any]) -> list[Any]:
+    """A new list: ``existing`` (when a list) followed by copies of ``extra``."""
+    return [*(existing if isinstance(existing, list) else []), *map(copy.deepcopy, extra)]
 
 
 def inject(pod: Mapping[str, Any], subset: Subset, *, ws_name: str, uid: str = "") -> JSON:
     """The pod with ``subset`` injected; raises :class:`InjectionError` on a bad patch."""
-    out: JSON = copy.deepcopy(dict(pod))
-    spec = _obj(out, "spec")
+    out: JSON = dict(pod)
+    spec = _own(out, "spec")
     if subset.tolerations:
-        existing = spec.get("tolerations")
-        spec["tolerations"] = [*(existing if isinstance(existing, list) else [])] + [
-            copy.deepcopy(t) for t in subset.tolerations
-        ]
-    node_affinity = _obj(_obj(spec, "affinity"), "nodeAffinity")
+        spec["tolerations"] = _appended(spec.get("tolerations"), subset.tolerations)
+    node_affinity = _own(_own(spec, "affinity"), "nodeAffinity")
     if subset.preferred_node_selector:
         key = "preferredDuringSchedulingIgnoredDuringExecution"
-        existing = node_affinity.get(key)
-        node_affinity[key] = [*(existing if isinstance(existing, list) else [])] + [
-            copy.deepcopy(t) for t in subset.preferred_node_selector
-        ]
+        node_affinity[key] = _appended(node_affinity.get(key), subset.preferred_node_selector)
     if subset.required_node_selector is not None:
-        required = _obj(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
+        required = _own(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
         terms = required.get("nodeSelectorTerms")
         if not isinstance(terms, list) or not terms:
             required["nodeSelectorTerms"] = [copy.deepcopy(subset.required_node_selector)]
         else:
-            extra_exprs = subset.required_node_selector.get("matchExpressions") or []
-            extra_fields = subset.required_node_selector.get("matchFields") or []
-            for term in terms:
-                if not isinstance(term, dict):
-                    continue
-                for name, extra in (
-                    ("matchExpressions", extra_exprs),
-                    ("matchFields", extra_fields),
-                ):
-                    if extra:
-                        current = term.get(name)
-                        term[name] = [*(current if isinstance(current, list) else [])] + [
-                            copy.deepcopy(e) for e in extra
-                        ]
+            required["nodeSelectorTerms"] = [
+                _and_term(term, subset.required_node_selector) for term in terms
+            ]
     if subset.patch is not None:
         before_class = spec.get("priorityClassName")
         try:
@@ -80,15 +75,29 @@ def inject(pod: Mapping[str, Any], subset: Subset, *, ws_name: str, uid: str = "
             raise InjectionError(f"failed to merge patch: {exc}") from exc
         if not isinstance(merged, dict):
             raise InjectionError("failed to merge patch: the patch deleted the pod")
-        out = copy.deepcopy(merged)
-        new_spec = _obj(out, "spec")
+        # The merge never mutates its input and shares what it leaves unchanged, like this
+        # function: owning the objects changed below is enough.
+        out = merged
+        new_spec = _own(out, "spec")
         if new_spec.get("priorityClassName") != before_class:
             new_spec.pop("priority", None)
-    annotations = _obj(_obj(out, "metadata"), "annotations")
+    annotations = _own(_own(out, "metadata"), "annotations")
     annotations[MATCHED_ANNOTATION] = Matched(
         name=ws_name, subset=subset.name, uid=uid
     ).to_annotation()
     return out
+
+
+def _and_term(term: Any, selector: Mapping[str, Any]) -> Any:
+    """One existing required term with the subset's expressions and fields ANDed in."""
+    if not isinstance(term, dict):
+        return term
+    owned = dict(term)
+    for name in ("matchExpressions", "matchFields"):
+        extra = selector.get(name) or []
+        if extra:
+            owned[name] = _appended(owned.get(name), extra)
+    return owned
 
 
 def inject_with_patch(

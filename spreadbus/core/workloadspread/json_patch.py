@@ -4,6 +4,10 @@ An admission webhook answers with a JSON Patch against the object it was sent, s
 computed on plain JSON and then expressed as the difference. The diff is minimal where it is cheap
 to be: maps are compared key by key, a list that only grew gets ``add`` operations for its new
 items, a list of the same length is compared item by item, anything else is replaced whole.
+
+:func:`diff` does not copy: the operations' values are the objects of the new document, and both
+are read-only from then on (an admission answer only serialises them). Copying them would copy
+again what the mutation has just built. :func:`apply` copies, since it must not change ``doc``.
 """
 
 from __future__ import annotations
@@ -27,34 +31,37 @@ def _unescape(token: str) -> str:
 
 
 def diff(old: Any, new: Any, path: str = "") -> list[JSON]:
-    """Operations that turn ``old`` into ``new``."""
+    """Operations that turn ``old`` into ``new``; their values are ``new``'s own objects."""
     if isinstance(old, dict) and isinstance(new, dict):
         ops: list[JSON] = []
         for key in old:
             if key not in new:
                 ops.append({"op": "remove", "path": f"{path}/{_escape(key)}"})
         for key, value in new.items():
-            child = f"{path}/{_escape(key)}"
             if key not in old:
-                ops.append({"op": "add", "path": child, "value": copy.deepcopy(value)})
-            elif old[key] != value or type(old[key]) is not type(value):
-                ops.extend(diff(old[key], value, child))
+                ops.append({"op": "add", "path": f"{path}/{_escape(key)}", "value": value})
+                continue
+            before = old[key]
+            # An object shared with ``old`` (copy-on-write results share what they keep) is
+            # unchanged without comparing its contents.
+            if before is not value and (before != value or type(before) is not type(value)):
+                ops.extend(diff(before, value, f"{path}/{_escape(key)}"))
         return ops
     if isinstance(old, list) and isinstance(new, list):
         if len(new) >= len(old) and new[: len(old)] == old:
             return [
-                {"op": "add", "path": f"{path}/{i}", "value": copy.deepcopy(new[i])}
+                {"op": "add", "path": f"{path}/{i}", "value": new[i]}
                 for i in range(len(old), len(new))
             ]
         if len(new) == len(old):
             ops = []
             for i, (a, b) in enumerate(zip(old, new, strict=True)):
-                if a != b or type(a) is not type(b):
+                if a is not b and (a != b or type(a) is not type(b)):
                     ops.extend(diff(a, b, f"{path}/{i}"))
             return ops
     if old == new and type(old) is type(new):
         return []
-    return [{"op": "replace", "path": path, "value": copy.deepcopy(new)}]
+    return [{"op": "replace", "path": path, "value": new}]
 
 
 def _parent(doc: Any, path: str) -> tuple[Any, str]:
