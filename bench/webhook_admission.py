@@ -36,7 +36,7 @@ from typing import Any
 import aiohttp
 from kubernetes import client, config
 
-from spreadbus.cli.up import Stack
+from spreadbus.cli.local_stack import Stack
 
 LIMIT_MS = 5.0
 RATES = (200, 1000)

@@ -37,7 +37,7 @@ from typing import Any
 
 from kubernetes import client, config
 
-from spreadbus.cli.up import Stack, free_port
+from spreadbus.cli.local_stack import Stack, free_port
 
 GOAL = 1.3
 TOPOLOGY = "bench-100"

@@ -24,7 +24,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
-from spreadbus.cli.up import Stack, StackError, say
+from spreadbus.cli.local_stack import Stack, say
+from spreadbus.cli.stack_errors import StackError
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION
 

@@ -2,8 +2,7 @@
 
 The command's side: arguments, signals, the printed summary and the supervision loop. The
 processes themselves (what starts in which order, on which ports, restarts and the orderly stop)
-are :class:`spreadbus.cli.local_stack.Stack`'s; the names other modules imported from here are
-re-exported.
+are :class:`spreadbus.cli.local_stack.Stack`'s.
 
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
 ``/readyz``, so a script can wait for them; both are removed again on shutdown, so a stale file
@@ -24,11 +23,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from spreadbus.cli.local_install import local_conversion
-from spreadbus.cli.local_stack import Stack, free_port, say
+from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
-
-__all__ = ["Stack", "StackError", "add_arguments", "free_port", "local_conversion", "run", "say"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -17,7 +17,7 @@ import yaml
 from kubernetes import client
 
 from kubesim import KubeSimThread
-from spreadbus.cli.up import local_conversion
+from spreadbus.cli.local_install import local_conversion
 from tests.webhook.conftest import RunningWebhook
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
-from spreadbus.cli.up import Stack
+from spreadbus.cli.local_stack import Stack
 
 T = TypeVar("T")
 MATCHED = "apps.kruise.io/matched-workloadspread"

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from spreadbus.cli.up import Stack
+from spreadbus.cli.local_stack import Stack
 from tests.workloadspread_e2e.stack import (
     create_namespace,
     deployment,

@@ -15,7 +15,7 @@ import pytest
 from kubernetes import client
 
 from spreadbus.cli.local_install import SERVICE_NAME, SERVICE_NAMESPACE
-from spreadbus.cli.up import Stack
+from spreadbus.cli.local_stack import Stack
 from tests.workloadspread_e2e.stack import running_stack, wait_for
 
 pytestmark = pytest.mark.e2e
