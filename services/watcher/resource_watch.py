@@ -44,7 +44,9 @@ from spreadbus.runtime.kube_client import Gone, KubeAPIError, KubeClient, resour
 log = logging.getLogger(__name__)
 
 
-class _Meta(msgspec.Struct):
+class ObjectMeta(msgspec.Struct):
+    """The identity fields of an object's metadata, decoded without the rest of the object."""
+
     name: str = ""
     namespace: str = ""
     uid: str = ""
@@ -52,7 +54,7 @@ class _Meta(msgspec.Struct):
 
 
 class _Obj(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
+    metadata: ObjectMeta = msgspec.field(default_factory=ObjectMeta)
 
 
 class _Event(msgspec.Struct):
@@ -80,6 +82,11 @@ class _Status(msgspec.Struct):
 _OBJ: Final = msgspec.json.Decoder(_Obj)
 _EVENT: Final = msgspec.json.Decoder(_Event)
 _LIST: Final = msgspec.json.Decoder(_List)
+
+
+def object_meta(raw: bytes) -> ObjectMeta:
+    """Name, namespace, uid and resourceVersion of one object's JSON."""
+    return _OBJ.decode(raw).metadata
 _STATUS: Final = msgspec.json.Decoder(_Status)
 _ANY: Final = msgspec.json.Decoder(dict[str, Any])
 _ENC: Final = msgspec.json.Encoder()
@@ -216,7 +223,7 @@ class ResourceWatch:
     async def relist(self) -> None:
         self.relist_requested = False
         await self.mark(False, self.resource_version, 0)
-        items: dict[tuple[str, str], tuple[_Meta, bytes]] = {}
+        items: dict[tuple[str, str], tuple[ObjectMeta, bytes]] = {}
         cont = ""
         while True:
             query = {"limit": str(self.page_size)}
@@ -226,7 +233,7 @@ class ResourceWatch:
             page = _LIST.decode(body)
             for item in page.items:
                 raw = bytes(item)
-                meta = _OBJ.decode(raw).metadata
+                meta = object_meta(raw)
                 items[(meta.namespace, meta.name)] = (meta, raw)
             cont = page.metadata.cont
             if not cont:
@@ -327,7 +334,7 @@ class ResourceWatch:
             if status.code == 410:
                 raise Gone(410, status.reason or "Expired", status.message)
             raise KubeAPIError(status.code, status.reason, status.message)
-        meta = _OBJ.decode(raw).metadata
+        meta = object_meta(raw)
         if meta.resourceVersion:
             self.resource_version = meta.resourceVersion
         if event.type == "BOOKMARK":

@@ -11,9 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Final
 
-import msgspec
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -21,30 +19,23 @@ from events import subjects
 from events.messages import ResourceRef
 from events.streams import KUBE
 from services.watcher.publisher import ObservationPublisher
-from services.watcher.resource_watch import Change, Known, ResourceWatch, parse_resource
+from services.watcher.resource_watch import (
+    Change,
+    Known,
+    ResourceWatch,
+    object_meta,
+    parse_resource,
+)
 from services.watcher.settings import WatcherSettings
 from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.runtime.follower import StreamFollower
+from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.kube_client import KubeClient, kube_api_client
 from spreadbus.runtime.service import ServiceContext
 
 log = logging.getLogger(__name__)
 
 SYNCED = "synced"
-
-
-class _Meta(msgspec.Struct):
-    name: str = ""
-    namespace: str = ""
-    uid: str = ""
-    resourceVersion: str = ""
-
-
-class _Obj(msgspec.Struct):
-    metadata: _Meta = msgspec.field(default_factory=_Meta)
-
-
-_OBJ: Final = msgspec.json.Decoder(_Obj)
 
 
 async def published_state(nc: Client, cluster: str) -> KubeProjection:
@@ -66,7 +57,7 @@ def known_from(projection: KubeProjection, cluster: str,
     known: dict[tuple[str, str], Known] = {}
     bucket = projection.state.objects.get(resource_key(cluster, ref.group, ref.resource), {})
     for stored in bucket.values():
-        meta = _OBJ.decode(stored.raw).metadata
+        meta = object_meta(stored.raw)
         known[(meta.namespace, meta.name)] = Known(meta.uid, meta.resourceVersion, stored.raw)
     return known
 
@@ -110,7 +101,8 @@ class WatchReadiness:
 
     A resource the API does not serve (``absent``) or will not let the watcher list
     (``forbidden``) does not hold back readiness: the others' observations are complete without
-    it. A refused one is visible in ``spreadbus_watcher_resource_forbidden`` and the log.
+    it. A refused one is visible in ``spreadbus_watcher_resource_forbidden``, the log and, with
+    the API's refusal, as a note in ``/readyz`` (:meth:`report`).
     """
 
     def __init__(self, watches: list[ResourceWatch], registry: CollectorRegistry | None) -> None:
@@ -128,6 +120,17 @@ class WatchReadiness:
     def forbidden(self) -> list[ResourceRef]:
         return [w.ref for w in self.watches if w.forbidden]
 
+    def report(self, gate: ReadinessGate) -> None:
+        """Set the ``synced`` condition and one note per refused resource (cleared once listed)."""
+        gate.set(SYNCED, self.synced())
+        for w in self.watches:
+            gate.note(forbidden_note(w.ref), w.forbidden or None)
+
+
+def forbidden_note(ref: ResourceRef) -> str:
+    """``forbidden secrets`` or ``forbidden workloadspreads.apps.kruise.io``, kubectl's spelling."""
+    return f"forbidden {ref.resource}.{ref.group}" if ref.group else f"forbidden {ref.resource}"
+
 
 async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
     api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context)
@@ -136,7 +139,7 @@ async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
         readiness = WatchReadiness(watches, ctx.registry)
         tasks = [asyncio.create_task(w.run(ctx.stopping)) for w in watches]
         while not ctx.stopping.is_set():
-            ctx.gate.set(SYNCED, readiness.synced())
+            readiness.report(ctx.gate)
             try:
                 await asyncio.wait_for(ctx.stopping.wait(), 0.5)
             except TimeoutError:

@@ -2,17 +2,23 @@
 
 Readiness is a set of named conditions (``nats``, ``caught_up``, ``kube``...) held by a
 :class:`ReadinessGate`; the service flips them as the world changes and ``/readyz`` answers 200
-only when all are true, listing each in a JSON body either way. ``/healthz`` answers 200 as long as
-the event loop runs, so a wedged loop is what makes Kubernetes restart the process. ``/metrics``
-renders the service's own prometheus-client registry (no global registry, so two services in one
-test process never collide).
+only when all are true, listing each in a JSON body either way. The gate also holds **notes**:
+named details an operator should see (a resource the watcher may not list) that do not make the
+service unready, shown under ``notes`` in the same body, so whoever reads ``/readyz`` learns why
+a ready service sees less than it might without reading its logs.
+
+``/healthz`` answers 200 as long as the event loop runs, so a wedged loop is what makes
+Kubernetes restart the process. ``/metrics`` renders the service's own prometheus-client registry
+(no global registry, so two services in one test process never collide).
 
 Signatures::
 
     ReadinessGate(*conditions: str)
         .set(name: str, ok: bool) -> None
+        .note(name: str, detail: str | None) -> None   # None or "" clears the note
         .ready -> bool
         .conditions -> dict[str, bool]
+        .notes -> dict[str, str]
     HealthServer(gate: ReadinessGate, registry: CollectorRegistry, *, host: str, port: int)
         async .start() -> None      # .port holds the bound port (useful with port 0)
         async .stop() -> None
@@ -53,12 +59,27 @@ class ReadinessGate:
 
     def __init__(self, *conditions: str) -> None:
         self._conditions = dict.fromkeys(conditions, False)
+        self._notes: dict[str, str] = {}
 
     def set(self, name: str, ok: bool) -> None:
         previous = self._conditions.get(name)
         self._conditions[name] = ok
         if previous != ok:
             log.info("readiness changed", extra={"condition": name, "ok": ok})
+
+    def note(self, name: str, detail: str | None) -> None:
+        """Show ``detail`` under ``name`` in ``/readyz`` without changing readiness."""
+        previous = self._notes.get(name)
+        if detail:
+            self._notes[name] = detail
+        else:
+            self._notes.pop(name, None)
+        if previous != (detail or None):
+            log.info("readiness note changed", extra={"note": name, "detail": detail or ""})
+
+    @property
+    def notes(self) -> dict[str, str]:
+        return dict(self._notes)
 
     @property
     def ready(self) -> bool:
@@ -108,7 +129,8 @@ class HealthServer:
         return web.json_response({"ok": True})
 
     async def _readyz(self, _: web.Request) -> web.Response:
-        body = {"ready": self.gate.ready, "conditions": self.gate.conditions}
+        body = {"ready": self.gate.ready, "conditions": self.gate.conditions,
+                "notes": self.gate.notes}
         return web.json_response(body, status=200 if self.gate.ready else 503)
 
     async def _metrics(self, _: web.Request) -> web.Response:

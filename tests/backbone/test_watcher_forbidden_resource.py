@@ -20,7 +20,8 @@ from prometheus_client import CollectorRegistry
 from events.messages import ResourceRef
 from kubesim import KubeSimThread
 from services.watcher.resource_watch import Change, ResourceWatch
-from services.watcher.service import WatchReadiness
+from services.watcher.service import SYNCED, WatchReadiness
+from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.kube_client import KubeClient, RequestOptions, api_error, kube_api_client
 from tests.fixtures.polling import wait_until_async
 
@@ -93,6 +94,10 @@ async def test_a_refused_resource_is_reported_and_the_others_make_the_watcher_re
         assert forbidden_gauge(registry, "secrets") == 1.0
         assert forbidden_gauge(registry, "configmaps") == 0.0
         assert [c.name for c in seen] == ["one"]
+        gate = ReadinessGate(SYNCED)
+        readiness.report(gate)
+        assert gate.ready, "a refused resource is a note, not a reason to be unready"
+        assert gate.notes == {"forbidden secrets": refused.forbidden}
         await wait_until_async(lambda: kube.refusals >= 3, what="retries of the refused list")
         reported = [r for r in caplog.records
                     if r.getMessage() == "resource forbidden, not watched"]
@@ -104,6 +109,9 @@ async def test_a_refused_resource_is_reported_and_the_others_make_the_watcher_re
         assert readiness.synced()
         assert readiness.forbidden() == []
         assert forbidden_gauge(registry, "secrets") == 0.0
+        readiness.report(gate)
+        assert gate.ready
+        assert gate.notes == {}
     finally:
         stopping.set()
         await asyncio.gather(*tasks)
