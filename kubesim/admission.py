@@ -1,8 +1,13 @@
 """Dynamic admission: mutating, then validating webhooks called with ``AdmissionReview`` v1.
 
-Webhooks come from the stored Mutating/ValidatingWebhookConfiguration objects, read on every
-request so a new configuration applies at once (upstream caches them for a moment; tests prefer
-no delay). Matching follows upstream:
+Webhooks come from the stored Mutating/ValidatingWebhookConfiguration objects. They are compiled
+once per set of configuration resourceVersions (selectors parsed, rules kept per webhook) and the
+compiled set is looked up again on every request, so a new or changed configuration applies at
+once (upstream caches them for a moment; tests prefer no delay). Every write asks
+:meth:`Admission.applies` first: the webhooks whose rules could match an (operation, group,
+resource, subresource, scope) are indexed on first use, and a request that none can match skips
+admission altogether (no namespace read, no second defaulting and validation pass). Matching
+follows upstream:
 
 - ``rules``: operations, apiGroups, apiVersions, resources (``*`` is every resource but no
   subresource, ``*/*`` everything, ``pods/*`` every pod subresource, ``*/scale``), and scope;
@@ -13,12 +18,15 @@ no delay). Matching follows upstream:
 - requests for webhook configurations themselves are never sent to webhooks (as upstream).
 
 Calls go over HTTPS only, verified against ``caBundle`` (or the system roots without one) and
-bounded by ``timeoutSeconds``. ``failurePolicy: Ignore`` skips a webhook that cannot be called
-or answers nonsense; ``Fail`` turns that into a 500 ``InternalError``. A denial becomes the
-webhook's ``status`` with ``admission webhook "x" denied the request: ...``. Mutating webhooks
-run in order and may return a base64 JSONPatch; ``reinvocationPolicy: IfNeeded`` webhooks run
-once more if a later webhook changed the object. Validating webhooks run concurrently.
-``dryRun`` requests are refused for webhooks whose ``sideEffects`` are not None/NoneOnDryRun.
+bounded by ``timeoutSeconds``. One client session serves every webhook: its connections are kept
+alive and pooled per address, TLS context and server name, so a burst of pod creations costs a
+handful of TLS handshakes, not one per request. ``failurePolicy: Ignore`` skips a webhook
+that cannot be called or answers nonsense; ``Fail`` turns that into a 500 ``InternalError``. A
+denial becomes the webhook's ``status`` with ``admission webhook "x" denied the request: ...``.
+Mutating webhooks run in order and may return a base64 JSONPatch; ``reinvocationPolicy:
+IfNeeded`` webhooks run once more if a later webhook changed the object. Validating webhooks
+run concurrently. ``dryRun`` requests are refused for webhooks whose ``sideEffects`` are not
+None/NoneOnDryRun.
 
 Service references (``clientConfig.service``) resolve through the stored Service; the TLS name is
 always ``<name>.<namespace>.svc``. A Service with an ``Endpoints`` object of the same name (``v1``,
@@ -86,6 +94,86 @@ class Attributes:
     options: JsonObject
 
 
+@dataclass(frozen=True, slots=True)
+class _Hook:
+    """One webhook of a configuration, its selectors parsed once."""
+
+    spec: JsonObject
+    rules: tuple[JsonObject, ...]
+    namespace_selector: label_selector.Selector | None
+    """``None``: the selector does not parse, and the webhook matches no namespaced request."""
+    object_selector: label_selector.Selector | None
+    """``None``: the selector does not parse, and the webhook matches nothing."""
+
+
+def _hook(spec: JsonObject) -> _Hook:
+    rules = tuple(r for r in spec.get("rules") or () if isinstance(r, dict))
+    try:
+        ns_sel: label_selector.Selector | None = label_selector.from_label_selector(
+            spec.get("namespaceSelector") or {}
+        )
+    except label_selector.SelectorError:
+        ns_sel = None
+    try:
+        obj_sel: label_selector.Selector | None = label_selector.from_label_selector(
+            spec.get("objectSelector") or {}
+        )
+    except label_selector.SelectorError:
+        obj_sel = None
+    return _Hook(spec, rules, ns_sel, obj_sel)
+
+
+_ResourceKey = tuple[str, str, str, str, bool]
+"""(operation, group, plural, subresource, namespaced): what a rule checks besides the version."""
+
+
+class _Phase:
+    """The webhooks of one phase in order, with the ones each kind of request may reach."""
+
+    def __init__(self, hooks: list[_Hook]) -> None:
+        self.hooks = hooks
+        self._reachable: dict[_ResourceKey, tuple[tuple[_Hook, tuple[JsonObject, ...]], ...]] = {}
+
+    def reachable(self, attrs: Attributes) -> tuple[tuple[_Hook, tuple[JsonObject, ...]], ...]:
+        """The webhooks with a rule matching the request but maybe for its version, each with
+        those rules."""
+        rt = attrs.rt
+        key = (attrs.operation, rt.group, rt.plural, attrs.subresource, rt.namespaced)
+        found = self._reachable.get(key)
+        if found is None:
+            found = tuple(
+                (h, rules)
+                for h in self.hooks
+                if (rules := tuple(r for r in h.rules if _rule_matches_resource(r, attrs, rt)))
+            )
+            self._reachable[key] = found
+        return found
+
+
+class _Webhooks:
+    """Both phases compiled from the configurations at ``versions``."""
+
+    def __init__(self, versions: tuple[object, ...], mutating: _Phase, validating: _Phase) -> None:
+        self.versions = versions
+        self.mutating = mutating
+        self.validating = validating
+
+
+def _versions(bucket: dict[Any, JsonObject] | None) -> tuple[tuple[Any, Any], ...]:
+    if not bucket:
+        return ()
+    return tuple((k, (c.get("metadata") or {}).get("resourceVersion")) for k, c in bucket.items())
+
+
+def _phase(bucket: dict[Any, JsonObject] | None) -> _Phase:
+    hooks: list[_Hook] = []
+    for _, cfg in sorted((bucket or {}).items()):
+        for w in cfg.get("webhooks") or ():
+            if isinstance(w, dict):
+                hooks.append(_hook(w))
+    return _Phase(hooks)
+
+
 class _CallFailed(Exception):
     """The webhook could not be called or gave an unusable answer."""
 
@@ -102,11 +190,27 @@ class Admission:
         self._session: aiohttp.ClientSession | None = None
         self._ssl_cache: dict[str, ssl.SSLContext] = {}
         self._next_endpoint: dict[tuple[str, str, int], int] = {}
+        self._compiled = _Webhooks((), _Phase([]), _Phase([]))
 
-    @property
-    def active(self) -> bool:
+    def _current(self) -> _Webhooks:
+        """The compiled webhooks, compiled again when a configuration's resourceVersion moved."""
         objs = self.server.store.objects
-        return bool(objs.get(MUTATING)) or bool(objs.get(VALIDATING))
+        mutating, validating = objs.get(MUTATING), objs.get(VALIDATING)
+        versions = (_versions(mutating), _versions(validating))
+        if versions != self._compiled.versions:
+            self._compiled = _Webhooks(versions, _phase(mutating), _phase(validating))
+        return self._compiled
+
+    def applies(self, operation: str, rt: ResourceType, subresource: str = "") -> bool:
+        """Whether any webhook's rules may match such a request (a cheap test before building
+        the request's attributes; selectors and versions are checked by the phases)."""
+        if rt.storage_key in (MUTATING, VALIDATING):
+            return False
+        current = self._current()
+        if not current.mutating.hooks and not current.validating.hooks:
+            return False
+        attrs = Attributes(operation, rt, subresource, "", "", False, {})
+        return bool(current.mutating.reachable(attrs) or current.validating.reachable(attrs))
 
     async def close(self) -> None:
         if self._session is not None:
@@ -119,31 +223,16 @@ class Admission:
 
     # --- matching ------------------------------------------------------------------------------
 
-    def _webhooks(self, key: tuple[str, str]) -> list[JsonObject]:
-        bucket = self.server.store.objects.get(key) or {}
-        out: list[JsonObject] = []
-        for _, cfg in sorted(bucket.items()):
-            for w in cfg.get("webhooks") or ():
-                if isinstance(w, dict):
-                    out.append(w)
-        return out
-
-    def _match_rules(self, w: JsonObject, attrs: Attributes) -> ResourceType | None:
+    def _match_rules(
+        self, w: JsonObject, attrs: Attributes, rules: tuple[JsonObject, ...]
+    ) -> ResourceType | None:
         """The resource type (maybe an equivalent version) the webhook sees, or None.
 
-        Every write consults every webhook, and most rules fail on the operation or resource,
-        which no version changes (equivalent versions share group, plural and scope); only
-        the rules that pass that test are tried per version, the registry scanned only when
-        the request's own version matches none of them.
+        ``rules`` passed every test but the version (operation, group, resource and scope, which
+        no version changes: equivalent versions share group, plural and scope); the registry is
+        scanned only when the request's own version matches none of them.
         """
         rt = attrs.rt
-        rules = [
-            rule
-            for rule in w.get("rules") or ()
-            if isinstance(rule, dict) and _rule_matches_resource(rule, attrs, rt)
-        ]
-        if not rules:
-            return None
         if any(_rule_matches_version(rule, rt) for rule in rules):
             return rt
         if w.get("matchPolicy", "Equivalent") != "Equivalent":
@@ -166,19 +255,19 @@ class Admission:
         ns = self.server.store.get(("", "namespaces"), "", attrs.namespace)
         return dict(((ns or {}).get("metadata") or {}).get("labels") or {})
 
-    def _matches(self, w: JsonObject, attrs: Attributes, obj: Any, old: Any) -> ResourceType | None:
-        seen_as = self._match_rules(w, attrs)
+    def _matches(
+        self, hook: _Hook, rules: tuple[JsonObject, ...], attrs: Attributes, obj: Any, old: Any
+    ) -> ResourceType | None:
+        seen_as = self._match_rules(hook.spec, attrs, rules)
         if seen_as is None:
             return None
-        try:
-            ns_labels = self._namespace_labels(attrs, obj, old)
-            ns_sel = w.get("namespaceSelector") or {}
-            if ns_labels is not None and not label_selector.from_label_selector(ns_sel).matches(
-                ns_labels
-            ):
-                return None
-            obj_sel = label_selector.from_label_selector(w.get("objectSelector") or {})
-        except label_selector.SelectorError:
+        ns_labels = self._namespace_labels(attrs, obj, old)
+        if ns_labels is not None and (
+            hook.namespace_selector is None or not hook.namespace_selector.matches(ns_labels)
+        ):
+            return None
+        obj_sel = hook.object_selector
+        if obj_sel is None:
             return None
         if not obj_sel.empty:
             labels = [
@@ -355,29 +444,32 @@ class Admission:
     # --- the two phases ------------------------------------------------------------------------
 
     async def mutate(self, attrs: Attributes, obj: Any, old: JsonObject | None) -> Any:
+        """The object after every matching mutating webhook: ``obj`` itself when none changed
+        it, so a caller can skip its second defaulting and validation pass."""
         if attrs.rt.storage_key in (MUTATING, VALIDATING):
             return obj
-        hooks = self._webhooks(MUTATING)
-        ran: list[tuple[JsonObject, Any]] = []
+        hooks = self._current().mutating.reachable(attrs)
         changed_after: dict[int, bool] = {}
-        for i, w in enumerate(hooks):
-            new = await self._mutate_one(w, attrs, obj, old)
+        for i, (hook, rules) in enumerate(hooks):
+            new = await self._mutate_one(hook, rules, attrs, obj, old)
             if new is not _SKIPPED:
-                ran.append((w, new))
-                if new != obj:
+                if new is not obj and new != obj:
                     for j in changed_after:
                         changed_after[j] = True
                     obj = new
                 changed_after[i] = False
-        for i, w in enumerate(hooks):
-            if changed_after.get(i) and w.get("reinvocationPolicy") == "IfNeeded":
-                new = await self._mutate_one(w, attrs, obj, old)
+        for i, (hook, rules) in enumerate(hooks):
+            if changed_after.get(i) and hook.spec.get("reinvocationPolicy") == "IfNeeded":
+                new = await self._mutate_one(hook, rules, attrs, obj, old)
                 if new is not _SKIPPED:
                     obj = new
         return obj
 
-    async def _mutate_one(self, w: JsonObject, attrs: Attributes, obj: Any, old: Any) -> Any:
-        seen_as = self._matches(w, attrs, obj, old)
+    async def _mutate_one(
+        self, hook: _Hook, rules: tuple[JsonObject, ...], attrs: Attributes, obj: Any, old: Any
+    ) -> Any:
+        w = hook.spec
+        seen_as = self._matches(hook, rules, attrs, obj, old)
         if seen_as is None:
             return _SKIPPED
         refused = self._dry_run_refused(w, attrs)
@@ -411,14 +503,14 @@ class Admission:
         if attrs.rt.storage_key in (MUTATING, VALIDATING):
             return
         calls = []
-        for w in self._webhooks(VALIDATING):
-            seen_as = self._matches(w, attrs, obj, old)
+        for hook, rules in self._current().validating.reachable(attrs):
+            seen_as = self._matches(hook, rules, attrs, obj, old)
             if seen_as is None:
                 continue
-            refused = self._dry_run_refused(w, attrs)
+            refused = self._dry_run_refused(hook.spec, attrs)
             if refused is not None:
                 raise refused
-            calls.append(self._validate_one(w, self._review(attrs, seen_as, obj, old)))
+            calls.append(self._validate_one(hook.spec, self._review(attrs, seen_as, obj, old)))
         results = await asyncio.gather(*calls, return_exceptions=True)
         for r in results:
             if isinstance(r, BaseException):

@@ -523,16 +523,19 @@ class ApiServer:
         with decoding(rt):
             obj = self._default(rt, obj)
         self._check_namespace(rt, ns, obj["metadata"].get("name") or "")
-        if self.admission.active:
+        admitted = self.admission.applies("CREATE", rt)
+        if admitted:
             attrs = self._create_attrs(rt, ns, obj, dry_run)
-            mutated = self._check_body(rt, await self.admission.mutate(attrs, obj, None), ns)
-            with decoding(rt):
-                obj = self._default(rt, mutated)
+            mutated = await self.admission.mutate(attrs, obj, None)
+            if mutated is not obj:
+                mutated = self._check_body(rt, mutated, ns)
+                with decoding(rt):
+                    obj = self._default(rt, mutated)
         with decoding(rt):
             obj = self._prepare_create(rt, obj, ns)
             self._validate(rt, obj, None)
         name = obj["metadata"].get("name") or ""
-        if self.admission.active:
+        if admitted:
             await self.admission.validate(self._create_attrs(rt, ns, obj, dry_run), obj, None)
         if self.store.get(rt.storage_key, ns, name) is not None:
             raise errors.already_exists(rt.plural, rt.group, name)
@@ -694,11 +697,12 @@ class ApiServer:
             dry_run,
             {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"},
         )
-        if self.admission.active and not skip_admission:
+        if not skip_admission and self.admission.applies("UPDATE", rt, subresource):
             mutated = await self.admission.mutate(attrs, merged, old)
-            with decoding(rt):
-                merged = self._merge_update(rt, old, mutated, subresource)
-                self._validate(rt, merged, old)
+            if mutated is not merged:
+                with decoding(rt):
+                    merged = self._merge_update(rt, old, mutated, subresource)
+                    self._validate(rt, merged, old)
             await self.admission.validate(attrs, merged, old)
             # The object may have changed while webhooks ran.
             current = self.store.get(rt.storage_key, ns, name)
@@ -925,7 +929,7 @@ class ApiServer:
             raise errors.bad_request(
                 f"propagationPolicy: Unsupported value: {propagation_policy!r}"
             )
-        if self.admission.active and not skip_admission:
+        if not skip_admission and self.admission.applies("DELETE", rt):
             attrs = Attributes(
                 "DELETE",
                 rt,

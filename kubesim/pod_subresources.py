@@ -59,7 +59,7 @@ async def bind(
         dry_run,
         {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
     )
-    if server.admission.active:
+    if server.admission.applies("CREATE", rt, "binding"):
         await server.admission.mutate(attrs, binding, None)
         await server.admission.validate(attrs, binding, None)
     if dry_run:
@@ -105,7 +105,7 @@ async def evict(
         dry_run,
         {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
     )
-    if server.admission.active:
+    if server.admission.applies("CREATE", rt, "eviction"):
         await server.admission.mutate(attrs, eviction, None)
         await server.admission.validate(attrs, eviction, None)
     options = eviction.get("deleteOptions") or {}

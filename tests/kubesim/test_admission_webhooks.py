@@ -29,6 +29,8 @@ class WebhookServer:
         self.sim = sim
         self.ca = ca
         self.requests: list[dict[str, Any]] = []
+        self.peers: list[Any] = []
+        """The client address of each request: one per connection the webhook was called on."""
         self.handlers: dict[str, Handler] = {}
         paths = issue_server_cert(ca, ["127.0.0.1", "hooks.webhooks.svc"]).write(cert_dir, "hook")
         self._paths = paths
@@ -38,6 +40,9 @@ class WebhookServer:
     async def _handle(self, request: web.Request) -> web.Response:
         review = await request.json()
         self.requests.append(review["request"])
+        self.peers.append(
+            request.transport.get_extra_info("peername") if request.transport else None
+        )
         response = await self.handlers[request.path](review["request"])
         response["uid"] = review["request"]["uid"]
         return web.json_response(
@@ -482,3 +487,77 @@ def test_if_needed_webhooks_are_reinvoked_after_a_later_mutation(
     created = core.create_namespaced_pod("default", pod("p"))
     assert created.metadata.labels == {"first": "1", "second": "2"}
     assert calls == [{}, {"first": "1", "second": "2"}]
+
+
+def test_a_changed_or_removed_configuration_applies_to_the_very_next_request(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+) -> None:
+    adm = client.AdmissionregistrationV1Api(kube_api_client)
+    hooks.handlers["/deny"] = deny("guarded kind")
+    core.create_namespaced_config_map("default", {"metadata": {"name": "before"}})
+    _register(
+        kube_api_client,
+        "validating",
+        webhook("kind.example.com", hooks.url("/deny"), hooks.ca_bundle, resources=["configmaps"]),
+    )
+    with pytest.raises(ApiException):
+        core.create_namespaced_config_map("default", {"metadata": {"name": "denied"}})
+    core.create_namespaced_secret("default", {"metadata": {"name": "s1"}})
+
+    cfg = adm.read_validating_webhook_configuration("cfg-kind")
+    cfg.webhooks[0].rules[0].resources = ["secrets"]
+    adm.replace_validating_webhook_configuration("cfg-kind", cfg)
+    core.create_namespaced_config_map("default", {"metadata": {"name": "after"}})
+    with pytest.raises(ApiException):
+        core.create_namespaced_secret("default", {"metadata": {"name": "s2"}})
+
+    adm.delete_validating_webhook_configuration("cfg-kind")
+    core.create_namespaced_secret("default", {"metadata": {"name": "s3"}})
+    assert [(r["kind"]["kind"], r["name"]) for r in hooks.requests] == [
+        ("ConfigMap", "denied"),
+        ("Secret", "s2"),
+    ]
+
+
+def test_selectors_are_evaluated_per_request_while_the_configuration_is_unchanged(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+) -> None:
+    hooks.handlers["/deny"] = deny("selected")
+    _register(
+        kube_api_client,
+        "validating",
+        webhook(
+            "sel.example.com",
+            hooks.url("/deny"),
+            hooks.ca_bundle,
+            resources=["configmaps"],
+            namespaceSelector={"matchLabels": {"guarded": "true"}},
+            objectSelector={"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]},
+        ),
+    )
+    core.create_namespace({"metadata": {"name": "later"}})
+    core.create_namespaced_config_map("later", {"metadata": {"name": "open"}})
+    core.patch_namespace("later", {"metadata": {"labels": {"guarded": "true"}}})
+    with pytest.raises(ApiException):
+        core.create_namespaced_config_map("later", {"metadata": {"name": "caught"}})
+    core.create_namespaced_config_map(
+        "later", {"metadata": {"name": "skipped", "labels": {"skip": "1"}}}
+    )
+    core.patch_namespace("later", {"metadata": {"labels": {"guarded": None}}})
+    core.create_namespaced_config_map("later", {"metadata": {"name": "open-again"}})
+    assert [r["name"] for r in hooks.requests] == ["caught"]
+
+
+def test_webhook_calls_reuse_one_kept_alive_connection(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+) -> None:
+    hooks.handlers["/ok"] = allow()
+    _register(
+        kube_api_client,
+        "validating",
+        webhook("ok.example.com", hooks.url("/ok"), hooks.ca_bundle, resources=["configmaps"]),
+    )
+    for i in range(5):
+        core.create_namespaced_config_map("default", {"metadata": {"name": f"cm{i}"}})
+    assert len(hooks.requests) == 5
+    assert len(set(hooks.peers)) == 1
