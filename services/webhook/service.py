@@ -20,11 +20,12 @@ from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
 
 from events import streams, subjects
-from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.admission import SpreadAdmission
 from services.webhook.certificates import CertificateFiles
 from services.webhook.ledger import LedgerStore
 from services.webhook.server import Metrics, build_app
 from services.webhook.view import View
+from services.webhook.view_progress import ViewProgress
 from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
 from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
@@ -111,7 +112,7 @@ class WebhookService:
         try:
             # Before the first review: a replica that cannot yet hear which WorkloadSpreads the
             # others allowed could admit a just-created workload's first pod unsteered.
-            await asyncio.wait_for(self.admission.listening(), LISTEN_TIMEOUT_SECONDS)
+            await asyncio.wait_for(self.admission.hints.listening(), LISTEN_TIMEOUT_SECONDS)
         except Exception as exc:
             log.warning("not yet hearing other replicas' allowed WorkloadSpreads: %r", exc)
         self._tasks.append(asyncio.create_task(self.follower.run()))
@@ -171,7 +172,7 @@ class WebhookService:
             runner, self._runner = self._runner, None
             await stop_runner(runner)
         if self.admission is not None:
-            await self.admission.drain(timeout=1.0)
+            await self.admission.announcements.drain(timeout=1.0)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

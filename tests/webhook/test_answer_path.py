@@ -16,9 +16,10 @@ import yaml
 from events.codec import decode
 from events.messages import Admission
 from services.webhook import review
-from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
+from services.webhook.view_progress import ViewProgress
 from spreadbus.cli import main
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
@@ -53,6 +54,24 @@ async def test_progress_notifications_schedule_nothing_and_wake_every_waiter() -
     assert await progress.wait_for(4, timeout=0.01) is False
 
 
+async def test_waiting_for_more_of_the_view_gives_up_only_once_the_deadline_passed() -> None:
+    view = View(cluster="c1")
+    progress = ViewProgress(view)
+    loop = asyncio.get_running_loop()
+    assert await progress.wait_for_more(loop.time() - 1) is False
+    waiting = asyncio.create_task(progress.wait_for_more(loop.time() + 30))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    view.seq = 1
+    progress.notify()
+    for _ in range(20):
+        if waiting.done():
+            break
+        await asyncio.sleep(0)
+    assert waiting.done(), "a notification wakes the waiter at once"
+    assert waiting.result() is True
+
+
 def _parse(body: dict[str, Any]) -> review.AdmissionRequest:
     parsed = review.parse(json.dumps(body).encode())
     assert isinstance(parsed, review.AdmissionRequest)
@@ -83,9 +102,9 @@ async def test_the_answer_is_given_before_its_admission_event_is_published(
     body = review_body(operation="CREATE", resource="pods", obj=new_pod())
     answer = await admission.mutate_pod(_parse(body))
     assert answer["response"]["allowed"] is True
-    assert len(admission.announcing) == 1, "the publication is still under way"
-    await admission.drain(timeout=5)
-    assert not admission.announcing
+    assert len(admission.announcements.pending) == 1, "the publication is still under way"
+    await admission.announcements.drain(timeout=5)
+    assert not admission.announcements.pending
     event = decode((await sub.next_msg(timeout=5)).data)
     assert isinstance(event, Admission)
     assert (event.subset, event.request_uid) == ("zone-a", body["request"]["uid"])
@@ -94,13 +113,13 @@ async def test_the_answer_is_given_before_its_admission_event_is_published(
 async def test_admission_events_beyond_the_bound_are_dropped_and_counted(
     admission: SpreadAdmission,
 ) -> None:
-    admission.max_announcing = 2
+    admission.announcements.max_pending = 2
     request = _parse(review_body(operation="CREATE", resource="pods", obj=new_pod()))
     for _ in range(5):
-        admission.announce(request, "ws", "zone-a", "key")
-    assert len(admission.announcing) == 2
-    assert admission.announcements_dropped == 3
-    await admission.drain(timeout=5)
+        admission.announcements.announce(request, "ws", "zone-a", "key")
+    assert len(admission.announcements.pending) == 2
+    assert admission.announcements.dropped == 3
+    await admission.announcements.drain(timeout=5)
 
 
 def _with_broken_path(body: dict[str, Any]) -> dict[str, Any]:

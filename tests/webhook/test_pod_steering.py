@@ -17,9 +17,10 @@ from nats.aio.client import Client
 from events.reservations import ledger_key
 from kubesim import jsonpatch
 from services.webhook import review
-from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import Ledger, LedgerStore
 from services.webhook.view import View
+from services.webhook.view_progress import ViewProgress
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of

@@ -8,7 +8,6 @@ carried count must equal a full recount of the ledger against the view at that m
 
 from __future__ import annotations
 
-import asyncio
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -16,8 +15,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.webhook.admission import SpreadAdmission, ViewProgress
 from services.webhook.ledger import Ledger
+from services.webhook.reservation_tally import ReservationTally
 from services.webhook.view import View
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.admission import admit_create_for, admit_delete_for
@@ -63,9 +62,7 @@ class Run:
         self.feed.put(deployment(replicas=20))
         self.feed.put(replicaset())
         self.feed.put(spread(SUBSETS))
-        self.admission = SpreadAdmission(
-            view=self.view, ledger=None, progress=ViewProgress(self.view)  # type: ignore[arg-type]
-        )
+        self.tally = ReservationTally(self.view)
         self.spread = self.view.spreads_in("default")[0]
         self.version = pod_state.version(new_pod())
         self.ledger = Ledger()
@@ -75,9 +72,9 @@ class Run:
 
     def check(self) -> None:
         """The carried count equals a recount of the ledger against the view."""
-        current, carried = self.admission._tally(self.spread, self.version, self.ledger, NOW)
-        recount = self.admission._loads(
-            self.spread, self.version, self.admission._prune(self.ledger, "default", NOW)
+        current, carried = self.tally.tally(self.spread, self.version, self.ledger, NOW)
+        recount = self.tally.loads(
+            self.spread, self.version, self.tally.prune(self.ledger, "default", NOW)
         )
         assert carried == recount
         self.ledger = current
@@ -86,11 +83,11 @@ class Run:
         self.check()
         self.count += 1
         pod = new_pod()
-        current, loads = self.admission._tally(self.spread, self.version, self.ledger, NOW)
+        current, loads = self.tally.tally(self.spread, self.version, self.ledger, NOW)
         decision = admit_create_for(
             self.spread, pod, replicas=20, loads=loads, now=NOW, generated_uid=f"uid-{self.count}"
         )
-        self.ledger = self.admission._record(
+        self.ledger = self.tally.record(
             self.spread, self.version, current, loads, decision.reservation
         )
         uid = decision.reservation.pod if decision.reservation else ""
@@ -101,9 +98,9 @@ class Run:
         if not self.running:
             return
         pod = self.running[pick % len(self.running)]
-        current, loads = self.admission._tally(self.spread, self.version, self.ledger, NOW)
+        current, loads = self.tally.tally(self.spread, self.version, self.ledger, NOW)
         decision = admit_delete_for(self.spread, pod, loads=loads, now=NOW)
-        self.ledger = self.admission._record(
+        self.ledger = self.tally.record(
             self.spread, self.version, current, loads, decision.reservation
         )
         terminating = json.loads(json.dumps(pod))
@@ -121,18 +118,18 @@ class Run:
 @settings(max_examples=150, deadline=None)
 @given(steps)
 def test_the_count_carried_through_a_batch_equals_a_recount(plan: list[Step]) -> None:
-    async def play() -> None:
-        run = Run()
-        for action, pick in plan:
-            if action == "create":
-                run.create()
-            elif action == "delete":
-                run.delete(pick)
-            elif action == "observe":
-                run.observe(pick)
-            else:
-                run.ledger = Ledger(creating=dict(run.ledger.creating),
-                                    deleting=dict(run.ledger.deleting), floor=run.ledger.floor)
-            run.check()
-
-    asyncio.run(play())
+    run = Run()
+    for action, pick in plan:
+        if action == "create":
+            run.create()
+        elif action == "delete":
+            run.delete(pick)
+        elif action == "observe":
+            run.observe(pick)
+        else:
+            run.ledger = Ledger(
+                creating=dict(run.ledger.creating),
+                deleting=dict(run.ledger.deleting),
+                floor=run.ledger.floor,
+            )
+        run.check()

@@ -17,9 +17,10 @@ from nats.aio.client import Client
 
 from kubesim import jsonpatch
 from services.webhook import review
-from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
+from services.webhook.view_progress import ViewProgress
 from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import Whitelist, parse_whitelist
 from spreadbus.runtime.nats_server import NatsServer

@@ -17,7 +17,7 @@ from spreadbus.core.workloadspread.custom_workloads import (
 )
 from spreadbus.core.workloadspread.model import from_object
 from spreadbus.core.workloadspread.target import workload_replicas
-from spreadbus.projection.workloadspread import OPTIONAL_WORKLOADS, WORKLOADS
+from spreadbus.projection.spread_index import OPTIONAL_WORKLOADS, WORKLOADS
 from spreadbus.runtime.settings import SettingError, load_settings
 
 TFJOB = {

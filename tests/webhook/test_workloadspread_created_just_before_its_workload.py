@@ -21,9 +21,10 @@ from nats.aio.client import Client
 
 from kubesim import jsonpatch
 from services.webhook import review
-from services.webhook.admission import SpreadAdmission, ViewProgress
+from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
+from services.webhook.view_progress import ViewProgress
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of
@@ -63,7 +64,7 @@ async def make_replica(nc: Client, *, on_bus: bool) -> Replica:
         nc=nc if on_bus else None,
         catch_up_timeout=5.0,
     )
-    await admission.listening()
+    await admission.hints.listening()
     return Replica(admission, feed)
 
 
@@ -128,9 +129,7 @@ async def test_a_pod_whose_owner_is_not_in_the_view_yet_waits_and_is_steered(
     replica: Replica,
 ) -> None:
     pod = new_pod()
-    admitting = asyncio.create_task(
-        replica.admission.mutate_pod(request("CREATE", "pods", pod))
-    )
+    admitting = asyncio.create_task(replica.admission.mutate_pod(request("CREATE", "pods", pod)))
     assert await pending(admitting), "nothing is decided before the pod's owner is seen"
     # The stream's order: the spread, its workload, then the pod's owner.
     replica.fold(spread(SUBSETS))
@@ -152,9 +151,7 @@ async def test_a_workloadspread_this_replica_allowed_governs_pods_before_the_vie
     replica.fold(deployment(replicas=3))
     replica.fold(replicaset())
     pod = new_pod()
-    admitting = asyncio.create_task(
-        replica.admission.mutate_pod(request("CREATE", "pods", pod))
-    )
+    admitting = asyncio.create_task(replica.admission.mutate_pod(request("CREATE", "pods", pod)))
     assert await pending(admitting), "the allowed spread is awaited"
     replica.fold(body)
     assert subset_after(pod, await admitting) == "zone-a"
@@ -164,9 +161,7 @@ async def test_a_pod_in_a_namespace_without_spreads_is_admitted_unchanged_once_i
     replica: Replica,
 ) -> None:
     pod = new_pod()
-    admitting = asyncio.create_task(
-        replica.admission.mutate_pod(request("CREATE", "pods", pod))
-    )
+    admitting = asyncio.create_task(replica.admission.mutate_pod(request("CREATE", "pods", pod)))
     assert await pending(admitting)
     replica.fold(deployment(replicas=3))
     replica.fold(replicaset())
@@ -203,7 +198,7 @@ async def test_a_workloadspread_another_replica_allowed_governs_the_new_workload
         admitting_replica.admission.mutate_pod(request("CREATE", "pods", pod))
     )
     for _ in range(200):  # the announcement is heard over a NATS round trip
-        if admitting.done() or admitting_replica.admission.allowed_unseen:
+        if admitting.done() or admitting_replica.admission.hints.allowed_unseen:
             break
         await asyncio.sleep(0.01)
     assert not admitting.done(), "the spread allowed elsewhere is awaited"
