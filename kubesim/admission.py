@@ -19,14 +19,14 @@ follows upstream:
 
 Calls go over HTTPS only, verified against ``caBundle`` (or the system roots without one) and
 bounded by ``timeoutSeconds``. One client session serves every webhook: its connections are kept
-alive and pooled per address, TLS context and server name, so a burst of pod creations costs a
-handful of TLS handshakes, not one per request. ``failurePolicy: Ignore`` skips a webhook
-that cannot be called or answers nonsense; ``Fail`` turns that into a 500 ``InternalError``. A
-denial becomes the webhook's ``status`` with ``admission webhook "x" denied the request: ...``.
-Mutating webhooks run in order and may return a base64 JSONPatch; ``reinvocationPolicy:
-IfNeeded`` webhooks run once more if a later webhook changed the object. Validating webhooks
-run concurrently. ``dryRun`` requests are refused for webhooks whose ``sideEffects`` are not
-None/NoneOnDryRun.
+alive and pooled per address, TLS context and server name, at most 25 per address, so a burst of
+pod creations costs a handful of TLS handshakes, not one per request. ``failurePolicy: Ignore``
+skips a webhook that cannot be called or answers nonsense; ``Fail`` turns that into a 500
+``InternalError``. A denial becomes the webhook's ``status`` with ``admission webhook "x" denied
+the request: ...``. Mutating webhooks run in order and may return a base64 JSONPatch;
+``reinvocationPolicy: IfNeeded`` webhooks run once more if a later webhook changed the object.
+Validating webhooks run concurrently. ``dryRun`` requests are refused for webhooks whose
+``sideEffects`` are not None/NoneOnDryRun.
 
 Service references (``clientConfig.service``) resolve through the stored Service; the TLS name is
 always ``<name>.<namespace>.svc``. A Service with an ``Endpoints`` object of the same name (``v1``,
@@ -75,6 +75,11 @@ VALIDATING = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
 USER_INFO = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
 
 _JSON_HEADERS = {"Content-Type": "application/json"}
+
+CONNECTIONS_PER_ENDPOINT = 25
+"""Connections kept open to one webhook address: upstream's API server keeps 25 idle per host.
+A burst of writes queues for these rather than paying a TLS handshake per extra connection on
+both sides (a hundred handshakes cost more than the reviews they would carry in parallel)."""
 
 _SUB_KINDS = {
     "eviction": {"group": "policy", "version": "v1", "kind": "Eviction"},
@@ -380,7 +385,9 @@ class Admission:
         """
         url, server_name = self._endpoint(w)
         if self._session is None:
-            self._session = aiohttp.ClientSession()
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0, limit_per_host=CONNECTIONS_PER_ENDPOINT)
+            )
         try:
             async with self._session.post(
                 url,

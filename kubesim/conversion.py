@@ -65,9 +65,7 @@ def storage_api_version(crd: JsonObject) -> str:
 
 
 class Converter:
-    def __init__(
-        self, admission: Admission, crd_of: Callable[[str], JsonObject | None]
-    ) -> None:
+    def __init__(self, admission: Admission, crd_of: Callable[[str], JsonObject | None]) -> None:
         self.admission = admission
         self.crd_of = crd_of
 
@@ -101,9 +99,7 @@ class Converter:
             out[i] = _checked(source, result, desired)
         return out
 
-    async def _call(
-        self, webhook: JsonObject, objs: list[JsonObject], desired: str
-    ) -> list[Any]:
+    async def _call(self, webhook: JsonObject, objs: list[JsonObject], desired: str) -> list[Any]:
         if "v1" not in (webhook.get("conversionReviewVersions") or ["v1"]):
             raise _ConversionFailed(
                 "no supported conversion review versions: the webhook accepts "
@@ -133,6 +129,7 @@ class Converter:
             got = len(converted) if isinstance(converted, list) else 0
             raise _ConversionFailed(f"expected {len(objs)} converted objects, got {got}")
         return converted
+
 
 def _checked(source: JsonObject, result: Any, desired: str) -> JsonObject:
     if not isinstance(result, dict):
