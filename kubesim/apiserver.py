@@ -602,6 +602,12 @@ class ApiServer:
                 [errors.required("metadata.name", "name or generateName is required")],
             )
         old = self.store.get(rt.storage_key, ns, name)
+        uid, stored_uid = obj["metadata"].get("uid"), old["metadata"].get("uid", "") if old else ""
+        if uid and uid != stored_uid:
+            # upstream: a uid in the body is a precondition on the stored object, checked first
+            raise errors.uid_precondition_failed(
+                rt.plural, rt.group, ns, name, str(uid), stored_uid, custom=rt.custom
+            )
         if old is None:
             if rt.create_on_update and not subresource:
                 return await self.create_obj(rt, obj, namespace, dry_run=dry_run)
@@ -808,6 +814,13 @@ class ApiServer:
                 f"the name of the object ({patched_meta.get('name')}) does not match the name "
                 f"on the URL ({name})"
             )
+        uid = patched_meta.get("uid") or ""
+        if uid != current["metadata"].get("uid", ""):
+            # upstream: a patch carries no uid precondition, but the uid is immutable, so a patch
+            # naming another uid (the object was replaced) is refused as invalid
+            raise errors.invalid_object(
+                rt.kind, rt.group, name, [errors.invalid("metadata.uid", uid, "field is immutable")]
+            )
         patched = self._check_body(rt, patched, ns)
         return await self.write_update(rt, old, patched, subresource, dry_run=dry_run)
 
@@ -879,6 +892,17 @@ class ApiServer:
                 "autoscaling",
                 str(name),
                 [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
+            )
+        uid = (body.get("metadata") or {}).get("uid")
+        if uid and uid != old["metadata"].get("uid"):
+            raise errors.uid_precondition_failed(
+                rt.plural,
+                rt.group,
+                ns,
+                str(name),
+                str(uid),
+                old["metadata"].get("uid", ""),
+                custom=rt.custom,
             )
         rv = (body.get("metadata") or {}).get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:

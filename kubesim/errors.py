@@ -52,6 +52,34 @@ def conflict(resource: str, group: str, name: str, why: str) -> ApiError:
     )
 
 
+def uid_precondition_failed(
+    resource: str, group: str, namespace: str, name: str, wanted: str, actual: str, *, custom: bool
+) -> ApiError:
+    """409 for an update whose ``metadata.uid`` is not the stored object's (empty: no object).
+
+    Upstream takes a non-empty uid in an update's body as a storage precondition; its failure
+    reaches the client in the storage layer's words, key included.
+    """
+    key = storage_key(resource, group, namespace, name, custom=custom)
+    return conflict(
+        resource,
+        group,
+        name,
+        f"StorageError: invalid object, Code: 4, Key: {key}, ResourceVersion: 0, "
+        f"AdditionalErrorMsg: Precondition failed: UID in precondition: {wanted}, "
+        f"UID in object meta: {actual}",
+    )
+
+
+_STORAGE_PREFIXES = {("", "nodes"): "minions", ("", "services"): "services/specs"}
+
+
+def storage_key(resource: str, group: str, namespace: str, name: str, *, custom: bool) -> str:
+    """Where upstream's etcd keeps an object (``/registry/pods/ns/name``), for error messages."""
+    prefix = f"{group}/{resource}" if custom else _STORAGE_PREFIXES.get((group, resource), resource)
+    return f"/registry/{prefix}/{namespace}/{name}" if namespace else f"/registry/{prefix}/{name}"
+
+
 STALE = (
     "the object has been modified; please apply your changes to the latest version and try again"
 )
