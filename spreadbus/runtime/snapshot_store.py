@@ -2,42 +2,73 @@
 
 The object store chunks large blobs and checks a digest on read; whatever the blob means
 (schema version, stream positions) is the projection's business (see
-:mod:`spreadbus.projection.snapshot`). A missing object, a failed read or a digest mismatch all
-come back as ``None``, and the caller replays from the start of the streams instead.
+:mod:`spreadbus.projection.snapshot`). A missing object, a failed read, a stalled read or a
+digest mismatch all come back as ``None``, and the caller replays from the start of the streams
+instead.
 
-A read goes into one growing buffer (``writeinto``): the client's default appends each chunk
-to an immutable ``bytes``, which copies the whole blob per chunk and made loading a snapshot of
-a few hundred thousand objects take longer than replaying the stream.
+Writing goes through the client's object store. Reading does not: the client's ``get`` follows
+the chunks with a push consumer under flow control and hands every chunk to a thread, which
+read a 440 MB snapshot (a million objects) at about 60 MB/s, so loading it took half as long as
+replaying the whole stream. :meth:`SnapshotStore.load` reads the object's info record through
+the client, then takes the chunks itself, as the stream follower takes messages: one ephemeral
+``AckNone`` consumer filtered to the object's chunk subject, pull requests for windows of about
+``window_bytes`` (the next asked for when half of one has arrived: asking for everything at once
+overruns what the server buffers for a client, and it disconnects it as a slow consumer),
+replies appended in order to one ``bytearray`` and hashed as they arrive. A gap in the delivery
+sequence, a status other than an expired request, or a silence of ``stall_seconds`` abandons
+the read (``None``); an expired request is renewed for the chunks still missing.
 
 Signature::
 
     SnapshotStore(js: JetStreamContext, *, bucket: str = "spreadbus-snapshots",
-                  replicas: int = 1)   # replicas of the bucket, when this store creates it
+                  replicas: int = 1,      # replicas of the bucket, when this store creates it
+                  stall_seconds: float = 10.0, window_bytes: int = 16 << 20)
         async .save(name: str, data: bytes) -> None
         async .load(name: str) -> bytes | None
 """
 
 from __future__ import annotations
 
-import io
+import asyncio
+import base64
+import contextlib
+import hashlib
 import logging
 
+import msgspec
+from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import ObjectStoreConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ObjectInfo, ObjectStoreConfig
 from nats.js.client import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
 
 log = logging.getLogger(__name__)
 
+_NS = 1_000_000_000
+_ENCODER = msgspec.json.Encoder()
+_DIGEST_PREFIX = "SHA-256="
+
+
+class _Unusable(Exception):
+    """The object cannot be read back as saved."""
+
 
 class SnapshotStore:
     def __init__(
-        self, js: JetStreamContext, *, bucket: str = "spreadbus-snapshots", replicas: int = 1
+        self,
+        js: JetStreamContext,
+        *,
+        bucket: str = "spreadbus-snapshots",
+        replicas: int = 1,
+        stall_seconds: float = 10.0,
+        window_bytes: int = 16 << 20,
     ) -> None:
         self.js = js
         self.bucket = bucket
         self.replicas = replicas
+        self.stall_seconds = stall_seconds
+        self.window_bytes = window_bytes
         self._store: ObjectStore | None = None
 
     async def _object_store(self) -> ObjectStore:
@@ -54,11 +85,86 @@ class SnapshotStore:
         await store.put(name, data)
 
     async def load(self, name: str) -> bytes | None:
-        buffer = io.BytesIO()
         try:
             store = await self._object_store()
-            await store.get(name, writeinto=buffer)
-        except (JetStreamError, NatsError, ValueError, OSError) as exc:
+            info = await store.get_info(name)
+            if info.is_link() or not info.nuid:
+                raise _Unusable("a link or an object without chunks")
+            return await self._read_chunks(info)
+        except (_Unusable, JetStreamError, NatsError, ValueError, OSError, TimeoutError) as exc:
             log.info("no usable snapshot", extra={"snapshot": name, "why": repr(exc)})
             return None
-        return buffer.getvalue()
+
+    async def _read_chunks(self, info: ObjectInfo) -> bytes:
+        size, chunks = info.size or 0, info.chunks or 0
+        if size == 0:
+            return b""
+        expected = base64.urlsafe_b64decode(
+            (info.digest or "").removeprefix(_DIGEST_PREFIX).removeprefix(_DIGEST_PREFIX.lower())
+        )
+        stream = f"OBJ_{self.bucket}"
+        consumer = await self.js.add_consumer(stream, config=ConsumerConfig(
+            filter_subject=f"$O.{self.bucket}.C.{info.nuid}",
+            deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE,
+            mem_storage=True, num_replicas=1, inactive_threshold=30.0,
+        ))
+        nc = self.js._nc  # the connection this context speaks through
+        next_subject = f"{self.js._prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer.name}"
+        inbox = nc.new_inbox()
+        window = max(1, self.window_bytes // max(1, -(-size // chunks)))
+        buffer = bytearray()
+        digest = hashlib.sha256()
+        received = asked = 0
+        fault: list[str] = []
+        progress = asyncio.Event()
+
+        async def ask() -> None:
+            nonlocal asked
+            batch = min(window, chunks - asked)
+            asked += batch
+            body = {"batch": batch, "expires": 30 * _NS, "idle_heartbeat": _NS}
+            await nc.publish(next_subject, _ENCODER.encode(body), reply=inbox)
+
+        async def on_chunk(msg: Msg) -> None:
+            nonlocal received, asked
+            progress.set()
+            reply = msg.reply
+            if not reply.startswith("$JS.ACK."):
+                status = (msg.headers or {}).get("Status", "")
+                if status in ("404", "408"):
+                    asked = received  # a request ran out early: ask again for the rest
+                    await ask()
+                elif status != "100":
+                    fault.append(f"status {status}")
+                return
+            tokens = reply.split(".")
+            dseq = int(tokens[6] if len(tokens) == 9 else tokens[8])
+            if dseq != received + 1:
+                fault.append(f"delivery gap at chunk {dseq}")
+                return
+            received = dseq
+            buffer.extend(msg.data)
+            digest.update(msg.data)
+            if asked < chunks and asked - received <= window // 2:
+                await ask()
+
+        sub = await nc.subscribe(inbox, cb=on_chunk, pending_msgs_limit=0,
+                                 pending_bytes_limit=0)
+        try:
+            await ask()
+            while received < chunks:
+                progress.clear()
+                try:
+                    await asyncio.wait_for(progress.wait(), self.stall_seconds)
+                except TimeoutError:
+                    raise _Unusable(f"stalled after {received} of {chunks} chunks") from None
+                if fault:
+                    raise _Unusable(fault[0])
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.js.delete_consumer(stream, consumer.name), 1.0)
+        if len(buffer) != size or digest.digest() != expected:
+            raise _Unusable("size or digest differs from the object's info")
+        return bytes(buffer)

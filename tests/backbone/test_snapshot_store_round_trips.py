@@ -24,3 +24,14 @@ async def test_a_missing_snapshot_loads_as_none(nats_client: Client) -> None:
     assert await store.load("planner.nobody") is None
     await store.save("planner.empty", b"")
     assert await store.load("planner.empty") == b""
+
+
+async def test_a_blob_read_in_windows_of_two_chunks_comes_back_byte_for_byte(
+    nats_client: Client,
+) -> None:
+    js = nats_client.jetstream()
+    blob = random.Random(5).randbytes(7 * (128 << 10) + 3)  # eight chunks, four windows
+    await SnapshotStore(js).save("planner.windows", blob)
+    assert await SnapshotStore(js, window_bytes=2 * (128 << 10)).load("planner.windows") == blob
+    # One chunk per window, the smallest window there is, still reads every chunk in order.
+    assert await SnapshotStore(js, window_bytes=1).load("planner.windows") == blob
