@@ -17,14 +17,11 @@ into :class:`~spreadbus.projection.planning.Desired` writes:
 - an eviction (Eviction API) for every pod stuck longer than ``rescheduleCriticalSeconds``, once
   the observed status already shows its subset ``Schedulable=False``.
 
-Adaptive order. The core names the stuck pods in the same answer that turns their subset
-``Schedulable=False``. Evicting them at once races the status write: the workload's replacement
-may be admitted by a webhook whose view has not folded the new status yet, is steered back into
-the full subset, gets stuck again and moves only one ``rescheduleCriticalSeconds`` later. So a
-round plans only the status write; the evictions follow in the round that observes that status
-(the WorkloadSpread's own change through the stream triggers it), when every webhook following the
-same stream is about to see the subset closed too. A pod stuck in a subset whose observed status
-is still schedulable is never evicted.
+Adaptive order. The core evicts a subset's stuck pods only once the observed status shows the
+subset ``Schedulable=False`` (see :mod:`spreadbus.core.workloadspread.reconcile`): a round plans
+the status write, and the round that observes that status (the WorkloadSpread's own change
+through the stream triggers it) plans the evictions, when every webhook following the same stream
+is about to see the subset closed too.
 
 Work per event is proportional to what changed. The rule keeps indexes over the projection that it
 updates from ``changed`` alone (:mod:`spreadbus.projection.spread_index`): every pod and workload
@@ -81,7 +78,6 @@ from spreadbus.core.workloadspread.model import (
     status_to_json,
 )
 from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER
-from spreadbus.core.workloadspread.subset_choice import unschedulable_subsets
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
 from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
@@ -272,7 +268,7 @@ class WorkloadSpreadRule:
         return [
             self._status_desired(ws, obj, plan.status),
             *self._pod_desired(ws.key, plan, tally),
-            *(self._eviction(e, pod) for e in evictions_due(ws, plan.evictions)
+            *(self._eviction(e, pod) for e in plan.evictions
               if (pod := tally.pod(e.pod)) is not None),
         ]
 
@@ -368,18 +364,6 @@ class WorkloadSpreadRule:
 
     def _eviction(self, eviction: reconcile.Eviction, pod: Mapping[str, Any]) -> Desired:
         return Desired(verb="evict", target=self._ref(PODS, pod), reason=eviction.reason)
-
-
-def evictions_due(
-    ws: WorkloadSpread, evictions: Sequence[reconcile.Eviction]
-) -> list[reconcile.Eviction]:
-    """The evictions whose subset the observed status already shows ``Schedulable=False``.
-
-    ``ws`` is the WorkloadSpread as observed (its status is what webhooks steer by), not the
-    status being planned; see "Adaptive order" in the module docstring.
-    """
-    closed = unschedulable_subsets(ws)
-    return [e for e in evictions if e.subset in closed]
 
 
 @dataclass

@@ -446,7 +446,7 @@ def test_plan_for_a_rolling_update() -> None:
     assert plan.evictions == []
 
 
-def test_plan_marks_a_subset_unschedulable_and_evicts_stuck_pods() -> None:
+def test_plan_marks_a_subset_unschedulable_then_evicts_its_stuck_pods_once_observed() -> None:
     d = deployment(replicas=3)
     rs = replicaset(d)
     raw = workloadspread(
@@ -495,9 +495,15 @@ def test_plan_marks_a_subset_unschedulable_and_evicts_stuck_pods() -> None:
     conditions = {s.name: s.conditions for s in plan.status.subset_statuses}
     assert conditions["a"] == (Condition("Schedulable", "False", "PodUnschedulable", "", NOW),)
     assert conditions["b"] == (Condition("Schedulable", "True", "Sufficient", "", NOW),)
-    assert [e.pod for e in plan.evictions] == ["default/web-abc-2"]
-    assert plan.evictions[0].reason == "unschedulable for more than 30s in subset a"
+    assert plan.evictions == [], "nothing is evicted before the closed subset is observed"
     assert plan.requeue_at == datetime(2026, 1, 1, 12, 0, 20, tzinfo=UTC)
+
+    observed = from_object({**raw, "status": status_to_json(plan.status)})
+    again = plan_workloadspread(
+        observed, workload=d, pods=pods, nodes={}, now=NOW, whitelist=Whitelist(), latest="abc"
+    )
+    assert [e.pod for e in again.evictions] == ["default/web-abc-2"]
+    assert again.evictions[0].reason == "unschedulable for more than 30s in subset a"
 
 
 def test_fixed_strategy_drops_schedulable_conditions() -> None:

@@ -12,7 +12,11 @@ proportional to that workload's pods, never to the cluster. Its output is what t
 * ``wanted_costs``: the annotation value every costed pod should carry, changed or not (for
   what-if output; the planner writes only ``deletion_costs``);
 * ``pod_patches``: the annotation (and patch metadata) for pre-existing pods matched to a subset;
-* ``evictions``: stuck pods to evict (top-level pass only, never from the last subset);
+* ``evictions``: stuck pods to evict (top-level pass only, never from the last subset), only
+  from subsets the *observed* status already shows ``Schedulable=False``: the answer that turns a
+  subset unschedulable evicts nothing yet, so a replacement is not admitted by a webhook that has
+  not seen the subset closed (it would be steered back in and stuck once more); the next plan,
+  over the status as written, evicts;
 * ``requeue_at``: the earliest time something expires, recovers or times out, for one wake-up.
 
 Top-level statuses are computed from the previous top-level entries only; reservations are
@@ -47,6 +51,7 @@ from spreadbus.core.workloadspread.reschedule import (
     stuck_pods,
 )
 from spreadbus.core.workloadspread.status import subset_status
+from spreadbus.core.workloadspread.subset_choice import unschedulable_subsets
 from spreadbus.core.workloadspread.target import (
     Lookup,
     OwnerNotFound,
@@ -310,6 +315,7 @@ def plan_workloadspread(
         if version in versioned_buckets or not _is_empty(statuses):
             versioned[version] = tuple(statuses)
 
+    closed = unschedulable_subsets(ws)
     evictions = [
         Eviction(
             pod=pod_state.key(pod),
@@ -320,6 +326,7 @@ def plan_workloadspread(
             ),
         )
         for name, pods_ in stuck.items()
+        if name in closed
         for pod in pods_
     ]
     future = [t for t in wake if t >= now]
