@@ -83,7 +83,6 @@ from spreadbus.projection.planning import Desired
 from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
 from spreadbus.projection.spread_index import (
     NODES,
-    OPTIONAL_WORKLOADS,  # noqa: F401  (still imported from here by tests/webhook; to be removed)
     PODS,
     WORKLOADS,
     WORKLOADSPREADS,
