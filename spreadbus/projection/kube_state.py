@@ -10,7 +10,12 @@ Speed is the design constraint (a million observations should replay in seconds)
   dict built); rules decode only the objects they look at, through :meth:`KubeProjection.get`;
 - the object's key is read from the subject (``<cluster>.<group>.<resource>`` and
   ``<namespace>.<name>``, still escaped, which is reversible) rather than from the JSON;
-- one reused ``msgspec.json.Decoder`` reads only ``type``, ``v``, ``event``, ``object``, ``ts``.
+- one reused ``msgspec.json.Decoder`` reads only ``type``, ``v``, ``event``, ``object``, ``ts``;
+- after :meth:`KubeProjection.mark_all_changed` (a restore, a new leader) every object counts as
+  changed, so the fold stops recording keys one by one until :meth:`take_changed` lists them all
+  once: a replay of a million objects does not build a million-entry set message by message,
+  and a standby, which never decides, never builds it at all. Deletions are still recorded, so
+  the keys handed out are exactly those an eager set would hold.
 
 The state is mutated in place rather than copied per event, the one concession to speed; the
 only mutating entry point is :meth:`apply`, and :mod:`spreadbus.projection.snapshot` encodes it
@@ -23,6 +28,7 @@ an older version goes through the upcasters of :mod:`events.codec`.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -88,6 +94,7 @@ class KubeProjection:
     def __init__(self, state: KubeState | None = None) -> None:
         self.state = state or KubeState()
         self.changed: set[tuple[str, str]] = set()
+        self._all_changed = False
 
     @property
     def last_seq(self) -> int:
@@ -126,7 +133,8 @@ class KubeProjection:
             if bucket is None:
                 bucket = state.objects[rkey] = {}
             bucket[okey] = StoredObject(seq, head.ts, bytes(head.object))
-            self.changed.add((rkey, okey))
+            if not self._all_changed:
+                self.changed.add((rkey, okey))
         elif type(head) is _SyncHead:
             if len(tokens) != 5:
                 state.skipped += 1
@@ -172,12 +180,15 @@ class KubeProjection:
 
     def take_changed(self) -> set[tuple[str, str]]:
         changed, self.changed = self.changed, set()
+        if self._all_changed:
+            self._all_changed = False
+            for rkey, bucket in self.state.objects.items():
+                changed.update(zip(itertools.repeat(rkey), bucket))
         return changed
 
     def mark_all_changed(self) -> None:
-        """After a restore every object is new to the planner."""
-        for rkey, bucket in self.state.objects.items():
-            self.changed.update((rkey, okey) for okey in bucket)
+        """After a restore every object is new to the planner (listed by :meth:`take_changed`)."""
+        self._all_changed = True
 
 
 _OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
