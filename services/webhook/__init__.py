@@ -9,7 +9,13 @@ Shape, one module per concern:
   the admission path);
 - :mod:`ledger` reserves subset slots on a NATS key-value entry by compare-and-set, so any
   number of replicas never admit more pods to a subset than its limit;
-- :mod:`admission` joins them with the placement core's pure decisions;
+- :mod:`admission` joins them with the placement core's pure decisions, helped by
+  :mod:`governing_spread` (the spread governing a pod, waiting briefly for its owner),
+  :mod:`reservation_tally` (subset counts carried through a batch of decisions),
+  :mod:`ledger_transactions` (a ledger transaction that lets the view catch up first),
+  :mod:`view_progress` (waiting for the view to reach a stream position),
+  :mod:`spread_hints` (replicas telling each other of WorkloadSpreads they allowed) and
+  :mod:`announcements` (the audit events, published in the background);
 - :mod:`conversion` converts WorkloadSpreads between ``v1alpha1`` and ``v1beta1``;
 - :mod:`service` and :mod:`cli` run it as ``spreadbus webhook`` / ``python -m services.webhook``.
 

@@ -68,6 +68,7 @@ from spreadbus.core.workloadspread.model import (
 from spreadbus.core.workloadspread.occupancy import (
     CREATE_TIMEOUT,
     Reservation,
+    expired,
     subset_limit,
     subset_minimum,
 )
@@ -338,7 +339,7 @@ class SpreadTally:
             seen = [self._creating[b] for b in buckets if b in self._creating]
             kept: dict[str, datetime] = {}
             for key, at in in_flight.get(subset.name, {}).items():
-                if any(key in keys for keys in seen) or at + CREATE_TIMEOUT < now:
+                if any(key in keys for keys in seen) or expired(at, CREATE_TIMEOUT, now):
                     continue
                 kept[key] = at
                 wake.append(at + CREATE_TIMEOUT)
