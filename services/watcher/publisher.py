@@ -9,8 +9,9 @@ so the watch can forget the object only once the bus has its ``DELETED``. A sync
 published only after every earlier observation is acknowledged, so a consumer that sees it has
 everything the list found.
 
-``Nats-Msg-Id`` is ``uid:resourceVersion:type``: a retried publish inside the stream's dedup
-window is stored once.
+Headers come from :func:`events.streams.observation_headers`: ``Nats-Msg-Id`` is
+``uid:resourceVersion:type``, so a retried publish inside the stream's dedup window is stored
+once, and a ``DELETED`` carries ``Nats-TTL``, so the stream forgets a deleted object's tombstone.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events import subjects
 from events.messages import SCHEMA_VERSION, ResourceRef, SyncMarker
+from events.streams import observation_headers
 from services.watcher.resource_watch import Change
 
 log = logging.getLogger(__name__)
@@ -86,10 +88,9 @@ class ObservationPublisher:
         )
         subject = subjects.observation(self.cluster, ref.group, ref.resource, change.namespace,
                                        change.name)
-        msg_id = f"{change.uid}:{change.resource_version}:{change.event}"
+        headers = observation_headers(change.uid, change.resource_version, change.event)
         await self._bound()
-        future = await self.js.publish_async(subject, _ENC.encode(wire),
-                                             headers={"Nats-Msg-Id": msg_id})
+        future = await self.js.publish_async(subject, _ENC.encode(wire), headers=headers)
         future.add_done_callback(lambda f: self._done(f, ref, change))
         self._in_flight.append(future)
         self.in_flight_gauge.set(len(self._in_flight))

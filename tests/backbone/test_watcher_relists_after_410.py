@@ -14,6 +14,7 @@ from nats.js.errors import NotFoundError
 
 from events import codec
 from events.messages import Observation, ResourceRef, SyncMarker
+from events.streams import TOMBSTONE_TTL_SECONDS
 from kubesim import KubeSimThread
 from services.watcher.resource_watch import Change, ResourceWatch, clean_object
 from services.watcher.service import prepare_watches
@@ -126,6 +127,11 @@ async def test_watch_events_reach_the_bus_with_ids_and_sync_markers(
             api.close()
     messages = [(subject, event, headers.get("Nats-Msg-Id", ""))
                 for subject, event, headers in published.messages]
+    ttls = [(getattr(e, "event", None), headers.get("Nats-TTL"))
+            for _, e, headers in published.messages if isinstance(e, Observation)]
+    assert ttls == [("ADDED", None), ("ADDED", None), ("DELETED", str(TOMBSTONE_TTL_SECONDS))], (
+        "only a deletion expires, after the tombstone TTL"
+    )
     kinds = [
         (type(e).__name__, getattr(e, "event", getattr(e, "complete", None)))
         for _, e, _ in messages
