@@ -42,7 +42,7 @@ def dump(kube: KubeState, decisions: DecisionState, *, taken_at: float) -> bytes
     )
 
 
-def load(data: bytes) -> Snapshot | None:
+def load(data: bytes | bytearray | memoryview) -> Snapshot | None:
     try:
         snapshot = _DECODER.decode(data)  # schema 1 fails here: it has no ``taken_at``
     except msgspec.DecodeError:

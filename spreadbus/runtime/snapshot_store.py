@@ -24,7 +24,7 @@ Signature::
                   replicas: int = 1,      # replicas of the bucket, when this store creates it
                   stall_seconds: float = 10.0, window_bytes: int = 16 << 20)
         async .save(name: str, data: bytes) -> None
-        async .load(name: str) -> bytes | None
+        async .load(name: str) -> bytes | bytearray | None   # the blob as saved
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ class SnapshotStore:
         store = await self._object_store()
         await store.put(name, data)
 
-    async def load(self, name: str) -> bytes | None:
+    async def load(self, name: str) -> bytes | bytearray | None:
         try:
             store = await self._object_store()
             info = await store.get_info(name)
@@ -95,7 +95,7 @@ class SnapshotStore:
             log.info("no usable snapshot", extra={"snapshot": name, "why": repr(exc)})
             return None
 
-    async def _read_chunks(self, info: ObjectInfo) -> bytes:
+    async def _read_chunks(self, info: ObjectInfo) -> bytes | bytearray:
         size, chunks = info.size or 0, info.chunks or 0
         if size == 0:
             return b""
@@ -167,4 +167,4 @@ class SnapshotStore:
                 await asyncio.wait_for(self.js.delete_consumer(stream, consumer.name), 1.0)
         if len(buffer) != size or digest.digest() != expected:
             raise _Unusable("size or digest differs from the object's info")
-        return bytes(buffer)
+        return buffer  # not copied into ``bytes``: decoders read any buffer
