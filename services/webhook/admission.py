@@ -26,6 +26,11 @@ chain reaches a workload kind the view does not observe (see :mod:`services.webh
 owner of an observed kind that is missing fails the create, as upstream. Which spread governs a
 pod is decided only once the view can tell (:mod:`.governing_spread`).
 
+A steered pod's patch also carries the deletion cost the planner will want on it, when that is
+known from the view (:func:`spreadbus.core.workloadspread.admission.cost_version`: for a
+Deployment, one lookup of the pod's ReplicaSet), so the actuator has no annotation to patch on
+each new pod.
+
 Nothing on the answer path waits for anything but the view, the reservation ledger and the
 hints' single NATS round trip (telling an allowed WorkloadSpread CREATE; hearing, for the pod of
 a new owner no spread governs); the audit events are published in the background, and a
@@ -61,6 +66,7 @@ from spreadbus.core.workloadspread.admission import (
     AdmissionDecision,
     admit_create_for,
     admit_delete_for,
+    cost_version,
     spread_for_deletion,
 )
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
@@ -156,7 +162,9 @@ class SpreadAdmission:
             )
         generated_uid = str(uuid.uuid4())
         now = self.now()
-        replicas, warnings = self._replicas(spread, self._workload_of(spread))
+        workload = self._workload_of(spread)
+        replicas, warnings = self._replicas(spread, workload)
+        latest = cost_version(spread, workload, pod, lookup=self.view.lookup)
         decision = await self._decide(
             "create",
             request.namespace,
@@ -170,6 +178,7 @@ class SpreadAdmission:
                 loads=loads,
                 now=now,
                 generated_uid=generated_uid,
+                latest=latest,
             ),
         )
         if not decision.allowed:

@@ -16,7 +16,7 @@ from spreadbus.cli import main
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import from_object
 from spreadbus.core.workloadspread.reconcile import plan_workloadspread
-from tests.core.builders import pod, subset, workloadspread
+from tests.core.builders import deployment, pod, replicaset, subset, workloadspread
 
 JSON = dict[str, Any]
 NOW = "2026-01-01T12:00:00Z"
@@ -167,7 +167,9 @@ def test_admit_sends_the_pod_past_a_full_subset(
     assert body["workloadSpread"] == "deploy/ws-demo"
     assert body["subset"] == "ECI"
     assert body["pod"]["metadata"]["annotations"] == {
-        "apps.kruise.io/matched-workloadspread": '{"name":"ws-demo","subset":"ECI"}'
+        "apps.kruise.io/matched-workloadspread": '{"name":"ws-demo","subset":"ECI"}',
+        # ECI is the second of two subsets and unlimited: the planner's 100 x (2 - 1).
+        "controller.kubernetes.io/pod-deletion-cost": "100",
     }
     assert {
         "op": "add",
@@ -190,6 +192,26 @@ def test_admit_sends_the_pod_past_a_full_subset(
             }
         },
     } in body["patch"]
+
+
+def test_admit_writes_the_cost_plan_then_wants_on_the_admitted_pod(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deploy = deployment(replicas=4)
+    rs = replicaset(deploy, "v2")
+    ws = workloadspread(subset("a", 1), subset("b", 2), subset("c"))
+    existing = pod("web-v2-0", owner=rs, ws="ws", subset_name="a")
+    objects = write(tmp_path / "in.yaml", ws, deploy, rs, existing)
+    pod_file = write(tmp_path / "pod.yaml", pod("web-v2-1", owner=rs))
+    code, body = run_json(capsys, "admit", "-f", objects, "--pod", pod_file, "--now", NOW)
+    assert code == 0
+    assert body["subset"] == "b"
+    written = body["pod"]["metadata"]["annotations"]["controller.kubernetes.io/pod-deletion-cost"]
+    assert written == "200"  # b is the second of three subsets: 100 x (3 - 1)
+    after = write(tmp_path / "after.yaml", ws, deploy, rs, existing, body["pod"])
+    code, planned = run_json(capsys, "plan", "-f", after, "--now", NOW)
+    assert code == 0
+    assert planned["pods"]["default/web-v2-1"] == {"deletionCost": written}
 
 
 def _ack_statuses(creating: dict[str, str]) -> list[JSON]:

@@ -20,6 +20,14 @@ and take the subset over its limit. An eviction that is carried out sets ``delet
 a DELETE does, and the pod leaves the active count when that is seen; a replacement created
 before then is steered as if the pod were still there (to a later subset when this one is full).
 
+Deletion cost (spreadbus; Kruise's webhook writes none): a pod steered into a subset within its
+limit also gets, in the same patch, the ``controller.kubernetes.io/pod-deletion-cost`` the planner
+gives such a pod (:func:`deletion_cost.admission_cost`), so the planner has no annotation to patch
+while the pods start. It is written only when the planner's value is known from what admission
+holds: a Deployment, ReplicaSet or CloneSet target whose latest version is known
+(:func:`cost_version`), a pod the planner counts (its ``targetFilter``), a subset without a
+minimum. A value the pod template carries is replaced, as the planner's patch would replace it.
+
 What needs no bookkeeping, as in Kruise: StatefulSets (placed by ordinal), a WorkloadSpread with
 one unlimited subset, unlimited subsets. A pod that fits nowhere is admitted untouched.
 """
@@ -32,15 +40,17 @@ from typing import Any
 
 import msgspec
 
-from spreadbus.core.workloadspread import pod_state
+from spreadbus.core.workloadspread import json_patch, pod_state
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.injection import InjectionError, inject_with_patch
+from spreadbus.core.workloadspread.deletion_cost import admission_cost
+from spreadbus.core.workloadspread.injection import InjectionError, inject, with_deletion_cost
 from spreadbus.core.workloadspread.model import JSON, WorkloadSpread, truncate
 from spreadbus.core.workloadspread.occupancy import (
     Reservation,
     SubsetLoad,
     subset_limit,
 )
+from spreadbus.core.workloadspread.reconcile import latest_version
 from spreadbus.core.workloadspread.subset_choice import (
     choose_subset,
     choose_subset_by_ordinal,
@@ -50,6 +60,7 @@ from spreadbus.core.workloadspread.target import (
     Lookup,
     OwnerNotFound,
     governing_workloadspread,
+    pod_counted_by_planner,
 )
 
 Pod = Mapping[str, Any]
@@ -82,6 +93,53 @@ def _held_by(loads: Mapping[str, SubsetLoad], pod_name: str) -> str | None:
     return next((name for name, load in loads.items() if load.holds(pod_name)), None)
 
 
+def cost_version(
+    ws: WorkloadSpread,
+    workload: Mapping[str, Any] | None,
+    pod: Pod,
+    *,
+    lookup: Lookup,
+    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+) -> str | None:
+    """The workload's latest version as the planner reads it, for the admission cost; None when
+    the planner costs no pod (no workload, 0 replicas) or admission cannot tell the version.
+
+    The planner's rule (:func:`reconcile.latest_version`) is used as it is, given for a Deployment
+    only the pod's own ReplicaSet: the version is known exactly when that ReplicaSet's template is
+    the Deployment's (the pod is of the latest version, the usual case while a workload scales
+    up). An older pod, or a view that has not seen the new ReplicaSet yet, gives None, one lookup
+    instead of a scan of the namespace's ReplicaSets on every admission.
+    """
+    if workload is None or ws.target_ref is None:
+        return None
+    spec = workload.get("spec")
+    if ws.target_ref.kind != "Job" and isinstance(spec, Mapping) and spec.get("replicas") == 0:
+        return None
+    replicasets: list[Mapping[str, Any]] = []
+    owner = pod_state.controller_ref(pod)
+    if workload.get("kind") == "Deployment" and owner and owner.get("kind") == "ReplicaSet":
+        rs = lookup(ws.namespace, "apps", "ReplicaSet", str(owner.get("name") or ""))
+        if rs is not None:
+            replicasets.append(rs)
+    return latest_version(ws, workload, replicasets=replicasets, versioned_kinds=versioned_kinds)
+
+
+def _admission_cost(
+    ws: WorkloadSpread,
+    subset: str,
+    pod: Pod,
+    *,
+    replicas: int,
+    latest: str | None,
+    versioned_kinds: frozenset[str],
+) -> int | None:
+    """The cost for the injected pod (its labels and version as the planner will read them)."""
+    if latest is None or not pod_counted_by_planner(ws.target_filter, pod_state.pod_labels(pod)):
+        return None
+    is_latest = pod_state.version(pod, versioned_kinds) == latest
+    return admission_cost(ws, subset, replicas=replicas, latest=is_latest)
+
+
 def admit_create_for(
     ws: WorkloadSpread,
     pod: Pod,
@@ -90,13 +148,15 @@ def admit_create_for(
     loads: Mapping[str, SubsetLoad],
     now: datetime,
     generated_uid: str,
+    latest: str | None = None,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> AdmissionDecision:
     """CREATE of a pod already known to be governed by ``ws``.
 
     ``loads`` are the subset loads of the pod's version (:func:`pod_state.version`);
     ``generated_uid`` keys the reservation of a pod that has no name yet (``generateName``), and
-    is written into the annotation so the planner can match the pod to it later.
+    is written into the annotation so the planner can match the pod to it later. ``latest`` is
+    the workload's latest version (:func:`cost_version`); None writes no deletion cost.
     """
     pod_name = pod_state.name(pod)
     version = pod_state.version(pod, versioned_kinds)
@@ -125,11 +185,17 @@ def admit_create_for(
     if subset is None:
         return AdmissionDecision(allowed=True, workloadspread=ws.key, pod=dict(pod))
     try:
-        injected, ops = inject_with_patch(pod, subset, ws_name=ws.name, uid=uid)
+        injected = inject(pod, subset, ws_name=ws.name, uid=uid)
     except InjectionError as exc:
         return AdmissionDecision(
             allowed=False, workloadspread=ws.key, subset=chosen, pod=dict(pod), message=str(exc)
         )
+    cost = _admission_cost(
+        ws, chosen, injected, replicas=replicas, latest=latest, versioned_kinds=versioned_kinds
+    )
+    if cost is not None:
+        injected = with_deletion_cost(injected, cost)
+    ops = json_patch.diff(dict(pod), injected)
     return AdmissionDecision(
         allowed=True,
         workloadspread=ws.key,
@@ -152,7 +218,8 @@ def admit_create(
     generated_uid: str,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> AdmissionDecision:
-    """CREATE of any pod: find its WorkloadSpread, then :func:`admit_create_for`."""
+    """CREATE of any pod: find its WorkloadSpread, then :func:`admit_create_for` (the workload
+    and, for a Deployment, the pod's ReplicaSet read through ``lookup`` for the cost)."""
     try:
         ws = governing_workloadspread(pod, spreads, lookup=lookup, whitelist=whitelist)
     except OwnerNotFound as exc:
@@ -160,6 +227,8 @@ def admit_create(
     if ws is None:
         return AdmissionDecision(allowed=True, pod=dict(pod))
     version = pod_state.version(pod, versioned_kinds)
+    ref = ws.target_ref
+    workload = lookup(ws.namespace, ref.group, ref.kind, ref.name) if ref is not None else None
     return admit_create_for(
         ws,
         pod,
@@ -167,6 +236,7 @@ def admit_create(
         loads=loads_of(ws, version),
         now=now,
         generated_uid=generated_uid,
+        latest=cost_version(ws, workload, pod, lookup=lookup, versioned_kinds=versioned_kinds),
         versioned_kinds=versioned_kinds,
     )
 

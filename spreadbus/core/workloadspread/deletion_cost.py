@@ -18,6 +18,15 @@ Only Deployment, ReplicaSet and CloneSet targets get costs; inactive pods are le
 positive pods in that order) get ``100 x n + 100 x (n - idx)``, above every unprotected pod, so
 scale-in never takes a subset below its minimum while another subset has pods above its own.
 Without minimums every value is exactly Kruise's.
+
+At admission (spreadbus; Kruise's webhook writes no cost): a pod the webhook steers into a subset
+within its limit will get the positive value of its subset from the planner, so the webhook writes
+it in its admission patch (:func:`admission_cost`) and the planner's diff finds nothing to change:
+no annotation patch per new pod, racing the pods' own start-up. The planner stays the authority;
+it corrects the value when the pod ends up beyond a limit, the workload's version moves on or the
+subsets are reordered. The webhook writes nothing where the value depends on what it cannot see
+at admission: a subset with a minimum (whether the new pod is one of the protected ones depends
+on the order of every pod of the subset), or a pod whose version cannot be told.
 """
 
 from __future__ import annotations
@@ -39,6 +48,28 @@ KINDS_WITH_COST = frozenset({"ReplicaSet", "Deployment", "CloneSet"})
 
 def applies_to(ws: WorkloadSpread) -> bool:
     return ws.target_ref is not None and ws.target_ref.kind in KINDS_WITH_COST
+
+
+def admission_cost(
+    ws: WorkloadSpread, subset_name: str, *, replicas: int, latest: bool | None
+) -> int | None:
+    """The planner's cost for a pod admitted into ``subset_name`` within its limit, or None.
+
+    ``latest``: whether the pod is of the workload's latest version, None when that is unknown.
+    None for targets without deletion cost, an unknown version or subset, and a subset with a
+    minimum (its protected pods are the last in deletion order, which one pod cannot tell).
+    """
+    if latest is None or not applies_to(ws):
+        return None
+    n = len(ws.subsets)
+    for position, subset in enumerate(ws.subsets):
+        if subset.name != subset_name:
+            continue
+        if subset_minimum(subset, replicas):
+            return None
+        idx = position if latest else n - 1 - position
+        return COST_UNIT * (n - idx)
+    return None
 
 
 def subset_costs(

@@ -26,7 +26,12 @@ from typing import Any
 
 from spreadbus.core import strategic_merge
 from spreadbus.core.workloadspread import json_patch
-from spreadbus.core.workloadspread.model import JSON, MATCHED_ANNOTATION, Subset
+from spreadbus.core.workloadspread.model import (
+    DELETION_COST_ANNOTATION,
+    JSON,
+    MATCHED_ANNOTATION,
+    Subset,
+)
 from spreadbus.core.workloadspread.pod_state import Matched
 
 
@@ -98,6 +103,14 @@ def _and_term(term: Any, selector: Mapping[str, Any]) -> Any:
         if extra:
             owned[name] = _appended(owned.get(name), extra)
     return owned
+
+
+def with_deletion_cost(pod: Mapping[str, Any], cost: int) -> JSON:
+    """The pod carrying ``cost`` as its deletion-cost annotation (any value it had is replaced,
+    as the planner's patch would replace it); copy-on-write like :func:`inject`."""
+    out: JSON = dict(pod)
+    _own(_own(out, "metadata"), "annotations")[DELETION_COST_ANNOTATION] = str(cost)
+    return out
 
 
 def inject_with_patch(
