@@ -5,8 +5,11 @@ pods in FILE. A WorkloadSpread's status ``creatingPods``/``deletingPods`` count 
 flight: those of ``versionedSubsetStatuses[version]`` for the pod's version, or, when the status
 has no entry for that version, those of the top-level ``subsetStatuses`` (a status written before
 versioned statuses existed keeps its admissions there). The uid given to a pod without a name is
-derived from the pod itself, so the answer is the same every time. A DELETE frees the pod's slot
-for a replacement (a ``deleting`` reservation); an EVICT frees nothing, since a
+derived from the pod itself, so the answer is the same every time. A steered pod's patch carries
+the deletion cost the planner gives a pod within its subset's limit, when the webhook could tell it
+(for a Deployment, the pod's ReplicaSet must be in FILE with the Deployment's template), so
+``spreadbus plan`` over FILE plus the patched pod wants that same value. A DELETE frees the
+pod's slot for a replacement (a ``deleting`` reservation); an EVICT frees nothing, since a
 PodDisruptionBudget may still refuse it after admission. Exit 0 when allowed, 1 when
 denied, 2 on unreadable input, including a ``targetFilter.replicasPathList`` entry that does not
 resolve in the workload (the replicas for percentages cannot be known; Kruise's controller fails
