@@ -1,4 +1,4 @@
-"""kubesim API throughput: pod creates/s (with and without watchers), list latency, watch fan-out.
+"""kubesim API throughput (creates/s, list latency, watch fan-out) and what webhooks cost it.
 
 kubesim runs as its own process (``python -m kubesim --insecure-http --no-behaviour``), the load
 generator here, so the two share the machine's cores as a client and an API server would. The
@@ -6,6 +6,13 @@ limit measured in the same run is a bare aiohttp server that answers every POST 
 it got (``--echo-server``): ``ratio`` lines compare kubesim to that ceiling, so results carry
 across machines. Absolute figures are printed too, with the goals from the kubesim issue
 (2,000 creates/s without watchers, 1,000/s with 10 watchers, on 2 cores).
+
+The admission phase runs kubesim in this process and an HTTPS admission webhook as a child
+(``--webhook-server``), and gives kubesim's own CPU time per pod for a pod's life as the local
+stack drives it (a create, a binding, two status updates, a merge patch): once with spreadbus's
+three webhooks installed (a mutating one for pod creation, which answers with a JSONPatch; the
+validating ones for pod deletion and for WorkloadSpreads, which these writes never reach), once
+with none. Their ratio is what admission adds to kubesim's work.
 
 ``SPREADBUS_BENCH_FULL=1`` creates 10,000 pods per phase (default 3,000); the list-latency phase
 always fills the namespace to 10,000 pods.
@@ -22,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -213,6 +221,18 @@ async def run(size: int) -> None:
         in_process = await _in_process_rate(size)
         print(f"in-process Cluster.create (simulated controllers' path): {in_process:,.0f}/s")
         print(f"ratio in-process/HTTP creates: {in_process / rate:.3f}")
+        pods = min(size, 2000)
+        bare = await _admission_cpu(pods, None)
+        webhook = Server("-m", "bench.kubesim_api", "--webhook-server")
+        try:
+            admitted = await _admission_cpu(pods, webhook)
+        finally:
+            webhook.stop()
+        print(
+            f"kubesim CPU per pod's life (create, binding, 2 status updates, patch): "
+            f"{admitted * 1000:.2f} ms with the webhooks, {bare * 1000:.2f} ms without"
+        )
+        print(f"ratio CPU with webhooks/without: {admitted / bare:.3f}")
     finally:
         sim.stop()
         echo.stop()
@@ -235,6 +255,141 @@ async def _in_process_rate(size: int) -> float:
         await sim.stop()
 
 
+async def _admission_cpu(pods: int, webhook: Server | None) -> float:
+    """kubesim's CPU seconds per pod's life, in process, with ``webhook``'s configurations."""
+    from kubesim import KubeSim
+    from kubesim.interface import GVR, NAMESPACES, PODS
+
+    sim = KubeSim(tls=False)
+    await sim.start()
+    cluster = sim.cluster
+    try:
+        await cluster.create(NAMESPACES, {"metadata": {"name": "admitted"}})
+        if webhook is not None:
+            for resource, configuration in _webhook_configurations(webhook).items():
+                await cluster.create(
+                    GVR("admissionregistration.k8s.io", "v1", resource), configuration
+                )
+        names = [f"a-{i}" for i in range(pods)]
+        started = time.process_time()
+        for first in range(0, pods, 100):
+            await asyncio.gather(
+                *(
+                    cluster.create(PODS, json.loads(_pod(name, "admitted")), namespace="admitted")
+                    for name in names[first : first + 100]
+                )
+            )
+        for name in names:
+            binding = {"metadata": {"name": name}, "target": {"kind": "Node", "name": "node-1"}}
+            await cluster.create(
+                PODS, binding, namespace="admitted", name=name, subresource="binding"
+            )
+            for ready in ("False", "True"):
+                pod = await cluster.get(PODS, name, namespace="admitted")
+                pod["status"] = {
+                    "phase": "Running",
+                    "conditions": [{"type": "Ready", "status": ready}],
+                }
+                await cluster.update(PODS, pod, namespace="admitted", subresource="status")
+            cost = {
+                "metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "1"}}
+            }
+            await cluster.patch(PODS, name, cost, patch_type="merge", namespace="admitted")
+        return (time.process_time() - started) / pods
+    finally:
+        await sim.stop()
+
+
+def _webhook_configurations(webhook: Server) -> dict[str, dict[str, Any]]:
+    """spreadbus's webhook configurations (deploy/webhook/), pointed at ``webhook``."""
+    url, ca_bundle = webhook.url.split(" ")
+
+    def hook(name: str, path: str, operations: list[str], group: str, resource: str) -> Any:
+        return {
+            "name": name,
+            "clientConfig": {"url": url + path, "caBundle": ca_bundle},
+            "rules": [
+                {
+                    "apiGroups": [group],
+                    "apiVersions": ["v1" if not group else "v1alpha1"],
+                    "operations": operations,
+                    "resources": [resource],
+                    "scope": "Namespaced",
+                }
+            ],
+            "namespaceSelector": {
+                "matchExpressions": [
+                    {"key": "spreadbus.io/control-plane", "operator": "DoesNotExist"}
+                ]
+            },
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+            "failurePolicy": "Fail",
+            "timeoutSeconds": 10,
+        }
+
+    return {
+        "mutatingwebhookconfigurations": {
+            "metadata": {"name": "spreadbus"},
+            "webhooks": [hook("mpod.spreadbus.io", "/mutate-pod", ["CREATE"], "", "pods")],
+        },
+        "validatingwebhookconfigurations": {
+            "metadata": {"name": "spreadbus"},
+            "webhooks": [
+                hook("vpod.spreadbus.io", "/validate-pod", ["DELETE"], "", "pods"),
+                hook(
+                    "vworkloadspread.spreadbus.io",
+                    "/validate-workloadspread",
+                    ["CREATE", "UPDATE"],
+                    "apps.kruise.io",
+                    "workloadspreads",
+                ),
+            ],
+        },
+    }
+
+
+async def _webhook_server() -> None:
+    """An HTTPS admission webhook that allows everything, adding an annotation to pods.
+
+    Prints ``URL CA_BUNDLE`` (base64 PEM) on one line once it serves.
+    """
+    import base64
+    import ssl
+    import tempfile
+
+    from spreadbus.tls import issue_server_cert, make_ca
+
+    ca = make_ca("bench-webhook-ca")
+    paths = issue_server_cert(ca, ["127.0.0.1"]).write(Path(tempfile.mkdtemp()), "webhook")
+    patch = base64.b64encode(
+        json.dumps(
+            [{"op": "add", "path": "/metadata/annotations", "value": {"seen": "1"}}]
+        ).encode()
+    ).decode()
+
+    async def handle(request: web.Request) -> web.Response:
+        review = await request.json()
+        response: dict[str, Any] = {"uid": review["request"]["uid"], "allowed": True}
+        if review["request"]["kind"]["kind"] == "Pod":
+            response.update(patchType="JSONPatch", patch=patch)
+        return web.json_response(
+            {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response}
+        )
+
+    app = web.Application()
+    app.router.add_post("/{tail:.*}", handle)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(paths.cert, paths.key)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=context)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    print(f"https://127.0.0.1:{port} {base64.b64encode(ca.cert_pem).decode()}", flush=True)
+    await asyncio.Event().wait()
+
+
 async def _echo_server() -> None:
     async def handle(request: web.Request) -> web.Response:
         return web.Response(body=await request.read(), status=201, content_type="application/json")
@@ -255,11 +410,12 @@ def main() -> int:
         prog="python -m bench.kubesim_api", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--webhook-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=None, help="pods per create phase")
     args = parser.parse_args()
-    if args.echo_server:
+    if args.echo_server or args.webhook_server:
         try:
-            asyncio.run(_echo_server())
+            asyncio.run(_echo_server() if args.echo_server else _webhook_server())
         except KeyboardInterrupt:
             pass
         return 0
