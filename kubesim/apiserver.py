@@ -933,21 +933,24 @@ class ApiServer:
         old = self.existing(rt, ns, name)
         meta = old["metadata"]
         pre = preconditions or {}
+        # upstream's BeforeDelete wording, which names the kind where other conflicts name the
+        # resource
         if pre.get("uid") and pre["uid"] != meta.get("uid"):
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 rt.group,
                 name,
-                f"Precondition failed: UID in precondition: {pre['uid']}, "
-                f"UID in object meta: {meta.get('uid')}",
+                f"the UID in the precondition ({pre['uid']}) does not match the UID in record "
+                f"({meta.get('uid')}). The object might have been deleted and then recreated",
             )
         if pre.get("resourceVersion") and pre["resourceVersion"] != meta.get("resourceVersion"):
             raise errors.conflict(
-                rt.plural,
+                rt.kind,
                 rt.group,
                 name,
-                f"Precondition failed: ResourceVersion in precondition: {pre['resourceVersion']}, "
-                f"ResourceVersion in object meta: {meta.get('resourceVersion')}",
+                f"the ResourceVersion in the precondition ({pre['resourceVersion']}) does not "
+                f"match the ResourceVersion in record ({meta.get('resourceVersion')}). The object "
+                "might have been modified",
             )
         if propagation_policy not in (None, "Background", "Foreground", "Orphan"):
             raise errors.bad_request(

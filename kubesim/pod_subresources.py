@@ -110,12 +110,20 @@ async def evict(
         await server.admission.validate(attrs, eviction, None)
     options = eviction.get("deleteOptions") or {}
     grace = options.get("gracePeriodSeconds")
+    preconditions = options.get("preconditions")
+    if not isinstance(preconditions, dict):
+        preconditions = None
     # Upstream's canIgnorePDB: finished, pending or terminating pods are not protected.
     unprotected = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Pending")
     if pod["metadata"].get("deletionTimestamp") or unprotected:
         if not dry_run:
             await server.delete_obj(
-                rt, namespace, name, grace_period_seconds=grace, skip_admission=True
+                rt,
+                namespace,
+                name,
+                grace_period_seconds=grace,
+                preconditions=preconditions,
+                skip_admission=True,
             )
         return success_status()
     pdb_rt = server.rt_for(GVR("policy", "v1", "poddisruptionbudgets"))
@@ -146,7 +154,12 @@ async def evict(
             # An unready pod does not count as healthy, so its eviction spends nothing.
             if not dry_run:
                 await server.delete_obj(
-                    rt, namespace, name, grace_period_seconds=grace, skip_admission=True
+                    rt,
+                    namespace,
+                    name,
+                    grace_period_seconds=grace,
+                    preconditions=preconditions,
+                    skip_admission=True,
                 )
             return success_status()
         if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
@@ -189,7 +202,12 @@ async def evict(
             await server.write_update(pdb_rt, pdb, new, "status", skip_admission=True)
     if not dry_run:
         await server.delete_obj(
-            rt, namespace, name, grace_period_seconds=grace, skip_admission=True
+            rt,
+            namespace,
+            name,
+            grace_period_seconds=grace,
+            preconditions=preconditions,
+            skip_admission=True,
         )
     return success_status()
 

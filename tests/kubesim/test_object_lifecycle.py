@@ -171,7 +171,12 @@ def test_delete_with_a_stale_uid_precondition_is_409(core: client.CoreV1Api) -> 
             body=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid="other")),
         )
     assert info.value.status == 409
-    assert "Precondition failed: UID in precondition: other" in _status(info.value)["message"]
+    uid = core.read_namespaced_config_map("cm", "default").metadata.uid
+    assert _status(info.value)["message"] == (
+        f'Operation cannot be fulfilled on ConfigMap "cm": the UID in the precondition (other) '
+        f"does not match the UID in record ({uid}). The object might have been deleted and then "
+        "recreated"
+    )
 
 
 def test_update_with_a_different_name_than_the_url_is_400(core: client.CoreV1Api) -> None:

@@ -147,6 +147,28 @@ def test_a_json_patch_replacing_or_removing_the_uid_is_invalid(core: client.Core
         assert "metadata.uid: Invalid value" in _status(info.value)["message"]
 
 
+def test_an_eviction_whose_uid_precondition_names_a_replaced_pod_is_a_409(
+    core: client.CoreV1Api,
+) -> None:
+    old_uid, current = _recreated(core)
+    eviction = client.V1Eviction(
+        metadata=client.V1ObjectMeta(name="p"),
+        delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=old_uid)),
+    )
+    with pytest.raises(ApiException) as info:
+        core.create_namespaced_pod_eviction("p", "default", eviction)
+    assert info.value.status == 409
+    assert (
+        f"the UID in the precondition ({old_uid}) does not match" in _status(info.value)["message"]
+    )
+    assert core.read_namespaced_pod("p", "default").metadata.uid == current["metadata"]["uid"]
+    eviction.delete_options.preconditions.uid = current["metadata"]["uid"]
+    core.create_namespaced_pod_eviction("p", "default", eviction)
+    with pytest.raises(ApiException) as gone:
+        core.read_namespaced_pod("p", "default")
+    assert gone.value.status == 404
+
+
 def test_storage_keys_follow_upstreams_layout() -> None:
     assert errors.storage_key("pods", "", "ns", "p", custom=False) == "/registry/pods/ns/p"
     assert errors.storage_key("nodes", "", "", "n1", custom=False) == "/registry/minions/n1"
