@@ -65,8 +65,11 @@ async def conversion_webhook(tmp_path: Path) -> AsyncIterator[ConversionWebhook]
             return web.json_response({**review, "response": {"uid": req["uid"], "result": result}})
         step = v1_to_v2 if desired.endswith("/v2") else v2_to_v1
         converted = [step(o) if o["apiVersion"] != desired else o for o in req["objects"]]
-        response = {"uid": req["uid"], "convertedObjects": converted,
-                    "result": {"status": "Success"}}
+        response = {
+            "uid": req["uid"],
+            "convertedObjects": converted,
+            "result": {"status": "Success"},
+        }
         return web.json_response({**review, "response": response})
 
     app = web.Application()
@@ -86,9 +89,15 @@ async def conversion_webhook(tmp_path: Path) -> AsyncIterator[ConversionWebhook]
 def widget_crd(hook: ConversionWebhook) -> dict[str, Any]:
     def version(name: str, spec: dict[str, Any], storage: bool) -> dict[str, Any]:
         return {
-            "name": name, "served": True, "storage": storage,
-            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
-                "spec": {"type": "object", "properties": spec}}}},
+            "name": name,
+            "served": True,
+            "storage": storage,
+            "schema": {
+                "openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {"spec": {"type": "object", "properties": spec}},
+                }
+            },
         }
 
     size = {"size": {"type": "integer"}}
@@ -132,8 +141,12 @@ async def widgets(
 
 
 def widget_v2(name: str, size: int) -> dict[str, Any]:
-    return {"apiVersion": f"{GROUP}/v2", "kind": "Widget", "metadata": {"name": name},
-            "spec": {"dimensions": {"size": size}}}
+    return {
+        "apiVersion": f"{GROUP}/v2",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"dimensions": {"size": size}},
+    }
 
 
 async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
@@ -144,8 +157,9 @@ async def call(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 async def test_a_write_in_one_version_is_stored_and_read_in_each_through_the_webhook(
     widgets: client.CustomObjectsApi, conversion_webhook: ConversionWebhook
 ) -> None:
-    created = await call(widgets.create_namespaced_custom_object, GROUP, "v2", "default",
-                         WIDGETS, widget_v2("w", 3))
+    created = await call(
+        widgets.create_namespaced_custom_object, GROUP, "v2", "default", WIDGETS, widget_v2("w", 3)
+    )
     assert created["apiVersion"] == f"{GROUP}/v2"
     assert created["spec"] == {"dimensions": {"size": 3}}
     as_v1 = await call(widgets.get_namespaced_custom_object, GROUP, "v1", "default", WIDGETS, "w")
@@ -162,29 +176,47 @@ async def test_lists_patches_and_updates_in_the_other_version_convert_both_ways(
     widgets: client.CustomObjectsApi, conversion_webhook: ConversionWebhook
 ) -> None:
     for name, size in (("a", 1), ("b", 2)):
-        await call(widgets.create_namespaced_custom_object, GROUP, "v1", "default", WIDGETS,
-                   {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": name},
-                    "spec": {"size": size}})
+        await call(
+            widgets.create_namespaced_custom_object,
+            GROUP,
+            "v1",
+            "default",
+            WIDGETS,
+            {
+                "apiVersion": f"{GROUP}/v1",
+                "kind": "Widget",
+                "metadata": {"name": name},
+                "spec": {"size": size},
+            },
+        )
     conversion_webhook.reviews.clear()
     listed = await call(widgets.list_namespaced_custom_object, GROUP, "v2", "default", WIDGETS)
     assert [(i["metadata"]["name"], i["spec"]) for i in listed["items"]] == [
-        ("a", {"dimensions": {"size": 1}}), ("b", {"dimensions": {"size": 2}})
+        ("a", {"dimensions": {"size": 1}}),
+        ("b", {"dimensions": {"size": 2}}),
     ]
     assert len(conversion_webhook.reviews) == 1, "one review for the whole list"
     assert len(conversion_webhook.reviews[0]["request"]["objects"]) == 2
 
-    patched = await call(widgets.patch_namespaced_custom_object, GROUP, "v2", "default",
-                         WIDGETS, "a", {"spec": {"dimensions": {"size": 5}}})
+    patched = await call(
+        widgets.patch_namespaced_custom_object,
+        GROUP,
+        "v2",
+        "default",
+        WIDGETS,
+        "a",
+        {"spec": {"dimensions": {"size": 5}}},
+    )
     assert patched["spec"] == {"dimensions": {"size": 5}}
     assert patched["metadata"]["generation"] == 2
     read = await call(widgets.get_namespaced_custom_object, GROUP, "v1", "default", WIDGETS, "a")
     assert read["spec"] == {"size": 5}
 
-    current = await call(widgets.get_namespaced_custom_object, GROUP, "v2", "default",
-                         WIDGETS, "b")
+    current = await call(widgets.get_namespaced_custom_object, GROUP, "v2", "default", WIDGETS, "b")
     current["metadata"]["labels"] = {"tier": "x"}
-    replaced = await call(widgets.replace_namespaced_custom_object, GROUP, "v2", "default",
-                          WIDGETS, "b", current)
+    replaced = await call(
+        widgets.replace_namespaced_custom_object, GROUP, "v2", "default", WIDGETS, "b", current
+    )
     assert replaced["spec"] == {"dimensions": {"size": 2}}
     assert replaced["metadata"]["generation"] == 1, "same spec once converted: no new generation"
     read = await call(widgets.get_namespaced_custom_object, GROUP, "v1", "default", WIDGETS, "b")
@@ -194,14 +226,29 @@ async def test_lists_patches_and_updates_in_the_other_version_convert_both_ways(
 async def test_watch_events_arrive_converted_to_the_watched_version(
     widgets: client.CustomObjectsApi,
 ) -> None:
-    await call(widgets.create_namespaced_custom_object, GROUP, "v1", "default", WIDGETS,
-               {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"},
-                "spec": {"size": 7}})
+    await call(
+        widgets.create_namespaced_custom_object,
+        GROUP,
+        "v1",
+        "default",
+        WIDGETS,
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 7},
+        },
+    )
 
     def first_event() -> dict[str, Any]:
         stream = watch.Watch().stream(
-            widgets.list_namespaced_custom_object, GROUP, "v2", "default", WIDGETS,
-            resource_version="0", timeout_seconds=5,
+            widgets.list_namespaced_custom_object,
+            GROUP,
+            "v2",
+            "default",
+            WIDGETS,
+            resource_version="0",
+            timeout_seconds=5,
         )
         for event in stream:
             return dict(event)
@@ -216,9 +263,19 @@ async def test_watch_events_arrive_converted_to_the_watched_version(
 async def test_a_failing_conversion_is_a_500_naming_the_webhook_failure(
     widgets: client.CustomObjectsApi, conversion_webhook: ConversionWebhook
 ) -> None:
-    await call(widgets.create_namespaced_custom_object, GROUP, "v1", "default", WIDGETS,
-               {"apiVersion": f"{GROUP}/v1", "kind": "Widget", "metadata": {"name": "w"},
-                "spec": {"size": 1}})
+    await call(
+        widgets.create_namespaced_custom_object,
+        GROUP,
+        "v1",
+        "default",
+        WIDGETS,
+        {
+            "apiVersion": f"{GROUP}/v1",
+            "kind": "Widget",
+            "metadata": {"name": "w"},
+            "spec": {"size": 1},
+        },
+    )
     conversion_webhook.fail = "widgets are not convertible today"
     with pytest.raises(ApiException) as caught:
         await call(widgets.get_namespaced_custom_object, GROUP, "v2", "default", WIDGETS, "w")
@@ -244,8 +301,14 @@ async def test_a_webhook_with_an_untrusted_certificate_is_refused(
         await call(client.ApiextensionsV1Api(api).create_custom_resource_definition, crd)
         objects = client.CustomObjectsApi(api)
         with pytest.raises(ApiException) as caught:
-            await call(objects.create_namespaced_custom_object, GROUP, "v2", "default", WIDGETS,
-                       widget_v2("w", 1))
+            await call(
+                objects.create_namespaced_custom_object,
+                GROUP,
+                "v2",
+                "default",
+                WIDGETS,
+                widget_v2("w", 1),
+            )
     assert caught.value.status == 500
     assert "certificate verify failed" in json.loads(caught.value.body)["message"]
     assert conversion_webhook.reviews == []

@@ -315,9 +315,9 @@ def test_owner_references_garbage_collect_dependents_in_background(
     )
     crs.delete_namespaced_custom_object("example.com", "v1", "default", "widgets", "owner")
     wait_until(
-        lambda: not core.list_namespaced_config_map(
-            "default", field_selector="metadata.name=dep"
-        ).items,
+        lambda: (
+            not core.list_namespaced_config_map("default", field_selector="metadata.name=dep").items
+        ),
         what="the custom resource's dependent collected",
     )
 

@@ -91,9 +91,20 @@ def test_pods_get_the_not_ready_and_unreachable_tolerations_for_the_configured_s
 def test_the_toleration_flag_reaches_the_api_server(tmp_path: Path) -> None:
     kubeconfig = tmp_path / "kubeconfig"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "kubesim", "--port", "0", "--no-behaviour",
-         "--default-toleration-seconds", "7", "--kubeconfig", str(kubeconfig)],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "kubesim",
+            "--port",
+            "0",
+            "--no-behaviour",
+            "--default-toleration-seconds",
+            "7",
+            "--kubeconfig",
+            str(kubeconfig),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
