@@ -240,17 +240,16 @@ class StreamFollower:
 
     async def _on_message(self, msg: Msg) -> None:
         reply = msg.reply
-        if not reply.startswith("$JS.ACK."):
-            self._on_status(msg)
-            return
         # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>; the v2 form
         # adds domain and account hash after ACK and a random token at the end.
-        tokens = reply.rsplit(".", 4)
-        if reply.count(".") == 8:
-            sseq, dseq, pending = int(tokens[1]), int(tokens[2]), int(tokens[4])
-        else:
-            tokens = reply.split(".")
+        tokens = reply.split(".")
+        if len(tokens) == 9 and tokens[1] == "ACK":
+            sseq, dseq, pending = int(tokens[5]), int(tokens[6]), int(tokens[8])
+        elif len(tokens) == 12 and tokens[1] == "ACK":
             sseq, dseq, pending = int(tokens[7]), int(tokens[8]), int(tokens[10])
+        else:
+            self._on_status(msg)
+            return
         self._in_request += 1
         if self._in_request >= self.batch:
             self._request_open = False
