@@ -206,13 +206,21 @@ def test_a_pod_of_the_deployments_current_replicaset_is_of_the_latest_version() 
     assert cost_version(ws, deploy, _new_pod(new_rs, "p"), lookup=lookup_in([deploy])) is None
 
 
-def test_no_cost_version_without_a_workload_or_with_zero_replicas() -> None:
+def test_no_cost_version_without_a_workload() -> None:
     deploy, new_rs, _ = _world()
     ws = from_object(workloadspread(subset("a", 2), subset("b")))
     lookup = lookup_in([deploy, new_rs])
     assert cost_version(ws, None, _new_pod(new_rs, "p"), lookup=lookup) is None
+
+
+def test_a_workload_seen_at_zero_replicas_still_gives_its_version() -> None:
+    """The view may not have folded the scale-up that created the pod; the planner, which sees
+    the scale-up before the pod, costs it."""
+    deploy, new_rs, _ = _world()
     deploy["spec"]["replicas"] = 0
-    assert cost_version(ws, deploy, _new_pod(new_rs, "p"), lookup=lookup) is None
+    ws = from_object(workloadspread(subset("a", 2), subset("b")))
+    lookup = lookup_in([deploy, new_rs])
+    assert cost_version(ws, deploy, _new_pod(new_rs, "p"), lookup=lookup) == "new"
 
 
 @pytest.mark.parametrize(

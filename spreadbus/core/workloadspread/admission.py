@@ -102,18 +102,20 @@ def cost_version(
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> str | None:
     """The workload's latest version as the planner reads it, for the admission cost; None when
-    the planner costs no pod (no workload, 0 replicas) or admission cannot tell the version.
+    there is no workload or admission cannot tell the version.
 
     The planner's rule (:func:`reconcile.latest_version`) is used as it is, given for a Deployment
     only the pod's own ReplicaSet: the version is known exactly when that ReplicaSet's template is
     the Deployment's (the pod is of the latest version, the usual case while a workload scales
     up). An older pod, or a view that has not seen the new ReplicaSet yet, gives None, one lookup
     instead of a scan of the namespace's ReplicaSets on every admission.
+
+    A workload that shows 0 replicas still gives its version, although the planner counts no pod
+    of a workload at 0: a pod is created because the workload was scaled up, and the planner sees
+    that scale-up before it sees the pod, while the webhook's view may not have folded it yet
+    (a scale from zero would otherwise get no costs at admission).
     """
     if workload is None or ws.target_ref is None:
-        return None
-    spec = workload.get("spec")
-    if ws.target_ref.kind != "Job" and isinstance(spec, Mapping) and spec.get("replicas") == 0:
         return None
     replicasets: list[Mapping[str, Any]] = []
     owner = pod_state.controller_ref(pod)
