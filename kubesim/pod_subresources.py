@@ -113,9 +113,9 @@ async def evict(
     preconditions = options.get("preconditions")
     if not isinstance(preconditions, dict):
         preconditions = None
-    # Upstream's canIgnorePDB: finished, pending or terminating pods are not protected.
-    unprotected = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Pending")
-    if pod["metadata"].get("deletionTimestamp") or unprotected:
+
+    async def evicted() -> JsonObject:
+        """The pod deleted as the eviction asks (unless a dry run), and the success answer."""
         if not dry_run:
             await server.delete_obj(
                 rt,
@@ -126,6 +126,11 @@ async def evict(
                 skip_admission=True,
             )
         return success_status()
+
+    # Upstream's canIgnorePDB: finished, pending or terminating pods are not protected.
+    unprotected = (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed", "Pending")
+    if pod["metadata"].get("deletionTimestamp") or unprotected:
+        return await evicted()
     pdb_rt = server.rt_for(GVR("policy", "v1", "poddisruptionbudgets"))
     labels = pod["metadata"].get("labels") or {}
     matching = []
@@ -152,16 +157,7 @@ async def evict(
         msg = "Cannot evict pod as it would violate the pod's disruption budget."
         if not _ready(pod) and _unhealthy_evictable(pdb):
             # An unready pod does not count as healthy, so its eviction spends nothing.
-            if not dry_run:
-                await server.delete_obj(
-                    rt,
-                    namespace,
-                    name,
-                    grace_period_seconds=grace,
-                    preconditions=preconditions,
-                    skip_admission=True,
-                )
-            return success_status()
+            return await evicted()
         if int(status.get("observedGeneration") or 0) < int(pdb["metadata"].get("generation") or 0):
             raise errors.too_many_requests(
                 msg,
@@ -200,16 +196,7 @@ async def evict(
             }
             new = {**pdb, "status": new_status}
             await server.write_update(pdb_rt, pdb, new, "status", skip_admission=True)
-    if not dry_run:
-        await server.delete_obj(
-            rt,
-            namespace,
-            name,
-            grace_period_seconds=grace,
-            preconditions=preconditions,
-            skip_admission=True,
-        )
-    return success_status()
+    return await evicted()
 
 
 def _ready(pod: JsonObject) -> bool:
