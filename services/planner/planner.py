@@ -62,7 +62,13 @@ from spreadbus.projection.kube_state import KubeProjection, object_key, resource
 from spreadbus.projection.planning import Rule, Timed, plans_for
 from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
 from spreadbus.projection.reservations import STREAM as RESERVATIONS_STREAM
-from spreadbus.runtime.follower import FollowerMetrics, MessageSink, StreamFollower
+from spreadbus.runtime.follower import (
+    TOMBSTONE_TRUSTED_SHARE,
+    FollowerMetrics,
+    FollowerTooStale,
+    MessageSink,
+    StreamFollower,
+)
 from spreadbus.runtime.snapshot_store import SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -71,7 +77,7 @@ RULE_RETRY_FIRST_SECONDS: Final = 0.5
 RULE_RETRY_MAX_SECONDS: Final = 60.0
 PRUNE_EVERY: Final = 1000
 """Messages between two passes over the decision log (more when the log is larger)."""
-SNAPSHOT_TRUSTED_SHARE: Final = 0.9
+SNAPSHOT_TRUSTED_SHARE: Final = TOMBSTONE_TRUSTED_SHARE
 """A snapshot is trusted while younger than this share of the tombstone TTL."""
 
 
@@ -198,6 +204,7 @@ class Planner:
         return StreamFollower(
             self.nc, stream=stream, sink=sink, subjects=wanted, start_seq=position + 1,
             batch=self.batch, on_progress=self._wake.set, metrics=self.metrics.followers,
+            max_silence_seconds=self.snapshot_max_age, wall_clock=self.clock,
         )
 
     def _apply_outcome(self, seq: int, subject: str, data: bytes) -> None:
@@ -260,10 +267,13 @@ class Planner:
             self._followers = []  # a second run: fresh followers resume from the folds' positions
         self._followers_ran = True
         tasks = [asyncio.create_task(f.run()) for f in self.followers()]
+        for task in tasks:
+            task.add_done_callback(lambda _: self._wake.set())
         restore_recorded = False
         try:
             while not stopping.is_set():
                 self._wake.clear()
+                self._raise_if_a_follower_ended(tasks)
                 if self.caught_up and not restore_recorded:
                     restore_recorded = True
                     elapsed = asyncio.get_running_loop().time() - started
@@ -280,6 +290,16 @@ class Planner:
             for follower in self.followers():
                 follower.stop()
             await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _raise_if_a_follower_ended(self, tasks: list[asyncio.Task[None]]) -> None:
+        """A follower only ends by itself on an error, and the projection is no longer followed."""
+        for task in tasks:
+            if not task.done() or task.cancelled() or (error := task.exception()) is None:
+                continue
+            if isinstance(error, FollowerTooStale):
+                log.error("followers out of contact too long to resume; restarting to replay "
+                          "from the start", extra={"why": str(error)})
+            raise error
 
     # -- one decision round ----------------------------------------------------------------------
 

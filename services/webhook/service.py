@@ -28,7 +28,12 @@ from services.webhook.view import View
 from services.webhook.view_progress import ViewProgress
 from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
-from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
+from spreadbus.runtime.follower import (
+    TOMBSTONE_TRUSTED_SHARE,
+    FollowerMetrics,
+    FollowerTooStale,
+    StreamFollower,
+)
 from spreadbus.runtime.health import ReadinessGate, http_runner, stop_runner
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext
@@ -86,6 +91,7 @@ class WebhookService:
         self.follower: StreamFollower | None = None
         self.admission: SpreadAdmission | None = None
         self._runner: web.AppRunner | None = None
+        self.follower_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
@@ -99,6 +105,8 @@ class WebhookService:
             on_progress=self._on_progress,
             metrics=FollowerMetrics(self.registry),
             name="webhook-view",
+            # Longer out of contact, a deletion may have expired unseen: exit and replay instead.
+            max_silence_seconds=TOMBSTONE_TRUSTED_SHARE * streams.TOMBSTONE_TTL_SECONDS,
         )
         self.admission = SpreadAdmission(
             view=self.view,
@@ -115,7 +123,8 @@ class WebhookService:
             await asyncio.wait_for(self.admission.hints.listening(), LISTEN_TIMEOUT_SECONDS)
         except Exception as exc:
             log.warning("not yet hearing other replicas' allowed WorkloadSpreads: %r", exc)
-        self._tasks.append(asyncio.create_task(self.follower.run()))
+        self.follower_task = asyncio.create_task(self.follower.run())
+        self._tasks.append(self.follower_task)
         self._tasks.append(
             asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
         )
@@ -190,9 +199,22 @@ async def main(
     await service.start()
     if started is not None:
         started(service)
+    stop_wait = asyncio.ensure_future(ctx.stopping.wait())
     try:
+        assert service.follower_task is not None  # set by start()
+        await asyncio.wait({stop_wait, service.follower_task},
+                           return_when=asyncio.FIRST_COMPLETED)
+        task = service.follower_task
+        error = task.exception() if task.done() and not task.cancelled() else None
+        if error is not None:
+            # The follower ends by itself only on an error; the view would no longer follow.
+            if isinstance(error, FollowerTooStale):
+                log.error("view out of contact too long to resume; restarting to replay from "
+                          "the start", extra={"why": str(error)})
+            raise error
         await ctx.stopping.wait()
     finally:
+        stop_wait.cancel()
         await service.stop()
 
 

@@ -19,6 +19,12 @@ consumer deleted) recreates the consumer at ``last_seq + 1``. ``caught_up`` beco
 server reports nothing pending after the message just delivered (or nothing at all to deliver);
 that is the "synced" half of a service's readiness.
 
+A follower that was out of contact with the server (no message, heartbeat, 404/408 status or
+consumer creation, by ``wall_clock``) for longer than ``max_silence_seconds`` may have missed a
+deletion whose tombstone expired meanwhile, so instead of recreating its consumer ``run()`` raises
+:class:`FollowerTooStale`. Its service then exits to replay from the start, which last-value
+retention makes complete; a follower that never had contact is never stale.
+
 Signatures::
 
     class MessageSink(Protocol):
@@ -28,13 +34,18 @@ Signatures::
                    subjects: Sequence[str] = (), start_seq: int = 1, batch: int = 8192,
                    heartbeat_seconds: float = 1.0, expires_seconds: float = 10.0,
                    on_progress: Callable[[], None] | None = None,
-                   metrics: FollowerMetrics | None = None, name: str = "")
-        async .run() -> None            # until .stop(); never raises on NATS trouble
+                   metrics: FollowerMetrics | None = None, name: str = "",
+                   max_silence_seconds: float | None = None,
+                   wall_clock: Callable[[], float] = time.time)
+        async .run() -> None            # until .stop(); never raises on NATS trouble, raises
+                                        # FollowerTooStale after too long a silence
         .stop() -> None
         .last_seq: int                  # last stream sequence given to the sink
         .caught_up: bool
         async .wait_caught_up() -> None
     FollowerMetrics(registry: CollectorRegistry)
+    class FollowerTooStale(Exception)
+    TOMBSTONE_TRUSTED_SHARE: float      # of the tombstone TTL a position stays trustworthy for
 
 The sink must not raise; if it does, the message is counted as failed, logged, and skipped.
 """
@@ -44,8 +55,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Final, Protocol
 
 import msgspec
 from nats.aio.client import Client
@@ -60,6 +72,12 @@ log = logging.getLogger(__name__)
 
 _NS = 1_000_000_000
 _ENCODER = msgspec.json.Encoder()
+
+TOMBSTONE_TRUSTED_SHARE: Final = 0.9
+"""A stream position stays trustworthy for this share of the tombstone TTL after the last contact.
+
+The rest covers clock skew between hosts and messages in flight at the last contact.
+"""
 
 
 class MessageSink(Protocol):
@@ -92,6 +110,10 @@ class FollowerMetrics:
         )
 
 
+class FollowerTooStale(Exception):
+    """Out of contact too long to resume: deletions may have expired from the stream meanwhile."""
+
+
 class _Restart(Exception):
     """The consumer must be recreated at last_seq + 1."""
 
@@ -111,6 +133,8 @@ class StreamFollower:
         on_progress: Callable[[], None] | None = None,
         metrics: FollowerMetrics | None = None,
         name: str = "",
+        max_silence_seconds: float | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.nc = nc
         self.stream = stream
@@ -124,6 +148,9 @@ class StreamFollower:
         self.name = name or f"follower-{stream}"
         self.caught_up = False
         self.pending = -1
+        self.max_silence = max_silence_seconds
+        self.wall_clock = wall_clock
+        self._last_contact: float | None = None  # wall time; None until the server first answers
         self._caught_up_event = asyncio.Event()
         self._stopping = asyncio.Event()
         self._metrics = metrics
@@ -140,7 +167,10 @@ class StreamFollower:
     # -- public --------------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Follow until :meth:`stop`; NATS trouble only ever restarts the consumer."""
+        """Follow until :meth:`stop`; NATS trouble only ever restarts the consumer.
+
+        Raises :class:`FollowerTooStale` instead of restarting after too long a silence.
+        """
         backoff = 0.1
         while not self._stopping.is_set():
             try:
@@ -167,7 +197,21 @@ class StreamFollower:
 
     # -- consumer lifecycle ---------------------------------------------------------------------
 
+    def _touch(self) -> None:
+        self._last_contact = self.wall_clock()
+
+    def _check_fresh(self) -> None:
+        if self.max_silence is None or self._last_contact is None:
+            return
+        silence = self.wall_clock() - self._last_contact
+        if silence > self.max_silence:
+            raise FollowerTooStale(
+                f"stream {self.stream}: out of contact for {silence:.0f} s, longer than the "
+                f"{self.max_silence:.0f} s after which deletions may have expired from it"
+            )
+
     async def _pump(self) -> None:
+        self._check_fresh()
         js = self.nc.jetstream()
         config = ConsumerConfig(
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
@@ -183,6 +227,7 @@ class StreamFollower:
         elif self.subjects:
             config.filter_subjects = list(self.subjects)
         info = await js.add_consumer(self.stream, config=config)
+        self._touch()
         self._consumer = info.name
         self._next_dseq = 1
         self._fault = None
@@ -279,6 +324,7 @@ class StreamFollower:
             self._metrics.last_seq.labels(self.stream).set(self.last_seq)
         self._count = 0
         self._last_activity = asyncio.get_running_loop().time()
+        self._touch()
         self._mark_pending(pending)
 
     def _mark_pending(self, pending: int) -> None:
@@ -299,8 +345,10 @@ class StreamFollower:
         self._last_activity = asyncio.get_running_loop().time()
         status = (msg.headers or {}).get("Status", "")
         if status == "100":
+            self._touch()
             return  # idle heartbeat: the consumer is alive
         if status in ("404", "408"):
+            self._touch()
             self._request_open = False  # request expired or nothing to give: ask again
             if self._count:
                 self._flush_progress(0 if status == "404" else self.pending)
