@@ -2,29 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
-import pytest
-import yaml
-
-ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = Path(sys.executable).parent / "kubectl"
 SERVICES = ("watcher", "planner", "actuator", "webhook")
-
-
-@pytest.fixture(scope="module")
-def rendered() -> list[dict[str, Any]]:
-    out = subprocess.run(
-        [str(KUBECTL), "kustomize", str(ROOT / "deploy")],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 def find(docs: list[dict[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:

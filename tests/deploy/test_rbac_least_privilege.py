@@ -2,20 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any, get_args
 
 import pytest
-import yaml
 
 from events.messages import Verb
 from services.watcher.settings import DEFAULT_RESOURCES
 from spreadbus.core.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
-
-ROOT = Path(__file__).resolve().parents[2]
-KUBECTL = Path(sys.executable).parent / "kubectl"
 
 NEEDED = {
     "spreadbus-watcher": watch_access(DEFAULT_RESOURCES),
@@ -23,18 +16,6 @@ NEEDED = {
     "spreadbus-planner": frozenset(),
     "spreadbus-webhook": frozenset(),
 }
-
-
-@pytest.fixture(scope="module")
-def rendered() -> list[dict[str, Any]]:
-    out = subprocess.run(
-        [str(KUBECTL), "kustomize", str(ROOT / "deploy")],
-        check=True,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    ).stdout
-    return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 def granted(docs: list[dict[str, Any]], account: str) -> set[Access]:
