@@ -7,6 +7,8 @@ import json
 import uuid
 from typing import Any
 
+from services.webhook.review import AdmissionRequest, parse
+
 
 def review(
     *,
@@ -37,6 +39,13 @@ def review(
     if sub_resource:
         request["subResource"] = sub_resource
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def request(**fields: Any) -> AdmissionRequest:
+    """A :func:`review` as the webhook reads it off the wire."""
+    parsed = parse(json.dumps(review(**fields)).encode())
+    assert isinstance(parsed, AdmissionRequest), parsed
+    return parsed
 
 
 def pod(

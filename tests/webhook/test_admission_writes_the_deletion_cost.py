@@ -3,23 +3,17 @@
 from __future__ import annotations
 
 import json
-import random
-from collections.abc import AsyncIterator
 from typing import Any
 
-import nats
-import pytest
 from nats.aio.client import Client
 
 from kubesim import jsonpatch
-from services.webhook import review
 from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
 from services.webhook.view_progress import ViewProgress
-from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
-from tests.webhook.admission_reviews import patch_of
+from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,
     Feed,
@@ -41,15 +35,6 @@ def template(image: str) -> dict[str, Any]:
     }
 
 
-@pytest.fixture
-async def nc(nats_server: NatsServer) -> AsyncIterator[Client]:
-    client = await nats.connect(nats_server.url)
-    try:
-        yield client
-    finally:
-        await client.close()
-
-
 async def admission_for(nc: Client, subsets: list[dict[str, Any]]) -> tuple[SpreadAdmission, Feed]:
     """A webhook whose view holds a Deployment mid-rollout: ``web-new`` has its template."""
     view = View(cluster="c1")
@@ -69,30 +54,14 @@ async def admission_for(nc: Client, subsets: list[dict[str, Any]]) -> tuple[Spre
 
 
 async def create(admission: SpreadAdmission, pod: dict[str, Any]) -> dict[str, Any]:
-    body = review.parse(
-        json.dumps(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": f"req-{random.random()}",
-                    "operation": "CREATE",
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "namespace": "default",
-                    "name": "",
-                    "object": pod,
-                },
-            }
-        ).encode()
-    )
-    assert isinstance(body, review.AdmissionRequest)
-    patched: dict[str, Any] = jsonpatch.apply(pod, patch_of(await admission.mutate_pod(body)))
+    answer = await admission.mutate_pod(request(operation="CREATE", resource="pods", obj=pod))
+    patched: dict[str, Any] = jsonpatch.apply(pod, patch_of(answer))
     return patched
 
 
-async def test_new_pods_carry_the_in_limit_cost_of_their_subset(nc: Client) -> None:
+async def test_new_pods_carry_the_in_limit_cost_of_their_subset(nats_client: Client) -> None:
     admission, feed = await admission_for(
-        nc, [zone_subset("zone-a", 2), zone_subset("zone-b", 2), zone_subset("zone-c")]
+        nats_client, [zone_subset("zone-a", 2), zone_subset("zone-b", 2), zone_subset("zone-c")]
     )
     seen: list[tuple[str, str | None]] = []
     for i in range(5):
@@ -110,24 +79,30 @@ async def test_new_pods_carry_the_in_limit_cost_of_their_subset(nc: Client) -> N
     ]
 
 
-async def test_a_value_in_the_pod_template_is_replaced(nc: Client) -> None:
-    admission, _ = await admission_for(nc, [zone_subset("zone-a", 2), zone_subset("zone-b")])
+async def test_a_value_in_the_pod_template_is_replaced(nats_client: Client) -> None:
+    admission, _ = await admission_for(
+        nats_client, [zone_subset("zone-a", 2), zone_subset("zone-b")]
+    )
     pod = new_pod("web-new")
     pod["metadata"]["annotations"] = {COST: "-5"}
     assert (await create(admission, pod))["metadata"]["annotations"][COST] == "200"
 
 
-async def test_a_pod_of_an_older_replicaset_gets_no_cost_from_the_webhook(nc: Client) -> None:
-    admission, _ = await admission_for(nc, [zone_subset("zone-a", 2), zone_subset("zone-b")])
+async def test_a_pod_of_an_older_replicaset_gets_no_cost_from_the_webhook(
+    nats_client: Client,
+) -> None:
+    admission, _ = await admission_for(
+        nats_client, [zone_subset("zone-a", 2), zone_subset("zone-b")]
+    )
     pod = await create(admission, new_pod("web-old"))
     annotations = pod["metadata"]["annotations"]
     assert json.loads(annotations[MATCHED])["subset"] == "zone-a"
     assert COST not in annotations
 
 
-async def test_a_subset_with_a_minimum_leaves_the_cost_to_the_planner(nc: Client) -> None:
+async def test_a_subset_with_a_minimum_leaves_the_cost_to_the_planner(nats_client: Client) -> None:
     guarded = {**zone_subset("zone-a", 2), "minReplicas": 1}
-    admission, _ = await admission_for(nc, [guarded, zone_subset("zone-b")])
+    admission, _ = await admission_for(nats_client, [guarded, zone_subset("zone-b")])
     pod = await create(admission, new_pod("web-new"))
     assert json.loads(pod["metadata"]["annotations"][MATCHED])["subset"] == "zone-a"
     assert COST not in pod["metadata"]["annotations"]
