@@ -44,6 +44,7 @@ Signatures::
         .caught_up: bool
         async .wait_caught_up() -> None
     FollowerMetrics(registry: CollectorRegistry)
+    delivery_sequences(reply: str) -> tuple[int, int, int] | None   # (sseq, dseq, pending)
     class FollowerTooStale(Exception)
     TOMBSTONE_TRUSTED_SHARE: float      # of the tombstone TTL a position stays trustworthy for
 
@@ -78,6 +79,19 @@ TOMBSTONE_TRUSTED_SHARE: Final = 0.9
 
 The rest covers clock skew between hosts and messages in flight at the last contact.
 """
+
+
+def delivery_sequences(reply: str) -> tuple[int, int, int] | None:
+    """Stream sequence, delivery sequence and pending count of a delivered message, read from
+    its reply subject with one split; ``None`` for a status message (no ``$JS.ACK`` reply)."""
+    # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>; the v2 form
+    # adds domain and account hash after ACK and a random token at the end.
+    tokens = reply.split(".")
+    if len(tokens) == 9 and tokens[1] == "ACK":
+        return int(tokens[5]), int(tokens[6]), int(tokens[8])
+    if len(tokens) == 12 and tokens[1] == "ACK":
+        return int(tokens[7]), int(tokens[8]), int(tokens[10])
+    return None
 
 
 class MessageSink(Protocol):
@@ -284,17 +298,11 @@ class StreamFollower:
     # -- the hot path -------------------------------------------------------------------------
 
     async def _on_message(self, msg: Msg) -> None:
-        reply = msg.reply
-        # $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>; the v2 form
-        # adds domain and account hash after ACK and a random token at the end.
-        tokens = reply.split(".")
-        if len(tokens) == 9 and tokens[1] == "ACK":
-            sseq, dseq, pending = int(tokens[5]), int(tokens[6]), int(tokens[8])
-        elif len(tokens) == 12 and tokens[1] == "ACK":
-            sseq, dseq, pending = int(tokens[7]), int(tokens[8]), int(tokens[10])
-        else:
+        sequences = delivery_sequences(msg.reply)
+        if sequences is None:
             self._on_status(msg)
             return
+        sseq, dseq, pending = sequences
         self._in_request += 1
         if self._in_request >= self.batch:
             self._request_open = False

@@ -43,6 +43,8 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
 
+from spreadbus.runtime.follower import delivery_sequences
+
 log = logging.getLogger(__name__)
 
 _NS = 1_000_000_000
@@ -128,8 +130,8 @@ class SnapshotStore:
         async def on_chunk(msg: Msg) -> None:
             nonlocal received, asked
             progress.set()
-            reply = msg.reply
-            if not reply.startswith("$JS.ACK."):
+            sequences = delivery_sequences(msg.reply)
+            if sequences is None:
                 status = (msg.headers or {}).get("Status", "")
                 if status in ("404", "408"):
                     asked = received  # a request ran out early: ask again for the rest
@@ -137,8 +139,7 @@ class SnapshotStore:
                 elif status != "100":
                     fault.append(f"status {status}")
                 return
-            tokens = reply.split(".")
-            dseq = int(tokens[6] if len(tokens) == 9 else tokens[8])
+            _, dseq, _ = sequences
             if dseq != received + 1:
                 fault.append(f"delivery gap at chunk {dseq}")
                 return
