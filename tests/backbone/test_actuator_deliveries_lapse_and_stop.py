@@ -26,8 +26,10 @@ from tests.backbone.test_actuator_outcomes import (
     _count,
     annotate,
     deployment_body,
+    deployment_ref,
     outcomes,
     publish,
+    running,
 )
 from tests.fixtures.polling import wait_until_async
 
@@ -56,55 +58,60 @@ def _handle_tasks() -> list[asyncio.Task[Any]]:
     ]
 
 
-async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back(
-    nats_client: Client, kube_api_client: client.ApiClient
-) -> None:
-    await ensure_streams(nats_client.jetstream())
-    first = await _create(kube_api_client, "one")
-    second = await _create(kube_api_client, "two")
-    registry = CollectorRegistry()
-    slow = PlanConsumer(
-        nats_client,
-        Applier(KubeClient(kube_api_client), limiter=_stuck_after_one()),
-        cluster="c1",
-        workers=2,
-        registry=registry,
+def _consumer(
+    nc: Client, api: client.ApiClient, limiter: TokenBucket, **options: Any
+) -> PlanConsumer:
+    return PlanConsumer(
+        nc, Applier(KubeClient(api), limiter=limiter), cluster="c1", workers=2, **options
     )
-    stopping = asyncio.Event()
-    task = asyncio.create_task(slow.run(stopping))
-    await publish(nats_client, annotate("one", first.metadata.uid, "1", "p-one"))
-    await wait_until_async(
-        lambda: _count(nats_client, 1), what="_count(nats_client, 1)"
-    )  # the one token is spent here
-    await publish(nats_client, annotate("two", second.metadata.uid, "1", "p-two"))
+
+
+async def _apply_one_and_hold_the_next(nc: Client, api: client.ApiClient) -> None:
+    """Plan p-one is applied (spending the stuck limiter's tokens); p-two is held mid-apply."""
+    first = await _create(api, "one")
+    second = await _create(api, "two")
+    await publish(nc, annotate("one", first.metadata.uid, "1", "p-one"))
+    await wait_until_async(lambda: _count(nc, 1), what="p-one's outcome")
+    await publish(nc, annotate("two", second.metadata.uid, "1", "p-two"))
 
     async def two_is_stuck() -> bool:
         return len(_handle_tasks()) == 1
 
     await wait_until_async(two_is_stuck, what="two_is_stuck")
 
-    stopping.set()
-    await asyncio.wait_for(task, 15)
+
+def _zone(plan_id: str, target: ObjectRef, zone: str, precondition: Precondition) -> Plan:
+    """A strategic patch setting the app container's ZONE variable."""
+    container = {"name": "app", "env": [{"name": "ZONE", "value": zone}]}
+    return Plan(
+        id=plan_id,
+        cluster="c1",
+        verb="patch",
+        rule="test",
+        target=target,
+        patch_type="strategic",
+        patch={"spec": {"template": {"spec": {"containers": [container]}}}},
+        precondition=precondition,
+    )
+
+
+async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back(
+    nats_client: Client, kube_api_client: client.ApiClient
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    registry = CollectorRegistry()
+    slow = _consumer(nats_client, kube_api_client, _stuck_after_one(), registry=registry)
+    async with running(slow, stop_within=15):
+        await _apply_one_and_hold_the_next(nats_client, kube_api_client)
     assert _handle_tasks() == []  # cancelled and awaited, not left running
     assert _sample(registry, "spreadbus_actuator_abandoned_plans_total", why="stopping") == 1
 
     # Handed back: another replica applies it at once, well before the ack wait runs out.
-    fast = PlanConsumer(
-        nats_client,
-        Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50)),
-        cluster="c1",
-        workers=2,
-        ack_wait_seconds=60.0,
-    )
-    stopping = asyncio.Event()
-    task = asyncio.create_task(fast.run(stopping))
-    try:
+    fast = _consumer(nats_client, kube_api_client, TokenBucket(50, 50), ack_wait_seconds=60.0)
+    async with running(fast, stop_within=15):
         await wait_until_async(
             lambda: _count(nats_client, 2), what="_count(nats_client, 2)", timeout=20
         )
-    finally:
-        stopping.set()
-        await asyncio.wait_for(task, 15)
     results = {o.plan_id: o.result for o in await outcomes(nats_client)}
     assert results == {"p-one": "applied", "p-two": "applied"}
 
@@ -115,57 +122,30 @@ async def test_an_apply_whose_delivery_lapsed_while_nats_was_away_is_cancelled(
     nc = await nats.connect(nats_server.url, reconnect_time_wait=0.2, max_reconnect_attempts=-1)
     try:
         await ensure_streams(nc.jetstream())
-        first = await _create(kube_api_client, "one")
-        second = await _create(kube_api_client, "two")
         registry = CollectorRegistry()
-        slow = PlanConsumer(
-            nc,
-            Applier(KubeClient(kube_api_client), limiter=_stuck_after_one()),
-            cluster="c1",
-            workers=2,
-            ack_wait_seconds=1.5,
-            registry=registry,
+        slow = _consumer(
+            nc, kube_api_client, _stuck_after_one(), ack_wait_seconds=1.5, registry=registry
         )
-        stopping = asyncio.Event()
-        task = asyncio.create_task(slow.run(stopping))
-        await publish(nc, annotate("one", first.metadata.uid, "1", "p-one"))
-        await wait_until_async(lambda: _count(nc, 1), what="_count(nc, 1)")
-        await publish(nc, annotate("two", second.metadata.uid, "1", "p-two"))
+        async with running(slow, stop_within=15):
+            await _apply_one_and_hold_the_next(nc, kube_api_client)
+            await asyncio.to_thread(nats_server.stop)
 
-        async def two_is_stuck() -> bool:
-            return len(_handle_tasks()) == 1
+            async def lapsed() -> bool:
+                return (
+                    _sample(
+                        registry, "spreadbus_actuator_abandoned_plans_total", why="delivery_lapsed"
+                    )
+                    == 1
+                    and _handle_tasks() == []
+                )
 
-        await wait_until_async(two_is_stuck, what="two_is_stuck")
-
-        await asyncio.to_thread(nats_server.stop)
-
-        async def lapsed() -> bool:
-            return (
-                _sample(registry, "spreadbus_actuator_abandoned_plans_total", why="delivery_lapsed")
-                == 1
-                and _handle_tasks() == []
-            )
-
-        await wait_until_async(lapsed, what="lapsed")
-        assert _sample(registry, "spreadbus_actuator_renewal_failures_total") >= 1
-        stopping.set()
-        await asyncio.wait_for(task, 15)
+            await wait_until_async(lapsed, what="lapsed")
+            assert _sample(registry, "spreadbus_actuator_renewal_failures_total") >= 1
 
         await asyncio.to_thread(nats_server.restart)
-        fast = PlanConsumer(
-            nc,
-            Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50)),
-            cluster="c1",
-            workers=2,
-            ack_wait_seconds=1.5,
-        )
-        stopping = asyncio.Event()
-        task = asyncio.create_task(fast.run(stopping))
-        try:
+        fast = _consumer(nc, kube_api_client, TokenBucket(50, 50), ack_wait_seconds=1.5)
+        async with running(fast, stop_within=15):
             await wait_until_async(lambda: _count(nc, 2), what="_count(nc, 2)", timeout=40)
-        finally:
-            stopping.set()
-            await asyncio.wait_for(task, 15)
         results = {o.plan_id: o.result for o in await outcomes(nc)}
         assert results == {"p-one": "applied", "p-two": "applied"}
     finally:
@@ -176,33 +156,12 @@ async def test_a_redelivered_strategic_or_status_plan_already_applied_is_skipped
     kube_api_client: client.ApiClient,
 ) -> None:
     created = await _create(kube_api_client, "web")
-    target = ObjectRef(
-        group="apps",
-        version="v1",
-        resource="deployments",
-        namespace="default",
-        name="web",
-        uid=created.metadata.uid,
-    )
-    strategic = Plan(
-        id="p-strategic",
-        cluster="c1",
-        verb="patch",
-        rule="test",
-        target=target,
-        patch_type="strategic",
-        patch={
-            "spec": {
-                "template": {
-                    "spec": {
-                        "containers": [{"name": "app", "env": [{"name": "ZONE", "value": "a"}]}]
-                    }
-                }
-            }
-        },
-        precondition=Precondition(
-            uid=created.metadata.uid, resource_version=created.metadata.resource_version
-        ),
+    target = deployment_ref("web", created.metadata.uid)
+    strategic = _zone(
+        "p-strategic",
+        target,
+        "a",
+        Precondition(uid=created.metadata.uid, resource_version=created.metadata.resource_version),
     )
     applier = Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50))
     assert (await applier.apply(strategic)).result == "applied"
@@ -226,24 +185,7 @@ async def test_a_redelivered_strategic_or_status_plan_already_applied_is_skipped
     again = await applier.apply(status)
     assert again.result == "skipped", again.error
     # A strategic patch that would still change something is not taken as done.
-    other = Plan(
-        id="p-other",
-        cluster="c1",
-        verb="patch",
-        rule="test",
-        target=target,
-        patch_type="strategic",
-        patch={
-            "spec": {
-                "template": {
-                    "spec": {
-                        "containers": [{"name": "app", "env": [{"name": "ZONE", "value": "b"}]}]
-                    }
-                }
-            }
-        },
-        precondition=Precondition(uid=created.metadata.uid),
-    )
+    other = _zone("p-other", target, "b", Precondition(uid=created.metadata.uid))
     assert (await applier.apply(other)).result == "applied"
 
 

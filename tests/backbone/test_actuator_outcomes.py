@@ -39,19 +39,23 @@ def deployment_body(name: str) -> dict[str, Any]:
     }
 
 
+def deployment_ref(name: str, uid: str) -> ObjectRef:
+    return ObjectRef(
+        group="apps",
+        version="v1",
+        resource="deployments",
+        namespace="default",
+        name=name,
+        uid=uid,
+    )
+
+
 def annotate(name: str, uid: str, value: str, plan_id: str) -> Plan:
     return Plan(
         id=plan_id,
         cluster="c1",
         verb="patch",
-        target=ObjectRef(
-            group="apps",
-            version="v1",
-            resource="deployments",
-            namespace="default",
-            name=name,
-            uid=uid,
-        ),
+        target=deployment_ref(name, uid),
         patch={"metadata": {"annotations": {ANNOTATION: value}}},
         precondition=Precondition(uid=uid),
         rule="test",
@@ -76,8 +80,20 @@ async def outcomes(nc: Client) -> list[Outcome]:
 
 
 @contextlib.asynccontextmanager
-async def actuator(nc: Client, api: client.ApiClient, replicas: int = 1) -> AsyncIterator[None]:
+async def running(*consumers: PlanConsumer, stop_within: float = 20) -> AsyncIterator[None]:
+    """The consumers run inside the block and are stopped, and awaited, on the way out."""
     stopping = asyncio.Event()
+    tasks = [asyncio.create_task(c.run(stopping)) for c in consumers]
+    try:
+        yield
+    finally:
+        stopping.set()
+        await asyncio.wait_for(asyncio.gather(*tasks), stop_within)
+
+
+def actuator(
+    nc: Client, api: client.ApiClient, replicas: int = 1
+) -> contextlib.AbstractAsyncContextManager[None]:
     consumers = [
         PlanConsumer(
             nc,
@@ -87,12 +103,7 @@ async def actuator(nc: Client, api: client.ApiClient, replicas: int = 1) -> Asyn
         )
         for _ in range(replicas)
     ]
-    tasks = [asyncio.create_task(c.run(stopping)) for c in consumers]
-    try:
-        yield
-    finally:
-        stopping.set()
-        await asyncio.wait_for(asyncio.gather(*tasks), 20)
+    return running(*consumers)
 
 
 async def test_plans_end_in_applied_skipped_or_failed_exactly_once(
@@ -142,14 +153,7 @@ async def test_a_patch_the_api_rejects_fails_without_retrying_forever(
         id="p-invalid",
         cluster="c1",
         verb="patch",
-        target=ObjectRef(
-            group="apps",
-            version="v1",
-            resource="deployments",
-            namespace="default",
-            name="bad",
-            uid=created.metadata.uid,
-        ),
+        target=deployment_ref("bad", created.metadata.uid),
         patch={"spec": {"replicas": "many"}},
         rule="test",
     )
@@ -253,14 +257,7 @@ async def test_status_plans_write_only_the_status_subresource(
         cluster="c1",
         verb="patch_status",
         rule="test",
-        target=ObjectRef(
-            group="apps",
-            version="v1",
-            resource="deployments",
-            namespace="default",
-            name="stat",
-            uid=created.metadata.uid,
-        ),
+        target=deployment_ref("stat", created.metadata.uid),
         patch={"status": {"observedGeneration": 1}, "spec": {"replicas": 5}},
     )
     async with actuator(nats_client, kube_api_client):
