@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -15,7 +14,6 @@ import yaml
 
 from events.codec import decode
 from events.messages import Admission
-from services.webhook import review
 from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
@@ -23,7 +21,7 @@ from services.webhook.view_progress import ViewProgress
 from spreadbus.cli import main
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
-from tests.webhook.admission_reviews import review as review_body
+from tests.webhook.admission_reviews import request
 from tests.webhook.cluster_state import (
     Feed,
     deployment,
@@ -72,12 +70,6 @@ async def test_waiting_for_more_of_the_view_gives_up_only_once_the_deadline_pass
     assert waiting.result() is True
 
 
-def _parse(body: dict[str, Any]) -> review.AdmissionRequest:
-    parsed = review.parse(json.dumps(body).encode())
-    assert isinstance(parsed, review.AdmissionRequest)
-    return parsed
-
-
 @pytest.fixture
 async def admission(nats_server: NatsServer) -> AsyncIterator[SpreadAdmission]:
     nc = await nats.connect(nats_server.url)
@@ -99,24 +91,24 @@ async def test_the_answer_is_given_before_its_admission_event_is_published(
 ) -> None:
     assert admission.nc is not None
     sub = await admission.nc.subscribe("admission.>")
-    body = review_body(operation="CREATE", resource="pods", obj=new_pod())
-    answer = await admission.mutate_pod(_parse(body))
+    body = request(operation="CREATE", resource="pods", obj=new_pod())
+    answer = await admission.mutate_pod(body)
     assert answer["response"]["allowed"] is True
     assert len(admission.announcements.pending) == 1, "the publication is still under way"
     await admission.announcements.drain(timeout=5)
     assert not admission.announcements.pending
     event = decode((await sub.next_msg(timeout=5)).data)
     assert isinstance(event, Admission)
-    assert (event.subset, event.request_uid) == ("zone-a", body["request"]["uid"])
+    assert (event.subset, event.request_uid) == ("zone-a", body.uid)
 
 
 async def test_admission_events_beyond_the_bound_are_dropped_and_counted(
     admission: SpreadAdmission,
 ) -> None:
     admission.announcements.max_pending = 2
-    request = _parse(review_body(operation="CREATE", resource="pods", obj=new_pod()))
+    body = request(operation="CREATE", resource="pods", obj=new_pod())
     for _ in range(5):
-        admission.announcements.announce(request, "ws", "zone-a", "key")
+        admission.announcements.announce(body, "ws", "zone-a", "key")
     assert len(admission.announcements.pending) == 2
     assert admission.announcements.dropped == 3
     await admission.announcements.drain(timeout=5)
@@ -139,7 +131,7 @@ async def test_a_replicas_path_that_does_not_resolve_is_a_warning_naming_the_fie
     )
     with caplog.at_level(logging.WARNING, logger="services.webhook.admission"):
         answer = await admission.mutate_pod(
-            _parse(review_body(operation="CREATE", resource="pods", obj=new_pod()))
+            request(operation="CREATE", resource="pods", obj=new_pod())
         )
     response = answer["response"]
     assert response["allowed"] is True

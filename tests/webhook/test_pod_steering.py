@@ -16,14 +16,13 @@ from nats.aio.client import Client
 
 from events.reservations import ledger_key
 from kubesim import jsonpatch
-from services.webhook import review
 from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import Ledger, LedgerStore
 from services.webhook.view import View
 from services.webhook.view_progress import ViewProgress
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
-from tests.webhook.admission_reviews import patch_of
+from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,
     Feed,
@@ -73,23 +72,9 @@ async def replicas(nats_server: NatsServer) -> AsyncIterator[list[Replica]]:
 
 
 async def create(replica: Replica, pod: dict[str, Any]) -> dict[str, Any]:
-    body = review.parse(
-        json.dumps(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": f"req-{random.random()}",
-                    "operation": "CREATE",
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "namespace": "default",
-                    "name": pod["metadata"].get("name", ""),
-                    "object": pod,
-                },
-            }
-        ).encode()
+    body = request(
+        operation="CREATE", resource="pods", name=pod["metadata"].get("name", ""), obj=pod
     )
-    assert isinstance(body, review.AdmissionRequest)
     return await replica.admission.mutate_pod(body)
 
 
@@ -152,23 +137,9 @@ async def test_a_deleted_pod_frees_its_slot_before_it_is_gone(replicas: list[Rep
         replica.feed.put(pod)
     full = await create(replica, new_pod())
     assert subset_of(jsonpatch.apply(new_pod(), patch_of(full))) == "zone-b"
-    deletion = review.parse(
-        json.dumps(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": "del-1",
-                    "operation": "DELETE",
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "namespace": "default",
-                    "name": "web-5f7c-0",
-                    "oldObject": stored[0],
-                },
-            }
-        ).encode()
+    deletion = request(
+        operation="DELETE", resource="pods", name="web-5f7c-0", old=stored[0], uid="del-1"
     )
-    assert isinstance(deletion, review.AdmissionRequest)
     answer = await replica.admission.record_pod_removal(deletion)
     assert answer["response"]["allowed"] is True
     freed = await create(replica, new_pod())
@@ -176,23 +147,7 @@ async def test_a_deleted_pod_frees_its_slot_before_it_is_gone(replicas: list[Rep
 
 
 async def test_a_dry_run_create_is_answered_without_reserving(replicas: list[Replica]) -> None:
-    body = review.parse(
-        json.dumps(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": "dry",
-                    "operation": "CREATE",
-                    "dryRun": True,
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "namespace": "default",
-                    "object": new_pod(),
-                },
-            }
-        ).encode()
-    )
-    assert isinstance(body, review.AdmissionRequest)
+    body = request(operation="CREATE", resource="pods", obj=new_pod(), dry_run=True, uid="dry")
     answer = await replicas[0].admission.mutate_pod(body)
     assert answer["response"] == {"uid": "dry", "allowed": True}
     ledger = await replicas[0].admission.ledger.current(ledger_key("c1", "default", "ws"))
@@ -276,28 +231,18 @@ async def test_an_eviction_frees_no_slot_until_the_pod_is_seen_terminating(
         stored.append(stored_pod(pod, f"web-5f7c-{i}", jsonpatch.apply(pod, patch_of(answer))))
     for pod in stored:
         replica.feed.put(pod)
-    eviction = review.parse(
-        json.dumps(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": "evict-1",
-                    "operation": "CREATE",
-                    "subResource": "eviction",
-                    "resource": {"group": "", "version": "v1", "resource": "pods"},
-                    "namespace": "default",
-                    "name": "web-5f7c-1",
-                    "object": {
-                        "apiVersion": "policy/v1",
-                        "kind": "Eviction",
-                        "metadata": {"name": "web-5f7c-1", "namespace": "default"},
-                    },
-                },
-            }
-        ).encode()
+    eviction = request(
+        operation="CREATE",
+        resource="pods",
+        sub_resource="eviction",
+        name="web-5f7c-1",
+        obj={
+            "apiVersion": "policy/v1",
+            "kind": "Eviction",
+            "metadata": {"name": "web-5f7c-1", "namespace": "default"},
+        },
+        uid="evict-1",
     )
-    assert isinstance(eviction, review.AdmissionRequest)
     answer = await replica.admission.record_pod_removal(eviction)
     assert answer["response"]["allowed"] is True
     ledger = await replica.admission.ledger.current(ledger_key("c1", "default", "ws"))

@@ -7,7 +7,6 @@ refusing them; an owner of an observed kind that is missing is refused as Kruise
 from __future__ import annotations
 
 import json
-import random
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,7 +15,6 @@ import pytest
 from nats.aio.client import Client
 
 from kubesim import jsonpatch
-from services.webhook import review
 from services.webhook.admission import SpreadAdmission
 from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
@@ -25,7 +23,7 @@ from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import Whitelist, parse_whitelist
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
-from tests.webhook.admission_reviews import patch_of
+from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,
     Feed,
@@ -77,22 +75,7 @@ class Harness:
     async def create(self, pod: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
         """The answer, and the subset the patched pod carries."""
         assert self.admission is not None
-        body = review.parse(
-            json.dumps(
-                {
-                    "apiVersion": "admission.k8s.io/v1",
-                    "kind": "AdmissionReview",
-                    "request": {
-                        "uid": f"req-{random.random()}",
-                        "operation": "CREATE",
-                        "resource": {"group": "", "version": "v1", "resource": "pods"},
-                        "namespace": "default",
-                        "object": pod,
-                    },
-                }
-            ).encode()
-        )
-        assert isinstance(body, review.AdmissionRequest)
+        body = request(operation="CREATE", resource="pods", obj=pod)
         answer = await self.admission.mutate_pod(body)
         if not answer["response"]["allowed"]:
             return answer, None

@@ -28,6 +28,7 @@ from services.webhook.view_progress import ViewProgress
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of
+from tests.webhook.admission_reviews import request as review_request
 from tests.webhook.cluster_state import (
     MATCHED,
     Feed,
@@ -91,24 +92,14 @@ async def two_replicas(nats_server: NatsServer) -> AsyncIterator[tuple[Replica, 
 
 def request(operation: str, resource: str, obj: dict[str, Any]) -> review.AdmissionRequest:
     group, _, plural = resource.rpartition("/")
-    body = review.parse(
-        json.dumps(
-            {
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "request": {
-                    "uid": f"req-{operation}-{plural}",
-                    "operation": operation,
-                    "resource": {"group": group, "version": "v1", "resource": plural},
-                    "namespace": "default",
-                    "name": obj["metadata"].get("name", ""),
-                    "object": obj,
-                },
-            }
-        ).encode()
+    return review_request(
+        operation=operation,
+        resource=plural,
+        group=group,
+        name=obj["metadata"].get("name", ""),
+        obj=obj,
+        uid=f"req-{operation}-{plural}",
     )
-    assert isinstance(body, review.AdmissionRequest)
-    return body
 
 
 def subset_after(pod: dict[str, Any], answer: dict[str, Any]) -> str | None:
