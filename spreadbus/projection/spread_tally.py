@@ -123,6 +123,17 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
     )
 
 
+def _cost_to_write(current: str | None, cost: int | None) -> str | None:
+    """The deletion-cost annotation to write, or ``None`` when the pod already says it (no
+    annotation reads as cost 0) or has no wanted cost."""
+    if cost is None:
+        return None
+    value = str(cost)
+    if current == value or (current is None and value == "0"):
+        return None
+    return value
+
+
 def _missing(maximum: int, active: int, creating: int) -> int:
     """Kruise's ``missingReplicas`` loop without deletions in flight, in closed form."""
     missing = maximum
@@ -220,11 +231,8 @@ class SpreadTally:
         """
         out: dict[str, str] = {}
         for facts in self._pods.values():
-            cost = self._costs.get(facts.key)
-            if cost is None:
-                continue
-            value = str(cost)
-            if facts.cost != value and not (facts.cost is None and value == "0"):
+            value = _cost_to_write(facts.cost, self._costs.get(facts.key))
+            if value is not None:
                 out[facts.key] = value
         return out
 
@@ -266,11 +274,10 @@ class SpreadTally:
                 changed.add(facts.key)
         for pod_key in changed:
             caller = self._by_key.get(pod_key)
-            cost = self._costs.get(pod_key)
-            if caller is None or cost is None:
+            if caller is None:
                 continue
-            value, current = str(cost), self._pods[caller].cost
-            if current != value and not (current is None and value == "0"):
+            value = _cost_to_write(self._pods[caller].cost, self._costs.get(pod_key))
+            if value is not None:
                 updates[pod_key] = value
         self._touched.clear()
         self._dirty.clear()
