@@ -9,6 +9,7 @@ its budget.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.service import ServiceContext, run_service
@@ -19,13 +20,22 @@ def settings(nats_server: NatsServer) -> ServiceSettings:
     return ServiceSettings(nats_url=(nats_server.url,), http_host="127.0.0.1", http_port=0)
 
 
-async def until_started(shell: asyncio.Task[int], started: asyncio.Event) -> None:
+async def stopped_once_started(
+    nats_server: NatsServer, main: Callable[[ServiceContext], Awaitable[None]],
+    started: asyncio.Event,
+) -> int:
+    """Run ``main`` in the shell, stop it once it has started; the shell's exit code."""
+    stopping = asyncio.Event()
+    shell = asyncio.create_task(run_service("shell-probe", settings(nats_server), main,
+                                            stopping=stopping))
     waiting = asyncio.ensure_future(started.wait())
     try:
         await asyncio.wait({shell, waiting}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         waiting.cancel()
     assert started.is_set(), f"the service did not start: exit code {shell.result()}"
+    stopping.set()
+    return await shell
 
 
 async def test_a_service_whose_clean_up_talks_to_nats_finishes_it_before_the_shell_exits(
@@ -42,12 +52,7 @@ async def test_a_service_whose_clean_up_talks_to_nats_finishes_it_before_the_she
             await ctx.nc.flush()
         steps.append("cleaned up")
 
-    stopping = asyncio.Event()
-    shell = asyncio.create_task(run_service("shell-probe", settings(nats_server), main,
-                                            stopping=stopping))
-    await until_started(shell, started)
-    stopping.set()
-    assert await shell == 0
+    assert await stopped_once_started(nats_server, main, started) == 0
     assert steps == ["stopping", "cleaned up"]
 
 
@@ -66,10 +71,5 @@ async def test_a_clean_up_that_overruns_its_budget_is_cancelled_and_the_shell_st
             cancelled.append(True)
             raise
 
-    stopping = asyncio.Event()
-    shell = asyncio.create_task(run_service("shell-probe", settings(nats_server), main,
-                                            stopping=stopping))
-    await until_started(shell, started)
-    stopping.set()
-    assert await shell == 0
+    assert await stopped_once_started(nats_server, main, started) == 0
     assert cancelled == [True]
