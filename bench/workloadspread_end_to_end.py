@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -207,11 +206,9 @@ def baseline(replicas: int, workdir: Path) -> float:
 
 
 def spread(replicas: int, workdir: Path, *, with_spread: bool = True) -> tuple[float, float]:
-    saved = {k: os.environ.get(k) for k in ACTUATOR}
-    os.environ.update(ACTUATOR)
     data_dir = workdir / ("stack" if with_spread else "plain-stack")
     stack = Stack(data_dir=data_dir, cluster="bench",
-                  kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET])
+                  kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET], service_env=ACTUATOR)
     try:
         stack.start(120.0)
         api = config.new_client_from_config(  # type: ignore[no-untyped-call]
@@ -259,11 +256,6 @@ def spread(replicas: int, workdir: Path, *, with_spread: bool = True) -> tuple[f
             return ready - started, done - started
     finally:
         stack.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,10 +24,11 @@ closed before its next start.
 
 Signatures::
 
-    Stack(data_dir: Path, cluster: str, kubesim_args: list[str], webhook_replicas: int = 1)
+    Stack(data_dir: Path, cluster: str, kubesim_args: list[str], webhook_replicas: int = 1,
+          service_env: dict[str, str] = {})
         .start(ready_timeout: float) -> None        # raises StackError naming the part
         .supervise() -> None ; .status_lines() -> Iterator[str] ; .stop() -> None
-    Child(name, argv, log_path) ; .reported_port(message: str) -> int
+    Child(name, argv, log_path, env={}) ; .reported_port(message: str) -> int
     webhook_names(replicas: int) -> list[str]
     free_port() -> int      # for callers that must name a port up front (benchmarks)
 
@@ -45,7 +46,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Final
@@ -91,6 +92,8 @@ class Child:
     next_start: float = 0.0
     port_message: str = HEALTH_LISTENING
     """The log line (``msg``) in which the child reports the health port it bound."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """Variables set for this child (every start) on top of the supervisor's environment."""
     _log: IO[bytes] | None = field(default=None, repr=False)
     _log_start: int = field(default=0, repr=False)
 
@@ -115,6 +118,7 @@ class Child:
             start_new_session=True,
             preexec_fn=die_with_parent(),
             cwd=ROOT,
+            env={**os.environ, **self.env} if self.env else None,
         )
 
     @property
@@ -199,6 +203,9 @@ class Stack:
     """The first replica's port."""
     endpoints_ready: tuple[bool, ...] = ()
     """Readiness of each webhook replica as the Service's endpoints last listed it."""
+    service_env: dict[str, str] = field(default_factory=dict)
+    """Settings (``SPREADBUS_*``) for the four services, restarts included; this process's own
+    environment is left as it is."""
 
     @property
     def run_dir(self) -> Path:
@@ -313,7 +320,7 @@ class Stack:
                 f"--tls-cert={tls['cert']}",
                 f"--tls-key={tls['key']}",
             ]
-        return Child(name, argv, self.data_dir / "logs" / f"{name}.log")
+        return Child(name, argv, self.data_dir / "logs" / f"{name}.log", env=self.service_env)
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

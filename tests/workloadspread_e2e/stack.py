@@ -2,15 +2,15 @@
 
 ``spreadbus up``'s :class:`Stack` starts every part as its own process; kubesim runs with fast
 kubelet delays so a scenario of a few hundred pods takes seconds. Service settings are passed
-the documented way, as ``SPREADBUS_*`` variables the service processes inherit; the actuator's
-API rate limit is raised (its default of 20 requests/s suits a shared production API server, not
-a simulator that a scenario writes a few hundred deletion costs to).
+the documented way, as ``SPREADBUS_*`` variables in the service processes' environment (this
+process's own is left alone); the actuator's API rate limit is raised (its default of 20
+requests/s suits a shared production API server, not a simulator that a scenario writes a few
+hundred deletion costs to).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -50,12 +50,9 @@ def running_stack(
     data_dir: Path, topology: str, env: Mapping[str, str], *, webhook_replicas: int = 1
 ) -> Iterator[tuple[Stack, client.ApiClient]]:
     """The stack itself too, for scenarios that read its processes (ports, metrics)."""
-    env = {**FAST_ACTUATOR, **env}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
     stack = Stack(data_dir=data_dir, cluster="local",
                   kubesim_args=[f"--topology={topology}", *FAST_KUBELET],
-                  webhook_replicas=webhook_replicas)
+                  webhook_replicas=webhook_replicas, service_env={**FAST_ACTUATOR, **env})
     try:
         stack.start(120.0)
         api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
@@ -65,11 +62,6 @@ def running_stack(
             yield stack, api
     finally:
         stack.stop()
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def wait_for(what: str, check: Callable[[], T | None], timeout: float,
