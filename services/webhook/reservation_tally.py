@@ -102,8 +102,7 @@ class ReservationTally:
                 continue
             gathered = creating if reservation.kind == "creating" else deleting
             gathered.setdefault(reservation.subset, {})[reservation.pod] = reservation.at
-        subsets = [*active, *(s for s in creating if s not in active)]
-        subsets += [s for s in deleting if s not in active and s not in creating]
+        subsets = dict.fromkeys([*active, *creating, *deleting])
         return {
             subset: SubsetLoad(
                 active=active.get(subset, 0),
