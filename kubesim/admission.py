@@ -179,11 +179,8 @@ def _phase(bucket: dict[Any, JsonObject] | None) -> _Phase:
     return _Phase(hooks)
 
 
-class _CallFailed(Exception):
+class CallFailed(Exception):
     """The webhook could not be called or gave an unusable answer."""
-
-
-CallFailed = _CallFailed
 
 
 ENDPOINTS = ("", "endpoints")
@@ -325,17 +322,17 @@ class Admission:
         if cc.get("url"):
             url = str(cc["url"])
             if not url.startswith("https://"):
-                raise _CallFailed(f'webhook "{w.get("name")}" URL must use https')
+                raise CallFailed(f'webhook "{w.get("name")}" URL must use https')
             return url, None
         svc = cc.get("service")
         if not isinstance(svc, dict):
-            raise _CallFailed("clientConfig needs a url or a service")
+            raise CallFailed("clientConfig needs a url or a service")
         ns, name = svc.get("namespace", ""), svc.get("name", "")
         port = int(svc.get("port", 443))
         path = svc.get("path") or "/"
         service = self.server.store.get(("", "services"), ns, name)
         if service is None:
-            raise _CallFailed(f'service "{ns}/{name}" not found')
+            raise CallFailed(f'service "{ns}/{name}" not found')
         spec = service.get("spec") or {}
         service_port: JsonObject = next(
             (
@@ -350,14 +347,14 @@ class Admission:
         if endpoints is not None and not spec.get("externalName"):
             ready = ready_endpoints(endpoints, str(service_port.get("name") or ""))
             if not ready:
-                raise _CallFailed(f'no endpoints available for service "{name}"')
+                raise CallFailed(f'no endpoints available for service "{name}"')
             turn = self._next_endpoint.get((ns, name, port), 0)
             self._next_endpoint[(ns, name, port)] = turn + 1
             ip, endpoint_port = ready[turn % len(ready)]
             return _https(ip, endpoint_port, path), server_name
         address = spec.get("externalName") or spec.get("clusterIP")
         if not isinstance(address, str) or not address or address == "None":
-            raise _CallFailed(f'service "{ns}/{name}" has no address')
+            raise CallFailed(f'service "{ns}/{name}" has no address')
         tp = service_port.get("targetPort", port)
         target = int(tp) if isinstance(tp, int) or str(tp).isdigit() else port
         return _https(address, target, path), server_name
@@ -371,7 +368,7 @@ class Admission:
                     pem = base64.b64decode(bundle).decode()
                     ctx = ssl.create_default_context(cadata=pem)
                 except (ValueError, ssl.SSLError) as e:
-                    raise _CallFailed(f"invalid caBundle: {e}") from e
+                    raise CallFailed(f"invalid caBundle: {e}") from e
             else:
                 ctx = ssl.create_default_context()
             self._ssl_cache[bundle] = ctx
@@ -398,26 +395,26 @@ class Admission:
                 timeout=aiohttp.ClientTimeout(total=timeout),
             ) as resp:
                 if resp.status != 200:
-                    raise _CallFailed(f"expected response code 200, got {resp.status}")
+                    raise CallFailed(f"expected response code 200, got {resp.status}")
                 return msgspec.json.decode(await resp.read())
         except TimeoutError as e:
-            raise _CallFailed(
+            raise CallFailed(
                 f'Post "{url}": context deadline exceeded (timeout {timeout:g}s)'
             ) from e
         except aiohttp.ClientError as e:
-            raise _CallFailed(f'Post "{url}": {e}') from e
+            raise CallFailed(f'Post "{url}": {e}') from e
         except ValueError as e:  # msgspec.DecodeError included
-            raise _CallFailed(f"failed to decode the response: {e}") from e
+            raise CallFailed(f"failed to decode the response: {e}") from e
 
     async def _call(self, w: JsonObject, review: JsonObject) -> JsonObject:
         if "v1" not in (w.get("admissionReviewVersions") or ["v1"]):
-            raise _CallFailed("webhook does not accept the v1 AdmissionReview API version")
+            raise CallFailed("webhook does not accept the v1 AdmissionReview API version")
         body = await self.post(w, review, float(w.get("timeoutSeconds") or 10))
         if not isinstance(body, dict) or not isinstance(body.get("response"), dict):
-            raise _CallFailed("the webhook returned no response")
+            raise CallFailed("the webhook returned no response")
         response: JsonObject = body["response"]
         if response.get("uid") != review["request"]["uid"]:
-            raise _CallFailed(
+            raise CallFailed(
                 f"expected response.uid={review['request']['uid']!r}, got {response.get('uid')!r}"
             )
         return response
@@ -491,17 +488,17 @@ class Admission:
             if not patch:
                 return obj
             if response.get("patchType") != "JSONPatch":
-                raise _CallFailed(f"unsupported patchType {response.get('patchType')!r}")
+                raise CallFailed(f"unsupported patchType {response.get('patchType')!r}")
             try:
                 ops = jsonpatch_ops(patch)
                 sent = review["request"]["object"]
                 patched = jsonpatch.apply(sent, ops)
             except (ValueError, jsonpatch.JsonPatchError) as e:
-                raise _CallFailed(f"JSON patch failed: {e}") from e
+                raise CallFailed(f"JSON patch failed: {e}") from e
             if isinstance(patched, dict) and isinstance(obj, dict):
                 patched["apiVersion"] = obj.get("apiVersion")
             return patched
-        except _CallFailed as e:
+        except CallFailed as e:
             if w.get("failurePolicy", "Fail") == "Ignore":
                 return obj
             raise self._failure(w, str(e)) from e
@@ -526,7 +523,7 @@ class Admission:
     async def _validate_one(self, w: JsonObject, review: JsonObject) -> None:
         try:
             response = await self._call(w, review)
-        except _CallFailed as e:
+        except CallFailed as e:
             if w.get("failurePolicy", "Fail") == "Ignore":
                 return
             raise self._failure(w, str(e)) from e
