@@ -335,10 +335,7 @@ class Planner:
                 # It could not decide until now: every object is new to it.
                 self._waiting_rules.discard(rule.name)
                 if everything is None:
-                    everything = changed | {
-                        (rkey, okey) for rkey, bucket in self.projection.state.objects.items()
-                        for okey in bucket
-                    }
+                    everything = changed | self.projection.all_keys()
                 offered = everything
             retry = self._retries.pop(rule.name, None)
             if retry is not None:

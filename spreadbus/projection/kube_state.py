@@ -182,9 +182,17 @@ class KubeProjection:
         changed, self.changed = self.changed, set()
         if self._all_changed:
             self._all_changed = False
-            for rkey, bucket in self.state.objects.items():
-                changed.update(zip(itertools.repeat(rkey), bucket))
+            every = self.all_keys()
+            every |= changed  # the few recorded meanwhile: deletions
+            return every
         return changed
+
+    def all_keys(self) -> set[tuple[str, str]]:
+        """``(resource key, object key)`` of every object held."""
+        keys: set[tuple[str, str]] = set()
+        for rkey, bucket in self.state.objects.items():
+            keys.update(zip(itertools.repeat(rkey), bucket))
+        return keys
 
     def mark_all_changed(self) -> None:
         """After a restore every object is new to the planner (listed by :meth:`take_changed`)."""
