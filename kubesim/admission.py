@@ -113,19 +113,17 @@ class _Hook:
 
 def _hook(spec: JsonObject) -> _Hook:
     rules = tuple(r for r in spec.get("rules") or () if isinstance(r, dict))
+    return _Hook(
+        spec, rules, _selector(spec, "namespaceSelector"), _selector(spec, "objectSelector")
+    )
+
+
+def _selector(spec: JsonObject, field: str) -> label_selector.Selector | None:
+    """The webhook's selector ``field`` parsed (absent: everything), ``None`` if it does not."""
     try:
-        ns_sel: label_selector.Selector | None = label_selector.from_label_selector(
-            spec.get("namespaceSelector") or {}
-        )
+        return label_selector.from_label_selector(spec.get(field) or {})
     except label_selector.SelectorError:
-        ns_sel = None
-    try:
-        obj_sel: label_selector.Selector | None = label_selector.from_label_selector(
-            spec.get("objectSelector") or {}
-        )
-    except label_selector.SelectorError:
-        obj_sel = None
-    return _Hook(spec, rules, ns_sel, obj_sel)
+        return None
 
 
 _ResourceKey = tuple[str, str, str, str, bool]
