@@ -109,9 +109,7 @@ async def run_service(
         nc, js = connected
         ctx = ServiceContext(name, settings, registry, gate, nc, js, stopping, health)
         task = asyncio.ensure_future(main(ctx))
-        stop_wait = asyncio.ensure_future(stopping.wait())
-        await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
-        stop_wait.cancel()
+        await done_or_stopped(task, stopping)
         if not task.done():
             await wind_down(task)
         elif task.exception() is not None:
@@ -137,18 +135,23 @@ async def wind_down(task: asyncio.Future[Any]) -> None:
     done, _ = await asyncio.wait({task}, timeout=RETURN_SECONDS)
     if not done:
         await finish(task, CLEANUP_SECONDS - RETURN_SECONDS, "service clean-up")
-    elif not task.cancelled() and task.exception() is not None:
-        log.warning("failed while stopping", exc_info=task.exception())
+    else:
+        log_failure(task, "service clean-up")
 
 
-async def until_stopped(work: Awaitable[T], stopping: asyncio.Event) -> T | None:
-    """``work``'s result, or None (with ``work`` cancelled) once ``stopping`` is set first."""
-    task = asyncio.ensure_future(work)
+async def done_or_stopped(task: asyncio.Future[Any], stopping: asyncio.Event) -> None:
+    """Wait until ``task`` is done or ``stopping`` is set, whichever comes first."""
     stop_wait = asyncio.ensure_future(stopping.wait())
     try:
         await asyncio.wait({task, stop_wait}, return_when=asyncio.FIRST_COMPLETED)
     finally:
         stop_wait.cancel()
+
+
+async def until_stopped(work: Awaitable[T], stopping: asyncio.Event) -> T | None:
+    """``work``'s result, or None (with ``work`` cancelled) once ``stopping`` is set first."""
+    task = asyncio.ensure_future(work)
+    await done_or_stopped(task, stopping)
     if task.done():
         return task.result()
     await finish(task, CLEANUP_SECONDS, "start-up")
@@ -167,9 +170,13 @@ async def finish(task: asyncio.Future[Any], seconds: float, what: str) -> None:
         log.warning("abandoned after the shutdown budget", extra={"what": what,
                                                                   "seconds": seconds})
         return
+    log_failure(task, what)
+
+
+def log_failure(task: asyncio.Future[Any], what: str) -> None:
+    """Log the exception a finished ``task`` ended with, if any (cancelled is no failure)."""
     if not task.cancelled() and task.exception() is not None:
-        log.warning("failed while stopping", extra={"what": what},
-                    exc_info=task.exception())
+        log.warning("failed while stopping", extra={"what": what}, exc_info=task.exception())
 
 
 async def close_nats(nc: Client) -> None:
