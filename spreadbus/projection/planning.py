@@ -108,6 +108,8 @@ class Timed(Protocol):
 
 
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
+_INTENT_DIGITS: Final = 16
+"""Hex digits of :func:`intent_id`, which begin every plan id."""
 
 
 def intent_id(cluster: str, rule: str, desired: Desired) -> str:
@@ -116,7 +118,7 @@ def intent_id(cluster: str, rule: str, desired: Desired) -> str:
         [cluster, rule, desired.verb, desired.target, desired.patch_type, desired.patch,
          desired.precondition]
     )
-    return hashlib.sha256(material).hexdigest()[:16]
+    return hashlib.sha256(material).hexdigest()[:_INTENT_DIGITS]
 
 
 def plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str:
@@ -126,7 +128,7 @@ def plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) ->
     """
     intent = intent_id(cluster, rule, desired)
     material = _CANONICAL.encode([intent, observed_version])
-    return intent + hashlib.sha256(material).hexdigest()[:16]
+    return intent + hashlib.sha256(material).hexdigest()[:_INTENT_DIGITS]
 
 
 def patch_satisfied(observed: Any, patch: Any) -> bool:
@@ -180,7 +182,7 @@ def plans_for(
             if want.serial:
                 log.hold(slot)  # decided again once the previous plan is answered
                 continue
-            if want.precondition == "uid" and newest.id[:16] == pid[:16]:
+            if want.precondition == "uid" and newest.id[:_INTENT_DIGITS] == pid[:_INTENT_DIGITS]:
                 continue  # the same intent is on its way; it does not depend on the version
         plans.append(
             Plan(
