@@ -140,6 +140,15 @@ async def widgets(
         api.close()
 
 
+def widget_v1(name: str, size: int) -> dict[str, Any]:
+    return {
+        "apiVersion": f"{GROUP}/v1",
+        "kind": "Widget",
+        "metadata": {"name": name},
+        "spec": {"size": size},
+    }
+
+
 def widget_v2(name: str, size: int) -> dict[str, Any]:
     return {
         "apiVersion": f"{GROUP}/v2",
@@ -182,12 +191,7 @@ async def test_lists_patches_and_updates_in_the_other_version_convert_both_ways(
             "v1",
             "default",
             WIDGETS,
-            {
-                "apiVersion": f"{GROUP}/v1",
-                "kind": "Widget",
-                "metadata": {"name": name},
-                "spec": {"size": size},
-            },
+            widget_v1(name, size),
         )
     conversion_webhook.reviews.clear()
     listed = await call(widgets.list_namespaced_custom_object, GROUP, "v2", "default", WIDGETS)
@@ -227,17 +231,7 @@ async def test_watch_events_arrive_converted_to_the_watched_version(
     widgets: client.CustomObjectsApi,
 ) -> None:
     await call(
-        widgets.create_namespaced_custom_object,
-        GROUP,
-        "v1",
-        "default",
-        WIDGETS,
-        {
-            "apiVersion": f"{GROUP}/v1",
-            "kind": "Widget",
-            "metadata": {"name": "w"},
-            "spec": {"size": 7},
-        },
+        widgets.create_namespaced_custom_object, GROUP, "v1", "default", WIDGETS, widget_v1("w", 7)
     )
 
     def first_event() -> dict[str, Any]:
@@ -264,17 +258,7 @@ async def test_a_failing_conversion_is_a_500_naming_the_webhook_failure(
     widgets: client.CustomObjectsApi, conversion_webhook: ConversionWebhook
 ) -> None:
     await call(
-        widgets.create_namespaced_custom_object,
-        GROUP,
-        "v1",
-        "default",
-        WIDGETS,
-        {
-            "apiVersion": f"{GROUP}/v1",
-            "kind": "Widget",
-            "metadata": {"name": "w"},
-            "spec": {"size": 1},
-        },
+        widgets.create_namespaced_custom_object, GROUP, "v1", "default", WIDGETS, widget_v1("w", 1)
     )
     conversion_webhook.fail = "widgets are not convertible today"
     with pytest.raises(ApiException) as caught:
