@@ -55,13 +55,13 @@ from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events import codec, subjects
+from events.reservations import STREAM as RESERVATIONS_STREAM
 from events.streams import KUBE, OUTCOMES, PLANS, TOMBSTONE_TTL_SECONDS
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 from spreadbus.projection.planning import Rule, Timed, plans_for
 from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
-from spreadbus.projection.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,

@@ -35,10 +35,9 @@ from typing import Final
 
 import msgspec
 
-from events.reservations import BUCKET, LedgerEntry, key_tokens, subject_prefix
+from events.reservations import LedgerEntry, key_tokens, subject_prefix
 from spreadbus.core.workloadspread.occupancy import Reservation
 
-STREAM: Final = f"KV_{BUCKET}"
 RESERVATIONS_RESOURCE: Final = "$reservations"
 """``changed`` carries ``(RESERVATIONS_RESOURCE, <namespace>.<name>)`` when a ledger changes."""
 
