@@ -36,7 +36,7 @@ from spreadbus.runtime.follower import (
 )
 from spreadbus.runtime.health import ReadinessGate, http_runner, stop_runner
 from spreadbus.runtime.reservation_bucket import reservation_bucket
-from spreadbus.runtime.service import ServiceContext
+from spreadbus.runtime.service import ServiceContext, done_or_stopped
 from spreadbus.runtime.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -199,12 +199,10 @@ async def main(
     await service.start()
     if started is not None:
         started(service)
-    stop_wait = asyncio.ensure_future(ctx.stopping.wait())
     try:
         assert service.follower_task is not None  # set by start()
-        await asyncio.wait({stop_wait, service.follower_task},
-                           return_when=asyncio.FIRST_COMPLETED)
         task = service.follower_task
+        await done_or_stopped(task, ctx.stopping)
         error = task.exception() if task.done() and not task.cancelled() else None
         if error is not None:
             # The follower ends by itself only on an error; the view would no longer follow.
@@ -214,7 +212,6 @@ async def main(
             raise error
         await ctx.stopping.wait()
     finally:
-        stop_wait.cancel()
         await service.stop()
 
 
