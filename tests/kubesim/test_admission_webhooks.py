@@ -291,12 +291,12 @@ def test_slow_webhook_times_out_after_timeout_seconds(
     assert "deadline exceeded" in json.loads(info.value.body)["message"]
 
 
-def test_namespace_and_object_selectors_limit_which_requests_are_sent(
-    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
-) -> None:
+def _register_selective_denial(api: client.ApiClient, hooks: WebhookServer) -> None:
+    """A validating webhook denying config maps in namespaces labelled ``guarded=true``, unless
+    the config map is labelled ``skip``."""
     hooks.handlers["/deny"] = deny("selected")
     _register(
-        kube_api_client,
+        api,
         "validating",
         webhook(
             "sel.example.com",
@@ -307,6 +307,12 @@ def test_namespace_and_object_selectors_limit_which_requests_are_sent(
             objectSelector={"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]},
         ),
     )
+
+
+def test_namespace_and_object_selectors_limit_which_requests_are_sent(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+) -> None:
+    _register_selective_denial(kube_api_client, hooks)
     core.create_namespace({"metadata": {"name": "guarded", "labels": {"guarded": "true"}}})
     core.create_namespaced_config_map("default", {"metadata": {"name": "free"}})
     core.create_namespaced_config_map(
@@ -522,19 +528,7 @@ def test_a_changed_or_removed_configuration_applies_to_the_very_next_request(
 def test_selectors_are_evaluated_per_request_while_the_configuration_is_unchanged(
     kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
 ) -> None:
-    hooks.handlers["/deny"] = deny("selected")
-    _register(
-        kube_api_client,
-        "validating",
-        webhook(
-            "sel.example.com",
-            hooks.url("/deny"),
-            hooks.ca_bundle,
-            resources=["configmaps"],
-            namespaceSelector={"matchLabels": {"guarded": "true"}},
-            objectSelector={"matchExpressions": [{"key": "skip", "operator": "DoesNotExist"}]},
-        ),
-    )
+    _register_selective_denial(kube_api_client, hooks)
     core.create_namespace({"metadata": {"name": "later"}})
     core.create_namespaced_config_map("later", {"metadata": {"name": "open"}})
     core.patch_namespace("later", {"metadata": {"labels": {"guarded": "true"}}})
