@@ -104,10 +104,6 @@ def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
             into[key] = value
 
 
-def _timestamp(value: datetime) -> float:
-    return value.timestamp()
-
-
 class WorkloadSpreadRule:
     name: str = "workloadspread"
 
@@ -263,7 +259,7 @@ class WorkloadSpreadRule:
             recover_after_seconds=self.recover_after_seconds,
         )
         requeue = plan.requeue_at
-        self._schedule(okey, _timestamp(requeue) if requeue is not None else None)
+        self._schedule(okey, requeue.timestamp() if requeue is not None else None)
         return [
             self._status_desired(ws, obj, plan.status),
             *self._pod_desired(ws.key, plan, tally),
