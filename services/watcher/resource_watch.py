@@ -82,14 +82,14 @@ class _Status(msgspec.Struct):
 _OBJ: Final = msgspec.json.Decoder(_Obj)
 _EVENT: Final = msgspec.json.Decoder(_Event)
 _LIST: Final = msgspec.json.Decoder(_List)
+_STATUS: Final = msgspec.json.Decoder(_Status)
+_ANY: Final = msgspec.json.Decoder(dict[str, Any])
+_ENC: Final = msgspec.json.Encoder()
 
 
 def object_meta(raw: bytes) -> ObjectMeta:
     """Name, namespace, uid and resourceVersion of one object's JSON."""
     return _OBJ.decode(raw).metadata
-_STATUS: Final = msgspec.json.Decoder(_Status)
-_ANY: Final = msgspec.json.Decoder(dict[str, Any])
-_ENC: Final = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)
@@ -170,7 +170,8 @@ class ResourceWatch:
         self.relists = 0
         self._path = resource_path(ref.group, ref.version, ref.resource)
         self._api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
-        self._kind = ""
+        self._kind = _kind_of(ref.resource)
+        """Added to listed items, which lack it; "" for a resource this module does not know."""
 
     async def run(self, stopping: asyncio.Event) -> None:
         backoff = 0.2
@@ -244,7 +245,7 @@ class ResourceWatch:
             log.info("resource permitted again", extra={"resource": self.ref.resource,
                                                         "group": self.ref.group})
             self.forbidden = ""
-        kind = self._kind or _kind_of(self.ref.resource)
+        kind = self._kind
         for key in [k for k in self.known if k not in items]:
             gone = self.known[key]
             self.known[key] = Known(gone.uid, gone.resource_version, gone.raw, deleted=True)
