@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
 import yaml
+from nats.aio.client import Client
 
 from events.codec import decode
 from events.messages import Admission
@@ -19,7 +18,6 @@ from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
 from services.webhook.view_progress import ViewProgress
 from spreadbus.cli import main
-from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import request
 from tests.webhook.cluster_state import (
@@ -71,19 +69,15 @@ async def test_waiting_for_more_of_the_view_gives_up_only_once_the_deadline_pass
 
 
 @pytest.fixture
-async def admission(nats_server: NatsServer) -> AsyncIterator[SpreadAdmission]:
-    nc = await nats.connect(nats_server.url)
+async def admission(nats_client: Client) -> SpreadAdmission:
     view = View(cluster="c1")
     feed = Feed(view)
     feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
     feed.put(deployment(replicas=4))
     feed.put(replicaset())
     feed.put(spread([zone_subset("zone-a", "50%"), zone_subset("zone-b")]))
-    store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
-    try:
-        yield SpreadAdmission(view=view, ledger=store, progress=ViewProgress(view), nc=nc)
-    finally:
-        await nc.close()
+    store = LedgerStore(await reservation_bucket(nats_client), deadline_seconds=30)
+    return SpreadAdmission(view=view, ledger=store, progress=ViewProgress(view), nc=nats_client)
 
 
 async def test_the_answer_is_given_before_its_admission_event_is_published(

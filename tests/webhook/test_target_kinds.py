@@ -7,10 +7,8 @@ refusing them; an owner of an observed kind that is missing is refused as Kruise
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
-import nats
 import pytest
 from nats.aio.client import Client
 
@@ -21,7 +19,6 @@ from services.webhook.view import View
 from services.webhook.view_progress import ViewProgress
 from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import Whitelist, parse_whitelist
-from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
@@ -86,17 +83,13 @@ class Harness:
 
 
 @pytest.fixture
-async def harness(nats_server: NatsServer) -> AsyncIterator[Harness]:
-    nc = await nats.connect(nats_server.url)
-    made = Harness(nc, WHITELIST)
+async def harness(nats_client: Client) -> Harness:
+    made = Harness(nats_client, WHITELIST)
     # A Deployment spread in the namespace: before the kind table, any pod whose owner the view
     # could not look up was refused here, whatever spread it belonged to.
     made.feed.put(deployment(replicas=10))
     made.feed.put(spread([zone_subset("zone-a", 1), zone_subset("zone-b")], name="a-web"))
-    try:
-        yield made
-    finally:
-        await nc.close()
+    return made
 
 
 HALF = [zone_subset("zone-a", "50%"), zone_subset("zone-b")]

@@ -70,13 +70,9 @@ async def make_replica(nc: Client, *, on_bus: bool) -> Replica:
 
 
 @pytest.fixture
-async def replica(nats_server: NatsServer) -> AsyncIterator[Replica]:
+async def replica(nats_client: Client) -> Replica:
     """One replica that talks to no other."""
-    nc = await nats.connect(nats_server.url)
-    try:
-        yield await make_replica(nc, on_bus=False)
-    finally:
-        await nc.close()
+    return await make_replica(nats_client, on_bus=False)
 
 
 @pytest.fixture
