@@ -24,6 +24,7 @@ Signatures::
     service_main(name: str, settings_cls: type[ServiceSettings], args: argparse.Namespace,
                  main: Callable[[ServiceContext], Awaitable[None]], *,
                  conditions: Sequence[str] = ()) -> int     # for ``run(args)`` of a CLI module
+    async done_or_stopped(task: asyncio.Future[Any], stopping: asyncio.Event) -> None
 """
 
 from __future__ import annotations
