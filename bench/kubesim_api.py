@@ -301,52 +301,31 @@ async def _admission_cpu(pods: int, webhook: Server | None) -> float:
 
 
 def _webhook_configurations(webhook: Server) -> dict[str, dict[str, Any]]:
-    """spreadbus's webhook configurations (deploy/webhook/), pointed at ``webhook``."""
+    """The installation's webhook configurations (deploy/webhook/), each webhook called at
+    ``webhook``'s URL with its service path."""
+    import yaml
+
+    from spreadbus.cli.local_install import DEPLOY
+
     url, ca_bundle = webhook.url.split(" ")
-
-    def hook(name: str, path: str, operations: list[str], group: str, resource: str) -> Any:
-        return {
-            "name": name,
-            "clientConfig": {"url": url + path, "caBundle": ca_bundle},
-            "rules": [
-                {
-                    "apiGroups": [group],
-                    "apiVersions": ["v1" if not group else "v1alpha1"],
-                    "operations": operations,
-                    "resources": [resource],
-                    "scope": "Namespaced",
-                }
-            ],
-            "namespaceSelector": {
-                "matchExpressions": [
-                    {"key": "spreadbus.io/control-plane", "operator": "DoesNotExist"}
-                ]
-            },
-            "sideEffects": "None",
-            "admissionReviewVersions": ["v1"],
-            "failurePolicy": "Fail",
-            "timeoutSeconds": 10,
-        }
-
-    return {
-        "mutatingwebhookconfigurations": {
-            "metadata": {"name": "spreadbus"},
-            "webhooks": [hook("mpod.spreadbus.io", "/mutate-pod", ["CREATE"], "", "pods")],
-        },
-        "validatingwebhookconfigurations": {
-            "metadata": {"name": "spreadbus"},
-            "webhooks": [
-                hook("vpod.spreadbus.io", "/validate-pod", ["DELETE"], "", "pods"),
-                hook(
-                    "vworkloadspread.spreadbus.io",
-                    "/validate-workloadspread",
-                    ["CREATE", "UPDATE"],
-                    "apps.kruise.io",
-                    "workloadspreads",
-                ),
-            ],
-        },
-    }
+    out: dict[str, dict[str, Any]] = {}
+    for resource, file in (
+        ("mutatingwebhookconfigurations", "mutating.yaml"),
+        ("validatingwebhookconfigurations", "validating.yaml"),
+    ):
+        doc = yaml.safe_load((DEPLOY / "webhook" / file).read_text())
+        doc["webhooks"] = [
+            {
+                **hook,
+                "clientConfig": {
+                    "url": url + hook["clientConfig"]["service"]["path"],
+                    "caBundle": ca_bundle,
+                },
+            }
+            for hook in doc["webhooks"]
+        ]
+        out[resource] = doc
+    return out
 
 
 async def _webhook_server() -> None:
