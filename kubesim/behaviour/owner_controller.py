@@ -12,13 +12,17 @@ Signature::
                     events: bool)
         .start() -> None; async .stop() -> None
         .enqueue(old, new) -> None                 # handler for the controller's own kind
-        .enqueue_owner(kind: str) -> Handler        # handler for dependents owned by ``kind``
+        .enqueue_owner(kind: str, when: (old, new) -> bool | None = None) -> Handler
+                                                   # dependents owned by ``kind``; ``when``
+                                                   # picks the changes that count
         async .write(resource: GVR, informer: Informer, body: JsonObject, *,
                      subresource: str = "") -> JsonObject   # update, then cache the answer
         async ._sync(key: str) -> None              # the reconcile, per subclass
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import Handler, Informer, controller_ref, object_key
@@ -48,10 +52,17 @@ class OwnerController:
         if new is not None:
             self.queue.add(object_key(new))
 
-    def enqueue_owner(self, kind: str) -> Handler:
-        """A change to a dependent: reconcile the ``kind`` that controls it, before and after."""
+    def enqueue_owner(
+        self,
+        kind: str,
+        when: Callable[[JsonObject | None, JsonObject | None], bool] | None = None,
+    ) -> Handler:
+        """A change to a dependent: reconcile the ``kind`` that controls it, before and after;
+        only the changes ``when`` accepts, if given."""
 
         def handler(old: JsonObject | None, new: JsonObject | None) -> None:
+            if when is not None and not when(old, new):
+                return
             for obj in (old, new):
                 ref = controller_ref(obj) if obj is not None else None
                 if obj is not None and ref is not None and ref.get("kind") == kind:

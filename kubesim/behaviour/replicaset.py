@@ -145,13 +145,7 @@ class ReplicaSetController(OwnerController):
     def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
         super().__init__(cluster, informers, name="replicaset", workers=4, events=events)
         informers.replicasets.add_handler(self.enqueue)
-        on_pod = self.enqueue_owner("ReplicaSet")
-
-        def on_pod_change(old: JsonObject | None, new: JsonObject | None) -> None:
-            if counts_for_replicaset(old, new):
-                on_pod(old, new)
-
-        informers.pods.add_handler(on_pod_change)
+        informers.pods.add_handler(self.enqueue_owner("ReplicaSet", when=counts_for_replicaset))
 
     def _related_pods(self, rs: JsonObject, own: list[JsonObject]) -> list[JsonObject]:
         owner = controller_ref(rs)
