@@ -22,7 +22,7 @@ Signatures::
         .index_spread(view, okey) -> bool              # False: the WorkloadSpread is gone
         .index_member(view, rkey, okey) -> set[str]    # a pod or workload; spreads above it
         .spreads_above((rkey, okey)) -> set[str]
-        .descendants(target: OwnerKey) -> (pod keys, workload keys)
+        .pods_below(target: OwnerKey) -> [pod key]
         .workload_descendants(target: OwnerKey) -> [(workload key, its owner)]
         .decode(view, (rkey, okey)) -> dict | None
         .lookup(view) -> (namespace, group, kind, name) -> object | None
@@ -31,7 +31,7 @@ Signatures::
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 from events.messages import ResourceRef
@@ -213,45 +213,35 @@ class SpreadIndex:
             owner = self._owner.get((rkey, object_key(owner[0], owner[3])))
         return found
 
-    def descendants(self, target: OwnerKey) -> tuple[list[Key], list[Key]]:
-        """(pods, workloads) below ``target`` in the owner index."""
-        pods: list[Key] = []
-        workloads: list[Key] = []
-        frontier = [target]
-        for _ in range(_MAX_CHAIN):
-            nxt: list[OwnerKey] = []
-            for owner in frontier:
-                for child in self._children.get(owner, ()):
-                    if child[0] == self.rk_pods:
-                        pods.append(child)
-                        continue
-                    workloads.append(child)
-                    group, kind = self.rk_workloads[child[0]]
-                    namespace, name = owner[0], child[1].split(".", 1)[1]
-                    nxt.append((namespace, group, kind, unescape(name)))
-            if not nxt:
-                break
-            frontier = nxt
-        return pods, workloads
+    def pods_below(self, target: OwnerKey) -> list[Key]:
+        """The pods below ``target`` in the owner index, at any depth."""
+        return [child for child, _ in self._walk(target, self._children)
+                if child[0] == self.rk_pods]
 
     def workload_descendants(self, target: OwnerKey) -> list[tuple[Key, OwnerKey]]:
         """The workloads below ``target`` (ReplicaSets of a Deployment...), each with its owner.
 
         Costs those workloads, never the pods below them.
         """
-        found: list[tuple[Key, OwnerKey]] = []
+        return list(self._walk(target, self._child_workloads))
+
+    def _walk(
+        self, target: OwnerKey, children: Mapping[OwnerKey, set[Key]]
+    ) -> Iterator[tuple[Key, OwnerKey]]:
+        """Each child in ``children`` below ``target``, level by level, with its owner."""
         frontier = [target]
         for _ in range(_MAX_CHAIN):
             nxt: list[OwnerKey] = []
             for owner in frontier:
-                for child in self._child_workloads.get(owner, ()):
-                    found.append((child, owner))
+                for child in children.get(owner, ()):
+                    yield child, owner
+                    if child[0] == self.rk_pods:
+                        continue
                     group, kind = self.rk_workloads[child[0]]
                     nxt.append((owner[0], group, kind, unescape(child[1].split(".", 1)[1])))
             if not nxt:
                 break
             frontier = nxt
-        return found
 
     def lookup(self, view: KubeProjection) -> Any:
         cache: dict[OwnerKey, Mapping[str, Any] | None] = {}

@@ -304,7 +304,7 @@ class WorkloadSpreadRule:
                 tally.apply(pod_key, pod if governed else None)
             return tally
         tally = SpreadTally(ws)
-        pod_keys, _ = self.index.descendants(target)
+        pod_keys = self.index.pods_below(target)
         pods = [(k[1], p) for k in pod_keys if (p := self.index.decode(view, k)) is not None]
         governed_ids = {id(p) for p in reconcile.workload_pods(
             ws, workload, [p for _, p in pods], lookup=lookup, whitelist=self.whitelist)}
