@@ -37,10 +37,10 @@ import aiohttp
 from kubernetes import client, config
 
 from spreadbus.cli.local_stack import Stack
+from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
 
 LIMIT_MS = 5.0
 RATES = (200, 1000)
-MATCHED = "apps.kruise.io/matched-workloadspread"
 KUBELET = ["--create-delay=0.01", "--start-delay=0.02", "--ready-delay=0.01", "--no-events"]
 
 

@@ -37,6 +37,8 @@ from typing import Any
 from kubernetes import client, config
 
 from spreadbus.cli.local_stack import Stack, free_port
+from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
+from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
 
 GOAL = 1.3
 TOPOLOGY = "bench-100"
@@ -49,8 +51,6 @@ KUBELET = [
 ]
 ACTUATOR = {"SPREADBUS_KUBE_QPS": "1000", "SPREADBUS_KUBE_BURST": "1000", "SPREADBUS_WORKERS": "16"}
 """The actuator tuned for a local API server: no client-side rate limit, 16 plans in flight."""
-MATCHED = "apps.kruise.io/matched-workloadspread"
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
 NS = "bench"
 
 
