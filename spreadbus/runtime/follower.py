@@ -44,6 +44,7 @@ Signatures::
         .caught_up: bool
         async .wait_caught_up() -> None
     FollowerMetrics(registry: CollectorRegistry)
+    pull_request(batch: int, *, expires_seconds: float, heartbeat_seconds: float) -> bytes
     delivery_sequences(reply: str) -> tuple[int, int, int] | None   # (sseq, dseq, pending)
     class FollowerTooStale(Exception)
     TOMBSTONE_TRUSTED_SHARE: float      # of the tombstone TTL a position stays trustworthy for
@@ -79,6 +80,15 @@ TOMBSTONE_TRUSTED_SHARE: Final = 0.9
 
 The rest covers clock skew between hosts and messages in flight at the last contact.
 """
+
+
+def pull_request(batch: int, *, expires_seconds: float, heartbeat_seconds: float) -> bytes:
+    """The body of a pull request for up to ``batch`` messages (``CONSUMER.MSG.NEXT``)."""
+    return _ENCODER.encode({
+        "batch": batch,
+        "expires": int(expires_seconds * _NS),
+        "idle_heartbeat": int(heartbeat_seconds * _NS),
+    })
 
 
 def delivery_sequences(reply: str) -> tuple[int, int, int] | None:
@@ -282,16 +292,12 @@ class StreamFollower:
                 )
 
     async def _request(self, inbox: str) -> None:
-        body = {
-            "batch": self.batch,
-            "expires": int(self.expires * _NS),
-            "idle_heartbeat": int(self.heartbeat * _NS),
-        }
         self._in_request = 0
         self._request_open = True
         await self.nc.publish(
             f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self._consumer}",
-            _ENCODER.encode(body),
+            pull_request(self.batch, expires_seconds=self.expires,
+                         heartbeat_seconds=self.heartbeat),
             reply=inbox,
         )
 

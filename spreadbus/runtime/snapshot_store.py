@@ -35,7 +35,6 @@ import contextlib
 import hashlib
 import logging
 
-import msgspec
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ObjectInfo, ObjectStoreConfig
@@ -43,12 +42,10 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
 
-from spreadbus.runtime.follower import delivery_sequences
+from spreadbus.runtime.follower import delivery_sequences, pull_request
 
 log = logging.getLogger(__name__)
 
-_NS = 1_000_000_000
-_ENCODER = msgspec.json.Encoder()
 _DIGEST_PREFIX = "SHA-256="
 
 
@@ -124,8 +121,8 @@ class SnapshotStore:
             nonlocal asked
             batch = min(window, chunks - asked)
             asked += batch
-            body = {"batch": batch, "expires": 30 * _NS, "idle_heartbeat": _NS}
-            await nc.publish(next_subject, _ENCODER.encode(body), reply=inbox)
+            body = pull_request(batch, expires_seconds=30.0, heartbeat_seconds=1.0)
+            await nc.publish(next_subject, body, reply=inbox)
 
         async def on_chunk(msg: Msg) -> None:
             nonlocal received, asked
