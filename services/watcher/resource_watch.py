@@ -69,6 +69,7 @@ class _ListMeta(msgspec.Struct):
 
 
 class _List(msgspec.Struct):
+    kind: str = ""
     metadata: _ListMeta = msgspec.field(default_factory=_ListMeta)
     items: list[msgspec.Raw] = []
 
@@ -171,7 +172,8 @@ class ResourceWatch:
         self._path = resource_path(ref.group, ref.version, ref.resource)
         self._api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
         self._kind = _kind_of(ref.resource)
-        """Added to listed items, which lack it; "" for a resource this module does not know."""
+        """Added to listed items, which lack it: from the list's own kind once listed; until
+        then from the table of kinds this module knows ("" for others)."""
 
     async def run(self, stopping: asyncio.Event) -> None:
         backoff = 0.2
@@ -232,6 +234,9 @@ class ResourceWatch:
                 query["continue"] = cont
             body = await self.kube.arequest("GET", self._path, query=query)
             page = _LIST.decode(body)
+            if page.kind.endswith("List") and len(page.kind) > 4:
+                # The list names its items' kind (``TFJobList``): whitelisted kinds included.
+                self._kind = page.kind[:-4]
             for item in page.items:
                 raw = bytes(item)
                 meta = object_meta(raw)
