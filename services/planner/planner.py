@@ -65,9 +65,9 @@ from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, Reservation
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
-    FollowerTooStale,
     MessageSink,
     StreamFollower,
+    raise_if_ended,
 )
 from spreadbus.runtime.snapshot_store import SnapshotStore
 
@@ -273,7 +273,7 @@ class Planner:
         try:
             while not stopping.is_set():
                 self._wake.clear()
-                self._raise_if_a_follower_ended(tasks)
+                raise_if_ended(tasks)
                 if self.caught_up and not restore_recorded:
                     restore_recorded = True
                     elapsed = asyncio.get_running_loop().time() - started
@@ -290,16 +290,6 @@ class Planner:
             for follower in self.followers():
                 follower.stop()
             await asyncio.gather(*tasks, return_exceptions=True)
-
-    def _raise_if_a_follower_ended(self, tasks: list[asyncio.Task[None]]) -> None:
-        """A follower only ends by itself on an error, and the projection is no longer followed."""
-        for task in tasks:
-            if not task.done() or task.cancelled() or (error := task.exception()) is None:
-                continue
-            if isinstance(error, FollowerTooStale):
-                log.error("followers out of contact too long to resume; restarting to replay "
-                          "from the start", extra={"why": str(error)})
-            raise error
 
     # -- one decision round ----------------------------------------------------------------------
 

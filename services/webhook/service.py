@@ -31,8 +31,8 @@ from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
-    FollowerTooStale,
     StreamFollower,
+    raise_if_ended,
 )
 from spreadbus.runtime.health import ReadinessGate, http_runner, stop_runner
 from spreadbus.runtime.reservation_bucket import reservation_bucket
@@ -203,13 +203,7 @@ async def main(
         assert service.follower_task is not None  # set by start()
         task = service.follower_task
         await done_or_stopped(task, ctx.stopping)
-        error = task.exception() if task.done() and not task.cancelled() else None
-        if error is not None:
-            # The follower ends by itself only on an error; the view would no longer follow.
-            if isinstance(error, FollowerTooStale):
-                log.error("view out of contact too long to resume; restarting to replay from "
-                          "the start", extra={"why": str(error)})
-            raise error
+        raise_if_ended([task])
         await ctx.stopping.wait()
     finally:
         await service.stop()

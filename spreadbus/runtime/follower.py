@@ -47,6 +47,7 @@ Signatures::
     pull_request(batch: int, *, expires_seconds: float, heartbeat_seconds: float) -> bytes
     delivery_sequences(reply: str) -> tuple[int, int, int] | None   # (sseq, dseq, pending)
     class FollowerTooStale(Exception)
+    raise_if_ended(tasks) -> None       # re-raise what a follower's run() ended with
     TOMBSTONE_TRUSTED_SHARE: float      # of the tombstone TTL a position stays trustworthy for
 
 The sink must not raise; if it does, the message is counted as failed, logged, and skipped.
@@ -136,6 +137,21 @@ class FollowerMetrics:
 
 class FollowerTooStale(Exception):
     """Out of contact too long to resume: deletions may have expired from the stream meanwhile."""
+
+
+def raise_if_ended(tasks: Sequence[asyncio.Task[None]]) -> None:
+    """Re-raise the error a follower's ``run`` ended with; a running or stopped one passes.
+
+    A follower ends by itself only on an error, and its projection is then no longer followed,
+    so its service must end too; a stale one is logged as what it is, a restart to replay.
+    """
+    for task in tasks:
+        if not task.done() or task.cancelled() or (error := task.exception()) is None:
+            continue
+        if isinstance(error, FollowerTooStale):
+            log.error("out of contact too long to resume; restarting to replay from the start",
+                      extra={"why": str(error)})
+        raise error
 
 
 class _Restart(Exception):
