@@ -56,7 +56,12 @@ from typing import Any, NamedTuple
 
 from spreadbus.core.workloadspread import pod_state, reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.deletion_cost import COST_UNIT, applies_to, subset_costs
+from spreadbus.core.workloadspread.deletion_cost import (
+    COST_UNIT,
+    applies_to,
+    cost_to_write,
+    subset_costs,
+)
 from spreadbus.core.workloadspread.model import (
     DELETION_COST_ANNOTATION,
     FAKE_SUBSET,
@@ -121,17 +126,6 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         creating_key=pod_state.creating_key(pod),
         cost=cost if isinstance(cost, str) else None,
     )
-
-
-def _cost_to_write(current: str | None, cost: int | None) -> str | None:
-    """The deletion-cost annotation to write, or ``None`` when the pod already says it (no
-    annotation reads as cost 0) or has no wanted cost."""
-    if cost is None:
-        return None
-    value = str(cost)
-    if current == value or (current is None and value == "0"):
-        return None
-    return value
 
 
 def _missing(maximum: int, active: int, creating: int) -> int:
@@ -231,7 +225,7 @@ class SpreadTally:
         """
         out: dict[str, str] = {}
         for facts in self._pods.values():
-            value = _cost_to_write(facts.cost, self._costs.get(facts.key))
+            value = cost_to_write(facts.cost, self._costs.get(facts.key))
             if value is not None:
                 out[facts.key] = value
         return out
@@ -276,7 +270,7 @@ class SpreadTally:
             caller = self._by_key.get(pod_key)
             if caller is None:
                 continue
-            value = _cost_to_write(self._pods[caller].cost, self._costs.get(pod_key))
+            value = cost_to_write(self._pods[caller].cost, self._costs.get(pod_key))
             if value is not None:
                 updates[pod_key] = value
         self._touched.clear()

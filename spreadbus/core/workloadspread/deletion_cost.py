@@ -148,16 +148,25 @@ def deletion_costs(
     return costs
 
 
+def cost_to_write(current: str | None, cost: int | None) -> str | None:
+    """The annotation value to write over ``current``, or ``None`` when there is nothing to
+    write: no wanted cost, the pod already says it, or it is 0 and the pod has no annotation
+    (which reads as 0, so ``"0"`` is never added)."""
+    if cost is None:
+        return None
+    value = str(cost)
+    if current == value or (current is None and value == "0"):
+        return None
+    return value
+
+
 def annotation_updates(costs: Mapping[str, int], pods: Sequence[Pod]) -> dict[str, str]:
-    """The pods whose annotation must change, with the new value; ``"0"`` is never added."""
+    """The pods whose annotation must change, with the new value."""
     updates: dict[str, str] = {}
     for pod in pods:
         key = pod_state.key(pod)
-        if key not in costs:
-            continue
-        value = str(costs[key])
         current = pod_state.pod_annotations(pod).get(DELETION_COST_ANNOTATION)
-        if current == value or (current is None and value == "0"):
-            continue
-        updates[key] = value
+        value = cost_to_write(current, costs.get(key))
+        if value is not None:
+            updates[key] = value
     return updates
