@@ -51,6 +51,7 @@ from events import codec, subjects
 from events.messages import ApiError, Outcome, Plan
 from events.streams import PLANS
 from services.actuator.application import Applier, Result
+from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 log = logging.getLogger(__name__)
 
@@ -96,8 +97,7 @@ class PlanConsumer:
                 await self._consume(stopping)
             except (NatsError, JetStreamError, OSError) as exc:
                 log.warning("plan consumer error", extra={"error": repr(exc)})
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(stopping.wait(), 1.0)
+                await sleep_unless_stopping(stopping, 1.0)
 
     async def _consume(self, stopping: asyncio.Event) -> None:
         js = self.nc.jetstream()

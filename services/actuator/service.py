@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from concurrent.futures import ThreadPoolExecutor
 
@@ -13,6 +12,7 @@ from services.actuator.settings import ActuatorSettings
 from spreadbus.runtime.kube_client import KubeAPIError, KubeClient, kube_api_client
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.service import ServiceContext
+from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 KUBE = "kube"
 
@@ -33,8 +33,7 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
                 break
             except KubeAPIError as exc:
                 log.warning("kubernetes API not reachable yet", extra={"error": str(exc)})
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(ctx.stopping.wait(), 1.0)
+                await sleep_unless_stopping(ctx.stopping, 1.0)
         ctx.gate.set(KUBE, True)
         applier = Applier(
             kube,

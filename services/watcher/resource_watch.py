@@ -40,6 +40,7 @@ import msgspec
 
 from events.messages import ResourceRef
 from spreadbus.runtime.kube_client import Gone, KubeAPIError, KubeClient, resource_path
+from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 log = logging.getLogger(__name__)
 
@@ -201,10 +202,7 @@ class ResourceWatch:
                     log.warning("watch failed", extra={"resource": self.ref.resource,
                                                        "error": repr(exc)})
                 need_list = True
-                try:
-                    await asyncio.wait_for(stopping.wait(), backoff)
-                except TimeoutError:
-                    pass
+                await sleep_unless_stopping(stopping, backoff)
                 backoff = min(backoff * 2, 10.0)
 
     def lost(self, key: tuple[str, str]) -> None:

@@ -32,6 +32,7 @@ from spreadbus.runtime.follower import StreamFollower
 from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.kube_client import KubeClient, kube_api_client
 from spreadbus.runtime.service import ServiceContext
+from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +139,9 @@ async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
         watches = await prepare_watches(ctx.nc, settings, KubeClient(api), ctx.registry)
         readiness = WatchReadiness(watches, ctx.registry)
         tasks = [asyncio.create_task(w.run(ctx.stopping)) for w in watches]
-        while not ctx.stopping.is_set():
+        readiness.report(ctx.gate)
+        while not await sleep_unless_stopping(ctx.stopping, 0.5):
             readiness.report(ctx.gate)
-            try:
-                await asyncio.wait_for(ctx.stopping.wait(), 0.5)
-            except TimeoutError:
-                pass
         await asyncio.gather(*tasks, return_exceptions=True)
     finally:
         api.close()  # type: ignore[no-untyped-call]

@@ -6,7 +6,7 @@ One module per concern, each with its signatures in its docstring:
 - :mod:`~spreadbus.runtime.json_logging`: one JSON object per log line;
 - :mod:`~spreadbus.runtime.health`: ``/healthz``, ``/readyz`` (a :class:`ReadinessGate`),
   ``/metrics`` (the service's own prometheus registry);
-- :mod:`~spreadbus.runtime.shutdown`: SIGTERM/SIGINT set an event;
+- :mod:`~spreadbus.runtime.shutdown`: SIGTERM/SIGINT set an event, pauses end when it is set;
 - :mod:`~spreadbus.runtime.nats_connection`: URL list, credentials or nkey, TLS, reconnect forever;
 - :mod:`~spreadbus.runtime.stream_setup`: create or update the bus streams;
 - :mod:`~spreadbus.runtime.follower`: replay a stream into a projection, then follow it live;

@@ -71,6 +71,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from spreadbus.runtime.shutdown import sleep_unless_stopping
+
 log = logging.getLogger(__name__)
 
 _NS = 1_000_000_000
@@ -224,8 +226,7 @@ class StreamFollower:
                 log.warning(
                     "follower error", extra={"stream": self.stream, "error": repr(exc)}
                 )
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), backoff)
+                await sleep_unless_stopping(self._stopping, backoff)
                 backoff = min(backoff * 2, 2.0)
 
     def stop(self) -> None:

@@ -34,6 +34,8 @@ from nats.js.errors import BucketNotFoundError, KeyWrongLastSequenceError
 from nats.js.errors import Error as JetStreamError
 from nats.js.kv import KeyValue
 
+from spreadbus.runtime.shutdown import sleep_unless_stopping
+
 log = logging.getLogger(__name__)
 
 STEP_DOWN_SECONDS = 2.0
@@ -101,8 +103,7 @@ class Lease:
                 if self.is_leader and loop.time() - self._renewed_at > 0.8 * self.ttl:
                     self._set_leader(False)
                 interval = self.ttl / 3 if self.is_leader else self.ttl / 4
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stopping.wait(), interval)
+                await sleep_unless_stopping(self._stopping, interval)
         finally:
             await self._step_down()
 

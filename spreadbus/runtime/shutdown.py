@@ -1,13 +1,18 @@
 """Clean shutdown on SIGTERM and SIGINT: the signal only sets an event the service awaits.
 
-Signature::
+Every loop that pauses (a backoff after an error, a poll interval) pauses through
+:func:`sleep_unless_stopping`, so a stop request ends the pause at once instead of after it.
+
+Signatures::
 
     install_shutdown_handlers(loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Event
+    async sleep_unless_stopping(stopping: asyncio.Event, seconds: float) -> bool
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import signal
 
@@ -29,3 +34,16 @@ def install_shutdown_handlers(loop: asyncio.AbstractEventLoop | None = None) -> 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, on_signal, signum)
     return stopping
+
+
+async def sleep_unless_stopping(stopping: asyncio.Event, seconds: float) -> bool:
+    """Sleep ``seconds``, or less once ``stopping`` is set; return whether it is set.
+
+    A stopping service must not wait out a backoff, and the caller's loop condition can use
+    the answer instead of asking the event again.
+    """
+    if not stopping.is_set():
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await stopping.wait()
+    return stopping.is_set()
