@@ -208,7 +208,7 @@ class Planner:
         )
 
     def _apply_outcome(self, seq: int, subject: str, data: bytes) -> None:
-        failed = self.decisions.settle(seq, subject, data)
+        failed = self.decisions.apply_outcome(seq, subject, data)
         if failed is not None:
             # A failed plan, or one a held-back plan waited for: decide again from the state now.
             cluster, group, resource, namespace, name = slot_target(failed)

@@ -92,7 +92,8 @@ class DecisionLog:
         restore every object is offered to the rules anyway)."""
 
     def hold(self, slot: str) -> None:
-        """A plan for ``slot`` was held back; :meth:`settle` names the slot once it is answered."""
+        """A plan for ``slot`` was held back; :meth:`apply_outcome` names the slot once it
+        is answered."""
         self.held.add(slot)
 
     def apply_plan(self, seq: int, subject: str, data: bytes) -> None:
@@ -130,10 +131,7 @@ class DecisionLog:
         state.latest[slot] = PlanRecord(head.id, status, seq)
         state.slots[head.id] = slot
 
-    def apply_outcome(self, seq: int, subject: str, data: bytes) -> None:
-        self.settle(seq, subject, data)
-
-    def settle(self, seq: int, subject: str, data: bytes) -> str | None:
+    def apply_outcome(self, seq: int, subject: str, data: bytes) -> str | None:
         """Fold one outcome; the slot to decide again, if any: its newest plan failed, or a
         plan for it was held back waiting for this answer."""
         state = self.state

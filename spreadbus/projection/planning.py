@@ -37,8 +37,8 @@ hold what it wants.
 
 ``Desired.serial`` keeps one plan per object in flight (a status is rewritten as a whole, so
 planning the next one before the previous landed only makes the previous fail). The planner
-offers the object again when that plan is answered (:meth:`DecisionLog.settle` names the slot),
-and whenever a plan fails.
+offers the object again when that plan is answered (:meth:`DecisionLog.apply_outcome` names the
+slot), and whenever a plan fails.
 
 Signatures::
 
