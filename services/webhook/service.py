@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Final
@@ -77,8 +78,11 @@ class WebhookService:
         nc: Client,
         registry: CollectorRegistry,
         gate: ReadinessGate,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
+        self.wall_clock = wall_clock
+        """Measures how long the view's follower was out of contact with NATS."""
         self.nc = nc
         self.registry = registry
         self.gate = gate
@@ -107,6 +111,7 @@ class WebhookService:
             name="webhook-view",
             # Longer out of contact, a deletion may have expired unseen: exit and replay instead.
             max_silence_seconds=TOMBSTONE_TRUSTED_SHARE * streams.TOMBSTONE_TTL_SECONDS,
+            wall_clock=self.wall_clock,
         )
         self.admission = SpreadAdmission(
             view=self.view,
@@ -193,9 +198,18 @@ async def main(
     settings: WebhookSettings,
     ctx: ServiceContext,
     started: Callable[[WebhookService], None] | None = None,
+    *,
+    wall_clock: Callable[[], float] = time.time,
 ) -> None:
-    """The service body for :func:`spreadbus.runtime.service.run_service`."""
-    service = WebhookService(settings, nc=ctx.nc, registry=ctx.registry, gate=ctx.gate)
+    """The service body for :func:`spreadbus.runtime.service.run_service`.
+
+    It ends with the error its view's follower ended with; a stale follower
+    (:class:`~spreadbus.runtime.follower.FollowerTooStale`) thus exits the service with code 1,
+    and its restart replays the observation stream from the start.
+    """
+    service = WebhookService(
+        settings, nc=ctx.nc, registry=ctx.registry, gate=ctx.gate, wall_clock=wall_clock
+    )
     await service.start()
     if started is not None:
         started(service)
