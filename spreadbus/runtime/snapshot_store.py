@@ -18,11 +18,17 @@ replies appended in order to one ``bytearray`` and hashed as they arrive. A gap 
 sequence, a status other than an expired request, or a silence of ``stall_seconds`` abandons
 the read (``None``); an expired request is renewed for the chunks still missing.
 
+The chunk reads speak the JetStream API on the connection directly, so the store holds the
+connection and the API prefix it was given (``$JS.API`` unless the account uses another domain or
+prefix) and makes its own JetStream context from them; the two can never disagree.
+
 Signature::
 
-    SnapshotStore(js: JetStreamContext, *, bucket: str = "spreadbus-snapshots",
+    SnapshotStore(nc: Client, *, api_prefix: str = "$JS.API",
+                  bucket: str = "spreadbus-snapshots",
                   replicas: int = 1,      # replicas of the bucket, when this store creates it
                   stall_seconds: float = 10.0, window_bytes: int = 16 << 20)
+        .js: JetStreamContext             # made from ``nc`` and ``api_prefix``
         async .save(name: str, data: bytes) -> None
         async .load(name: str) -> bytes | bytearray | None   # the blob as saved
 """
@@ -35,9 +41,17 @@ import contextlib
 import hashlib
 import logging
 
+from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, ObjectInfo, ObjectStoreConfig
+from nats.js.api import (
+    DEFAULT_PREFIX,
+    AckPolicy,
+    ConsumerConfig,
+    DeliverPolicy,
+    ObjectInfo,
+    ObjectStoreConfig,
+)
 from nats.js.client import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
@@ -56,14 +70,20 @@ class _Unusable(Exception):
 class SnapshotStore:
     def __init__(
         self,
-        js: JetStreamContext,
+        nc: Client | JetStreamContext,
         *,
+        api_prefix: str = DEFAULT_PREFIX,
         bucket: str = "spreadbus-snapshots",
         replicas: int = 1,
         stall_seconds: float = 10.0,
         window_bytes: int = 16 << 20,
     ) -> None:
-        self.js = js
+        if isinstance(nc, JetStreamContext):
+            # Callers that still hand over a context: use it, with its connection and prefix.
+            # Remove once every caller passes its connection.
+            self.js, self.nc, self.api_prefix = nc, nc._nc, nc._prefix
+        else:
+            self.js, self.nc, self.api_prefix = nc.jetstream(prefix=api_prefix), nc, api_prefix
         self.bucket = bucket
         self.replicas = replicas
         self.stall_seconds = stall_seconds
@@ -107,8 +127,8 @@ class SnapshotStore:
             deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE,
             mem_storage=True, num_replicas=1, inactive_threshold=30.0,
         ))
-        nc = self.js._nc  # the connection this context speaks through
-        next_subject = f"{self.js._prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer.name}"
+        nc = self.nc
+        next_subject = f"{self.api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer.name}"
         inbox = nc.new_inbox()
         window = max(1, self.window_bytes // max(1, -(-size // chunks)))
         buffer = bytearray()

@@ -10,7 +10,7 @@ from spreadbus.runtime.snapshot_store import SnapshotStore
 
 
 async def test_a_blob_of_many_chunks_comes_back_byte_for_byte(nats_client: Client) -> None:
-    store = SnapshotStore(nats_client.jetstream())
+    store = SnapshotStore(nats_client)
     blob = random.Random(3).randbytes(5 * (128 << 10) + 17)  # five full chunks and a bit
     await store.save("planner.c1", blob)
     assert await store.load("planner.c1") == blob
@@ -20,7 +20,7 @@ async def test_a_blob_of_many_chunks_comes_back_byte_for_byte(nats_client: Clien
 
 
 async def test_a_missing_snapshot_loads_as_none(nats_client: Client) -> None:
-    store = SnapshotStore(nats_client.jetstream())
+    store = SnapshotStore(nats_client)
     assert await store.load("planner.nobody") is None
     await store.save("planner.empty", b"")
     assert await store.load("planner.empty") == b""
@@ -29,9 +29,9 @@ async def test_a_missing_snapshot_loads_as_none(nats_client: Client) -> None:
 async def test_a_blob_read_in_windows_of_two_chunks_comes_back_byte_for_byte(
     nats_client: Client,
 ) -> None:
-    js = nats_client.jetstream()
+    nc = nats_client
     blob = random.Random(5).randbytes(7 * (128 << 10) + 3)  # eight chunks, four windows
-    await SnapshotStore(js).save("planner.windows", blob)
-    assert await SnapshotStore(js, window_bytes=2 * (128 << 10)).load("planner.windows") == blob
+    await SnapshotStore(nc).save("planner.windows", blob)
+    assert await SnapshotStore(nc, window_bytes=2 * (128 << 10)).load("planner.windows") == blob
     # One chunk per window, the smallest window there is, still reads every chunk in order.
-    assert await SnapshotStore(js, window_bytes=1).load("planner.windows") == blob
+    assert await SnapshotStore(nc, window_bytes=1).load("planner.windows") == blob
