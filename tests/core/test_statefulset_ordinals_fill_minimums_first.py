@@ -11,7 +11,13 @@ from hypothesis import strategies as st
 
 from spreadbus.core.workloadspread.admission import admit_create_for
 from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.subset_choice import INT32_MAX, choose_subset_by_ordinal
+from spreadbus.core.workloadspread.occupancy import subset_minimum
+from spreadbus.core.workloadspread.subset_choice import (
+    INT32_MAX,
+    choose_subset_by_ordinal,
+    ordinal_layout,
+)
+from spreadbus.core.workloadspread.validation import validate_workloadspread
 from tests.core.builders import pod, subset, workloadspread
 
 JSON = dict[str, Any]
@@ -76,6 +82,18 @@ def test_the_webhook_places_a_statefulset_pod_by_its_ordinal_and_minimums() -> N
     assert all(d.reservation is None for d in decisions)  # no bookkeeping for StatefulSets
 
 
+def test_a_percentage_minimum_is_refused_and_reserves_no_ordinals_if_it_gets_through() -> None:
+    spec = workloadspread(subset("a", 3), subset("b", 4, minReplicas="50%"), kind="StatefulSet")
+    assert [(e.field, e.message) for e in validate_workloadspread(spec)] == [
+        ("spec.subsets[1].minReplicas", "minReplicas must be an integer")
+    ]
+    # A spread stored without validation: the layout reserves what the first-fit rule does.
+    ws = from_object(spec)
+    assert ordinal_layout(ws) == [("a", 0), ("b", 0), ("a", 3), ("b", 4)]
+    assert [subset_minimum(s, 8) for s in ws.subsets] == [0, 0]
+    assert [choose_subset_by_ordinal(ws, i) for i in range(8)] == ["a"] * 3 + ["b"] * 4 + [None]
+
+
 def kruise_threshold_choice(limits: list[int | None], ordinal: int) -> str | None:
     """Kruise's rule, restated: running totals of maxReplicas (unlimited is 2^31-1)."""
     threshold = 0
@@ -125,3 +143,13 @@ def test_at_any_replica_count_no_subset_is_above_its_minimum_while_another_is_be
         above = [n for n, (_, minimum) in zip(names, spec, strict=True) if counts[n] > minimum]
         below = [n for n, (_, minimum) in zip(names, spec, strict=True) if counts[n] < minimum]
         assert not (above and below), (ordinal, counts)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ordinal_specs(), st.integers(0, 50))
+def test_the_ordinal_layout_reserves_the_minimums_the_first_fit_rule_keeps(
+    spec: list[tuple[int | None, int]], replicas: int
+) -> None:
+    ws = statefulset_spread(*(subset(f"s{i}", m, minReplicas=n) for i, (m, n) in enumerate(spec)))
+    reserved = ordinal_layout(ws)[: len(spec)]
+    assert reserved == [(s.name, subset_minimum(s, replicas)) for s in ws.subsets]
