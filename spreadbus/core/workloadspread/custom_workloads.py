@@ -15,8 +15,8 @@ from typing import Any
 
 import msgspec
 
+from spreadbus.core.json_type import json_type
 from spreadbus.core.workloadspread.model import api_group
-from spreadbus.core.workloadspread.scheduling_validation import json_type
 
 # Built-in targets: kind -> groups accepted for it (webhook whitelist, workloadspread.go:111-118).
 BUILTIN_KINDS: dict[str, tuple[str, ...]] = {

@@ -19,13 +19,13 @@ from typing import Any
 import msgspec
 import yaml
 
+from spreadbus.core.json_type import json_type
 from spreadbus.core.workloadspread.custom_workloads import (
     WHITELIST_CONFIG_KEY,
     Whitelist,
     parse_whitelist,
 )
 from spreadbus.core.workloadspread.model import GROUP, KIND, api_group
-from spreadbus.core.workloadspread.scheduling_validation import json_type
 
 JSON = dict[str, Any]
 

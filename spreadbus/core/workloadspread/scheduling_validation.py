@@ -20,6 +20,7 @@ from spreadbus.core.field_errors import (
     not_supported,
     required,
 )
+from spreadbus.core.json_type import json_type
 from spreadbus.core.workloadspread.qualified_names import (
     is_dns1123_subdomain,
     is_qualified_name,
@@ -32,22 +33,6 @@ _TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 def type_error(path: Path, expected: str, value: object) -> FieldError:
     """A JSON value of the wrong type, reported where Go's decoder would have failed."""
     return invalid(path, f"expected {expected}, got {json_type(value)}")
-
-
-def json_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
 
 
 def _items(value: object, path: Path, errors: list[FieldError]) -> list[tuple[Path, object]]:
