@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Gauge
 from events import streams, subjects
 from services.webhook.admission import SpreadAdmission
 from services.webhook.certificates import CertificateFiles
+from services.webhook.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 from services.webhook.ledger import LedgerStore
 from services.webhook.server import Metrics, build_app
 from services.webhook.view import View
@@ -59,6 +60,8 @@ class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
     tls_cert: str = ""
     """PEM certificate chain; reloaded when the file changes."""
     tls_key: str = ""
+    tls_handshake_timeout_seconds: float = HANDSHAKE_TIMEOUT_SECONDS
+    """How long a connection may take to complete its TLS handshake; stopping aborts it."""
     cert_check_seconds: float = 1.0
     ledger_deadline_seconds: float = 2.0
     """How long one admission keeps retrying a contended reservation."""
@@ -95,6 +98,7 @@ class WebhookService:
         self.follower: StreamFollower | None = None
         self.admission: SpreadAdmission | None = None
         self._runner: web.AppRunner | None = None
+        self.site: HttpsSite | None = None
         self.follower_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -138,14 +142,15 @@ class WebhookService:
         )
         self._runner = http_runner(app, grace=SHUTDOWN_GRACE_SECONDS)
         await self._runner.setup()
-        site = web.TCPSite(
+        self.site = HttpsSite(
             self._runner,
             self.settings.host,
             self.settings.port,
             ssl_context=self.certificates.context,
+            handshake_timeout=self.settings.tls_handshake_timeout_seconds,
         )
-        await site.start()
-        self.port = int(self._runner.addresses[0][1])
+        await self.site.start()
+        self.port = self.site.port
         log.info("webhook listening", extra={"port": self.port})
 
     def _export_state(self, admission: SpreadAdmission) -> None:

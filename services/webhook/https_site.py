@@ -1,0 +1,167 @@
+"""The webhook's HTTPS listener: every TLS handshake bounded in time and aborted on stop.
+
+aiohttp's ``TCPSite`` leaves TLS to ``loop.create_server``, and a connection whose handshake is
+still in progress there belongs to nobody the shutdown can reach: aiohttp only sees it once the
+handshake completes, and the asyncio server (before Python 3.12) keeps no list of its
+connections. Stopping the site closed the listening socket but left such a connection open until
+the handshake timeout, 60 s by default; a peer that connects and never says hello (a port
+scanner, a load balancer's TCP probe, a client stalled on a loop about to stop) kept a socket
+of a stopped webhook that long.
+
+So this site accepts connections itself and runs each handshake as a task of its own,
+with ``loop.connect_accepted_socket`` and a ``handshake_timeout`` well below that default but
+above any call timeout the webhook configurations allow (a handshake the API server would not
+wait for is of no use). :meth:`HttpsSite.stop` closes the listening sockets and cancels the
+handshakes still running, which aborts their connections at once. A connection whose handshake
+completed belongs to the runner's server from then on, and the runner's clean-up closes it
+(:func:`spreadbus.runtime.health.stop_runner`).
+
+A failed handshake is logged at debug level only, as asyncio's own server does: they are the
+normal noise of a listening port.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+from typing import Final
+
+from aiohttp import web
+
+log = logging.getLogger(__name__)
+
+HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
+"""Twice the longest ``timeoutSeconds`` of the webhook configurations in ``deploy/webhook/``."""
+ACCEPT_RETRY_SECONDS: Final = 1.0
+"""Pause after a failed accept (out of file descriptors, say), as asyncio's own server makes."""
+
+
+class HttpsSite(web.BaseSite):
+    """A runner's site serving HTTPS on ``host``/``port`` (0 picks a free port, see
+    :attr:`port`), its handshakes bounded by ``handshake_timeout`` and aborted by :meth:`stop`."""
+
+    def __init__(
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext,
+        handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
+        backlog: int = 128,
+    ) -> None:
+        super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
+        self._host = host
+        self._port = port
+        self._tls = ssl_context
+        self._handshake_timeout = handshake_timeout
+        self._bound_port = 0
+        self._listeners: list[socket.socket] = []
+        self._accepting: list[asyncio.Task[None]] = []
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._unowned: dict[asyncio.Task[None], socket.socket] = {}
+        """Accepted sockets whose handshake task has not started yet (so no transport owns
+        them): closed here if that task is cancelled before it starts."""
+
+    @property
+    def name(self) -> str:
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"https://{host}:{self.port}"
+
+    @property
+    def port(self) -> int:
+        """The bound port once started (the first listener's), else the one asked for."""
+        return self._bound_port or self._port
+
+    @property
+    def handshaking(self) -> int:
+        """Connections accepted whose TLS handshake has not ended yet."""
+        return len(self._handshakes)
+
+    async def start(self) -> None:
+        await super().start()
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(
+            self._host or None,
+            self._port,
+            type=socket.SOCK_STREAM,
+            flags=socket.AI_PASSIVE,
+        )
+        try:
+            for family, kind, proto, _, address in dict.fromkeys(infos):
+                self._listeners.append(self._listen(family, kind, proto, address))
+        except BaseException:
+            for listener in self._listeners:
+                listener.close()
+            self._listeners.clear()
+            raise
+        self._bound_port = int(self._listeners[0].getsockname()[1])
+        for listener in self._listeners:
+            self._accepting.append(loop.create_task(self._accept(listener)))
+
+    def _listen(
+        self, family: int, kind: int, proto: int, address: tuple[object, ...]
+    ) -> socket.socket:
+        listener = socket.socket(family, kind, proto)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                listener.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            listener.bind(address)
+            listener.listen(self._backlog)
+            listener.setblocking(False)
+        except BaseException:
+            listener.close()
+            raise
+        return listener
+
+    async def _accept(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(listener)
+            except OSError as exc:
+                log.warning("accepting a connection failed", extra={"error": repr(exc)})
+                await asyncio.sleep(ACCEPT_RETRY_SECONDS)
+                continue
+            handshake = loop.create_task(self._handshake(conn))
+            self._unowned[handshake] = conn
+            self._handshakes.add(handshake)
+            handshake.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: socket.socket) -> None:
+        task = asyncio.current_task()
+        assert task is not None  # run as a task by _accept
+        # From here on the connection's transport owns the socket, and closes it however the
+        # handshake ends: completed (then the server's), failed, timed out or cancelled.
+        del self._unowned[task]
+        loop = asyncio.get_running_loop()
+        server = self._runner.server
+        assert server is not None  # BaseSite checks it at construction
+        try:
+            await loop.connect_accepted_socket(
+                server, conn, ssl=self._tls, ssl_handshake_timeout=self._handshake_timeout
+            )
+        except Exception as exc:
+            log.debug("TLS handshake failed", extra={"error": repr(exc)})
+
+    async def stop(self) -> None:
+        """Stop listening and abort every connection still in its handshake."""
+        for task in self._accepting:
+            task.cancel()
+        await asyncio.gather(*self._accepting, return_exceptions=True)
+        self._accepting.clear()
+        for listener in self._listeners:
+            listener.close()
+        handshakes = list(self._handshakes)
+        for task in handshakes:
+            task.cancel()
+        await asyncio.gather(*handshakes, return_exceptions=True)
+        for conn in self._unowned.values():
+            with contextlib.suppress(OSError):
+                conn.close()
+        self._unowned.clear()
+        await super().stop()
