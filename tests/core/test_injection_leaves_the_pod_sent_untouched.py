@@ -3,28 +3,40 @@
 The result shares what injection leaves alone with the input pod, so these tests check that no
 nested object of the input (affinity terms, tolerations, containers, annotations) is modified,
 that nothing from the WorkloadSpread is aliased into the result, and that the pod and RFC 6902
-patch are exactly what injecting into a private deep copy of the pod produces.
+patch are exactly what injecting into a private deep copy of the pod produces. They go through
+:func:`admit_create_for`, as the webhook and ``spreadbus admit`` do, with one subset and no
+deletion cost, so the decision's pod and patch are injection's alone.
 """
 
 from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spreadbus.core import strategic_merge
 from spreadbus.core.workloadspread import json_patch
-from spreadbus.core.workloadspread.injection import InjectionError, inject_with_patch
-from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, Subset
+from spreadbus.core.workloadspread.admission import AdmissionDecision, admit_create_for
+from spreadbus.core.workloadspread.injection import InjectionError
+from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, Subset, WorkloadSpread
 from spreadbus.core.workloadspread.pod_state import Matched
 
 JSON = dict[str, Any]
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
 PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def _admitted(pod: Mapping[str, Any], subset: Subset) -> AdmissionDecision:
+    """The webhook's answer for ``pod`` under a WorkloadSpread ``ws`` of just ``subset``."""
+    ws = WorkloadSpread(namespace="default", name="ws", subsets=(subset,))
+    decision = admit_create_for(ws, pod, replicas=10, loads={}, now=NOW, generated_uid="")
+    assert decision.subset == subset.name
+    return decision
 
 
 def _expression(key: str, value: str) -> JSON:
@@ -96,7 +108,8 @@ def test_injecting_a_subset_changes_no_nested_object_of_the_pod_sent() -> None:
     subset = _rich_subset()
     subset_before = copy.deepcopy(subset)
 
-    injected, ops = inject_with_patch(pod, subset, ws_name="ws")
+    decision = _admitted(pod, subset)
+    injected, ops = decision.pod, decision.patch
 
     assert pod == before
     assert subset == subset_before
@@ -112,7 +125,7 @@ def test_injecting_a_subset_changes_no_nested_object_of_the_pod_sent() -> None:
 
 def test_the_result_aliases_nothing_of_the_workloadspread() -> None:
     subset = _rich_subset()
-    injected, _ = inject_with_patch(_rich_pod(), subset, ws_name="ws")
+    injected = _admitted(_rich_pod(), subset).pod
     assert subset.required_node_selector is not None
     assert subset.patch is not None
     spec = injected["spec"]
@@ -303,13 +316,14 @@ def test_the_pod_and_patch_equal_injection_into_a_private_deep_copy(
     else:
         expected_error = None
     assert pod == before
+    decision = _admitted(pod, subset)
     if expected_error is not None:
-        with pytest.raises(InjectionError) as raised:
-            inject_with_patch(pod, subset, ws_name="ws")
-        assert str(raised.value) == expected_error
+        assert not decision.allowed
+        assert decision.message == expected_error
         assert pod == before
         return
-    injected, ops = inject_with_patch(pod, subset, ws_name="ws")
+    assert decision.allowed
+    injected, ops = decision.pod, decision.patch
     assert (injected, ops) == expected
     assert pod == before, "the pod sent is unchanged"
     assert json_patch.apply(pod, ops) == injected

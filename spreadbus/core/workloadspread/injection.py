@@ -14,8 +14,9 @@ on the paths injection changes (``spec``, ``spec.affinity.nodeAffinity`` and its
 bulk of a pod (containers, volumes), is shared with the input. Deep-copying the whole pod, as an
 earlier version did, cost more than the decision itself on large pods. The trade-off is that the
 result must be treated as read-only, like the input. What comes from the subset is copied, so a
-result never aliases the WorkloadSpread it was decided from. :func:`inject_with_patch` also returns
-the RFC 6902 operations an admission response carries.
+result never aliases the WorkloadSpread it was decided from. The RFC 6902 operations an admission
+response carries are the admission decision's business (:mod:`.admission`): it diffs the pod sent
+against the result once any deletion cost is written too.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from spreadbus.core import strategic_merge
-from spreadbus.core.workloadspread import json_patch
 from spreadbus.core.workloadspread.model import (
     DELETION_COST_ANNOTATION,
     JSON,
@@ -112,10 +112,3 @@ def with_deletion_cost(pod: Mapping[str, Any], cost: int) -> JSON:
     _own(_own(out, "metadata"), "annotations")[DELETION_COST_ANNOTATION] = str(cost)
     return out
 
-
-def inject_with_patch(
-    pod: Mapping[str, Any], subset: Subset, *, ws_name: str, uid: str = ""
-) -> tuple[JSON, list[JSON]]:
-    """The injected pod and the JSON Patch that produces it from ``pod``."""
-    injected = inject(pod, subset, ws_name=ws_name, uid=uid)
-    return injected, json_patch.diff(dict(pod), injected)
