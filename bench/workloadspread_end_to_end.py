@@ -28,7 +28,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +38,7 @@ from kubernetes import client, config
 from spreadbus.cli.local_stack import Stack, free_port
 from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
+from tests.fixtures.pod_watch import PodWatch, pod_annotations
 
 GOAL = 1.3
 TOPOLOGY = "bench-100"
@@ -109,73 +109,6 @@ def ready_replicas(apps: Any) -> int:
     return int(status.get("readyReplicas") or 0)
 
 
-def raw_pod_list(core: Any) -> dict[str, Any]:
-    """The namespace's pods as plain JSON (a PodList).
-
-    The client's model classes cost about a second of CPU per 1,000 pods, taken from the
-    same two cores as the stack being measured.
-    """
-    response = core.list_namespaced_pod(NS, _preload_content=False)
-    listed: dict[str, Any] = json.loads(response.data)
-    return listed
-
-
-class CostWatch:
-    """Which pods carry their deletion cost, from one list and a watch that follows it.
-
-    Polling a list of 1,000 pods every 50 ms would make kubesim encode (and this process
-    decode) megabytes per poll on the cores the stack needs; a watch from the list's
-    resourceVersion costs one event per pod change, which kubesim sends its watchers anyway.
-    """
-
-    def __init__(self, core: Any, listed: dict[str, Any]) -> None:
-        self._lock = threading.Lock()
-        self._costed: dict[str, bool] = {
-            p["metadata"]["name"]: DELETION_COST in pod_annotations(p) for p in listed["items"]
-        }
-        self._response = core.list_namespaced_pod(
-            NS, watch=True, resource_version=listed["metadata"]["resourceVersion"],
-            timeout_seconds=300, _preload_content=False)
-        self._thread = threading.Thread(target=self._follow, daemon=True)
-        self._thread.start()
-
-    def _follow(self) -> None:
-        buffer = b""
-        try:
-            for chunk in self._response.stream(64 * 1024):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in lines:
-                    if line.strip():
-                        self._event(json.loads(line))
-        except Exception:  # the watch is closed by stop()
-            return
-
-    def _event(self, event: dict[str, Any]) -> None:
-        pod = event.get("object") or {}
-        name = (pod.get("metadata") or {}).get("name")
-        if event.get("type") not in ("ADDED", "MODIFIED", "DELETED") or not name:
-            return
-        with self._lock:
-            if event["type"] == "DELETED":
-                self._costed.pop(name, None)
-            else:
-                self._costed[name] = DELETION_COST in pod_annotations(pod)
-
-    def complete(self) -> bool:
-        with self._lock:
-            return bool(self._costed) and all(bool(v) for v in self._costed.values())
-
-    def stop(self) -> None:
-        self._response.shutdown()  # unblocks the reading thread (a bare close would wait)
-        self._thread.join(10)
-        self._response.release_conn()
-
-
-def pod_annotations(pod: dict[str, Any]) -> dict[str, str]:
-    return pod["metadata"].get("annotations") or {}
-
-
 def create_namespace(core: Any) -> None:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
 
@@ -232,14 +165,6 @@ def spread(replicas: int, workdir: Path, *, with_spread: bool = True) -> tuple[f
             started = time.perf_counter()
             apps.create_namespaced_deployment(NS, deployment(replicas))
             ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
-            listed = raw_pod_list(core)
-            misplaced = [
-                p["metadata"]["name"] for p in listed["items"]
-                if json.loads(pod_annotations(p).get(MATCHED, "{}")).get("subset")
-                != zones.get(p["spec"].get("nodeName"))
-            ]
-            if misplaced:
-                raise AssertionError(f"{len(misplaced)} pods outside their subset's zone")
 
             def counted() -> bool:
                 obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
@@ -247,12 +172,22 @@ def spread(replicas: int, workdir: Path, *, with_spread: bool = True) -> tuple[f
                 statuses = (obj.get("status") or {}).get("subsetStatuses") or []
                 return replicas == sum(int(s.get("replicas", 0)) for s in statuses)
 
-            costs = CostWatch(core, listed)
-            try:
+            with PodWatch(core, NS) as watch:
+                misplaced = [
+                    name for name, p in watch.pods().items()
+                    if json.loads(pod_annotations(p).get(MATCHED, "{}")).get("subset")
+                    != zones.get(p["spec"].get("nodeName"))
+                ]
+                if misplaced:
+                    raise AssertionError(f"{len(misplaced)} pods outside their subset's zone")
+
+                def costed() -> bool:
+                    pods = watch.pods()
+                    return bool(pods) and all(DELETION_COST in pod_annotations(p)
+                                              for p in pods.values())
+
                 wait("status counts every pod", counted)
-                done = wait("deletion costs", costs.complete)
-            finally:
-                costs.stop()
+                done = wait("deletion costs", costed)
             return ready - started, done - started
     finally:
         stack.stop()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.fixtures.pod_watch import PodWatch, pod_annotations
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
     MATCHED,
@@ -116,45 +116,6 @@ def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_fi
     assert subset_field(status, "missingReplicas")["ACK"] == 20
 
 
-class FirstSeen:
-    """Each pod's annotations as its ADDED watch event carried them: the pod as created."""
-
-    def __init__(self, api: client.ApiClient, namespace: str) -> None:
-        core: Any = client.CoreV1Api(api)
-        listed = json.loads(core.list_namespaced_pod(namespace, _preload_content=False).data)
-        self._lock = threading.Lock()
-        self.annotations: dict[str, dict[str, str]] = {}
-        self._response = core.list_namespaced_pod(
-            namespace, watch=True, resource_version=listed["metadata"]["resourceVersion"],
-            timeout_seconds=120, _preload_content=False)
-        self._thread = threading.Thread(target=self._follow, daemon=True)
-        self._thread.start()
-
-    def _follow(self) -> None:
-        buffer = b""
-        try:
-            for chunk in self._response.stream(64 * 1024):
-                buffer += chunk
-                *lines, buffer = buffer.split(b"\n")
-                for line in (raw for raw in lines if raw.strip()):
-                    event = json.loads(line)
-                    metadata = (event.get("object") or {}).get("metadata") or {}
-                    if event.get("type") == "ADDED" and metadata.get("name"):
-                        with self._lock:
-                            self.annotations[metadata["name"]] = metadata.get("annotations") or {}
-        except Exception:  # the watch is closed by stop()
-            return
-
-    def snapshot(self) -> dict[str, dict[str, str]]:
-        with self._lock:
-            return dict(self.annotations)
-
-    def stop(self) -> None:
-        self._response.shutdown()
-        self._thread.join(10)
-        self._response.release_conn()
-
-
 def test_new_pods_are_created_carrying_their_subsets_deletion_cost(
     api: client.ApiClient,
 ) -> None:
@@ -172,15 +133,12 @@ def test_new_pods_are_created_carrying_their_subsets_deletion_cost(
     # the stack has followed the WorkloadSpread and its workload (the planner wrote a status)
     wait_for("the first status", lambda: subset_field(spread_status(api, namespace, "ws-demo"),
                                                       "replicas"), 30)
-    watch = FirstSeen(api, namespace)
-    try:
+    with PodWatch(client.CoreV1Api(api), namespace, timeout_seconds=120) as watch:
         apps.patch_namespaced_deployment("workload-xxx", namespace, {"spec": {"replicas": 20}})
         created = wait_for("20 pods created", lambda: (lambda s: s if len(s) >= 20 else None)(
-            watch.snapshot()), 60, lambda: len(watch.snapshot()))
-    finally:
-        watch.stop()
+            watch.created()), 60, lambda: len(watch.created()))
     as_created = Counter(
         (json.loads(a[MATCHED])["subset"] if MATCHED in a else None, a.get(DELETION_COST))
-        for a in created.values()
+        for a in map(pod_annotations, created.values())
     )
     assert as_created == {("ACK", "200"): 10, ("ECI", "100"): 10}
