@@ -1,13 +1,13 @@
 """Dynamic admission: mutating, then validating webhooks called with ``AdmissionReview`` v1.
 
 Webhooks come from the stored Mutating/ValidatingWebhookConfiguration objects. They are compiled
-once per set of configuration resourceVersions (selectors parsed, rules kept per webhook) and the
-compiled set is looked up again on every request, so a new or changed configuration applies at
-once (upstream caches them for a moment; tests prefer no delay). Every write asks
-:meth:`Admission.applies` first: the webhooks whose rules could match an (operation, group,
-resource, subresource, scope) are indexed on first use, and a request that none can match skips
-admission altogether (no namespace read, no second defaulting and validation pass). Matching
-follows upstream:
+again after any write of a configuration (selectors parsed, rules kept per webhook; the store
+counts writes per resource, so the check costs two lookups), so a new or changed configuration
+applies to the very next request (upstream caches them for a moment; tests prefer no delay).
+Every write asks :meth:`Admission.applies` first: the webhooks whose rules could match an
+(operation, group, resource, subresource, scope) are indexed on first use, and a request that
+none can match skips admission altogether (no namespace read, no second defaulting and
+validation pass). Matching follows upstream:
 
 - ``rules``: operations, apiGroups, apiVersions, resources (``*`` is every resource but no
   subresource, ``*/*`` everything, ``pods/*`` every pod subresource, ``*/scale``), and scope;
@@ -18,9 +18,10 @@ follows upstream:
 - requests for webhook configurations themselves are never sent to webhooks (as upstream).
 
 Calls go over HTTPS only, verified against ``caBundle`` (or the system roots without one) and
-bounded by ``timeoutSeconds``. One client session serves every webhook: its connections are kept
-alive and pooled per address, TLS context and server name, at most 25 per address, so a burst of
-pod creations costs a handful of TLS handshakes, not one per request. ``failurePolicy: Ignore``
+bounded by ``timeoutSeconds``. One :class:`kubesim.webhook_client.WebhookClient` serves every
+webhook: its connections are kept alive and pooled per address, TLS context and server name, a
+few per address, so a burst of pod creations costs a handful of TLS handshakes, not one per
+request. ``failurePolicy: Ignore``
 skips a webhook that cannot be called or answers nonsense; ``Fail`` turns that into a 500
 ``InternalError``. A denial becomes the webhook's ``status`` with ``admission webhook "x" denied
 the request: ...``. Mutating webhooks run in order and may return a base64 JSONPatch;
@@ -55,12 +56,13 @@ import ssl
 import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
-import aiohttp
 import msgspec
 
 from kubesim import errors, jsonpatch
 from kubesim.interface import ApiError
+from kubesim.webhook_client import CallError, WebhookClient
 from spreadbus.core import label_selector
 
 if TYPE_CHECKING:
@@ -69,17 +71,19 @@ if TYPE_CHECKING:
 
 JsonObject = dict[str, Any]
 
+_encode = msgspec.json.Encoder().encode
+_decode = msgspec.json.Decoder().decode
+
 MUTATING = ("admissionregistration.k8s.io", "mutatingwebhookconfigurations")
 VALIDATING = ("admissionregistration.k8s.io", "validatingwebhookconfigurations")
 
 USER_INFO = {"username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"]}
 
-_JSON_HEADERS = {"Content-Type": "application/json"}
-
-CONNECTIONS_PER_ENDPOINT = 25
-"""Connections kept open to one webhook address: upstream's API server keeps 25 idle per host.
-A burst of writes queues for these rather than paying a TLS handshake per extra connection on
-both sides (a hundred handshakes cost more than the reviews they would carry in parallel)."""
+CONNECTIONS_PER_ENDPOINT = 4
+"""Connections kept open to one webhook address (upstream's API server keeps up to 25 idle per
+host). A webhook process answers one review at a time on its event loop, so a burst of writes
+queues for a few connections rather than paying a TLS handshake on both sides for each extra
+one: a hundred handshakes cost more than the reviews they would carry in parallel."""
 
 _SUB_KINDS = {
     "eviction": {"group": "policy", "version": "v1", "kind": "Eviction"},
@@ -154,18 +158,13 @@ class _Phase:
 
 
 class _Webhooks:
-    """Both phases compiled from the configurations at ``versions``."""
+    """Both phases compiled from the configurations as they were after ``writes`` writes."""
 
-    def __init__(self, versions: tuple[object, ...], mutating: _Phase, validating: _Phase) -> None:
-        self.versions = versions
+    def __init__(self, writes: tuple[int, int], mutating: _Phase, validating: _Phase) -> None:
+        self.writes = writes
         self.mutating = mutating
         self.validating = validating
-
-
-def _versions(bucket: dict[Any, JsonObject] | None) -> tuple[tuple[Any, Any], ...]:
-    if not bucket:
-        return ()
-    return tuple((k, (c.get("metadata") or {}).get("resourceVersion")) for k, c in bucket.items())
+        self.applies: dict[_ResourceKey, bool] = {}
 
 
 def _phase(bucket: dict[Any, JsonObject] | None) -> _Phase:
@@ -184,42 +183,52 @@ class CallFailed(Exception):
 ENDPOINTS = ("", "endpoints")
 
 
+@dataclass(frozen=True, slots=True)
+class _Endpoint:
+    """Where one call goes: ``url`` names it in messages, the rest is what is dialled."""
+
+    url: str
+    host: str
+    port: int
+    path: str
+    server_name: str
+
+
 class Admission:
     def __init__(self, server: ApiServer) -> None:
         self.server = server
-        self._session: aiohttp.ClientSession | None = None
+        self._client = WebhookClient(connections_per_endpoint=CONNECTIONS_PER_ENDPOINT)
         self._ssl_cache: dict[str, ssl.SSLContext] = {}
+        self._url_endpoints: dict[str, _Endpoint] = {}
         self._next_endpoint: dict[tuple[str, str, int], int] = {}
-        self._compiled = _Webhooks((), _Phase([]), _Phase([]))
+        self._compiled = _Webhooks((0, 0), _Phase([]), _Phase([]))
 
     def _current(self) -> _Webhooks:
-        """The compiled webhooks, compiled again when a configuration's resourceVersion moved."""
-        objs = self.server.store.objects
-        mutating, validating = objs.get(MUTATING), objs.get(VALIDATING)
-        versions = (_versions(mutating), _versions(validating))
-        if versions != self._compiled.versions:
-            self._compiled = _Webhooks(versions, _phase(mutating), _phase(validating))
+        """The compiled webhooks, compiled again once a configuration was written."""
+        store = self.server.store
+        writes = (store.writes.get(MUTATING, 0), store.writes.get(VALIDATING, 0))
+        if writes != self._compiled.writes:
+            objs = store.objects
+            self._compiled = _Webhooks(
+                writes, _phase(objs.get(MUTATING)), _phase(objs.get(VALIDATING))
+            )
         return self._compiled
 
     def applies(self, operation: str, rt: ResourceType, subresource: str = "") -> bool:
         """Whether any webhook's rules may match such a request (a cheap test before building
         the request's attributes; selectors and versions are checked by the phases)."""
-        if rt.storage_key in (MUTATING, VALIDATING):
-            return False
         current = self._current()
-        if not current.mutating.hooks and not current.validating.hooks:
-            return False
-        attrs = Attributes(operation, rt, subresource, "", "", False, {})
-        return bool(current.mutating.reachable(attrs) or current.validating.reachable(attrs))
+        key = (operation, rt.group, rt.plural, subresource, rt.namespaced)
+        found = current.applies.get(key)
+        if found is None:
+            attrs = Attributes(operation, rt, subresource, "", "", False, {})
+            found = current.applies[key] = rt.storage_key not in (MUTATING, VALIDATING) and bool(
+                current.mutating.reachable(attrs) or current.validating.reachable(attrs)
+            )
+        return found
 
     async def close(self) -> None:
-        if self._session is not None:
-            # abort TLS connections rather than wait for each webhook's close_notify: the
-            # server's loop stops right after, and a half-closed transport would leak its socket
-            if self._session.connector is not None:
-                await self._session.connector.close(abort_ssl=True)
-            await self._session.close()
-            self._session = None
+        await self._client.close()
 
     # --- matching ------------------------------------------------------------------------------
 
@@ -314,14 +323,15 @@ class Admission:
             req["namespace"] = attrs.namespace
         return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": req}
 
-    def _endpoint(self, w: JsonObject) -> tuple[str, str | None]:
-        """(URL to connect to, TLS server name to verify when it differs from the URL host)."""
+    def _endpoint(self, w: JsonObject) -> _Endpoint:
+        """Where to call ``w``: its URL, or an address of its Service."""
         cc = w.get("clientConfig") or {}
         if cc.get("url"):
             url = str(cc["url"])
-            if not url.startswith("https://"):
-                raise CallFailed(f'webhook "{w.get("name")}" URL must use https')
-            return url, None
+            endpoint = self._url_endpoints.get(url)
+            if endpoint is None:
+                endpoint = self._url_endpoints[url] = _url_endpoint(w, url)
+            return endpoint
         svc = cc.get("service")
         if not isinstance(svc, dict):
             raise CallFailed("clientConfig needs a url or a service")
@@ -349,13 +359,13 @@ class Admission:
             turn = self._next_endpoint.get((ns, name, port), 0)
             self._next_endpoint[(ns, name, port)] = turn + 1
             ip, endpoint_port = ready[turn % len(ready)]
-            return _https(ip, endpoint_port, path), server_name
+            return _Endpoint(_https(ip, endpoint_port, path), ip, endpoint_port, path, server_name)
         address = spec.get("externalName") or spec.get("clusterIP")
         if not isinstance(address, str) or not address or address == "None":
             raise CallFailed(f'service "{ns}/{name}" has no address')
         tp = service_port.get("targetPort", port)
         target = int(tp) if isinstance(tp, int) or str(tp).isdigit() else port
-        return _https(address, target, path), server_name
+        return _Endpoint(_https(address, target, path), address, target, path, server_name)
 
     def _ssl(self, w: JsonObject) -> ssl.SSLContext:
         bundle = (w.get("clientConfig") or {}).get("caBundle") or ""
@@ -378,30 +388,29 @@ class Admission:
         Shared with CRD conversion webhooks; failures raise :class:`CallFailed` with the
         wording upstream uses.
         """
-        url, server_name = self._endpoint(w)
-        if self._session is None:
-            self._session = aiohttp.ClientSession(
-                connector=aiohttp.TCPConnector(limit=0, limit_per_host=CONNECTIONS_PER_ENDPOINT)
-            )
+        endpoint = self._endpoint(w)
+        context = self._ssl(w)
         try:
-            async with self._session.post(
-                url,
-                data=msgspec.json.encode(review),
-                headers=_JSON_HEADERS,
-                ssl=self._ssl(w),
-                server_hostname=server_name,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as resp:
-                if resp.status != 200:
-                    raise CallFailed(f"expected response code 200, got {resp.status}")
-                return msgspec.json.decode(await resp.read())
+            status, body = await self._client.post(
+                host=endpoint.host,
+                port=endpoint.port,
+                path=endpoint.path,
+                context=context,
+                server_name=endpoint.server_name,
+                body=_encode(review),
+                timeout=timeout,
+            )
         except TimeoutError as e:
             raise CallFailed(
-                f'Post "{url}": context deadline exceeded (timeout {timeout:g}s)'
+                f'Post "{endpoint.url}": context deadline exceeded (timeout {timeout:g}s)'
             ) from e
-        except aiohttp.ClientError as e:
-            raise CallFailed(f'Post "{url}": {e}') from e
-        except ValueError as e:  # msgspec.DecodeError included
+        except CallError as e:
+            raise CallFailed(f'Post "{endpoint.url}": {e}') from e
+        if status != 200:
+            raise CallFailed(f"expected response code 200, got {status}")
+        try:
+            return _decode(body)
+        except msgspec.DecodeError as e:
             raise CallFailed(f"failed to decode the response: {e}") from e
 
     async def _call(self, w: JsonObject, review: JsonObject) -> JsonObject:
@@ -504,7 +513,7 @@ class Admission:
     async def validate(self, attrs: Attributes, obj: Any, old: JsonObject | None) -> None:
         if attrs.rt.storage_key in (MUTATING, VALIDATING):
             return
-        calls = []
+        reviews = []
         for hook, rules in self._current().validating.reachable(attrs):
             seen_as = self._matches(hook, rules, attrs, obj, old)
             if seen_as is None:
@@ -512,11 +521,17 @@ class Admission:
             refused = self._dry_run_refused(hook.spec, attrs)
             if refused is not None:
                 raise refused
-            calls.append(self._validate_one(hook.spec, self._review(attrs, seen_as, obj, old)))
-        results = await asyncio.gather(*calls, return_exceptions=True)
-        for r in results:
-            if isinstance(r, BaseException):
-                raise r
+            reviews.append((hook.spec, self._review(attrs, seen_as, obj, old)))
+        if len(reviews) == 1:  # the common case, without a task per call
+            await self._validate_one(*reviews[0])
+        elif reviews:
+            results = await asyncio.gather(
+                *(self._validate_one(w, review) for w, review in reviews),
+                return_exceptions=True,
+            )
+            for r in results:
+                if isinstance(r, BaseException):
+                    raise r
 
     async def _validate_one(self, w: JsonObject, review: JsonObject) -> None:
         try:
@@ -556,16 +571,31 @@ def ready_endpoints(endpoints: JsonObject, port_name: str) -> list[tuple[str, in
     return out
 
 
+def _url_endpoint(w: JsonObject, url: str) -> _Endpoint:
+    """``clientConfig.url`` taken apart: the TLS server name is the URL's host."""
+    if not url.startswith("https://"):
+        raise CallFailed(f'webhook "{w.get("name")}" URL must use https')
+    parts = urlsplit(url)
+    try:
+        host, port = parts.hostname, parts.port or 443
+    except ValueError as e:
+        raise CallFailed(f'parse "{url}": {e}') from e
+    if not host:
+        raise CallFailed(f'parse "{url}": no host')
+    path = parts.path or "/"
+    if parts.query:
+        path = f"{path}?{parts.query}"
+    return _Endpoint(url, host, port, path, host)
+
+
 def _https(host: str, port: int, path: str) -> str:
     host_part = f"[{host}]" if ":" in host else host
     return f"https://{host_part}:{port}{path}"
 
 
 def jsonpatch_ops(encoded: str) -> Any:
-    import json
-
-    with contextlib.suppress(Exception):
-        return json.loads(base64.b64decode(encoded))
+    with contextlib.suppress(ValueError, TypeError):
+        return _decode(base64.b64decode(encoded))
     raise ValueError("the patch is not base64-encoded JSON")
 
 

@@ -145,6 +145,9 @@ class Store:
     by_uid: dict[str, tuple[StorageKey, ObjectKey]] = field(default_factory=dict)
     dependents: dict[str, set[tuple[StorageKey, ObjectKey]]] = field(default_factory=dict)
     listeners: list[Callable[[Event], None]] = field(default_factory=list)
+    writes: dict[StorageKey, int] = field(default_factory=dict)
+    """Writes per resource so far: a cache of what a resource's objects imply (the compiled
+    webhook configurations) is current while its count has not moved."""
 
     def bucket(self, key: StorageKey) -> dict[ObjectKey, JsonObject]:
         b = self.objects.get(key)
@@ -172,6 +175,7 @@ class Store:
         """Store ``obj`` (already stamped with ``resourceVersion``) and publish the event."""
         meta = obj["metadata"]
         okey = (meta.get("namespace", ""), meta["name"])
+        self.writes[key] = self.writes.get(key, 0) + 1
         if kind == "DELETED":
             self.bucket(key).pop(okey, None)
             self.by_uid.pop(meta.get("uid", ""), None)

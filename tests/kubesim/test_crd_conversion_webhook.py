@@ -294,5 +294,5 @@ async def test_a_webhook_with_an_untrusted_certificate_is_refused(
                 widget_v2("w", 1),
             )
     assert caught.value.status == 500
-    assert "certificate verify failed" in json.loads(caught.value.body)["message"]
+    assert "tls: failed to verify certificate" in json.loads(caught.value.body)["message"]
     assert conversion_webhook.reviews == []
