@@ -6,8 +6,9 @@ Calling it on every change costs every pod of the workload, and while a thousand
 is a thousand pods per round. :class:`SpreadTally` computes the same answer from what changed:
 
 - :meth:`SpreadTally.apply` takes one changed pod (or its disappearance) and moves it between
-  buckets (version, subset), keeping per bucket the count of active pods and the keys the webhook
-  records creations under; its cost is one pod;
+  buckets (version, subset), keeping per bucket the count of active pods, the keys the webhook
+  records creations under, the active pods' keys in order and the pods pending unschedulable
+  ordered by since when; its cost is one pod;
 - :meth:`SpreadTally.plan` builds the status from those counters (subsets x versions, plus the
   reservations and previous entries in flight, never the pods) and the deletion costs bucket by
   bucket: a bucket within its limit and without a minimum gives every active pod the same value,
@@ -16,16 +17,36 @@ is a thousand pods per round. :class:`SpreadTally` computes the same answer from
   order), is recomputed whole with the core's :func:`~spreadbus.core.workloadspread.deletion_cost.
   subset_costs`, which costs that bucket.
 
-The answer equals the full computation over the pods in key order (a property test replays
-random event sequences against it). Some situations are rare and order-dependent; for them
-:meth:`SpreadTally.plan` calls the full computation itself (``everything`` is then set):
+Deletions in flight. Kruise's ``missingReplicas`` loop walks a bucket's active pods in order:
+each takes one off (floored at 0) and one whose deletion is in flight gives it back (capped at
+the maximum). Composed, the result is a closed form of three counts (see :func:`_missing`): the
+active pods, those being deleted, and the active pods that come *after the last one being
+deleted* in the full computation's order. That order is key order within a version, and for the
+top-level list the versions one after the other in the order a key-ordered pass first meets them.
+Each bucket's active keys are kept in a :class:`~spreadbus.projection.sorted_set.SortedSet` (and
+each version's keys, for its first one), so the count is a rank query: a plan reads the pods the
+entries in flight name, never the others.
 
-- a governed pod not annotated for this WorkloadSpread (it is matched to a subset by its node,
-  with per-version quotas that depend on the other pods);
-- a deletion in flight (a ``deletingPods`` entry or a deleting reservation): ``missingReplicas``
-  then depends on the order of the pods;
-- Adaptive rescheduling (stuck pods are found by time, pod by pod);
-- a ``replicasPathList`` that does not resolve.
+Adaptive rescheduling. Only a pod pending, unbound and ``Unschedulable`` can be stuck; each
+bucket keeps those ordered by the time they became so. A plan reads, per bucket, whether the
+first one has passed ``rescheduleCriticalSeconds`` (the subset's ``Schedulable`` condition), the
+first one still ahead (the next wake-up), and, for the top-level list, the stuck pods themselves
+(the evictions, in the full computation's order). The condition's recovery window is a function
+of the previous status and ``now``, so time passing needs no pod at all.
+
+The answer equals the full computation over the pods in key order (property tests replay random
+event sequences against it, Adaptive spreads and deletions in flight included). Two situations
+remain for which :meth:`SpreadTally.plan` calls the full computation itself (``everything`` is
+then set):
+
+- a governed pod not annotated for this WorkloadSpread: it is matched to a subset by its node,
+  and whether a subset still has quota for it (one point of its score) depends on the pods of its
+  version matched before it in key order, so the matches are a chain through every unannotated
+  pod of a version. Pods are annotated as soon as they are matched (the plan's ``pod_patches``),
+  so this lasts until those writes are observed: a round after a WorkloadSpread is put over
+  running pods, not a steady state;
+- a ``replicasPathList`` that does not resolve (the full computation reports it and keeps the
+  status).
 
 Deletion costs are handed out as ``updates``: the pods touched since the last plan and the pods
 whose wanted value changed, each with the annotation value when it differs from what the pod
@@ -44,6 +65,7 @@ Signatures::
               recover_after_seconds) -> TallyPlan
         .pod(key) -> Pod | None ; .pods() -> list[Pod]       # in key order
         .differing() -> dict[str, str]                       # every annotation to change (a check)
+        .examined: int                                       # pods read so far (work, counted)
 """
 
 from __future__ import annotations
@@ -51,8 +73,10 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, NamedTuple
+
+import msgspec
 
 from spreadbus.core.workloadspread import pod_state, reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
@@ -72,14 +96,17 @@ from spreadbus.core.workloadspread.model import (
 )
 from spreadbus.core.workloadspread.occupancy import (
     CREATE_TIMEOUT,
+    DELETE_TIMEOUT,
     Reservation,
     expired,
     subset_limit,
     subset_minimum,
 )
 from spreadbus.core.workloadspread.pod_state import Pod
-from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER
+from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER, schedulable_condition
+from spreadbus.core.workloadspread.subset_choice import unschedulable_subsets
 from spreadbus.core.workloadspread.target import ReplicasPathError, workload_replicas
+from spreadbus.projection.sorted_set import SortedSet
 
 Bucket = tuple[str, str]
 """(version, subset name or :data:`FAKE_SUBSET`)."""
@@ -96,6 +123,7 @@ class _Facts(NamedTuple):
     active: bool
     creating_key: str
     cost: str | None  # the deletion-cost annotation it carries
+    unschedulable_since: datetime | None  # pending, unbound and Unschedulable: the clock's origin
 
 
 @dataclass
@@ -108,6 +136,15 @@ class TallyPlan:
     requeue_at: datetime | None = None
     everything: bool = False
     """The full computation ran: ``updates`` holds every pod whose annotation differs."""
+
+
+@dataclass
+class _Clock:
+    """One plan's time: ``now``, the Adaptive recovery window, and the wake-ups collected."""
+
+    now: datetime
+    recover_after: timedelta
+    wake: list[datetime]
 
 
 def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
@@ -125,17 +162,31 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         active=pod_state.is_active(pod),
         creating_key=pod_state.creating_key(pod),
         cost=cost if isinstance(cost, str) else None,
+        unschedulable_since=pod_state.unschedulable_deadline(pod, timedelta(0)),
     )
 
 
-def _missing(maximum: int, active: int, creating: int) -> int:
-    """Kruise's ``missingReplicas`` loop without deletions in flight, in closed form."""
-    missing = maximum
-    if missing > 0:
-        missing = max(missing - active, 0)
-    if missing > 0:
-        missing = max(missing - creating, 0)
-    return missing
+def _missing(maximum: int, active: int, kept: int, after_last_kept: int | None,
+             creating: int) -> int:
+    """Kruise's ``missingReplicas`` loop over one bucket, in closed form.
+
+    The loop walks the active pods in order: each pod takes one off ``missing`` (floored at 0)
+    and a pod whose deletion is in flight gives it back (capped at the maximum), so for a
+    positive maximum a plain pod maps ``x`` to ``max(x - 1, 0)`` and a deleting one to
+    ``max(x, 1)``. Composed, that is ``max(maximum - plain, 0 if any plain, 1 - plain pods after
+    the last deleting one)``: the only thing the order decides is how many plain pods follow
+    the last deleting pod (``after_last_kept``, None when none is deleting). Creating entries
+    left then take one each, floored at 0. A maximum of 0 or -1 (unlimited) never moves.
+    """
+    if maximum <= 0:
+        return maximum
+    plain = active - kept
+    missing = maximum - plain
+    if plain:
+        missing = max(missing, 0)
+    if after_last_kept is not None:
+        missing = max(missing, 1 - after_last_kept)
+    return max(missing - creating, 0) if missing > 0 else missing
 
 
 class SpreadTally:
@@ -146,13 +197,18 @@ class SpreadTally:
         self._by_key: dict[str, str] = {}  # pod "namespace/name" -> caller's key
         self._buckets: dict[Bucket, dict[str, _Facts]] = {}
         self._active: Counter[Bucket] = Counter()
+        self._active_keys: dict[Bucket, SortedSet[str]] = {}  # pod keys of the active pods
+        self._unschedulable: dict[Bucket, SortedSet[tuple[datetime, str]]] = {}  # (since, key)
         self._creating: dict[Bucket, Counter[str]] = {}
-        self._versions: Counter[str] = Counter()
+        self._versions: dict[str, SortedSet[str]] = {}  # version -> pod keys (any bucket)
         self._unmatched = 0
         self._touched: set[str] = set()  # caller keys
         self._dirty: set[Bucket] = set()
         self._costs: dict[str, int] = {}  # pod "namespace/name" -> wanted cost
         self._regime: dict[Bucket, tuple[Any, ...]] = {}
+        self.examined = 0
+        """Pods read so far (one per observation applied, one per pod a plan looks at): the
+        work a plan costs, counted the same on every machine."""
 
     # -- pods ------------------------------------------------------------------------------------
 
@@ -166,8 +222,9 @@ class SpreadTally:
         old = self._pods.pop(key, None)
         if old is not None:
             self._by_key.pop(old.key, None)
-            self._versions[old.version] -= 1
-            if not self._versions[old.version]:
+            keys = self._versions[old.version]
+            keys.discard(old.key)
+            if not keys:
                 del self._versions[old.version]
             if old.bucket is None:
                 self._unmatched -= 1
@@ -177,10 +234,11 @@ class SpreadTally:
         self._touched.add(key)
         if pod is None:
             return
+        self.examined += 1
         facts = _facts(self._ws, self._names, pod)
         self._pods[key] = facts
         self._by_key[facts.key] = key
-        self._versions[facts.version] += 1
+        self._versions.setdefault(facts.version, SortedSet()).add(facts.key)
         if facts.bucket is None:
             self._unmatched += 1
         else:
@@ -191,6 +249,10 @@ class SpreadTally:
         self._creating.setdefault(bucket, Counter())[facts.creating_key] += 1
         if facts.active:
             self._active[bucket] += 1
+            self._active_keys.setdefault(bucket, SortedSet()).add(facts.key)
+        if facts.unschedulable_since is not None:
+            self._unschedulable.setdefault(bucket, SortedSet()).add(
+                (facts.unschedulable_since, facts.key))
         self._dirty.add(bucket)
 
     def _leave(self, bucket: Bucket, key: str, facts: _Facts) -> None:
@@ -202,10 +264,17 @@ class SpreadTally:
             del creating[facts.creating_key]
         if facts.active:
             self._active[bucket] -= 1
+            self._active_keys[bucket].discard(facts.key)
+        if facts.unschedulable_since is not None:
+            pending = self._unschedulable[bucket]
+            pending.discard((facts.unschedulable_since, facts.key))
+            if not pending:
+                del self._unschedulable[bucket]
         if not members:
             del self._buckets[bucket]
             del self._creating[bucket]
             self._active.pop(bucket, None)
+            self._active_keys.pop(bucket, None)
             self._regime.pop(bucket, None)
         self._dirty.add(bucket)
 
@@ -249,17 +318,28 @@ class SpreadTally:
             replicas: int | None = workload_replicas(ws, workload, whitelist=whitelist)
         except ReplicasPathError:
             replicas = None
-        if replicas is None or self._needs_everything(ws, mine):
+        if replicas is None or self._unmatched:
             return self._everything(ws, workload=workload, latest=latest, reservations=mine,
                                     now=now, whitelist=whitelist, nodes=nodes,
                                     recover_after_seconds=recover_after_seconds)
         wake: list[datetime] = []
+        clock = _Clock(now, timedelta(seconds=recover_after_seconds), wake)
+        stuck: dict[str, list[_Facts]] = {}
         status = Status(
             observed_generation=ws.generation,
             subset_statuses=self._statuses(ws, None, ws.status.subset_statuses, (), replicas,
-                                           now, wake),
-            versioned_subset_statuses=self._versioned(ws, mine, replicas, now, wake),
+                                           clock, stuck),
+            versioned_subset_statuses=self._versioned(ws, mine, replicas, clock),
         )
+        closed = unschedulable_subsets(ws)
+        seconds = ws.schedule_strategy.reschedule_critical_seconds
+        evictions = [
+            reconcile.Eviction(
+                pod=facts.key, subset=name,
+                reason=f"unschedulable for more than {seconds}s in subset {name}",
+            )
+            for name, pods in stuck.items() if name in closed for facts in pods
+        ]
         changed = self._update_costs(ws, replicas, latest)
         updates: dict[str, str] = {}
         for key in self._touched:
@@ -276,18 +356,8 @@ class SpreadTally:
         self._touched.clear()
         self._dirty.clear()
         future = [t for t in wake if t >= now]
-        return TallyPlan(status=status, updates=updates,
+        return TallyPlan(status=status, updates=updates, evictions=evictions,
                          requeue_at=min(future) if future else None)
-
-    def _needs_everything(self, ws: WorkloadSpread, mine: Sequence[Reservation]) -> bool:
-        if self._unmatched or ws.schedule_strategy.reschedule_enabled:
-            return True
-        if any(r.kind == "deleting" for r in mine):
-            return True
-        if any(s.deleting_pods for s in ws.status.subset_statuses):
-            return True
-        return any(s.deleting_pods for statuses in ws.status.versioned_subset_statuses.values()
-                   for s in statuses)
 
     def _everything(
         self,
@@ -302,6 +372,7 @@ class SpreadTally:
         recover_after_seconds: float,
     ) -> TallyPlan:
         pods = self.pods()
+        self.examined += len(pods)
         plan = reconcile.plan_workloadspread(
             ws, workload=workload, pods=pods, nodes=nodes(pods), reservations=reservations,
             now=now, whitelist=whitelist, latest=latest,
@@ -317,6 +388,11 @@ class SpreadTally:
 
     # -- status ----------------------------------------------------------------------------------
 
+    def _first_seen(self) -> list[str]:
+        """The versions in the order a key-ordered pass over the pods meets them (the order the
+        full computation concatenates a subset's versions in for the top-level status)."""
+        return sorted(self._versions, key=lambda v: self._versions[v].first())
+
     def _statuses(
         self,
         ws: WorkloadSpread,
@@ -324,59 +400,149 @@ class SpreadTally:
         old: Sequence[SubsetStatus],
         reservations: Sequence[Reservation],
         replicas: int,
-        now: datetime,
-        wake: list[datetime],
+        clock: _Clock,
+        stuck_out: dict[str, list[_Facts]] | None = None,
     ) -> tuple[SubsetStatus, ...]:
-        """One status list (top-level when ``version`` is None), without deletions in flight."""
-        in_flight: dict[str, dict[str, datetime]] = {s.name: dict(s.creating_pods) for s in old}
+        """One status list (top-level when ``version`` is None).
+
+        Costs the subsets, the entries in flight and the pods stuck in Adaptive rescheduling
+        (for the top-level list only, and only their count elsewhere), never the other pods.
+        """
+        now, wake = clock.now, clock.wake
+        in_flight: dict[str, tuple[dict[str, datetime], dict[str, datetime]]] = {
+            s.name: (dict(s.creating_pods), dict(s.deleting_pods)) for s in old
+        }
         for r in reservations:
-            creating = in_flight.setdefault(r.subset, {})
-            creating[r.pod] = min(r.at, creating.get(r.pod, r.at))
-        versions = list(self._versions) if version is None else [version]
+            creating, deleting = in_flight.setdefault(r.subset, ({}, {}))
+            entries = creating if r.kind == "creating" else deleting
+            entries[r.pod] = min(r.at, entries.get(r.pod, r.at))
+        versions = self._first_seen() if version is None else [version]
+        rank = {v: i for i, v in enumerate(versions)}
+        strategy = ws.schedule_strategy
+        cutoff = now - timedelta(seconds=strategy.reschedule_critical_seconds or 0)
+        old_by_name = {s.name: s for s in old}
         out: list[SubsetStatus] = []
-        for subset in ws.subsets:
+        for position, subset in enumerate(ws.subsets):
             buckets = [(v, subset.name) for v in versions]
             active = sum(self._active.get(b, 0) for b in buckets)
+            creating, deleting = in_flight.get(subset.name, ({}, {}))
             seen = [self._creating[b] for b in buckets if b in self._creating]
-            kept: dict[str, datetime] = {}
-            for key, at in in_flight.get(subset.name, {}).items():
+            kept_creating: dict[str, datetime] = {}
+            for key, at in creating.items():
                 if any(key in keys for keys in seen) or expired(at, CREATE_TIMEOUT, now):
                     continue
-                kept[key] = at
+                kept_creating[key] = at
                 wake.append(at + CREATE_TIMEOUT)
+            kept_deleting: dict[str, datetime] = {}
+            last_kept: tuple[int, str] | None = None
+            for name, at in deleting.items():
+                facts = self._deleting_pod(ws, name, subset.name, version)
+                if facts is None or expired(at, DELETE_TIMEOUT, now):
+                    continue  # gone, inactive or elsewhere: dropped; past due: a failed delete
+                kept_deleting[name] = at
+                wake.append(at + DELETE_TIMEOUT)
+                place = (rank[facts.version], facts.key)
+                if last_kept is None or place > last_kept:
+                    last_kept = place
+            after: int | None = None
+            if last_kept is not None:
+                at_rank, key = last_kept
+                after = self._active_keys[(versions[at_rank], subset.name)].count_above(key)
+                after += sum(self._active.get(b, 0) for b in buckets[at_rank + 1:])
             limit = subset_limit(subset, replicas)
-            out.append(SubsetStatus(
+            status = SubsetStatus(
                 name=subset.name,
                 replicas=active,
-                missing_replicas=_missing(-1 if limit is None else limit, active, len(kept)),
-                creating_pods=kept,
-                deleting_pods={},
-            ))
+                missing_replicas=_missing(-1 if limit is None else limit, active,
+                                          len(kept_deleting), after, len(kept_creating)),
+                creating_pods=kept_creating,
+                deleting_pods=kept_deleting,
+            )
+            if strategy.reschedule_enabled:
+                last = position == len(ws.subsets) - 1
+                has_stuck = False
+                if not last:
+                    has_stuck = self._stuck(buckets, cutoff, rank, subset.name, stuck_out, clock)
+                condition, revisit = schedulable_condition(
+                    old_by_name.get(subset.name), has_stuck=has_stuck, last=last, now=now,
+                    recover_after=clock.recover_after,
+                )
+                if revisit is not None:
+                    wake.append(revisit)
+                status = msgspec.structs.replace(status, conditions=(condition,))
+            out.append(status)
         return tuple(out)
+
+    def _deleting_pod(
+        self, ws: WorkloadSpread, name: str, subset: str, version: str | None
+    ) -> _Facts | None:
+        """The active pod of ``subset`` (and ``version``) a deleting entry names, if any."""
+        caller = self._by_key.get(f"{ws.namespace}/{name}")
+        if caller is None:
+            return None
+        facts = self._pods[caller]
+        self.examined += 1
+        if not facts.active or facts.bucket != subset:
+            return None
+        if version is not None and facts.version != version:
+            return None
+        return facts
+
+    def _stuck(
+        self,
+        buckets: Sequence[Bucket],
+        cutoff: datetime,
+        rank: Mapping[str, int],
+        subset: str,
+        stuck_out: dict[str, list[_Facts]] | None,
+        clock: _Clock,
+    ) -> bool:
+        """Whether the subset has pods unschedulable since before ``cutoff``; their deadlines
+        ahead go to the wake-ups, and (top level) the stuck pods, in the full computation's
+        order, to ``stuck_out``. Reads the stuck pods and one pending pod per bucket."""
+        has_stuck = False
+        found: list[tuple[int, str]] = []
+        for bucket in buckets:
+            pending = self._unschedulable.get(bucket)
+            if not pending:
+                continue
+            self.examined += 1
+            if pending.first()[0] < cutoff:
+                has_stuck = True
+                if stuck_out is not None:
+                    for _, key in pending.below((cutoff, "")):
+                        self.examined += 1
+                        found.append((rank[bucket[0]], key))
+            ahead = pending.first_from((cutoff, ""))
+            if ahead is not None:
+                clock.wake.append(ahead[0] + (clock.now - cutoff))
+        if stuck_out is not None:
+            stuck_out[subset] = [self._pods[self._by_key[key]] for _, key in sorted(found)]
+        return has_stuck
 
     def _versioned(
         self,
         ws: WorkloadSpread,
         mine: Sequence[Reservation],
         replicas: int,
-        now: datetime,
-        wake: list[datetime],
+        clock: _Clock,
     ) -> dict[str, tuple[SubsetStatus, ...]]:
         old = ws.status.versioned_subset_statuses
         by_version: dict[str, list[Reservation]] = {}
         for r in mine:
             by_version.setdefault(r.version, []).append(r)
         out: dict[str, tuple[SubsetStatus, ...]] = {}
-        for version in [*self._versions, *old, *by_version]:
+        for version in [*self._first_seen(), *sorted(old), *sorted(by_version)]:
             if version in out:
                 continue
             statuses = self._statuses(ws, version, old.get(version, ()),
-                                      by_version.get(version, ()), replicas, now, wake)
+                                      by_version.get(version, ()), replicas, clock)
             if version in self._versions or any(
                 s.replicas or s.creating_pods or s.deleting_pods for s in statuses
             ):
                 out[version] = statuses
         return out
+
 
     # -- deletion costs --------------------------------------------------------------------------
 

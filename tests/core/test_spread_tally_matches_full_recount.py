@@ -6,6 +6,12 @@ change at a time; after each, its plan must equal
 :func:`~spreadbus.core.workloadspread.reconcile.plan_workloadspread` over every pod, and every pod
 whose deletion cost must change must have been handed out, now or at an earlier plan with the
 same value and the same observation of the pod.
+
+The WorkloadSpread is Adaptive in some runs (pods pending unschedulable since a moment near
+``now``, so deadlines and the recovery window pass while the sequence runs), and deletions are
+in flight often (deleting reservations, and the ``deletingPods`` a written status carries), so
+both are planned pod by pod and checked against the full recount. Some runs have no pod outside
+the WorkloadSpread's annotations, so the tally never falls back to the full computation there.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from hypothesis import strategies as st
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
 from spreadbus.core.workloadspread.occupancy import Reservation
+from spreadbus.core.workloadspread.pod_state import matched, version
 from spreadbus.core.workloadspread.reconcile import plan_workloadspread, workload_pods
 from spreadbus.core.workloadspread.target import lookup_in
 from spreadbus.projection.spread_tally import SpreadTally
@@ -43,11 +50,13 @@ pod_change = st.fixed_dictionaries({
     "version": st.sampled_from(VERSIONS),
     # a subset index, an unknown subset, another WorkloadSpread, or no annotation at all
     "match": st.sampled_from(["s0", "s1", "s2"] * 4 + ["gone", "other", "none"]),
-    "phase": st.sampled_from(["Running", "Running", "Pending", "Succeeded"]),
+    "phase": st.sampled_from(["Running", "Running", "Pending", "Pending", "Succeeded"]),
     "ready": st.booleans(),
     "deleting": st.integers(0, 19).map(lambda i: i == 0),
     "cost": st.sampled_from([None, None, "100", "200", "300", "-100", "-400", "0", "500"]),
     "created": st.integers(0, 3),
+    # pending pods: unschedulable (the Adaptive candidates) since this many seconds ago
+    "unschedulable": st.one_of(st.none(), st.integers(0, 25), st.integers(0, 25)),
 })
 ops = st.one_of(
     pod_change,
@@ -58,25 +67,58 @@ ops = st.one_of(
     st.fixed_dictionaries({"op": st.just("latest"),
                            "latest": st.sampled_from([*VERSIONS, None])}),
     st.fixed_dictionaries({"op": st.just("time"), "seconds": st.integers(1, 20)}),
+    # the webhook admits the deletion of a pod: a deleting reservation where the pod is
+    st.fixed_dictionaries({"op": st.just("deleting"), "name": st.sampled_from(NAMES),
+                           "age": st.integers(0, 20)}),
     st.fixed_dictionaries({"op": st.just("write_status")}),
     st.fixed_dictionaries({
         "op": st.just("reservations"),
         "entries": st.lists(st.tuples(
             st.sampled_from([*NAMES, "uid-x", "uid-y"]), st.sampled_from(VERSIONS),
             st.sampled_from(["s0", "s1", "s2"]),
-            st.integers(0, 19).map(lambda i: "deleting" if i == 0 else "creating"),
+            st.integers(0, 3).map(lambda i: "deleting" if i == 0 else "creating"),
             st.integers(0, 40)), max_size=4),
     }),
 )
+shapes = st.fixed_dictionaries({
+    "subsets": subsets_st,
+    # rescheduleCriticalSeconds, or not Adaptive
+    "adaptive": st.one_of(st.none(), st.integers(1, 15)),
+    "recover_after": st.sampled_from([20.0, 45.0, 300.0]),
+    # pods outside this WorkloadSpread's annotations (matched by their node, a full recount)
+    "unmatched": st.booleans(),
+    # Schedulable=False written for the first subset before the sequence starts
+    "closed": st.booleans(),
+    # top-level deletingPods written before the sequence starts: (pod, subset, age)
+    "deleting": st.lists(st.tuples(st.sampled_from(NAMES), st.sampled_from(["s0", "s1"]),
+                                   st.integers(0, 20)), max_size=4),
+})
 
 
 class World:
-    def __init__(self, limits_and_minimums: list[tuple[Any, int | None]]) -> None:
+    def __init__(self, limits_and_minimums: list[tuple[Any, int | None]],
+                 adaptive: int | None = None, unmatched: bool = True,
+                 closed: bool = False, deleting: list[tuple[str, str, int]] | None = None
+                 ) -> None:
         subsets = []
         for i, (limit, minimum) in enumerate(limits_and_minimums):
             extra = {} if minimum is None else {"minReplicas": minimum}
             subsets.append(subset(f"s{i}", limit, **extra))
-        self.ws: WorkloadSpread = from_object(workloadspread(*subsets))
+        strategy = None if adaptive is None else {
+            "type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": adaptive}}
+        top: dict[str, dict[str, Any]] = {}
+        if closed:
+            top["s0"] = {"name": "s0", "conditions": [{
+                "type": "Schedulable", "status": "False", "reason": "PodUnschedulable",
+                "lastTransitionTime": "2026-01-01T11:59:50Z"}]}
+        for who, subset_name, age in deleting or []:
+            entry = top.setdefault(subset_name, {"name": subset_name})
+            at = START - timedelta(seconds=age)
+            entry.setdefault("deletingPods", {})[who] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+        status = {"subsetStatuses": list(top.values())} if top else None
+        self.ws: WorkloadSpread = from_object(
+            workloadspread(*subsets, strategy=strategy, status=status))
+        self.unmatched = unmatched
         self.deploy = deployment(replicas=6)
         self.rs = {v: replicaset(self.deploy, v) for v in VERSIONS}
         self.pods: dict[str, dict[str, Any]] = {}
@@ -93,16 +135,25 @@ class World:
 
     def make_pod(self, change: dict[str, Any]) -> dict[str, Any]:
         match = change["match"]
+        if not self.unmatched and match in ("other", "none"):
+            match = "s0"
         ws_name: str | None = None
         subset_name: str | None = None
         if match == "other":
             ws_name, subset_name = "another", "s0"
         elif match != "none":
             ws_name, subset_name = self.ws.name, match
+        created = f"2026-01-01T00:00:0{change['created']}Z"
+        conditions = []
+        if change["phase"] == "Pending" and change["unschedulable"] is not None:
+            since = self.now - timedelta(seconds=change["unschedulable"])
+            created = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+            conditions.append({"type": "PodScheduled", "status": "False",
+                               "reason": "Unschedulable"})
         obj = pod(change["name"], owner=self.rs[change["version"]], ws=ws_name,
                   subset_name=subset_name, phase=change["phase"], ready=change["ready"],
                   node="node-1" if change["phase"] != "Pending" else "",
-                  created=f"2026-01-01T00:00:0{change['created']}Z")
+                  created=created, conditions=conditions)
         meta = obj["metadata"]
         if change["cost"] is not None:
             meta.setdefault("annotations", {})[COST] = change["cost"]
@@ -111,19 +162,22 @@ class World:
         return obj
 
 
-def expected_plan(world: World) -> Any:
+def expected_plan(world: World, recover_after: float) -> Any:
     governed = [world.pods[k] for k in sorted(world.pods) if world.governed(world.pods[k])]
     return plan_workloadspread(world.ws, workload=world.deploy, pods=governed, nodes={},
                                reservations=world.reservations, now=world.now,
-                               whitelist=WHITELIST, latest=world.latest)
+                               whitelist=WHITELIST, latest=world.latest,
+                               recover_after_seconds=recover_after)
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(subsets_st, st.lists(ops, min_size=1, max_size=40))
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(shapes, st.lists(ops, min_size=8, max_size=40))
 def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
-    shape: list[tuple[Any, int | None]], changes: list[dict[str, Any]]
+    shape: dict[str, Any], changes: list[dict[str, Any]]
 ) -> None:
-    world = World(shape)
+    world = World(shape["subsets"], adaptive=shape["adaptive"], unmatched=shape["unmatched"],
+                  closed=shape["closed"], deleting=shape["deleting"])
+    recover_after = shape["recover_after"]
     tally = SpreadTally(world.ws)
     seen: dict[str, dict[str, Any] | None] = {}  # what the tally was told, per pod
     handed: dict[str, tuple[str, int]] = {}  # pod key -> (value, id of the observation)
@@ -141,16 +195,23 @@ def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
             world.latest = change["latest"]
         elif op == "time":
             world.now += timedelta(seconds=change["seconds"])
+        elif op == "deleting":
+            target = world.pods.get(f"default/{change['name']}")
+            found = matched(target) if target is not None else None
+            if target is not None and found is not None and found.name == world.ws.name:
+                world.reservations = [*world.reservations, Reservation(
+                    world.ws.key, version(target), found.subset, change["name"], "deleting",
+                    world.now - timedelta(seconds=change["age"]))]
         elif op == "reservations":
             world.reservations = [
                 Reservation(world.ws.key, version, subset_name, who, kind,
                             world.now - timedelta(seconds=age))
                 for who, version, subset_name, kind, age in change["entries"]
             ]
-        expected = expected_plan(world)
+        expected = expected_plan(world, recover_after)
         if op == "write_status":
             world.ws = msgspec.structs.replace(world.ws, status=expected.status)
-            expected = expected_plan(world)
+            expected = expected_plan(world, recover_after)
 
         # What the rule does: tell the tally about every pod whose observation or governance
         # changed (a workload change re-evaluates them all, as the rule rebuilds then).
@@ -165,17 +226,18 @@ def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
 
         got = tally.plan(world.ws, workload=world.deploy, latest=world.latest,
                          reservations=world.reservations, now=world.now, whitelist=WHITELIST,
-                         nodes=lambda _: {})
+                         nodes=lambda _: {}, recover_after_seconds=recover_after)
+        if not world.unmatched:
+            assert not got.everything
         assert got.status == expected.status
         assert got.requeue_at == expected.requeue_at
+        assert got.evictions == expected.evictions
         if got.everything:
             assert got.updates == expected.deletion_costs
             assert got.pod_patches == expected.pod_patches
-            assert got.evictions == expected.evictions
         else:
             assert tally.differing() == expected.deletion_costs
             assert expected.pod_patches == {}
-            assert expected.evictions == []
             for key, value in expected.deletion_costs.items():
                 if key not in got.updates:
                     # Not handed out again: it was, with this value, for this very observation.
@@ -190,7 +252,8 @@ def test_a_pod_that_changes_alone_is_the_only_one_handed_out() -> None:
     tally = SpreadTally(world.ws)
     for i, name in enumerate(NAMES):
         change = {"name": name, "version": "aaa", "match": f"s{i % 2}", "phase": "Running",
-                  "ready": True, "deleting": False, "cost": None, "created": 0}
+                  "ready": True, "deleting": False, "cost": None, "created": 0,
+                  "unschedulable": None}
         world.pods[f"default/{name}"] = world.make_pod(change)
         tally.apply(f"default/{name}", world.pods[f"default/{name}"])
     first = tally.plan(world.ws, workload=world.deploy, latest="aaa", reservations=[],
@@ -206,3 +269,63 @@ def test_a_pod_that_changes_alone_is_the_only_one_handed_out() -> None:
                         now=world.now, whitelist=WHITELIST, nodes=lambda _: {})
     assert second.updates == {}
     assert "default/p3" not in tally.differing()
+
+
+state_pod = st.fixed_dictionaries({
+    "version": st.sampled_from(VERSIONS),
+    "match": st.sampled_from(["s0", "s1"]),
+    "phase": st.sampled_from(["Running", "Running", "Pending", "Pending", "Succeeded"]),
+    "ready": st.booleans(),
+    "deleting": st.integers(0, 9).map(lambda i: i == 0),
+    "cost": st.none(),
+    "created": st.just(0),
+    "unschedulable": st.one_of(st.none(), st.integers(0, 25), st.integers(0, 25)),
+})
+entry = st.tuples(st.sampled_from(NAMES), st.sampled_from(["s0", "s1"]), st.integers(0, 20))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    limit=st.one_of(st.integers(1, 6), st.sampled_from(["50%", "30%"])),
+    adaptive=st.one_of(st.none(), st.integers(1, 15)),
+    closed=st.booleans(),
+    pods=st.dictionaries(st.sampled_from(NAMES), state_pod, min_size=4),
+    top_deleting=st.lists(entry, max_size=5),
+    reserved=st.lists(st.tuples(entry, st.sampled_from(VERSIONS), st.booleans()), max_size=6),
+    later=st.tuples(st.sampled_from(NAMES), state_pod, st.integers(0, 20)),
+)
+def test_deletions_in_flight_and_stuck_pods_are_counted_as_the_full_recount_counts(
+    limit: Any, adaptive: int | None, closed: bool, pods: dict[str, dict[str, Any]],
+    top_deleting: list[tuple[str, str, int]],
+    reserved: list[tuple[tuple[str, str, int], str, bool]],
+    later: tuple[str, dict[str, Any], int],
+) -> None:
+    """Many pods of two versions with deletions in flight in both status lists, and stuck pods:
+    ``missingReplicas`` depends on where the last pod being deleted stands among the others,
+    and evictions come in the full computation's order; both from a fresh tally and after one
+    more pod change with time passing."""
+    world = World([(limit, None), (limit, None)], adaptive=adaptive, unmatched=False,
+                  closed=closed, deleting=top_deleting)
+    for name, change in pods.items():
+        world.pods[f"default/{name}"] = world.make_pod({"name": name, **change})
+    world.reservations = [
+        Reservation(world.ws.key, version_, subset_name, who,
+                    "deleting" if deleting else "creating",
+                    world.now - timedelta(seconds=age))
+        for (who, subset_name, age), version_, deleting in reserved
+    ]
+    tally = SpreadTally(world.ws)
+    tally.reset((k, p) for k, p in sorted(world.pods.items()))
+    name, change, seconds = later
+    for step in range(2):
+        expected = expected_plan(world, 45.0)
+        got = tally.plan(world.ws, workload=world.deploy, latest=world.latest,
+                         reservations=world.reservations, now=world.now, whitelist=WHITELIST,
+                         nodes=lambda _: {}, recover_after_seconds=45.0)
+        assert not got.everything
+        assert got.status == expected.status, step
+        assert got.evictions == expected.evictions, step
+        assert got.requeue_at == expected.requeue_at, step
+        world.now += timedelta(seconds=seconds)
+        world.pods[f"default/{name}"] = world.make_pod({"name": name, **change})
+        tally.apply(f"default/{name}", world.pods[f"default/{name}"])

@@ -1,0 +1,224 @@
+"""One pod change costs the tally the same handful of pods at 200 pods as at 2,000.
+
+Work is counted, not timed: :attr:`SpreadTally.examined` counts every pod the tally reads (one
+per observation applied, one per pod a plan looks at), and the full computation is spied on so
+a fallback to it cannot hide. Each scenario runs at two sizes and must read the same pods at
+both, a small bounded number, while every plan stays equal to the full recount:
+
+- an Adaptive WorkloadSpread whose first subset is ``Schedulable=False`` with pods pending in
+  it, some past ``rescheduleCriticalSeconds`` (evicted) and some not yet (a wake-up);
+- a scale-in (the Deployment halved) with deletions in flight: deleting reservations for the
+  pods the webhook saw go, ``deletingPods`` in the written status, pods terminating.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+import pytest
+
+from spreadbus.core.workloadspread import reconcile
+from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
+from spreadbus.core.workloadspread.occupancy import Reservation
+from spreadbus.projection.spread_tally import SpreadTally, TallyPlan
+from tests.core.builders import deployment, pod, replicaset, subset, workloadspread
+
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+WHITELIST = Whitelist()
+DEPLOY = deployment(replicas=2000)
+RS = replicaset(DEPLOY, "aaa")
+FULL = reconcile.plan_workloadspread  # the definition, called by the tests themselves
+
+
+def stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def running(name: str, subset_name: str) -> dict[str, Any]:
+    return pod(name, owner=RS, ws="ws", subset_name=subset_name, node="node-1")
+
+
+def pending(name: str, subset_name: str, since: datetime) -> dict[str, Any]:
+    return pod(name, owner=RS, ws="ws", subset_name=subset_name, phase="Pending", ready=False,
+               created=stamp(since),
+               conditions=[{"type": "PodScheduled", "status": "False",
+                            "reason": "Unschedulable"}])
+
+
+class Spread:
+    """A WorkloadSpread, its pods and a tally of them, planned against the full recount."""
+
+    def __init__(self, ws: WorkloadSpread, pods: dict[str, dict[str, Any]],
+                 replicas: int) -> None:
+        self.ws = ws
+        self.pods = pods
+        self.deploy = copy.deepcopy(DEPLOY)
+        self.deploy["spec"]["replicas"] = replicas
+        self.reservations: list[Reservation] = []
+        self.now = NOW
+        self.tally = SpreadTally(ws)
+        self.tally.reset(sorted(pods.items()))
+
+    def change(self, obj: dict[str, Any] | None, name: str) -> None:
+        key = f"default/{name}"
+        if obj is None:
+            self.pods.pop(key)
+        else:
+            self.pods[key] = obj
+        self.tally.apply(key, obj)
+
+    def plan(self) -> TallyPlan:
+        got = self.tally.plan(self.ws, workload=self.deploy, latest="aaa",
+                              reservations=self.reservations, now=self.now,
+                              whitelist=WHITELIST, nodes=lambda _: {})
+        full = FULL(
+            self.ws, workload=self.deploy, pods=[self.pods[k] for k in sorted(self.pods)],
+            nodes={}, reservations=self.reservations, now=self.now, whitelist=WHITELIST,
+            latest="aaa")
+        assert got.status == full.status
+        assert got.evictions == full.evictions
+        assert got.requeue_at == full.requeue_at
+        return got
+
+    def write_status(self, plan: TallyPlan) -> None:
+        self.ws = msgspec.structs.replace(self.ws, status=plan.status)
+
+
+@pytest.fixture
+def full_recounts(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Pods handed to the full computation by the tally, call by call."""
+    calls: list[int] = []
+    full = reconcile.plan_workloadspread
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        calls.append(len(kwargs["pods"]))
+        return full(*args, **kwargs)
+
+    monkeypatch.setattr(reconcile, "plan_workloadspread", spy)
+    return calls
+
+
+def adaptive(size: int) -> Spread:
+    """``size`` running pods over two subsets, five pending in the closed first subset: three
+    stuck for a minute, two for 5 s (deadline at 30 s)."""
+    status = {"subsetStatuses": [{"name": "a", "conditions": [{
+        "type": "Schedulable", "status": "False", "reason": "PodUnschedulable",
+        "lastTransitionTime": stamp(NOW - timedelta(seconds=40))}]}]}
+    ws = from_object(workloadspread(
+        subset("a", size), subset("b"),
+        strategy={"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}},
+        status=status))
+    pods = {f"default/r{i:05d}": running(f"r{i:05d}", "a" if i % 2 else "b")
+            for i in range(size)}
+    for i in range(5):
+        since = NOW - timedelta(seconds=60 if i < 3 else 5)
+        pods[f"default/u{i}"] = pending(f"u{i}", "a", since)
+    return Spread(ws, pods, size)
+
+
+def adaptive_round(spread: Spread) -> list[TallyPlan]:
+    """A running pod becomes ready-less, a pending one gets scheduled, time passes past the
+    pending deadlines: one plan after each."""
+    plans = [spread.plan()]
+    changed = running("r00001", "a")
+    changed["status"]["conditions"] = []
+    spread.change(changed, "r00001")
+    plans.append(spread.plan())
+    spread.change(running("u0", "a"), "u0")
+    plans.append(spread.plan())
+    spread.now += timedelta(seconds=30)
+    plans.append(spread.plan())
+    return plans
+
+
+def scale_in(size: int) -> Spread:
+    """``size`` pods scaled to half: the webhook recorded the deletion of the first 50 of
+    subset b, 30 of which already terminate; the status written carries the entries."""
+    ws = from_object(workloadspread(subset("a", 100), subset("b", size)))
+    pods = {f"default/r{i:05d}": running(f"r{i:05d}", "a" if i < 100 else "b")
+            for i in range(size)}
+    spread = Spread(ws, pods, size // 2)
+    gone = [f"r{i:05d}" for i in range(100, 150)]
+    spread.reservations = [
+        Reservation(ws.key, "aaa", "b", name, "deleting", NOW - timedelta(seconds=i % 10))
+        for i, name in enumerate(gone)
+    ]
+    spread.write_status(spread.plan())
+    for name in gone[:30]:
+        terminating = running(name, "b")
+        terminating["metadata"]["deletionTimestamp"] = stamp(NOW)
+        spread.change(terminating, name)
+    return spread
+
+
+def scale_in_round(spread: Spread) -> list[TallyPlan]:
+    """One more pod being deleted starts terminating, one is gone, one of subset a restarts,
+    and time passes beyond some entries' 15 s: one plan after each."""
+    plans = [spread.plan()]
+    terminating = running("r00140", "b")
+    terminating["metadata"]["deletionTimestamp"] = stamp(NOW)
+    spread.change(terminating, "r00140")
+    plans.append(spread.plan())
+    spread.change(None, "r00101")
+    plans.append(spread.plan())
+    restarted = running("r00007", "a")
+    restarted["status"]["phase"] = "Pending"
+    spread.change(restarted, "r00007")
+    plans.append(spread.plan())
+    spread.now += timedelta(seconds=8)
+    plans.append(spread.plan())
+    return plans
+
+
+def work(build: Callable[[int], Spread], rounds: Callable[[Spread], list[TallyPlan]],
+         size: int) -> tuple[int, list[TallyPlan]]:
+    spread = build(size)
+    spread.plan()  # the first plan after a build looks at every bucket once
+    before = spread.tally.examined
+    plans = rounds(spread)
+    return spread.tally.examined - before, plans
+
+
+def test_an_adaptive_round_reads_the_pending_pods_and_the_changed_ones_only(
+    full_recounts: list[int],
+) -> None:
+    small, small_plans = work(adaptive, adaptive_round, 200)
+    large, large_plans = work(adaptive, adaptive_round, 2000)
+    assert full_recounts == []
+    assert small == large
+    # 2 pods changed; per plan a handful of reads per bucket plus the stuck pods evicted.
+    assert large <= 2 + 4 * (2 * 2 + 5)
+    # What the rounds decide is Adaptive at work: stuck pods evicted, the next deadline ahead.
+    first, *_, last = large_plans
+    assert [e.pod for e in first.evictions] == ["default/u0", "default/u1", "default/u2"]
+    assert first.requeue_at == NOW + timedelta(seconds=25)
+    assert [e.pod for e in last.evictions] == ["default/u1", "default/u2", "default/u3",
+                                               "default/u4"]
+    assert [e.pod for e in small_plans[-1].evictions] == [e.pod for e in last.evictions]
+
+
+def test_a_round_during_a_scale_in_reads_the_pods_being_deleted_not_the_workload(
+    full_recounts: list[int],
+) -> None:
+    small, small_plans = work(scale_in, scale_in_round, 200)
+    large, large_plans = work(scale_in, scale_in_round, 2000)
+    assert full_recounts == []
+    assert small == large
+    # 3 pods changed; per plan, one read per pod a deletion in flight names (50 reservations,
+    # the written status' entries name the same pods), whatever the number of pods.
+    assert large <= 3 + 5 * 50
+    first = large_plans[0].status
+    b = next(s for s in first.versioned_subset_statuses["aaa"] if s.name == "b")
+    assert len(b.deleting_pods) == 20  # the 30 terminating pods' entries are done
+    assert b.replicas == 2000 - 100 - 30
+    last = next(s for s in large_plans[-1].status.versioned_subset_statuses["aaa"]
+                if s.name == "b")
+    assert len(last.deleting_pods) < len(b.deleting_pods)  # some expired, one terminates
+    assert [len(p.status.versioned_subset_statuses["aaa"][1].deleting_pods)
+            for p in small_plans] == [len(p.status.versioned_subset_statuses["aaa"][1]
+                                          .deleting_pods) for p in large_plans]
