@@ -32,3 +32,5 @@ async def test_publishing_waits_for_acks_beyond_max_in_flight(nats_client: Clien
     info = await js.stream_info(KUBE.name)
     assert info.state.messages == 200  # waiting lost nothing
     assert registry.get_sample_value("spreadbus_watcher_publish_failures_total") == 0
+    assert registry.get_sample_value("spreadbus_watcher_observations_total",
+                                     {"resource": "configmaps", "event": "ADDED"}) == 200
