@@ -53,7 +53,7 @@ class Watcher:
     """One watch's queue; ``filter`` decides visibility (namespace, labels, fields)."""
 
     __slots__ = (
-        "_wakeup",
+        "_waiter",
         "closed",
         "filter",
         "gone",
@@ -76,7 +76,7 @@ class Watcher:
         self.filter = filter
         self.max_queue = max_queue
         self.queue: deque[tuple[str, Event, JsonObject]] = deque()
-        self._wakeup = asyncio.Event()
+        self._waiter: asyncio.Future[None] | None = None
         self.closed = False
         self.overflowed = False
         self.gone = False
@@ -112,26 +112,41 @@ class Watcher:
             self.close()
             return
         self.queue.append((kind, ev, obj))
-        self._wakeup.set()
+        if self._waiter is not None:
+            _release(self._waiter)
 
     def close(self) -> None:
         self.closed = True
-        self._wakeup.set()
+        if self._waiter is not None:
+            _release(self._waiter)
 
     async def wait(self, timeout: float | None) -> None:
-        """Until an event is queued, the watcher closes, or ``timeout`` passes."""
+        """Until an event is queued, the watcher closes, or ``timeout`` passes.
+
+        One future and one timer per wait (``asyncio.wait_for`` would add a task): a watch
+        waits once per batch of events it sends.
+        """
         if self.queue or self.closed:
             return
-        self._wakeup.clear()
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = None if timeout is None else loop.call_later(timeout, _release, waiter)
         try:
-            await asyncio.wait_for(self._wakeup.wait(), timeout)
-        except TimeoutError:
-            pass
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
 
     def drain(self) -> list[tuple[str, Event, JsonObject]]:
         items = list(self.queue)
         self.queue.clear()
         return items
+
+
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 @dataclass

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -271,3 +272,46 @@ def test_a_watcher_that_never_reads_does_not_stall_writers_over_http(
         assert len(stalled[0].queue) <= 20
     finally:
         raw.close()
+
+
+def _read_chunk(stream: Any) -> bytes:
+    """One chunk of a chunked HTTP body, read from the raw socket file."""
+    size = int(stream.readline().split(b";")[0], 16)
+    data = stream.read(size)
+    assert stream.read(2) == b"\r\n"
+    return bytes(data)
+
+
+def test_events_queued_together_reach_a_watcher_in_order_as_one_chunk(
+    kubesim_factory: Callable[..., KubeSimThread],
+) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    from kubesim.interface import NAMESPACES
+
+    sim = kubesim_factory(tls=False)
+    sim.call(sim.cluster.create(NAMESPACES, {"metadata": {"name": "burst"}}))
+    url = urlsplit(sim.url)
+    with socket.create_connection((url.hostname, url.port), timeout=10) as sock:
+        stream = sock.makefile("rb")
+        sock.sendall(
+            b"GET /api/v1/namespaces/burst/configmaps?watch=true HTTP/1.1\r\nHost: kubesim\r\n"
+            + f"Authorization: Bearer {sim.token}\r\n\r\n".encode()
+        )
+        while stream.readline() not in (b"\r\n", b""):
+            pass  # the headers: the watch is open once they are sent
+
+        async def burst() -> None:
+            # no await in between suspends: all five are queued before the watch runs again
+            for i in range(5):
+                await sim.cluster.create(CM, _cm(f"b{i}"), namespace="burst")
+
+        sim.call(burst())
+        lines = _read_chunk(stream).splitlines()
+    events = [json.loads(line) for line in lines]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", f"b{i}") for i in range(5)
+    ]
+    versions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+    assert versions == sorted(versions)
