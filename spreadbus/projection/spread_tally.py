@@ -34,19 +34,20 @@ first one still ahead (the next wake-up), and, for the top-level list, the stuck
 (the evictions, in the full computation's order). The condition's recovery window is a function
 of the previous status and ``now``, so time passing needs no pod at all.
 
-The answer equals the full computation over the pods in key order (property tests replay random
-event sequences against it, Adaptive spreads and deletions in flight included). Two situations
-remain for which :meth:`SpreadTally.plan` calls the full computation itself (``everything`` is
-then set):
+Pods not annotated for this WorkloadSpread (made before it, or annotated for another one) are
+matched to a subset by their node, as the full computation does. Whether a subset still has quota
+for one (a point of its score) depends on the pods of its version matched before it in key order,
+so the matches are a chain through every unannotated pod of a version, which each plan walks
+(:meth:`SpreadTally._place`): a plan costs those pods, never the annotated ones (they count
+through their buckets' sizes). A pod whose place changed moves between buckets as a changed pod
+does. Matched pods are annotated by the plan's ``pod_patches``, so the chain shortens as those
+writes are observed.
 
-- a governed pod not annotated for this WorkloadSpread: it is matched to a subset by its node,
-  and whether a subset still has quota for it (one point of its score) depends on the pods of its
-  version matched before it in key order, so the matches are a chain through every unannotated
-  pod of a version. Pods are annotated as soon as they are matched (the plan's ``pod_patches``),
-  so this lasts until those writes are observed: a round after a WorkloadSpread is put over
-  running pods, not a steady state;
-- a ``replicasPathList`` that does not resolve (the full computation reports it and keeps the
-  status).
+The answer equals the full computation over the pods in key order (property tests replay random
+event sequences against it, Adaptive spreads, deletions in flight and unannotated pods included).
+:meth:`SpreadTally.plan` calls the full computation itself (``everything`` is then set) only for
+a ``replicasPathList`` that does not resolve: the full computation reports it and keeps the
+status, whatever the pods.
 
 Deletion costs are handed out as ``updates``: the pods touched since the last plan and the pods
 whose wanted value changed, each with the annotation value when it differs from what the pod
@@ -86,6 +87,7 @@ from spreadbus.core.workloadspread.deletion_cost import (
     cost_to_write,
     subset_costs,
 )
+from spreadbus.core.workloadspread.existing_pods import best_subset, initial_quota, matched_pod
 from spreadbus.core.workloadspread.model import (
     DELETION_COST_ANNOTATION,
     FAKE_SUBSET,
@@ -136,6 +138,14 @@ class TallyPlan:
     requeue_at: datetime | None = None
     everything: bool = False
     """The full computation ran: ``updates`` holds every pod whose annotation differs."""
+
+
+class _Placement(NamedTuple):
+    """Where the plan puts a pod not annotated for this WorkloadSpread, and what it writes."""
+
+    subset: str | None  # None: the fake bucket (no subset fits its node)
+    patch: JSON | None  # the matched annotation (and subset metadata) to write
+    facts: _Facts  # the pod as the plan counts it: annotated when matched, in its version
 
 
 @dataclass
@@ -201,7 +211,9 @@ class SpreadTally:
         self._unschedulable: dict[Bucket, SortedSet[tuple[datetime, str]]] = {}  # (since, key)
         self._creating: dict[Bucket, Counter[str]] = {}
         self._versions: dict[str, SortedSet[str]] = {}  # version -> pod keys (any bucket)
-        self._unmatched = 0
+        self._annotated: Counter[Bucket] = Counter()  # pods annotated into each bucket
+        self._loose: dict[str, _Facts] = {}  # caller key -> a pod not annotated for ws
+        self._placed: dict[str, _Placement] = {}  # caller key -> where the last plan put it
         self._touched: set[str] = set()  # caller keys
         self._dirty: set[Bucket] = set()
         self._costs: dict[str, int] = {}  # pod "namespace/name" -> wanted cost
@@ -227,8 +239,13 @@ class SpreadTally:
             if not keys:
                 del self._versions[old.version]
             if old.bucket is None:
-                self._unmatched -= 1
+                del self._loose[key]
+                placed = self._placed.pop(key, None)
+                if placed is not None:
+                    self._leave((old.version, placed.facts.bucket or FAKE_SUBSET), key,
+                                placed.facts)
             else:
+                self._annotated[(old.version, old.bucket)] -= 1
                 self._leave((old.version, old.bucket), key, old)
             self._costs.pop(old.key, None)
         self._touched.add(key)
@@ -240,8 +257,9 @@ class SpreadTally:
         self._by_key[facts.key] = key
         self._versions.setdefault(facts.version, SortedSet()).add(facts.key)
         if facts.bucket is None:
-            self._unmatched += 1
+            self._loose[key] = facts
         else:
+            self._annotated[(facts.version, facts.bucket)] += 1
             self._enter((facts.version, facts.bucket), key, facts)
 
     def _enter(self, bucket: Bucket, key: str, facts: _Facts) -> None:
@@ -278,6 +296,11 @@ class SpreadTally:
             self._regime.pop(bucket, None)
         self._dirty.add(bucket)
 
+    def _current(self, caller: str) -> _Facts:
+        """The pod as plans count it (a pod not annotated: as the last plan placed it)."""
+        placed = self._placed.get(caller)
+        return placed.facts if placed is not None else self._pods[caller]
+
     def pod(self, key: str) -> Pod | None:
         """The pod named ``namespace/name``, if governed."""
         caller = self._by_key.get(key)
@@ -293,7 +316,8 @@ class SpreadTally:
         A full pass, for checks; planning hands out only what changed (``updates``).
         """
         out: dict[str, str] = {}
-        for facts in self._pods.values():
+        for caller in self._pods:
+            facts = self._current(caller)
             value = cost_to_write(facts.cost, self._costs.get(facts.key))
             if value is not None:
                 out[facts.key] = value
@@ -318,10 +342,11 @@ class SpreadTally:
             replicas: int | None = workload_replicas(ws, workload, whitelist=whitelist)
         except ReplicasPathError:
             replicas = None
-        if replicas is None or self._unmatched:
+        if replicas is None:
             return self._everything(ws, workload=workload, latest=latest, reservations=mine,
                                     now=now, whitelist=whitelist, nodes=nodes,
                                     recover_after_seconds=recover_after_seconds)
+        patches = self._place(ws, replicas, nodes)
         wake: list[datetime] = []
         clock = _Clock(now, timedelta(seconds=recover_after_seconds), wake)
         stuck: dict[str, list[_Facts]] = {}
@@ -350,14 +375,66 @@ class SpreadTally:
             caller = self._by_key.get(pod_key)
             if caller is None:
                 continue
-            value = cost_to_write(self._pods[caller].cost, self._costs.get(pod_key))
+            value = cost_to_write(self._current(caller).cost, self._costs.get(pod_key))
             if value is not None:
                 updates[pod_key] = value
         self._touched.clear()
         self._dirty.clear()
         future = [t for t in wake if t >= now]
-        return TallyPlan(status=status, updates=updates, evictions=evictions,
-                         requeue_at=min(future) if future else None)
+        return TallyPlan(status=status, updates=updates, pod_patches=patches,
+                         evictions=evictions, requeue_at=min(future) if future else None)
+
+    def _place(self, ws: WorkloadSpread, replicas: int, nodes: Nodes) -> dict[str, JSON]:
+        """Match the pods not annotated for ``ws`` to subsets by their nodes, as the full
+        computation does; the annotations to write (pod key -> patch).
+
+        A pod scores one point more in a subset with quota left, and the quota is what the
+        version's annotated pods leave minus the pods matched before it in key order, so the
+        matches are a chain through the version's unannotated pods: every plan walks that chain
+        (those pods only; the annotated ones count through their buckets' sizes). A pod whose
+        place changed moves between buckets like a changed pod.
+        """
+        if not self._loose:
+            return {}
+        limits = initial_quota(ws, (), replicas)
+        by_version: dict[str, list[tuple[str, str]]] = {}
+        for caller, facts in self._loose.items():
+            by_version.setdefault(facts.version, []).append((facts.key, caller))
+        found = nodes([f.obj for f in self._loose.values()])
+        patches: dict[str, JSON] = {}
+        for version, members in by_version.items():
+            quota = {name: limit - self._annotated.get((version, name), 0)
+                     for name, limit in limits.items()}
+            for pod_key, caller in sorted(members):
+                facts = self._loose[caller]
+                self.examined += 1
+                node_name = pod_state.node_name(facts.obj)
+                best = best_subset(ws, facts.obj, found.get(node_name) if node_name else None,
+                                   quota)
+                placed = self._placed.get(caller)
+                if placed is None or placed.subset != (best.name if best else None):
+                    if best is None:
+                        placed = _Placement(None, None, facts._replace(bucket=FAKE_SUBSET))
+                    else:
+                        patch, updated = matched_pod(ws, facts.obj, best)
+                        counted = _facts(ws, self._names, updated)
+                        placed = _Placement(best.name, patch, counted._replace(
+                            version=version, bucket=best.name))
+                    self._move(caller, placed)
+                if best is not None and placed.patch is not None:
+                    quota[best.name] -= 1
+                    patches[pod_key] = placed.patch
+        return patches
+
+    def _move(self, caller: str, placed: _Placement) -> None:
+        previous = self._placed.get(caller)
+        if previous is not None:
+            old = previous.facts
+            self._leave((old.version, old.bucket or FAKE_SUBSET), caller, old)
+        self._placed[caller] = placed
+        new = placed.facts
+        self._enter((new.version, new.bucket or FAKE_SUBSET), caller, new)
+        self._touched.add(caller)
 
     def _everything(
         self,
@@ -480,7 +557,7 @@ class SpreadTally:
         caller = self._by_key.get(f"{ws.namespace}/{name}")
         if caller is None:
             return None
-        facts = self._pods[caller]
+        facts = self._current(caller)
         self.examined += 1
         if not facts.active or facts.bucket != subset:
             return None
@@ -517,7 +594,7 @@ class SpreadTally:
             if ahead is not None:
                 clock.wake.append(ahead[0] + (clock.now - cutoff))
         if stuck_out is not None:
-            stuck_out[subset] = [self._pods[self._by_key[key]] for _, key in sorted(found)]
+            stuck_out[subset] = [self._current(self._by_key[key]) for _, key in sorted(found)]
         return has_stuck
 
     def _versioned(
@@ -558,7 +635,7 @@ class SpreadTally:
         positions = {s.name: i for i, s in enumerate(ws.subsets)}
         touched: dict[Bucket, list[_Facts]] = {}
         for key in self._touched:
-            facts = self._pods.get(key)
+            facts = self._current(key) if key in self._pods else None
             if facts is not None and facts.bucket is not None:
                 touched.setdefault((facts.version, facts.bucket), []).append(facts)
         for bucket, members in self._buckets.items():

@@ -29,13 +29,13 @@ by its controller owner, WorkloadSpreads by their ``targetRef``, pods by node. A
 its owner chain up (pod -> ReplicaSet -> Deployment) to the WorkloadSpreads targeting any of its
 ancestors, and only those are planned. Each WorkloadSpread keeps a
 :class:`~spreadbus.projection.spread_tally.SpreadTally` of its pods, told only about the pods that
-changed since its last plan; its plan costs those pods, the subsets and the reservations in
-flight, and hands out deletion costs only for pods whose observation or wanted value changed
-(the tally falls back to the full computation in the rare order-dependent cases it lists). The
-tally is built anew from the target's descendants, once, when what decides which pods the
-WorkloadSpread governs changes (its spec, the target's existence or scale to zero, an owner link
-below the target). The indexes and tallies are derived data: fed every key of the projection
-(what the planner does after a restore or on becoming leader) they are rebuilt exactly.
+changed since its last plan; its plan costs those pods, the subsets, the entries in flight, the
+pods pending in Adaptive subsets and those not annotated yet, and hands out deletion costs only
+for pods whose observation or wanted value changed. The tally is built anew from the target's
+descendants, once, when what decides which pods the WorkloadSpread governs changes (its spec,
+the target's existence or scale to zero, an owner link below the target). The indexes and
+tallies are derived data: fed every key of the projection (what the planner does after a restore
+or on becoming leader) they are rebuilt exactly.
 
 Coalescing. While hundreds of its pods start, a WorkloadSpread is planned at most once per
 ``min_interval`` (0.25 s by default): a change within the interval schedules a wake-up at its

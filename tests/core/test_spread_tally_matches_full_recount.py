@@ -8,10 +8,10 @@ whose deletion cost must change must have been handed out, now or at an earlier 
 same value and the same observation of the pod.
 
 The WorkloadSpread is Adaptive in some runs (pods pending unschedulable since a moment near
-``now``, so deadlines and the recovery window pass while the sequence runs), and deletions are
-in flight often (deleting reservations, and the ``deletingPods`` a written status carries), so
-both are planned pod by pod and checked against the full recount. Some runs have no pod outside
-the WorkloadSpread's annotations, so the tally never falls back to the full computation there.
+``now``, so deadlines and the recovery window pass while the sequence runs), deletions are in
+flight often (deleting reservations, and the ``deletingPods`` a written status carries), and
+pods not annotated for it run on nodes that fit one subset, two (the quota left decides) or none.
+All of it is planned pod by pod, never by the full computation, and checked against it.
 """
 
 from __future__ import annotations
@@ -31,13 +31,16 @@ from spreadbus.core.workloadspread.pod_state import matched, version
 from spreadbus.core.workloadspread.reconcile import plan_workloadspread, workload_pods
 from spreadbus.core.workloadspread.target import lookup_in
 from spreadbus.projection.spread_tally import SpreadTally
-from tests.core.builders import deployment, pod, replicaset, subset, workloadspread
+from tests.core.builders import deployment, node, pod, replicaset, subset, workloadspread
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 COST = "controller.kubernetes.io/pod-deletion-cost"
 NAMES = [f"p{i}" for i in range(8)]
 VERSIONS = ["aaa", "bbb"]
 WHITELIST = Whitelist()
+# s0 and s1 require their zone; s2 takes any node, so a pod on node-1 fits s0 and s2 and the
+# quota left decides (node-9 does not exist: such a pod fits nowhere)
+NODES = {"node-1": node("node-1", "s0"), "node-2": node("node-2", "s1")}
 
 limits = st.one_of(st.none(), st.integers(0, 5), st.sampled_from(["50%", "30%"]))
 subsets_st = st.lists(
@@ -49,7 +52,7 @@ pod_change = st.fixed_dictionaries({
     "name": st.sampled_from(NAMES),
     "version": st.sampled_from(VERSIONS),
     # a subset index, an unknown subset, another WorkloadSpread, or no annotation at all
-    "match": st.sampled_from(["s0", "s1", "s2"] * 4 + ["gone", "other", "none"]),
+    "match": st.sampled_from(["s0", "s1", "s2"] * 2 + ["gone", "other", "none", "none"]),
     "phase": st.sampled_from(["Running", "Running", "Pending", "Pending", "Succeeded"]),
     "ready": st.booleans(),
     "deleting": st.integers(0, 19).map(lambda i: i == 0),
@@ -57,6 +60,7 @@ pod_change = st.fixed_dictionaries({
     "created": st.integers(0, 3),
     # pending pods: unschedulable (the Adaptive candidates) since this many seconds ago
     "unschedulable": st.one_of(st.none(), st.integers(0, 25), st.integers(0, 25)),
+    "node": st.sampled_from(["node-1", "node-1", "node-2", "node-9"]),
 })
 ops = st.one_of(
     pod_change,
@@ -85,7 +89,7 @@ shapes = st.fixed_dictionaries({
     # rescheduleCriticalSeconds, or not Adaptive
     "adaptive": st.one_of(st.none(), st.integers(1, 15)),
     "recover_after": st.sampled_from([20.0, 45.0, 300.0]),
-    # pods outside this WorkloadSpread's annotations (matched by their node, a full recount)
+    # pods outside this WorkloadSpread's annotations (matched by their node) in this run
     "unmatched": st.booleans(),
     # Schedulable=False written for the first subset before the sequence starts
     "closed": st.booleans(),
@@ -104,6 +108,10 @@ class World:
         for i, (limit, minimum) in enumerate(limits_and_minimums):
             extra = {} if minimum is None else {"minReplicas": minimum}
             subsets.append(subset(f"s{i}", limit, **extra))
+        if len(subsets) > 2:
+            del subsets[2]["requiredNodeSelectorTerm"]
+        if len(subsets) > 1:
+            subsets[1]["patch"] = {"metadata": {"labels": {"zone": "s1"}}}
         strategy = None if adaptive is None else {
             "type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": adaptive}}
         top: dict[str, dict[str, Any]] = {}
@@ -152,7 +160,7 @@ class World:
                                "reason": "Unschedulable"})
         obj = pod(change["name"], owner=self.rs[change["version"]], ws=ws_name,
                   subset_name=subset_name, phase=change["phase"], ready=change["ready"],
-                  node="node-1" if change["phase"] != "Pending" else "",
+                  node=change.get("node", "node-1") if change["phase"] != "Pending" else "",
                   created=created, conditions=conditions)
         meta = obj["metadata"]
         if change["cost"] is not None:
@@ -164,7 +172,7 @@ class World:
 
 def expected_plan(world: World, recover_after: float) -> Any:
     governed = [world.pods[k] for k in sorted(world.pods) if world.governed(world.pods[k])]
-    return plan_workloadspread(world.ws, workload=world.deploy, pods=governed, nodes={},
+    return plan_workloadspread(world.ws, workload=world.deploy, pods=governed, nodes=NODES,
                                reservations=world.reservations, now=world.now,
                                whitelist=WHITELIST, latest=world.latest,
                                recover_after_seconds=recover_after)
@@ -226,23 +234,18 @@ def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
 
         got = tally.plan(world.ws, workload=world.deploy, latest=world.latest,
                          reservations=world.reservations, now=world.now, whitelist=WHITELIST,
-                         nodes=lambda _: {}, recover_after_seconds=recover_after)
-        if not world.unmatched:
-            assert not got.everything
+                         nodes=lambda _: NODES, recover_after_seconds=recover_after)
+        assert not got.everything
         assert got.status == expected.status
         assert got.requeue_at == expected.requeue_at
         assert got.evictions == expected.evictions
-        if got.everything:
-            assert got.updates == expected.deletion_costs
-            assert got.pod_patches == expected.pod_patches
-        else:
-            assert tally.differing() == expected.deletion_costs
-            assert expected.pod_patches == {}
-            for key, value in expected.deletion_costs.items():
-                if key not in got.updates:
-                    # Not handed out again: it was, with this value, for this very observation.
-                    assert handed.get(key) == (value, id(world.pods[key])), key
-            assert set(got.updates) <= set(expected.deletion_costs)
+        assert got.pod_patches == expected.pod_patches
+        assert tally.differing() == expected.deletion_costs
+        for key, value in expected.deletion_costs.items():
+            if key not in got.updates:
+                # Not handed out again: it was, with this value, for this very observation.
+                assert handed.get(key) == (value, id(world.pods[key])), key
+        assert set(got.updates) <= set(expected.deletion_costs)
         for key, value in got.updates.items():
             handed[key] = (value, id(world.pods[key]))
 
@@ -273,13 +276,14 @@ def test_a_pod_that_changes_alone_is_the_only_one_handed_out() -> None:
 
 state_pod = st.fixed_dictionaries({
     "version": st.sampled_from(VERSIONS),
-    "match": st.sampled_from(["s0", "s1"]),
+    "match": st.sampled_from(["s0", "s1", "s0", "s1", "none", "other"]),
     "phase": st.sampled_from(["Running", "Running", "Pending", "Pending", "Succeeded"]),
     "ready": st.booleans(),
     "deleting": st.integers(0, 9).map(lambda i: i == 0),
     "cost": st.none(),
     "created": st.just(0),
     "unschedulable": st.one_of(st.none(), st.integers(0, 25), st.integers(0, 25)),
+    "node": st.sampled_from(["node-1", "node-1", "node-2", "node-9"]),
 })
 entry = st.tuples(st.sampled_from(NAMES), st.sampled_from(["s0", "s1"]), st.integers(0, 20))
 
@@ -304,7 +308,7 @@ def test_deletions_in_flight_and_stuck_pods_are_counted_as_the_full_recount_coun
     ``missingReplicas`` depends on where the last pod being deleted stands among the others,
     and evictions come in the full computation's order; both from a fresh tally and after one
     more pod change with time passing."""
-    world = World([(limit, None), (limit, None)], adaptive=adaptive, unmatched=False,
+    world = World([(limit, None), (limit, None), (None, None)], adaptive=adaptive,
                   closed=closed, deleting=top_deleting)
     for name, change in pods.items():
         world.pods[f"default/{name}"] = world.make_pod({"name": name, **change})
@@ -321,10 +325,11 @@ def test_deletions_in_flight_and_stuck_pods_are_counted_as_the_full_recount_coun
         expected = expected_plan(world, 45.0)
         got = tally.plan(world.ws, workload=world.deploy, latest=world.latest,
                          reservations=world.reservations, now=world.now, whitelist=WHITELIST,
-                         nodes=lambda _: {}, recover_after_seconds=45.0)
+                         nodes=lambda _: NODES, recover_after_seconds=45.0)
         assert not got.everything
         assert got.status == expected.status, step
         assert got.evictions == expected.evictions, step
+        assert got.pod_patches == expected.pod_patches, step
         assert got.requeue_at == expected.requeue_at, step
         world.now += timedelta(seconds=seconds)
         world.pods[f"default/{name}"] = world.make_pod({"name": name, **change})

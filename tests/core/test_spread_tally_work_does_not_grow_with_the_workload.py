@@ -8,12 +8,15 @@ both, a small bounded number, while every plan stays equal to the full recount:
 - an Adaptive WorkloadSpread whose first subset is ``Schedulable=False`` with pods pending in
   it, some past ``rescheduleCriticalSeconds`` (evicted) and some not yet (a wake-up);
 - a scale-in (the Deployment halved) with deletions in flight: deleting reservations for the
-  pods the webhook saw go, ``deletingPods`` in the written status, pods terminating.
+  pods the webhook saw go, ``deletingPods`` in the written status, pods terminating;
+- pods made before the WorkloadSpread, not annotated for it, matched to subsets by their nodes
+  (each plan reads those, as their matches depend on one another, and no other pod).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -23,16 +26,18 @@ import pytest
 
 from spreadbus.core.workloadspread import reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
 from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.projection.spread_tally import SpreadTally, TallyPlan
-from tests.core.builders import deployment, pod, replicaset, subset, workloadspread
+from tests.core.builders import deployment, node, pod, replicaset, subset, workloadspread
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 WHITELIST = Whitelist()
 DEPLOY = deployment(replicas=2000)
 RS = replicaset(DEPLOY, "aaa")
 FULL = reconcile.plan_workloadspread  # the definition, called by the tests themselves
+NODES = {"node-a": node("node-a", "a"), "node-b": node("node-b", "b")}
 
 
 def stamp(at: datetime) -> str:
@@ -75,14 +80,15 @@ class Spread:
     def plan(self) -> TallyPlan:
         got = self.tally.plan(self.ws, workload=self.deploy, latest="aaa",
                               reservations=self.reservations, now=self.now,
-                              whitelist=WHITELIST, nodes=lambda _: {})
+                              whitelist=WHITELIST, nodes=lambda _: NODES)
         full = FULL(
             self.ws, workload=self.deploy, pods=[self.pods[k] for k in sorted(self.pods)],
-            nodes={}, reservations=self.reservations, now=self.now, whitelist=WHITELIST,
+            nodes=NODES, reservations=self.reservations, now=self.now, whitelist=WHITELIST,
             latest="aaa")
         assert got.status == full.status
         assert got.evictions == full.evictions
         assert got.requeue_at == full.requeue_at
+        assert got.pod_patches == full.pod_patches
         return got
 
     def write_status(self, plan: TallyPlan) -> None:
@@ -175,6 +181,32 @@ def scale_in_round(spread: Spread) -> list[TallyPlan]:
     return plans
 
 
+def existing(size: int) -> Spread:
+    """``size`` annotated pods, and six made before the WorkloadSpread: five on a node of zone
+    a, which fits subset a (room left: four) and subset b (any node), one on a node of zone b."""
+    anywhere = subset("b")
+    del anywhere["requiredNodeSelectorTerm"]
+    ws = from_object(workloadspread(subset("a", size // 2 + 4), anywhere))
+    pods = {f"default/r{i:05d}": running(f"r{i:05d}", "a" if i % 2 else "b")
+            for i in range(size)}
+    for i in range(6):
+        pods[f"default/e{i}"] = pod(f"e{i}", owner=RS, node="node-a" if i < 5 else "node-b")
+    return Spread(ws, pods, size)
+
+
+def existing_round(spread: Spread) -> list[TallyPlan]:
+    """An annotated pod of zone a goes (quota for a fifth unannotated pod there), the first
+    unannotated pod's annotation is written, one more unannotated pod appears."""
+    plans = [spread.plan()]
+    spread.change(None, "r00001")
+    plans.append(spread.plan())
+    spread.change(running("e0", "a"), "e0")
+    plans.append(spread.plan())
+    spread.change(pod("e9", owner=RS, node="node-b"), "e9")
+    plans.append(spread.plan())
+    return plans
+
+
 def work(build: Callable[[int], Spread], rounds: Callable[[Spread], list[TallyPlan]],
          size: int) -> tuple[int, list[TallyPlan]]:
     spread = build(size)
@@ -222,3 +254,28 @@ def test_a_round_during_a_scale_in_reads_the_pods_being_deleted_not_the_workload
     assert [len(p.status.versioned_subset_statuses["aaa"][1].deleting_pods)
             for p in small_plans] == [len(p.status.versioned_subset_statuses["aaa"][1]
                                           .deleting_pods) for p in large_plans]
+
+
+def test_a_round_with_pods_made_before_the_spread_reads_those_pods_not_the_workload(
+    full_recounts: list[int],
+) -> None:
+    small, small_plans = work(existing, existing_round, 200)
+    large, large_plans = work(existing, existing_round, 2000)
+    assert full_recounts == []
+    assert small == large
+    # 3 pods changed; per plan, the (at most 7) pods not annotated yet.
+    assert large <= 3 + 4 * 7
+    # Subset a had room for four: the fifth goes to b, until a pod of subset a goes.
+    first, second, third, fourth = large_plans
+
+    def matched(plan: TallyPlan) -> dict[str, str]:
+        return {key: json.loads(p["metadata"]["annotations"][MATCHED])["subset"]
+                for key, p in plan.pod_patches.items()}
+
+    assert matched(first) == {"default/e0": "a", "default/e1": "a", "default/e2": "a",
+                              "default/e3": "a", "default/e4": "b", "default/e5": "b"}
+    assert matched(second)["default/e4"] == "a"
+    assert "default/e0" not in matched(third)
+    assert matched(fourth)["default/e9"] == "b"
+    assert [sorted(p.pod_patches) for p in small_plans] == [
+        sorted(p.pod_patches) for p in large_plans]

@@ -148,6 +148,27 @@ def initial_quota(ws: WorkloadSpread, pods: Sequence[Pod], replicas: int) -> dic
     return quota
 
 
+def best_subset(
+    ws: WorkloadSpread, pod: Pod, node: Mapping[str, Any] | None, quota: Mapping[str, int]
+) -> Subset | None:
+    """The subset an unannotated pod on ``node`` is matched to, given the quota left."""
+    best: Subset | None = None
+    best_score = -1
+    if node is not None:
+        for subset in ws.subsets:
+            score = match_score(pod, node, subset, quota[subset.name])
+            if score is not None and score > best_score:
+                best, best_score = subset, score
+    return best
+
+
+def matched_pod(ws: WorkloadSpread, pod: Pod, subset: Subset) -> tuple[JSON, JSON]:
+    """The patch that annotates ``pod`` for ``subset``, and the pod as it reads once patched."""
+    patch = _existing_pod_patch(ws, subset)
+    updated = strategic_merge.apply(pod, patch, strategic_merge.meta_for_kind("Pod"))
+    return patch, updated if isinstance(updated, dict) else dict(pod)
+
+
 def group_pods(
     ws: WorkloadSpread,
     pods: Sequence[Pod],
@@ -167,20 +188,12 @@ def group_pods(
             buckets[target].append(dict(pod))
             continue
         node = nodes.get(pod_state.node_name(pod)) if pod_state.node_name(pod) else None
-        best: Subset | None = None
-        best_score = -1
-        if node is not None:
-            for subset in ws.subsets:
-                score = match_score(pod, node, subset, quota[subset.name])
-                if score is not None and score > best_score:
-                    best, best_score = subset, score
+        best = best_subset(ws, pod, node, quota)
         if best is None:
             buckets[FAKE_SUBSET].append(dict(pod))
             continue
-        patch = _existing_pod_patch(ws, best)
-        patches[pod_state.key(pod)] = patch
-        updated = strategic_merge.apply(pod, patch, strategic_merge.meta_for_kind("Pod"))
-        buckets[best.name].append(updated if isinstance(updated, dict) else dict(pod))
+        patches[pod_state.key(pod)], updated = matched_pod(ws, pod, best)
+        buckets[best.name].append(updated)
         quota[best.name] -= 1
     return Grouping(buckets=buckets, pod_patches=patches)
 
