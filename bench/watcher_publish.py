@@ -1,7 +1,10 @@
 """Watcher publish rate against the raw JetStream publish rate, same messages, same run.
 
-- raw: ``publish_async`` of pre-encoded observations with their ``Nats-Msg-Id``, awaiting the
-  acknowledgements in windows of 2000: the client's own ceiling;
+- raw: pre-encoded observations with their ``Nats-Msg-Id``, each published with a reply subject
+  under one inbox whose subscription counts the acknowledgements, at most 2000 unacknowledged:
+  the least an acknowledged publish costs with this client;
+- client: the same through the client's ``publish_async``, awaiting the acknowledgements in
+  windows of 2000 (the watcher used it until its own acknowledgement tracking replaced it);
 - watcher: the watcher's publishing path for the same objects, from raw object JSON (metadata
   decode, subject escape, envelope encode, bounded in-flight acknowledgements).
 
@@ -17,6 +20,7 @@ import time
 import msgspec
 import nats
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 
 from bench._bus import deployment, full_size, nats_server, observation
 from events.messages import ResourceRef
@@ -39,6 +43,32 @@ async def fresh_stream(nc: Client) -> None:
 
 
 async def raw_rate(nc: Client, count: int, objects: int) -> float:
+    await fresh_stream(nc)
+    prepared = [observation(i, objects) for i in range(count)]
+    inbox = nc.new_inbox()
+    acked = 0
+    room = asyncio.Semaphore(WINDOW)
+    done = asyncio.Event()
+
+    async def on_ack(msg: Msg) -> None:
+        nonlocal acked
+        acked += 1
+        room.release()
+        if acked == count:
+            done.set()
+
+    sub = await nc.subscribe(f"{inbox}.*", cb=on_ack)
+    started = time.perf_counter()
+    for i, (subject, data, msg_id) in enumerate(prepared):
+        await room.acquire()
+        await nc.publish(subject, data, reply=f"{inbox}.{i}", headers={"Nats-Msg-Id": msg_id})
+    await done.wait()
+    elapsed = time.perf_counter() - started
+    await sub.unsubscribe()
+    return count / elapsed
+
+
+async def client_rate(nc: Client, count: int, objects: int) -> float:
     await fresh_stream(nc)
     js = nc.jetstream()
     prepared = [observation(i, objects) for i in range(count)]
@@ -66,7 +96,7 @@ class _Obj(msgspec.Struct):
 
 async def watcher_rate(nc: Client, count: int, objects: int) -> float:
     await fresh_stream(nc)
-    publisher = ObservationPublisher(nc.jetstream(), cluster="bench", max_in_flight=WINDOW)
+    publisher = ObservationPublisher(nc, cluster="bench", max_in_flight=WINDOW)
     encoder = msgspec.json.Encoder()
     decoder = msgspec.json.Decoder(_Obj)
     raws = [encoder.encode(deployment(i % objects, i // objects + 1)) for i in range(count)]
@@ -85,10 +115,13 @@ async def main(count: int) -> None:
     with nats_server() as server:
         nc = await nats.connect(server.url)
         raw = max([await raw_rate(nc, count, objects) for _ in range(2)])
+        client = max([await client_rate(nc, count, objects) for _ in range(2)])
         watcher = max([await watcher_rate(nc, count, objects) for _ in range(2)])
         print(f"raw publish: {raw:,.0f} msg/s")
+        print(f"client publish_async: {client:,.0f} msg/s")
         print(f"watcher publish: {watcher:,.0f} msg/s")
         print(f"ratio watcher/raw: {watcher / raw:.3f} (goal >= {GOAL})")
+        print(f"ratio watcher/client publish_async: {watcher / client:.3f}")
         await nc.close()
 
 

@@ -80,7 +80,7 @@ async def prepare_watches(
     def on_acked(ref: ResourceRef, change: Change) -> None:
         watches[ref].acked(change)
 
-    publisher = ObservationPublisher(nc.jetstream(), cluster=settings.cluster,
+    publisher = ObservationPublisher(nc, cluster=settings.cluster,
                                      max_in_flight=settings.max_in_flight, on_lost=on_lost,
                                      on_acked=on_acked, registry=registry)
     for ref in refs:

@@ -18,7 +18,8 @@ async def test_publishing_waits_for_acks_beyond_max_in_flight(nats_client: Clien
     js = nats_client.jetstream()
     await ensure_streams(js)
     registry = CollectorRegistry()
-    publisher = ObservationPublisher(js, cluster="east", max_in_flight=4, registry=registry)
+    publisher = ObservationPublisher(nats_client, cluster="east", max_in_flight=4,
+                                     registry=registry)
     peak = 0.0
     for i in range(200):
         raw = f'{{"metadata":{{"name":"cm-{i}","namespace":"default","uid":"u{i}"}}}}'.encode()
