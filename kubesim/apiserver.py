@@ -633,7 +633,7 @@ class ApiServer:
                 merged["status"] = new["status"]
             else:
                 merged.pop("status", None)
-            merged["metadata"] = dict(old["metadata"])
+            merged["metadata"] = _with_uid_of(new, dict(old["metadata"]))
             if not rt.custom:
                 kinds.default_workload_status(rt.kind, merged)
             return merged
@@ -642,7 +642,6 @@ class ApiServer:
         meta = dict(new["metadata"])
         ometa = old["metadata"]
         for f in (
-            "uid",
             "creationTimestamp",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
@@ -655,7 +654,7 @@ class ApiServer:
             else:
                 meta.pop(f, None)
         meta.pop("managedFields", None)
-        new = {**new, "metadata": meta}
+        new = {**new, "metadata": _with_uid_of(new, meta, ometa)}
         if rt.status:
             if "status" in old:
                 new["status"] = old["status"]
@@ -703,12 +702,21 @@ class ApiServer:
             dry_run,
             {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"},
         )
-        if not skip_admission and self.admission.applies("UPDATE", rt, subresource):
+        admitted = not skip_admission and self.admission.applies("UPDATE", rt, subresource)
+        if admitted:
             mutated = await self.admission.mutate(attrs, merged, old)
             if mutated is not merged:
                 with decoding(rt):
                     merged = self._merge_update(rt, old, mutated, subresource)
                     self._validate(rt, merged, old)
+        uid = merged["metadata"].get("uid")
+        if uid != old["metadata"].get("uid"):
+            # upstream's BeforeUpdate, after mutating admission: the uid is immutable (a patch
+            # naming a replaced object's uid, or a webhook changing it, is refused here)
+            raise errors.invalid_object(
+                rt.kind, rt.group, name, [errors.invalid("metadata.uid", uid, "field is immutable")]
+            )
+        if admitted:
             await self.admission.validate(attrs, merged, old)
             # The object may have changed while webhooks ran.
             current = self.store.get(rt.storage_key, ns, name)
@@ -814,13 +822,8 @@ class ApiServer:
                 f"the name of the object ({patched_meta.get('name')}) does not match the name "
                 f"on the URL ({name})"
             )
-        uid = patched_meta.get("uid") or ""
-        if uid != current["metadata"].get("uid", ""):
-            # upstream: a patch carries no uid precondition, but the uid is immutable, so a patch
-            # naming another uid (the object was replaced) is refused as invalid
-            raise errors.invalid_object(
-                rt.kind, rt.group, name, [errors.invalid("metadata.uid", uid, "field is immutable")]
-            )
+        # A patch carries no uid precondition; a uid it changes is refused as immutable after
+        # mutating admission (write_update), as upstream's BeforeUpdate does.
         patched = self._check_body(rt, patched, ns)
         return await self.write_update(rt, old, patched, subresource, dry_run=dry_run)
 
@@ -1337,6 +1340,23 @@ def _too_large(wanted: int, current: int) -> ApiError:
             "retryAfterSeconds": 1,
         },
     )
+
+
+def _with_uid_of(
+    new: JsonObject, meta: JsonObject, old_meta: JsonObject | None = None
+) -> JsonObject:
+    """``meta`` with the uid ``new`` names; without one, the stored uid of ``old_meta`` (when
+    given). Upstream's BeforeUpdate fills an empty uid in and leaves a named one for the
+    immutability check after mutating admission."""
+    uid = (new.get("metadata") or {}).get("uid")
+    if uid:
+        meta["uid"] = uid
+    elif old_meta is not None:
+        if "uid" in old_meta:
+            meta["uid"] = old_meta["uid"]
+        else:
+            meta.pop("uid", None)
+    return meta
 
 
 def _spec_changed(old: JsonObject, new: JsonObject) -> bool:

@@ -555,3 +555,45 @@ def test_webhook_calls_reuse_one_kept_alive_connection(
         core.create_namespaced_config_map("default", {"metadata": {"name": f"cm{i}"}})
     assert len(hooks.requests) == 5
     assert len(set(hooks.peers)) == 1
+
+
+def test_a_patch_changing_the_uid_reaches_mutating_webhooks_before_the_uid_is_refused(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+) -> None:
+    """Upstream runs mutating admission on the patched object, then BeforeUpdate's checks: a
+    webhook sees the uid the patch names, and one that puts the stored uid back saves it."""
+    seen: list[tuple[str, str]] = []
+
+    async def restore(req: dict[str, Any]) -> dict[str, Any]:
+        seen.append((req["object"]["metadata"]["uid"], req["oldObject"]["metadata"]["uid"]))
+        if req["object"]["metadata"].get("labels", {}).get("restore") != "yes":
+            return {"allowed": True}
+        stored = req["oldObject"]["metadata"]["uid"]
+        return await allow([{"op": "replace", "path": "/metadata/uid", "value": stored}])(req)
+
+    hooks.handlers["/restore"] = restore
+    _register(
+        kube_api_client,
+        "mutating",
+        webhook(
+            "restore.example.com",
+            hooks.url("/restore"),
+            hooks.ca_bundle,
+            resources=["pods"],
+            operations=["UPDATE"],
+        ),
+    )
+    uid = core.create_namespaced_pod("default", pod("p")).metadata.uid
+    with pytest.raises(ApiException) as info:
+        core.patch_namespaced_pod("p", "default", {"metadata": {"uid": "other"}})
+    assert info.value.status == 422
+    assert json.loads(info.value.body)["message"] == (
+        'Pod "p" is invalid: metadata.uid: Invalid value: "other": field is immutable'
+    )
+    assert seen == [("other", uid)]
+
+    patched = core.patch_namespaced_pod(
+        "p", "default", {"metadata": {"uid": "other", "labels": {"restore": "yes"}}}
+    )
+    assert (patched.metadata.uid, patched.metadata.labels) == (uid, {"restore": "yes"})
+    assert seen[1] == ("other", uid)

@@ -3,7 +3,8 @@
 Upstream takes a non-empty ``metadata.uid`` in an update's body as a storage precondition, so an
 update written for an object that was deleted and re-created under the same name is refused as a
 conflict in the storage layer's words. A patch carries no precondition, but the uid is immutable:
-a patch naming another uid (the way controllers guard their patches) is refused as invalid.
+a patch naming another uid (the way controllers guard their patches) is refused as invalid, after
+mutating webhooks ran (tests/kubesim/test_admission_webhooks.py shows the order).
 """
 
 from __future__ import annotations
@@ -135,16 +136,26 @@ def test_a_patch_naming_another_uid_is_refused_as_an_immutable_field(
     assert patched.metadata.annotations == {"cost": "5"}
 
 
-def test_a_json_patch_replacing_or_removing_the_uid_is_invalid(core: client.CoreV1Api) -> None:
-    core.create_namespaced_pod("default", pod("p"))
-    for ops in (
-        [{"op": "replace", "path": "/metadata/uid", "value": "other"}],
-        [{"op": "remove", "path": "/metadata/uid"}],
-    ):
-        with pytest.raises(ApiException) as info:
-            core.patch_namespaced_pod("p", "default", ops)
-        assert info.value.status == 422
-        assert "metadata.uid: Invalid value" in _status(info.value)["message"]
+def test_a_json_patch_replacing_the_uid_is_invalid_and_one_removing_it_keeps_it(
+    core: client.CoreV1Api,
+) -> None:
+    uid = core.create_namespaced_pod("default", pod("p")).metadata.uid
+    with pytest.raises(ApiException) as info:
+        core.patch_namespaced_pod(
+            "p", "default", [{"op": "replace", "path": "/metadata/uid", "value": "other"}]
+        )
+    assert info.value.status == 422
+    assert 'metadata.uid: Invalid value: "other"' in _status(info.value)["message"]
+    # upstream's BeforeUpdate fills an empty uid in from the stored object
+    patched = core.patch_namespaced_pod(
+        "p",
+        "default",
+        [
+            {"op": "remove", "path": "/metadata/uid"},
+            {"op": "add", "path": "/metadata/labels", "value": {"kept": "uid"}},
+        ],
+    )
+    assert (patched.metadata.uid, patched.metadata.labels) == (uid, {"kept": "uid"})
 
 
 def test_an_eviction_whose_uid_precondition_names_a_replaced_pod_is_a_409(
@@ -176,3 +187,36 @@ def test_storage_keys_follow_upstreams_layout() -> None:
         errors.storage_key("workloadspreads", "apps.kruise.io", "ns", "ws", custom=True)
         == "/registry/apps.kruise.io/workloadspreads/ns/ws"
     )
+
+
+def test_a_dry_run_eviction_checks_its_preconditions_and_changes_nothing(
+    core: client.CoreV1Api,
+) -> None:
+    old_uid, current = _recreated(core)
+    uid, version = current["metadata"]["uid"], current["metadata"]["resourceVersion"]
+
+    def evict(**preconditions: str) -> None:
+        eviction = client.V1Eviction(
+            metadata=client.V1ObjectMeta(name="p"),
+            delete_options=client.V1DeleteOptions(
+                preconditions=client.V1Preconditions(**preconditions)
+            ),
+        )
+        core.create_namespaced_pod_eviction("p", "default", eviction, dry_run="All")
+
+    with pytest.raises(ApiException) as info:
+        evict(uid=old_uid)
+    assert info.value.status == 409
+    assert f"the UID in the precondition ({old_uid}) does not match" in (
+        _status(info.value)["message"]
+    )
+    with pytest.raises(ApiException) as info:
+        evict(resourceVersion="1")
+    assert info.value.status == 409
+    assert "the ResourceVersion in the precondition (1) does not match" in (
+        _status(info.value)["message"]
+    )
+    evict(uid=uid, resourceVersion=version)
+    still = core.read_namespaced_pod("p", "default")
+    assert (still.metadata.uid, still.metadata.resource_version) == (uid, version)
+    assert still.metadata.deletion_timestamp is None
