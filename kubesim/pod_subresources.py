@@ -115,16 +115,17 @@ async def evict(
         preconditions = None
 
     async def evicted() -> JsonObject:
-        """The pod deleted as the eviction asks (unless a dry run), and the success answer."""
-        if not dry_run:
-            await server.delete_obj(
-                rt,
-                namespace,
-                name,
-                grace_period_seconds=grace,
-                preconditions=preconditions,
-                skip_admission=True,
-            )
+        """The pod deleted as the eviction asks, and the success answer. A dry run goes through
+        the same deletion, which checks the preconditions and stops before any effect."""
+        await server.delete_obj(
+            rt,
+            namespace,
+            name,
+            grace_period_seconds=grace,
+            preconditions=preconditions,
+            dry_run=dry_run,
+            skip_admission=True,
+        )
         return success_status()
 
     # Upstream's canIgnorePDB: finished, pending or terminating pods are not protected.
