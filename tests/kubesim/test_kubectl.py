@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
+from tests.fixtures.kubesim import kubesim_process
 from tests.kubesim.conftest import deployment
 
 pytestmark = pytest.mark.e2e
@@ -384,34 +385,9 @@ def test_kubectl_reports_server_errors_verbatim(
 
 
 def test_the_kubesim_command_serves_until_terminated(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubesim",
-            "--port",
-            "0",
-            "--kubeconfig",
-            str(kubeconfig),
-            "--no-behaviour",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()
-        assert url.startswith("https://127.0.0.1:")
-        assert kubeconfig.exists()
-        names = kubectl(kubeconfig, "get", "namespaces", "-o", "name").stdout.split()
+    with kubesim_process(tmp_path / "kubeconfig", "--no-behaviour") as sim:
+        assert sim.url.startswith("https://127.0.0.1:")
+        assert sim.kubeconfig.exists()
+        names = kubectl(sim.kubeconfig, "get", "namespaces", "-o", "name").stdout.split()
         assert "namespace/default" in names
-    finally:
-        proc.terminate()
-        code = proc.wait(15)
-        for stream in (proc.stdout, proc.stderr):
-            if stream:
-                stream.close()
-    assert code == 0
+    assert sim.exit_code == 0

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -11,6 +9,7 @@ from typing import Any
 from kubernetes import client, config
 
 from kubesim import KubeSimThread
+from tests.fixtures.kubesim import kubesim_process
 
 
 def workload(kind: str, name: str) -> dict[str, Any]:
@@ -89,35 +88,13 @@ def test_pods_get_the_not_ready_and_unreachable_tolerations_for_the_configured_s
 
 
 def test_the_toleration_flag_reaches_the_api_server(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "kubeconfig"
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "kubesim",
-            "--port",
-            "0",
-            "--no-behaviour",
-            "--default-toleration-seconds",
-            "7",
-            "--kubeconfig",
-            str(kubeconfig),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        proc.stdout.readline()  # the URL, printed once it serves
-        api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
+    with kubesim_process(
+        tmp_path / "kubeconfig", "--no-behaviour", "--default-toleration-seconds", "7"
+    ) as sim:
+        api = config.new_client_from_config(config_file=str(sim.kubeconfig))  # type: ignore[no-untyped-call]
         with api:
             created = client.CoreV1Api(api).create_namespaced_pod(
                 "default",
                 {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
             )
-        assert {t.toleration_seconds for t in created.spec.tolerations} == {7}
-    finally:
-        proc.terminate()
-        proc.wait(30)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    assert {t.toleration_seconds for t in created.spec.tolerations} == {7}
