@@ -368,24 +368,25 @@ class LineHandoff:
     wake-up and a socket write to NATS per event. Here the thread appends to a buffer and wakes
     the loop only when the loop is not already awake for earlier lines; the loop takes everything
     buffered at once, so the publishes of a burst leave in one write. At most ``limit`` lines wait;
-    the thread blocks beyond that, so a slow bus still slows the reading.
+    the thread blocks beyond that, so a slow bus still slows the reading. The bound is the
+    buffer's length under its lock, and the loop signals the thread only when it empties a full
+    buffer: a semaphore would cost an acquire in the thread and a release in the loop per line.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop, *, limit: int) -> None:
         self._loop = loop
+        self._limit = limit
         self._items: collections.deque[Item] = collections.deque()
-        self._lock = threading.Lock()
-        self._room = threading.Semaphore(limit)
+        self._room = threading.Condition()
         self._ready = asyncio.Event()
         self._signalled = False
         self._closed = False
 
     def put(self, item: Item, halt: threading.Event) -> bool:
         """From the reader thread; False once the loop stopped listening."""
-        while not self._room.acquire(timeout=0.5):
-            if halt.is_set():
-                return False
-        with self._lock:
+        with self._room:
+            while len(self._items) >= self._limit and not (self._closed or halt.is_set()):
+                self._room.wait(0.5)
             if self._closed or halt.is_set():
                 return False
             self._items.append(item)
@@ -414,20 +415,20 @@ class LineHandoff:
 
     def _drain(self) -> list[Item]:
         self._ready.clear()
-        with self._lock:
+        with self._room:
             batch = list(self._items)
             self._items.clear()
             if not batch:
                 self._signalled = False  # the next line wakes the loop again
-        for _ in batch:
-            self._room.release()
+            elif len(batch) >= self._limit:
+                self._room.notify()  # the reader may be waiting for room
         return batch
 
     def close(self) -> None:
-        with self._lock:
+        with self._room:
             self._closed = True
             self._items.clear()
-        self._room.release()  # a reader blocked on a full buffer sees the halt at once
+            self._room.notify_all()  # a reader blocked on a full buffer sees the close at once
 
 
 _KINDS: Final = {
