@@ -34,7 +34,11 @@ from events import codec
 from events.messages import Observation, SyncMarker
 from spreadbus.core.workload_kinds import WorkloadKinds, workload_kinds
 from spreadbus.core.workloadspread import pod_state
-from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
+from spreadbus.core.workloadspread.model import (
+    MATCHED_ANNOTATION,
+    WorkloadSpread,
+    from_object,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +51,37 @@ Objects = dict[tuple[str, str], dict[str, Any]]
 """(namespace, name) -> object, for one resource."""
 Slot = tuple[str, str]
 """(version, subset)."""
+
+
+def _indexed_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether two versions of a pod agree on everything its index entries are computed from.
+
+    Most pod changes are status updates that move nothing in the indexes, so a new version
+    that agrees with the previous one on what :meth:`View._index_pod` reads (through
+    :mod:`~spreadbus.core.workloadspread.pod_state`: the kind, the matched annotation, labels,
+    controller, phase and deletion) keeps the entries it has instead of recomputing them.
+    """
+    if old.get("kind") != new.get("kind") or _phase(old) != _phase(new):
+        return False
+    before, after = old.get("metadata"), new.get("metadata")
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return False
+    return (
+        _matched_text(before) == _matched_text(after)
+        and before.get("deletionTimestamp") == after.get("deletionTimestamp")
+        and before.get("labels") == after.get("labels")
+        and before.get("ownerReferences") == after.get("ownerReferences")
+    )
+
+
+def _phase(pod: Mapping[str, Any]) -> object:
+    status = pod.get("status")
+    return status.get("phase") if isinstance(status, dict) else None
+
+
+def _matched_text(metadata: Mapping[str, Any]) -> object:
+    annotations = metadata.get("annotations")
+    return annotations.get(MATCHED_ANNOTATION) if isinstance(annotations, dict) else None
 
 
 @dataclass(frozen=True)
@@ -112,11 +147,15 @@ class View:
         store = self.objects.setdefault(key, {})
         gone = event.event == "DELETED"
         if gone:
-            store.pop((namespace, name), None)
+            previous = store.pop((namespace, name), None)
         else:
+            previous = store.get((namespace, name))
             store[(namespace, name)] = event.object
         if key == POD_KEY:
-            self._index_pod(namespace, name, None if gone else event.object)
+            if gone or previous is None or not _indexed_alike(previous, event.object):
+                self._index_pod(namespace, name, None if gone else event.object)
+            elif log.isEnabledFor(logging.DEBUG):
+                self._trace(namespace, name, self._pods.get((namespace, name)), event.object)
         elif key == SPREAD_KEY:
             log.debug(
                 "workloadspread observed",
