@@ -54,6 +54,27 @@ class SortedSet(Generic[T]):
         block = self._blocks[i]
         return block[bisect_left(block, item)]
 
+    def at(self, index: int) -> T:
+        """The item with ``index`` items below it (0 <= index < len)."""
+        for block in self._blocks:
+            if index < len(block):
+                return block[index]
+            index -= len(block)
+        raise IndexError(index)
+
+    def between(self, low: T, high: T | None) -> Iterator[T]:
+        """The items from ``low`` (included) to ``high`` (excluded; None: to the end)."""
+        i = bisect_left(self._maxes, low)
+        if i == len(self._blocks):
+            return
+        j = bisect_left(self._blocks[i], low)
+        for block in self._blocks[i:]:
+            for item in block[j:]:
+                if high is not None and not (item < high):
+                    return
+                yield item
+            j = 0
+
     def add(self, item: T) -> None:
         if not self._blocks:
             self._blocks.append([item])

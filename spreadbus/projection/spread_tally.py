@@ -7,15 +7,16 @@ is a thousand pods per round. :class:`SpreadTally` computes the same answer from
 
 - :meth:`SpreadTally.apply` takes one changed pod (or its disappearance) and moves it between
   buckets (version, subset), keeping per bucket the count of active pods, the keys the webhook
-  records creations under, the active pods' keys in order and the pods pending unschedulable
-  ordered by since when; its cost is one pod;
+  records creations under, the active pods' keys in key order and in scale-in order, and the pods
+  pending unschedulable ordered by since when; its cost is one pod;
 - :meth:`SpreadTally.plan` builds the status from those counters (subsets x versions, plus the
   reservations and previous entries in flight, never the pods) and the deletion costs bucket by
-  bucket: a bucket within its limit and without a minimum gives every active pod the same value,
-  so only the pods that changed are looked at; a bucket whose value, limit or fill changed, or that
-  is over its limit or has a minimum (the value then depends on the pod's place in the scale-in
-  order), is recomputed whole with the core's :func:`~spreadbus.core.workloadspread.deletion_cost.
-  subset_costs`, which costs that bucket.
+  bucket. A subset's bucket in scale-in order (Kubernetes' ``ActivePods.Less``, then key, as the
+  core's stable sort of a key-ordered bucket) is cut in two places: the pods beyond its limit
+  come first (negative value), the ``minReplicas`` protected ones last. A pod that did not change
+  keeps its place, so its value changes only when a cut moves across it; a plan reads the pods
+  that changed and those between each cut's old and new place (as many as values change), and a
+  whole bucket only when its values themselves change (the workload's latest version moved on).
 
 Deletions in flight. Kruise's ``missingReplicas`` loop walks a bucket's active pods in order:
 each takes one off (floored at 0) and one whose deletion is in flight gives it back (capped at
@@ -81,12 +82,7 @@ import msgspec
 
 from spreadbus.core.workloadspread import pod_state, reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.deletion_cost import (
-    COST_UNIT,
-    applies_to,
-    cost_to_write,
-    subset_costs,
-)
+from spreadbus.core.workloadspread.deletion_cost import COST_UNIT, applies_to, cost_to_write
 from spreadbus.core.workloadspread.existing_pods import best_subset, initial_quota, matched_pod
 from spreadbus.core.workloadspread.model import (
     DELETION_COST_ANNOTATION,
@@ -126,6 +122,7 @@ class _Facts(NamedTuple):
     creating_key: str
     cost: str | None  # the deletion-cost annotation it carries
     unschedulable_since: datetime | None  # pending, unbound and Unschedulable: the clock's origin
+    order: tuple[Any, ...]  # its place in the scale-in order (deletion_order_key, then key)
 
 
 @dataclass
@@ -146,6 +143,27 @@ class _Placement(NamedTuple):
     subset: str | None  # None: the fake bucket (no subset fits its node)
     patch: JSON | None  # the matched annotation (and subset metadata) to write
     facts: _Facts  # the pod as the plan counts it: annotated when matched, in its version
+
+
+_Cuts = tuple[tuple[Any, ...] | None, tuple[Any, ...] | None]
+"""Places in a bucket's scale-in order: the first pod within the limit, the first protected
+pod; None is past the last pod."""
+_NO_CUTS: _Cuts = (None, None)
+
+
+def _below(a: tuple[Any, ...] | None, b: tuple[Any, ...] | None) -> bool:
+    """``a < b`` with None past every place."""
+    return a is not None and (b is None or a < b)
+
+
+def _cost(order: tuple[Any, ...], values: tuple[int, int, int], cuts: _Cuts) -> int:
+    """A pod's cost from where it stands against the cuts: beyond the limit, within, protected."""
+    within, protected = cuts
+    if _below(order, within):
+        return values[0]
+    if protected is not None and not _below(order, protected):
+        return values[2]
+    return values[1]
 
 
 @dataclass
@@ -173,6 +191,7 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         creating_key=pod_state.creating_key(pod),
         cost=cost if isinstance(cost, str) else None,
         unschedulable_since=pod_state.unschedulable_deadline(pod, timedelta(0)),
+        order=(pod_state.deletion_order_key(pod), pod_state.key(pod)),
     )
 
 
@@ -208,6 +227,7 @@ class SpreadTally:
         self._buckets: dict[Bucket, dict[str, _Facts]] = {}
         self._active: Counter[Bucket] = Counter()
         self._active_keys: dict[Bucket, SortedSet[str]] = {}  # pod keys of the active pods
+        self._order: dict[Bucket, SortedSet[tuple[Any, ...]]] = {}  # active, in scale-in order
         self._unschedulable: dict[Bucket, SortedSet[tuple[datetime, str]]] = {}  # (since, key)
         self._creating: dict[Bucket, Counter[str]] = {}
         self._versions: dict[str, SortedSet[str]] = {}  # version -> pod keys (any bucket)
@@ -268,6 +288,7 @@ class SpreadTally:
         if facts.active:
             self._active[bucket] += 1
             self._active_keys.setdefault(bucket, SortedSet()).add(facts.key)
+            self._order.setdefault(bucket, SortedSet()).add(facts.order)
         if facts.unschedulable_since is not None:
             self._unschedulable.setdefault(bucket, SortedSet()).add(
                 (facts.unschedulable_since, facts.key))
@@ -283,6 +304,7 @@ class SpreadTally:
         if facts.active:
             self._active[bucket] -= 1
             self._active_keys[bucket].discard(facts.key)
+            self._order[bucket].discard(facts.order)
         if facts.unschedulable_since is not None:
             pending = self._unschedulable[bucket]
             pending.discard((facts.unschedulable_since, facts.key))
@@ -293,6 +315,7 @@ class SpreadTally:
             del self._creating[bucket]
             self._active.pop(bucket, None)
             self._active_keys.pop(bucket, None)
+            self._order.pop(bucket, None)
             self._regime.pop(bucket, None)
         self._dirty.add(bucket)
 
@@ -624,7 +647,15 @@ class SpreadTally:
     # -- deletion costs --------------------------------------------------------------------------
 
     def _update_costs(self, ws: WorkloadSpread, replicas: int, latest: str | None) -> set[str]:
-        """Bring the wanted costs up to date; the pod keys whose wanted cost changed."""
+        """Bring the wanted costs up to date; the pod keys whose wanted cost changed.
+
+        In a subset's bucket the scale-in order puts the pods beyond its limit first (negative
+        value), then the unprotected ones, then the ``minReplicas`` protected last: two cuts in
+        the bucket's order. A pod that did not change keeps its place, so its value changes only
+        if a cut moved across it: a plan reads the pods that changed and those between each
+        cut's old and new place, and the whole bucket only when the values themselves changed
+        (the latest version moved on).
+        """
         changed: set[str] = set()
         if latest is None or not applies_to(ws):
             changed.update(self._costs)
@@ -641,33 +672,55 @@ class SpreadTally:
         for bucket, members in self._buckets.items():
             version, name = bucket
             if name == FAKE_SUBSET:
-                regime: tuple[Any, ...] = ("same", -COST_UNIT * (n + 1))
+                fake = -COST_UNIT * (n + 1)
+                values, cuts = (fake, fake, fake), _NO_CUTS
             else:
                 position = positions[name]
+                subset = ws.subsets[position]
                 idx = position if version == latest else n - 1 - position
-                limit = subset_limit(ws.subsets[position], replicas)
-                minimum = subset_minimum(ws.subsets[position], replicas)
-                active = self._active.get(bucket, 0)
-                if minimum == 0 and (limit is None or active <= limit):
-                    regime = ("same", COST_UNIT * (n - idx))
-                else:
-                    regime = ("ordered", n, idx, limit, minimum)
+                positive = COST_UNIT * (n - idx)
+                values = (-COST_UNIT * (idx + 1), positive, COST_UNIT * n + positive)
+                cuts = self._cuts(bucket, subset_limit(subset, replicas),
+                                  subset_minimum(subset, replicas))
             previous = self._regime.get(bucket)
-            self._regime[bucket] = regime
-            if regime == previous and (regime[0] == "same" or bucket not in self._dirty):
-                # Same value for every active pod: only the pods that changed need a look.
-                for facts in touched.get(bucket, ()):
-                    self._set_cost(facts.key, regime[1] if facts.active else None, changed)
-                continue
-            if regime[0] == "same":
-                wanted = {f.key: regime[1] for f in members.values() if f.active}
+            self._regime[bucket] = (values, cuts)
+            look: Iterable[_Facts]
+            if previous is None or previous[0] != values:
+                look = list(members.values())
             else:
-                _, n_, idx_, limit_, minimum_ = regime
-                ordered = [f.obj for f in sorted(members.values(), key=lambda f: f.key)]
-                wanted = subset_costs(ordered, n=n_, idx=idx_, limit=limit_, minimum=minimum_)
-            for facts in members.values():
-                self._set_cost(facts.key, wanted.get(facts.key), changed)
+                look = [*touched.get(bucket, ()), *self._crossed(bucket, previous[1], cuts)]
+            for facts in look:
+                self.examined += 1
+                cost = _cost(facts.order, values, cuts) if facts.active else None
+                self._set_cost(facts.key, cost, changed)
         return changed
+
+    def _cuts(self, bucket: Bucket, limit: int | None, minimum: int) -> _Cuts:
+        """The first pod within the limit and the first protected pod, in scale-in order."""
+        active = self._active.get(bucket, 0)
+        excess = max(active - limit, 0) if limit is not None else 0
+        protected_from = active - min(minimum, active - excess)
+        order = self._order.get(bucket)
+        if order is None:
+            return _NO_CUTS
+        return (order.at(excess) if excess < active else None,
+                order.at(protected_from) if protected_from < active else None)
+
+    def _crossed(self, bucket: Bucket, old: _Cuts, new: _Cuts) -> list[_Facts]:
+        """The pods between each cut's old and new place."""
+        order = self._order.get(bucket)
+        if order is None:
+            return []
+        out: list[_Facts] = []
+        for before, after in zip(old, new, strict=True):
+            if before == after:
+                continue
+            low, high = (before, after) if _below(before, after) else (after, before)
+            if low is None:
+                continue
+            for _, key in order.between(low, high):
+                out.append(self._current(self._by_key[key]))
+        return out
 
     def _set_cost(self, key: str, cost: int | None, changed: set[str]) -> None:
         if self._costs.get(key) == cost:

@@ -16,9 +16,9 @@ steps = st.lists(st.tuples(st.booleans(), st.integers(0, 60)), max_size=200)
 
 
 @settings(max_examples=200, deadline=None)
-@given(steps, st.integers(0, 61))
+@given(steps, st.integers(0, 61), st.one_of(st.none(), st.integers(0, 61)))
 def test_adds_removals_and_rank_queries_match_a_sorted_list(
-    changes: list[tuple[bool, int]], probe: int
+    changes: list[tuple[bool, int]], probe: int, high: int | None
 ) -> None:
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sorted_set, "LOAD", 2)
@@ -37,5 +37,8 @@ def test_adds_removals_and_rank_queries_match_a_sorted_list(
             assert items.count_above(probe) == sum(1 for i in ordered if i > probe)
             assert list(items.below(probe)) == [i for i in ordered if i < probe]
             assert items.first_from(probe) == next((i for i in ordered if i >= probe), None)
+            assert list(items.between(probe, high)) == [
+                i for i in ordered if i >= probe and (high is None or i < high)]
+            assert [items.at(i) for i in range(len(ordered))] == ordered
             if ordered:
                 assert items.first() == ordered[0]

@@ -10,7 +10,9 @@ both, a small bounded number, while every plan stays equal to the full recount:
 - a scale-in (the Deployment halved) with deletions in flight: deleting reservations for the
   pods the webhook saw go, ``deletingPods`` in the written status, pods terminating;
 - pods made before the WorkloadSpread, not annotated for it, matched to subsets by their nodes
-  (each plan reads those, as their matches depend on one another, and no other pod).
+  (each plan reads those, as their matches depend on one another, and no other pod);
+- a scale-in that leaves a subset far beyond its percentage limit (half its pods get a negative
+  deletion cost, in scale-in order) and another with ``minReplicas`` (its last pods protected).
 """
 
 from __future__ import annotations
@@ -89,6 +91,7 @@ class Spread:
         assert got.evictions == full.evictions
         assert got.requeue_at == full.requeue_at
         assert got.pod_patches == full.pod_patches
+        assert self.tally.differing() == full.deletion_costs
         return got
 
     def write_status(self, plan: TallyPlan) -> None:
@@ -207,6 +210,32 @@ def existing_round(spread: Spread) -> list[TallyPlan]:
     return plans
 
 
+def over_limit(size: int) -> Spread:
+    """``size`` pods, half in subset a (50 %), half in b (minReplicas 10), scaled to half: a is
+    allowed a quarter and holds half."""
+    ws = from_object(workloadspread(subset("a", "50%"), subset("b", minReplicas=10)))
+    pods = {f"default/r{i:05d}": running(f"r{i:05d}", "a" if i % 2 else "b")
+            for i in range(size)}
+    return Spread(ws, pods, size // 2)
+
+
+def over_limit_round(spread: Spread) -> list[TallyPlan]:
+    """A pod of a within its limit loses readiness (it moves to the front of the scale-in
+    order), the last pod of a goes, the last (protected) pod of b goes: one plan after each."""
+    size = len(spread.pods)
+    plans = [spread.plan()]
+    name = f"r{size - 3:05d}"
+    unready = running(name, "a")
+    unready["status"]["conditions"] = []
+    spread.change(unready, name)
+    plans.append(spread.plan())
+    spread.change(None, f"r{size - 1:05d}")
+    plans.append(spread.plan())
+    spread.change(None, f"r{size - 2:05d}")
+    plans.append(spread.plan())
+    return plans
+
+
 def work(build: Callable[[int], Spread], rounds: Callable[[Spread], list[TallyPlan]],
          size: int) -> tuple[int, list[TallyPlan]]:
     spread = build(size)
@@ -279,3 +308,22 @@ def test_a_round_with_pods_made_before_the_spread_reads_those_pods_not_the_workl
     assert matched(fourth)["default/e9"] == "b"
     assert [sorted(p.pod_patches) for p in small_plans] == [
         sorted(p.pod_patches) for p in large_plans]
+
+
+def test_a_round_beyond_a_limit_reads_the_pods_that_cross_a_cut_not_the_bucket(
+    full_recounts: list[int],
+) -> None:
+    small, small_plans = work(over_limit, over_limit_round, 200)
+    large, large_plans = work(over_limit, over_limit_round, 2000)
+    assert full_recounts == []
+    assert small == large
+    # 3 pods changed; each moves a cut by one place (a pod read on either side of it).
+    assert large <= 3 * 3
+    # The unready pod is the first to go now, which pushes the last of a's 500 pods beyond the
+    # limit (in key order) within it; a's limit then allows one more, and b protects one more.
+    first, unready, a_gone, b_gone = large_plans
+    assert first.updates == {}
+    assert unready.updates == {"default/r01997": "-100", "default/r00999": "200"}
+    assert a_gone.updates == {"default/r00997": "200"}
+    assert b_gone.updates == {"default/r01978": "300"}
+    assert [len(p.updates) for p in small_plans] == [len(p.updates) for p in large_plans]
