@@ -88,12 +88,27 @@ async def test_the_answer_is_given_before_its_admission_event_is_published(
     body = request(operation="CREATE", resource="pods", obj=new_pod())
     answer = await admission.mutate_pod(body)
     assert answer["response"]["allowed"] is True
-    assert len(admission.announcements.pending) == 1, "the publication is still under way"
+    assert admission.announcements.pending == 1, "the publication is still under way"
     await admission.announcements.drain(timeout=5)
-    assert not admission.announcements.pending
+    assert admission.announcements.pending == 0
     event = decode((await sub.next_msg(timeout=5)).data)
     assert isinstance(event, Admission)
     assert (event.subset, event.request_uid) == ("zone-a", body.uid)
+
+
+async def test_a_burst_of_admission_events_is_published_whole_and_in_order(
+    admission: SpreadAdmission,
+) -> None:
+    assert admission.nc is not None
+    sub = await admission.nc.subscribe("admission.>")
+    bodies = [request(operation="CREATE", resource="pods", obj=new_pod()) for _ in range(20)]
+    for body in bodies:
+        admission.announcements.announce(body, "ws", "zone-a", "key")
+    await admission.announcements.drain(timeout=5)
+    received = [decode((await sub.next_msg(timeout=5)).data) for _ in bodies]
+    assert [e.request_uid for e in received if isinstance(e, Admission)] == [
+        body.uid for body in bodies
+    ]
 
 
 async def test_admission_events_beyond_the_bound_are_dropped_and_counted(
@@ -103,9 +118,10 @@ async def test_admission_events_beyond_the_bound_are_dropped_and_counted(
     body = request(operation="CREATE", resource="pods", obj=new_pod())
     for _ in range(5):
         admission.announcements.announce(body, "ws", "zone-a", "key")
-    assert len(admission.announcements.pending) == 2
+    assert admission.announcements.pending == 2
     assert admission.announcements.dropped == 3
     await admission.announcements.drain(timeout=5)
+    assert admission.announcements.pending == 0
 
 
 def _with_broken_path(body: dict[str, Any]) -> dict[str, Any]:
