@@ -9,6 +9,7 @@ incremental one has handed out and that are not yet observed.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -151,16 +152,36 @@ def test_a_spec_change_recounts_every_pod_of_the_workloadspread() -> None:
         "p0": "-100"}
 
 
+@pytest.mark.parametrize("shape", ["plain", "adaptive", "deleting"])
 @pytest.mark.parametrize("pods", [10, 300])
 def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
-    pods: int, monkeypatch: pytest.MonkeyPatch
+    pods: int, shape: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Also for an Adaptive WorkloadSpread with a pod pending unschedulable past its deadline,
+    and with a deletion in flight in the status the planner wrote (Kruise's ``deletingPods``)."""
     world = setup()
     world.objects["Deployment/web"]["spec"]["replicas"] = pods
     world.put(world.objects["Deployment/web"])
+    spread = world.objects["WorkloadSpread/ws"]
+    if shape == "adaptive":
+        spread["spec"]["scheduleStrategy"] = {
+            "type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}}
+    if shape == "deleting":
+        at = datetime.fromtimestamp(T0, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        spread["status"] = {"versionedSubsetStatuses": {"h1": [
+            {"name": "b", "replicas": pods, "missingReplicas": -1,
+             "deletingPods": {"p3": at}}]}}
+    world.put(spread)
     rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     for i in range(pods):
         world.put(pod(f"p{i}", "b", cost="100"))
+    if shape == "adaptive":
+        stuck = pod("stuck", "a", cost="200")
+        stuck["metadata"]["creationTimestamp"] = "2020-01-01T00:00:00Z"
+        stuck["spec"] = {}
+        stuck["status"] = {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
+        world.put(stuck)
     assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0)) == {}
 
     read: list[str] = []
@@ -179,7 +200,15 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
     monkeypatch.setattr(spread_tally, "_facts", counted_facts)
     monkeypatch.setattr(reconcile, "plan_workloadspread", counted_full)
     world.put(pod("p7", "b"))  # its cost annotation was removed
-    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 1)) == {
-        "p7": "100"}
+    desired = rule.desired(world.view, world.view.take_changed(), T0 + 1)
+    assert pod_costs(desired) == {"p7": "100"}
     assert read == ["p7"]
     assert recounts == []
+    statuses = [d.patch["status"] for d in desired if d.verb == "patch_status"]
+    assert len(statuses) == 1
+    if shape == "adaptive":
+        condition = statuses[0]["subsetStatuses"][0]["conditions"][0]
+        assert (condition["type"], condition["status"]) == ("Schedulable", "False")
+    if shape == "deleting":
+        b = statuses[0]["versionedSubsetStatuses"]["h1"][1]
+        assert list(b["deletingPods"]) == ["p3"]
