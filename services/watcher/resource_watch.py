@@ -51,6 +51,8 @@ class ObjectMeta(msgspec.Struct):
     namespace: str = ""
     uid: str = ""
     resourceVersion: str = ""
+    managedFields: msgspec.Raw = msgspec.Raw(b"")
+    """Not read, only seen: an object without it needs no cleaning, found without a search."""
 
 
 class _Obj(msgspec.Struct):
@@ -344,7 +346,7 @@ class ResourceWatch:
         if event.type not in ("ADDED", "MODIFIED", "DELETED"):
             return
         key = (meta.namespace, meta.name)
-        cleaned = clean_object(raw)
+        cleaned = clean_object(raw) if meta.managedFields else raw
         if event.type == "DELETED":
             self.known[key] = Known(meta.uid, meta.resourceVersion, cleaned, deleted=True)
         else:

@@ -224,6 +224,25 @@ def test_managed_fields_are_stripped_and_list_items_get_their_kind() -> None:
     assert clean_object(untouched) is untouched
 
 
+async def test_a_watched_object_is_published_without_its_managed_fields() -> None:
+    changes, _, emit, mark = recorder()
+    api = client.ApiClient()
+    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark)
+    managed = {"metadata": {"name": "a", "namespace": "default", "uid": "u", "resourceVersion": "7",
+                            "managedFields": [{"manager": "x"}]}, "data": {"k": "v"}}
+    plain = {"metadata": {"name": "b", "namespace": "default", "uid": "w", "resourceVersion": "8"}}
+    plain_raw = msgspec.json.encode(plain)
+    for event in ({"type": "ADDED", "object": managed}, {"type": "MODIFIED", "object": plain}):
+        await watch._on_line(msgspec.json.encode(event))
+    api.close()
+    assert [(c.event, c.name, c.resource_version) for c in changes] == [
+        ("ADDED", "a", "7"), ("MODIFIED", "b", "8")]
+    assert msgspec.json.decode(changes[0].raw)["metadata"] == {
+        "name": "a", "namespace": "default", "uid": "u", "resourceVersion": "7"}
+    assert changes[1].raw == plain_raw  # published as received
+    assert watch.resource_version == "8"
+
+
 async def test_bookmarks_move_the_resume_point_without_publishing(
     kubesim_factory: Callable[..., KubeSimThread], tmp_path: Path
 ) -> None:
