@@ -271,6 +271,7 @@ class _Pool:
         """Connections open or being opened, idle or lent."""
         self.waiters: deque[asyncio.Future[_Connection | None]] = deque()
         self.connections: set[_Connection] = set()
+        self.closed = False
 
     def forget(self, conn: _Connection) -> None:
         """``conn`` closed: it leaves the pool, and a queued caller may open another."""
@@ -333,6 +334,8 @@ class _Pool:
                 return handed, True
 
     async def connect(self, deadline: _Deadline) -> _Connection:
+        if self.closed:
+            raise CallError("the client is closed")
         self.open += 1
         loop = asyncio.get_running_loop()
         conn = _Connection(self)
@@ -348,6 +351,8 @@ class _Pool:
         except BaseException as e:
             self.open -= 1
             self._wake(None)
+            if isinstance(e, TimeoutError) and e.errno is None:
+                raise  # the call's deadline, not the network's ETIMEDOUT
             if isinstance(e, ssl.SSLCertVerificationError):
                 raise CallError(f"tls: failed to verify certificate: {e.verify_message}") from e
             if isinstance(e, ssl.SSLError):
@@ -360,6 +365,9 @@ class _Pool:
             self.open -= 1
             self._wake(None)
             raise CallError(f"dial tcp {self.address}: connection closed")
+        if self.closed:  # closed while this one connected
+            conn.abort()
+            raise CallError("the client is closed")
         self.connections.add(conn)
         return conn
 
@@ -369,6 +377,7 @@ class _Pool:
         return f"{host}:{self.port}"
 
     def close(self) -> None:
+        self.closed = True
         for conn in list(self.connections):
             conn.abort()
         self.idle.clear()

@@ -272,3 +272,28 @@ async def test_a_closed_client_refuses_calls(
     await client.close()
     with pytest.raises(CallError, match="closed"):
         await post(client, server, client_context)
+
+
+async def test_a_server_that_never_completes_the_handshake_times_out(
+    client: WebhookClient, client_context: ssl.SSLContext
+) -> None:
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read()  # until the client gives up
+        writer.close()
+
+    server = await asyncio.start_server(silent, "127.0.0.1", 0)  # plain TCP: no TLS answer
+    try:
+        port = server.sockets[0].getsockname()[1]
+        with pytest.raises(TimeoutError):
+            await client.post(
+                host="127.0.0.1",
+                port=port,
+                path="/",
+                context=client_context,
+                server_name="127.0.0.1",
+                body=b"{}",
+                timeout=0.2,
+            )
+    finally:
+        server.close()
+        await server.wait_closed()
