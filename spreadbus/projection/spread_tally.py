@@ -38,11 +38,13 @@ of the previous status and ``now``, so time passing needs no pod at all.
 Pods not annotated for this WorkloadSpread (made before it, or annotated for another one) are
 matched to a subset by their node, as the full computation does. Whether a subset still has quota
 for one (a point of its score) depends on the pods of its version matched before it in key order,
-so the matches are a chain through every unannotated pod of a version, which each plan walks
-(:meth:`SpreadTally._place`): a plan costs those pods, never the annotated ones (they count
-through their buckets' sizes). A pod whose place changed moves between buckets as a changed pod
-does. Matched pods are annotated by the plan's ``pod_patches``, so the chain shortens as those
-writes are observed.
+so the matches are a chain through the unannotated pods of a version that fit some subset, which
+each plan walks (:meth:`SpreadTally._place`): a plan costs those pods, never the annotated ones
+(they count through their buckets' sizes). Matched pods are annotated by the plan's
+``pod_patches``, so the chain shortens as those writes are observed. A pod that fits no subset
+takes no quota and depends on nothing but itself and its node; it is placed again only when it
+changes or the caller reports its node changed (:meth:`SpreadTally.node_changed`). A pod whose
+place changed moves between buckets as a changed pod does.
 
 The answer equals the full computation over the pods in key order (property tests replay random
 event sequences against it, Adaptive spreads, deletions in flight and unannotated pods included).
@@ -63,6 +65,7 @@ Signatures::
     SpreadTally(ws: WorkloadSpread)
         .reset(pods: Iterable[tuple[str, Pod]]) -> None      # (key, pod): every governed pod
         .apply(key: str, pod: Pod | None) -> None           # one pod changed, or left
+        .node_changed(name: str) -> None                     # a node changed, came or went
         .plan(ws, *, workload, latest, reservations, now, whitelist, nodes,
               recover_after_seconds) -> TallyPlan
         .pod(key) -> Pod | None ; .pods() -> list[Pod]       # in key order
@@ -234,6 +237,8 @@ class SpreadTally:
         self._annotated: Counter[Bucket] = Counter()  # pods annotated into each bucket
         self._loose: dict[str, _Facts] = {}  # caller key -> a pod not annotated for ws
         self._placed: dict[str, _Placement] = {}  # caller key -> where the last plan put it
+        self._unsettled: set[str] = set()  # loose pods to place again (not known to fit nowhere)
+        self._loose_on: dict[str, set[str]] = {}  # node name -> loose pods on it
         self._touched: set[str] = set()  # caller keys
         self._dirty: set[Bucket] = set()
         self._costs: dict[str, int] = {}  # pod "namespace/name" -> wanted cost
@@ -260,6 +265,12 @@ class SpreadTally:
                 del self._versions[old.version]
             if old.bucket is None:
                 del self._loose[key]
+                self._unsettled.discard(key)
+                node = pod_state.node_name(old.obj)
+                if node:
+                    self._loose_on[node].discard(key)
+                    if not self._loose_on[node]:
+                        del self._loose_on[node]
                 placed = self._placed.pop(key, None)
                 if placed is not None:
                     self._leave((old.version, placed.facts.bucket or FAKE_SUBSET), key,
@@ -278,6 +289,10 @@ class SpreadTally:
         self._versions.setdefault(facts.version, SortedSet()).add(facts.key)
         if facts.bucket is None:
             self._loose[key] = facts
+            self._unsettled.add(key)
+            node = pod_state.node_name(pod)
+            if node:
+                self._loose_on.setdefault(node, set()).add(key)
         else:
             self._annotated[(facts.version, facts.bucket)] += 1
             self._enter((facts.version, facts.bucket), key, facts)
@@ -318,6 +333,11 @@ class SpreadTally:
             self._order.pop(bucket, None)
             self._regime.pop(bucket, None)
         self._dirty.add(bucket)
+
+    def node_changed(self, name: str) -> None:
+        """The node ``name`` changed (or came, or went): its pods not annotated for this
+        WorkloadSpread are placed again at the next plan."""
+        self._unsettled |= self._loose_on.get(name, set())
 
     def _current(self, caller: str) -> _Facts:
         """The pod as plans count it (a pod not annotated: as the last plan placed it)."""
@@ -413,17 +433,20 @@ class SpreadTally:
 
         A pod scores one point more in a subset with quota left, and the quota is what the
         version's annotated pods leave minus the pods matched before it in key order, so the
-        matches are a chain through the version's unannotated pods: every plan walks that chain
-        (those pods only; the annotated ones count through their buckets' sizes). A pod whose
-        place changed moves between buckets like a changed pod.
+        matches are a chain through the version's unannotated pods that fit a subset: every plan
+        walks that chain (those pods only; the annotated ones count through their buckets'
+        sizes). A pod that fits no subset takes no quota and its place depends on itself and its
+        node only: it stays settled until it or its node changes (:meth:`node_changed`). A pod
+        whose place changed moves between buckets like a changed pod.
         """
-        if not self._loose:
+        if not self._unsettled:
             return {}
         limits = initial_quota(ws, (), replicas)
         by_version: dict[str, list[tuple[str, str]]] = {}
-        for caller, facts in self._loose.items():
+        for caller in self._unsettled:
+            facts = self._loose[caller]
             by_version.setdefault(facts.version, []).append((facts.key, caller))
-        found = nodes([f.obj for f in self._loose.values()])
+        found = nodes([self._loose[caller].obj for caller in self._unsettled])
         patches: dict[str, JSON] = {}
         for version, members in by_version.items():
             quota = {name: limit - self._annotated.get((version, name), 0)
@@ -444,7 +467,9 @@ class SpreadTally:
                         placed = _Placement(best.name, patch, counted._replace(
                             version=version, bucket=best.name))
                     self._move(caller, placed)
-                if best is not None and placed.patch is not None:
+                if best is None:
+                    self._unsettled.discard(caller)
+                elif placed.patch is not None:
                     quota[best.name] -= 1
                     patches[pod_key] = placed.patch
         return patches

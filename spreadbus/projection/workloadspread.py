@@ -180,8 +180,12 @@ class WorkloadSpreadRule:
                     self._pending_for(spread).workloads = True
                 affected |= above
             elif rkey == index.rk_nodes:
-                for pod in index.pods_on(unescape(okey.split(".", 1)[1])):
-                    affected |= index.spreads_above((index.rk_pods, pod))
+                node = unescape(okey.split(".", 1)[1])
+                for pod in index.pods_on(node):
+                    above = index.spreads_above((index.rk_pods, pod))
+                    for spread in above:
+                        self._pending_for(spread).nodes.add(node)
+                    affected |= above
             elif rkey == RESERVATIONS_RESOURCE:
                 affected.add(okey)
         out: list[Desired] = []
@@ -302,6 +306,8 @@ class WorkloadSpreadRule:
                 governed = pod is not None and bool(reconcile.workload_pods(
                     ws, workload, [pod], lookup=lookup, whitelist=self.whitelist))
                 tally.apply(pod_key, pod if governed else None)
+            for node in pending.nodes:
+                tally.node_changed(node)
             return tally
         tally = SpreadTally(ws)
         pod_keys = self.index.pods_below(target)
@@ -367,3 +373,5 @@ class _Pending:
 
     pods: set[str] = field(default_factory=set)
     workloads: bool = False
+    nodes: set[str] = field(default_factory=set)
+    """Nodes that changed under its pods (pods not annotated yet are matched by them)."""

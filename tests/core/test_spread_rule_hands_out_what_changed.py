@@ -27,7 +27,8 @@ T0 = 1_800_000_000.0
 MATCHED = "apps.kruise.io/matched-workloadspread"
 KINDS = {"Pod": ("", "pods"), "Deployment": ("apps", "deployments"),
          "ReplicaSet": ("apps", "replicasets"), "WorkloadSpread": ("apps.kruise.io",
-                                                                    "workloadspreads")}
+                                                                    "workloadspreads"),
+         "Node": ("", "nodes")}
 
 
 class World:
@@ -212,3 +213,20 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
     if shape == "deleting":
         b = statuses[0]["versionedSubsetStatuses"]["h1"][1]
         assert list(b["deletingPods"]) == ["p3"]
+
+
+def test_a_node_that_comes_matches_the_pods_made_before_the_spread_that_run_on_it() -> None:
+    world = setup()
+    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
+    made_before = pod("old", "a")
+    del made_before["metadata"]["annotations"][MATCHED]
+    made_before["spec"]["nodeName"] = "n9"
+    world.put(made_before)
+    first = rule.desired(world.view, world.view.take_changed(), T0)
+    assert [d for d in first if d.verb == "patch" and MATCHED in json.dumps(d.patch)] == []
+
+    world.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"}, "spec": {}})
+    second = rule.desired(world.view, world.view.take_changed(), T0 + 1)
+    matched = [json.loads(d.patch["metadata"]["annotations"][MATCHED]) for d in second
+               if d.verb == "patch" and d.target.name == "old"]
+    assert matched == [{"name": "ws", "subset": "a"}]

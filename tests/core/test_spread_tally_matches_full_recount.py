@@ -39,7 +39,7 @@ NAMES = [f"p{i}" for i in range(8)]
 VERSIONS = ["aaa", "bbb"]
 WHITELIST = Whitelist()
 # s0 and s1 require their zone; s2 takes any node, so a pod on node-1 fits s0 and s2 and the
-# quota left decides (node-9 does not exist: such a pod fits nowhere)
+# quota left decides (node-9 does not exist at first: such a pod fits nowhere, until it comes)
 NODES = {"node-1": node("node-1", "s0"), "node-2": node("node-2", "s1")}
 
 limits = st.one_of(st.none(), st.integers(0, 5), st.sampled_from(["50%", "30%"]))
@@ -75,6 +75,9 @@ ops = st.one_of(
     st.fixed_dictionaries({"op": st.just("deleting"), "name": st.sampled_from(NAMES),
                            "age": st.integers(0, 20)}),
     st.fixed_dictionaries({"op": st.just("write_status")}),
+    # node-9 comes in a zone, or goes
+    st.fixed_dictionaries({"op": st.just("node"),
+                           "zone": st.sampled_from([None, "s0", "s1"])}),
     st.fixed_dictionaries({
         "op": st.just("reservations"),
         "entries": st.lists(st.tuples(
@@ -127,6 +130,7 @@ class World:
         self.ws: WorkloadSpread = from_object(
             workloadspread(*subsets, strategy=strategy, status=status))
         self.unmatched = unmatched
+        self.nodes: dict[str, Any] = dict(NODES)
         self.deploy = deployment(replicas=6)
         self.rs = {v: replicaset(self.deploy, v) for v in VERSIONS}
         self.pods: dict[str, dict[str, Any]] = {}
@@ -172,7 +176,7 @@ class World:
 
 def expected_plan(world: World, recover_after: float) -> Any:
     governed = [world.pods[k] for k in sorted(world.pods) if world.governed(world.pods[k])]
-    return plan_workloadspread(world.ws, workload=world.deploy, pods=governed, nodes=NODES,
+    return plan_workloadspread(world.ws, workload=world.deploy, pods=governed, nodes=world.nodes,
                                reservations=world.reservations, now=world.now,
                                whitelist=WHITELIST, latest=world.latest,
                                recover_after_seconds=recover_after)
@@ -203,6 +207,12 @@ def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
             world.latest = change["latest"]
         elif op == "time":
             world.now += timedelta(seconds=change["seconds"])
+        elif op == "node":
+            if change["zone"] is None:
+                world.nodes.pop("node-9", None)
+            else:
+                world.nodes["node-9"] = node("node-9", change["zone"])
+            tally.node_changed("node-9")  # what the rule does for a node that changed
         elif op == "deleting":
             target = world.pods.get(f"default/{change['name']}")
             found = matched(target) if target is not None else None
@@ -234,7 +244,7 @@ def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
 
         got = tally.plan(world.ws, workload=world.deploy, latest=world.latest,
                          reservations=world.reservations, now=world.now, whitelist=WHITELIST,
-                         nodes=lambda _: NODES, recover_after_seconds=recover_after)
+                         nodes=lambda _: world.nodes, recover_after_seconds=recover_after)
         assert not got.everything
         assert got.status == expected.status
         assert got.requeue_at == expected.requeue_at
@@ -325,7 +335,7 @@ def test_deletions_in_flight_and_stuck_pods_are_counted_as_the_full_recount_coun
         expected = expected_plan(world, 45.0)
         got = tally.plan(world.ws, workload=world.deploy, latest=world.latest,
                          reservations=world.reservations, now=world.now, whitelist=WHITELIST,
-                         nodes=lambda _: NODES, recover_after_seconds=45.0)
+                         nodes=lambda _: world.nodes, recover_after_seconds=45.0)
         assert not got.everything
         assert got.status == expected.status, step
         assert got.evictions == expected.evictions, step

@@ -10,7 +10,8 @@ both, a small bounded number, while every plan stays equal to the full recount:
 - a scale-in (the Deployment halved) with deletions in flight: deleting reservations for the
   pods the webhook saw go, ``deletingPods`` in the written status, pods terminating;
 - pods made before the WorkloadSpread, not annotated for it, matched to subsets by their nodes
-  (each plan reads those, as their matches depend on one another, and no other pod);
+  (each plan reads those that fit a subset, as their matches depend on one another, and no
+  other pod; those that fit none are read again only when they or their node change);
 - a scale-in that leaves a subset far beyond its percentage limit (half its pods get a negative
   deletion cost, in scale-in order) and another with ``minReplicas`` (its last pods protected).
 """
@@ -186,7 +187,8 @@ def scale_in_round(spread: Spread) -> list[TallyPlan]:
 
 def existing(size: int) -> Spread:
     """``size`` annotated pods, and six made before the WorkloadSpread: five on a node of zone
-    a, which fits subset a (room left: four) and subset b (any node), one on a node of zone b."""
+    a, which fits subset a (room left: four) and subset b (any node), one on a node of zone b;
+    and a tenth of ``size`` on a node that is gone, which fit no subset."""
     anywhere = subset("b")
     del anywhere["requiredNodeSelectorTerm"]
     ws = from_object(workloadspread(subset("a", size // 2 + 4), anywhere))
@@ -194,6 +196,8 @@ def existing(size: int) -> Spread:
             for i in range(size)}
     for i in range(6):
         pods[f"default/e{i}"] = pod(f"e{i}", owner=RS, node="node-a" if i < 5 else "node-b")
+    for i in range(size // 10):
+        pods[f"default/z{i:04d}"] = pod(f"z{i:04d}", owner=RS, node="node-gone")
     return Spread(ws, pods, size)
 
 
