@@ -49,8 +49,8 @@ place changed moves between buckets as a changed pod does.
 The answer equals the full computation over the pods in key order (property tests replay random
 event sequences against it, Adaptive spreads, deletions in flight and unannotated pods included).
 :meth:`SpreadTally.plan` calls the full computation itself (``everything`` is then set) only for
-a ``replicasPathList`` that does not resolve: the full computation reports it and keeps the
-status, whatever the pods.
+a ``replicasPathList`` that does not resolve, which keeps the status whatever the pods: it is
+given no pod.
 
 Deletion costs are handed out as ``updates``: the pods touched since the last plan and the pods
 whose wanted value changed, each with the annotation value when it differs from what the pod
@@ -137,7 +137,7 @@ class TallyPlan:
     evictions: list[reconcile.Eviction] = field(default_factory=list)
     requeue_at: datetime | None = None
     everything: bool = False
-    """The full computation ran: ``updates`` holds every pod whose annotation differs."""
+    """The full computation answered (a ``replicasPathList`` that does not resolve)."""
 
 
 class _Placement(NamedTuple):
@@ -240,7 +240,6 @@ class SpreadTally:
         self._unsettled: set[str] = set()  # loose pods to place again (not known to fit nowhere)
         self._loose_on: dict[str, set[str]] = {}  # node name -> loose pods on it
         self._touched: set[str] = set()  # caller keys
-        self._dirty: set[Bucket] = set()
         self._costs: dict[str, int] = {}  # pod "namespace/name" -> wanted cost
         self._regime: dict[Bucket, tuple[Any, ...]] = {}
         self.examined = 0
@@ -307,7 +306,6 @@ class SpreadTally:
         if facts.unschedulable_since is not None:
             self._unschedulable.setdefault(bucket, SortedSet()).add(
                 (facts.unschedulable_since, facts.key))
-        self._dirty.add(bucket)
 
     def _leave(self, bucket: Bucket, key: str, facts: _Facts) -> None:
         members = self._buckets[bucket]
@@ -332,7 +330,6 @@ class SpreadTally:
             self._active_keys.pop(bucket, None)
             self._order.pop(bucket, None)
             self._regime.pop(bucket, None)
-        self._dirty.add(bucket)
 
     def node_changed(self, name: str) -> None:
         """The node ``name`` changed (or came, or went): its pods not annotated for this
@@ -386,8 +383,8 @@ class SpreadTally:
         except ReplicasPathError:
             replicas = None
         if replicas is None:
-            return self._everything(ws, workload=workload, latest=latest, reservations=mine,
-                                    now=now, whitelist=whitelist, nodes=nodes,
+            return self._unresolved(ws, workload=workload, latest=latest, reservations=mine,
+                                    now=now, whitelist=whitelist,
                                     recover_after_seconds=recover_after_seconds)
         patches = self._place(ws, replicas, nodes)
         wake: list[datetime] = []
@@ -422,7 +419,6 @@ class SpreadTally:
             if value is not None:
                 updates[pod_key] = value
         self._touched.clear()
-        self._dirty.clear()
         future = [t for t in wake if t >= now]
         return TallyPlan(status=status, updates=updates, pod_patches=patches,
                          evictions=evictions, requeue_at=min(future) if future else None)
@@ -484,7 +480,7 @@ class SpreadTally:
         self._enter((new.version, new.bucket or FAKE_SUBSET), caller, new)
         self._touched.add(caller)
 
-    def _everything(
+    def _unresolved(
         self,
         ws: WorkloadSpread,
         *,
@@ -493,20 +489,15 @@ class SpreadTally:
         reservations: Sequence[Reservation],
         now: datetime,
         whitelist: Whitelist,
-        nodes: Nodes,
         recover_after_seconds: float,
     ) -> TallyPlan:
-        pods = self.pods()
-        self.examined += len(pods)
+        """The full computation's answer to a ``replicasPathList`` that does not resolve: it
+        keeps the status and reads no pod, so it is given none. The tally is left as it is: the
+        next plan that can count hands out everything that changed since the last one."""
         plan = reconcile.plan_workloadspread(
-            ws, workload=workload, pods=pods, nodes=nodes(pods), reservations=reservations,
-            now=now, whitelist=whitelist, latest=latest,
-            recover_after_seconds=recover_after_seconds,
+            ws, workload=workload, pods=(), nodes={}, reservations=reservations, now=now,
+            whitelist=whitelist, latest=latest, recover_after_seconds=recover_after_seconds,
         )
-        # The next fast plan recomputes every bucket, and hands out what changed from here.
-        self._regime.clear()
-        self._touched.clear()
-        self._dirty.clear()
         return TallyPlan(status=plan.status, updates=dict(plan.deletion_costs),
                          pod_patches=dict(plan.pod_patches), evictions=list(plan.evictions),
                          requeue_at=plan.requeue_at, everything=True)

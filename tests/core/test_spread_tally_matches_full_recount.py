@@ -344,3 +344,45 @@ def test_deletions_in_flight_and_stuck_pods_are_counted_as_the_full_recount_coun
         world.now += timedelta(seconds=seconds)
         world.pods[f"default/{name}"] = world.make_pod({"name": name, **change})
         tally.apply(f"default/{name}", world.pods[f"default/{name}"])
+
+
+def test_an_unresolvable_replicas_path_keeps_the_status_and_reads_no_pod() -> None:
+    """The full computation keeps the status when ``replicasPathList`` does not resolve; the
+    tally answers the same without reading its pods, and once the path resolves again hands
+    out the costs of the pods that changed in between."""
+    raw = workloadspread(subset("s0"), subset("s1"),
+                         targetFilter={"replicasPathList": ["spec.scale.replicas"]},
+                         status={"subsetStatuses": [{"name": "s0", "replicas": 7}]})
+    ws: WorkloadSpread = from_object(raw)
+    world = World([(None, None), (None, None)])
+    world.ws = ws
+    tally = SpreadTally(ws)
+    for i, name in enumerate(NAMES):
+        change = {"name": name, "version": "aaa", "match": f"s{i % 2}", "phase": "Running",
+                  "ready": True, "deleting": False, "cost": "200" if i % 2 == 0 else "100",
+                  "created": 0, "unschedulable": None}
+        world.pods[f"default/{name}"] = world.make_pod(change)
+        tally.apply(f"default/{name}", world.pods[f"default/{name}"])
+    before = tally.examined
+
+    def plan() -> tuple[Any, Any]:
+        got = tally.plan(ws, workload=world.deploy, latest="aaa", reservations=[],
+                         now=world.now, whitelist=WHITELIST, nodes=lambda _: world.nodes)
+        return got, expected_plan(world, 300.0)
+
+    got, expected = plan()
+    assert got.everything
+    assert got.status == expected.status == ws.status
+    assert got.updates == expected.deletion_costs == {}
+    assert tally.examined == before
+
+    world.deploy = copy.deepcopy(world.deploy)
+    world.deploy["spec"]["scale"] = {"replicas": 8}
+    stripped = copy.deepcopy(world.pods["default/p3"])
+    del stripped["metadata"]["annotations"][COST]
+    world.pods["default/p3"] = stripped
+    tally.apply("default/p3", stripped)
+    got, expected = plan()
+    assert not got.everything
+    assert got.status == expected.status
+    assert got.updates == expected.deletion_costs == {"default/p3": "100"}
