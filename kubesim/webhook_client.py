@@ -11,14 +11,14 @@ buffer, and a call on an idle connection creates one future and one timer.
 Connections are pooled per endpoint: (address, port, TLS context, server name). A pool opens
 connections lazily, up to its limit, and lends the most recently returned idle one first (the
 one least likely to have been closed by the server in the meantime). When all are lent, callers
-queue and get the next one returned. A webhook process serves requests one at a time on its
-event loop, so a few connections keep it busy; more of them only add TLS handshakes on both
-sides. A connection the server closed while idle leaves its pool as it closes. One whose close
-is noticed only after a request was written to it (it closed with not a byte of answer) is
-retried once on a new connection: the server closed it while idle, so it never read the
-request. Go's client retries a POST only when it knows nothing was written; an asyncio transport
-cannot tell, and a webhook that crashed while handling the request is refused on the new
-connection anyway.
+queue and get the next one returned: the limit bounds the TLS handshakes a burst costs both
+sides, while a webhook that awaits something per review still gets as many reviews in flight as
+the limit allows. A connection the server closed while idle leaves its pool as it closes. One
+whose close is noticed only after a request was written to it (it closed with not a byte of
+answer) is retried once on a new connection: the server closed it while idle, so it never read
+the request. Go's client retries a POST only when it knows nothing was written; an asyncio
+transport cannot tell, and a webhook that crashed while handling the request is refused on the
+new connection anyway.
 
 ``timeout`` bounds the whole call: waiting for a connection, connecting with the TLS handshake,
 and the answer. A call that times out or is cancelled with its request in flight aborts its
