@@ -109,6 +109,7 @@ class ObservationPublisher:
         self.on_acked = on_acked
         self._in_flight: collections.deque[asyncio.Future[Any]] = collections.deque()
         self._inbox = ""
+        self._subscribing = asyncio.Lock()
         self._awaiting: dict[str, asyncio.Future[int]] = {}  # reply token -> its publish
         self._tokens = itertools.count()
         self.published = Counter("spreadbus_watcher_observations", "Observations published",
@@ -132,9 +133,7 @@ class ObservationPublisher:
         headers = observation_headers(change.uid, change.resource_version, change.event)
         await self._bound()
         if not self._inbox:
-            inbox = self.nc.new_inbox()
-            await self.nc.subscribe(f"{inbox}.*", cb=self._on_ack)
-            self._inbox = inbox
+            await self._subscribe()
         token = str(next(self._tokens))
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._awaiting[token] = future  # before publishing: the ack may come during the await
@@ -151,6 +150,14 @@ class ObservationPublisher:
         if published is None:  # ``labels()`` builds and looks up its key on every call
             published = self._published[labels] = self.published.labels(*labels)
         published.inc()
+
+    async def _subscribe(self) -> None:
+        """The acknowledgement inbox, subscribed once whichever resource publishes first."""
+        async with self._subscribing:
+            if not self._inbox:
+                inbox = self.nc.new_inbox()
+                await self.nc.subscribe(f"{inbox}.*", cb=self._on_ack)
+                self._inbox = inbox
 
     async def _on_ack(self, msg: Msg) -> None:
         future = self._awaiting.pop(msg.subject[len(self._inbox) + 1:], None)

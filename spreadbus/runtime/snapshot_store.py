@@ -31,6 +31,9 @@ Signature::
         .js: JetStreamContext             # made from ``nc`` and ``api_prefix``
         async .save(name: str, data: bytes) -> None
         async .load(name: str) -> bytes | bytearray | None   # the blob as saved
+
+A ``JetStreamContext`` in place of ``nc`` is still accepted, for callers that do not pass their
+connection yet; the store then takes the connection and prefix from the context.
 """
 
 from __future__ import annotations
