@@ -15,13 +15,24 @@ other processes on a shared machine falls on both sides alike:
   (which replace their earlier observations), against a full replay of the same stream.
 
 Goal: planner/raw >= 0.6; snapshot start-up at most half of a full replay.
+
+A WorkloadSpread round (no bus): one pod changes and the WorkloadSpread's tally plans, measured
+at 200 and at 20,000 pods (``--spread-pods``) in the situations where order matters: an Adaptive
+spread with pods pending in a closed subset, a scale-in with deletions in flight, a subset far
+beyond its limit with another under ``minReplicas``, and pods made before the spread. Goal: a
+round at the large size costs at most twice the small one (work follows what changed, not the
+workload); the full computation over every pod is shown for scale.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import copy
 import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import nats
 from nats.aio.client import Client
@@ -30,13 +41,176 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from bench._bus import full_size, nats_server, observation, sync_marker
 from services.planner.planner import Planner
+from spreadbus.core.workloadspread import reconcile
+from spreadbus.core.workloadspread.custom_workloads import Whitelist
+from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, WorkloadSpread, from_object
+from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.projection.observed_generation import ObservedGeneration
+from spreadbus.projection.spread_tally import SpreadTally
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 
 REPLAY_GOAL = 0.6
 STARTUP_LIMIT = 0.5
+ROUND_LIMIT = 2.0
 BATCH = 8192
+SMALL_SPREAD = 200
+ROUNDS = 200
+NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+WHITELIST = Whitelist()
+OWNER = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-aaa",
+          "uid": "uid-rs", "controller": True}]
+NODES = {"node-a": {"metadata": {"name": "node-a",
+                                 "labels": {"topology.kubernetes.io/zone": "a"}}}}
+
+
+def stamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def spread_pod(name: str, subset: str | None, *, pending_since: datetime | None = None,
+               node: str = "node-1") -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name, "namespace": "default", "uid": f"uid-{name}",
+        "creationTimestamp": stamp(pending_since or NOW - timedelta(hours=1)),
+        "labels": {"app": "web", "pod-template-hash": "aaa"}, "ownerReferences": OWNER,
+    }
+    if subset is not None:
+        meta["annotations"] = {MATCHED_ANNOTATION: f'{{"name":"ws","subset":"{subset}"}}'}
+    if pending_since is not None:
+        return {"metadata": meta, "spec": {}, "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}}
+    return {"metadata": meta, "spec": {"nodeName": node}, "status": {
+        "phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}}
+
+
+def spread(subsets: list[dict[str, Any]], **spec: Any) -> WorkloadSpread:
+    status = spec.pop("status", None)
+    return from_object({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+        "metadata": {"name": "ws", "namespace": "default", "uid": "uid-ws"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+                 "subsets": subsets, **spec},
+        **({"status": status} if status else {}),
+    })
+
+
+class SpreadRound:
+    """One WorkloadSpread, its pods and reservations, for rounds of one pod change."""
+
+    def __init__(self, ws: WorkloadSpread, pods: dict[str, dict[str, Any]], replicas: int,
+                 reservations: list[Reservation] | None = None) -> None:
+        self.ws = ws
+        self.pods = pods
+        self.workload = {"apiVersion": "apps/v1", "kind": "Deployment",
+                         "metadata": {"name": "web", "namespace": "default", "uid": "uid-d"},
+                         "spec": {"replicas": replicas}}
+        self.reservations = reservations or []
+        self.tally = SpreadTally(ws)
+        self.tally.reset(sorted(pods.items()))
+
+    def plan(self) -> None:
+        self.tally.plan(self.ws, workload=self.workload, latest="aaa",
+                        reservations=self.reservations, now=NOW, whitelist=WHITELIST,
+                        nodes=lambda _: NODES)
+
+    def full(self) -> None:
+        reconcile.plan_workloadspread(
+            self.ws, workload=self.workload, pods=[self.pods[k] for k in sorted(self.pods)],
+            nodes=NODES, reservations=self.reservations, now=NOW, whitelist=WHITELIST,
+            latest="aaa")
+
+
+def adaptive_spread(size: int) -> SpreadRound:
+    closed = {"subsetStatuses": [{"name": "a", "conditions": [{
+        "type": "Schedulable", "status": "False", "reason": "PodUnschedulable",
+        "lastTransitionTime": stamp(NOW - timedelta(seconds=40))}]}]}
+    ws = spread([{"name": "a", "maxReplicas": size}, {"name": "b"}],
+                scheduleStrategy={"type": "Adaptive",
+                                  "adaptive": {"rescheduleCriticalSeconds": 30}},
+                status=closed)
+    pods = {f"default/r{i:06d}": spread_pod(f"r{i:06d}", "ab"[i % 2]) for i in range(size)}
+    for i in range(5):
+        since = NOW - timedelta(seconds=60 if i < 3 else 5)
+        pods[f"default/u{i}"] = spread_pod(f"u{i}", "a", pending_since=since)
+    return SpreadRound(ws, pods, size)
+
+
+def scale_in_spread(size: int) -> SpreadRound:
+    ws = spread([{"name": "a", "maxReplicas": 100}, {"name": "b", "maxReplicas": size}])
+    pods = {f"default/r{i:06d}": spread_pod(f"r{i:06d}", "a" if i < 100 else "b")
+            for i in range(size)}
+    reservations = [Reservation(ws.key, "aaa", "b", f"r{i:06d}", "deleting",
+                                NOW - timedelta(seconds=i % 10)) for i in range(100, 170)]
+    return SpreadRound(ws, pods, size // 2, reservations)
+
+
+def beyond_limit_spread(size: int) -> SpreadRound:
+    ws = spread([{"name": "a", "maxReplicas": "50%"}, {"name": "b", "minReplicas": 10}])
+    pods = {f"default/r{i:06d}": spread_pod(f"r{i:06d}", "ab"[i % 2]) for i in range(size)}
+    return SpreadRound(ws, pods, size // 2)
+
+
+def made_before_spread(size: int) -> SpreadRound:
+    ws = spread([{"name": "a", "maxReplicas": size // 2 + 4,
+                  "requiredNodeSelectorTerm": {"matchExpressions": [{
+                      "key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}]}},
+                 {"name": "b"}])
+    pods = {f"default/r{i:06d}": spread_pod(f"r{i:06d}", "ab"[i % 2]) for i in range(size)}
+    for i in range(6):
+        pods[f"default/e{i}"] = spread_pod(f"e{i}", None, node="node-a")
+    return SpreadRound(ws, pods, size)
+
+
+SPREADS: dict[str, Callable[[int], SpreadRound]] = {
+    "Adaptive, pods pending in a closed subset": adaptive_spread,
+    "scale-in, 70 deletions in flight": scale_in_spread,
+    "a subset beyond its limit, one under its minimum": beyond_limit_spread,
+    "pods made before the spread": made_before_spread,
+}
+
+
+def flips(world: SpreadRound) -> list[tuple[str, dict[str, Any]]]:
+    """One change per round: a pod's readiness flips (a pending pod is observed again)."""
+    keys = sorted(world.pods)
+    out: list[tuple[str, dict[str, Any]]] = []
+    for i in range(ROUNDS):
+        key = keys[(i * 7919) % len(keys)]
+        changed = copy.deepcopy(world.pods[key])
+        conditions = changed["status"].get("conditions") or []
+        if conditions and conditions[0].get("type") == "Ready":
+            changed["status"]["conditions"] = []
+        out.append((key, changed))
+    return out
+
+
+def round_seconds(world: SpreadRound, changes: list[tuple[str, dict[str, Any]]]) -> float:
+    """Seconds per round: one pod observed anew, then a plan."""
+    started = time.perf_counter()
+    for key, changed in changes:
+        world.tally.apply(key, copy.copy(changed))  # a new observation each time
+        world.plan()
+    return (time.perf_counter() - started) / len(changes)
+
+
+def spread_rounds(large: int) -> None:
+    for what, build in SPREADS.items():
+        worlds = [build(SMALL_SPREAD), build(large)]
+        for world in worlds:
+            world.plan()  # the first plan after a build looks at every pod once
+        changes = [flips(world) for world in worlds]
+        runs: list[list[float]] = [[], []]
+        for _ in range(3):  # alternating, best of three: load from elsewhere falls on both
+            for i, world in enumerate(worlds):
+                runs[i].append(round_seconds(world, changes[i]))
+        small_round, large_round = min(runs[0]), min(runs[1])
+        started = time.perf_counter()
+        worlds[1].full()
+        full = time.perf_counter() - started
+        print(f"WorkloadSpread round ({what}): {small_round * 1e6:,.0f} us at {SMALL_SPREAD} "
+              f"pods, {large_round * 1e6:,.0f} us at {large} pods; ratio "
+              f"{large_round / small_round:.2f} (limit <= {ROUND_LIMIT}); full computation "
+              f"at {large} pods {full * 1e3:,.0f} ms")
 
 
 async def publish(nc: Client, start: int, count: int, objects: int) -> None:
@@ -116,7 +290,8 @@ async def planner_startup(
     return elapsed, planner
 
 
-async def main(observations: int) -> None:
+async def main(observations: int, spread_pods: int) -> None:
+    spread_rounds(spread_pods)
     objects = observations
     with nats_server() as server:
         nc = await nats.connect(server.url)
@@ -166,4 +341,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--observations", type=int,
                         default=1_000_000 if full_size() else 200_000)
-    asyncio.run(main(parser.parse_args().observations))
+    parser.add_argument("--spread-pods", type=int, default=20_000,
+                        help="pods of the large WorkloadSpread in the round measurements")
+    args = parser.parse_args()
+    asyncio.run(main(args.observations, args.spread_pods))
