@@ -318,7 +318,7 @@ async def main(observations: int, spread_pods: int) -> None:
               f"{', '.join(f'{total / t:,.0f}' for t in replay_times)})")
         print(f"ratio planner/raw: {planner_rate / raw:.3f} (goal >= {REPLAY_GOAL})")
 
-        store = SnapshotStore(js)
+        store = SnapshotStore(nc)
         snapshot_planner.snapshots = store
         await snapshot_planner.save_snapshot()
         tail = max(1, observations // 20)

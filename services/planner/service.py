@@ -13,7 +13,6 @@ over its expired lease.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 from collections.abc import Coroutine
@@ -27,6 +26,7 @@ from spreadbus.projection.reservations import ReservationLedgers
 from spreadbus.runtime.lease import Lease
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext
+from spreadbus.runtime.shutdown import sleep_unless_stopping
 from spreadbus.runtime.snapshot_store import SnapshotStore
 
 CAUGHT_UP = "caught_up"
@@ -47,7 +47,7 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
         ),
         reservations=reservations,
         snapshots=SnapshotStore(
-            ctx.js, bucket=settings.snapshot_bucket, replicas=settings.nats_replicas
+            ctx.nc, bucket=settings.snapshot_bucket, replicas=settings.nats_replicas
         ),
         snapshot_every=settings.snapshot_every,
         snapshot_interval_seconds=settings.snapshot_interval_seconds,
@@ -63,10 +63,10 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
     halt = asyncio.Event()  # the planner's own stop: a stop request, or a companion's death
 
     async def readiness() -> None:
-        while not halt.is_set():
+        while True:
             ctx.gate.set(CAUGHT_UP, planner.caught_up)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(halt.wait(), 0.5)
+            if await sleep_unless_stopping(halt, 0.5):
+                return
 
     await supervise(planner, lease, readiness(), ctx.stopping, halt)
 

@@ -31,9 +31,6 @@ Signature::
         .js: JetStreamContext             # made from ``nc`` and ``api_prefix``
         async .save(name: str, data: bytes) -> None
         async .load(name: str) -> bytes | bytearray | None   # the blob as saved
-
-A ``JetStreamContext`` in place of ``nc`` is still accepted, for callers that do not pass their
-connection yet; the store then takes the connection and prefix from the context.
 """
 
 from __future__ import annotations
@@ -55,7 +52,6 @@ from nats.js.api import (
     ObjectInfo,
     ObjectStoreConfig,
 )
-from nats.js.client import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
 
@@ -73,7 +69,7 @@ class _Unusable(Exception):
 class SnapshotStore:
     def __init__(
         self,
-        nc: Client | JetStreamContext,
+        nc: Client,
         *,
         api_prefix: str = DEFAULT_PREFIX,
         bucket: str = "spreadbus-snapshots",
@@ -81,12 +77,7 @@ class SnapshotStore:
         stall_seconds: float = 10.0,
         window_bytes: int = 16 << 20,
     ) -> None:
-        if isinstance(nc, JetStreamContext):
-            # Callers that still hand over a context: use it, with its connection and prefix.
-            # Remove once every caller passes its connection.
-            self.js, self.nc, self.api_prefix = nc, nc._nc, nc._prefix
-        else:
-            self.js, self.nc, self.api_prefix = nc.jetstream(prefix=api_prefix), nc, api_prefix
+        self.js, self.nc, self.api_prefix = nc.jetstream(prefix=api_prefix), nc, api_prefix
         self.bucket = bucket
         self.replicas = replicas
         self.stall_seconds = stall_seconds

@@ -37,7 +37,7 @@ class Clock:
 
 def make_planner(nc: Client, clock: Callable[[], float], ttl: float) -> Planner:
     return Planner(nc, cluster="c1", rules=[ObservedGeneration("c1")],
-                   snapshots=SnapshotStore(nc.jetstream()), clock=clock,
+                   snapshots=SnapshotStore(nc), clock=clock,
                    tombstone_ttl_seconds=ttl)
 
 
@@ -90,7 +90,7 @@ async def test_a_snapshot_older_than_the_tombstones_is_replaced_by_a_full_replay
 
     await wait_until_async(tombstone_expired, what="web's tombstone to expire", timeout=15,
                            interval=0.1)
-    saved = snapshot.load(await SnapshotStore(js).load(first.snapshot_name) or b"")
+    saved = snapshot.load(await SnapshotStore(nats_client).load(first.snapshot_name) or b"")
     assert saved is not None
     assert saved.taken_at == TAKEN_AT
     assert "default.web" in saved.kube.objects["c1.apps.deployments"]  # what tailing would keep

@@ -47,7 +47,7 @@ def make_planner(nc: Client, **kwargs: object) -> Planner:
         nc,
         cluster="c1",
         rules=[ObservedGeneration("c1")],
-        snapshots=SnapshotStore(nc.jetstream()),
+        snapshots=SnapshotStore(nc),
         **kwargs,
     )  # type: ignore[arg-type]
 
@@ -146,7 +146,7 @@ async def test_snapshot_plus_tail_equals_a_full_replay_and_replans_nothing(
 async def test_a_corrupt_snapshot_falls_back_to_a_full_replay(nats_client: Client) -> None:
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, [observe(deployment("d", 1, 1), "ADDED"), synced()])
-    store = SnapshotStore(nats_client.jetstream())
+    store = SnapshotStore(nats_client)
     await store.save("planner.c1", b"\x93not a snapshot")
     planner = make_planner(nats_client)
     assert await planner.restore() == "replay"
