@@ -191,11 +191,18 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
         if o.resource == "deployments" and o.object["metadata"]["name"] == "web"
     }
     plans = [p for _, p in asyncio.run(read_stream(nats_url, "PLANS")) if isinstance(p, Plan)]
-    outcomes = [
-        o for _, o in asyncio.run(read_stream(nats_url, "OUTCOMES")) if isinstance(o, Outcome)
-    ]
     web_plans = [p for p in plans if p.target.name == "web" and p.target.resource == "deployments"]
+
+    def every_plan_answered() -> list[Outcome] | None:
+        # A plan published just before PLANS was read may still be with the actuator.
+        outcomes = [
+            o for _, o in asyncio.run(read_stream(nats_url, "OUTCOMES")) if isinstance(o, Outcome)
+        ]
+        answered = {o.plan_id for o in outcomes}
+        return outcomes if all(p.id in answered for p in web_plans) else None
+
     assert web_plans, "the planner published a plan for the deployment"
+    outcomes = wait_until(every_plan_answered, what="an outcome for every plan", timeout=30)
     # The plan tests the generation it writes instead of pinning the resourceVersion, so the
     # controller's status updates in between do not make it fail: every plan of this rule has
     # exactly one outcome and is applied, or skipped as already true.
