@@ -249,13 +249,23 @@ def work(build: Callable[[int], Spread], rounds: Callable[[Spread], list[TallyPl
     return spread.tally.examined - before, plans
 
 
+def work_at_both_sizes(
+    build: Callable[[int], Spread], rounds: Callable[[Spread], list[TallyPlan]],
+    full_recounts: list[int],
+) -> tuple[int, list[TallyPlan], list[TallyPlan]]:
+    """The rounds' work at 200 and 2,000 pods (the same, never a full recount), with the plans
+    at each size."""
+    small, small_plans = work(build, rounds, 200)
+    large, large_plans = work(build, rounds, 2000)
+    assert full_recounts == []
+    assert small == large
+    return large, small_plans, large_plans
+
+
 def test_an_adaptive_round_reads_the_pending_pods_and_the_changed_ones_only(
     full_recounts: list[int],
 ) -> None:
-    small, small_plans = work(adaptive, adaptive_round, 200)
-    large, large_plans = work(adaptive, adaptive_round, 2000)
-    assert full_recounts == []
-    assert small == large
+    large, small_plans, large_plans = work_at_both_sizes(adaptive, adaptive_round, full_recounts)
     # 2 pods changed; per plan a handful of reads per bucket plus the stuck pods evicted.
     assert large <= 2 + 4 * (2 * 2 + 5)
     # What the rounds decide is Adaptive at work: stuck pods evicted, the next deadline ahead.
@@ -270,10 +280,7 @@ def test_an_adaptive_round_reads_the_pending_pods_and_the_changed_ones_only(
 def test_a_round_during_a_scale_in_reads_the_pods_being_deleted_not_the_workload(
     full_recounts: list[int],
 ) -> None:
-    small, small_plans = work(scale_in, scale_in_round, 200)
-    large, large_plans = work(scale_in, scale_in_round, 2000)
-    assert full_recounts == []
-    assert small == large
+    large, small_plans, large_plans = work_at_both_sizes(scale_in, scale_in_round, full_recounts)
     # 3 pods changed; per plan, one read per pod a deletion in flight names (50 reservations,
     # the written status' entries name the same pods), whatever the number of pods.
     assert large <= 3 + 5 * 50
@@ -292,10 +299,7 @@ def test_a_round_during_a_scale_in_reads_the_pods_being_deleted_not_the_workload
 def test_a_round_with_pods_made_before_the_spread_reads_those_pods_not_the_workload(
     full_recounts: list[int],
 ) -> None:
-    small, small_plans = work(existing, existing_round, 200)
-    large, large_plans = work(existing, existing_round, 2000)
-    assert full_recounts == []
-    assert small == large
+    large, small_plans, large_plans = work_at_both_sizes(existing, existing_round, full_recounts)
     # 3 pods changed; per plan, the (at most 7) pods not annotated yet.
     assert large <= 3 + 4 * 7
     # Subset a had room for four: the fifth goes to b, until a pod of subset a goes.
@@ -317,10 +321,8 @@ def test_a_round_with_pods_made_before_the_spread_reads_those_pods_not_the_workl
 def test_a_round_beyond_a_limit_reads_the_pods_that_cross_a_cut_not_the_bucket(
     full_recounts: list[int],
 ) -> None:
-    small, small_plans = work(over_limit, over_limit_round, 200)
-    large, large_plans = work(over_limit, over_limit_round, 2000)
-    assert full_recounts == []
-    assert small == large
+    large, small_plans, large_plans = work_at_both_sizes(over_limit, over_limit_round,
+                                                         full_recounts)
     # 3 pods changed; each moves a cut by one place (a pod read on either side of it).
     assert large <= 3 * 3
     # The unready pod is the first to go now, which pushes the last of a's 500 pods beyond the
