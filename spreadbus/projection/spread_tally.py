@@ -270,10 +270,7 @@ class SpreadTally:
                     self._loose_on[node].discard(key)
                     if not self._loose_on[node]:
                         del self._loose_on[node]
-                placed = self._placed.pop(key, None)
-                if placed is not None:
-                    self._leave((old.version, placed.facts.bucket or FAKE_SUBSET), key,
-                                placed.facts)
+                self._unplace(key)
             else:
                 self._annotated[(old.version, old.bucket)] -= 1
                 self._leave((old.version, old.bucket), key, old)
@@ -471,14 +468,18 @@ class SpreadTally:
         return patches
 
     def _move(self, caller: str, placed: _Placement) -> None:
-        previous = self._placed.get(caller)
-        if previous is not None:
-            old = previous.facts
-            self._leave((old.version, old.bucket or FAKE_SUBSET), caller, old)
+        self._unplace(caller)
         self._placed[caller] = placed
         new = placed.facts
         self._enter((new.version, new.bucket or FAKE_SUBSET), caller, new)
         self._touched.add(caller)
+
+    def _unplace(self, caller: str) -> None:
+        """Take a pod not annotated out of the bucket the last plan put it in, if any."""
+        placed = self._placed.pop(caller, None)
+        if placed is not None:
+            old = placed.facts
+            self._leave((old.version, old.bucket or FAKE_SUBSET), caller, old)
 
     def _unresolved(
         self,
@@ -658,7 +659,6 @@ class SpreadTally:
             ):
                 out[version] = statuses
         return out
-
 
     # -- deletion costs --------------------------------------------------------------------------
 
