@@ -315,8 +315,8 @@ class _Pool:
             if self.open < self.limit:
                 return await self.connect(deadline), False
             waiter: asyncio.Future[_Connection | None] = asyncio.get_running_loop().create_future()
+            deadline.watch(waiter)  # first: a caller past its deadline must not join the queue
             self.waiters.append(waiter)
-            deadline.watch(waiter)
             try:
                 handed = await waiter
             except BaseException:
