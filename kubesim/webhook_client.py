@@ -76,8 +76,6 @@ class _Connection(asyncio.Protocol):
         self.pool = pool
         self.transport: asyncio.Transport | None = None
         self.closed = False
-        self.served = 0
-        """Answers completed on this connection."""
         self._waiter: asyncio.Future[Response] | None = None
         self._buf = bytearray()
         self._received = False
@@ -131,10 +129,6 @@ class _Connection(asyncio.Protocol):
         self._body = bytearray()
         self.transport.write(request)
 
-    @property
-    def busy(self) -> bool:
-        return self._waiter is not None
-
     def abort(self) -> None:
         self.closed = True
         if self.transport is not None:
@@ -147,7 +141,6 @@ class _Connection(asyncio.Protocol):
 
     def _finish(self, *, keep_alive: bool) -> None:
         waiter, self._waiter = self._waiter, None
-        self.served += 1
         if not keep_alive or self._buf:
             # a server that closes after this answer, or sent more than one answer
             self.abort()
@@ -390,7 +383,7 @@ class _Pool:
 def _os_error(e: OSError) -> str:
     if e.errno == errno.ECONNREFUSED or isinstance(e, ConnectionRefusedError):
         return "connect: connection refused"
-    if isinstance(e, OSError) and e.strerror:
+    if e.strerror:
         return f"connect: {e.strerror.lower()}"
     # asyncio joins the errors of every address it tried into one message
     return str(e)
@@ -438,13 +431,10 @@ class WebhookClient:
     async def _attempt(
         self, pool: _Pool, request: bytes, deadline: _Deadline, *, reuse: bool
     ) -> Response:
-        conn = pool.take_idle() if reuse else None
-        reused = conn is not None
-        if conn is None:
-            if reuse:
-                conn, reused = await pool.take(deadline)
-            else:
-                conn = await pool.connect(deadline)
+        if reuse:
+            conn, reused = await pool.take(deadline)
+        else:
+            conn, reused = await pool.connect(deadline), False
         waiter: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         try:
             deadline.watch(waiter)
