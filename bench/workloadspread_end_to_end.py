@@ -38,7 +38,8 @@ from kubernetes import client, config
 from spreadbus.cli.local_stack import Stack, free_port
 from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
-from tests.fixtures.pod_watch import PodWatch, pod_annotations
+from spreadbus.core.workloadspread.pod_state import pod_annotations
+from tests.fixtures.pod_watch import PodWatch
 
 GOAL = 1.3
 TOPOLOGY = "bench-100"

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from tests.fixtures.pod_watch import PodWatch, pod_annotations
+from spreadbus.core.workloadspread.pod_state import pod_annotations
+from tests.fixtures.pod_watch import PodWatch
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
     MATCHED,
