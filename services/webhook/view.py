@@ -6,10 +6,12 @@ namespace, exactly what an admission decision reads:
 - WorkloadSpreads, decoded once per change into the placement core's model, and the workloads
   a pod's owner chain walks through: every kind of :mod:`spreadbus.core.workload_kinds` (the
   table the watcher watches), whitelisted custom kinds included;
-- pods, with two indexes maintained on every pod event so that a decision costs O(subsets),
+- pods, with two indexes kept current on every pod event so that a decision costs O(subsets),
   never O(pods): the active pods each spread counts per ``(version, subset)``, and the
   reservation key of every pod present (``creating_key``: the annotation's uid for pods
   admitted without a name, else the name), which tells that a reservation has been observed.
+  An event that changes nothing the indexes are computed from (most are status updates) keeps
+  the pod's entries as they are.
 
 Owners the view cannot see. A workload kind is *followed* once its resource has completed a
 list (a sync marker) in this view. :meth:`owner_lookup` answers an owner of a kind that is not

@@ -1,7 +1,9 @@
 """Clean shutdown on SIGTERM and SIGINT: the signal only sets an event the service awaits.
 
-Every loop that pauses (a backoff after an error, a poll interval) pauses through
+A loop that watches the stop event pauses (a backoff after an error, a poll interval) through
 :func:`sleep_unless_stopping`, so a stop request ends the pause at once instead of after it.
+Loops that end by being cancelled (a background poll, a keep-alive) need no event and sleep
+plainly.
 
 Signatures::
 
