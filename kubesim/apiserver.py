@@ -633,7 +633,7 @@ class ApiServer:
                 merged["status"] = new["status"]
             else:
                 merged.pop("status", None)
-            merged["metadata"] = _with_uid_of(new, dict(old["metadata"]))
+            merged["metadata"] = _with_uid_of(new, dict(old["metadata"]), old["metadata"])
             if not rt.custom:
                 kinds.default_workload_status(rt.kind, merged)
             return merged
@@ -1342,20 +1342,17 @@ def _too_large(wanted: int, current: int) -> ApiError:
     )
 
 
-def _with_uid_of(
-    new: JsonObject, meta: JsonObject, old_meta: JsonObject | None = None
-) -> JsonObject:
-    """``meta`` with the uid ``new`` names; without one, the stored uid of ``old_meta`` (when
-    given). Upstream's BeforeUpdate fills an empty uid in and leaves a named one for the
-    immutability check after mutating admission."""
+def _with_uid_of(new: JsonObject, meta: JsonObject, old_meta: JsonObject) -> JsonObject:
+    """``meta`` with the uid ``new`` names; without one, the stored uid of ``old_meta``.
+    Upstream's BeforeUpdate fills an empty uid in and leaves a named one for the immutability
+    check after mutating admission."""
     uid = (new.get("metadata") or {}).get("uid")
     if uid:
         meta["uid"] = uid
-    elif old_meta is not None:
-        if "uid" in old_meta:
-            meta["uid"] = old_meta["uid"]
-        else:
-            meta.pop("uid", None)
+    elif "uid" in old_meta:
+        meta["uid"] = old_meta["uid"]
+    else:
+        meta.pop("uid", None)
     return meta
 
 
