@@ -21,10 +21,10 @@ Calls go over HTTPS only, verified against ``caBundle`` (or the system roots wit
 bounded by ``timeoutSeconds``. One :class:`kubesim.webhook_client.WebhookClient` serves every
 webhook: its connections are kept alive and pooled per address, TLS context and server name, at
 most 25 per address, so a burst of pod creations costs a few TLS handshakes, not one per
-request. ``failurePolicy: Ignore``
-skips a webhook that cannot be called or answers nonsense; ``Fail`` turns that into a 500
-``InternalError``. A denial becomes the webhook's ``status`` with ``admission webhook "x" denied
-the request: ...``. Mutating webhooks run in order and may return a base64 JSONPatch;
+request. ``failurePolicy: Ignore`` skips a webhook that cannot be called or answers nonsense;
+``Fail`` turns that into a 500 ``InternalError``. A denial becomes the webhook's ``status`` with
+``admission webhook "x" denied the request: ...``. Mutating webhooks run in order and may return
+a base64 JSONPatch;
 ``reinvocationPolicy: IfNeeded`` webhooks run once more if a later webhook changed the object.
 Validating webhooks run concurrently. ``dryRun`` requests are refused for webhooks whose
 ``sideEffects`` are not None/NoneOnDryRun.

@@ -12,6 +12,8 @@ The store plays etcd plus the API server's watch cache. Design points:
 - Fan-out is synchronous inside the writer's call; each watcher has a bounded queue and a
   watcher that falls ``max_queue`` events behind is closed (its client re-watches from its
   last version), so a slow reader never holds up writers or memory.
+- Writes are counted per resource, so a cache of what a resource's objects imply (admission's
+  compiled webhook configurations) knows it is current without reading the objects again.
 """
 
 from __future__ import annotations

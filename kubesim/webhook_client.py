@@ -4,9 +4,9 @@ Every admission call of every pod creation goes through here, so the client is b
 per call rather than generality. It speaks just what a webhook answers with: one POST at a
 time per connection (no pipelining), a response framed by ``Content-Length``, chunked encoding,
 or the end of the connection, and ``Connection: close``. What it spares, compared with a general
-client, is the per-request machinery: the request is one ``transport.write`` (one TLS record),
-the response is parsed by an :class:`asyncio.Protocol` straight from the TLS transport's
-buffer, and a call on an idle connection creates one future and one timer.
+client, is the per-request machinery: the request is one ``transport.write`` (one TLS record for
+a review under 16 KiB), the response is parsed by an :class:`asyncio.Protocol` straight from the
+TLS transport's buffer, and a call on an idle connection creates one future and one timer.
 
 Connections are pooled per endpoint: (address, port, TLS context, server name). A pool opens
 connections lazily, up to its limit, and lends the most recently returned idle one first (the
@@ -15,7 +15,8 @@ queue and get the next one returned: the limit bounds the TLS handshakes a burst
 sides, while a webhook that awaits something per review still gets as many reviews in flight as
 the limit allows. A connection the server closed while idle leaves its pool as it closes. One
 whose close is noticed only after a request was written to it (it closed with not a byte of
-answer) is retried once on a new connection: the server closed it while idle, so it never read
+answer) is retried once on a new connection, opened at once even when callers queue (so the
+pool may briefly hold one more than its limit): the server closed it while idle, so it never read
 the request. Go's client retries a POST only when it knows nothing was written; an asyncio
 transport cannot tell, and a webhook that crashed while handling the request is refused on the
 new connection anyway.
