@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import aiohttp
 import pytest
@@ -51,39 +54,81 @@ class RunningWebhook:
         return f"http://127.0.0.1:{self.health_port}"
 
 
-@pytest.fixture
-async def webhook(
-    nats_server: NatsServer, webhook_tls: WebhookTls
-) -> AsyncIterator[RunningWebhook]:
-    """The webhook in the same service shell as ``spreadbus webhook`` runs it."""
-    settings = WebhookSettings(
+@dataclass
+class WebhookShell:
+    """A webhook replica in the same service shell as ``spreadbus webhook`` runs it."""
+
+    service: WebhookService
+    health_port: int
+    shell: asyncio.Task[int]
+    """Ends with the shell's exit code."""
+    stopping: asyncio.Event
+
+    def stop(self) -> asyncio.Task[int]:
+        """Ask the shell to stop, as SIGTERM does; the task ends with its exit code."""
+        self.stopping.set()
+        return self.shell
+
+
+@asynccontextmanager
+async def webhook_shell(
+    nats_server: NatsServer,
+    tls: WebhookTls,
+    *,
+    wall_clock: Callable[[], float] = time.time,
+    **settings: Any,
+) -> AsyncIterator[WebhookShell]:
+    """The webhook started with ``settings`` over the tests' own, stopped on leaving; the exit
+    code is the caller's to check (:meth:`WebhookShell.stop`)."""
+    config = WebhookSettings(
         nats_url=(nats_server.url,),
         cluster="c1",
         host="127.0.0.1",
         port=0,
         http_host="127.0.0.1",
         http_port=0,
-        tls_cert=str(webhook_tls.server.cert),
-        tls_key=str(webhook_tls.server.key),
-        cert_check_seconds=0.05,
+        tls_cert=str(tls.server.cert),
+        tls_key=str(tls.server.key),
+        **settings,
     )
     stopping = asyncio.Event()
     started: asyncio.Future[tuple[WebhookService, int]] = asyncio.get_running_loop().create_future()
 
     async def body(ctx: ServiceContext) -> None:
-        await main(settings, ctx, lambda service: started.set_result((service, ctx.health.port)))
+        await main(
+            config,
+            ctx,
+            lambda service: started.set_result((service, ctx.health.port)),
+            wall_clock=wall_clock,
+        )
 
     shell = asyncio.create_task(
-        run_service("webhook", settings, body, conditions=(CAUGHT_UP,), stopping=stopping)
+        run_service("webhook", config, body, conditions=(CAUGHT_UP,), stopping=stopping)
     )
-    waiting: set[asyncio.Future[object]] = {shell, started}  # type: ignore[arg-type]
-    await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-    assert started.done(), f"webhook did not start: exit code {shell.result()}"
-    service, health_port = started.result()
-    connector = aiohttp.TCPConnector(ssl=webhook_tls.client_context())
     try:
-        async with aiohttp.ClientSession(connector=connector) as http:
-            yield RunningWebhook(service, health_port, webhook_tls, http)
+        waiting: set[asyncio.Future[object]] = {shell, started}  # type: ignore[arg-type]
+        await asyncio.wait(waiting, timeout=30, return_when=asyncio.FIRST_COMPLETED)
+        assert started.done(), (
+            f"webhook did not start: exit code {shell.result()}"
+            if shell.done()
+            else "webhook did not start within 30 s"
+        )
+        service, health_port = started.result()
+        yield WebhookShell(service, health_port, shell, stopping)
     finally:
         stopping.set()
-        assert await shell == 0
+        await asyncio.gather(shell, return_exceptions=True)
+
+
+@pytest.fixture
+async def webhook(
+    nats_server: NatsServer, webhook_tls: WebhookTls
+) -> AsyncIterator[RunningWebhook]:
+    """The webhook in the same service shell as ``spreadbus webhook`` runs it."""
+    async with webhook_shell(nats_server, webhook_tls, cert_check_seconds=0.05) as running:
+        connector = aiohttp.TCPConnector(ssl=webhook_tls.client_context())
+        try:
+            async with aiohttp.ClientSession(connector=connector) as http:
+                yield RunningWebhook(running.service, running.health_port, webhook_tls, http)
+        finally:
+            assert await running.stop() == 0

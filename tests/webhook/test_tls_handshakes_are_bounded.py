@@ -8,54 +8,13 @@ sends a ClientHello, as a port scanner or a TCP health probe does.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 
 import aiohttp
 
-from services.webhook.service import CAUGHT_UP, WebhookService, WebhookSettings, main
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.service import ServiceContext, run_service
 from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import pod, review
-from tests.webhook.conftest import WebhookTls
-
-
-@asynccontextmanager
-async def running_webhook(
-    nats_server: NatsServer, tls: WebhookTls, *, handshake_timeout: float
-) -> AsyncIterator[tuple[WebhookService, Callable[[], asyncio.Task[int]]]]:
-    """The webhook in its service shell; the second value stops it and returns the shell."""
-    settings = WebhookSettings(
-        nats_url=(nats_server.url,),
-        cluster="c1",
-        host="127.0.0.1",
-        port=0,
-        http_host="127.0.0.1",
-        http_port=0,
-        tls_cert=str(tls.server.cert),
-        tls_key=str(tls.server.key),
-        tls_handshake_timeout_seconds=handshake_timeout,
-    )
-    stopping = asyncio.Event()
-    started: asyncio.Future[WebhookService] = asyncio.get_running_loop().create_future()
-
-    async def body(ctx: ServiceContext) -> None:
-        await main(settings, ctx, started.set_result)
-
-    shell = asyncio.create_task(
-        run_service("webhook", settings, body, conditions=(CAUGHT_UP,), stopping=stopping)
-    )
-
-    def stop() -> asyncio.Task[int]:
-        stopping.set()
-        return shell
-
-    try:
-        yield await asyncio.wait_for(started, 30), stop
-    finally:
-        stopping.set()
-        await asyncio.gather(shell, return_exceptions=True)
+from tests.webhook.conftest import WebhookTls, webhook_shell
 
 
 async def closed_by_the_server(reader: asyncio.StreamReader) -> bool:
@@ -70,13 +29,16 @@ async def test_stopping_the_webhook_aborts_a_connection_still_in_its_tls_handsha
     nats_server: NatsServer, webhook_tls: WebhookTls
 ) -> None:
     # A handshake timeout far beyond the deadlines below: only the stop can close it.
-    async with running_webhook(nats_server, webhook_tls, handshake_timeout=600) as (service, stop):
+    async with webhook_shell(
+        nats_server, webhook_tls, tls_handshake_timeout_seconds=600
+    ) as running:
+        service = running.service
         site = service.site
         assert site is not None
         reader, writer = await asyncio.open_connection("127.0.0.1", service.port)
         try:
             await wait_until_async(lambda: site.handshaking == 1, what="the handshake to start")
-            assert await asyncio.wait_for(stop(), 30) == 0
+            assert await asyncio.wait_for(running.stop(), 30) == 0
             assert await asyncio.wait_for(closed_by_the_server(reader), 30)
             assert site.handshaking == 0
         finally:
@@ -86,7 +48,10 @@ async def test_stopping_the_webhook_aborts_a_connection_still_in_its_tls_handsha
 async def test_a_handshake_that_never_completes_is_closed_by_the_timeout_while_serving_on(
     nats_server: NatsServer, webhook_tls: WebhookTls
 ) -> None:
-    async with running_webhook(nats_server, webhook_tls, handshake_timeout=0.2) as (service, _):
+    async with webhook_shell(
+        nats_server, webhook_tls, tls_handshake_timeout_seconds=0.2
+    ) as running:
+        service = running.service
         site = service.site
         assert site is not None
         reader, writer = await asyncio.open_connection("127.0.0.1", service.port)

@@ -15,12 +15,10 @@ import pytest
 
 from events import codec, streams, subjects
 from events.messages import SyncMarker
-from services.webhook.service import CAUGHT_UP, WebhookService, WebhookSettings, main
 from spreadbus.runtime.follower import TOMBSTONE_TRUSTED_SHARE
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.service import ServiceContext, run_service
 from tests.fixtures.polling import wait_until_async
-from tests.webhook.conftest import WebhookTls
+from tests.webhook.conftest import WebhookTls, webhook_shell
 
 DEPLOYMENTS_LISTED = SyncMarker(
     cluster="c1", group="apps", version="v1", resource="deployments", complete=True
@@ -35,85 +33,34 @@ class Clock:
         return self.now
 
 
-def settings(nats_server: NatsServer, tls: WebhookTls) -> WebhookSettings:
-    return WebhookSettings(
-        nats_url=(nats_server.url,),
-        cluster="c1",
-        host="127.0.0.1",
-        port=0,
-        http_host="127.0.0.1",
-        http_port=0,
-        tls_cert=str(tls.server.cert),
-        tls_key=str(tls.server.key),
-    )
-
-
 async def test_a_webhook_out_of_contact_past_the_trusted_share_of_the_ttl_exits_1_to_replay(
     nats_server: NatsServer, webhook_tls: WebhookTls, caplog: pytest.LogCaptureFixture
 ) -> None:
     clock = Clock(1_000_000.0)
-    stopping = asyncio.Event()
-    started: asyncio.Future[WebhookService] = asyncio.get_running_loop().create_future()
-
-    async def body(ctx: ServiceContext) -> None:
-        await main(
-            settings(nats_server, webhook_tls), ctx, started.set_result, wall_clock=clock
-        )
-
-    shell = asyncio.create_task(
-        run_service(
-            "webhook",
-            settings(nats_server, webhook_tls),
-            body,
-            conditions=(CAUGHT_UP,),
-            stopping=stopping,
-        )
-    )
-    try:
-        service = await asyncio.wait_for(started, 30)
-        follower = service.follower
+    async with webhook_shell(nats_server, webhook_tls, wall_clock=clock) as running:
+        follower = running.service.follower
         assert follower is not None
         await wait_until_async(lambda: follower.caught_up, what="the view to catch up")
         await asyncio.to_thread(nats_server.kill)
         clock.now += TOMBSTONE_TRUSTED_SHARE * streams.TOMBSTONE_TTL_SECONDS + 1
         await asyncio.to_thread(nats_server.restart)
         with caplog.at_level(logging.ERROR):
-            code = await asyncio.wait_for(asyncio.shield(shell), 60)
+            code = await asyncio.wait_for(asyncio.shield(running.shell), 60)
         assert code == 1
-        assert not stopping.is_set()
+        assert not running.stopping.is_set()
         assert any("replay from the start" in r.getMessage() for r in caplog.records)
         assert any(
             r.getMessage() == "service failed" and "KUBE" in str(r.exc_info and r.exc_info[1])
             for r in caplog.records
         )
-    finally:
-        stopping.set()
-        await asyncio.gather(shell, return_exceptions=True)
 
 
 async def test_a_webhook_out_of_contact_within_the_trusted_share_keeps_serving(
     nats_server: NatsServer, webhook_tls: WebhookTls
 ) -> None:
     clock = Clock(1_000_000.0)
-    stopping = asyncio.Event()
-    started: asyncio.Future[WebhookService] = asyncio.get_running_loop().create_future()
-
-    async def body(ctx: ServiceContext) -> None:
-        await main(
-            settings(nats_server, webhook_tls), ctx, started.set_result, wall_clock=clock
-        )
-
-    shell = asyncio.create_task(
-        run_service(
-            "webhook",
-            settings(nats_server, webhook_tls),
-            body,
-            conditions=(CAUGHT_UP,),
-            stopping=stopping,
-        )
-    )
-    try:
-        service = await asyncio.wait_for(started, 30)
+    async with webhook_shell(nats_server, webhook_tls, wall_clock=clock) as running:
+        service = running.service
         follower = service.follower
         assert follower is not None
         await wait_until_async(lambda: follower.caught_up, what="the view to catch up")
@@ -133,7 +80,5 @@ async def test_a_webhook_out_of_contact_within_the_trusted_share_keeps_serving(
             what="the view to fold a marker published after the silence",
             timeout=60,
         )
-        assert not shell.done()
-    finally:
-        stopping.set()
-        assert await asyncio.wait_for(shell, 30) == 0
+        assert not running.shell.done()
+        assert await asyncio.wait_for(running.stop(), 30) == 0
