@@ -166,7 +166,6 @@ class _Webhooks:
         self.writes = writes
         self.mutating = mutating
         self.validating = validating
-        self.applies: dict[_ResourceKey, bool] = {}
 
 
 def _phase(bucket: dict[Any, JsonObject] | None) -> _Phase:
@@ -219,15 +218,13 @@ class Admission:
     def applies(self, operation: str, rt: ResourceType, subresource: str = "") -> bool:
         """Whether any webhook's rules may match such a request (a cheap test before building
         the request's attributes; selectors and versions are checked by the phases)."""
+        if rt.storage_key in (MUTATING, VALIDATING):
+            return False
         current = self._current()
-        key = (operation, rt.group, rt.plural, subresource, rt.namespaced)
-        found = current.applies.get(key)
-        if found is None:
-            attrs = Attributes(operation, rt, subresource, "", "", False, {})
-            found = current.applies[key] = rt.storage_key not in (MUTATING, VALIDATING) and bool(
-                current.mutating.reachable(attrs) or current.validating.reachable(attrs)
-            )
-        return found
+        if not current.mutating.hooks and not current.validating.hooks:
+            return False
+        attrs = Attributes(operation, rt, subresource, "", "", False, {})
+        return bool(current.mutating.reachable(attrs) or current.validating.reachable(attrs))
 
     async def close(self) -> None:
         await self._client.close()
