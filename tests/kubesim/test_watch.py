@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Callable
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from kubernetes import client, watch
 from kubernetes.client import ApiException
 
 from kubesim import KubeSim, KubeSimThread
-from kubesim.interface import GVR
+from kubesim.interface import GVR, NAMESPACES
 from tests.kubesim.conftest import pod
 
 CM = GVR("", "v1", "configmaps")
@@ -285,11 +287,6 @@ def _read_chunk(stream: Any) -> bytes:
 def test_events_queued_together_reach_a_watcher_in_order_as_one_chunk(
     kubesim_factory: Callable[..., KubeSimThread],
 ) -> None:
-    import socket
-    from urllib.parse import urlsplit
-
-    from kubesim.interface import NAMESPACES
-
     sim = kubesim_factory(tls=False)
     sim.call(sim.cluster.create(NAMESPACES, {"metadata": {"name": "burst"}}))
     url = urlsplit(sim.url)
