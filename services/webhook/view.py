@@ -63,22 +63,15 @@ def _indexed_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     :mod:`~spreadbus.core.workloadspread.pod_state`: the kind, the matched annotation, labels,
     controller, phase and deletion) keeps the entries it has instead of recomputing them.
     """
-    if old.get("kind") != new.get("kind") or _phase(old) != _phase(new):
+    if old.get("kind") != new.get("kind") or pod_state.phase(old) != pod_state.phase(new):
         return False
-    before, after = old.get("metadata"), new.get("metadata")
-    if not isinstance(before, dict) or not isinstance(after, dict):
-        return False
+    before, after = pod_state.metadata(old), pod_state.metadata(new)
     return (
         _matched_text(before) == _matched_text(after)
         and before.get("deletionTimestamp") == after.get("deletionTimestamp")
         and before.get("labels") == after.get("labels")
         and before.get("ownerReferences") == after.get("ownerReferences")
     )
-
-
-def _phase(pod: Mapping[str, Any]) -> object:
-    status = pod.get("status")
-    return status.get("phase") if isinstance(status, dict) else None
 
 
 def _matched_text(metadata: Mapping[str, Any]) -> object:

@@ -25,7 +25,6 @@ NAMES = ("a", "b", "c")
 SPREADS = ("ws", "other")
 
 
-
 def matched_annotations(name: str) -> st.SearchStrategy[dict[str, str] | None]:
     """A pod's matched annotation, if any; a reservation uid is the pod's own, as in a cluster."""
     return st.one_of(
@@ -41,6 +40,7 @@ def matched_annotations(name: str) -> st.SearchStrategy[dict[str, str] | None]:
             st.sampled_from(("", f"r-{name}")),
         ),
     )
+
 
 owners = st.sampled_from((
     None,
