@@ -35,6 +35,16 @@ def _recreated(core: client.CoreV1Api) -> tuple[str, dict[str, Any]]:
     return str(first.metadata.uid), second
 
 
+def _eviction(**preconditions: str) -> client.V1Eviction:
+    """An eviction of pod ``p`` under ``preconditions`` (uid, resourceVersion)."""
+    return client.V1Eviction(
+        metadata=client.V1ObjectMeta(name="p"),
+        delete_options=client.V1DeleteOptions(
+            preconditions=client.V1Preconditions(**preconditions)
+        ),
+    )
+
+
 def test_an_update_carrying_a_replaced_objects_uid_is_a_409_precondition_failure(
     core: client.CoreV1Api,
 ) -> None:
@@ -162,19 +172,14 @@ def test_an_eviction_whose_uid_precondition_names_a_replaced_pod_is_a_409(
     core: client.CoreV1Api,
 ) -> None:
     old_uid, current = _recreated(core)
-    eviction = client.V1Eviction(
-        metadata=client.V1ObjectMeta(name="p"),
-        delete_options=client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=old_uid)),
-    )
     with pytest.raises(ApiException) as info:
-        core.create_namespaced_pod_eviction("p", "default", eviction)
+        core.create_namespaced_pod_eviction("p", "default", _eviction(uid=old_uid))
     assert info.value.status == 409
     assert (
         f"the UID in the precondition ({old_uid}) does not match" in _status(info.value)["message"]
     )
     assert core.read_namespaced_pod("p", "default").metadata.uid == current["metadata"]["uid"]
-    eviction.delete_options.preconditions.uid = current["metadata"]["uid"]
-    core.create_namespaced_pod_eviction("p", "default", eviction)
+    core.create_namespaced_pod_eviction("p", "default", _eviction(uid=current["metadata"]["uid"]))
     with pytest.raises(ApiException) as gone:
         core.read_namespaced_pod("p", "default")
     assert gone.value.status == 404
@@ -196,13 +201,9 @@ def test_a_dry_run_eviction_checks_its_preconditions_and_changes_nothing(
     uid, version = current["metadata"]["uid"], current["metadata"]["resourceVersion"]
 
     def evict(**preconditions: str) -> None:
-        eviction = client.V1Eviction(
-            metadata=client.V1ObjectMeta(name="p"),
-            delete_options=client.V1DeleteOptions(
-                preconditions=client.V1Preconditions(**preconditions)
-            ),
+        core.create_namespaced_pod_eviction(
+            "p", "default", _eviction(**preconditions), dry_run="All"
         )
-        core.create_namespaced_pod_eviction("p", "default", eviction, dry_run="All")
 
     with pytest.raises(ApiException) as info:
         evict(uid=old_uid)
