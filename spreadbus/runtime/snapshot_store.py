@@ -77,7 +77,9 @@ class SnapshotStore:
         stall_seconds: float = 10.0,
         window_bytes: int = 16 << 20,
     ) -> None:
-        self.js, self.nc, self.api_prefix = nc.jetstream(prefix=api_prefix), nc, api_prefix
+        self.nc = nc
+        self.api_prefix = api_prefix
+        self.js = nc.jetstream(prefix=api_prefix)
         self.bucket = bucket
         self.replicas = replicas
         self.stall_seconds = stall_seconds

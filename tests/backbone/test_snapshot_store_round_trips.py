@@ -29,9 +29,9 @@ async def test_a_missing_snapshot_loads_as_none(nats_client: Client) -> None:
 async def test_a_blob_read_in_windows_of_two_chunks_comes_back_byte_for_byte(
     nats_client: Client,
 ) -> None:
-    nc = nats_client
     blob = random.Random(5).randbytes(7 * (128 << 10) + 3)  # eight chunks, four windows
-    await SnapshotStore(nc).save("planner.windows", blob)
-    assert await SnapshotStore(nc, window_bytes=2 * (128 << 10)).load("planner.windows") == blob
+    await SnapshotStore(nats_client).save("planner.windows", blob)
+    two_chunks = SnapshotStore(nats_client, window_bytes=2 * (128 << 10))
+    assert await two_chunks.load("planner.windows") == blob
     # One chunk per window, the smallest window there is, still reads every chunk in order.
-    assert await SnapshotStore(nc, window_bytes=1).load("planner.windows") == blob
+    assert await SnapshotStore(nats_client, window_bytes=1).load("planner.windows") == blob
