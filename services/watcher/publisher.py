@@ -194,26 +194,24 @@ class ObservationPublisher:
     async def _bound(self) -> None:
         while self._in_flight and (self._in_flight[0].done() or
                                    len(self._in_flight) >= self.max_in_flight):
-            oldest = self._in_flight.popleft()
-            if not oldest.done():
-                try:
-                    await asyncio.wait_for(asyncio.shield(oldest), self.ack_timeout)
-                except TimeoutError:
-                    oldest.cancel()
-                except Exception:
-                    pass  # reported by the done callback
+            await self._settle(self._in_flight.popleft())
 
     async def flush(self) -> None:
         """Wait until every publish so far is acknowledged or reported lost."""
         while self._in_flight:
-            oldest = self._in_flight.popleft()
-            if not oldest.done():
-                try:
-                    await asyncio.wait_for(asyncio.shield(oldest), self.ack_timeout)
-                except TimeoutError:
-                    oldest.cancel()
-                except Exception:
-                    pass
+            await self._settle(self._in_flight.popleft())
+
+    async def _settle(self, publish: asyncio.Future[Any]) -> None:
+        """Wait for ``publish``'s acknowledgement, giving up (cancelling it) after
+        ``ack_timeout``; either way the done callback reports how it ended."""
+        if publish.done():
+            return
+        try:
+            await asyncio.wait_for(asyncio.shield(publish), self.ack_timeout)
+        except TimeoutError:
+            publish.cancel()
+        except Exception:
+            pass  # reported by the done callback
 
     async def sync(self, ref: ResourceRef, complete: bool, resource_version: str, count: int,
                    ts: float) -> None:
