@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kubesim.webhook_client import CallError, WebhookClient
-from spreadbus.tls import CertKeyPair, make_ca
+from spreadbus.tls import CertKeyPair, issue_server_cert, make_ca
 
 Answer = Callable[["Exchange"], Awaitable[bytes | None]]
 """The bytes to send back for a request; None closes the connection without an answer."""
@@ -83,6 +83,10 @@ def chunked(*parts: bytes) -> bytes:
     return ok(body + b"0\r\n\r\n", "Transfer-Encoding: chunked")
 
 
+async def empty_object(exchange: Exchange) -> bytes:
+    return ok(b"{}")
+
+
 @pytest.fixture(scope="module")
 def ca() -> CertKeyPair:
     return make_ca("client-test-ca")
@@ -90,8 +94,6 @@ def ca() -> CertKeyPair:
 
 @pytest.fixture
 def server_context(ca: CertKeyPair, tmp_path: Path) -> ssl.SSLContext:
-    from spreadbus.tls import issue_server_cert
-
     paths = issue_server_cert(ca, ["127.0.0.1", "hook.ns.svc"]).write(tmp_path, "hook")
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(paths.cert, paths.key)
@@ -247,7 +249,7 @@ async def test_calls_beyond_the_pool_limit_queue_for_the_open_connections(
 async def test_a_certificate_for_another_name_fails_verification(
     client: WebhookClient, client_context: ssl.SSLContext, start: Start
 ) -> None:
-    server = await start(lambda exchange: asyncio.sleep(0, ok(b"{}")))
+    server = await start(empty_object)
     with pytest.raises(CallError, match=r"^tls: failed to verify certificate: .*other.ns.svc"):
         await post(client, server, client_context, server_name="other.ns.svc")
     assert await post(client, server, client_context, server_name="hook.ns.svc") == (200, b"{}")
@@ -257,7 +259,7 @@ async def test_a_certificate_for_another_name_fails_verification(
 async def test_a_refused_connection_is_named_as_go_names_it(
     client: WebhookClient, client_context: ssl.SSLContext, start: Start
 ) -> None:
-    server = await start(lambda exchange: asyncio.sleep(0, ok(b"{}")))
+    server = await start(empty_object)
     server.port = 1
     with pytest.raises(CallError) as info:
         await post(client, server, client_context)
@@ -267,7 +269,7 @@ async def test_a_refused_connection_is_named_as_go_names_it(
 async def test_a_closed_client_refuses_calls(
     client: WebhookClient, client_context: ssl.SSLContext, start: Start
 ) -> None:
-    server = await start(lambda exchange: asyncio.sleep(0, ok(b"{}")))
+    server = await start(empty_object)
     assert (await post(client, server, client_context))[0] == 200
     await client.close()
     with pytest.raises(CallError, match="closed"):
