@@ -185,8 +185,9 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         bucket = matched.subset if matched.subset in names else FAKE_SUBSET
     annotations = pod_state.metadata(pod).get("annotations")
     cost = annotations.get(DELETION_COST_ANNOTATION) if isinstance(annotations, Mapping) else None
+    key = pod_state.key(pod)
     return _Facts(
-        key=pod_state.key(pod),
+        key=key,
         obj=pod,
         version=pod_state.version(pod),
         bucket=bucket,
@@ -194,7 +195,7 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         creating_key=pod_state.creating_key(pod),
         cost=cost if isinstance(cost, str) else None,
         unschedulable_since=pod_state.unschedulable_deadline(pod, timedelta(0)),
-        order=(pod_state.deletion_order_key(pod), pod_state.key(pod)),
+        order=(pod_state.deletion_order_key(pod), key),
     )
 
 

@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgspec
 
@@ -46,8 +46,13 @@ class Matched(msgspec.Struct, frozen=True):
         return json.dumps(body, separators=(",", ":"))
 
 
+def _is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
+    """A mapping; decoded JSON's dicts skip the abstract class check (read per field, per pod)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return value if _is_map(value) else {}
 
 
 def metadata(pod: Pod) -> Mapping[str, Any]:
@@ -96,7 +101,7 @@ def controller_ref(obj: Pod) -> Mapping[str, Any] | None:
     if not isinstance(refs, list):
         return None
     for ref in refs:
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
+        if _is_map(ref) and ref.get("controller") is True:
             return ref
     return None
 
@@ -177,7 +182,7 @@ def creation_time(pod: Pod) -> datetime | None:
 
 def _conditions(pod: Pod) -> list[Mapping[str, Any]]:
     conds = _map(pod.get("status")).get("conditions")
-    return [c for c in conds if isinstance(c, Mapping)] if isinstance(conds, list) else []
+    return [c for c in conds if _is_map(c)] if isinstance(conds, list) else []
 
 
 def unschedulable_deadline(pod: Pod, timeout: timedelta) -> datetime | None:
@@ -202,15 +207,16 @@ def unschedulable_deadline(pod: Pod, timeout: timedelta) -> datetime | None:
     return None
 
 
-def is_ready(pod: Pod) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in _conditions(pod))
-
-
-def _ready_time(pod: Pod) -> datetime | None:
+def _ready_condition(pod: Pod) -> Mapping[str, Any] | None:
+    """The first ``Ready=True`` condition, if any."""
     for cond in _conditions(pod):
         if cond.get("type") == "Ready" and cond.get("status") == "True":
-            return parse_time(cond.get("lastTransitionTime"))
+            return cond
     return None
+
+
+def is_ready(pod: Pod) -> bool:
+    return _ready_condition(pod) is not None
 
 
 def _max_restarts(pod: Pod) -> int:
@@ -218,7 +224,7 @@ def _max_restarts(pod: Pod) -> int:
     counts = [
         s.get("restartCount")
         for s in (statuses if isinstance(statuses, list) else [])
-        if isinstance(s, Mapping)
+        if _is_map(s)
     ]
     return max((c for c in counts if isinstance(c, int)), default=0)
 
@@ -230,12 +236,13 @@ def _zero_then_later(value: datetime | None) -> tuple[int, float]:
 
 def deletion_order_key(pod: Pod) -> tuple[Any, ...]:
     """``ActivePods.Less`` as a key: pods that sort first are the first to be deleted."""
-    ready = is_ready(pod)
+    ready = _ready_condition(pod)
     return (
         1 if node_name(pod) else 0,
         _PHASE_RANK.get(phase(pod), 0),
-        1 if ready else 0,
-        _zero_then_later(_ready_time(pod)) if ready else (0, 0.0),
+        0 if ready is None else 1,
+        (0, 0.0) if ready is None
+        else _zero_then_later(parse_time(ready.get("lastTransitionTime"))),
         -_max_restarts(pod),
         _zero_then_later(creation_time(pod)),
     )
