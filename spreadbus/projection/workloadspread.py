@@ -301,22 +301,32 @@ class WorkloadSpreadRule:
         )
         if current is not None and current[0] == built_for:
             tally = current[1]
-            for pod_key in pending.pods:
-                pod = self.index.decode(view, (self.index.rk_pods, pod_key))
-                governed = pod is not None and bool(reconcile.workload_pods(
-                    ws, workload, [pod], lookup=lookup, whitelist=self.whitelist))
-                tally.apply(pod_key, pod if governed else None)
+            changed = [(k, self.index.decode(view, (self.index.rk_pods, k))) for k in pending.pods]
+            for pod_key, pod in self._governed(ws, workload, changed, lookup):
+                tally.apply(pod_key, pod)
             for node in pending.nodes:
                 tally.node_changed(node)
             return tally
         tally = SpreadTally(ws)
-        pod_keys = self.index.pods_below(target)
-        pods = [(k[1], p) for k in pod_keys if (p := self.index.decode(view, k)) is not None]
-        governed_ids = {id(p) for p in reconcile.workload_pods(
-            ws, workload, [p for _, p in pods], lookup=lookup, whitelist=self.whitelist)}
-        tally.reset((k, p) for k, p in pods if id(p) in governed_ids)
+        below = [(k[1], self.index.decode(view, k)) for k in self.index.pods_below(target)]
+        tally.reset((k, p) for k, p in self._governed(ws, workload, below, lookup)
+                    if p is not None)
         self._tallies[okey] = (built_for, tally)
         return tally
+
+    def _governed(
+        self,
+        ws: WorkloadSpread,
+        workload: Mapping[str, Any] | None,
+        pods: Sequence[tuple[str, Mapping[str, Any] | None]],
+        lookup: Any,
+    ) -> list[tuple[str, Mapping[str, Any] | None]]:
+        """Each (key, pod) with the pod kept if ``ws`` governs it, else None; one pass of the
+        core's filter for them all (their owners are looked up once)."""
+        kept = {id(p) for p in reconcile.workload_pods(
+            ws, workload, [p for _, p in pods if p is not None], lookup=lookup,
+            whitelist=self.whitelist)}
+        return [(k, p if id(p) in kept else None) for k, p in pods]
 
     def _ref(self, resource: ResourceRef, obj: Mapping[str, Any]) -> ObjectRef:
         metadata = obj.get("metadata") or {}

@@ -131,6 +131,25 @@ def latest_version(
     return VERSION_IGNORED
 
 
+def _controller_key(ref: Mapping[str, Any] | None) -> tuple[str, str, str] | None:
+    """What :func:`reaches_target` reads of a controller reference, when it is plain strings."""
+    if ref is None:
+        return None
+    api_version, kind, name = ref.get("apiVersion"), ref.get("kind"), ref.get("name")
+    if isinstance(api_version, str) and isinstance(kind, str) and isinstance(name, str):
+        return api_version, kind, name
+    return None
+
+
+def _owned(
+    ws: WorkloadSpread, ref: Mapping[str, Any] | None, lookup: Lookup, whitelist: Whitelist
+) -> bool:
+    try:
+        return reaches_target(ws, ref, ws.namespace, lookup=lookup, whitelist=whitelist)
+    except OwnerNotFound:
+        return False
+
+
 def workload_pods(
     ws: WorkloadSpread,
     workload: Mapping[str, Any] | None,
@@ -151,15 +170,18 @@ def workload_pods(
         if replicas == 0:
             return []
     out: list[Pod] = []
+    reached: dict[tuple[str, str, str], bool] = {}  # by controller: a workload's pods share one
     for pod in pods:
         if pod_state.namespace(pod) != ws.namespace:
             continue
-        try:
-            owned = reaches_target(
-                ws, pod_state.controller_ref(pod), ws.namespace, lookup=lookup, whitelist=whitelist
-            )
-        except OwnerNotFound:
-            owned = False
+        ref = pod_state.controller_ref(pod)
+        memo = _controller_key(ref)
+        if memo is None:
+            owned = _owned(ws, ref, lookup, whitelist)
+        elif (known := reached.get(memo)) is not None:
+            owned = known
+        else:
+            owned = reached[memo] = _owned(ws, ref, lookup, whitelist)
         if owned and pod_counted_by_planner(ws.target_filter, pod_state.pod_labels(pod)):
             out.append(pod)
     return out
