@@ -22,19 +22,10 @@ from events.streams import KUBE
 from spreadbus.runtime.follower import FollowerMetrics, FollowerTooStale, StreamFollower
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.manual_clock import ManualClock
 from tests.fixtures.polling import wait_until_async
 
 LIMIT = 1000.0
-
-
-class Clock:
-    def __init__(self, now: float = 1_000_000.0, step: float = 0.0) -> None:
-        self.now = now
-        self.step = step
-
-    def __call__(self) -> float:
-        self.now += self.step
-        return self.now
 
 
 async def publish(nc: Client, start: int, count: int) -> None:
@@ -69,7 +60,7 @@ async def test_a_consumer_lost_within_the_limit_is_recreated_and_sees_later_mess
 ) -> None:
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, 0, 3)
-    clock, registry, seen = Clock(), CollectorRegistry(), []
+    clock, registry, seen = ManualClock(), CollectorRegistry(), []
     follower = StreamFollower(
         nats_client, stream=KUBE.name, sink=lambda s, _, d: seen.append(s),
         max_silence_seconds=LIMIT, wall_clock=clock, metrics=FollowerMetrics(registry),
@@ -94,7 +85,7 @@ async def test_a_consumer_lost_after_a_silence_past_the_limit_ends_the_run_namin
 ) -> None:
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, 0, 3)
-    clock, seen = Clock(), []
+    clock, seen = ManualClock(), []
     follower = StreamFollower(
         nats_client, stream=KUBE.name, sink=lambda s, _, d: seen.append(s),
         max_silence_seconds=LIMIT, wall_clock=clock, heartbeat_seconds=5.0,
@@ -117,7 +108,7 @@ async def test_a_follower_cut_off_from_a_stopped_server_past_the_limit_does_not_
 ) -> None:
     nc = reconnecting_client
     await publish(nc, 0, 3)
-    clock = Clock()
+    clock = ManualClock()
     follower = StreamFollower(
         nc, stream=KUBE.name, sink=lambda s, _, d: None, heartbeat_seconds=0.2,
         max_silence_seconds=LIMIT, wall_clock=clock,
@@ -139,7 +130,7 @@ async def test_a_follower_that_never_reached_the_server_is_not_stale(nats_client
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, 0, 3)
     # Every reading of this clock is far past the limit from the one before.
-    clock, seen = Clock(step=10 * LIMIT), []
+    clock, seen = ManualClock(step=10 * LIMIT), []
     follower = StreamFollower(
         nats_client, stream=KUBE.name, sink=lambda s, _, d: seen.append(s),
         max_silence_seconds=LIMIT, wall_clock=clock,

@@ -17,6 +17,7 @@ from events import codec, streams, subjects
 from events.messages import SyncMarker
 from spreadbus.runtime.follower import TOMBSTONE_TRUSTED_SHARE
 from spreadbus.runtime.nats_server import NatsServer
+from tests.fixtures.manual_clock import ManualClock
 from tests.fixtures.polling import wait_until_async
 from tests.webhook.conftest import WebhookTls, webhook_shell
 
@@ -25,18 +26,10 @@ DEPLOYMENTS_LISTED = SyncMarker(
 )
 
 
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-
 async def test_a_webhook_out_of_contact_past_the_trusted_share_of_the_ttl_exits_1_to_replay(
     nats_server: NatsServer, webhook_tls: WebhookTls, caplog: pytest.LogCaptureFixture
 ) -> None:
-    clock = Clock(1_000_000.0)
+    clock = ManualClock()
     async with webhook_shell(nats_server, webhook_tls, wall_clock=clock) as running:
         follower = running.service.follower
         assert follower is not None
@@ -58,7 +51,7 @@ async def test_a_webhook_out_of_contact_past_the_trusted_share_of_the_ttl_exits_
 async def test_a_webhook_out_of_contact_within_the_trusted_share_keeps_serving(
     nats_server: NatsServer, webhook_tls: WebhookTls
 ) -> None:
-    clock = Clock(1_000_000.0)
+    clock = ManualClock()
     async with webhook_shell(nats_server, webhook_tls, wall_clock=clock) as running:
         service = running.service
         follower = service.follower

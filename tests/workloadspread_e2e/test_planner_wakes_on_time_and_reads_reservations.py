@@ -22,17 +22,10 @@ from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.projection.planning import Desired
 from spreadbus.projection.reservations import ReservationLedgers
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.manual_clock import ManualClock
 
 T0 = 1_800_000_000.0
 DEPLOYMENTS = ResourceRef(group="apps", version="v1", resource="deployments")
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = T0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class WantsAnnotationLater:
@@ -135,7 +128,7 @@ async def test_a_timed_rule_is_woken_at_its_time_without_any_new_event(
                   "metadata": {"name": "d", "namespace": "default", "uid": "uid-d",
                                "resourceVersion": "1", "generation": 1}}
     await publish(nats_client, [observation(DEPLOYMENTS, deployment), synced(DEPLOYMENTS)])
-    clock = Clock()
+    clock = ManualClock(T0)
     rule = WantsAnnotationLater(T0 + 300)
     planner = Planner(nats_client, cluster="c1", rules=[rule], clock=clock)
     async with running(planner):
@@ -181,7 +174,7 @@ async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_statu
     reservation = {"workloadspread": "default/ws", "version": "", "subset": "a",
                    "pod": "web-1", "kind": "creating", "at": at}
     await kv.put("c1.default.ws", json.dumps({"creating": {"web-1": reservation}}).encode())
-    clock = Clock()
+    clock = ManualClock(T0)
     clock.now = T0 + 1
     ledgers = ReservationLedgers("c1")
     planner = Planner(nats_client, cluster="c1", rules=default_rules("c1", reservations=ledgers),
@@ -228,7 +221,7 @@ async def test_a_rule_whose_resource_is_not_synced_waits_without_holding_back_th
                         "resourceVersion": "2"}}
     await publish(nats_client, [observation(DEPLOYMENTS, deployment), synced(DEPLOYMENTS),
                                 observation(pods, pod)])
-    clock = Clock()
+    clock = ManualClock(T0)
     planner = Planner(nats_client, cluster="c1",
                       rules=[WantsAnnotationLater(T0), AnnotatesPods()], clock=clock)
     async with running(planner):
