@@ -28,6 +28,7 @@ an older version goes through the upcasters of :mod:`events.codec`.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterator
 from typing import Any, Final
@@ -80,11 +81,15 @@ _HEAD: Final = msgspec.json.Decoder(_ObservationHead | _SyncHead)
 _ENCODE: Final = msgspec.json.Encoder()
 
 
+@functools.lru_cache(maxsize=1024)
 def resource_key(cluster: str, group: str, resource: str) -> str:
+    """Memoised: the planner's readiness gates ask for the same few keys on every round."""
     return f"{escape(cluster)}.{escape(group)}.{escape(resource)}"
 
 
+@functools.lru_cache(maxsize=4096)
 def object_key(namespace: str, name: str) -> str:
+    """Memoised: owner chains ask for the same workloads' keys for each of their pods."""
     return f"{escape(namespace)}.{escape(name)}"
 
 
