@@ -22,6 +22,15 @@ spread with pods pending in a closed subset, a scale-in with deletions in flight
 beyond its limit with another under ``minReplicas``, and pods made before the spread. Goal: a
 round at the large size costs at most twice the small one (work follows what changed, not the
 workload); the full computation over every pod is shown for scale.
+
+A rollout through the planner's fold and WorkloadSpread rule (no bus): ``--rollout-pods`` pods
+(1,000 by default) of a Deployment under a three-zone WorkloadSpread, each observed created,
+bound, containers creating, running and ready as kubesim writes them, in waves of 50, folded
+into the projection a few observations per round; each round asks the readiness gates as the
+planner does, then the rule and ``plans_for``, and the deletion costs it writes come back as
+observations. Shown: CPU per observation, and its ratio to one full decode of the same pod
+observations (what any consumer of the stream pays at least), so that a slower machine moves
+both. No goal; it tracks the planner's cost per observation followed.
 """
 
 from __future__ import annotations
@@ -40,13 +49,20 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from bench._bus import full_size, nats_server, observation, sync_marker
+from events import codec, subjects
+from events.messages import Observation, ResourceRef, SyncMarker
 from services.planner.planner import Planner
 from spreadbus.core.workloadspread import reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, WorkloadSpread, from_object
 from spreadbus.core.workloadspread.occupancy import Reservation
+from spreadbus.projection import spread_index
+from spreadbus.projection.decision_log import DecisionLog
+from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.observed_generation import ObservedGeneration
+from spreadbus.projection.planning import plans_for
 from spreadbus.projection.spread_tally import SpreadTally
+from spreadbus.projection.workloadspread import WorkloadSpreadRule
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 
@@ -213,6 +229,205 @@ def spread_rounds(large: int) -> None:
               f"at {large} pods {full * 1e3:,.0f} ms")
 
 
+# -- a rollout through the fold and the WorkloadSpread rule ---------------------------------------
+
+ROLLOUT_WAVE = 50
+ROLLOUT_ROUND = 4  # observations folded per planner round
+ZONES = "abc"
+KINDS = {"Pod": spread_index.PODS, "Deployment": ResourceRef(group="apps", version="v1",
+                                                resource="deployments"),
+         "ReplicaSet": ResourceRef(group="apps", version="v1", resource="replicasets"),
+         "WorkloadSpread": spread_index.WORKLOADSPREADS, "Node": spread_index.NODES}
+
+
+def _condition(kind: str, ok: bool, at: str, reason: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"type": kind, "status": "True" if ok else "False",
+                           "lastProbeTime": None, "lastTransitionTime": at}
+    if reason:
+        out["reason"] = reason
+    return out
+
+
+def rollout_pod_stages(i: int) -> list[dict[str, Any]]:
+    """Pod ``i`` as observed: created (annotated by the webhook), bound, containers creating,
+    running not ready, ready; the fields kubesim's API defaults and kubelet write."""
+    zone = ZONES[i % 3]
+    at = stamp(NOW + timedelta(seconds=i // 10))
+    created: dict[str, Any] = {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": f"web-h1-{i:05d}", "namespace": "default", "uid": f"uid-{i:05d}",
+            "generateName": "web-h1-", "creationTimestamp": at,
+            "labels": {"app": "web", "pod-template-hash": "h1"},
+            "annotations": {MATCHED_ANNOTATION: f'{{"name":"ws","subset":"zone-{zone}"}}'},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                 "name": "web-h1", "uid": "uid-rs", "controller": True,
+                                 "blockOwnerDeletion": True}]},
+        "spec": {
+            "containers": [{"name": "web", "image": "nginx:1.27",
+                            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+                            "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}},
+                            "terminationMessagePath": "/dev/termination-log",
+                            "terminationMessagePolicy": "File",
+                            "imagePullPolicy": "IfNotPresent"}],
+            "restartPolicy": "Always", "terminationGracePeriodSeconds": 30,
+            "dnsPolicy": "ClusterFirst", "securityContext": {},
+            "schedulerName": "default-scheduler", "enableServiceLinks": True,
+            "preemptionPolicy": "PreemptLowerPriority", "priority": 0,
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [{
+                    "key": "topology.kubernetes.io/zone", "operator": "In",
+                    "values": [zone]}]}]}}},
+            "tolerations": [{"key": f"node.kubernetes.io/{taint}", "operator": "Exists",
+                             "effect": "NoExecute", "tolerationSeconds": 300}
+                            for taint in ("not-ready", "unreachable")]},
+        "status": {"phase": "Pending", "qosClass": "Burstable"},
+    }
+    bound = copy.deepcopy(created)
+    bound["spec"]["nodeName"] = f"node-{zone}-{i % 4}"
+    bound["status"]["conditions"] = [_condition("PodScheduled", True, at)]
+    creating = copy.deepcopy(bound)
+    creating["status"] = {
+        "phase": "Pending", "hostIP": "10.0.0.1", "hostIPs": [{"ip": "10.0.0.1"}],
+        "startTime": at, "qosClass": "Burstable",
+        "conditions": [_condition("PodReadyToStartContainers", False, at),
+                       _condition("Initialized", True, at),
+                       _condition("Ready", False, at, "ContainersNotReady"),
+                       _condition("ContainersReady", False, at, "ContainersNotReady"),
+                       _condition("PodScheduled", True, at)],
+        "containerStatuses": [{"name": "web", "image": "nginx:1.27", "imageID": "",
+                               "ready": False, "started": False, "restartCount": 0,
+                               "state": {"waiting": {"reason": "ContainerCreating"}},
+                               "lastState": {}}]}
+    out = [created, bound, creating]
+    for ready in (False, True):
+        running = copy.deepcopy(creating)
+        status = running["status"]
+        status.update(phase="Running", podIP=f"10.1.{i // 250}.{i % 250}")
+        status["podIPs"] = [{"ip": status["podIP"]}]
+        status["conditions"] = [
+            _condition("PodReadyToStartContainers", True, at),
+            _condition("Initialized", True, at),
+            _condition("Ready", ready, at, None if ready else "ContainersNotReady"),
+            _condition("ContainersReady", ready, at, None if ready else "ContainersNotReady"),
+            _condition("PodScheduled", True, at)]
+        status["containerStatuses"] = [{
+            "name": "web", "image": "nginx:1.27", "imageID": "kubesim://nginx:1.27",
+            "containerID": f"kubesim://uid-{i}-web", "ready": ready, "started": True,
+            "restartCount": 0, "state": {"running": {"startedAt": at}}, "lastState": {}}]
+        out.append(running)
+    return out
+
+
+class Rollout:
+    """The projection and rule of one planner, fed observations as the watcher encodes them."""
+
+    def __init__(self, pods: int) -> None:
+        self.view = KubeProjection()
+        self.rule = WorkloadSpreadRule("bench")
+        self.log = DecisionLog()
+        self.seq = 0
+        self.annotations: dict[str, dict[str, str]] = {}  # written by plans, kept by later writes
+        owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "uid-d",
+                 "controller": True}
+        template = {"metadata": {"labels": {"app": "web"}}}
+        setup: list[dict[str, Any]] = [
+            {"apiVersion": "apps/v1", "kind": "Deployment",
+             "metadata": {"name": "web", "namespace": "default", "uid": "uid-d"},
+             "spec": {"replicas": pods, "template": template}},
+            {"apiVersion": "apps/v1", "kind": "ReplicaSet",
+             "metadata": {"name": "web-h1", "namespace": "default", "uid": "uid-rs",
+                          "labels": {"pod-template-hash": "h1"}, "ownerReferences": [owner]},
+             "spec": {"replicas": pods, "template": template}},
+            {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+             "metadata": {"name": "ws", "namespace": "default", "uid": "uid-ws",
+                          "generation": 1},
+             "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                    "name": "web"},
+                      "subsets": [{"name": f"zone-{z}", "maxReplicas": pods // 3 + 1}
+                                  for z in ZONES]}},
+            *({"apiVersion": "v1", "kind": "Node", "metadata": {
+                "name": f"node-{z}-{n}", "labels": {"topology.kubernetes.io/zone": z}}}
+              for z in ZONES for n in range(4)),
+        ]
+        for obj in setup:
+            self.fold([self.encode(obj)])
+        for ref in self.rule.resources:
+            marker = SyncMarker(cluster="bench", group=ref.group, version=ref.version,
+                                resource=ref.resource, complete=True)
+            self.fold([(subjects.sync("bench", ref.group, ref.resource), codec.encode(marker))])
+        self.rule.desired(self.view, self.view.take_changed(), NOW.timestamp())
+
+    def encode(self, obj: dict[str, Any]) -> tuple[str, bytes]:
+        meta = obj["metadata"]
+        meta.setdefault("annotations", {}).update(self.annotations.get(meta["name"], {}))
+        ref = KINDS[obj["kind"]]
+        message = Observation(cluster="bench", group=ref.group, version=ref.version,
+                              resource=ref.resource, event="MODIFIED", object=obj)
+        return (subjects.observation("bench", ref.group, ref.resource,
+                                     meta.get("namespace", ""), meta["name"]),
+                codec.encode(message))
+
+    def fold(self, messages: list[tuple[str, bytes]]) -> None:
+        for subject, data in messages:
+            self.seq += 1
+            self.view.apply(self.seq, subject, data)
+
+    def round(self, now: float) -> list[Any]:
+        """What a planner round does once its messages are folded."""
+        for _ in range(3):  # the readiness gates: the run loop, the step, the decision
+            assert all(self.view.synced("bench", r.group, r.resource)
+                       for r in self.rule.resources)
+        changed = self.view.take_changed() | self.rule.due(now)
+        desired = self.rule.desired(self.view, changed, now)
+        return plans_for(self.rule, self.view, self.log, desired, cluster="bench", now=now)
+
+
+def rollout_cpu(pods: int) -> tuple[float, float, int]:
+    """CPU seconds per observation through fold, rule and plans; per full decode of the same
+    pod observations; and the observations."""
+    rollout = Rollout(pods)
+    stages = [rollout_pod_stages(i) for i in range(pods)]
+    order = [stages[i][step] for start in range(0, pods, ROLLOUT_WAVE) for step in range(5)
+             for i in range(start, min(start + ROLLOUT_WAVE, pods))]
+    now = NOW.timestamp()
+    cpu = 0.0
+    observations = 0
+    decoded: list[bytes] = []
+    written: list[dict[str, Any]] = []
+    for at in range(0, len(order), ROLLOUT_ROUND):
+        messages = [rollout.encode(obj) for obj in [*order[at:at + ROLLOUT_ROUND], *written]]
+        decoded.extend(data for _, data in messages)
+        observations += len(messages)
+        now += 0.02
+        started = time.process_time()
+        rollout.fold(messages)
+        plans = rollout.round(now)
+        cpu += time.process_time() - started
+        written = []
+        for plan in plans:
+            if plan.verb == "patch" and plan.target.resource == "pods":
+                name = plan.target.name  # the write lands and is observed next round
+                rollout.annotations.setdefault(name, {}).update(
+                    plan.patch["metadata"]["annotations"])
+                pod = rollout.view.get("bench", "", "pods", "default", name)
+                assert pod is not None
+                written.append(pod)
+    started = time.process_time()
+    for data in decoded:
+        codec.decode(data)
+    decode = (time.process_time() - started) / len(decoded)
+    return cpu / observations, decode, observations
+
+
+def rollout_rounds(pods: int) -> None:
+    runs = [rollout_cpu(pods) for _ in range(3)]
+    per_observation, decode, observations = min(runs)
+    print(f"rollout of {pods} pods under a WorkloadSpread ({observations} observations, "
+          f"{ROLLOUT_ROUND} a round): planner CPU {per_observation * 1e6:.1f} us per "
+          f"observation, ratio to one full decode of it {per_observation / decode:.1f}")
+
+
 async def publish(nc: Client, start: int, count: int, objects: int) -> None:
     js = nc.jetstream()
     for i in range(start, start + count):
@@ -290,7 +505,8 @@ async def planner_startup(
     return elapsed, planner
 
 
-async def main(observations: int, spread_pods: int) -> None:
+async def main(observations: int, spread_pods: int, rollout_pods: int) -> None:
+    rollout_rounds(rollout_pods)
     spread_rounds(spread_pods)
     objects = observations
     with nats_server() as server:
@@ -343,5 +559,7 @@ if __name__ == "__main__":
                         default=1_000_000 if full_size() else 200_000)
     parser.add_argument("--spread-pods", type=int, default=20_000,
                         help="pods of the large WorkloadSpread in the round measurements")
+    parser.add_argument("--rollout-pods", type=int, default=1_000,
+                        help="pods of the rollout measured through the fold and the rule")
     args = parser.parse_args()
-    asyncio.run(main(args.observations, args.spread_pods))
+    asyncio.run(main(args.observations, args.spread_pods, args.rollout_pods))
