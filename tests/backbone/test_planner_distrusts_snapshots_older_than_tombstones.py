@@ -22,17 +22,11 @@ from spreadbus.projection.observed_generation import ObservedGeneration
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import deployment, observe, synced
+from tests.fixtures.manual_clock import ManualClock
 from tests.fixtures.polling import wait_until_async
 
 TAKEN_AT = 1_000_000.0
 
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def make_planner(nc: Client, clock: Callable[[], float], ttl: float) -> Planner:
@@ -58,7 +52,7 @@ async def snapshot_with_web_and_api(nc: Client, ttl: float) -> Planner:
     for name in ("web", "api"):
         await js.publish(*observe(deployment(name, 1, 1), "ADDED"))
     await js.publish(*synced())
-    first = make_planner(nc, Clock(TAKEN_AT), ttl)
+    first = make_planner(nc, ManualClock(TAKEN_AT), ttl)
     assert await first.restore() == "replay"
     await caught_up(first)
     await first.save_snapshot()
@@ -95,12 +89,12 @@ async def test_a_snapshot_older_than_the_tombstones_is_replaced_by_a_full_replay
     assert saved.taken_at == TAKEN_AT
     assert "default.web" in saved.kube.objects["c1.apps.deployments"]  # what tailing would keep
 
-    trusting = make_planner(nats_client, Clock(TAKEN_AT + ttl), ttl=3600.0)
+    trusting = make_planner(nats_client, ManualClock(TAKEN_AT + ttl), ttl=3600.0)
     assert await trusting.restore() == "snapshot"  # a TTL it wrongly believes long
     await caught_up(trusting)
     assert web_exists(trusting)  # the deletion is lost: this is what the age rule prevents
 
-    restarted = make_planner(nats_client, Clock(TAKEN_AT + ttl), ttl)
+    restarted = make_planner(nats_client, ManualClock(TAKEN_AT + ttl), ttl)
     assert await restarted.restore() == "replay"
     await caught_up(restarted)
     assert not web_exists(restarted)
@@ -113,12 +107,12 @@ async def test_a_snapshot_younger_than_the_tombstones_is_tailed_and_sees_the_del
     ttl = 3600.0
     await snapshot_with_web_and_api(nats_client, ttl)
     almost = TAKEN_AT + SNAPSHOT_TRUSTED_SHARE * ttl - 1.0
-    restarted = make_planner(nats_client, Clock(almost), ttl)
+    restarted = make_planner(nats_client, ManualClock(almost), ttl)
     assert await restarted.restore() == "snapshot"
     assert web_exists(restarted)  # from the snapshot, until the tail is applied
     await caught_up(restarted)
     assert not web_exists(restarted)
     assert restarted.projection.exists("c1", "apps", "deployments", "default", "api")
 
-    too_old = make_planner(nats_client, Clock(TAKEN_AT + SNAPSHOT_TRUSTED_SHARE * ttl), ttl)
+    too_old = make_planner(nats_client, ManualClock(TAKEN_AT + SNAPSHOT_TRUSTED_SHARE * ttl), ttl)
     assert await too_old.restore() == "replay"

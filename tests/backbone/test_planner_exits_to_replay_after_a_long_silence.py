@@ -17,17 +17,11 @@ from services.planner.planner import SNAPSHOT_TRUSTED_SHARE, Planner
 from spreadbus.runtime.follower import FollowerTooStale
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.manual_clock import ManualClock
 from tests.fixtures.polling import wait_until_async
 
 TTL = 1000.0
 
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def test_a_planner_out_of_contact_past_the_trusted_share_of_the_ttl_ends_its_run(
@@ -35,7 +29,7 @@ async def test_a_planner_out_of_contact_past_the_trusted_share_of_the_ttl_ends_i
 ) -> None:
     nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
     await ensure_streams(nc.jetstream())
-    clock = Clock(1_000_000.0)
+    clock = ManualClock(1_000_000.0)
     planner = Planner(nc, cluster="c1", rules=[], clock=clock, tombstone_ttl_seconds=TTL)
     stopping = asyncio.Event()
     task = asyncio.create_task(planner.run(stopping))
