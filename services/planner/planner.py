@@ -126,8 +126,10 @@ class Planner:
         clock: Callable[[], float] = time.time,
         reservations: ReservationLedgers | None = None,
         tombstone_ttl_seconds: float = TOMBSTONE_TTL_SECONDS,
+        round_spacing_seconds: float = 0.02,
     ) -> None:
         self.nc = nc
+        self.round_spacing = round_spacing_seconds
         self.cluster = cluster
         self.rules = list(rules)
         self.snapshots = snapshots
@@ -262,7 +264,8 @@ class Planner:
         self._wake.set()
 
     async def run(self, stopping: asyncio.Event) -> None:
-        started = asyncio.get_running_loop().time()
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         if self._followers_ran:
             self._followers = []  # a second run: fresh followers resume from the folds' positions
         self._followers_ran = True
@@ -280,12 +283,20 @@ class Planner:
                     self.metrics.restore_seconds.set(elapsed)
                     log.info("projection ready", extra={"from": self.restored_from,
                                                         "seconds": round(elapsed, 3)})
+                round_started = loop.time()
                 await self.step()
                 pause = 1.0
                 if self.leader and (until := self.seconds_to_next_wake()) is not None:
                     pause = min(pause, until + 0.01)
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), pause)
+                    async with asyncio.timeout(pause):
+                        await self._wake.wait()
+                # Messages arrive one by one while a workload starts; a round for each would
+                # pay its fixed cost thousands of times, so the next round takes all that came
+                # in the spacing after this one began.
+                rest = round_started + self.round_spacing - loop.time()
+                if rest > 0 and not stopping.is_set():
+                    await asyncio.sleep(rest)
         finally:
             for follower in self.followers():
                 follower.stop()

@@ -52,6 +52,7 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
         snapshot_every=settings.snapshot_every,
         snapshot_interval_seconds=settings.snapshot_interval_seconds,
         batch=settings.replay_batch,
+        round_spacing_seconds=settings.round_spacing_seconds,
         registry=ctx.registry,
     )
     await planner.restore()

@@ -27,6 +27,8 @@ class PlannerSettings(ServiceSettings, frozen=True, kw_only=True):
     (Kruise: 300 s); handed to the pure planning functions as ``recover_after_seconds``."""
     workloadspread_min_interval_seconds: float = 0.25
     """Plan one WorkloadSpread at most this often; changes in between are taken together."""
+    round_spacing_seconds: float = 0.02
+    """Start decision rounds at most this often: what arrives in between is decided together."""
     nats_replicas: int = 1
     """Replicas of the reservation bucket if this service is the first to create it."""
 
