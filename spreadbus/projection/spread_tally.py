@@ -381,9 +381,16 @@ class SpreadTally:
         except ReplicasPathError:
             replicas = None
         if replicas is None:
-            return self._unresolved(ws, workload=workload, latest=latest, reservations=mine,
-                                    now=now, whitelist=whitelist,
-                                    recover_after_seconds=recover_after_seconds)
+            # A ``replicasPathList`` that does not resolve: the full computation keeps the status
+            # and reads no pod, so it is given none. The tally is left as it is: the next plan
+            # that can count hands out everything that changed since the last one.
+            full = reconcile.plan_workloadspread(
+                ws, workload=workload, pods=(), nodes={}, reservations=mine, now=now,
+                whitelist=whitelist, latest=latest, recover_after_seconds=recover_after_seconds,
+            )
+            return TallyPlan(status=full.status, updates=dict(full.deletion_costs),
+                             pod_patches=dict(full.pod_patches), evictions=list(full.evictions),
+                             requeue_at=full.requeue_at, everything=True)
         patches = self._place(ws, replicas, nodes)
         wake: list[datetime] = []
         clock = _Clock(now, timedelta(seconds=recover_after_seconds), wake)
@@ -481,28 +488,6 @@ class SpreadTally:
         if placed is not None:
             old = placed.facts
             self._leave((old.version, old.bucket or FAKE_SUBSET), caller, old)
-
-    def _unresolved(
-        self,
-        ws: WorkloadSpread,
-        *,
-        workload: Mapping[str, Any] | None,
-        latest: str | None,
-        reservations: Sequence[Reservation],
-        now: datetime,
-        whitelist: Whitelist,
-        recover_after_seconds: float,
-    ) -> TallyPlan:
-        """The full computation's answer to a ``replicasPathList`` that does not resolve: it
-        keeps the status and reads no pod, so it is given none. The tally is left as it is: the
-        next plan that can count hands out everything that changed since the last one."""
-        plan = reconcile.plan_workloadspread(
-            ws, workload=workload, pods=(), nodes={}, reservations=reservations, now=now,
-            whitelist=whitelist, latest=latest, recover_after_seconds=recover_after_seconds,
-        )
-        return TallyPlan(status=plan.status, updates=dict(plan.deletion_costs),
-                         pod_patches=dict(plan.pod_patches), evictions=list(plan.evictions),
-                         requeue_at=plan.requeue_at, everything=True)
 
     # -- status ----------------------------------------------------------------------------------
 
