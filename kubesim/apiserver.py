@@ -602,12 +602,8 @@ class ApiServer:
                 [errors.required("metadata.name", "name or generateName is required")],
             )
         old = self.store.get(rt.storage_key, ns, name)
-        uid, stored_uid = obj["metadata"].get("uid"), old["metadata"].get("uid", "") if old else ""
-        if uid and uid != stored_uid:
-            # upstream: a uid in the body is a precondition on the stored object, checked first
-            raise errors.uid_precondition_failed(
-                rt.plural, rt.group, ns, name, str(uid), stored_uid, custom=rt.custom
-            )
+        # upstream: a uid in the body is a precondition on the stored object, checked first
+        _check_uid_precondition(rt, ns, name, obj, old)
         if old is None:
             if rt.create_on_update and not subresource:
                 return await self.create_obj(rt, obj, namespace, dry_run=dry_run)
@@ -896,17 +892,7 @@ class ApiServer:
                 str(name),
                 [errors.invalid("spec.replicas", replicas, "must be greater than or equal to 0")],
             )
-        uid = (body.get("metadata") or {}).get("uid")
-        if uid and uid != old["metadata"].get("uid"):
-            raise errors.uid_precondition_failed(
-                rt.plural,
-                rt.group,
-                ns,
-                str(name),
-                str(uid),
-                old["metadata"].get("uid", ""),
-                custom=rt.custom,
-            )
+        _check_uid_precondition(rt, ns, str(name), body, old)
         rv = (body.get("metadata") or {}).get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.plural, rt.group, str(name), errors.STALE)
@@ -1340,6 +1326,19 @@ def _too_large(wanted: int, current: int) -> ApiError:
             "retryAfterSeconds": 1,
         },
     )
+
+
+def _check_uid_precondition(
+    rt: ResourceType, ns: str, name: str, body: JsonObject, old: JsonObject | None
+) -> None:
+    """Refuse an update whose body names a uid other than the stored object's (none stored:
+    any named uid fails)."""
+    uid = (body.get("metadata") or {}).get("uid")
+    stored = old["metadata"].get("uid", "") if old else ""
+    if uid and uid != stored:
+        raise errors.uid_precondition_failed(
+            rt.plural, rt.group, ns, name, str(uid), stored, custom=rt.custom
+        )
 
 
 def _with_uid_of(new: JsonObject, meta: JsonObject, old_meta: JsonObject) -> JsonObject:
