@@ -49,6 +49,10 @@ class World:
         self.view.apply(self.seq, subject, codec.encode(message))
         self.objects[f"{obj['kind']}/{meta['name']}"] = obj
 
+    def round(self, rule: WorkloadSpreadRule, at: float) -> list[Desired]:
+        """One planning round over what changed since the last one."""
+        return rule.desired(self.view, self.view.take_changed(), at)
+
     def every_key(self) -> set[tuple[str, str]]:
         return {(rkey, okey) for rkey, bucket in self.view.state.objects.items()
                 for okey in bucket}
@@ -99,17 +103,17 @@ def test_after_a_burst_a_round_hands_out_only_the_pods_that_changed() -> None:
     rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     for i in range(6):
         world.put(pod(f"p{i}", "a" if i < 2 else "b"))
-    first = pod_costs(rule.desired(world.view, world.view.take_changed(), T0))
+    first = pod_costs(world.round(rule, T0))
     assert first == {"p0": "200", "p1": "200", "p2": "100", "p3": "100", "p4": "100",
                      "p5": "100"}
 
     world.put(pod("p4", "b", cost="100"))  # one write landed
-    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 1)) == {}
+    assert pod_costs(world.round(rule, T0 + 1)) == {}
 
     # A third pod in "a" (limit 2): one of the three goes first now (p0, first in key order
     # among equals); p1 keeps the value it was handed and is not handed out again.
     world.put(pod("p6", "a"))
-    third = pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 2))
+    third = pod_costs(world.round(rule, T0 + 2))
     assert third == {"p0": "-100", "p6": "200"}
 
 
@@ -123,7 +127,7 @@ def test_a_fresh_rule_offered_every_key_wants_what_the_incremental_rule_handed_o
     ]
     for step, (name, subset, cost) in enumerate(steps):
         world.put(pod(name, subset, cost))
-        handed.update(pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + step)))
+        handed.update(pod_costs(world.round(rule, T0 + step)))
         fresh = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
         wanted = pod_costs(fresh.desired(world.view, world.every_key(), T0 + step))
         for who, value in wanted.items():
@@ -140,16 +144,16 @@ def test_a_spec_change_recounts_every_pod_of_the_workloadspread() -> None:
     rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     for i in range(3):
         world.put(pod(f"p{i}", "a" if i < 2 else "b"))
-    first = pod_costs(rule.desired(world.view, world.view.take_changed(), T0))
+    first = pod_costs(world.round(rule, T0))
     assert first == {"p0": "200", "p1": "200", "p2": "100"}
     for name, cost in first.items():  # the writes land
         world.put(pod(name, "a" if name != "p2" else "b", cost=cost))
-    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 0.5)) == {}
+    assert pod_costs(world.round(rule, T0 + 0.5)) == {}
     spread = world.objects["WorkloadSpread/ws"]
     spread["spec"]["subsets"][0]["maxReplicas"] = 1  # subset "a" now holds one pod too many
     spread["metadata"]["generation"] = 2
     world.put(spread)
-    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0 + 1)) == {
+    assert pod_costs(world.round(rule, T0 + 1)) == {
         "p0": "-100"}
 
 
@@ -183,7 +187,7 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
         stuck["status"] = {"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
         world.put(stuck)
-    assert pod_costs(rule.desired(world.view, world.view.take_changed(), T0)) == {}
+    assert pod_costs(world.round(rule, T0)) == {}
 
     read: list[str] = []
     recounts: list[str] = []
@@ -201,7 +205,7 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
     monkeypatch.setattr(spread_tally, "_facts", counted_facts)
     monkeypatch.setattr(reconcile, "plan_workloadspread", counted_full)
     world.put(pod("p7", "b"))  # its cost annotation was removed
-    desired = rule.desired(world.view, world.view.take_changed(), T0 + 1)
+    desired = world.round(rule, T0 + 1)
     assert pod_costs(desired) == {"p7": "100"}
     assert read == ["p7"]
     assert recounts == []
@@ -222,11 +226,11 @@ def test_a_node_that_comes_matches_the_pods_made_before_the_spread_that_run_on_i
     del made_before["metadata"]["annotations"][MATCHED]
     made_before["spec"]["nodeName"] = "n9"
     world.put(made_before)
-    first = rule.desired(world.view, world.view.take_changed(), T0)
+    first = world.round(rule, T0)
     assert [d for d in first if d.verb == "patch" and MATCHED in json.dumps(d.patch)] == []
 
     world.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"}, "spec": {}})
-    second = rule.desired(world.view, world.view.take_changed(), T0 + 1)
+    second = world.round(rule, T0 + 1)
     matched = [json.loads(d.patch["metadata"]["annotations"][MATCHED]) for d in second
                if d.verb == "patch" and d.target.name == "old"]
     assert matched == [{"name": "ws", "subset": "a"}]
