@@ -20,6 +20,8 @@ RESOURCES = {
     "TFJob": ("kubeflow.org", "v1", "tfjobs"),
 }
 MATCHED = "apps.kruise.io/matched-workloadspread"
+LISTED = ("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+"""The kinds a webhook's view must have listed before it steers a Deployment's pods."""
 
 
 class Feed:
@@ -52,6 +54,13 @@ class Feed:
             object=obj,
         )
         self.view.apply_message(next(self._seq), "kube.obs", encode(message))
+
+
+def synced_feed(view: View | None = None) -> Feed:
+    """A feed on ``view`` (a fresh one of cluster ``c1`` by default) with :data:`LISTED` synced."""
+    feed = Feed(view or View(cluster="c1"))
+    feed.sync(*LISTED)
+    return feed
 
 
 def deployment(name: str = "web", replicas: int = 10) -> dict[str, Any]:

@@ -9,10 +9,6 @@ from nats.aio.client import Client
 
 from kubesim import jsonpatch
 from services.webhook.admission import SpreadAdmission
-from services.webhook.ledger import LedgerStore
-from services.webhook.view import View
-from services.webhook.view_progress import ViewProgress
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,
@@ -22,8 +18,10 @@ from tests.webhook.cluster_state import (
     replicaset,
     spread,
     stored_pod,
+    synced_feed,
     zone_subset,
 )
+from tests.webhook.spread_admission import spread_admission
 
 COST = "controller.kubernetes.io/pod-deletion-cost"
 
@@ -37,9 +35,7 @@ def template(image: str) -> dict[str, Any]:
 
 async def admission_for(nc: Client, subsets: list[dict[str, Any]]) -> tuple[SpreadAdmission, Feed]:
     """A webhook whose view holds a Deployment mid-rollout: ``web-new`` has its template."""
-    view = View(cluster="c1")
-    feed = Feed(view)
-    feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+    feed = synced_feed()
     deploy = deployment(replicas=10)
     deploy["spec"]["template"] = template("nginx:2")
     feed.put(deploy)
@@ -49,8 +45,7 @@ async def admission_for(nc: Client, subsets: list[dict[str, Any]]) -> tuple[Spre
         rs["spec"]["template"]["metadata"]["labels"]["pod-template-hash"] = name.split("-")[1]
         feed.put(rs)
     feed.put(spread(subsets))
-    store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
-    return SpreadAdmission(view=view, ledger=store, progress=ViewProgress(view), nc=nc), feed
+    return await spread_admission(feed.view, nc), feed
 
 
 async def create(admission: SpreadAdmission, pod: dict[str, Any]) -> dict[str, Any]:

@@ -14,11 +14,9 @@ from nats.aio.client import Client
 from events.codec import decode
 from events.messages import Admission
 from services.webhook.admission import SpreadAdmission
-from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
 from services.webhook.view_progress import ViewProgress
 from spreadbus.cli import main
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import request
 from tests.webhook.cluster_state import (
     Feed,
@@ -26,8 +24,10 @@ from tests.webhook.cluster_state import (
     new_pod,
     replicaset,
     spread,
+    synced_feed,
     zone_subset,
 )
+from tests.webhook.spread_admission import spread_admission
 
 BROKEN_PATH = "spec.template.spec.nope"
 
@@ -70,14 +70,11 @@ async def test_waiting_for_more_of_the_view_gives_up_only_once_the_deadline_pass
 
 @pytest.fixture
 async def admission(nats_client: Client) -> SpreadAdmission:
-    view = View(cluster="c1")
-    feed = Feed(view)
-    feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+    feed = synced_feed()
     feed.put(deployment(replicas=4))
     feed.put(replicaset())
     feed.put(spread([zone_subset("zone-a", "50%"), zone_subset("zone-b")]))
-    store = LedgerStore(await reservation_bucket(nats_client), deadline_seconds=30)
-    return SpreadAdmission(view=view, ledger=store, progress=ViewProgress(view), nc=nats_client)
+    return await spread_admission(feed.view, nats_client)
 
 
 async def test_the_answer_is_given_before_its_admission_event_is_published(

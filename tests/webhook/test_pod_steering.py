@@ -17,11 +17,9 @@ from nats.aio.client import Client
 from events.reservations import ledger_key
 from kubesim import jsonpatch
 from services.webhook.admission import SpreadAdmission
-from services.webhook.ledger import Ledger, LedgerStore
+from services.webhook.ledger import Ledger
 from services.webhook.view import View
-from services.webhook.view_progress import ViewProgress
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,
@@ -31,8 +29,10 @@ from tests.webhook.cluster_state import (
     replicaset,
     spread,
     stored_pod,
+    synced_feed,
     zone_subset,
 )
+from tests.webhook.spread_admission import spread_admission
 
 
 @dataclass
@@ -47,15 +47,11 @@ class Replica:
 
 async def make_replica(url: str, subsets: list[dict[str, Any]]) -> Replica:
     nc = await nats.connect(url)
-    view = View(cluster="c1")
-    feed = Feed(view)
-    feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+    feed = synced_feed()
     feed.put(deployment(replicas=10))
     feed.put(replicaset())
     feed.put(spread(subsets))
-    store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
-    admission = SpreadAdmission(view=view, ledger=store, progress=ViewProgress(view), nc=nc)
-    return Replica(nc, view, feed, admission)
+    return Replica(nc, feed.view, feed, await spread_admission(feed.view, nc))
 
 
 @pytest.fixture

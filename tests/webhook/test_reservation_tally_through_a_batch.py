@@ -17,16 +17,15 @@ from hypothesis import strategies as st
 
 from services.webhook.ledger import Ledger
 from services.webhook.reservation_tally import ReservationTally
-from services.webhook.view import View
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.admission import admit_create_for, admit_delete_for
 from tests.webhook.cluster_state import (
     MATCHED,
-    Feed,
     deployment,
     new_pod,
     replicaset,
     spread,
+    synced_feed,
     zone_subset,
 )
 
@@ -56,9 +55,8 @@ class Run:
     """One webhook's view, decisions made the way a batch makes them, and the pods created."""
 
     def __init__(self) -> None:
-        self.view = View(cluster="c1")
-        self.feed = Feed(self.view)
-        self.feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+        self.feed = synced_feed()
+        self.view = self.feed.view
         self.feed.put(deployment(replicas=20))
         self.feed.put(replicaset())
         self.feed.put(spread(SUBSETS))

@@ -14,23 +14,21 @@ from nats.aio.client import Client
 
 from kubesim import jsonpatch
 from services.webhook.admission import SpreadAdmission
-from services.webhook.ledger import LedgerStore
 from services.webhook.view import View
-from services.webhook.view_progress import ViewProgress
 from spreadbus.core.workload_kinds import workload_kinds
 from spreadbus.core.workloadspread.custom_workloads import Whitelist, parse_whitelist
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,
-    Feed,
     deployment,
     owned_pod,
     spread,
+    synced_feed,
     targeting,
     workload,
     zone_subset,
 )
+from tests.webhook.spread_admission import spread_admission
 
 WHITELIST = parse_whitelist(
     json.dumps(
@@ -51,21 +49,14 @@ WHITELIST = parse_whitelist(
 class Harness:
     def __init__(self, nc: Client, whitelist: Whitelist) -> None:
         self.nc = nc
-        self.view = View(cluster="c1", kinds=workload_kinds(whitelist))
-        self.feed = Feed(self.view)
-        self.feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
+        self.feed = synced_feed(View(cluster="c1", kinds=workload_kinds(whitelist)))
+        self.view = self.feed.view
         self.whitelist = whitelist
         self.admission: SpreadAdmission | None = None
 
     async def start(self) -> SpreadAdmission:
-        store = LedgerStore(await reservation_bucket(self.nc), deadline_seconds=30)
-        self.admission = SpreadAdmission(
-            view=self.view,
-            ledger=store,
-            progress=ViewProgress(self.view),
-            nc=self.nc,
-            whitelist=self.whitelist,
-            catch_up_timeout=0.1,
+        self.admission = await spread_admission(
+            self.view, self.nc, whitelist=self.whitelist, catch_up_timeout=0.1
         )
         return self.admission
 

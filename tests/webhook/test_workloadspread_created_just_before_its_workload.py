@@ -22,11 +22,7 @@ from nats.aio.client import Client
 from kubesim import jsonpatch
 from services.webhook import review
 from services.webhook.admission import SpreadAdmission
-from services.webhook.ledger import LedgerStore
-from services.webhook.view import View
-from services.webhook.view_progress import ViewProgress
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 from tests.webhook.admission_reviews import patch_of
 from tests.webhook.admission_reviews import request as review_request
 from tests.webhook.cluster_state import (
@@ -36,8 +32,10 @@ from tests.webhook.cluster_state import (
     new_pod,
     replicaset,
     spread,
+    synced_feed,
     zone_subset,
 )
+from tests.webhook.spread_admission import spread_admission
 
 SUBSETS = [zone_subset("zone-a", 1), zone_subset("zone-b")]
 
@@ -54,17 +52,8 @@ class Replica:
 
 
 async def make_replica(nc: Client, *, on_bus: bool) -> Replica:
-    view = View(cluster="c1")
-    feed = Feed(view)
-    feed.sync("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")
-    store = LedgerStore(await reservation_bucket(nc), deadline_seconds=30)
-    admission = SpreadAdmission(
-        view=view,
-        ledger=store,
-        progress=ViewProgress(view),
-        nc=nc if on_bus else None,
-        catch_up_timeout=5.0,
-    )
+    feed = synced_feed()
+    admission = await spread_admission(feed.view, nc, on_bus=on_bus, catch_up_timeout=5.0)
     await admission.hints.listening()
     return Replica(admission, feed)
 
