@@ -143,19 +143,22 @@ class _Phase:
         self.hooks = hooks
         self._reachable: dict[_ResourceKey, tuple[tuple[_Hook, tuple[JsonObject, ...]], ...]] = {}
 
-    def reachable(self, attrs: Attributes) -> tuple[tuple[_Hook, tuple[JsonObject, ...]], ...]:
-        """The webhooks with a rule matching the request but maybe for its version, each with
-        those rules."""
-        rt = attrs.rt
-        key = (attrs.operation, rt.group, rt.plural, attrs.subresource, rt.namespaced)
+    def reachable(
+        self, operation: str, rt: ResourceType, subresource: str
+    ) -> tuple[tuple[_Hook, tuple[JsonObject, ...]], ...]:
+        """The webhooks with a rule matching such a request but maybe for its version, each
+        with those rules."""
+        key = (operation, rt.group, rt.plural, subresource, rt.namespaced)
         found = self._reachable.get(key)
         if found is None:
-            found = tuple(
-                (h, rules)
-                for h in self.hooks
-                if (rules := tuple(r for r in h.rules if _rule_matches_resource(r, attrs, rt)))
-            )
-            self._reachable[key] = found
+            matching = []
+            for h in self.hooks:
+                rules = tuple(
+                    r for r in h.rules if _rule_matches_resource(r, operation, rt, subresource)
+                )
+                if rules:
+                    matching.append((h, rules))
+            found = self._reachable[key] = tuple(matching)
         return found
 
 
@@ -221,10 +224,10 @@ class Admission:
         if rt.storage_key in (MUTATING, VALIDATING):
             return False
         current = self._current()
-        if not current.mutating.hooks and not current.validating.hooks:
-            return False
-        attrs = Attributes(operation, rt, subresource, "", "", False, {})
-        return bool(current.mutating.reachable(attrs) or current.validating.reachable(attrs))
+        return bool(
+            current.mutating.reachable(operation, rt, subresource)
+            or current.validating.reachable(operation, rt, subresource)
+        )
 
     async def close(self) -> None:
         await self._client.close()
@@ -458,7 +461,7 @@ class Admission:
         it, so a caller can skip its second defaulting and validation pass."""
         if attrs.rt.storage_key in (MUTATING, VALIDATING):
             return obj
-        hooks = self._current().mutating.reachable(attrs)
+        hooks = self._current().mutating.reachable(attrs.operation, attrs.rt, attrs.subresource)
         changed_after: dict[int, bool] = {}
         for i, (hook, rules) in enumerate(hooks):
             new = await self._mutate_one(hook, rules, attrs, obj, old)
@@ -513,7 +516,10 @@ class Admission:
         if attrs.rt.storage_key in (MUTATING, VALIDATING):
             return
         reviews = []
-        for hook, rules in self._current().validating.reachable(attrs):
+        reachable = self._current().validating.reachable(
+            attrs.operation, attrs.rt, attrs.subresource
+        )
+        for hook, rules in reachable:
             seen_as = self._matches(hook, rules, attrs, obj, old)
             if seen_as is None:
                 continue
@@ -603,10 +609,10 @@ def _rule_matches_version(rule: JsonObject, rt: ResourceType) -> bool:
     return "*" in versions or rt.version in versions
 
 
-def _rule_matches_resource(rule: JsonObject, attrs: Attributes, rt: ResourceType) -> bool:
+def _rule_matches_resource(rule: JsonObject, operation: str, rt: ResourceType, sub: str) -> bool:
     """Everything a rule says but the version: operation, group, resource, scope."""
     ops = rule.get("operations") or []
-    if "*" not in ops and attrs.operation not in ops:
+    if "*" not in ops and operation not in ops:
         return False
     groups = rule.get("apiGroups") or []
     if "*" not in groups and rt.group not in groups:
@@ -616,7 +622,6 @@ def _rule_matches_resource(rule: JsonObject, attrs: Attributes, rt: ResourceType
         return False
     if scope == "Namespaced" and not rt.namespaced:
         return False
-    sub = attrs.subresource
     for res in rule.get("resources") or []:
         name, _, rsub = str(res).partition("/")
         if name not in ("*", rt.plural):
