@@ -20,14 +20,21 @@ def settings(nats_server: NatsServer) -> ServiceSettings:
     return ServiceSettings(nats_url=(nats_server.url,), http_host="127.0.0.1", http_port=0)
 
 
-async def stopped_once_started(
-    nats_server: NatsServer, main: Callable[[ServiceContext], Awaitable[None]],
-    started: asyncio.Event,
+async def clean_up_after_a_stop(
+    nats_server: NatsServer, clean_up: Callable[[ServiceContext], Awaitable[None]]
 ) -> int:
-    """Run ``main`` in the shell, stop it once it has started; the shell's exit code."""
+    """Run a service in the shell that, once stopped, runs ``clean_up``; the shell's exit code."""
+    started = asyncio.Event()
+
+    async def main(ctx: ServiceContext) -> None:
+        started.set()
+        await ctx.stopping.wait()
+        await clean_up(ctx)
+
     stopping = asyncio.Event()
-    shell = asyncio.create_task(run_service("shell-probe", settings(nats_server), main,
-                                            stopping=stopping))
+    shell = asyncio.create_task(
+        run_service("shell-probe", settings(nats_server), main, stopping=stopping)
+    )
     waiting = asyncio.ensure_future(started.wait())
     try:
         await asyncio.wait({shell, waiting}, return_when=asyncio.FIRST_COMPLETED)
@@ -41,35 +48,29 @@ async def stopped_once_started(
 async def test_a_service_whose_clean_up_talks_to_nats_finishes_it_before_the_shell_exits(
     nats_server: NatsServer,
 ) -> None:
-    started = asyncio.Event()
     steps: list[str] = []
 
-    async def main(ctx: ServiceContext) -> None:
-        started.set()
-        await ctx.stopping.wait()
+    async def clean_up(ctx: ServiceContext) -> None:
         steps.append("stopping")
         for _ in range(3):  # round trips to the server, as a lease step-down makes
             await ctx.nc.flush()
         steps.append("cleaned up")
 
-    assert await stopped_once_started(nats_server, main, started) == 0
+    assert await clean_up_after_a_stop(nats_server, clean_up) == 0
     assert steps == ["stopping", "cleaned up"]
 
 
 async def test_a_clean_up_that_overruns_its_budget_is_cancelled_and_the_shell_still_exits_0(
     nats_server: NatsServer,
 ) -> None:
-    started = asyncio.Event()
     cancelled: list[bool] = []
 
-    async def main(ctx: ServiceContext) -> None:
-        started.set()
-        await ctx.stopping.wait()
+    async def clean_up(ctx: ServiceContext) -> None:
         try:
             await asyncio.Event().wait()  # a clean-up that never ends by itself
         except asyncio.CancelledError:
             cancelled.append(True)
             raise
 
-    assert await stopped_once_started(nats_server, main, started) == 0
+    assert await clean_up_after_a_stop(nats_server, clean_up) == 0
     assert cancelled == [True]

@@ -29,24 +29,23 @@ def test_a_bad_number_in_the_environment_is_reported_with_its_variable() -> None
     assert "SPREADBUS_PORT" in result.stderr
 
 
-def test_a_whitelist_that_is_not_json_is_reported_with_its_setting() -> None:
+def refused_whitelist(value: str) -> str:
+    """Start the webhook with ``value`` as its whitelist; what it says as it refuses to start."""
     result = run(
         "--tls-cert=/nonexistent.crt",
         "--tls-key=/nonexistent.key",
-        env={"SPREADBUS_WORKLOAD_WHITELIST": "{workloads"},
+        env={"SPREADBUS_WORKLOAD_WHITELIST": value},
     )
     assert result.returncode == 2
     assert "SPREADBUS_WORKLOAD_WHITELIST" in result.stderr
     assert "Traceback" not in result.stderr
+    return result.stderr
+
+
+def test_a_whitelist_that_is_not_json_is_reported_with_its_setting() -> None:
+    refused_whitelist("{workloads")
 
 
 def test_a_whitelist_of_the_wrong_shape_is_refused_at_start_naming_the_field() -> None:
-    result = run(
-        "--tls-cert=/nonexistent.crt",
-        "--tls-key=/nonexistent.key",
-        env={"SPREADBUS_WORKLOAD_WHITELIST": '{"workloads": [{"Group": "g", "Kind": "K"}, "Y"]}'},
-    )
-    assert result.returncode == 2
-    assert "SPREADBUS_WORKLOAD_WHITELIST" in result.stderr
-    assert "workloads[1]: expected object, got string" in result.stderr
-    assert "Traceback" not in result.stderr
+    stderr = refused_whitelist('{"workloads": [{"Group": "g", "Kind": "K"}, "Y"]}')
+    assert "workloads[1]: expected object, got string" in stderr
