@@ -18,7 +18,7 @@ restore or on becoming leader) it is rebuilt exactly. It never decides anything.
 Signatures::
 
     SpreadIndex(cluster: str, kinds: WorkloadKinds | None = None)   # default: the built-in kinds
-        .workloads: dict[(group, kind), ResourceRef]  ; .follows(group, kind) -> bool
+        .follows(group, kind) -> bool
         .index_spread(view, okey) -> bool              # False: the WorkloadSpread is gone
         .index_member(view, rkey, okey) -> set[str]    # a pod or workload; spreads above it
         .spreads_above((rkey, okey)) -> set[str]
@@ -53,9 +53,12 @@ PODS: Final = ResourceRef(group="", version="v1", resource="pods")
 NODES: Final = ResourceRef(group="", version="v1", resource="nodes")
 
 
-def _refs(kinds: WorkloadKinds, *, always_served: bool) -> dict[tuple[str, str], ResourceRef]:
+def _refs(
+    kinds: WorkloadKinds, *, always_served: bool | None = None
+) -> dict[tuple[str, str], ResourceRef]:
+    """(group, kind) -> resource of ``kinds`` (of those served or not, when ``always_served``)."""
     return {(k.group, k.kind): ResourceRef(group=k.group, version=k.version, resource=k.resource)
-            for k in kinds if k.always_served == always_served}
+            for k in kinds if always_served in (None, k.always_served)}
 
 
 WORKLOADS: Final = _refs(workload_kinds(), always_served=True)
@@ -93,15 +96,12 @@ class SpreadIndex:
         self.rk_spreads = resource_key(cluster, WORKLOADSPREADS.group, WORKLOADSPREADS.resource)
         self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
         self.rk_nodes = resource_key(cluster, NODES.group, NODES.resource)
-        table = kinds if kinds is not None else workload_kinds()
-        kinds_refs = {**_refs(table, always_served=True), **_refs(table, always_served=False)}
-        self.workloads = kinds_refs
-        """(group, kind) -> resource of every workload kind followed (the rule reads these)."""
+        refs = _refs(kinds if kinds is not None else workload_kinds())
         self.rk_workloads = {
-            resource_key(cluster, ref.group, ref.resource): gk for gk, ref in kinds_refs.items()
+            resource_key(cluster, ref.group, ref.resource): gk for gk, ref in refs.items()
         }
         self._rk_of_kind = {gk: resource_key(cluster, ref.group, ref.resource)
-                            for gk, ref in kinds_refs.items()}
+                            for gk, ref in refs.items()}
         self._owner: dict[Key, OwnerKey] = {}
         self._children: dict[OwnerKey, set[Key]] = {}
         self._child_workloads: dict[OwnerKey, set[Key]] = {}
