@@ -594,8 +594,7 @@ class HttpApi:
             return (_encode({"type": kind, "object": tbl}) + b"\n",)
         if obj is ev.obj and (not rt.custom or obj.get("apiVersion") == rt.api_version):
             # the stored object's shared encoding, framed without a copy
-            prefix = _EVENT_PREFIX.get(kind) or b'{"type":"' + kind.encode() + b'","object":'
-            return (prefix, ev.encoded(), b"}\n")
+            return (_EVENT_PREFIX[kind], ev.encoded(), b"}\n")
         return (_encode({"type": kind, "object": self.server.versioned(rt, obj)}) + b"\n",)
 
     async def close_streams(self) -> None:
