@@ -162,13 +162,13 @@ class _Phase:
         return found
 
 
+@dataclass(frozen=True, slots=True)
 class _Webhooks:
     """Both phases compiled from the configurations as they were after ``writes`` writes."""
 
-    def __init__(self, writes: tuple[int, int], mutating: _Phase, validating: _Phase) -> None:
-        self.writes = writes
-        self.mutating = mutating
-        self.validating = validating
+    writes: tuple[int, int]
+    mutating: _Phase
+    validating: _Phase
 
 
 def _phase(bucket: dict[Any, JsonObject] | None) -> _Phase:
