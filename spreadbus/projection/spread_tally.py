@@ -85,7 +85,12 @@ import msgspec
 
 from spreadbus.core.workloadspread import pod_state, reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.deletion_cost import COST_UNIT, applies_to, cost_to_write
+from spreadbus.core.workloadspread.deletion_cost import (
+    applies_to,
+    cost_to_write,
+    subset_values,
+    unmatched_value,
+)
 from spreadbus.core.workloadspread.existing_pods import best_subset, initial_quota, matched_pod
 from spreadbus.core.workloadspread.model import (
     DELETION_COST_ANNOTATION,
@@ -674,14 +679,12 @@ class SpreadTally:
         for bucket, members in self._buckets.items():
             version, name = bucket
             if name == FAKE_SUBSET:
-                fake = -COST_UNIT * (n + 1)
+                fake = unmatched_value(n)
                 values, cuts = (fake, fake, fake), _NO_CUTS
             else:
                 position = positions[name]
                 subset = ws.subsets[position]
-                idx = position if version == latest else n - 1 - position
-                positive = COST_UNIT * (n - idx)
-                values = (-COST_UNIT * (idx + 1), positive, COST_UNIT * n + positive)
+                values = subset_values(n, position, latest=version == latest)
                 cuts = self._cuts(bucket, subset_limit(subset, replicas),
                                   subset_minimum(subset, replicas))
             previous = self._regime.get(bucket)

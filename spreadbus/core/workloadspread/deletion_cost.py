@@ -50,6 +50,27 @@ def applies_to(ws: WorkloadSpread) -> bool:
     return ws.target_ref is not None and ws.target_ref.kind in KINDS_WITH_COST
 
 
+def subset_values(n: int, position: int, *, latest: bool) -> tuple[int, int, int]:
+    """(beyond its limit, within it, protected by its minimum): the values of the pods of the
+    subset at ``position`` among ``n``, for the latest version or an older one."""
+    return _values(n, _rank(n, position, latest=latest))
+
+
+def _rank(n: int, position: int, *, latest: bool) -> int:
+    """``idx``: the subset's position for the latest version, reversed for older ones."""
+    return position if latest else n - 1 - position
+
+
+def _values(n: int, idx: int) -> tuple[int, int, int]:
+    positive = COST_UNIT * (n - idx)
+    return -COST_UNIT * (idx + 1), positive, COST_UNIT * n + positive
+
+
+def unmatched_value(n: int) -> int:
+    """The value of a pod in no subset (the fake bucket): below every subset's pods."""
+    return -COST_UNIT * (n + 1)
+
+
 def admission_cost(
     ws: WorkloadSpread, subset_name: str, *, replicas: int, latest: bool | None
 ) -> int | None:
@@ -67,8 +88,7 @@ def admission_cost(
             continue
         if subset_minimum(subset, replicas):
             return None
-        idx = position if latest else n - 1 - position
-        return COST_UNIT * (n - idx)
+        return subset_values(n, position, latest=latest)[1]
     return None
 
 
@@ -82,8 +102,7 @@ def subset_costs(
 ) -> dict[str, int]:
     """Cost per pod key for the active pods of one subset at position ``idx``."""
     active = [p for p in pods if pod_state.is_active(p)]
-    positive_value = COST_UNIT * (n - idx)
-    negative_value = -COST_UNIT * (idx + 1)
+    negative_value, positive_value, protected_value = _values(n, idx)
     if limit is None or len(active) <= limit:
         ordered = sorted(active, key=pod_state.deletion_order_key) if minimum else active
         excess = 0
@@ -97,7 +116,7 @@ def subset_costs(
         if i < excess:
             costs[pod_state.key(pod)] = negative_value
         elif i >= protected_from:
-            costs[pod_state.key(pod)] = COST_UNIT * n + positive_value
+            costs[pod_state.key(pod)] = protected_value
         else:
             costs[pod_state.key(pod)] = positive_value
     return costs
@@ -114,7 +133,7 @@ def version_costs(
     n = len(ws.subsets)
     costs: dict[str, int] = {}
     for position, subset in enumerate(ws.subsets):
-        idx = position if latest else n - 1 - position
+        idx = _rank(n, position, latest=latest)
         costs.update(
             subset_costs(
                 buckets.get(subset.name, ()),
@@ -126,7 +145,7 @@ def version_costs(
         )
     fake = [p for p in buckets.get(FAKE_SUBSET, ()) if pod_state.is_active(p)]
     for pod in fake:
-        costs[pod_state.key(pod)] = -COST_UNIT * (n + 1)
+        costs[pod_state.key(pod)] = unmatched_value(n)
     return costs
 
 
