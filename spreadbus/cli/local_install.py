@@ -54,12 +54,7 @@ def install(kubeconfig: Path, webhook_ports: Sequence[int], ca_file: Path) -> No
             local_service(),
             keep=_keep_cluster_ip,
         )
-        create_or_replace(
-            partial(core.create_namespaced_endpoints, ns),
-            partial(core.replace_namespaced_endpoints, namespace=ns),
-            partial(core.read_namespaced_endpoints, namespace=ns),
-            local_endpoints(webhook_ports),
-        )
+        _replace_endpoints(core, local_endpoints(webhook_ports))
         extensions = client.ApiextensionsV1Api(api)
         ca_bundle = base64.b64encode(ca_file.read_bytes()).decode()
         for path in sorted((DEPLOY / "crds").glob("*.yaml")):
@@ -127,14 +122,17 @@ def write_endpoints(kubeconfig: Path, ports: Sequence[int], ready: Sequence[bool
         config_file=str(kubeconfig)
     )
     with api:
-        core: Any = client.CoreV1Api(api)
-        ns = SERVICE_NAMESPACE
-        create_or_replace(
-            partial(core.create_namespaced_endpoints, ns),
-            partial(core.replace_namespaced_endpoints, namespace=ns),
-            partial(core.read_namespaced_endpoints, namespace=ns),
-            local_endpoints(ports, ready),
-        )
+        _replace_endpoints(client.CoreV1Api(api), local_endpoints(ports, ready))
+
+
+def _replace_endpoints(core: Any, endpoints: dict[str, Any]) -> None:
+    ns = SERVICE_NAMESPACE
+    create_or_replace(
+        partial(core.create_namespaced_endpoints, ns),
+        partial(core.replace_namespaced_endpoints, namespace=ns),
+        partial(core.read_namespaced_endpoints, namespace=ns),
+        endpoints,
+    )
 
 
 def with_ca_bundle(doc: dict[str, Any], ca_bundle: str) -> dict[str, Any]:
@@ -150,33 +148,27 @@ def with_ca_bundle(doc: dict[str, Any], ca_bundle: str) -> dict[str, Any]:
 
 def service_conversion(crd: dict[str, Any], ca_bundle: str) -> dict[str, Any]:
     """A multi-version CRD converts through the webhook Service, as the installation's does."""
-    if len(crd["spec"].get("versions", [])) < 2:
-        return crd
     (service_port,) = SERVICE["spec"]["ports"]
-    webhook = {
-        "conversionReviewVersions": ["v1"],
-        "clientConfig": {
-            "service": {
-                "namespace": SERVICE_NAMESPACE,
-                "name": SERVICE_NAME,
-                "path": "/convert",
-                "port": service_port["port"],
-            },
-            "caBundle": ca_bundle,
-        },
+    service = {
+        "namespace": SERVICE_NAMESPACE,
+        "name": SERVICE_NAME,
+        "path": "/convert",
+        "port": service_port["port"],
     }
-    spec = {**crd["spec"], "conversion": {"strategy": "Webhook", "webhook": webhook}}
-    return {**crd, "spec": spec}
+    return _converting_through(crd, {"service": service, "caBundle": ca_bundle})
 
 
 def local_conversion(crd: dict[str, Any], port: int, ca_bundle: str) -> dict[str, Any]:
     """A multi-version CRD converting through one webhook listening on 127.0.0.1 by URL."""
+    url = f"https://{LOCAL_ADDRESS}:{port}/convert"
+    return _converting_through(crd, {"url": url, "caBundle": ca_bundle})
+
+
+def _converting_through(crd: dict[str, Any], client_config: dict[str, Any]) -> dict[str, Any]:
+    """``crd`` converting through the webhook at ``client_config``; one version needs none."""
     if len(crd["spec"].get("versions", [])) < 2:
         return crd
-    webhook = {
-        "conversionReviewVersions": ["v1"],
-        "clientConfig": {"url": f"https://127.0.0.1:{port}/convert", "caBundle": ca_bundle},
-    }
+    webhook = {"conversionReviewVersions": ["v1"], "clientConfig": client_config}
     spec = {**crd["spec"], "conversion": {"strategy": "Webhook", "webhook": webhook}}
     return {**crd, "spec": spec}
 
