@@ -271,12 +271,13 @@ async def _admission_cpu(pods: int, webhook: Server | None) -> float:
                     GVR("admissionregistration.k8s.io", "v1", resource), configuration
                 )
         names = [f"a-{i}" for i in range(pods)]
+        bodies = [json.loads(_pod(name, "admitted")) for name in names]  # outside the timing
         started = time.process_time()
         for first in range(0, pods, 100):
             await asyncio.gather(
                 *(
-                    cluster.create(PODS, json.loads(_pod(name, "admitted")), namespace="admitted")
-                    for name in names[first : first + 100]
+                    cluster.create(PODS, body, namespace="admitted")
+                    for body in bodies[first : first + 100]
                 )
             )
         for name in names:
