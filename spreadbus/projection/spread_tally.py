@@ -88,6 +88,7 @@ from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.deletion_cost import (
     applies_to,
     cost_to_write,
+    cut_points,
     subset_values,
     unmatched_value,
 )
@@ -703,8 +704,7 @@ class SpreadTally:
     def _cuts(self, bucket: Bucket, limit: int | None, minimum: int) -> _Cuts:
         """The first pod within the limit and the first protected pod, in scale-in order."""
         active = self._active.get(bucket, 0)
-        excess = max(active - limit, 0) if limit is not None else 0
-        protected_from = active - min(minimum, active - excess)
+        excess, protected_from = cut_points(active, limit, minimum)
         order = self._order.get(bucket)
         if order is None:
             return _NO_CUTS

@@ -66,6 +66,13 @@ def _values(n: int, idx: int) -> tuple[int, int, int]:
     return -COST_UNIT * (idx + 1), positive, COST_UNIT * n + positive
 
 
+def cut_points(active: int, limit: int | None, minimum: int) -> tuple[int, int]:
+    """In a subset's scale-in order of ``active`` pods: how many are beyond its limit, and
+    where the ones that keep it at its minimum begin."""
+    excess = max(active - limit, 0) if limit is not None else 0
+    return excess, active - min(minimum, active - excess)
+
+
 def unmatched_value(n: int) -> int:
     """The value of a pod in no subset (the fake bucket): below every subset's pods."""
     return -COST_UNIT * (n + 1)
@@ -103,15 +110,9 @@ def subset_costs(
     """Cost per pod key for the active pods of one subset at position ``idx``."""
     active = [p for p in pods if pod_state.is_active(p)]
     negative_value, positive_value, protected_value = _values(n, idx)
-    if limit is None or len(active) <= limit:
-        ordered = sorted(active, key=pod_state.deletion_order_key) if minimum else active
-        excess = 0
-    else:
-        ordered = sorted(active, key=pod_state.deletion_order_key)
-        excess = len(active) - limit
+    excess, protected_from = cut_points(len(active), limit, minimum)
+    ordered = sorted(active, key=pod_state.deletion_order_key) if excess or minimum else active
     costs: dict[str, int] = {}
-    positives = len(ordered) - excess
-    protected_from = len(ordered) - min(minimum, positives)
     for i, pod in enumerate(ordered):
         if i < excess:
             costs[pod_state.key(pod)] = negative_value
