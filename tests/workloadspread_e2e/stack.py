@@ -95,6 +95,40 @@ def zone_term(zone: str) -> dict[str, Any]:
     ]}
 
 
+VIRTUAL_NODE_TOLERATIONS: list[dict[str, Any]] = [
+    {"key": "virtual-kubelet.io/provider", "operator": "Exists", "effect": "NoSchedule"}
+]
+"""What a subset placed on the elastic topology's virtual nodes must tolerate."""
+
+
+def spread(name: str, target: str, subsets: list[dict[str, Any]],
+           strategy: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A WorkloadSpread over the Deployment ``target``."""
+    spec: dict[str, Any] = {
+        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
+        "subsets": subsets,
+    }
+    if strategy is not None:
+        spec["scheduleStrategy"] = strategy
+    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+            "metadata": {"name": name}, "spec": spec}
+
+
+def zone_subset(name: str, zone: str, max_replicas: int | None = None) -> dict[str, Any]:
+    """A subset pinned to ``zone`` that labels its pods ``deploy/zone=<zone>``."""
+    out: dict[str, Any] = {"name": name, "requiredNodeSelectorTerm": zone_term(zone),
+                           "patch": {"metadata": {"labels": {"deploy/zone": zone}}}}
+    if max_replicas is not None:
+        out["maxReplicas"] = max_replicas
+    return out
+
+
+def create_spread(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "apps.kruise.io", "v1alpha1", namespace, "workloadspreads", body
+    )
+
+
 def deployment(name: str, replicas: int, *, cpu: str = "10m") -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",

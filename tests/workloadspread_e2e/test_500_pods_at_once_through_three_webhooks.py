@@ -21,13 +21,15 @@ from kubernetes import client
 from spreadbus.cli.local_stack import Stack
 from tests.workloadspread_e2e.stack import (
     create_namespace,
+    create_spread,
     deployment,
     live_pods,
     node_zones,
     running_stack,
     split,
+    spread,
     wait_for,
-    zone_term,
+    zone_subset,
 )
 
 pytestmark = pytest.mark.e2e
@@ -37,23 +39,10 @@ LIMITS = {"zone-a": 150, "zone-b": 150}
 STEERED = "spreadbus_webhook_pods_steered"
 
 
-def subset(zone: str, max_replicas: int | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": zone, "requiredNodeSelectorTerm": zone_term(zone),
-                           "patch": {"metadata": {"labels": {"deploy/zone": zone}}}}
-    if max_replicas is not None:
-        out["maxReplicas"] = max_replicas
-    return out
-
-
-WORKLOADSPREAD: dict[str, Any] = {
-    "apiVersion": "apps.kruise.io/v1alpha1",
-    "kind": "WorkloadSpread",
-    "metadata": {"name": "ws-burst"},
-    "spec": {
-        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "burst"},
-        "subsets": [subset("zone-a", 150), subset("zone-b", 150), subset("zone-c", None)],
-    },
-}
+WORKLOADSPREAD = spread("ws-burst", "burst", [
+    zone_subset("zone-a", "zone-a", 150), zone_subset("zone-b", "zone-b", 150),
+    zone_subset("zone-c", "zone-c"),
+])
 
 
 @pytest.fixture(scope="module")
@@ -85,9 +74,7 @@ def test_500_pods_created_at_once_through_three_webhooks_never_overfill_a_subset
     assert [c.name for c in running.services if c.name.startswith("webhook")] == [
         "webhook", "webhook-2", "webhook-3"]
     create_namespace(api, NS)
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "apps.kruise.io", "v1alpha1", NS, "workloadspreads", WORKLOADSPREAD
-    )
+    create_spread(api, NS, WORKLOADSPREAD)
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(NS, deployment("burst", REPLICAS))
 

@@ -16,37 +16,28 @@ from tests.fixtures.pod_watch import PodWatch
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
     MATCHED,
+    VIRTUAL_NODE_TOLERATIONS,
     create_namespace,
+    create_spread,
     deployment,
     live_pods,
     local_stack,
     node_zones,
     split,
+    spread,
     spread_status,
     subset_field,
     wait_for,
-    zone_term,
+    zone_subset,
 )
 
 pytestmark = pytest.mark.e2e
 NS = "elastic"
 
-WORKLOADSPREAD: dict[str, Any] = {
-    "apiVersion": "apps.kruise.io/v1alpha1",
-    "kind": "WorkloadSpread",
-    "metadata": {"name": "ws-demo"},
-    "spec": {
-        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "workload-xxx"},
-        "subsets": [
-            {"name": "ACK", "requiredNodeSelectorTerm": zone_term("ack"), "maxReplicas": 100,
-             "patch": {"metadata": {"labels": {"deploy/zone": "ack"}}}},
-            {"name": "ECI", "requiredNodeSelectorTerm": zone_term("eci"),
-             "tolerations": [{"key": "virtual-kubelet.io/provider", "operator": "Exists",
-                              "effect": "NoSchedule"}],
-             "patch": {"metadata": {"labels": {"deploy/zone": "eci"}}}},
-        ],
-    },
-}
+WORKLOADSPREAD = spread("ws-demo", "workload-xxx", [
+    zone_subset("ACK", "ack", 100),
+    {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
+])
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +51,7 @@ def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_fi
     api: client.ApiClient,
 ) -> None:
     create_namespace(api, NS)
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "apps.kruise.io", "v1alpha1", NS, "workloadspreads", WORKLOADSPREAD
-    )
+    create_spread(api, NS, WORKLOADSPREAD)
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(NS, deployment("workload-xxx", 0))
     apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": 150}})
@@ -124,11 +113,9 @@ def test_new_pods_are_created_carrying_their_subsets_deletion_cost(
     planner finds nothing to patch on a scale-out."""
     namespace = "elastic-created"
     create_namespace(api, namespace)
-    spread = json.loads(json.dumps(WORKLOADSPREAD))
-    spread["spec"]["subsets"][0]["maxReplicas"] = 10
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "apps.kruise.io", "v1alpha1", namespace, "workloadspreads", spread
-    )
+    fewer = json.loads(json.dumps(WORKLOADSPREAD))
+    fewer["spec"]["subsets"][0]["maxReplicas"] = 10
+    create_spread(api, namespace, fewer)
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(namespace, deployment("workload-xxx", 0))
     # the stack has followed the WorkloadSpread and its workload (the planner wrote a status)

@@ -18,11 +18,14 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from tests.workloadspread_e2e.stack import (
+    VIRTUAL_NODE_TOLERATIONS,
     create_namespace,
+    create_spread,
     deployment,
     live_pods,
     local_stack,
     split,
+    spread,
     wait_for,
     zone_term,
 )
@@ -31,20 +34,11 @@ pytestmark = pytest.mark.e2e
 NS = "budget"
 APP = "web"
 
-WORKLOADSPREAD: dict[str, Any] = {
-    "apiVersion": "apps.kruise.io/v1alpha1",
-    "kind": "WorkloadSpread",
-    "metadata": {"name": "ws-budget"},
-    "spec": {
-        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": APP},
-        "subsets": [
-            {"name": "ACK", "requiredNodeSelectorTerm": zone_term("ack"), "maxReplicas": 2},
-            {"name": "ECI", "requiredNodeSelectorTerm": zone_term("eci"),
-             "tolerations": [{"key": "virtual-kubelet.io/provider", "operator": "Exists",
-                              "effect": "NoSchedule"}]},
-        ],
-    },
-}
+WORKLOADSPREAD = spread("ws-budget", APP, [
+    {"name": "ACK", "requiredNodeSelectorTerm": zone_term("ack"), "maxReplicas": 2},
+    {"name": "ECI", "requiredNodeSelectorTerm": zone_term("eci"),
+     "tolerations": VIRTUAL_NODE_TOLERATIONS},
+])
 
 
 @pytest.fixture(scope="module")
@@ -58,9 +52,7 @@ def test_a_new_pod_does_not_take_the_slot_of_a_pod_whose_eviction_was_refused(
     api: client.ApiClient,
 ) -> None:
     create_namespace(api, NS)
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "apps.kruise.io", "v1alpha1", NS, "workloadspreads", WORKLOADSPREAD
-    )
+    create_spread(api, NS, WORKLOADSPREAD)
     apps: Any = client.AppsV1Api(api)
     core: Any = client.CoreV1Api(api)
     policy: Any = client.PolicyV1Api(api)

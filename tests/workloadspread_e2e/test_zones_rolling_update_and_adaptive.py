@@ -14,15 +14,17 @@ from kubernetes import client
 
 from tests.workloadspread_e2e.stack import (
     create_namespace,
+    create_spread,
     deployment,
     live_pods,
     local_stack,
     node_zones,
     split,
+    spread,
     spread_status,
     subset_field,
     wait_for,
-    zone_term,
+    zone_subset,
 )
 
 pytestmark = pytest.mark.e2e
@@ -47,32 +49,6 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
         yield api
 
 
-def spread(name: str, target: str, subsets: list[dict[str, Any]],
-           strategy: dict[str, Any] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {
-        "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": target},
-        "subsets": subsets,
-    }
-    if strategy is not None:
-        spec["scheduleStrategy"] = strategy
-    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
-            "metadata": {"name": name}, "spec": spec}
-
-
-def subset(name: str, zone: str, max_replicas: int | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name, "requiredNodeSelectorTerm": zone_term(zone),
-                           "patch": {"metadata": {"labels": {"deploy/zone": zone}}}}
-    if max_replicas is not None:
-        out["maxReplicas"] = max_replicas
-    return out
-
-
-def create_spread(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
-        "apps.kruise.io", "v1alpha1", namespace, "workloadspreads", body
-    )
-
-
 def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
     api: client.ApiClient,
 ) -> None:
@@ -81,7 +57,7 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
     ns = "multi"
     create_namespace(api, ns)
     create_spread(api, ns, spread("ws-demo", "workload-xxx", [
-        subset("subset-a", "zone-a", 100), subset("subset-b", "zone-b", 100),
+        zone_subset("subset-a", "zone-a", 100), zone_subset("subset-b", "zone-b", 100),
     ]))
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(ns, deployment("workload-xxx", 200))
@@ -139,7 +115,7 @@ def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the
     ns = "adaptive"
     create_namespace(api, ns)
     create_spread(api, ns, spread("ws-adaptive", "big", [
-        subset("zone-c", "zone-c"), subset("zone-a", "zone-a"),
+        zone_subset("zone-c", "zone-c"), zone_subset("zone-a", "zone-a"),
     ], {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": CRITICAL_SECONDS}}))
     # Three CPUs per pod: a node of four holds one, so zone-c (four nodes) is full at four.
     apps: Any = client.AppsV1Api(api)
