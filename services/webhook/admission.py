@@ -169,7 +169,6 @@ class SpreadAdmission:
         latest = cost_version(spread, workload, pod, lookup=self.view.lookup)
         decision = await self._decide(
             "create",
-            request.namespace,
             spread,
             pod,
             now,
@@ -249,7 +248,6 @@ class SpreadAdmission:
         now = self.now()
         await self._decide(
             "delete",
-            request.namespace,
             spread,
             pod,
             now,
@@ -262,7 +260,6 @@ class SpreadAdmission:
     async def _decide(
         self,
         operation: str,
-        namespace: str,
         spread: WorkloadSpread,
         pod: Mapping[str, Any],
         now: datetime,
@@ -282,7 +279,7 @@ class SpreadAdmission:
 
         return await transact(
             self.ledger,
-            ledger_key(self.view.cluster, namespace, spread.name),
+            ledger_key(self.view.cluster, spread.namespace, spread.name),
             decide,
             progress=self.progress,
             catch_up_timeout=self.catch_up_timeout,
