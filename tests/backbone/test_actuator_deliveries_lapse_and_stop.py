@@ -29,9 +29,9 @@ from tests.backbone.test_actuator_outcomes import (
     deployment_ref,
     outcomes,
     publish,
-    running,
 )
 from tests.fixtures.polling import wait_until_async
+from tests.fixtures.running import running
 
 
 def _stuck_after_one() -> TokenBucket:
@@ -101,14 +101,14 @@ async def test_a_stopping_actuator_cancels_its_running_plans_and_hands_them_back
     await ensure_streams(nats_client.jetstream())
     registry = CollectorRegistry()
     slow = _consumer(nats_client, kube_api_client, _stuck_after_one(), registry=registry)
-    async with running(slow, stop_within=15):
+    async with running(slow.run):
         await _apply_one_and_hold_the_next(nats_client, kube_api_client)
     assert _handle_tasks() == []  # cancelled and awaited, not left running
     assert _sample(registry, "spreadbus_actuator_abandoned_plans_total", why="stopping") == 1
 
     # Handed back: another replica applies it at once, well before the ack wait runs out.
     fast = _consumer(nats_client, kube_api_client, TokenBucket(50, 50), ack_wait_seconds=60.0)
-    async with running(fast, stop_within=15):
+    async with running(fast.run):
         await wait_until_async(
             lambda: _count(nats_client, 2), what="_count(nats_client, 2)", timeout=20
         )
@@ -126,7 +126,7 @@ async def test_an_apply_whose_delivery_lapsed_while_nats_was_away_is_cancelled(
         slow = _consumer(
             nc, kube_api_client, _stuck_after_one(), ack_wait_seconds=1.5, registry=registry
         )
-        async with running(slow, stop_within=15):
+        async with running(slow.run):
             await _apply_one_and_hold_the_next(nc, kube_api_client)
             await asyncio.to_thread(nats_server.stop)
 
@@ -144,7 +144,7 @@ async def test_an_apply_whose_delivery_lapsed_while_nats_was_away_is_cancelled(
 
         await asyncio.to_thread(nats_server.restart)
         fast = _consumer(nc, kube_api_client, TokenBucket(50, 50), ack_wait_seconds=1.5)
-        async with running(fast, stop_within=15):
+        async with running(fast.run):
             await wait_until_async(lambda: _count(nc, 2), what="_count(nc, 2)", timeout=40)
         results = {o.plan_id: o.result for o in await outcomes(nc)}
         assert results == {"p-one": "applied", "p-two": "applied"}
@@ -207,13 +207,8 @@ async def test_a_plan_delivered_more_than_max_deliveries_times_fails_as_given_up
     sub = await js.pull_subscribe("plan.c1.>", durable=consumer.durable, stream="PLANS")
     [first] = await sub.fetch(1, timeout=5)
     await first.nak()
-    stopping = asyncio.Event()
-    task = asyncio.create_task(consumer.run(stopping))
-    try:
+    async with running(consumer.run):
         await wait_until_async(lambda: _count(nats_client, 1), what="_count(nats_client, 1)")
-    finally:
-        stopping.set()
-        await asyncio.wait_for(task, 15)
     [outcome] = await outcomes(nats_client)
     assert outcome.result == "failed"
     assert outcome.error is not None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -20,6 +19,7 @@ from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.polling import wait_until_async
+from tests.fixtures.running import running
 
 
 def deployment_body(name: str) -> dict[str, Any]:
@@ -79,21 +79,9 @@ async def outcomes(nc: Client) -> list[Outcome]:
     return found
 
 
-@contextlib.asynccontextmanager
-async def running(*consumers: PlanConsumer, stop_within: float = 20) -> AsyncIterator[None]:
-    """The consumers run inside the block and are stopped, and awaited, on the way out."""
-    stopping = asyncio.Event()
-    tasks = [asyncio.create_task(c.run(stopping)) for c in consumers]
-    try:
-        yield
-    finally:
-        stopping.set()
-        await asyncio.wait_for(asyncio.gather(*tasks), stop_within)
-
-
 def actuator(
     nc: Client, api: client.ApiClient, replicas: int = 1
-) -> contextlib.AbstractAsyncContextManager[None]:
+) -> contextlib.AbstractAsyncContextManager[asyncio.Event]:
     consumers = [
         PlanConsumer(
             nc,
@@ -103,7 +91,7 @@ def actuator(
         )
         for _ in range(replicas)
     ]
-    return running(*consumers)
+    return running(*(c.run for c in consumers), stop_within=20)
 
 
 async def test_plans_end_in_applied_skipped_or_failed_exactly_once(

@@ -8,7 +8,6 @@ against the time the snapshot records, is dropped for a full replay, which is co
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
 from nats.aio.client import Client
@@ -24,6 +23,7 @@ from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import deployment, observe, synced
 from tests.fixtures.manual_clock import ManualClock
 from tests.fixtures.polling import wait_until_async
+from tests.fixtures.running import running
 
 TAKEN_AT = 1_000_000.0
 
@@ -36,13 +36,8 @@ def make_planner(nc: Client, clock: Callable[[], float], ttl: float) -> Planner:
 
 
 async def caught_up(planner: Planner) -> None:
-    stopping = asyncio.Event()
-    task = asyncio.create_task(planner.run(stopping))
-    try:
+    async with running(planner.run):
         await wait_until_async(lambda: planner.caught_up, what="the planner to catch up")
-    finally:
-        stopping.set()
-        await asyncio.wait_for(task, 15)
 
 
 async def snapshot_with_web_and_api(nc: Client, ttl: float) -> Planner:

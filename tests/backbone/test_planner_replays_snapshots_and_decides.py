@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections.abc import AsyncIterator
 from typing import Any
 
 import nats
@@ -21,6 +19,7 @@ from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import deployment, observe, synced
 from tests.fixtures.polling import wait_until_async
+from tests.fixtures.running import running
 
 
 async def publish(nc: Client, entries: list[tuple[str, bytes]]) -> None:
@@ -52,17 +51,6 @@ def make_planner(nc: Client, **kwargs: object) -> Planner:
     )  # type: ignore[arg-type]
 
 
-@contextlib.asynccontextmanager
-async def running(planner: Planner) -> AsyncIterator[asyncio.Event]:
-    stopping = asyncio.Event()
-    task = asyncio.create_task(planner.run(stopping))
-    try:
-        yield stopping
-    finally:
-        stopping.set()
-        await asyncio.wait_for(task, 15)
-
-
 async def test_nothing_is_decided_before_the_sync_marker_then_one_plan_per_deployment(
     nats_client: Client,
 ) -> None:
@@ -71,7 +59,7 @@ async def test_nothing_is_decided_before_the_sync_marker_then_one_plan_per_deplo
     planner = make_planner(nats_client)
     await planner.restore()
     planner.set_leader(True)
-    async with running(planner):
+    async with running(planner.run):
         await wait_until_async(
             lambda: all(f.caught_up for f in planner.followers()),
             what="all(f.caught_up for f in planner.followers())",
@@ -93,7 +81,7 @@ async def test_a_standby_replays_but_never_decides(nats_client: Client) -> None:
     await publish(nats_client, [observe(deployment("d", 1, 1), "ADDED"), synced()])
     planner = make_planner(nats_client)
     await planner.restore()
-    async with running(planner):
+    async with running(planner.run):
         await wait_until_async(lambda: planner.caught_up, what="planner.caught_up")
         assert await planner.step() == 0
     assert await plans_on_bus(nats_client) == []
@@ -109,7 +97,7 @@ async def test_snapshot_plus_tail_equals_a_full_replay_and_replans_nothing(
     first = make_planner(nats_client)
     await first.restore()
     first.set_leader(True)
-    async with running(first):
+    async with running(first.run):
         await wait_until_async(
             lambda: len(first.decisions.in_flight()) == 50,
             what="len(first.decisions.in_flight()) == 50",
@@ -127,13 +115,13 @@ async def test_snapshot_plus_tail_equals_a_full_replay_and_replans_nothing(
     replayed = Planner(nats_client, cluster="c1", rules=[ObservedGeneration("c1")])
     assert await replayed.restore() == "replay"
     for planner in (resumed, replayed):
-        async with running(planner):
+        async with running(planner.run):
             await wait_until_async(lambda p=planner: p.caught_up, what="p.caught_up")  # type: ignore[misc]
     assert snapshot.dump(
         resumed.projection.state, resumed.decisions.state, taken_at=0.0
     ) == snapshot.dump(replayed.projection.state, replayed.decisions.state, taken_at=0.0)
     resumed.set_leader(True)
-    async with running(resumed):
+    async with running(resumed.run):
         await wait_until_async(
             lambda: len(resumed.decisions.in_flight()) == 55,
             what="len(resumed.decisions.in_flight()) == 55",
@@ -150,7 +138,7 @@ async def test_a_corrupt_snapshot_falls_back_to_a_full_replay(nats_client: Clien
     await store.save("planner.c1", b"\x93not a snapshot")
     planner = make_planner(nats_client)
     assert await planner.restore() == "replay"
-    async with running(planner):
+    async with running(planner.run):
         await wait_until_async(lambda: planner.caught_up, what="planner.caught_up")
     assert planner.projection.get("c1", "apps", "deployments", "default", "d") is not None
 
@@ -226,7 +214,7 @@ async def test_a_failing_rule_does_not_stop_the_other_rules(nats_client: Client)
     planner = Planner(nats_client, cluster="c1", rules=[_BrokenRule(), ObservedGeneration("c1")])  # type: ignore[list-item]
     await planner.restore()
     planner.set_leader(True)
-    async with running(planner):
+    async with running(planner.run):
         await wait_until_async(
             lambda: len(planner.decisions.in_flight()) == 1,
             what="len(planner.decisions.in_flight()) == 1",
@@ -263,7 +251,7 @@ async def test_a_failing_rule_is_offered_its_changes_again_after_a_backoff(
     planner = Planner(nats_client, cluster="c1", rules=[rule], clock=lambda: clock[0])
     await planner.restore()
     planner.set_leader(True)
-    async with running(planner):
+    async with running(planner.run):
         await wait_until_async(lambda: len(rule.offers) == 1, what="len(rule.offers) == 1")
         # Nothing new happens on the bus: only the retry can bring the change back.
         clock[0] += 0.1
