@@ -23,6 +23,7 @@ from spreadbus.projection.planning import Desired
 from spreadbus.projection.reservations import ReservationLedgers
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.manual_clock import ManualClock
+from tests.fixtures.running import running
 
 T0 = 1_800_000_000.0
 DEPLOYMENTS = ResourceRef(group="apps", version="v1", resource="deployments")
@@ -108,16 +109,12 @@ async def eventually(check: Callable[[], Any], timeout: float = 20.0) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def running(planner: Planner) -> AsyncIterator[None]:
+async def leading(planner: Planner) -> AsyncIterator[None]:
+    """The planner restored and running as the leader inside the block."""
     await planner.restore()
     planner.set_leader(True)
-    stopping = asyncio.Event()
-    task = asyncio.create_task(planner.run(stopping))
-    try:
+    async with running(planner.run):
         yield
-    finally:
-        stopping.set()
-        await asyncio.wait_for(task, 15)
 
 
 async def test_a_timed_rule_is_woken_at_its_time_without_any_new_event(
@@ -131,7 +128,7 @@ async def test_a_timed_rule_is_woken_at_its_time_without_any_new_event(
     clock = ManualClock(T0)
     rule = WantsAnnotationLater(T0 + 300)
     planner = Planner(nats_client, cluster="c1", rules=[rule], clock=clock)
-    async with running(planner):
+    async with leading(planner):
         await eventually(lambda: planner.caught_up)
         assert planner.seconds_to_next_wake() == 300, "the wake-up is scheduled at the rule's time"
         clock.now = T0 + 299.5  # just before it; no event arrives
@@ -179,9 +176,12 @@ async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_statu
     ledgers = ReservationLedgers("c1")
     planner = Planner(nats_client, cluster="c1", rules=default_rules("c1", reservations=ledgers),
                       clock=clock, reservations=ledgers)
-    async with running(planner):
-        plans = await eventually(lambda: plans_on_bus(nats_client))
-    (status_plan,) = [p for p in plans if p.verb == "patch_status"]
+
+    async def status_plans() -> list[Plan]:
+        return [p for p in await plans_on_bus(nats_client) if p.verb == "patch_status"]
+
+    async with leading(planner):
+        (status_plan,) = await eventually(status_plans)
     versioned = status_plan.patch["status"]["versionedSubsetStatuses"]
     (subsets,) = versioned.values()
     a = {s["name"]: s for s in subsets}["a"]
@@ -224,7 +224,7 @@ async def test_a_rule_whose_resource_is_not_synced_waits_without_holding_back_th
     clock = ManualClock(T0)
     planner = Planner(nats_client, cluster="c1",
                       rules=[WantsAnnotationLater(T0), AnnotatesPods()], clock=clock)
-    async with running(planner):
+    async with leading(planner):
         first = await eventually(lambda: plans_on_bus(nats_client))
         assert [p.target.name for p in first] == ["d"], "the deployment rule did not wait"
         await publish(nats_client, [synced(pods)])  # no new pod event, only the sync marker
