@@ -34,6 +34,7 @@ KINDS = {"Pod": ("", "pods"), "Deployment": ("apps", "deployments"),
 class World:
     def __init__(self) -> None:
         self.view = KubeProjection()
+        self.rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
         self.seq = 0
         self.objects: dict[str, dict[str, Any]] = {}
 
@@ -49,9 +50,9 @@ class World:
         self.view.apply(self.seq, subject, codec.encode(message))
         self.objects[f"{obj['kind']}/{meta['name']}"] = obj
 
-    def round(self, rule: WorkloadSpreadRule, at: float) -> list[Desired]:
-        """One planning round over what changed since the last one."""
-        return rule.desired(self.view, self.view.take_changed(), at)
+    def round(self, at: float) -> list[Desired]:
+        """One round of the rule over what changed since the last one."""
+        return self.rule.desired(self.view, self.view.take_changed(), at)
 
     def every_key(self) -> set[tuple[str, str]]:
         return {(rkey, okey) for rkey, bucket in self.view.state.objects.items()
@@ -100,26 +101,24 @@ def pod(name: str, subset: str, cost: str | None = None) -> dict[str, Any]:
 
 def test_after_a_burst_a_round_hands_out_only_the_pods_that_changed() -> None:
     world = setup()
-    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     for i in range(6):
         world.put(pod(f"p{i}", "a" if i < 2 else "b"))
-    first = pod_costs(world.round(rule, T0))
+    first = pod_costs(world.round(T0))
     assert first == {"p0": "200", "p1": "200", "p2": "100", "p3": "100", "p4": "100",
                      "p5": "100"}
 
     world.put(pod("p4", "b", cost="100"))  # one write landed
-    assert pod_costs(world.round(rule, T0 + 1)) == {}
+    assert pod_costs(world.round(T0 + 1)) == {}
 
     # A third pod in "a" (limit 2): one of the three goes first now (p0, first in key order
     # among equals); p1 keeps the value it was handed and is not handed out again.
     world.put(pod("p6", "a"))
-    third = pod_costs(world.round(rule, T0 + 2))
+    third = pod_costs(world.round(T0 + 2))
     assert third == {"p0": "-100", "p6": "200"}
 
 
 def test_a_fresh_rule_offered_every_key_wants_what_the_incremental_rule_handed_out() -> None:
     world = setup()
-    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     handed: dict[str, str] = {}
     steps: list[tuple[str, str, str | None]] = [
         ("p0", "a", None), ("p1", "b", None), ("p2", "a", None), ("p0", "a", "200"),
@@ -127,7 +126,7 @@ def test_a_fresh_rule_offered_every_key_wants_what_the_incremental_rule_handed_o
     ]
     for step, (name, subset, cost) in enumerate(steps):
         world.put(pod(name, subset, cost))
-        handed.update(pod_costs(world.round(rule, T0 + step)))
+        handed.update(pod_costs(world.round(T0 + step)))
         fresh = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
         wanted = pod_costs(fresh.desired(world.view, world.every_key(), T0 + step))
         for who, value in wanted.items():
@@ -141,19 +140,18 @@ def test_a_fresh_rule_offered_every_key_wants_what_the_incremental_rule_handed_o
 
 def test_a_spec_change_recounts_every_pod_of_the_workloadspread() -> None:
     world = setup()
-    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     for i in range(3):
         world.put(pod(f"p{i}", "a" if i < 2 else "b"))
-    first = pod_costs(world.round(rule, T0))
+    first = pod_costs(world.round(T0))
     assert first == {"p0": "200", "p1": "200", "p2": "100"}
     for name, cost in first.items():  # the writes land
         world.put(pod(name, "a" if name != "p2" else "b", cost=cost))
-    assert pod_costs(world.round(rule, T0 + 0.5)) == {}
+    assert pod_costs(world.round(T0 + 0.5)) == {}
     spread = world.objects["WorkloadSpread/ws"]
     spread["spec"]["subsets"][0]["maxReplicas"] = 1  # subset "a" now holds one pod too many
     spread["metadata"]["generation"] = 2
     world.put(spread)
-    assert pod_costs(world.round(rule, T0 + 1)) == {
+    assert pod_costs(world.round(T0 + 1)) == {
         "p0": "-100"}
 
 
@@ -177,7 +175,6 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
             {"name": "b", "replicas": pods, "missingReplicas": -1,
              "deletingPods": {"p3": at}}]}}
     world.put(spread)
-    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     for i in range(pods):
         world.put(pod(f"p{i}", "b", cost="100"))
     if shape == "adaptive":
@@ -187,7 +184,7 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
         stuck["status"] = {"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}
         world.put(stuck)
-    assert pod_costs(world.round(rule, T0)) == {}
+    assert pod_costs(world.round(T0)) == {}
 
     read: list[str] = []
     recounts: list[str] = []
@@ -205,7 +202,7 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
     monkeypatch.setattr(spread_tally, "_facts", counted_facts)
     monkeypatch.setattr(reconcile, "plan_workloadspread", counted_full)
     world.put(pod("p7", "b"))  # its cost annotation was removed
-    desired = world.round(rule, T0 + 1)
+    desired = world.round(T0 + 1)
     assert pod_costs(desired) == {"p7": "100"}
     assert read == ["p7"]
     assert recounts == []
@@ -221,16 +218,15 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
 
 def test_a_node_that_comes_matches_the_pods_made_before_the_spread_that_run_on_it() -> None:
     world = setup()
-    rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
     made_before = pod("old", "a")
     del made_before["metadata"]["annotations"][MATCHED]
     made_before["spec"]["nodeName"] = "n9"
     world.put(made_before)
-    first = world.round(rule, T0)
+    first = world.round(T0)
     assert [d for d in first if d.verb == "patch" and MATCHED in json.dumps(d.patch)] == []
 
     world.put({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n9"}, "spec": {}})
-    second = world.round(rule, T0 + 1)
+    second = world.round(T0 + 1)
     matched = [json.loads(d.patch["metadata"]["annotations"][MATCHED]) for d in second
                if d.verb == "patch" and d.target.name == "old"]
     assert matched == [{"name": "ws", "subset": "a"}]
