@@ -34,6 +34,15 @@ async def settle() -> None:
         await asyncio.sleep(0)
 
 
+async def drained_with_one_asleep(time: HeldSleeps) -> tuple[TokenBucket, asyncio.Task[None]]:
+    """A one-token bucket (10/s) whose token is taken, and a second caller asleep for the next."""
+    bucket = TokenBucket(qps=10, burst=1, clock=time.clock, sleep=time.sleep)
+    await bucket.acquire()
+    asleep = asyncio.create_task(bucket.acquire())
+    await settle()
+    return bucket, asleep
+
+
 async def test_waiting_callers_sleep_at_the_same_time_each_for_its_place_in_line() -> None:
     time = HeldSleeps()
     bucket = TokenBucket(qps=10, burst=2, clock=time.clock, sleep=time.sleep)
@@ -56,10 +65,7 @@ async def test_waiting_callers_sleep_at_the_same_time_each_for_its_place_in_line
 
 async def test_time_that_passed_shortens_the_wait_of_later_callers() -> None:
     time = HeldSleeps()
-    bucket = TokenBucket(qps=10, burst=1, clock=time.clock, sleep=time.sleep)
-    await bucket.acquire()
-    first = asyncio.create_task(bucket.acquire())
-    await settle()
+    bucket, first = await drained_with_one_asleep(time)
     time.now = 0.25  # 2.5 tokens' worth of time: the debt of one is paid, 1.5 tokens refilled
     second = asyncio.create_task(bucket.acquire())
     await settle()
@@ -71,10 +77,7 @@ async def test_time_that_passed_shortens_the_wait_of_later_callers() -> None:
 
 async def test_a_cancelled_waiter_gives_its_token_back() -> None:
     time = HeldSleeps()
-    bucket = TokenBucket(qps=10, burst=1, clock=time.clock, sleep=time.sleep)
-    await bucket.acquire()
-    cancelled = asyncio.create_task(bucket.acquire())
-    await settle()
+    bucket, cancelled = await drained_with_one_asleep(time)
     cancelled.cancel()
     with pytest.raises(asyncio.CancelledError):
         await cancelled
