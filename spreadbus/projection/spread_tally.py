@@ -189,8 +189,6 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
     bucket: str | None = None
     if matched is not None and matched.name == ws.name and matched.subset:
         bucket = matched.subset if matched.subset in names else FAKE_SUBSET
-    annotations = pod_state.metadata(pod).get("annotations")
-    cost = annotations.get(DELETION_COST_ANNOTATION) if isinstance(annotations, Mapping) else None
     key = pod_state.key(pod)
     return _Facts(
         key=key,
@@ -199,7 +197,7 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         bucket=bucket,
         active=pod_state.is_active(pod),
         creating_key=pod_state.creating_key(pod),
-        cost=cost if isinstance(cost, str) else None,
+        cost=pod_state.annotation(pod, DELETION_COST_ANNOTATION),
         unschedulable_since=pod_state.unschedulable_deadline(pod, timedelta(0)),
         order=(pod_state.deletion_order_key(pod), key),
     )

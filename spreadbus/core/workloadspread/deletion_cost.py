@@ -185,7 +185,7 @@ def annotation_updates(costs: Mapping[str, int], pods: Sequence[Pod]) -> dict[st
     updates: dict[str, str] = {}
     for pod in pods:
         key = pod_state.key(pod)
-        current = pod_state.pod_annotations(pod).get(DELETION_COST_ANNOTATION)
+        current = pod_state.annotation(pod, DELETION_COST_ANNOTATION)
         value = cost_to_write(current, costs.get(key))
         if value is not None:
             updates[key] = value

@@ -81,6 +81,12 @@ def pod_annotations(pod: Pod) -> dict[str, str]:
     return {k: v for k, v in _map(metadata(pod).get("annotations")).items() if isinstance(v, str)}
 
 
+def annotation(pod: Pod, name: str) -> str | None:
+    """One annotation's value, if it is a string (read per pod, without copying the rest)."""
+    value = _map(metadata(pod).get("annotations")).get(name)
+    return value if isinstance(value, str) else None
+
+
 def node_name(pod: Pod) -> str:
     value = _map(pod.get("spec")).get("nodeName")
     return value if isinstance(value, str) else ""
@@ -117,10 +123,8 @@ def _fold(raw: Mapping[str, Any], field: str) -> str:
 
 def matched(pod: Pod) -> Matched | None:
     """The annotation if present and parseable."""
-    text = _map(metadata(pod).get("annotations")).get(MATCHED_ANNOTATION)
-    if not isinstance(text, str):
-        return None
-    return _decode_matched(text)
+    text = annotation(pod, MATCHED_ANNOTATION)
+    return None if text is None else _decode_matched(text)
 
 
 @functools.lru_cache(maxsize=4096)
