@@ -9,6 +9,7 @@ object again. Several watchers, one per ``--cluster``, can feed one bus.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 
@@ -112,10 +113,11 @@ class WatchReadiness:
             "spreadbus_watcher_resource_forbidden",
             "1 while the API refuses to let the watcher list or watch the resource",
             ["group", "resource"], registry=registry)
+        for w in watches:  # read when scraped, so asking whether we are synced changes nothing
+            self.forbidden_gauge.labels(w.ref.group, w.ref.resource).set_function(
+                functools.partial(_refused, w))
 
     def synced(self) -> bool:
-        for w in self.watches:
-            self.forbidden_gauge.labels(w.ref.group, w.ref.resource).set(1 if w.forbidden else 0)
         return all(w.synced or w.absent or w.forbidden for w in self.watches)
 
     def forbidden(self) -> list[ResourceRef]:
@@ -126,6 +128,10 @@ class WatchReadiness:
         gate.set(SYNCED, self.synced())
         for w in self.watches:
             gate.note(forbidden_note(w.ref), w.forbidden or None)
+
+
+def _refused(watch: ResourceWatch) -> float:
+    return 1.0 if watch.forbidden else 0.0
 
 
 def forbidden_note(ref: ResourceRef) -> str:
