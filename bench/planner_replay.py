@@ -54,7 +54,12 @@ from events.messages import Observation, ResourceRef, SyncMarker
 from services.planner.planner import Planner
 from spreadbus.core.workloadspread import reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, WorkloadSpread, from_object
+from spreadbus.core.workloadspread.model import (
+    MATCHED_ANNOTATION,
+    WorkloadSpread,
+    format_time,
+    from_object,
+)
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.projection import spread_index
 from spreadbus.projection.decision_log import DecisionLog
@@ -80,15 +85,11 @@ NODES = {"node-a": {"metadata": {"name": "node-a",
                                  "labels": {"topology.kubernetes.io/zone": "a"}}}}
 
 
-def stamp(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def spread_pod(name: str, subset: str | None, *, pending_since: datetime | None = None,
                node: str = "node-1") -> dict[str, Any]:
     meta: dict[str, Any] = {
         "name": name, "namespace": "default", "uid": f"uid-{name}",
-        "creationTimestamp": stamp(pending_since or NOW - timedelta(hours=1)),
+        "creationTimestamp": format_time(pending_since or NOW - timedelta(hours=1)),
         "labels": {"app": "web", "pod-template-hash": "aaa"}, "ownerReferences": OWNER,
     }
     if subset is not None:
@@ -140,7 +141,7 @@ class SpreadRound:
 def adaptive_spread(size: int) -> SpreadRound:
     closed = {"subsetStatuses": [{"name": "a", "conditions": [{
         "type": "Schedulable", "status": "False", "reason": "PodUnschedulable",
-        "lastTransitionTime": stamp(NOW - timedelta(seconds=40))}]}]}
+        "lastTransitionTime": format_time(NOW - timedelta(seconds=40))}]}]}
     ws = spread([{"name": "a", "maxReplicas": size}, {"name": "b"}],
                 scheduleStrategy={"type": "Adaptive",
                                   "adaptive": {"rescheduleCriticalSeconds": 30}},
@@ -252,7 +253,7 @@ def rollout_pod_stages(i: int) -> list[dict[str, Any]]:
     """Pod ``i`` as observed: created (annotated by the webhook), bound, containers creating,
     running not ready, ready; the fields kubesim's API defaults and kubelet write."""
     zone = ZONES[i % 3]
-    at = stamp(NOW + timedelta(seconds=i // 10))
+    at = format_time(NOW + timedelta(seconds=i // 10))
     created: dict[str, Any] = {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {

@@ -18,6 +18,7 @@ from events import codec, subjects
 from events.messages import Observation
 from spreadbus.core.workloadspread import reconcile
 from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
+from spreadbus.core.workloadspread.model import format_time
 from spreadbus.projection import spread_tally
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
@@ -170,7 +171,7 @@ def test_a_round_after_one_pod_changed_reads_that_pod_only_whatever_the_size(
         spread["spec"]["scheduleStrategy"] = {
             "type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}}
     if shape == "deleting":
-        at = datetime.fromtimestamp(T0, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        at = format_time(datetime.fromtimestamp(T0, UTC))
         spread["status"] = {"versionedSubsetStatuses": {"h1": [
             {"name": "b", "replicas": pods, "missingReplicas": -1,
              "deletingPods": {"p3": at}}]}}

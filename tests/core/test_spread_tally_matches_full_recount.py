@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
+from spreadbus.core.workloadspread.model import WorkloadSpread, format_time, from_object
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.core.workloadspread.pod_state import matched, version
 from spreadbus.core.workloadspread.reconcile import plan_workloadspread, workload_pods
@@ -125,7 +125,7 @@ class World:
         for who, subset_name, age in deleting or []:
             entry = top.setdefault(subset_name, {"name": subset_name})
             at = START - timedelta(seconds=age)
-            entry.setdefault("deletingPods", {})[who] = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            entry.setdefault("deletingPods", {})[who] = format_time(at)
         status = {"subsetStatuses": list(top.values())} if top else None
         self.ws: WorkloadSpread = from_object(
             workloadspread(*subsets, strategy=strategy, status=status))
@@ -159,7 +159,7 @@ class World:
         conditions = []
         if change["phase"] == "Pending" and change["unschedulable"] is not None:
             since = self.now - timedelta(seconds=change["unschedulable"])
-            created = since.strftime("%Y-%m-%dT%H:%M:%SZ")
+            created = format_time(since)
             conditions.append({"type": "PodScheduled", "status": "False",
                                "reason": "Unschedulable"})
         obj = pod(change["name"], owner=self.rs[change["version"]], ws=ws_name,

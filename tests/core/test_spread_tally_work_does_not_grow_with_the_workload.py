@@ -30,7 +30,7 @@ import pytest
 from spreadbus.core.workloadspread import reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
-from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
+from spreadbus.core.workloadspread.model import WorkloadSpread, format_time, from_object
 from spreadbus.core.workloadspread.occupancy import Reservation
 from spreadbus.projection.spread_tally import SpreadTally, TallyPlan
 from tests.core.builders import deployment, node, pod, replicaset, subset, workloadspread
@@ -43,17 +43,13 @@ FULL = reconcile.plan_workloadspread  # the definition, called by the tests them
 NODES = {"node-a": node("node-a", "a"), "node-b": node("node-b", "b")}
 
 
-def stamp(at: datetime) -> str:
-    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def running(name: str, subset_name: str) -> dict[str, Any]:
     return pod(name, owner=RS, ws="ws", subset_name=subset_name, node="node-1")
 
 
 def pending(name: str, subset_name: str, since: datetime) -> dict[str, Any]:
     return pod(name, owner=RS, ws="ws", subset_name=subset_name, phase="Pending", ready=False,
-               created=stamp(since),
+               created=format_time(since),
                conditions=[{"type": "PodScheduled", "status": "False",
                             "reason": "Unschedulable"}])
 
@@ -118,7 +114,7 @@ def adaptive(size: int) -> Spread:
     stuck for a minute, two for 5 s (deadline at 30 s)."""
     status = {"subsetStatuses": [{"name": "a", "conditions": [{
         "type": "Schedulable", "status": "False", "reason": "PodUnschedulable",
-        "lastTransitionTime": stamp(NOW - timedelta(seconds=40))}]}]}
+        "lastTransitionTime": format_time(NOW - timedelta(seconds=40))}]}]}
     ws = from_object(workloadspread(
         subset("a", size), subset("b"),
         strategy={"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30}},
@@ -161,7 +157,7 @@ def scale_in(size: int) -> Spread:
     spread.write_status(spread.plan())
     for name in gone[:30]:
         terminating = running(name, "b")
-        terminating["metadata"]["deletionTimestamp"] = stamp(NOW)
+        terminating["metadata"]["deletionTimestamp"] = format_time(NOW)
         spread.change(terminating, name)
     return spread
 
@@ -171,7 +167,7 @@ def scale_in_round(spread: Spread) -> list[TallyPlan]:
     and time passes beyond some entries' 15 s: one plan after each."""
     plans = [spread.plan()]
     terminating = running("r00140", "b")
-    terminating["metadata"]["deletionTimestamp"] = stamp(NOW)
+    terminating["metadata"]["deletionTimestamp"] = format_time(NOW)
     spread.change(terminating, "r00140")
     plans.append(spread.plan())
     spread.change(None, "r00101")
