@@ -124,6 +124,8 @@ def zone_subset(name: str, zone: str, max_replicas: int | None = None) -> dict[s
 
 
 def create_spread(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
+    """Create the WorkloadSpread ``body``, and its namespace if it does not exist yet."""
+    create_namespace(api, namespace)
     client.CustomObjectsApi(api).create_namespaced_custom_object(
         "apps.kruise.io", "v1alpha1", namespace, "workloadspreads", body
     )

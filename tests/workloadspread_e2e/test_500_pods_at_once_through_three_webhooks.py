@@ -20,7 +20,6 @@ from kubernetes import client
 
 from spreadbus.cli.local_stack import Stack
 from tests.workloadspread_e2e.stack import (
-    create_namespace,
     create_spread,
     deployment,
     live_pods,
@@ -73,7 +72,6 @@ def test_500_pods_created_at_once_through_three_webhooks_never_overfill_a_subset
     running, api = stack
     assert [c.name for c in running.services if c.name.startswith("webhook")] == [
         "webhook", "webhook-2", "webhook-3"]
-    create_namespace(api, NS)
     create_spread(api, NS, WORKLOADSPREAD)
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(NS, deployment("burst", REPLICAS))

@@ -17,7 +17,6 @@ from tests.workloadspread_e2e.stack import (
     DELETION_COST,
     MATCHED,
     VIRTUAL_NODE_TOLERATIONS,
-    create_namespace,
     create_spread,
     deployment,
     live_pods,
@@ -50,7 +49,6 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
 def test_the_elastic_example_lands_100_fixed_50_elastic_and_scales_in_elastic_first(
     api: client.ApiClient,
 ) -> None:
-    create_namespace(api, NS)
     create_spread(api, NS, WORKLOADSPREAD)
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(NS, deployment("workload-xxx", 0))
@@ -112,7 +110,6 @@ def test_new_pods_are_created_carrying_their_subsets_deletion_cost(
     """The webhook writes the cost a pod within its subset's limit gets (ACK 200, ECI 100), so the
     planner finds nothing to patch on a scale-out."""
     namespace = "elastic-created"
-    create_namespace(api, namespace)
     fewer = json.loads(json.dumps(WORKLOADSPREAD))
     fewer["spec"]["subsets"][0]["maxReplicas"] = 10
     create_spread(api, namespace, fewer)

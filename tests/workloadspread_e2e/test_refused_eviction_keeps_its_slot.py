@@ -19,7 +19,6 @@ from kubernetes.client.exceptions import ApiException
 
 from tests.workloadspread_e2e.stack import (
     VIRTUAL_NODE_TOLERATIONS,
-    create_namespace,
     create_spread,
     deployment,
     live_pods,
@@ -51,7 +50,6 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
 def test_a_new_pod_does_not_take_the_slot_of_a_pod_whose_eviction_was_refused(
     api: client.ApiClient,
 ) -> None:
-    create_namespace(api, NS)
     create_spread(api, NS, WORKLOADSPREAD)
     apps: Any = client.AppsV1Api(api)
     core: Any = client.CoreV1Api(api)

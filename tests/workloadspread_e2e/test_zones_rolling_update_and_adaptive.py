@@ -13,7 +13,6 @@ import pytest
 from kubernetes import client
 
 from tests.workloadspread_e2e.stack import (
-    create_namespace,
     create_spread,
     deployment,
     live_pods,
@@ -55,7 +54,6 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
     # The seed targets a CloneSet; a Deployment goes through the same rules (kubesim runs
     # Deployments), including the per-version limits of a rollout.
     ns = "multi"
-    create_namespace(api, ns)
     create_spread(api, ns, spread("ws-demo", "workload-xxx", [
         zone_subset("subset-a", "zone-a", 100), zone_subset("subset-b", "zone-b", 100),
     ]))
@@ -113,7 +111,6 @@ def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the
     api: client.ApiClient,
 ) -> None:
     ns = "adaptive"
-    create_namespace(api, ns)
     create_spread(api, ns, spread("ws-adaptive", "big", [
         zone_subset("zone-c", "zone-c"), zone_subset("zone-a", "zone-a"),
     ], {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": CRITICAL_SECONDS}}))
