@@ -91,8 +91,9 @@ class Precondition(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
     uid: str = ""
     resource_version: str = ""
     seen_version: str = ""
-    """The resourceVersion the plan was decided on, not a condition: the actuator may write
-    against it without reading the object first, and reads it only if it moved on since."""
+    """The resourceVersion the plan was decided on, not a condition: a uid-only plan naming it
+    that only sets annotations or labels is written without reading the object first (a JSON
+    patch testing the uid), and the object is read only if that write is refused."""
 
 
 class Plan(_Message, frozen=True, kw_only=True, tag="plan"):
