@@ -279,7 +279,7 @@ class Planner:
                 raise_if_ended(tasks)
                 if self.caught_up and not restore_recorded:
                     restore_recorded = True
-                    elapsed = asyncio.get_running_loop().time() - started
+                    elapsed = loop.time() - started
                     self.metrics.restore_seconds.set(elapsed)
                     log.info("projection ready", extra={"from": self.restored_from,
                                                         "seconds": round(elapsed, 3)})
