@@ -11,7 +11,9 @@ consumer on the server or by stopping the server.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
+from typing import Any
 
 import nats
 import pytest
@@ -19,7 +21,11 @@ from nats.aio.client import Client
 from prometheus_client import CollectorRegistry
 
 from events.streams import KUBE
-from spreadbus.runtime.follower import FollowerMetrics, FollowerTooStale, StreamFollower
+from spreadbus.runtime.follower import (
+    FollowerMetrics,
+    FollowerTooStale,
+    StreamFollower,
+)
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.manual_clock import ManualClock
@@ -55,19 +61,33 @@ async def reconnecting_client(nats_server: NatsServer) -> AsyncIterator[Client]:
         await nc.close()
 
 
+@contextlib.asynccontextmanager
+async def following(
+    nc: Client, clock: ManualClock, **options: Any
+) -> AsyncIterator[tuple[StreamFollower, asyncio.Task[None], list[int]]]:
+    """A follower of KUBE with the silence limit on ``clock``, caught up, then stopped; with its
+    run and the stream sequences it was given."""
+    seen: list[int] = []
+    follower = StreamFollower(nc, stream=KUBE.name, sink=lambda s, _, d: seen.append(s),
+                              max_silence_seconds=LIMIT, wall_clock=clock, **options)
+    task = asyncio.create_task(follower.run())
+    try:
+        await asyncio.wait_for(follower.wait_caught_up(), 10)
+        yield follower, task, seen
+    finally:
+        follower.stop()
+        if not task.done():
+            await asyncio.wait_for(task, 10)
+
+
 async def test_a_consumer_lost_within_the_limit_is_recreated_and_sees_later_messages(
     nats_client: Client,
 ) -> None:
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, 0, 3)
-    clock, registry, seen = ManualClock(), CollectorRegistry(), []
-    follower = StreamFollower(
-        nats_client, stream=KUBE.name, sink=lambda s, _, d: seen.append(s),
-        max_silence_seconds=LIMIT, wall_clock=clock, metrics=FollowerMetrics(registry),
-    )
-    task = asyncio.create_task(follower.run())
-    try:
-        await asyncio.wait_for(follower.wait_caught_up(), 10)
+    clock, registry = ManualClock(), CollectorRegistry()
+    metrics = FollowerMetrics(registry)
+    async with following(nats_client, clock, metrics=metrics) as (follower, task, seen):
         clock.now += LIMIT * 0.9
         await delete_consumers(nats_client)
         await wait_until_async(lambda: restarts(registry) >= 1, what="a consumer restart")
@@ -75,9 +95,6 @@ async def test_a_consumer_lost_within_the_limit_is_recreated_and_sees_later_mess
         await wait_until_async(lambda: follower.last_seq == 5, what="follower.last_seq == 5")
         assert seen == [1, 2, 3, 4, 5]
         assert not task.done()
-    finally:
-        follower.stop()
-        await asyncio.wait_for(task, 10)
 
 
 async def test_a_consumer_lost_after_a_silence_past_the_limit_ends_the_run_naming_it(
@@ -85,22 +102,14 @@ async def test_a_consumer_lost_after_a_silence_past_the_limit_ends_the_run_namin
 ) -> None:
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, 0, 3)
-    clock, seen = ManualClock(), []
-    follower = StreamFollower(
-        nats_client, stream=KUBE.name, sink=lambda s, _, d: seen.append(s),
-        max_silence_seconds=LIMIT, wall_clock=clock, heartbeat_seconds=5.0,
-    )
-    task = asyncio.create_task(follower.run())
-    try:
-        await asyncio.wait_for(follower.wait_caught_up(), 10)
+    clock = ManualClock()
+    async with following(nats_client, clock, heartbeat_seconds=5.0) as (_, task, seen):
         clock.now += LIMIT + 1
         await delete_consumers(nats_client)
         with pytest.raises(FollowerTooStale, match=r"KUBE.* 1001 s.* 1000 s"):
             await asyncio.wait_for(task, 30)
         assert seen == [1, 2, 3]
         assert not await nats_client.jetstream().consumers_info(KUBE.name)
-    finally:
-        follower.stop()
 
 
 async def test_a_follower_cut_off_from_a_stopped_server_past_the_limit_does_not_resume(
@@ -109,37 +118,20 @@ async def test_a_follower_cut_off_from_a_stopped_server_past_the_limit_does_not_
     nc = reconnecting_client
     await publish(nc, 0, 3)
     clock = ManualClock()
-    follower = StreamFollower(
-        nc, stream=KUBE.name, sink=lambda s, _, d: None, heartbeat_seconds=0.2,
-        max_silence_seconds=LIMIT, wall_clock=clock,
-    )
-    task = asyncio.create_task(follower.run())
-    try:
-        await asyncio.wait_for(follower.wait_caught_up(), 10)
+    async with following(nc, clock, heartbeat_seconds=0.2) as (follower, task, _):
         await asyncio.to_thread(nats_server.kill)
         clock.now += 2 * LIMIT
         await asyncio.to_thread(nats_server.restart)
         with pytest.raises(FollowerTooStale):
             await asyncio.wait_for(task, 30)
         assert follower.last_seq == 3
-    finally:
-        follower.stop()
 
 
 async def test_a_follower_that_never_reached_the_server_is_not_stale(nats_client: Client) -> None:
     await ensure_streams(nats_client.jetstream())
     await publish(nats_client, 0, 3)
     # Every reading of this clock is far past the limit from the one before.
-    clock, seen = ManualClock(step=10 * LIMIT), []
-    follower = StreamFollower(
-        nats_client, stream=KUBE.name, sink=lambda s, _, d: seen.append(s),
-        max_silence_seconds=LIMIT, wall_clock=clock,
-    )
-    task = asyncio.create_task(follower.run())
-    try:
-        await asyncio.wait_for(follower.wait_caught_up(), 10)
+    clock = ManualClock(step=10 * LIMIT)
+    async with following(nats_client, clock) as (_, task, seen):
         assert seen == [1, 2, 3]
         assert not task.done()
-    finally:
-        follower.stop()
-        await asyncio.wait_for(task, 10)
