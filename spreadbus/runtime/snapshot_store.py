@@ -24,11 +24,10 @@ prefix) and makes its own JetStream context from them; the two can never disagre
 
 Signature::
 
-    SnapshotStore(nc: Client, *, api_prefix: str = "$JS.API",
-                  bucket: str = "spreadbus-snapshots",
+    SnapshotStore(nc: Client, *, bucket: str = "spreadbus-snapshots",
                   replicas: int = 1,      # replicas of the bucket, when this store creates it
                   stall_seconds: float = 10.0, window_bytes: int = 16 << 20)
-        .js: JetStreamContext             # made from ``nc`` and ``api_prefix``
+        .js: JetStreamContext             # made from ``nc``
         async .save(name: str, data: bytes) -> None
         async .load(name: str) -> bytes | bytearray | None   # the blob as saved
 """
@@ -45,7 +44,6 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import (
-    DEFAULT_PREFIX,
     AckPolicy,
     ConsumerConfig,
     DeliverPolicy,
@@ -71,15 +69,13 @@ class SnapshotStore:
         self,
         nc: Client,
         *,
-        api_prefix: str = DEFAULT_PREFIX,
         bucket: str = "spreadbus-snapshots",
         replicas: int = 1,
         stall_seconds: float = 10.0,
         window_bytes: int = 16 << 20,
     ) -> None:
         self.nc = nc
-        self.api_prefix = api_prefix
-        self.js = nc.jetstream(prefix=api_prefix)
+        self.js = nc.jetstream()
         self.bucket = bucket
         self.replicas = replicas
         self.stall_seconds = stall_seconds
@@ -124,7 +120,7 @@ class SnapshotStore:
             mem_storage=True, num_replicas=1, inactive_threshold=30.0,
         ))
         nc = self.nc
-        next_subject = f"{self.api_prefix}.CONSUMER.MSG.NEXT.{stream}.{consumer.name}"
+        next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer.name}"
         inbox = nc.new_inbox()
         window = max(1, self.window_bytes // max(1, -(-size // chunks)))
         buffer = bytearray()
