@@ -22,10 +22,11 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from spreadbus.cli.local_stack import Stack
+from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
 
 T = TypeVar("T")
-MATCHED = "apps.kruise.io/matched-workloadspread"
-DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
+MATCHED = MATCHED_ANNOTATION
+DELETION_COST = DELETION_COST_ANNOTATION
 FAST_KUBELET = [
     "--create-delay=0.02",
     "--start-delay=0.02",
