@@ -49,7 +49,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from events import codec, subjects
 from events.messages import ApiError, Outcome, Plan
-from events.streams import PLANS
+from events.streams import DEDUP_HEADER, PLANS
 from services.actuator.application import Applier, Result
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
@@ -235,7 +235,7 @@ class PlanConsumer:
         subject = subjects.outcome(plan.cluster, plan.verb, t.group, t.resource, t.namespace,
                                    t.name)
         await self.nc.jetstream().publish(subject, codec.encode(outcome),
-                                          headers={"Nats-Msg-Id": f"outcome:{plan.id}"})
+                                          headers={DEDUP_HEADER: f"outcome:{plan.id}"})
         self.outcomes.labels(result.result).inc()
         log.info("outcome", extra={"plan": plan.id, "result": result.result,
                                    "error": repr(result.error) if result.error else ""})

@@ -56,7 +56,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events import codec, subjects
 from events.reservations import STREAM as RESERVATIONS_STREAM
-from events.streams import KUBE, OUTCOMES, PLANS, TOMBSTONE_TTL_SECONDS
+from events.streams import DEDUP_HEADER, KUBE, OUTCOMES, PLANS, TOMBSTONE_TTL_SECONDS
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
@@ -368,7 +368,7 @@ class Planner:
                                         target.namespace, target.name)
                 try:
                     ack = await js.publish(subject, codec.encode(plan),
-                                           headers={"Nats-Msg-Id": plan.id})
+                                           headers={DEDUP_HEADER: plan.id})
                 except (NatsError, JetStreamError, TimeoutError) as exc:
                     # PLANS discards new when full: the publish fails loudly and we retry later.
                     log.warning("plan not published", extra={"plan": plan.id, "error": repr(exc)})
