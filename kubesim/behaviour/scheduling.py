@@ -19,7 +19,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from kubesim.behaviour.label_match import selector_matches
 from kubesim.behaviour.pod_affinity import (
@@ -189,6 +189,16 @@ class Rejection:
     resolvable: bool
 
 
+_UNSCHEDULABLE: Final = Rejection((REASON_UNSCHEDULABLE,), resolvable=False)
+_NODE_NAME: Final = Rejection((REASON_NODE_NAME,), resolvable=False)
+_TAINT: Final = Rejection((REASON_TAINT,), resolvable=False)
+_AFFINITY: Final = Rejection((REASON_AFFINITY,), resolvable=False)
+_SPREAD_LABEL: Final = Rejection((REASON_SPREAD_LABEL,), resolvable=False)
+_SPREAD: Final = Rejection((REASON_SPREAD,), resolvable=True)
+"""The rejections whose reasons are fixed, made once: a pod steered to one zone is refused by
+every node of the others."""
+
+
 def _spread_constraints(pod: Mapping[str, Any], mode: str) -> list[Mapping[str, Any]]:
     constraints = (pod.get("spec") or {}).get("topologySpreadConstraints") or ()
     return [c for c in constraints if c.get("whenUnsatisfiable", "DoNotSchedule") == mode]
@@ -276,14 +286,14 @@ def filter_node(
     tolerations = spec.get("tolerations") or ()
     node_spec = info.node.get("spec") or {}
     if node_spec.get("unschedulable") and not tolerates(tolerations, UNSCHEDULABLE_TAINT):
-        return Rejection((REASON_UNSCHEDULABLE,), resolvable=False)
+        return _UNSCHEDULABLE
     wanted = spec.get("nodeName")
     if wanted and wanted != info.name:
-        return Rejection((REASON_NODE_NAME,), resolvable=False)
+        return _NODE_NAME
     if untolerated_taint(info.taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)) is not None:
-        return Rejection((REASON_TAINT,), resolvable=False)
+        return _TAINT
     if not (node_fit(info) if node_fit is not None else pod_matches_node(spec, info.node)):
-        return Rejection((REASON_AFFINITY,), resolvable=False)
+        return _AFFINITY
     reasons = insufficient_resources(pod_requests(spec) if requests is None else requests, info)
     if reasons:
         return Rejection(tuple(reasons), resolvable=True)
@@ -291,10 +301,10 @@ def filter_node(
         for i, constraint in enumerate(spread.constraints):
             domain = info.labels.get(constraint.get("topologyKey") or "")
             if domain is None:
-                return Rejection((REASON_SPREAD_LABEL,), resolvable=False)
+                return _SPREAD_LABEL
             matched = spread.counts[i].get(domain, 0) + spread.self_match[i]
             if matched - spread.minimums[i] > int(constraint.get("maxSkew") or 1):
-                return Rejection((REASON_SPREAD,), resolvable=True)
+                return _SPREAD
     if affinity is not None:
         refusal = affinity_rejection(affinity, info.labels)
         if refusal is not None:
@@ -464,11 +474,22 @@ def node_fit_for(pod: Mapping[str, Any]) -> Callable[[NodeInfo], bool]:
             if isinstance(r, Mapping)
         }
     )
-    answers: dict[tuple[tuple[bool, str | None], ...], bool] = {}
+    # A label's value is a string, so None (absent) is told from every value, "" included.
+    answers: dict[object, bool] = {}
+    if len(keys) == 1:
+        (key,) = keys
+
+        def fit_one(info: NodeInfo) -> bool:
+            read = (info.node["metadata"].get("labels") or {}).get(key)
+            answer = answers.get(read)
+            if answer is None:
+                answer = answers[read] = pod_matches_node(spec, info.node)
+            return answer
+
+        return fit_one
 
     def fit(info: NodeInfo) -> bool:
-        labels = info.labels
-        read = tuple((k in labels, labels.get(k)) for k in keys)
+        read = tuple(map((info.node["metadata"].get("labels") or {}).get, keys))
         answer = answers.get(read)
         if answer is None:
             answer = answers[read] = pod_matches_node(spec, info.node)

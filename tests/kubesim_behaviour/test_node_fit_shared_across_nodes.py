@@ -12,7 +12,7 @@ from kubesim.behaviour.scheduling import NodeInfo, node_fit_for
 from spreadbus.core.node_affinity import pod_matches_node
 
 KEYS = ("zone", "pool", "arch")
-VALUES = ("a", "b", "c")
+VALUES = ("a", "b", "c", "")  # "" is a value, not an absent label
 
 labels = st.dictionaries(st.sampled_from(KEYS), st.sampled_from(VALUES), max_size=3)
 requirement = st.one_of(
