@@ -17,22 +17,35 @@ Both are measured in this run, on the same topology (``bench-100``) with the sam
   cost of the stack around kubesim (every pod creation calls the admission webhook over HTTPS,
   five more processes share the cores) from the cost of spreading.
 
-The three phases are repeated ``--runs`` times (3), one after another within each run, and each
-phase is reported by its best run: a shared machine's noise only ever slows a phase down.
-Printed: each run's times, then the best times and ``ratio`` lines, ``spread / baseline`` against
-the 1.3 goal.
-Run: ``python -m bench.workloadspread_end_to_end [--replicas 1000] [--runs 3]``.
+Each phase runs in two layouts of the machine's cores:
+
+- **split** (the goal's): kubesim alone on one core, everything else (nats-server, the services,
+  this process) on the others, as an API server and the controllers around it run on different
+  machines. The stack's cost is then what it costs the cluster: the admission call in every pod
+  creation, the watches and writes it serves, the time until everything is observed and decided;
+  the services have one core among themselves.
+- **shared**: every process on every core, as ``spreadbus up`` runs on a laptop; the five
+  processes around kubesim then also take turns on its core.
+
+The three phases of a layout are repeated ``--runs`` times (3), one after another within each
+run, and each phase is reported by its best run: a shared machine's noise only ever slows a phase
+down. Printed: each run's times, then per layout the best times and ``ratio`` lines,
+``spread / baseline`` against the 1.3 goal.
+Run: ``python -m bench.workloadspread_end_to_end [--replicas 1000] [--runs 3]
+[--layouts split,shared]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +119,31 @@ def wait(what: str, check: Callable[[], bool], timeout: float = 300.0) -> float:
     return time.perf_counter()
 
 
+LAYOUTS = ("split", "shared")
+
+
+def pin(pid: int, cores: set[int]) -> None:
+    """Every thread of ``pid`` onto ``cores``; threads it starts later inherit their parent's."""
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        with contextlib.suppress(ProcessLookupError):  # a thread that just ended
+            os.sched_setaffinity(int(task.name), cores)
+
+
+@contextlib.contextmanager
+def layout(name: str, kubesim: int, others: list[int]) -> Iterator[None]:
+    """kubesim (pid) and the other processes (this one included) placed as ``name`` says."""
+    everything = os.sched_getaffinity(0)
+    if name == "split":
+        first, rest = min(everything), everything - {min(everything)}
+        pin(kubesim, {first})
+        for pid in [*others, os.getpid()]:
+            pin(pid, rest)
+    try:
+        yield
+    finally:
+        pin(os.getpid(), everything)
+
+
 def ready_replicas(apps: Any) -> int:
     """Polled every 50 ms while the stack runs: read as plain JSON, not the client's models."""
     response = apps.read_namespaced_deployment_status("bench", NS, _preload_content=False)
@@ -117,7 +155,7 @@ def create_namespace(core: Any) -> None:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
 
 
-def baseline(replicas: int, workdir: Path) -> float:
+def baseline(replicas: int, workdir: Path, cores: str) -> float:
     """kubesim alone, as a process spoken to over HTTP, the same way as the stack's."""
     kubeconfig = workdir / "baseline-kubeconfig"
     log = (workdir / "baseline-kubesim.log").open("w")
@@ -129,7 +167,7 @@ def baseline(replicas: int, workdir: Path) -> float:
     try:
         wait("kubesim's kubeconfig", kubeconfig.exists, 60)
         api = config.new_client_from_config(config_file=str(kubeconfig))  # type: ignore[no-untyped-call]
-        with api:
+        with api, layout(cores, proc.pid, []):
             apps: Any = client.AppsV1Api(api)
             create_namespace(client.CoreV1Api(api))
             started = time.perf_counter()
@@ -142,7 +180,8 @@ def baseline(replicas: int, workdir: Path) -> float:
         log.close()
 
 
-def spread(replicas: int, workdir: Path, *, with_spread: bool = True) -> tuple[float, float]:
+def spread(replicas: int, workdir: Path, cores: str, *,
+           with_spread: bool = True) -> tuple[float, float]:
     data_dir = workdir / ("stack" if with_spread else "plain-stack")
     stack = Stack(data_dir=data_dir, cluster="bench",
                   kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET], service_env=ACTUATOR)
@@ -151,7 +190,13 @@ def spread(replicas: int, workdir: Path, *, with_spread: bool = True) -> tuple[f
         api = config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=str(data_dir / "kubeconfig")
         )
-        with api:
+        assert stack.kubesim is not None
+        assert stack.kubesim.process is not None
+        assert stack.nats is not None
+        assert stack.nats.process is not None
+        others = [stack.nats.process.pid,
+                  *(s.process.pid for s in stack.services if s.process is not None)]
+        with api, layout(cores, stack.kubesim.process.pid, others):
             apps: Any = client.AppsV1Api(api)
             core: Any = client.CoreV1Api(api)
             custom: Any = client.CustomObjectsApi(api)
@@ -202,33 +247,44 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=3,
                         help="repeat the three phases; each is reported by its best run")
+    parser.add_argument("--layouts", default=",".join(LAYOUTS),
+                        help="comma-separated, of: " + ", ".join(LAYOUTS))
     args = parser.parse_args(argv)
-    runs: list[tuple[float, float, float, float]] = []
+    layouts = [name for name in args.layouts.split(",") if name]
+    if not layouts or any(name not in LAYOUTS for name in layouts):
+        parser.error(f"--layouts: expected names from {', '.join(LAYOUTS)}, got {args.layouts!r}")
+    if "split" in layouts and len(os.sched_getaffinity(0)) < 2:
+        parser.error("--layouts split needs at least two cores")
+    runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in layouts}
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         for i in range(args.runs):
-            # The three phases of a run follow each other, so noise on the machine falls on
-            # all of them alike; each run starts from empty stores.
-            workdir = Path(tmp) / f"run-{i}"
-            workdir.mkdir()
-            base = baseline(args.replicas, workdir)
-            plain, _ = spread(args.replicas, workdir, with_spread=False)
-            ready, converged = spread(args.replicas, workdir)
-            runs.append((base, plain, ready, converged))
-            print(f"run {i + 1}: kubesim alone {base:.2f} s, stack without a WorkloadSpread "
-                  f"{plain:.2f} s, under it {ready:.2f} s (ratio {ready / base:.3f})", flush=True)
-    base, plain, ready, converged = (min(times) for times in zip(*runs, strict=True))
-    print(f"best of {len(runs)} run(s) for each phase:")
-    print(f"kubesim alone: {args.replicas} Ready pods in {base:.2f} s")
-    print(f"the stack without a WorkloadSpread: Ready in {plain:.2f} s "
-          f"(ratio to kubesim alone {plain / base:.3f})")
-    print(f"under a three-subset WorkloadSpread: Ready in {ready:.2f} s, "
-          f"status and deletion costs in {converged:.2f} s")
-    print(f"ratio ready/baseline: {ready / base:.3f} (goal under {GOAL}: "
-          f"{ready / base / GOAL:.3f} of it)")
-    print(f"ratio converged/baseline: {converged / base:.3f} (goal under {GOAL}: "
-          f"{converged / base / GOAL:.3f} of it)")
-    print(f"ratio ready/stack without a spread: {ready / plain:.3f} (the cost of spreading)")
+            for cores in layouts:
+                # The three phases of a run follow each other, so noise on the machine falls
+                # on all of them alike; each run starts from empty stores.
+                workdir = Path(tmp) / f"run-{i}" / cores
+                workdir.mkdir(parents=True)
+                base = baseline(args.replicas, workdir, cores)
+                plain, _ = spread(args.replicas, workdir, cores, with_spread=False)
+                ready, converged = spread(args.replicas, workdir, cores)
+                runs[cores].append((base, plain, ready, converged))
+                print(f"run {i + 1}, {cores} cores: kubesim alone {base:.2f} s, stack without a "
+                      f"WorkloadSpread {plain:.2f} s, under it {ready:.2f} s "
+                      f"(ratio {ready / base:.3f})", flush=True)
+    for cores in layouts:
+        base, plain, ready, converged = (min(times) for times in zip(*runs[cores], strict=True))
+        print(f"{cores} cores, best of {args.runs} run(s) for each phase:")
+        print(f"  kubesim alone: {args.replicas} Ready pods in {base:.2f} s")
+        print(f"  the stack without a WorkloadSpread: Ready in {plain:.2f} s "
+              f"(ratio to kubesim alone {plain / base:.3f})")
+        print(f"  under a three-subset WorkloadSpread: Ready in {ready:.2f} s, "
+              f"status and deletion costs in {converged:.2f} s")
+        print(f"  ratio ready/baseline: {ready / base:.3f} (goal under {GOAL}: "
+              f"{ready / base / GOAL:.3f} of it)")
+        print(f"  ratio converged/baseline: {converged / base:.3f} (goal under {GOAL}: "
+              f"{converged / base / GOAL:.3f} of it)")
+        print(f"  ratio ready/stack without a spread: {ready / plain:.3f} (the cost of spreading)")
     return 0
+
 
 if __name__ == "__main__":
     raise SystemExit(main())
