@@ -439,6 +439,11 @@ class WebhookClient:
         waiter: asyncio.Future[Response] = asyncio.get_running_loop().create_future()
         try:
             deadline.watch(waiter)
+        except TimeoutError:
+            # the deadline passed while the connection was handed over: nothing was sent on it
+            pool.give_back(conn)
+            raise
+        try:
             conn.send(request, waiter)
             response = await waiter
         except _Closed as e:

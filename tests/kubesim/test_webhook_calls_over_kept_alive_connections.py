@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from kubesim.webhook_client import CallError, WebhookClient
+from kubesim.webhook_client import CallError, WebhookClient, _Deadline
 from spreadbus.tls import CertKeyPair, issue_server_cert, make_ca
 
 Answer = Callable[["Exchange"], Awaitable[bytes | None]]
@@ -299,3 +299,24 @@ async def test_a_server_that_never_completes_the_handshake_times_out(
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_a_call_past_its_deadline_before_sending_leaves_its_connection_usable(
+    client: WebhookClient, client_context: ssl.SSLContext, start: Start
+) -> None:
+    """A deadline that fires between a connection being handed over and the request being
+    written fails the call, and the connection, with nothing in flight, serves the next one."""
+    server = await start(empty_object)
+    assert await post(client, server, client_context) == (200, b"{}")
+    (pool,) = client._pools.values()
+    loop = asyncio.get_running_loop()
+    expired = _Deadline(loop, loop.time())
+    fired: asyncio.Future[None] = loop.create_future()
+    expired.watch(fired)
+    with pytest.raises(TimeoutError):
+        await fired  # its timer fired
+    with pytest.raises(TimeoutError):
+        await client._attempt(pool, b"unsent", expired, reuse=True)
+    assert await post(client, server, client_context) == (200, b"{}")
+    assert server.connections == 1
+    assert [e.body for e in server.exchanges] == [b"{}", b"{}"]
