@@ -19,8 +19,8 @@ Both are measured in this run, on the same topology (``bench-100``) with the sam
 
 Each phase runs in two layouts of the machine's cores:
 
-- **split** (the goal's): kubesim alone on one core, everything else (nats-server, the services,
-  this process) on the others, as an API server and the controllers around it run on different
+- **split**: kubesim alone on one core, everything else (nats-server, the services, this
+  process) on the others, as an API server and the controllers around it run on different
   machines. The stack's cost is then what it costs the cluster: the admission call in every pod
   creation, the watches and writes it serves, the time until everything is observed and decided;
   the services have one core among themselves.
