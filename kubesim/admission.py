@@ -54,7 +54,7 @@ import base64
 import contextlib
 import ssl
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -196,6 +196,10 @@ class _Endpoint:
     port: int
     path: str
     server_name: str
+
+    def with_query(self, query: str) -> _Endpoint:
+        joined = "&" if "?" in self.path else "?"
+        return replace(self, url=self.url + joined + query, path=self.path + joined + query)
 
 
 class Admission:
@@ -384,13 +388,18 @@ class Admission:
             self._ssl_cache[bundle] = ctx
         return ctx
 
-    async def post(self, w: JsonObject, review: JsonObject, timeout: float) -> Any:
+    async def post(
+        self, w: JsonObject, review: JsonObject, timeout: float, *, timeout_in_url: bool = False
+    ) -> Any:
         """POST a review to ``w``'s clientConfig over verified HTTPS; the decoded JSON answer.
 
         Shared with CRD conversion webhooks; failures raise :class:`CallFailed` with the
-        wording upstream uses.
+        wording upstream uses. ``timeout_in_url`` tells the webhook its deadline as upstream's
+        admission calls do (``/path?timeout=10s``).
         """
         endpoint = self._endpoint(w)
+        if timeout_in_url:
+            endpoint = endpoint.with_query(f"timeout={timeout:g}s")
         context = self._ssl(w)
         try:
             status, body = await self._client.post(
@@ -418,7 +427,7 @@ class Admission:
     async def _call(self, w: JsonObject, review: JsonObject) -> JsonObject:
         if "v1" not in (w.get("admissionReviewVersions") or ["v1"]):
             raise CallFailed("webhook does not accept the v1 AdmissionReview API version")
-        body = await self.post(w, review, float(w.get("timeoutSeconds") or 10))
+        body = await self.post(w, review, float(w.get("timeoutSeconds") or 10), timeout_in_url=True)
         if not isinstance(body, dict) or not isinstance(body.get("response"), dict):
             raise CallFailed("the webhook returned no response")
         response: JsonObject = body["response"]

@@ -29,6 +29,8 @@ class WebhookServer:
         self.sim = sim
         self.ca = ca
         self.requests: list[dict[str, Any]] = []
+        self.queries: list[str] = []
+        """The query string of each request, as the API server sent it."""
         self.peers: list[Any] = []
         """The client address of each request: one per connection the webhook was called on."""
         self.handlers: dict[str, Handler] = {}
@@ -40,6 +42,7 @@ class WebhookServer:
     async def _handle(self, request: web.Request) -> web.Response:
         review = await request.json()
         self.requests.append(review["request"])
+        self.queries.append(request.query_string)
         self.peers.append(
             request.transport.get_extra_info("peername") if request.transport else None
         )
@@ -288,7 +291,23 @@ def test_slow_webhook_times_out_after_timeout_seconds(
     with pytest.raises(ApiException) as info:
         core.create_namespaced_pod("default", pod("p"))
     assert info.value.status == 500
-    assert "deadline exceeded" in json.loads(info.value.body)["message"]
+    message = json.loads(info.value.body)["message"]
+    assert f'Post "{hooks.url("/slow")}?timeout=1s": context deadline exceeded' in message
+
+
+def test_each_call_tells_the_webhook_its_timeout_in_the_url(
+    kube_api_client: client.ApiClient, core: client.CoreV1Api, hooks: WebhookServer
+) -> None:
+    """As upstream's API server does (``/path?timeout=10s``), from timeoutSeconds or its default."""
+    hooks.handlers["/mutate"] = allow()
+    hooks.handlers["/validate"] = allow()
+    _register(kube_api_client, "mutating",
+              webhook("m.example.com", hooks.url("/mutate"), hooks.ca_bundle, resources=["pods"]))
+    _register(kube_api_client, "validating",
+              webhook("v.example.com", hooks.url("/validate"), hooks.ca_bundle,
+                      resources=["pods"], timeoutSeconds=3))
+    core.create_namespaced_pod("default", pod("p"))
+    assert sorted(hooks.queries) == ["timeout=10s", "timeout=3s"]
 
 
 def _register_selective_denial(api: client.ApiClient, hooks: WebhookServer) -> None:
