@@ -38,6 +38,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from services.webhook import conversion, review
 from services.webhook.review import AdmissionRequest
+from spreadbus.core import go_duration
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,8 @@ def build_app(
 
     ``answer_timeout`` bounds one decision (a slow or unreachable NATS included) below the
     configurations' ``timeoutSeconds``, so the failure policy is applied here, with a reason,
-    before the API server gives up on the call.
+    before the API server gives up on the call; a call that names a shorter deadline
+    (``?timeout=``) is bounded by that one (:func:`answer_limit`).
     """
     metrics = metrics or Metrics()
     app = web.Application(client_max_size=MAX_BODY)
@@ -112,10 +114,25 @@ def build_app(
         ("/validate-workloadspread", policy.validate_workloadspread, False),
     )
     for path, handler, fail_open in routes:
-        bounded = _bounded(handler, answer_timeout)
-        app.router.add_post(path, _review_endpoint(path, bounded, fail_open, metrics))
+        endpoint = _review_endpoint(path, handler, fail_open, metrics, answer_timeout)
+        app.router.add_post(path, endpoint)
     app.router.add_post("/convert", _conversion_endpoint(metrics))
     return app
+
+
+ANSWER_MARGIN_SECONDS: Final = 0.5
+"""Left of the API server's own deadline for the answer to reach it."""
+
+
+def answer_limit(api_timeout: str | None, configured: float) -> float:
+    """How long one decision may take: ``configured``, shortened to fit inside the deadline the
+    API server sent with the call (``?timeout=3s``) with a margin, so that a configuration with a
+    shorter ``timeoutSeconds`` still gets this webhook's failure policy and its reason rather
+    than the API server's timeout."""
+    deadline = go_duration.seconds(api_timeout) if api_timeout else None
+    if deadline is None or deadline <= 0:
+        return configured
+    return min(configured, max(deadline - ANSWER_MARGIN_SECONDS, deadline / 2))
 
 
 def _bounded(handler: Handler, timeout: float) -> Handler:
@@ -137,7 +154,7 @@ def _json(answer: dict[str, Any], status: int = 200) -> web.Response:
 
 
 def _review_endpoint(
-    path: str, handler: Handler, fail_open: bool, metrics: Metrics
+    path: str, handler: Handler, fail_open: bool, metrics: Metrics, answer_timeout: float
 ) -> Callable[[web.Request], Awaitable[web.Response]]:
     allowed_latency = metrics.latency.labels(path, "allowed")
     denied_latency = metrics.latency.labels(path, "denied")
@@ -152,7 +169,9 @@ def _review_endpoint(
             status = 413
             metrics.failures.labels(path, "malformed").inc()
         else:
-            answer, status = await answer_body(path, body, handler, fail_open, metrics)
+            limit = answer_limit(http.query.get("timeout"), answer_timeout)
+            bounded = _bounded(handler, limit)
+            answer, status = await answer_body(path, body, bounded, fail_open, metrics)
         latency = allowed_latency if answer["response"]["allowed"] else denied_latency
         latency.observe(time.perf_counter() - started)
         return _json(answer, status)

@@ -66,7 +66,7 @@ class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
     ledger_deadline_seconds: float = 2.0
     """How long one admission keeps retrying a contended reservation."""
     answer_timeout_seconds: float = 2.5
-    """Longest time to decide one review; keep it below the configurations' timeoutSeconds."""
+    """Longest time to decide one review; a call whose ``?timeout=`` is shorter gets less."""
     workload_whitelist: str = ""
     """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
 

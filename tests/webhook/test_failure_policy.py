@@ -75,3 +75,39 @@ async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() ->
     assert answer["response"]["uid"] == "slow"
     assert answer["response"]["allowed"] is True
     assert "TimeoutError" in answer["response"]["warnings"][0]
+
+
+async def test_a_shorter_deadline_sent_by_the_api_server_bounds_the_decision() -> None:
+    """Configured to wait 30 s, the webhook answers a call sent with ``?timeout=1s`` (a
+    configuration's timeoutSeconds: 1) by its failure policy while the API server still waits."""
+    from aiohttp.test_utils import TestClient, TestServer
+
+    from services.webhook.server import build_app
+
+    class Stuck:
+        async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]:
+            await asyncio.Event().wait()
+            raise AssertionError("unreachable")
+
+        record_pod_removal = mutate_pod
+        validate_workloadspread = mutate_pod
+
+    app = build_app(Stuck(), Metrics(), answer_timeout=30)
+    async with TestClient(TestServer(app)) as http, asyncio.timeout(10):
+        response = await http.post("/mutate-pod?timeout=1s", data=body("short"))
+        answer = await response.json()
+    assert answer["response"]["uid"] == "short"
+    assert answer["response"]["allowed"] is True
+    assert "TimeoutError" in answer["response"]["warnings"][0]
+
+
+def test_the_answer_limit_keeps_a_margin_inside_the_api_servers_deadline() -> None:
+    from services.webhook.server import answer_limit
+
+    assert answer_limit(None, 2.5) == 2.5
+    assert answer_limit("10s", 2.5) == 2.5  # the configured limit is the shorter
+    assert answer_limit("3s", 30) == 2.5  # half a second for the answer to travel
+    assert answer_limit("1s", 30) == 0.5
+    assert answer_limit("600ms", 30) == 0.3  # never less than half the deadline
+    assert answer_limit("soon", 2.5) == 2.5  # not a duration: the configured limit
+    assert answer_limit("0", 2.5) == 2.5
