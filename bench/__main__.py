@@ -1,6 +1,6 @@
 """Run every benchmark, each in its own subprocess, and print what each reports.
 
-``python -m bench`` runs them all at their default (about a minute each at most) sizes;
+``python -m bench`` runs them all at their default sizes;
 ``python -m bench --full`` asks each for its full size (the planner replays 1M observations);
 ``python -m bench planner_replay`` runs only the named ones. Every benchmark measures its own
 baseline in the same run and prints ``ratio`` lines, so results compare across machines.
