@@ -58,4 +58,5 @@ def test_go_s_own_formatting_reads_back(hours: int, minutes: int, millis: int) -
         text = f"{minutes}m{text}"
     value = seconds(text)
     assert value is not None
-    assert math.isclose(value, hours * 3600 + minutes * 60 + millis / 1000, abs_tol=1e-9)
+    expected = hours * 3600 + minutes * 60 + millis / 1000
+    assert math.isclose(value, expected, rel_tol=1e-12, abs_tol=1e-12)
