@@ -6,8 +6,10 @@ import asyncio
 import json
 from typing import Any
 
+from aiohttp.test_utils import TestClient, TestServer
+
 from services.webhook.review import AdmissionRequest
-from services.webhook.server import Metrics, answer_body
+from services.webhook.server import Metrics, answer_body, answer_limit, build_app
 from tests.webhook.admission_reviews import pod, review
 
 
@@ -55,19 +57,18 @@ async def test_an_answer_for_another_request_is_treated_as_a_failure() -> None:
     assert result["response"]["warnings"]
 
 
+class Stuck:
+    """A policy whose every decision waits on a bus that never answers."""
+
+    async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]:
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    record_pod_removal = mutate_pod
+    validate_workloadspread = mutate_pod
+
+
 async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() -> None:
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from services.webhook.server import build_app
-
-    class Stuck:
-        async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]:
-            await asyncio.Event().wait()  # a bus that never answers
-            raise AssertionError("unreachable")
-
-        record_pod_removal = mutate_pod
-        validate_workloadspread = mutate_pod
-
     app = build_app(Stuck(), Metrics(), answer_timeout=0.05)
     async with TestClient(TestServer(app)) as http:
         response = await http.post("/mutate-pod", data=body("slow"))
@@ -80,18 +81,6 @@ async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() ->
 async def test_a_shorter_deadline_sent_by_the_api_server_bounds_the_decision() -> None:
     """Configured to wait 30 s, the webhook answers a call sent with ``?timeout=1s`` (a
     configuration's timeoutSeconds: 1) by its failure policy while the API server still waits."""
-    from aiohttp.test_utils import TestClient, TestServer
-
-    from services.webhook.server import build_app
-
-    class Stuck:
-        async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]:
-            await asyncio.Event().wait()
-            raise AssertionError("unreachable")
-
-        record_pod_removal = mutate_pod
-        validate_workloadspread = mutate_pod
-
     app = build_app(Stuck(), Metrics(), answer_timeout=30)
     async with TestClient(TestServer(app)) as http, asyncio.timeout(10):
         response = await http.post("/mutate-pod?timeout=1s", data=body("short"))
@@ -102,8 +91,6 @@ async def test_a_shorter_deadline_sent_by_the_api_server_bounds_the_decision() -
 
 
 def test_the_answer_limit_keeps_a_margin_inside_the_api_servers_deadline() -> None:
-    from services.webhook.server import answer_limit
-
     assert answer_limit(None, 2.5) == 2.5
     assert answer_limit("10s", 2.5) == 2.5  # the configured limit is the shorter
     assert answer_limit("3s", 30) == 2.5  # half a second for the answer to travel
