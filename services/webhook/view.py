@@ -53,6 +53,9 @@ Objects = dict[tuple[str, str], dict[str, Any]]
 """(namespace, name) -> object, for one resource."""
 Slot = tuple[str, str]
 """(version, subset)."""
+_ENDED_PHASES: Final = frozenset({"Succeeded", "Failed"})
+_NAMESPACES_REMEMBERED: Final = 4096
+"""Bound on :meth:`View.spreads_in` answers kept (namespaces without spreads are asked too)."""
 
 
 def _indexed_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -61,9 +64,10 @@ def _indexed_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     Most pod changes are status updates that move nothing in the indexes, so a new version
     that agrees with the previous one on what :meth:`View._index_pod` reads (through
     :mod:`~spreadbus.core.workloadspread.pod_state`: the kind, the matched annotation, labels,
-    controller, phase and deletion) keeps the entries it has instead of recomputing them.
+    controller, whether the phase has ended, and deletion) keeps the entries it has instead of
+    recomputing them.
     """
-    if old.get("kind") != new.get("kind") or pod_state.phase(old) != pod_state.phase(new):
+    if old.get("kind") != new.get("kind") or _ended(old) != _ended(new):
         return False
     before, after = pod_state.metadata(old), pod_state.metadata(new)
     return (
@@ -72,6 +76,11 @@ def _indexed_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
         and before.get("labels") == after.get("labels")
         and before.get("ownerReferences") == after.get("ownerReferences")
     )
+
+
+def _ended(pod: Mapping[str, Any]) -> bool:
+    """All :func:`pod_state.is_active` reads of the phase: a pod starting keeps its entries."""
+    return pod_state.phase(pod) in _ENDED_PHASES
 
 
 def _matched_text(metadata: Mapping[str, Any]) -> object:
@@ -105,6 +114,8 @@ class View:
     _slots: dict[tuple[str, str], dict[Slot, set[str]]] = field(default_factory=dict)
     _keys: dict[tuple[str, str], str] = field(default_factory=dict)
     _pods: dict[tuple[str, str], _Indexed] = field(default_factory=dict)
+    _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
+    """:meth:`spreads_in` answers, sorted once per WorkloadSpread change, not per admission."""
 
     def __post_init__(self) -> None:
         kinds = {(k.group, k.resource) for k in self.kinds}
@@ -161,6 +172,7 @@ class View:
                 self.spreads.pop((namespace, name), None)
             else:
                 self.spreads[(namespace, name)] = from_object(event.object)
+            self._spreads_by_namespace.pop(namespace, None)
 
     def _index_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
         previous = self._pods.pop((namespace, name), None)
@@ -175,9 +187,10 @@ class View:
                 )
         if pod is None:
             return
-        key = pod_state.creating_key(pod) or name
-        self._keys[(namespace, key)] = name
         matched = pod_state.matched(pod)
+        # pod_state.creating_key, without decoding the annotation a second time.
+        key = (matched.uid if matched is not None else "") or pod_state.name(pod) or name
+        self._keys[(namespace, key)] = name
         if matched is None or not matched.name or not pod_state.is_active(pod):
             self._pods[(namespace, name)] = _Indexed(key)
             return
@@ -240,7 +253,14 @@ class View:
         return [store[k] for k in sorted(k for k in store if k[0] == namespace)]
 
     def spreads_in(self, namespace: str) -> list[WorkloadSpread]:
-        return [self.spreads[k] for k in sorted(k for k in self.spreads if k[0] == namespace)]
+        """WorkloadSpreads of one namespace, in name order (a new list the caller may keep)."""
+        found = self._spreads_by_namespace.get(namespace)
+        if found is None:
+            if len(self._spreads_by_namespace) >= _NAMESPACES_REMEMBERED:
+                self._spreads_by_namespace.clear()
+            keys = sorted(k for k in self.spreads if k[0] == namespace)
+            found = self._spreads_by_namespace[namespace] = [self.spreads[k] for k in keys]
+        return list(found)
 
     def active_in(self, namespace: str, spread: str, slot: Slot) -> set[str]:
         """Names of the active pods a spread counts in one (version, subset)."""
