@@ -13,7 +13,7 @@ Kubernetes restart the process. ``/metrics`` renders the service's own prometheu
 
 Signatures::
 
-    ReadinessGate(*conditions: str)
+    ReadinessGate(*conditions: str, on_first_ready: Callable[[], None] | None = None)
         .set(name: str, ok: bool) -> None
         .note(name: str, detail: str | None) -> None   # None or "" clears the note
         .ready -> bool
@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Final
 
 from aiohttp import web
@@ -55,17 +56,25 @@ CLOSE_WAIT_SECONDS: Final = 0.5
 
 
 class ReadinessGate:
-    """Ready only when every named condition is true; conditions start false."""
+    """Ready only when every named condition is true; conditions start false.
 
-    def __init__(self, *conditions: str) -> None:
+    ``on_first_ready`` runs once, the first time every condition holds: the moment a service
+    has folded its replay and starts serving.
+    """
+
+    def __init__(self, *conditions: str, on_first_ready: Callable[[], None] | None = None) -> None:
         self._conditions = dict.fromkeys(conditions, False)
         self._notes: dict[str, str] = {}
+        self._on_first_ready = on_first_ready
 
     def set(self, name: str, ok: bool) -> None:
         previous = self._conditions.get(name)
         self._conditions[name] = ok
         if previous != ok:
             log.info("readiness changed", extra={"condition": name, "ok": ok})
+        if self._on_first_ready is not None and self.ready:
+            first, self._on_first_ready = self._on_first_ready, None
+            first()
 
     def note(self, name: str, detail: str | None) -> None:
         """Show ``detail`` under ``name`` in ``/readyz`` without changing readiness."""

@@ -20,7 +20,8 @@ Signatures::
 
     ServiceContext(name, settings, registry, gate, nc, js, stopping)
     run_service(name: str, settings: ServiceSettings, main: ServiceMain, *,
-                conditions: Sequence[str] = ()) -> Awaitable[int]
+                conditions: Sequence[str] = (), stopping: asyncio.Event | None = None,
+                on_first_ready: Callable[[], None] | None = None) -> Awaitable[int]
     service_main(name: str, settings_cls: type[ServiceSettings], args: argparse.Namespace,
                  main: Callable[[ServiceContext], Awaitable[None]], *,
                  conditions: Sequence[str] = ()) -> int     # for ``run(args)`` of a CLI module
@@ -41,6 +42,7 @@ from nats.aio.client import Client
 from nats.js.client import JetStreamContext
 from prometheus_client import CollectorRegistry
 
+from spreadbus.runtime import heap
 from spreadbus.runtime.health import HealthServer, ReadinessGate
 from spreadbus.runtime.json_logging import configure_logging
 from spreadbus.runtime.nats_connection import NATS_CONDITION, NatsOptions, connect_nats
@@ -83,9 +85,10 @@ async def run_service(
     *,
     conditions: Sequence[str] = (),
     stopping: asyncio.Event | None = None,
+    on_first_ready: Callable[[], None] | None = None,
 ) -> int:
     registry = CollectorRegistry()
-    gate = ReadinessGate(NATS_CONDITION, *conditions)
+    gate = ReadinessGate(NATS_CONDITION, *conditions, on_first_ready=on_first_ready)
     health = HealthServer(gate, registry, host=settings.http_host, port=settings.http_port)
     await health.start()
     stopping = stopping or install_shutdown_handlers()
@@ -223,7 +226,8 @@ def service_main(
     *,
     conditions: Sequence[str] = (),
 ) -> int:
-    """Load settings (printing every error and exiting 2 on bad ones), then run the service."""
+    """Load settings (printing every error and exiting 2 on bad ones), then run the service
+    with the process's garbage collection tuned for it (:mod:`spreadbus.runtime.heap`)."""
     loaded = load_settings(settings_cls, args)
     if isinstance(loaded, list):
         for error in loaded:
@@ -235,4 +239,7 @@ def service_main(
     async def bound(ctx: ServiceContext) -> None:
         await main(settings, ctx)
 
-    return run_until_stopped(run_service(name, settings, bound, conditions=conditions))
+    heap.tune()
+    return run_until_stopped(
+        run_service(name, settings, bound, conditions=conditions, on_first_ready=heap.settle)
+    )
