@@ -1,6 +1,9 @@
 """RFC 6902 JSON Patch (``application/json-patch+json``), with upstream's error wording.
 
-Operations never mutate the input document: each op copies the containers on its path.
+Operations never mutate the input document: each op copies the containers on its path. The
+values of ``add`` and ``replace`` become part of the result as they are, without a copy: every
+caller applies operations decoded for that one call (a request body, a webhook's answer), which
+nothing else holds, and a webhook's patch can carry a whole pod spec section per pod created.
 """
 
 from __future__ import annotations
@@ -108,9 +111,9 @@ def apply(doc: Any, ops: Any) -> Any:
         if kind in ("add", "replace", "test") and "value" not in op:
             raise JsonPatchError(f"operation missing 'value': {op!r}")
         if kind == "add":
-            doc = _with(doc, path, "add", copy.deepcopy(op["value"]))
+            doc = _with(doc, path, "add", op["value"])
         elif kind == "replace":
-            doc = _with(doc, path, "replace", copy.deepcopy(op["value"]))
+            doc = _with(doc, path, "replace", op["value"])
         elif kind == "remove":
             doc = _with(doc, path, "remove")
         elif kind in ("move", "copy"):
