@@ -132,6 +132,8 @@ class Planner:
         self.round_spacing = round_spacing_seconds
         self.cluster = cluster
         self.rules = list(rules)
+        # A runtime protocol check costs a walk of the protocol's attributes; asked twice a round.
+        self._timed: list[Timed] = [rule for rule in self.rules if isinstance(rule, Timed)]
         self.snapshots = snapshots
         self.snapshot_name = snapshot_name or f"planner.{subjects.escape(cluster)}"
         self.snapshot_every = snapshot_every
@@ -226,15 +228,13 @@ class Planner:
 
     def _due(self, now: float) -> set[tuple[str, str]]:
         due: set[tuple[str, str]] = set()
-        for rule in self.rules:
-            if isinstance(rule, Timed):
-                due |= rule.due(now)
+        for rule in self._timed:
+            due |= rule.due(now)
         return due
 
     def seconds_to_next_wake(self) -> float | None:
         """How long until a rule wants to look again, if any rule does."""
-        wakes = [w for rule in self.rules if isinstance(rule, Timed)
-                 if (w := rule.next_wake()) is not None]
+        wakes = [w for rule in self._timed if (w := rule.next_wake()) is not None]
         wakes += [retry.at for retry in self._retries.values()]
         return max(0.0, min(wakes) - self.clock()) if wakes else None
 
