@@ -39,6 +39,15 @@ def expired(at: datetime, timeout: timedelta, now: datetime) -> bool:
     return at + timeout < now
 
 
+def _live(entries: Mapping[str, datetime], timeout: timedelta, now: datetime) -> int:
+    """How many entries are not :func:`expired`: ``at + timeout < now`` is ``at < now - timeout``,
+    so one subtraction and a comparison per entry in C (read on every admission, over every
+    reservation in flight)."""
+    if not entries:
+        return 0
+    return sum(map((now - timeout).__le__, entries.values()))
+
+
 class Reservation(msgspec.Struct, frozen=True):
     """An admission in flight: a slot taken (``creating``) or freed (``deleting``) in a subset."""
 
@@ -65,10 +74,10 @@ class SubsetLoad(msgspec.Struct, frozen=True):
     deleting: dict[str, datetime] = msgspec.field(default_factory=dict)
 
     def live_creating(self, now: datetime) -> int:
-        return sum(1 for t in self.creating.values() if not expired(t, CREATE_TIMEOUT, now))
+        return _live(self.creating, CREATE_TIMEOUT, now)
 
     def live_deleting(self, now: datetime) -> int:
-        return sum(1 for t in self.deleting.values() if not expired(t, DELETE_TIMEOUT, now))
+        return _live(self.deleting, DELETE_TIMEOUT, now)
 
     def occupancy(self, now: datetime) -> int:
         return self.active - self.live_deleting(now) + self.live_creating(now)
@@ -93,8 +102,12 @@ def subset_limit(subset: Subset, replicas: int) -> int | None:
 
 def subset_minimum(subset: Subset, replicas: int) -> int:
     """minReplicas, capped by the subset's limit (a percentage limit can scale below it)."""
+    return minimum_within(subset, subset_limit(subset, replicas))
+
+
+def minimum_within(subset: Subset, limit: int | None) -> int:
+    """:func:`subset_minimum` given the subset's :func:`subset_limit`, already scaled."""
     minimum = subset.min_replicas if isinstance(subset.min_replicas, int) else 0
-    limit = subset_limit(subset, replicas)
     return max(0, minimum if limit is None else min(minimum, limit))
 
 

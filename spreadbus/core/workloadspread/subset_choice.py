@@ -31,7 +31,7 @@ from datetime import datetime
 
 from spreadbus.core.intstr import int_value
 from spreadbus.core.workloadspread.model import WorkloadSpread
-from spreadbus.core.workloadspread.occupancy import SubsetLoad, subset_limit, subset_minimum
+from spreadbus.core.workloadspread.occupancy import SubsetLoad, minimum_within, subset_limit
 
 INT32_MAX = 2**31 - 1
 _EMPTY = SubsetLoad()
@@ -63,13 +63,13 @@ def choose_subset(
     if single_unlimited(ws):
         return ws.subsets[0].name
     blocked = unschedulable_subsets(ws, version)
-    candidates = [s for s in ws.subsets if s.name not in blocked]
-    for subset in candidates:
-        minimum = subset_minimum(subset, replicas)
+    # Each limit scaled once, for both passes.
+    candidates = [(s, subset_limit(s, replicas)) for s in ws.subsets if s.name not in blocked]
+    for subset, limit in candidates:
+        minimum = minimum_within(subset, limit)
         if minimum > 0 and loads.get(subset.name, _EMPTY).occupancy(now) < minimum:
             return subset.name
-    for subset in candidates:
-        limit = subset_limit(subset, replicas)
+    for subset, limit in candidates:
         if limit is None or loads.get(subset.name, _EMPTY).occupancy(now) < limit:
             return subset.name
     return None
