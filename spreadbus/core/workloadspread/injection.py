@@ -48,9 +48,22 @@ def _own(parent: JSON, key: str) -> JSON:
     return owned
 
 
+def _copied(value: Any) -> Any:
+    """A deep copy of a subset's decoded JSON: a copy per container, without the memo and
+    dispatch of :func:`copy.deepcopy` (which anything but JSON still goes through)."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind is str or kind is int or kind is bool or kind is float or value is None:
+        return value
+    return copy.deepcopy(value)
+
+
 def _appended(existing: Any, extra: Iterable[Any]) -> list[Any]:
     """A new list: ``existing`` (when a list) followed by copies of ``extra``."""
-    return [*(existing if isinstance(existing, list) else []), *map(copy.deepcopy, extra)]
+    return [*(existing if isinstance(existing, list) else []), *map(_copied, extra)]
 
 
 def inject(pod: Mapping[str, Any], subset: Subset, *, ws_name: str, uid: str = "") -> JSON:
@@ -67,7 +80,7 @@ def inject(pod: Mapping[str, Any], subset: Subset, *, ws_name: str, uid: str = "
         required = _own(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution")
         terms = required.get("nodeSelectorTerms")
         if not isinstance(terms, list) or not terms:
-            required["nodeSelectorTerms"] = [copy.deepcopy(subset.required_node_selector)]
+            required["nodeSelectorTerms"] = [_copied(subset.required_node_selector)]
         else:
             required["nodeSelectorTerms"] = [
                 _and_term(term, subset.required_node_selector) for term in terms
