@@ -44,7 +44,7 @@ from spreadbus.core.workloadspread import json_patch, pod_state
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.deletion_cost import admission_cost
 from spreadbus.core.workloadspread.injection import InjectionError, inject, with_deletion_cost
-from spreadbus.core.workloadspread.model import JSON, WorkloadSpread, truncate
+from spreadbus.core.workloadspread.model import JSON, Subset, WorkloadSpread, truncate
 from spreadbus.core.workloadspread.occupancy import (
     Reservation,
     SubsetLoad,
@@ -128,18 +128,29 @@ def cost_version(
 
 def _admission_cost(
     ws: WorkloadSpread,
-    subset: str,
+    subset: Subset,
     pod: Pod,
     *,
+    version: str,
     replicas: int,
     latest: str | None,
     versioned_kinds: frozenset[str],
 ) -> int | None:
-    """The cost for the injected pod (its labels and version as the planner will read them)."""
-    if latest is None or not pod_counted_by_planner(ws.target_filter, pod_state.pod_labels(pod)):
+    """The cost for the injected pod (its labels and version as the planner will read them).
+
+    ``version`` is the pod's before injection: only the subset's patch can change what a
+    version is read from (kind, labels, owners), so without one it is the injected pod's too.
+    """
+    if latest is None:
         return None
-    is_latest = pod_state.version(pod, versioned_kinds) == latest
-    return admission_cost(ws, subset, replicas=replicas, latest=is_latest)
+    selector = ws.target_filter.selector if ws.target_filter is not None else None
+    if selector is not None and not pod_counted_by_planner(
+        ws.target_filter, pod_state.pod_labels(pod)
+    ):
+        return None
+    if subset.patch is not None:
+        version = pod_state.version(pod, versioned_kinds)
+    return admission_cost(ws, subset.name, replicas=replicas, latest=version == latest)
 
 
 def admit_create_for(
@@ -193,7 +204,13 @@ def admit_create_for(
             allowed=False, workloadspread=ws.key, subset=chosen, pod=dict(pod), message=str(exc)
         )
     cost = _admission_cost(
-        ws, chosen, injected, replicas=replicas, latest=latest, versioned_kinds=versioned_kinds
+        ws,
+        subset,
+        injected,
+        version=version,
+        replicas=replicas,
+        latest=latest,
+        versioned_kinds=versioned_kinds,
     )
     if cost is not None:
         injected = with_deletion_cost(injected, cost)
