@@ -12,6 +12,14 @@ the changed keys alone:
 - the decoded form of pods, keyed by their stream sequence, since a WorkloadSpread's plan reads
   all of its pods.
 
+A pod changes several times while it starts, and what the indexes read of it (namespace,
+controller owner, node, matched annotation) rarely changes with it. So a pod's observation is first
+read for those fields alone (:class:`_PodLinks`, a partial decode that skips the rest of the JSON);
+when they equal the previous observation's, the indexes are left as they are and only the
+WorkloadSpreads above it are looked up. The whole pod is decoded when a plan reads it, once per
+plan however often it changed meanwhile. An observation whose fields do not have the usual shape
+(``metadata`` that is not an object...) takes the full decode, which reads anything.
+
 All of it is derived data: fed every key of the projection (what the planner does after a
 restore or on becoming leader) it is rebuilt exactly. It never decides anything.
 
@@ -34,11 +42,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+import msgspec
+
 from events.messages import ResourceRef
 from events.subjects import unescape
 from spreadbus.core.workload_kinds import WorkloadKinds, workload_kinds
 from spreadbus.core.workloadspread import pod_state
-from spreadbus.core.workloadspread.model import api_group
+from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, api_group
 from spreadbus.projection.kube_state import (
     KubeProjection,
     StoredObject,
@@ -76,6 +86,55 @@ Key = tuple[str, str]
 """(resource key, object key) as in :attr:`KubeProjection.changed`."""
 
 
+_NULL: Final = msgspec.Raw(b"null")
+
+
+class _LinkAnnotations(msgspec.Struct, gc=False):
+    matched: msgspec.Raw = msgspec.field(default=_NULL, name=MATCHED_ANNOTATION)
+
+
+class _LinkMetadata(msgspec.Struct, gc=False):
+    namespace: msgspec.Raw = _NULL
+    owner_references: msgspec.Raw = msgspec.field(default=_NULL, name="ownerReferences")
+    annotations: _LinkAnnotations = msgspec.field(default_factory=_LinkAnnotations)
+
+
+class _LinkSpec(msgspec.Struct, gc=False):
+    node_name: msgspec.Raw = msgspec.field(default=_NULL, name="nodeName")
+
+
+class _PodLinks(msgspec.Struct, gc=False):
+    """What the indexes read of a pod, each field as its JSON text (an absent one as null, which
+    every reader takes alike): equal links index the pod the same way."""
+
+    metadata: _LinkMetadata = msgspec.field(default_factory=_LinkMetadata)
+    spec: _LinkSpec = msgspec.field(default_factory=_LinkSpec)
+
+    def as_pod(self) -> dict[str, Any]:
+        """The fields as a pod's JSON has them, for the readers of whole pods."""
+        metadata = self.metadata
+        return {
+            "metadata": {
+                "namespace": _ANY.decode(metadata.namespace),
+                "ownerReferences": _ANY.decode(metadata.owner_references),
+                "annotations": {MATCHED_ANNOTATION: _ANY.decode(metadata.annotations.matched)},
+            },
+            "spec": {"nodeName": _ANY.decode(self.spec.node_name)},
+        }
+
+
+_ANY: Final = msgspec.json.Decoder()
+_LINKS: Final = msgspec.json.Decoder(_PodLinks)
+
+
+def _links(stored: StoredObject) -> _PodLinks | None:
+    """The pod's links, or None when its JSON is not shaped as the partial decode expects."""
+    try:
+        return _LINKS.decode(stored.raw)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+
+
 def _owner_of(obj: Mapping[str, Any], namespace: str) -> OwnerKey | None:
     ref = pod_state.controller_ref(obj)
     if ref is None:
@@ -110,6 +169,8 @@ class SpreadIndex:
         self._pod_node: dict[str, str] = {}
         self._node_pods: dict[str, set[str]] = {}
         self._decoded: dict[Key, tuple[int, dict[str, Any]]] = {}
+        # Pod object key -> its links as last indexed and the WorkloadSpread its annotation names.
+        self._pod_links: dict[str, tuple[_PodLinks, str | None]] = {}
 
     def follows(self, group: str, kind: str) -> bool:
         """Whether workloads of this kind are indexed (a kind outside the table is not streamed)."""
@@ -158,6 +219,31 @@ class SpreadIndex:
     def index_member(self, view: KubeProjection, rkey: str, okey: str) -> set[str]:
         """Re-index one pod or workload; the WorkloadSpreads above it, before and after."""
         key = (rkey, okey)
+        if rkey == self.rk_pods:
+            stored = self.stored(view, rkey, okey)
+            links = _links(stored) if stored is not None else None
+            if links is not None:
+                known = self._pod_links.get(okey)
+                if known is not None and known[0] == links:
+                    # Indexed the same way as before: only the WorkloadSpreads above it. The
+                    # newer links are kept, as they read the buffer the projection holds now.
+                    self._pod_links[okey] = (links, known[1])
+                    affected = self.spreads_above(key)
+                    if known[1] is not None and known[1] in self._target_of:
+                        affected.add(known[1])
+                    return affected
+                return self._index(view, key, links.as_pod(), links)
+        return self._index(view, key, None, None)
+
+    def _index(
+        self,
+        view: KubeProjection,
+        key: Key,
+        read: Mapping[str, Any] | None,
+        links: _PodLinks | None,
+    ) -> set[str]:
+        """Re-index ``key`` from ``read`` (its links as a pod), else from its full decode."""
+        rkey, okey = key
         affected = self.spreads_above(key)
         old = self._owner.pop(key, None)
         if old is not None:
@@ -167,12 +253,13 @@ class SpreadIndex:
                     siblings.discard(key)
                     if not siblings:
                         del children[old]
-        obj = self.decode(view, key)
+        obj = read if read is not None else self.decode(view, key)
         is_pod = rkey == self.rk_pods
         if is_pod:
             node = self._pod_node.pop(okey, None)
             if node is not None:
                 self._node_pods.get(node, set()).discard(okey)
+            self._pod_links.pop(okey, None)
         if obj is None:
             return affected
         metadata = obj.get("metadata") or {}
@@ -189,10 +276,13 @@ class SpreadIndex:
                 self._pod_node[okey] = node
                 self._node_pods.setdefault(node, set()).add(okey)
             matched = pod_state.matched(obj)
+            named: str | None = None
             if matched is not None and matched.name:
-                spread = object_key(namespace, matched.name)
-                if spread in self._target_of:
-                    affected.add(spread)
+                named = object_key(namespace, matched.name)
+                if named in self._target_of:
+                    affected.add(named)
+            if links is not None:
+                self._pod_links[okey] = (links, named)
         else:
             group, kind = self.rk_workloads[rkey]
             affected |= self._spreads_by_target.get(

@@ -1,0 +1,158 @@
+"""The spread index reads a pod's links (namespace, owner, node, matched annotation) from a
+partial decode and leaves its indexes alone when they did not change; fed any sequence of pod
+observations, odd shapes included, it answers exactly as re-indexing every observation from the
+full decode does.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from events import codec, subjects
+from events.messages import Observation
+from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
+from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.spread_index import SpreadIndex
+
+CLUSTER = "c1"
+KINDS = {"Pod": ("", "pods"), "Deployment": ("apps", "deployments"),
+         "ReplicaSet": ("apps", "replicasets"),
+         "WorkloadSpread": ("apps.kruise.io", "workloadspreads")}
+POD_NAMES = ("p0", "p1", "p2")
+
+
+def owner(kind: str, name: str, controller: Any) -> dict[str, Any]:
+    ref: dict[str, Any] = {"apiVersion": "apps/v1", "kind": kind, "name": name, "uid": "u"}
+    if controller is not None:
+        ref["controller"] = controller
+    return ref
+
+
+ABSENT = object()
+owners = st.one_of(
+    st.just(ABSENT), st.none(), st.just("not a list"),
+    st.lists(st.one_of(
+        st.builds(owner, st.sampled_from(["ReplicaSet", "Deployment"]),
+                  st.sampled_from(["web-h1", "web", "other"]),
+                  st.sampled_from([True, 1, False, None, "true"])),
+        st.just("not a map")), max_size=2),
+)
+matched = st.one_of(
+    st.just(ABSENT), st.none(), st.just("{not json"), st.just(7),
+    st.builds(lambda n, s: json.dumps({"name": n, "subset": s}),
+              st.sampled_from(["ws-d", "ws-rs", "gone"]), st.sampled_from(["a", "b"])),
+    st.builds(lambda n: json.dumps({"Name": n}), st.sampled_from(["ws-d", "ws-rs"])),
+)
+node_names = st.one_of(st.just(ABSENT), st.none(), st.sampled_from(["n1", "n2", ""]),
+                       st.just(3))
+namespaces = st.one_of(st.just(ABSENT), st.sampled_from(["default", "default", "other"]))
+
+
+@st.composite
+def pods(draw: st.DrawFn) -> dict[str, Any] | None:
+    """One observation of a pod: None for a deletion, odd shapes now and then."""
+    if draw(st.integers(0, 9)) == 0:
+        return None
+    name = draw(st.sampled_from(POD_NAMES))
+    metadata: dict[str, Any] = {"name": name, "uid": f"uid-{name}"}
+    body: dict[str, Any] = {"apiVersion": "v1", "kind": "Pod"}
+    for field, value in (("namespace", draw(namespaces)), ("ownerReferences", draw(owners))):
+        if value is not ABSENT:
+            metadata[field] = value
+    shape = draw(st.integers(0, 19))
+    annotations: Any = {}
+    value = draw(matched)
+    if value is not ABSENT:
+        annotations[MATCHED_ANNOTATION] = value
+    if draw(st.booleans()):
+        annotations[DELETION_COST_ANNOTATION] = str(draw(st.integers(-5, 5)))
+    if shape == 0:
+        annotations = None
+    elif shape == 1:
+        annotations = ["not", "a", "map"]
+    if annotations is not None or draw(st.booleans()):
+        metadata["annotations"] = annotations
+    body["metadata"] = metadata
+    if shape == 2:
+        body["metadata"] = None
+    spec: Any = {"containers": [{"name": "c"}]}
+    node = draw(node_names)
+    if node is not ABSENT:
+        spec["nodeName"] = node
+    body["spec"] = None if shape == 3 else spec
+    body["status"] = {"phase": draw(st.sampled_from(["Pending", "Running"]))}
+    return body
+
+
+class Fold:
+    """A projection fed as the watcher publishes, with the subject naming the object."""
+
+    def __init__(self) -> None:
+        self.view = KubeProjection()
+        self.seq = 0
+
+    def put(self, obj: dict[str, Any], name: str, namespace: str = "default",
+            event: str = "MODIFIED") -> tuple[str, str]:
+        self.seq += 1
+        group, resource = KINDS[obj["kind"]]
+        message = Observation(cluster=CLUSTER, group=group, version="v1", resource=resource,
+                              event=event, object=obj)  # type: ignore[arg-type]
+        subject = subjects.observation(CLUSTER, group, resource, namespace, name)
+        self.view.apply(self.seq, subject, codec.encode(message))
+        return (resource_key(CLUSTER, group, resource), object_key(namespace, name))
+
+
+def workloads(fold: Fold, indexes: list[SpreadIndex]) -> None:
+    rs_owner = [owner("Deployment", "web", True)]
+    for obj in (
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
+            "name": "web", "namespace": "default"}},
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
+            "name": "web-h1", "namespace": "default", "ownerReferences": rs_owner}},
+    ):
+        key = fold.put(obj, obj["metadata"]["name"])
+        for index in indexes:
+            index.index_member(fold.view, *key)
+    for name, kind, target in (("ws-d", "Deployment", "web"), ("ws-rs", "ReplicaSet", "web-h1")):
+        key = fold.put({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+                        "metadata": {"name": name, "namespace": "default"},
+                        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": kind,
+                                               "name": target}}}, name)
+        for index in indexes:
+            index.index_spread(fold.view, key[1])
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(pods(), min_size=1, max_size=25),
+       st.lists(st.sampled_from(POD_NAMES), min_size=25, max_size=25))
+def test_pod_observations_index_as_the_full_decode_of_each_does(
+    observations: list[dict[str, Any] | None], deleted: list[str]
+) -> None:
+    fold = Fold()
+    index = SpreadIndex(CLUSTER)
+    reference = SpreadIndex(CLUSTER)
+    workloads(fold, [index, reference])
+    targets = [("default", "apps", "Deployment", "web"), ("default", "apps", "ReplicaSet",
+                                                          "web-h1")]
+    for step, body in enumerate(observations):
+        if body is None:
+            name = deleted[step]
+            key = fold.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}},
+                           name, event="DELETED")
+        else:
+            key = fold.put(body, str(body["metadata"]["name"]) if body["metadata"] else
+                           POD_NAMES[0])
+        got = index.index_member(fold.view, *key)
+        want = reference._index(fold.view, key, None, None)  # every observation fully decoded
+        assert got == want
+        for name in POD_NAMES:
+            pod_key = (index.rk_pods, object_key("default", name))
+            assert index.spreads_above(pod_key) == reference.spreads_above(pod_key)
+        for node in ("n1", "n2", "", "3"):
+            assert index.pods_on(node) == reference.pods_on(node)
+        for target in targets:
+            assert sorted(index.pods_below(target)) == sorted(reference.pods_below(target))
