@@ -26,11 +26,11 @@ Kruise's thresholds, and an ordinal still maps to one subset whatever pods exist
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from spreadbus.core.intstr import int_value
-from spreadbus.core.workloadspread.model import WorkloadSpread
+from spreadbus.core.workloadspread.model import SCHEDULABLE, SubsetStatus, WorkloadSpread
 from spreadbus.core.workloadspread.occupancy import SubsetLoad, minimum_within, subset_limit
 
 INT32_MAX = 2**31 - 1
@@ -38,12 +38,25 @@ _EMPTY = SubsetLoad()
 
 
 def unschedulable_subsets(ws: WorkloadSpread, version: str | None = None) -> frozenset[str]:
-    names = {s.name for s in ws.status.subset_statuses if s.unschedulable}
+    names = _unschedulable(ws.status.subset_statuses)
     if version is not None:
-        names |= {
-            s.name for s in ws.status.versioned_subset_statuses.get(version, ()) if s.unschedulable
-        }
+        versioned = ws.status.versioned_subset_statuses.get(version)
+        if versioned:
+            names += _unschedulable(versioned)
     return frozenset(names)
+
+
+def _unschedulable(statuses: Iterable[SubsetStatus]) -> list[str]:
+    """Names whose ``Schedulable`` condition (the first, as :attr:`SubsetStatus.unschedulable`
+    reads it) is ``False``; a loop rather than a generator per status, as every admission asks."""
+    names: list[str] = []
+    for status in statuses:
+        for condition in status.conditions:
+            if condition.type == SCHEDULABLE:
+                if condition.status == "False":
+                    names.append(status.name)
+                break
+    return names
 
 
 def single_unlimited(ws: WorkloadSpread) -> bool:
