@@ -52,11 +52,16 @@ def _is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
 
 
 def _map(value: object) -> Mapping[str, Any]:
-    return value if _is_map(value) else {}
+    if type(value) is dict:
+        return value
+    return value if isinstance(value, Mapping) else {}
 
 
 def metadata(pod: Pod) -> Mapping[str, Any]:
-    return _map(pod.get("metadata"))
+    value = pod.get("metadata")
+    if type(value) is dict:
+        return value
+    return value if isinstance(value, Mapping) else {}
 
 
 def name(pod: Pod) -> str:
@@ -84,6 +89,12 @@ def pod_annotations(pod: Pod) -> dict[str, str]:
 def annotation(pod: Pod, name: str) -> str | None:
     """One annotation's value, if it is a string (read per pod, without copying the rest)."""
     value = _map(metadata(pod).get("annotations")).get(name)
+    return value if isinstance(value, str) else None
+
+
+def _label(pod: Pod, name: str) -> str | None:
+    """One label's value, if it is a string (what :func:`pod_labels` would hold for it)."""
+    value = _map(metadata(pod).get("labels")).get(name)
     return value if isinstance(value, str) else None
 
 
@@ -157,11 +168,12 @@ def version(pod: Pod, versioned_kinds: Collection[str] = DEFAULT_VERSIONED_KINDS
     )
     if not enabled:
         return VERSION_IGNORED
-    found = pod_labels(pod)
-    if "pod-template-hash" in found:
-        return found["pod-template-hash"]
-    if "controller-revision-hash" in found:
-        return short_hash(found["controller-revision-hash"])
+    template_hash = _label(pod, "pod-template-hash")
+    if template_hash is not None:
+        return template_hash
+    revision = _label(pod, "controller-revision-hash")
+    if revision is not None:
+        return short_hash(revision)
     return VERSION_IGNORED
 
 
@@ -181,7 +193,17 @@ def ordinal(pod_name: str) -> int:
 
 
 def creation_time(pod: Pod) -> datetime | None:
-    return parse_time(metadata(pod).get("creationTimestamp"))
+    return _time(metadata(pod).get("creationTimestamp"))
+
+
+def _time(value: object) -> datetime | None:
+    """:func:`parse_time`, memoised for text: the pods of a workload share a few timestamps."""
+    return _parse_text(value) if type(value) is str else parse_time(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> datetime | None:
+    return parse_time(text)
 
 
 def _conditions(pod: Pod) -> list[Mapping[str, Any]]:
@@ -213,8 +235,11 @@ def unschedulable_deadline(pod: Pod, timeout: timedelta) -> datetime | None:
 
 def _ready_condition(pod: Pod) -> Mapping[str, Any] | None:
     """The first ``Ready=True`` condition, if any."""
-    for cond in _conditions(pod):
-        if cond.get("type") == "Ready" and cond.get("status") == "True":
+    conds = _map(pod.get("status")).get("conditions")
+    if not isinstance(conds, list):
+        return None
+    for cond in conds:
+        if _is_map(cond) and cond.get("type") == "Ready" and cond.get("status") == "True":
             return cond
     return None
 
@@ -225,17 +250,30 @@ def is_ready(pod: Pod) -> bool:
 
 def _max_restarts(pod: Pod) -> int:
     statuses = _map(pod.get("status")).get("containerStatuses")
-    counts = [
-        s.get("restartCount")
-        for s in (statuses if isinstance(statuses, list) else [])
-        if _is_map(s)
-    ]
-    return max((c for c in counts if isinstance(c, int)), default=0)
+    if not isinstance(statuses, list):
+        return 0
+    found: int | None = None
+    for status in statuses:
+        if _is_map(status):
+            count = status.get("restartCount")
+            if isinstance(count, int) and (found is None or count > found):
+                found = count
+    return 0 if found is None else found
 
 
 def _zero_then_later(value: datetime | None) -> tuple[int, float]:
     """``afterOrZero`` as a sort key: zero time first, then later times first."""
     return (0, 0.0) if value is None else (1, -value.timestamp())
+
+
+def _time_key(value: object) -> tuple[int, float]:
+    """:func:`_zero_then_later` of a JSON timestamp, memoised for text."""
+    return _text_key(value) if type(value) is str else _zero_then_later(parse_time(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _text_key(text: str) -> tuple[int, float]:
+    return _zero_then_later(parse_time(text))
 
 
 def deletion_order_key(pod: Pod) -> tuple[Any, ...]:
@@ -245,8 +283,7 @@ def deletion_order_key(pod: Pod) -> tuple[Any, ...]:
         1 if node_name(pod) else 0,
         _PHASE_RANK.get(phase(pod), 0),
         0 if ready is None else 1,
-        (0, 0.0) if ready is None
-        else _zero_then_later(parse_time(ready.get("lastTransitionTime"))),
+        (0, 0.0) if ready is None else _time_key(ready.get("lastTransitionTime")),
         -_max_restarts(pod),
-        _zero_then_later(creation_time(pod)),
+        _time_key(metadata(pod).get("creationTimestamp")),
     )
