@@ -56,24 +56,26 @@ class GoverningSpread:
 
         Owners of kinds the view does not follow are named in ``unfollowed``.
         """
-        await self._catch_up_with(pod, timeout)
-        spread = await self._governing_in_view(pod, unfollowed, timeout)
         namespace = pod_state.namespace(pod)
+        owner = _owner_of(pod)
+        await self._catch_up_with(namespace, owner, timeout)
+        spread = await self._governing_in_view(pod, namespace, unfollowed, timeout)
         if (
             spread is None
-            and self._owner_is_new(pod)
+            and self._owner_is_new(namespace, owner)
             and await self.hints.hear(namespace, timeout=timeout)
         ):
-            await self._catch_up_with(pod, timeout)
+            await self._catch_up_with(namespace, owner, timeout)
             unfollowed.clear()
-            spread = await self._governing_in_view(pod, unfollowed, timeout)
+            spread = await self._governing_in_view(pod, namespace, unfollowed, timeout)
         return spread
 
-    async def _catch_up_with(self, pod: Mapping[str, Any], timeout: float) -> None:
+    async def _catch_up_with(
+        self, namespace: str, owner: tuple[str, str, str] | None, timeout: float
+    ) -> None:
         """Wait until the view holds the pod's owner and the spreads allowed in its namespace."""
-        namespace = pod_state.namespace(pod)
         deadline = asyncio.get_running_loop().time() + timeout
-        while self._owner_unseen(pod) or self.hints.unseen_in(namespace):
+        while self._owner_unseen(namespace, owner) or self.hints.unseen_in(namespace):
             if not await self.progress.wait_for_more(deadline):
                 log.debug(
                     "view did not catch up with the pod's owner or an allowed WorkloadSpread",
@@ -82,11 +84,11 @@ class GoverningSpread:
                 return
 
     async def _governing_in_view(
-        self, pod: Mapping[str, Any], unfollowed: list[str], timeout: float
+        self, pod: Mapping[str, Any], namespace: str, unfollowed: list[str], timeout: float
     ) -> WorkloadSpread | str | None:
         """The spread governing the pod; an owner the view lacks yet is waited for briefly."""
-        namespace = pod_state.namespace(pod)
-        if not self.view.spreads_in(namespace):
+        spreads = self.view.spreads_in(namespace)
+        if not spreads:
             return None
         deadline = asyncio.get_running_loop().time() + timeout
 
@@ -99,24 +101,21 @@ class GoverningSpread:
         while True:
             try:
                 return governing_workloadspread(
-                    pod,
-                    self.view.spreads_in(namespace),
-                    lookup=lookup,
-                    whitelist=self.whitelist,
+                    pod, spreads, lookup=lookup, whitelist=self.whitelist
                 )
             except OwnerNotFound as exc:
                 if not await self.progress.wait_for_more(deadline):
                     return str(exc)
+            spreads = self.view.spreads_in(namespace)  # as the view is after waiting
 
-    def _owner_unseen(self, pod: Mapping[str, Any]) -> bool:
-        owner = _owner_of(pod)
-        if owner is None or not self.view.follows(owner[0], owner[1]):
+    def _owner_unseen(self, namespace: str, owner: tuple[str, str, str] | None) -> bool:
+        if owner is None:
             return False
-        return self.view.lookup(pod_state.namespace(pod), *owner) is None
+        followed, found = self.view.followed_lookup(namespace, *owner)
+        return followed and found is None
 
-    def _owner_is_new(self, pod: Mapping[str, Any]) -> bool:
-        owner = _owner_of(pod)
-        found = self.view.lookup(pod_state.namespace(pod), *owner) if owner else None
+    def _owner_is_new(self, namespace: str, owner: tuple[str, str, str] | None) -> bool:
+        found = self.view.lookup(namespace, *owner) if owner else None
         return found is not None and self.hints.owner_is_new(found)
 
 

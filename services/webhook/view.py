@@ -239,13 +239,23 @@ class View:
         """
 
         def lookup(namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:
-            if self.follows(group, kind):
-                return self.lookup(namespace, group, kind, name)
+            followed, found = self.followed_lookup(namespace, group, kind, name)
+            if followed:
+                return found
             if unfollowed is not None:
                 unfollowed(namespace, group, kind, name)
             return _CHAIN_END
 
         return lookup
+
+    def followed_lookup(
+        self, namespace: str, group: str, kind: str, name: str
+    ) -> tuple[bool, Mapping[str, Any] | None]:
+        """:meth:`follows` and :meth:`lookup` at once (an admission asks both of every owner)."""
+        found = self.kinds.find(group, kind)
+        if found is None or (group, found.resource) not in self.followed:
+            return False, None
+        return True, self.get(group, found.resource, namespace, name)
 
     def spread_objects_in(self, namespace: str) -> list[dict[str, Any]]:
         """WorkloadSpread objects of one namespace, in name order (the API's list order)."""
