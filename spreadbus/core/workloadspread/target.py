@@ -149,13 +149,18 @@ def governing_workloadspread(
     ns = namespace(pod)
     meta = pod.get("metadata")
     raw_labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    pod_labels = {k: v for k, v in (raw_labels or {}).items() if isinstance(v, str)}
+    label_items = (raw_labels or {}).items()
+    pod_labels: dict[str, str] | None = None  # copied once a spread's targetFilter asks
     for ws in spreads:
         if ws.namespace != ns or ws.target_ref is None or ws.deleting:
             continue
-        if reaches_target(ws, owner, ns, lookup=lookup, whitelist=whitelist) and pod_selected(
-            ws.target_filter, pod_labels
-        ):
+        if not reaches_target(ws, owner, ns, lookup=lookup, whitelist=whitelist):
+            continue
+        if ws.target_filter is None:
+            return ws
+        if pod_labels is None:
+            pod_labels = {k: v for k, v in label_items if isinstance(v, str)}
+        if pod_selected(ws.target_filter, pod_labels):
             return ws
     return None
 
