@@ -8,7 +8,8 @@ is a thousand pods per round. :class:`SpreadTally` computes the same answer from
 - :meth:`SpreadTally.apply` takes one changed pod (or its disappearance) and moves it between
   buckets (version, subset), keeping per bucket the count of active pods, the keys the webhook
   records creations under, the active pods' keys in key order and in scale-in order, and the pods
-  pending unschedulable ordered by since when; its cost is one pod;
+  pending unschedulable ordered by since when; its cost is one pod (a pod that stays in its
+  bucket, as while it starts, is moved only in the ordered sets where its place changed);
 - :meth:`SpreadTally.plan` builds the status from those counters (subsets x versions, plus the
   reservations and previous entries in flight, never the pods) and the deletion costs bucket by
   bucket. A subset's bucket in scale-in order (Kubernetes' ``ActivePods.Less``, then key, as the
@@ -260,43 +261,101 @@ class SpreadTally:
             self.apply(key, pod)
 
     def apply(self, key: str, pod: Pod | None) -> None:
-        old = self._pods.pop(key, None)
+        old = self._pods.get(key)
+        facts = _facts(self._ws, self._names, pod) if pod is not None else None
+        if (old is not None and facts is not None and old.bucket is not None
+                and facts.bucket == old.bucket and facts.version == old.version
+                and facts.key == old.key):
+            bucket = (old.version, old.bucket)
+            if len(self._buckets[bucket]) > 1:
+                # It stays in its bucket, among others: only what moved in it is updated.
+                self._costs.pop(old.key, None)
+                self._touched.add(key)
+                self.examined += 1
+                del self._pods[key]
+                self._pods[key] = facts
+                self._by_key.pop(old.key, None)
+                self._by_key[facts.key] = key
+                self._shift(bucket, key, old, facts)
+                return
         if old is not None:
-            self._by_key.pop(old.key, None)
-            keys = self._versions[old.version]
-            keys.discard(old.key)
-            if not keys:
-                del self._versions[old.version]
-            if old.bucket is None:
-                del self._loose[key]
-                self._unsettled.discard(key)
-                node = pod_state.node_name(old.obj)
-                if node:
-                    self._loose_on[node].discard(key)
-                    if not self._loose_on[node]:
-                        del self._loose_on[node]
-                self._unplace(key)
-            else:
-                self._annotated[(old.version, old.bucket)] -= 1
-                self._leave((old.version, old.bucket), key, old)
-            self._costs.pop(old.key, None)
+            del self._pods[key]
+            self._remove(key, old)
         self._touched.add(key)
-        if pod is None:
+        if facts is None:
             return
         self.examined += 1
-        facts = _facts(self._ws, self._names, pod)
+        self._add(key, facts)
+
+    def _remove(self, key: str, old: _Facts) -> None:
+        self._by_key.pop(old.key, None)
+        keys = self._versions[old.version]
+        keys.discard(old.key)
+        if not keys:
+            del self._versions[old.version]
+        if old.bucket is None:
+            del self._loose[key]
+            self._unsettled.discard(key)
+            node = pod_state.node_name(old.obj)
+            if node:
+                self._loose_on[node].discard(key)
+                if not self._loose_on[node]:
+                    del self._loose_on[node]
+            self._unplace(key)
+        else:
+            self._annotated[(old.version, old.bucket)] -= 1
+            self._leave((old.version, old.bucket), key, old)
+        self._costs.pop(old.key, None)
+
+    def _add(self, key: str, facts: _Facts) -> None:
         self._pods[key] = facts
         self._by_key[facts.key] = key
         self._versions.setdefault(facts.version, SortedSet()).add(facts.key)
         if facts.bucket is None:
             self._loose[key] = facts
             self._unsettled.add(key)
-            node = pod_state.node_name(pod)
+            node = pod_state.node_name(facts.obj)
             if node:
                 self._loose_on.setdefault(node, set()).add(key)
         else:
             self._annotated[(facts.version, facts.bucket)] += 1
             self._enter((facts.version, facts.bucket), key, facts)
+
+    def _shift(self, bucket: Bucket, key: str, old: _Facts, new: _Facts) -> None:
+        """:meth:`_leave` of ``old`` then :meth:`_enter` of ``new``, for a pod that stays in a
+        bucket other pods keep: its key stays in the bucket's and the version's key sets, and the
+        ordered sets change only where the pod moved in them."""
+        members = self._buckets[bucket]
+        del members[key]
+        members[key] = new
+        if old.creating_key != new.creating_key:
+            creating = self._creating[bucket]
+            creating[old.creating_key] -= 1
+            if not creating[old.creating_key]:
+                del creating[old.creating_key]
+            creating[new.creating_key] += 1
+        if old.active and new.active:
+            if old.order != new.order:
+                order = self._order[bucket]
+                order.discard(old.order)
+                order.add(new.order)
+        elif old.active:
+            self._active[bucket] -= 1
+            self._active_keys[bucket].discard(old.key)
+            self._order[bucket].discard(old.order)
+        elif new.active:
+            self._active[bucket] += 1
+            self._active_keys.setdefault(bucket, SortedSet()).add(new.key)
+            self._order.setdefault(bucket, SortedSet()).add(new.order)
+        if old.unschedulable_since != new.unschedulable_since:
+            if old.unschedulable_since is not None:
+                pending = self._unschedulable[bucket]
+                pending.discard((old.unschedulable_since, old.key))
+                if not pending:
+                    del self._unschedulable[bucket]
+            if new.unschedulable_since is not None:
+                self._unschedulable.setdefault(bucket, SortedSet()).add(
+                    (new.unschedulable_since, new.key))
 
     def _enter(self, bucket: Bucket, key: str, facts: _Facts) -> None:
         self._buckets.setdefault(bucket, {})[key] = facts
