@@ -167,10 +167,12 @@ class SpreadAdmission:
         workload = self._workload_of(spread)
         replicas, warnings = self._replicas(spread, workload)
         latest = cost_version(spread, workload, pod, lookup=self.view.lookup)
+        version = pod_state.version(pod)
         decision = await self._decide(
             "create",
             spread,
             pod,
+            version,
             now,
             lambda loads: admit_create_for(
                 spread,
@@ -180,6 +182,7 @@ class SpreadAdmission:
                 now=now,
                 generated_uid=generated_uid,
                 latest=latest,
+                version=version,
             ),
         )
         if not decision.allowed:
@@ -250,6 +253,7 @@ class SpreadAdmission:
             "delete",
             spread,
             pod,
+            pod_state.version(pod),
             now,
             lambda loads: admit_delete_for(spread, pod, loads=loads, now=now),
         )
@@ -262,12 +266,12 @@ class SpreadAdmission:
         operation: str,
         spread: WorkloadSpread,
         pod: Mapping[str, Any],
+        version: str,
         now: datetime,
         admit: Callable[[dict[str, SubsetLoad]], AdmissionDecision],
     ) -> AdmissionDecision:
-        """``admit`` on the pod version's loads, its reservation recorded in the same
+        """``admit`` on the loads of the pod's ``version``, its reservation recorded in the same
         compare-and-set; a conflict or a batch runs it again on the ledger as it then is."""
-        version = pod_state.version(pod)
 
         def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
             current, loads = self.tally.tally(spread, version, ledger, now)

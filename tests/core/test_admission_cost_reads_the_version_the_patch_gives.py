@@ -53,3 +53,8 @@ def test_the_cost_is_for_the_version_of_the_pod_after_its_patch(
     expected = admission_cost(ws, "a", replicas=6, latest=is_latest)
     assert expected != admission_cost(ws, "a", replicas=6, latest=not is_latest)
     assert decision.pod["metadata"]["annotations"][DELETION_COST_ANNOTATION] == str(expected)
+    # a caller that has read the pod's version for its loads hands it over: the same decision
+    told = admit_create_for(
+        ws, pod, replicas=6, loads={}, now=NOW, generated_uid="u-1", latest=latest, version="new"
+    )
+    assert told == decision

@@ -163,6 +163,7 @@ def admit_create_for(
     generated_uid: str,
     latest: str | None = None,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+    version: str | None = None,
 ) -> AdmissionDecision:
     """CREATE of a pod already known to be governed by ``ws``.
 
@@ -170,9 +171,12 @@ def admit_create_for(
     ``generated_uid`` keys the reservation of a pod that has no name yet (``generateName``), and
     is written into the annotation so the planner can match the pod to it later. ``latest`` is
     the workload's latest version (:func:`cost_version`); None writes no deletion cost.
+    ``version`` is the pod's version when the caller has read it already (for its loads), with
+    the same ``versioned_kinds``; None reads it here.
     """
     pod_name = pod_state.name(pod)
-    version = pod_state.version(pod, versioned_kinds)
+    if version is None:
+        version = pod_state.version(pod, versioned_kinds)
     reservation: Reservation | None = None
     uid = ""
     if ws.target_ref is not None and ws.target_ref.kind == "StatefulSet":
@@ -257,6 +261,7 @@ def admit_create(
         generated_uid=generated_uid,
         latest=cost_version(ws, workload, pod, lookup=lookup, versioned_kinds=versioned_kinds),
         versioned_kinds=versioned_kinds,
+        version=version,
     )
 
 
