@@ -100,6 +100,7 @@ class KubeProjection:
         self.state = state or KubeState()
         self.changed: set[tuple[str, str]] = set()
         self._all_changed = False
+        self._decoded: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
 
     @property
     def last_seq(self) -> int:
@@ -134,6 +135,7 @@ class KubeProjection:
             if head.event == "DELETED":
                 if bucket is not None and bucket.pop(okey, None) is not None:
                     self.changed.add((rkey, okey))
+                    self._decoded.pop((rkey, okey), None)
                 return
             if bucket is None:
                 bucket = state.objects[rkey] = {}
@@ -176,6 +178,24 @@ class KubeProjection:
     ) -> dict[str, Any] | None:
         stored = self.objects(cluster, group, resource).get(object_key(namespace, name))
         return None if stored is None else decode_object(stored)
+
+    def decoded(self, rkey: str, okey: str) -> dict[str, Any] | None:
+        """The object as last observed, decoded once per observation for every reader that asks
+        (a rule, then the diff of what it wants against it): shared, so never to be changed.
+
+        Kept until the object changes or goes; :meth:`get` decodes a copy of one's own.
+        """
+        key = (rkey, okey)
+        stored = self.state.objects.get(rkey, {}).get(okey)
+        if stored is None:
+            self._decoded.pop(key, None)
+            return None
+        cached = self._decoded.get(key)
+        if cached is not None and cached[0] == stored.seq:
+            return cached[1]
+        obj = decode_object(stored)
+        self._decoded[key] = (stored.seq, obj)
+        return obj
 
     def iter_decoded(
         self, cluster: str, group: str, resource: str

@@ -68,7 +68,7 @@ import msgspec
 
 from events.messages import ObjectRef, PatchType, Plan, Precondition, ResourceRef, Verb
 from spreadbus.projection.decision_log import DecisionLog, slot_of
-from spreadbus.projection.kube_state import KubeProjection, object_key
+from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 
 
 class Desired(msgspec.Struct, frozen=True, kw_only=True):
@@ -158,11 +158,10 @@ def plans_for(
     plans: list[Plan] = []
     for want in desired:
         target = want.target
-        stored = view.objects(cluster, target.group, target.resource).get(
-            object_key(target.namespace, target.name)
-        )
-        observed = view.get(cluster, target.group, target.resource, target.namespace,
-                            target.name)
+        rkey = resource_key(cluster, target.group, target.resource)
+        okey = object_key(target.namespace, target.name)
+        stored = view.state.objects.get(rkey, {}).get(okey)
+        observed = view.decoded(rkey, okey)  # as the rule read it this round: decoded once
         if want.verb == "evict":
             if observed is None:
                 continue

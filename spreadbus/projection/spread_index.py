@@ -8,9 +8,11 @@ the changed keys alone:
   its chain up (pod -> ReplicaSet -> Deployment, at most ``_MAX_CHAIN`` steps) and a target walks
   its descendants down to its pods;
 - WorkloadSpreads by their ``targetRef`` (and back);
-- pods by node, so a node's change reaches the WorkloadSpreads of the pods on it;
-- the decoded form of pods, keyed by their stream sequence, since a WorkloadSpread's plan reads
-  all of its pods.
+- pods by node, so a node's change reaches the WorkloadSpreads of the pods on it.
+
+A WorkloadSpread's plan reads all of its pods, so their decoded form is kept, once per
+observation, by the projection (:meth:`KubeProjection.decoded`), where the diff of what the rule
+wants against what is observed reads it too.
 
 A pod changes several times while it starts, and what the indexes read of it (namespace,
 controller owner, node, matched annotation) rarely changes with it. So a pod's observation is first
@@ -168,7 +170,6 @@ class SpreadIndex:
         self._target_of: dict[str, OwnerKey] = {}
         self._pod_node: dict[str, str] = {}
         self._node_pods: dict[str, set[str]] = {}
-        self._decoded: dict[Key, tuple[int, dict[str, Any]]] = {}
         # Pod object key -> its links as last indexed and the WorkloadSpread its annotation names.
         self._pod_links: dict[str, tuple[_PodLinks, str | None]] = {}
 
@@ -186,17 +187,10 @@ class SpreadIndex:
         return view.state.objects.get(rkey, {}).get(okey)
 
     def decode(self, view: KubeProjection, key: Key) -> dict[str, Any] | None:
-        stored = self.stored(view, *key)
-        if stored is None:
-            self._decoded.pop(key, None)
-            return None
-        cached = self._decoded.get(key)
-        if cached is not None and cached[0] == stored.seq:
-            return cached[1]
-        obj = decode_object(stored)
         if key[0] == self.rk_pods:
-            self._decoded[key] = (stored.seq, obj)  # pods are read on every plan of their spread
-        return obj
+            return view.decoded(*key)  # pods are read on every plan of their spread: kept
+        stored = self.stored(view, *key)
+        return None if stored is None else decode_object(stored)
 
     def index_spread(self, view: KubeProjection, okey: str) -> bool:
         """Re-index one WorkloadSpread's target; whether the WorkloadSpread still exists."""
