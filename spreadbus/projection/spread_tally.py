@@ -80,7 +80,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 import msgspec
 
@@ -115,6 +115,9 @@ from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER, schedulable_
 from spreadbus.core.workloadspread.subset_choice import unschedulable_subsets
 from spreadbus.core.workloadspread.target import ReplicasPathError, workload_replicas
 from spreadbus.projection.sorted_set import SortedSet
+
+_K = TypeVar("_K")
+_T = TypeVar("_T", bound=Any)
 
 Bucket = tuple[str, str]
 """(version, subset name or :data:`FAKE_SUBSET`)."""
@@ -202,6 +205,14 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         unschedulable_since=pod_state.unschedulable_deadline(pod, timedelta(0)),
         order=(pod_state.deletion_order_key(pod), key),
     )
+
+
+def _sorted_in(table: dict[_K, SortedSet[_T]], key: _K) -> SortedSet[_T]:
+    """``table[key]``, made empty if missing (``setdefault`` would build one on every call)."""
+    found = table.get(key)
+    if found is None:
+        found = table[key] = SortedSet()
+    return found
 
 
 def _missing(maximum: int, active: int, kept: int, after_last_kept: int | None,
@@ -310,7 +321,7 @@ class SpreadTally:
     def _add(self, key: str, facts: _Facts) -> None:
         self._pods[key] = facts
         self._by_key[facts.key] = key
-        self._versions.setdefault(facts.version, SortedSet()).add(facts.key)
+        _sorted_in(self._versions, facts.version).add(facts.key)
         if facts.bucket is None:
             self._loose[key] = facts
             self._unsettled.add(key)
@@ -345,8 +356,8 @@ class SpreadTally:
             self._order[bucket].discard(old.order)
         elif new.active:
             self._active[bucket] += 1
-            self._active_keys.setdefault(bucket, SortedSet()).add(new.key)
-            self._order.setdefault(bucket, SortedSet()).add(new.order)
+            _sorted_in(self._active_keys, bucket).add(new.key)
+            _sorted_in(self._order, bucket).add(new.order)
         if old.unschedulable_since != new.unschedulable_since:
             if old.unschedulable_since is not None:
                 pending = self._unschedulable[bucket]
@@ -354,18 +365,22 @@ class SpreadTally:
                 if not pending:
                     del self._unschedulable[bucket]
             if new.unschedulable_since is not None:
-                self._unschedulable.setdefault(bucket, SortedSet()).add(
+                _sorted_in(self._unschedulable, bucket).add(
                     (new.unschedulable_since, new.key))
 
     def _enter(self, bucket: Bucket, key: str, facts: _Facts) -> None:
-        self._buckets.setdefault(bucket, {})[key] = facts
-        self._creating.setdefault(bucket, Counter())[facts.creating_key] += 1
+        members = self._buckets.get(bucket)
+        if members is None:
+            members = self._buckets[bucket] = {}
+            self._creating[bucket] = Counter()
+        members[key] = facts
+        self._creating[bucket][facts.creating_key] += 1
         if facts.active:
             self._active[bucket] += 1
-            self._active_keys.setdefault(bucket, SortedSet()).add(facts.key)
-            self._order.setdefault(bucket, SortedSet()).add(facts.order)
+            _sorted_in(self._active_keys, bucket).add(facts.key)
+            _sorted_in(self._order, bucket).add(facts.order)
         if facts.unschedulable_since is not None:
-            self._unschedulable.setdefault(bucket, SortedSet()).add(
+            _sorted_in(self._unschedulable, bucket).add(
                 (facts.unschedulable_since, facts.key))
 
     def _leave(self, bucket: Bucket, key: str, facts: _Facts) -> None:
