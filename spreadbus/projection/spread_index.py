@@ -18,7 +18,9 @@ A pod changes several times while it starts, and what the indexes read of it (na
 controller owner, node, matched annotation) rarely changes with it. So a pod's observation is first
 read for those fields alone (:class:`_PodLinks`, a partial decode that skips the rest of the JSON);
 when they equal the previous observation's, the indexes are left as they are and only the
-WorkloadSpreads above it are looked up. The whole pod is decoded when a plan reads it, once per
+WorkloadSpreads above it are looked up, which the pods of one workload share (remembered per
+owner until a workload's owner link or a targetRef changes). The whole pod is decoded when a plan
+reads it, once per
 plan however often it changed meanwhile. An observation whose fields do not have the usual shape
 (``metadata`` that is not an object...) takes the full decode, which reads anything.
 
@@ -172,6 +174,9 @@ class SpreadIndex:
         self._node_pods: dict[str, set[str]] = {}
         # Pod object key -> its links as last indexed and the WorkloadSpread its annotation names.
         self._pod_links: dict[str, tuple[_PodLinks, str | None]] = {}
+        # Owner -> the WorkloadSpreads at or above it: the pods of a workload share their chain.
+        # Emptied whenever a chain may change (a workload's owner link, a targetRef).
+        self._above: dict[OwnerKey, frozenset[str]] = {}
 
     def follows(self, group: str, kind: str) -> bool:
         """Whether workloads of this kind are indexed (a kind outside the table is not streamed)."""
@@ -194,6 +199,7 @@ class SpreadIndex:
 
     def index_spread(self, view: KubeProjection, okey: str) -> bool:
         """Re-index one WorkloadSpread's target; whether the WorkloadSpread still exists."""
+        self._above.clear()
         old = self._target_of.pop(okey, None)
         if old is not None:
             self._spreads_by_target.get(old, set()).discard(okey)
@@ -255,10 +261,14 @@ class SpreadIndex:
                 self._node_pods.get(node, set()).discard(okey)
             self._pod_links.pop(okey, None)
         if obj is None:
+            if old is not None and not is_pod:
+                self._above.clear()  # the chains through this workload end here now
             return affected
         metadata = obj.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
         owner = _owner_of(obj, namespace)
+        if owner != old and not is_pod:
+            self._above.clear()  # the chains through this workload go elsewhere now
         if owner is not None:
             self._owner[key] = owner
             self._children.setdefault(owner, set()).add(key)
@@ -285,8 +295,17 @@ class SpreadIndex:
         return affected | self.spreads_above(key)
 
     def spreads_above(self, key: Key) -> set[str]:
-        found: set[str] = set()
         owner = self._owner.get(key)
+        if owner is None:
+            return set()
+        found = self._above.get(owner)
+        if found is None:
+            found = self._above[owner] = frozenset(self._spreads_from(owner))
+        return set(found)
+
+    def _spreads_from(self, owner: OwnerKey | None) -> set[str]:
+        """The WorkloadSpreads targeting ``owner`` or any workload above it."""
+        found: set[str] = set()
         for _ in range(_MAX_CHAIN):
             if owner is None:
                 break

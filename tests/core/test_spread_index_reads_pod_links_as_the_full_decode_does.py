@@ -1,7 +1,9 @@
 """The spread index reads a pod's links (namespace, owner, node, matched annotation) from a
-partial decode and leaves its indexes alone when they did not change; fed any sequence of pod
-observations, odd shapes included, it answers exactly as re-indexing every observation from the
-full decode does.
+partial decode and leaves its indexes alone when they did not change, and remembers the
+WorkloadSpreads above each owner; fed any sequence of pod observations (odd shapes included),
+workloads changing owners, coming and going, and WorkloadSpreads changing targets, it answers
+exactly as re-indexing every observation from the full decode does, and as an index built afresh
+from everything observed.
 """
 
 from __future__ import annotations
@@ -33,8 +35,11 @@ def owner(kind: str, name: str, controller: Any) -> dict[str, Any]:
 
 
 ABSENT = object()
+controllers = st.builds(lambda kind, name: [owner(kind, name, True)],
+                        st.sampled_from(["ReplicaSet", "Deployment"]),
+                        st.sampled_from(["web-h1", "web", "other"]))
 owners = st.one_of(
-    st.just(ABSENT), st.none(), st.just("not a list"),
+    controllers, controllers, controllers, st.just(ABSENT), st.none(), st.just("not a list"),
     st.lists(st.one_of(
         st.builds(owner, st.sampled_from(["ReplicaSet", "Deployment"]),
                   st.sampled_from(["web-h1", "web", "other"]),
@@ -49,7 +54,22 @@ matched = st.one_of(
 )
 node_names = st.one_of(st.just(ABSENT), st.none(), st.sampled_from(["n1", "n2", ""]),
                        st.just(3))
-namespaces = st.one_of(st.just(ABSENT), st.sampled_from(["default", "default", "other"]))
+namespaces = st.sampled_from([ABSENT, "default", "default", "default", "other"])
+
+
+workload_changes = st.fixed_dictionaries({
+    "op": st.just("workload"),
+    "kind": st.sampled_from(["ReplicaSet", "ReplicaSet", "Deployment"]),
+    "name": st.sampled_from(["web-h1", "web-h1", "web", "other"]),
+    # the ReplicaSet's controller (a Deployment), none, or the workload is deleted
+    "owner": st.sampled_from(["web", "other", None, "deleted", "deleted"]),
+})
+spread_changes = st.fixed_dictionaries({
+    "op": st.just("spread"),
+    "name": st.sampled_from(["ws-d", "ws-rs"]),
+    "target": st.sampled_from([("Deployment", "web"), ("ReplicaSet", "web-h1"),
+                               ("ReplicaSet", "other"), ("Deployment", "other"), None]),
+})
 
 
 @st.composite
@@ -106,28 +126,56 @@ class Fold:
         return (resource_key(CLUSTER, group, resource), object_key(namespace, name))
 
 
+def workload(fold: Fold, kind: str, name: str, owned_by: str | None) -> tuple[str, str]:
+    metadata: dict[str, Any] = {"name": name, "namespace": "default"}
+    if owned_by == "deleted":
+        return fold.put({"apiVersion": "apps/v1", "kind": kind, "metadata": metadata}, name,
+                        event="DELETED")
+    if owned_by is not None and kind == "ReplicaSet":
+        metadata["ownerReferences"] = [owner("Deployment", owned_by, True)]
+    return fold.put({"apiVersion": "apps/v1", "kind": kind, "metadata": metadata}, name)
+
+
+def spread(fold: Fold, name: str, target: tuple[str, str] | None) -> tuple[str, str]:
+    body: dict[str, Any] = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+                            "metadata": {"name": name, "namespace": "default"}, "spec": {}}
+    if target is not None:
+        body["spec"]["targetRef"] = {"apiVersion": "apps/v1", "kind": target[0],
+                                     "name": target[1]}
+    return fold.put(body, name)
+
+
 def workloads(fold: Fold, indexes: list[SpreadIndex]) -> None:
-    rs_owner = [owner("Deployment", "web", True)]
-    for obj in (
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {
-            "name": "web", "namespace": "default"}},
-        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "metadata": {
-            "name": "web-h1", "namespace": "default", "ownerReferences": rs_owner}},
-    ):
-        key = fold.put(obj, obj["metadata"]["name"])
+    for kind, name, owned_by in (("Deployment", "web", None), ("ReplicaSet", "web-h1", "web")):
+        key = workload(fold, kind, name, owned_by)
         for index in indexes:
             index.index_member(fold.view, *key)
-    for name, kind, target in (("ws-d", "Deployment", "web"), ("ws-rs", "ReplicaSet", "web-h1")):
-        key = fold.put({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
-                        "metadata": {"name": name, "namespace": "default"},
-                        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": kind,
-                                               "name": target}}}, name)
+    for name, target in (("ws-d", ("Deployment", "web")), ("ws-rs", ("ReplicaSet", "web-h1"))):
+        key = spread(fold, name, target)
         for index in indexes:
             index.index_spread(fold.view, key[1])
 
 
-@settings(max_examples=150, deadline=None)
-@given(st.lists(pods(), min_size=1, max_size=25),
+def afresh(fold: Fold) -> SpreadIndex:
+    """An index fed every object observed, as after a restore."""
+    index = SpreadIndex(CLUSTER)
+    keys = sorted(fold.view.all_keys())
+    for rkey, okey in keys:
+        if rkey == index.rk_spreads:
+            index.index_spread(fold.view, okey)
+    for rkey, okey in keys:
+        if rkey != index.rk_spreads:
+            index.index_member(fold.view, rkey, okey)
+    return index
+
+
+TARGETS = [("default", "apps", "Deployment", "web"), ("default", "apps", "ReplicaSet", "web-h1"),
+           ("default", "apps", "ReplicaSet", "other")]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(pods(), pods(), pods(), workload_changes, spread_changes),
+                min_size=1, max_size=25),
        st.lists(st.sampled_from(POD_NAMES), min_size=25, max_size=25))
 def test_pod_observations_index_as_the_full_decode_of_each_does(
     observations: list[dict[str, Any] | None], deleted: list[str]
@@ -136,23 +184,36 @@ def test_pod_observations_index_as_the_full_decode_of_each_does(
     index = SpreadIndex(CLUSTER)
     reference = SpreadIndex(CLUSTER)
     workloads(fold, [index, reference])
-    targets = [("default", "apps", "Deployment", "web"), ("default", "apps", "ReplicaSet",
-                                                          "web-h1")]
     for step, body in enumerate(observations):
-        if body is None:
-            name = deleted[step]
-            key = fold.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name}},
-                           name, event="DELETED")
+        if body is not None and body.get("op") == "workload":
+            key = workload(fold, body["kind"], body["name"], body["owner"])
+            for each in (index, reference):
+                each.index_member(fold.view, *key)
+        elif body is not None and body.get("op") == "spread":
+            key = spread(fold, body["name"], body["target"])
+            for each in (index, reference):
+                each.index_spread(fold.view, key[1])
         else:
-            key = fold.put(body, str(body["metadata"]["name"]) if body["metadata"] else
-                           POD_NAMES[0])
-        got = index.index_member(fold.view, *key)
-        want = reference._index(fold.view, key, None, None)  # every observation fully decoded
-        assert got == want
+            observe(fold, index, reference, body, deleted[step])
+        fresh = afresh(fold)
         for name in POD_NAMES:
             pod_key = (index.rk_pods, object_key("default", name))
-            assert index.spreads_above(pod_key) == reference.spreads_above(pod_key)
+            assert index.spreads_above(pod_key) == fresh.spreads_above(pod_key)
         for node in ("n1", "n2", "", "3"):
-            assert index.pods_on(node) == reference.pods_on(node)
-        for target in targets:
-            assert sorted(index.pods_below(target)) == sorted(reference.pods_below(target))
+            assert index.pods_on(node) == fresh.pods_on(node)
+        for target in TARGETS:
+            assert sorted(index.pods_below(target)) == sorted(fresh.pods_below(target))
+
+
+def observe(fold: Fold, index: SpreadIndex, reference: SpreadIndex,
+            body: dict[str, Any] | None, deleted: str) -> None:
+    """One pod observation into ``index``, and fully decoded into ``reference``."""
+    if body is None:
+        key = fold.put({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": deleted}},
+                       deleted, event="DELETED")
+    else:
+        key = fold.put(body, str(body["metadata"]["name"]) if body["metadata"] else
+                       POD_NAMES[0])
+    got = index.index_member(fold.view, *key)
+    want = reference._index(fold.view, key, None, None)  # every observation fully decoded
+    assert got == want
