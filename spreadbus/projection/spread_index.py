@@ -20,9 +20,9 @@ read for those fields alone (:class:`_PodLinks`, a partial decode that skips the
 when they equal the previous observation's, the indexes are left as they are and only the
 WorkloadSpreads above it are looked up, which the pods of one workload share (remembered per
 owner until a workload's owner link or a targetRef changes). The whole pod is decoded when a plan
-reads it, once per
-plan however often it changed meanwhile. An observation whose fields do not have the usual shape
-(``metadata`` that is not an object...) takes the full decode, which reads anything.
+reads it, once per plan however often it changed meanwhile. An observation whose fields do not
+have the usual shape (``metadata`` that is not an object...) takes the full decode, which reads
+anything.
 
 All of it is derived data: fed every key of the projection (what the planner does after a
 restore or on becoming leader) it is rebuilt exactly. It never decides anything.
