@@ -106,7 +106,8 @@ def subset_minimum(subset: Subset, replicas: int) -> int:
 
 
 def minimum_within(subset: Subset, limit: int | None) -> int:
-    """:func:`subset_minimum` given the subset's :func:`subset_limit`, already scaled."""
+    """:func:`subset_minimum` against a limit the caller has already: a choice scales each limit
+    once for both of its passes, and the ordinal layout reads maxReplicas unscaled."""
     minimum = subset.min_replicas if isinstance(subset.min_replicas, int) else 0
     return max(0, minimum if limit is None else min(minimum, limit))
 

@@ -97,8 +97,7 @@ def ordinal_layout(ws: WorkloadSpread) -> list[tuple[str, int]]:
         if subset.name in blocked:
             continue
         limit = INT32_MAX if subset.max_replicas is None else int_value(subset.max_replicas)
-        wanted = subset.min_replicas if isinstance(subset.min_replicas, int) else 0
-        minimum = max(0, min(wanted, limit))
+        minimum = minimum_within(subset, limit)
         minimums.append((subset.name, minimum))
         rooms.append((subset.name, limit - minimum))
     return minimums + rooms
