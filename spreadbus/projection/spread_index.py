@@ -139,6 +139,16 @@ def _links(stored: StoredObject) -> _PodLinks | None:
         return None
 
 
+def _target(spread: Mapping[str, Any]) -> OwnerKey | None:
+    """The workload a WorkloadSpread's ``targetRef`` names, if it has one."""
+    ref = (spread.get("spec") or {}).get("targetRef")
+    if not isinstance(ref, Mapping):
+        return None
+    namespace = str((spread.get("metadata") or {}).get("namespace") or "")
+    return (namespace, api_group(str(ref.get("apiVersion") or "")),
+            str(ref.get("kind") or ""), str(ref.get("name") or ""))
+
+
 def _owner_of(obj: Mapping[str, Any], namespace: str) -> OwnerKey | None:
     ref = pod_state.controller_ref(obj)
     if ref is None:
@@ -198,23 +208,26 @@ class SpreadIndex:
         return None if stored is None else decode_object(stored)
 
     def index_spread(self, view: KubeProjection, okey: str) -> bool:
-        """Re-index one WorkloadSpread's target; whether the WorkloadSpread still exists."""
-        self._above.clear()
-        old = self._target_of.pop(okey, None)
-        if old is not None:
-            self._spreads_by_target.get(old, set()).discard(okey)
+        """Re-index one WorkloadSpread's target; whether the WorkloadSpread still exists.
+
+        Most observations of a WorkloadSpread are its status, written by its own plans: the
+        target and so the WorkloadSpreads above each owner stay as they are then.
+        """
         obj = self.decode(view, (self.rk_spreads, okey))
-        if obj is None:
-            return False
-        ref = (obj.get("spec") or {}).get("targetRef")
-        if not isinstance(ref, Mapping):
-            return True
-        namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-        target = (namespace, api_group(str(ref.get("apiVersion") or "")),
-                  str(ref.get("kind") or ""), str(ref.get("name") or ""))
-        self._target_of[okey] = target
-        self._spreads_by_target.setdefault(target, set()).add(okey)
-        return True
+        target = None if obj is None else _target(obj)
+        old = self._target_of.get(okey)
+        if target != old:
+            self._above.clear()  # the chains reach another set of WorkloadSpreads now
+            if old is not None:
+                del self._target_of[okey]
+                spreads = self._spreads_by_target[old]
+                spreads.discard(okey)
+                if not spreads:
+                    del self._spreads_by_target[old]
+            if target is not None:
+                self._target_of[okey] = target
+                self._spreads_by_target.setdefault(target, set()).add(okey)
+        return obj is not None
 
     def index_member(self, view: KubeProjection, rkey: str, okey: str) -> set[str]:
         """Re-index one pod or workload; the WorkloadSpreads above it, before and after."""
