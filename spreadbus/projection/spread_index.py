@@ -185,7 +185,8 @@ class SpreadIndex:
         # Pod object key -> its links as last indexed and the WorkloadSpread its annotation names.
         self._pod_links: dict[str, tuple[_PodLinks, str | None]] = {}
         # Owner -> the WorkloadSpreads at or above it: the pods of a workload share their chain.
-        # Emptied whenever a chain may change (a workload's owner link, a targetRef).
+        # Emptied whenever a chain may change (a workload's owner link, a targetRef); an owner
+        # is forgotten with its last child.
         self._above: dict[OwnerKey, frozenset[str]] = {}
 
     def follows(self, group: str, kind: str) -> bool:
@@ -266,12 +267,19 @@ class SpreadIndex:
                     siblings.discard(key)
                     if not siblings:
                         del children[old]
+            if old not in self._children:
+                # Nothing below it asks any more; an owner outside the index (a Job...) would
+                # otherwise be remembered for good, as no observation of it ever comes.
+                self._above.pop(old, None)
         obj = read if read is not None else self.decode(view, key)
         is_pod = rkey == self.rk_pods
         if is_pod:
             node = self._pod_node.pop(okey, None)
             if node is not None:
-                self._node_pods.get(node, set()).discard(okey)
+                on_node = self._node_pods[node]
+                on_node.discard(okey)
+                if not on_node:
+                    del self._node_pods[node]  # nodes come and go with elastic capacity
             self._pod_links.pop(okey, None)
         if obj is None:
             if old is not None and not is_pod:

@@ -203,6 +203,9 @@ def test_pod_observations_index_as_the_full_decode_of_each_does(
             assert index.pods_on(node) == fresh.pods_on(node)
         for target in TARGETS:
             assert sorted(index.pods_below(target)) == sorted(fresh.pods_below(target))
+        # What it remembers goes with the pods and workloads it was remembered for.
+        assert set(index._above) <= set(index._children)
+        assert set(index._node_pods) == set(fresh._node_pods)
 
 
 def observe(fold: Fold, index: SpreadIndex, reference: SpreadIndex,
