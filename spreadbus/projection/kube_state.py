@@ -179,6 +179,10 @@ class KubeProjection:
         stored = self.objects(cluster, group, resource).get(object_key(namespace, name))
         return None if stored is None else decode_object(stored)
 
+    def stored(self, rkey: str, okey: str) -> StoredObject | None:
+        """The object's last observation, by the keys :attr:`changed` holds."""
+        return self.state.objects.get(rkey, {}).get(okey)
+
     def decoded(self, rkey: str, okey: str) -> dict[str, Any] | None:
         """The object as last observed, decoded once per observation for every reader that asks
         (a rule, then the diff of what it wants against it): shared, so never to be changed.
@@ -186,7 +190,7 @@ class KubeProjection:
         Kept until the object changes or goes; :meth:`get` decodes a copy of one's own.
         """
         key = (rkey, okey)
-        stored = self.state.objects.get(rkey, {}).get(okey)
+        stored = self.stored(rkey, okey)
         if stored is None:
             self._decoded.pop(key, None)
             return None

@@ -160,7 +160,7 @@ def plans_for(
         target = want.target
         rkey = resource_key(cluster, target.group, target.resource)
         okey = object_key(target.namespace, target.name)
-        stored = view.state.objects.get(rkey, {}).get(okey)
+        stored = view.stored(rkey, okey)
         observed = view.decoded(rkey, okey)  # as the rule read it this round: decoded once
         if want.verb == "evict":
             if observed is None:

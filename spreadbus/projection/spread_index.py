@@ -199,13 +199,10 @@ class SpreadIndex:
     def pods_on(self, node: str) -> set[str]:
         return self._node_pods.get(node, set())
 
-    def stored(self, view: KubeProjection, rkey: str, okey: str) -> StoredObject | None:
-        return view.state.objects.get(rkey, {}).get(okey)
-
     def decode(self, view: KubeProjection, key: Key) -> dict[str, Any] | None:
         if key[0] == self.rk_pods:
             return view.decoded(*key)  # pods are read on every plan of their spread: kept
-        stored = self.stored(view, *key)
+        stored = view.stored(*key)
         return None if stored is None else decode_object(stored)
 
     def index_spread(self, view: KubeProjection, okey: str) -> bool:
@@ -234,7 +231,7 @@ class SpreadIndex:
         """Re-index one pod or workload; the WorkloadSpreads above it, before and after."""
         key = (rkey, okey)
         if rkey == self.rk_pods:
-            stored = self.stored(view, rkey, okey)
+            stored = view.stored(rkey, okey)
             links = _links(stored) if stored is not None else None
             if links is not None:
                 known = self._pod_links.get(okey)
