@@ -18,6 +18,7 @@ RESOURCES = {
     "Job": ("batch", "v1", "jobs"),
     "CloneSet": ("apps.kruise.io", "v1alpha1", "clonesets"),
     "TFJob": ("kubeflow.org", "v1", "tfjobs"),
+    "Widget": ("example.com", "v1", "widgets"),
 }
 MATCHED = "apps.kruise.io/matched-workloadspread"
 LISTED = ("Pod", "WorkloadSpread", "ReplicaSet", "Deployment")

@@ -5,14 +5,11 @@ questions :meth:`View.follows` and :meth:`View.lookup` do."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given
 from hypothesis import strategies as st
 
-from events.codec import encode
-from events.messages import Observation, SyncMarker
 from services.webhook.view import View
+from tests.webhook.cluster_state import Feed, workload
 
 KINDS = (
     ("apps", "ReplicaSet", "replicasets"),
@@ -20,14 +17,6 @@ KINDS = (
     ("batch", "Job", "jobs"),
     ("example.com", "Widget", "widgets"),
 )
-
-
-def owner(group: str, kind: str, name: str) -> dict[str, Any]:
-    return {
-        "apiVersion": f"{group}/v1",
-        "kind": kind,
-        "metadata": {"name": name, "namespace": "default"},
-    }
 
 
 @given(
@@ -40,22 +29,15 @@ def test_an_owner_is_followed_once_its_kind_is_listed(
     listed: set[tuple[str, str, str]],
     asked: tuple[tuple[str, str, str], str],
 ) -> None:
-    view = View(cluster="c1")
-    seq = 0
-    for (group, kind, resource), name in sorted(held):
-        seq += 1
-        message = Observation(cluster="c1", group=group, version="v1", resource=resource,
-                              event="ADDED", object=owner(group, kind, name))
-        view.apply_message(seq, "kube.obs.c1", encode(message))
-    for group, _, resource in sorted(listed):
-        seq += 1
-        marker = SyncMarker(cluster="c1", group=group, version="v1", resource=resource,
-                            complete=True)
-        view.apply_message(seq, "kube.sync.c1", encode(marker))
+    feed = Feed(View(cluster="c1"))
+    for (group, kind, _), name in sorted(held):
+        feed.put(workload(f"{group}/v1", kind, name, {}))
+    feed.sync(*(kind for _, kind, _ in sorted(listed)))
+    view = feed.view
     (group, kind, resource), name = asked
     watched = (group, resource) in view.watched
     followed = watched and (group, kind, resource) in listed
-    expected = owner(group, kind, name) if watched and (asked in held) else None
+    expected = workload(f"{group}/v1", kind, name, {}) if watched and (asked in held) else None
     assert view.follows(group, kind) is followed
     assert view.lookup("default", group, kind, name) == expected
     assert view.followed_lookup("default", group, kind, name) == (

@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from events.codec import encode
-from events.messages import Observation, WatchEventType
+from events.messages import WatchEventType
 from services.webhook.view import View
+from tests.webhook.cluster_state import Feed
 
 NAMESPACES = ("default", "team-a")
 NAMES = ("web", "api", "db")
@@ -46,14 +46,11 @@ steps = st.lists(
 def test_spreads_of_a_namespace_follow_every_change_in_name_order(
     history: list[tuple[WatchEventType, str, str, int, bool]],
 ) -> None:
-    view = View(cluster="c1")
+    feed = Feed(View(cluster="c1"))
+    view = feed.view
     held: dict[tuple[str, str], int] = {}
-    for seq, (event, namespace, name, subsets, ask) in enumerate(history, start=1):
-        message = Observation(
-            cluster="c1", group="apps.kruise.io", version="v1alpha1",
-            resource="workloadspreads", event=event, object=spread(namespace, name, subsets),
-        )
-        view.apply_message(seq, "kube.obs.c1", encode(message))
+    for event, namespace, name, subsets, ask in history:
+        feed.put(spread(namespace, name, subsets), event)
         if event == "DELETED":
             held.pop((namespace, name), None)
         else:
