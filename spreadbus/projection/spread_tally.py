@@ -277,18 +277,15 @@ class SpreadTally:
         if (old is not None and facts is not None and old.bucket is not None
                 and facts.bucket == old.bucket and facts.version == old.version
                 and facts.key == old.key):
-            bucket = (old.version, old.bucket)
-            if len(self._buckets[bucket]) > 1:
-                # It stays in its bucket, among others: only what moved in it is updated.
-                self._costs.pop(old.key, None)
-                self._touched.add(key)
-                self.examined += 1
-                del self._pods[key]
-                self._pods[key] = facts
-                self._by_key.pop(old.key, None)
-                self._by_key[facts.key] = key
-                self._shift(bucket, key, old, facts)
-                return
+            # It stays in its bucket: only what moved in it is updated (its key, so its entry in
+            # the key index and the version's keys, is the same).
+            self._costs.pop(old.key, None)
+            self._touched.add(key)
+            self.examined += 1
+            del self._pods[key]  # to the end, as taking it out and in again would put it
+            self._pods[key] = facts
+            self._shift((old.version, old.bucket), key, old, facts)
+            return
         if old is not None:
             del self._pods[key]
             self._remove(key, old)
@@ -333,9 +330,10 @@ class SpreadTally:
             self._enter((facts.version, facts.bucket), key, facts)
 
     def _shift(self, bucket: Bucket, key: str, old: _Facts, new: _Facts) -> None:
-        """:meth:`_leave` of ``old`` then :meth:`_enter` of ``new``, for a pod that stays in a
-        bucket other pods keep: its key stays in the bucket's and the version's key sets, and the
-        ordered sets change only where the pod moved in them."""
+        """:meth:`_leave` of ``old`` then :meth:`_enter` of ``new``, for a pod that stays in its
+        bucket: its key stays in the bucket's and the version's key sets, and the ordered sets
+        change only where the pod moved in them. The bucket is kept even when the pod is its
+        only member, so its scale-in regime too: the next plan reads the touched pod anyway."""
         members = self._buckets[bucket]
         del members[key]
         members[key] = new
