@@ -58,6 +58,8 @@ def _map(value: object) -> Mapping[str, Any]:
 
 
 def metadata(pod: Pod) -> Mapping[str, Any]:
+    """:func:`_map` of the pod's metadata, written out: every plan reads it for several fields
+    of each of its pods."""
     value = pod.get("metadata")
     if type(value) is dict:
         return value
@@ -273,7 +275,7 @@ def _time_key(value: object) -> tuple[int, float]:
 
 @functools.lru_cache(maxsize=4096)
 def _text_key(text: str) -> tuple[int, float]:
-    return _zero_then_later(parse_time(text))
+    return _zero_then_later(_parse_text(text))
 
 
 def deletion_order_key(pod: Pod) -> tuple[Any, ...]:
