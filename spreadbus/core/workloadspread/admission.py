@@ -141,12 +141,7 @@ def _admission_cost(
     ``version`` is the pod's before injection: only the subset's patch can change what a
     version is read from (kind, labels, owners), so without one it is the injected pod's too.
     """
-    if latest is None:
-        return None
-    selector = ws.target_filter.selector if ws.target_filter is not None else None
-    if selector is not None and not pod_counted_by_planner(
-        ws.target_filter, pod_state.pod_labels(pod)
-    ):
+    if latest is None or not pod_counted_by_planner(ws.target_filter, pod):
         return None
     if subset.patch is not None:
         version = pod_state.version(pod, versioned_kinds)

@@ -182,7 +182,7 @@ def workload_pods(
             owned = known
         else:
             owned = reached[memo] = _owned(ws, ref, lookup, whitelist)
-        if owned and pod_counted_by_planner(ws.target_filter, pod_state.pod_labels(pod)):
+        if owned and pod_counted_by_planner(ws.target_filter, pod):
             out.append(pod)
     return out
 

@@ -30,7 +30,7 @@ from spreadbus.core.workloadspread.model import (
     api_group,
     api_version_valid,
 )
-from spreadbus.core.workloadspread.pod_state import controller_ref, is_active, namespace
+from spreadbus.core.workloadspread.pod_state import controller_ref, is_active, namespace, pod_labels
 
 # (namespace, group, kind, name) -> the object, or None when it is not known.
 Lookup = Callable[[str, str, str, str], Mapping[str, Any] | None]
@@ -98,26 +98,25 @@ def reaches_target(
     return False
 
 
-def pod_selected(target_filter: TargetFilter | None, pod_labels: Mapping[str, str]) -> bool:
+def pod_selected(target_filter: TargetFilter | None, labels: Mapping[str, str]) -> bool:
     """The webhook's ``IsPodSelected``: no filter -> yes; filter without selector -> no."""
     if target_filter is None:
         return True
     if target_filter.selector is None:
         return False
     try:
-        return label_selector.matches(target_filter.selector, dict(pod_labels))
+        return label_selector.matches(target_filter.selector, labels)
     except label_selector.SelectorError:
         return False
 
 
-def pod_counted_by_planner(
-    target_filter: TargetFilter | None, pod_labels: Mapping[str, str]
-) -> bool:
-    """The controller filters pods only when a selector is present."""
+def pod_counted_by_planner(target_filter: TargetFilter | None, pod: Mapping[str, Any]) -> bool:
+    """The controller filters pods only when a selector is present; only then are the pod's
+    labels copied (asked of every pod a WorkloadSpread reaches, and of every admission)."""
     if target_filter is None or target_filter.selector is None:
         return True
     try:
-        return label_selector.matches(target_filter.selector, dict(pod_labels))
+        return label_selector.matches(target_filter.selector, pod_labels(pod))
     except label_selector.SelectorError:
         return False
 
@@ -150,7 +149,7 @@ def governing_workloadspread(
     meta = pod.get("metadata")
     raw_labels = meta.get("labels") if isinstance(meta, Mapping) else None
     label_items = (raw_labels or {}).items()
-    pod_labels: dict[str, str] | None = None  # copied once a spread's targetFilter asks
+    labels: dict[str, str] | None = None  # copied once a spread's targetFilter asks
     for ws in spreads:
         if ws.namespace != ns or ws.target_ref is None or ws.deleting:
             continue
@@ -158,9 +157,9 @@ def governing_workloadspread(
             continue
         if ws.target_filter is None:
             return ws
-        if pod_labels is None:
-            pod_labels = {k: v for k, v in label_items if isinstance(v, str)}
-        if pod_selected(ws.target_filter, pod_labels):
+        if labels is None:
+            labels = {k: v for k, v in label_items if isinstance(v, str)}
+        if pod_selected(ws.target_filter, labels):
             return ws
     return None
 
