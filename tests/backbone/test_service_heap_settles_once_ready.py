@@ -22,8 +22,9 @@ from spreadbus.runtime.settings import ServiceSettings
 
 @pytest.fixture
 def collector_restored() -> Iterator[None]:
-    """The test process's collector as it was: thresholds, and nothing left frozen."""
+    """The test process's collector as it was: thresholds, and nothing frozen before or after."""
     thresholds = gc.get_threshold()
+    gc.unfreeze()
     yield
     gc.set_threshold(*thresholds)
     gc.unfreeze()
@@ -55,7 +56,6 @@ def test_tune_makes_young_collections_rarer_and_keeps_the_older_ratios(
 def test_settle_freezes_what_survives_and_dropped_objects_are_still_freed(
     collector_restored: None,
 ) -> None:
-    gc.unfreeze()
     projection = [{"metadata": {"name": f"pod-{i}"}} for i in range(1000)]
     heap.settle()
     assert gc.get_freeze_count() >= len(projection)
@@ -74,7 +74,6 @@ def test_settle_freezes_what_survives_and_dropped_objects_are_still_freed(
 async def test_a_service_settles_its_heap_when_it_first_becomes_ready(
     nats_server: NatsServer, collector_restored: None
 ) -> None:
-    gc.unfreeze()
     frozen_when_ready: list[int] = []
     ready = asyncio.Event()
 
