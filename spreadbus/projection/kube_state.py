@@ -187,7 +187,9 @@ class KubeProjection:
         """The object as last observed, decoded once per observation for every reader that asks
         (a rule, then the diff of what it wants against it): shared, so never to be changed.
 
-        Kept until the object changes or goes; :meth:`get` decodes a copy of one's own.
+        Kept while the object lives (one decoded form per object at most, replaced when a newer
+        observation is asked for) and dropped when it goes; :meth:`get` decodes a copy of one's
+        own.
         """
         key = (rkey, okey)
         stored = self.stored(rkey, okey)
