@@ -2,10 +2,10 @@
 
 A service holds objects that live as long as the process (the webhook's view and the planner's
 projection, a JSON tree per object, thousands of them; the watcher's record of what it published)
-and handles a steady flow of short-lived ones (decoded messages, reviews, plans). CPython's default thresholds run a
-young collection every 700 new container objects and a full one, walking the whole projection,
-every hundred of those; the short-lived objects are mostly gone by the next young collection
-anyway, while the projection's never are. So a service:
+and handles a steady flow of short-lived ones (decoded messages, reviews, plans). CPython's
+default thresholds run a young collection every 700 new container objects and a full one, walking
+the whole projection, every hundred of those; the short-lived objects are mostly gone by the
+next young collection anyway, while the projection's never are. So a service:
 
 - collects its young generation every :data:`YOUNG_THRESHOLD` new objects (:func:`tune`), which
   keeps the work per collection proportional to what was allocated but promotes far fewer
