@@ -53,7 +53,6 @@ Objects = dict[tuple[str, str], dict[str, Any]]
 """(namespace, name) -> object, for one resource."""
 Slot = tuple[str, str]
 """(version, subset)."""
-_ENDED_PHASES: Final = frozenset({"Succeeded", "Failed"})
 _NAMESPACES_REMEMBERED: Final = 4096
 """Bound on :meth:`View.spreads_in` answers kept (namespaces without spreads are asked too)."""
 
@@ -80,7 +79,7 @@ def _indexed_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
 
 def _ended(pod: Mapping[str, Any]) -> bool:
     """All :func:`pod_state.is_active` reads of the phase: a pod starting keeps its entries."""
-    return pod_state.phase(pod) in _ENDED_PHASES
+    return pod_state.phase(pod) in pod_state.ENDED_PHASES
 
 
 def _matched_text(metadata: Mapping[str, Any]) -> object:
@@ -188,8 +187,7 @@ class View:
         if pod is None:
             return
         matched = pod_state.matched(pod)
-        # pod_state.creating_key, without decoding the annotation a second time.
-        key = (matched.uid if matched is not None else "") or pod_state.name(pod) or name
+        key = pod_state.creating_key_with(matched, pod) or name
         self._keys[(namespace, key)] = name
         if matched is None or not matched.name or not pod_state.is_active(pod):
             self._pods[(namespace, name)] = _Indexed(key)

@@ -107,8 +107,8 @@ from spreadbus.core.workloadspread.occupancy import (
     DELETE_TIMEOUT,
     Reservation,
     expired,
+    minimum_within,
     subset_limit,
-    subset_minimum,
 )
 from spreadbus.core.workloadspread.pod_state import Pod
 from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER, schedulable_condition
@@ -756,8 +756,8 @@ class SpreadTally:
                 position = positions[name]
                 subset = ws.subsets[position]
                 values = subset_values(n, position, latest=version == latest)
-                cuts = self._cuts(bucket, subset_limit(subset, replicas),
-                                  subset_minimum(subset, replicas))
+                limit = subset_limit(subset, replicas)
+                cuts = self._cuts(bucket, limit, minimum_within(subset, limit))
             previous = self._regime.get(bucket)
             self._regime[bucket] = (values, cuts)
             look: Iterable[_Facts]

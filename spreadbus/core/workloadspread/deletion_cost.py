@@ -39,7 +39,7 @@ from spreadbus.core.workloadspread.model import (
     FAKE_SUBSET,
     WorkloadSpread,
 )
-from spreadbus.core.workloadspread.occupancy import subset_limit, subset_minimum
+from spreadbus.core.workloadspread.occupancy import minimum_within, subset_limit, subset_minimum
 from spreadbus.core.workloadspread.pod_state import Pod
 
 COST_UNIT = 100
@@ -135,13 +135,14 @@ def version_costs(
     costs: dict[str, int] = {}
     for position, subset in enumerate(ws.subsets):
         idx = _rank(n, position, latest=latest)
+        limit = subset_limit(subset, replicas)
         costs.update(
             subset_costs(
                 buckets.get(subset.name, ()),
                 n=n,
                 idx=idx,
-                limit=subset_limit(subset, replicas),
-                minimum=subset_minimum(subset, replicas),
+                limit=limit,
+                minimum=minimum_within(subset, limit),
             )
         )
     fake = [p for p in buckets.get(FAKE_SUBSET, ()) if pod_state.is_active(p)]

@@ -136,7 +136,11 @@ class SubsetStatus(msgspec.Struct, frozen=True):
     conditions: tuple[Condition, ...] = ()
 
     def condition(self, type_: str) -> Condition | None:
-        return next((c for c in self.conditions if c.type == type_), None)
+        # A loop, not next() over a generator: every admission asks this of every subset.
+        for condition in self.conditions:
+            if condition.type == type_:
+                return condition
+        return None
 
     @property
     def unschedulable(self) -> bool:

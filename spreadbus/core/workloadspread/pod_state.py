@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeGuard
+from typing import Any, Final, TypeGuard
 
 import msgspec
 
@@ -110,9 +110,13 @@ def phase(pod: Pod) -> str:
     return value if isinstance(value, str) else ""
 
 
+ENDED_PHASES: Final = frozenset({"Succeeded", "Failed"})
+"""Phases a pod never leaves: it no longer counts in any subset."""
+
+
 def is_active(pod: Pod) -> bool:
     """``IsPodActive``: not Succeeded, not Failed, not being deleted."""
-    return phase(pod) not in ("Succeeded", "Failed") and not metadata(pod).get("deletionTimestamp")
+    return phase(pod) not in ENDED_PHASES and not metadata(pod).get("deletionTimestamp")
 
 
 def controller_ref(obj: Pod) -> Mapping[str, Any] | None:
@@ -154,7 +158,11 @@ def _decode_matched(text: str) -> Matched | None:
 
 def creating_key(pod: Pod) -> str:
     """The key the webhook recorded for this pod: the annotation's uid, else the pod name."""
-    annotation = matched(pod)
+    return creating_key_with(matched(pod), pod)
+
+
+def creating_key_with(annotation: Matched | None, pod: Pod) -> str:
+    """:func:`creating_key` for a caller that has decoded the pod's annotation already."""
     if annotation is not None and annotation.uid:
         return annotation.uid
     return name(pod)

@@ -30,7 +30,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 
 from spreadbus.core.intstr import int_value
-from spreadbus.core.workloadspread.model import SCHEDULABLE, SubsetStatus, WorkloadSpread
+from spreadbus.core.workloadspread.model import SubsetStatus, WorkloadSpread
 from spreadbus.core.workloadspread.occupancy import SubsetLoad, minimum_within, subset_limit
 
 INT32_MAX = 2**31 - 1
@@ -47,16 +47,7 @@ def unschedulable_subsets(ws: WorkloadSpread, version: str | None = None) -> fro
 
 
 def _unschedulable(statuses: Iterable[SubsetStatus]) -> list[str]:
-    """Names whose ``Schedulable`` condition (the first, as :attr:`SubsetStatus.unschedulable`
-    reads it) is ``False``; a loop rather than a generator per status, as every admission asks."""
-    names: list[str] = []
-    for status in statuses:
-        for condition in status.conditions:
-            if condition.type == SCHEDULABLE:
-                if condition.status == "False":
-                    names.append(status.name)
-                break
-    return names
+    return [status.name for status in statuses if status.unschedulable]
 
 
 def single_unlimited(ws: WorkloadSpread) -> bool:
