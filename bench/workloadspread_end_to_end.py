@@ -30,7 +30,9 @@ Each phase runs in two layouts of the machine's cores:
 The three phases of a layout are repeated ``--runs`` times (3), one after another within each
 run, and each phase is reported by its best run: a shared machine's noise only ever slows a phase
 down. Printed: each run's times, then per layout the best times and ``ratio`` lines,
-``spread / baseline`` against the 1.3 goal.
+``spread / baseline`` against the 1.3 goal, and the CPU each process used until the pods were
+Ready (median of the runs, from ``/proc``): what each part costs, which the host's noise moves far
+less than elapsed time.
 Run: ``python -m bench.workloadspread_end_to_end [--replicas 1000] [--runs 3]
 [--layouts split,shared]``.
 """
@@ -41,6 +43,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -121,6 +124,19 @@ def wait(what: str, check: Callable[[], bool], timeout: float = 300.0) -> float:
 
 LAYOUTS = ("split", "shared")
 
+Cpu = dict[str, float]
+"""CPU seconds by process name."""
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU a process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_used(pids: dict[str, int], since: Cpu) -> Cpu:
+    return {name: cpu_seconds(pid) - since[name] for name, pid in pids.items()}
+
 
 def pin(pid: int, cores: set[int]) -> None:
     """Every thread of ``pid`` onto ``cores``; threads it starts later inherit their parent's."""
@@ -155,7 +171,7 @@ def create_namespace(core: Any) -> None:
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
 
 
-def baseline(replicas: int, workdir: Path, cores: str) -> float:
+def baseline(replicas: int, workdir: Path, cores: str) -> tuple[float, Cpu]:
     """kubesim alone, as a process spoken to over HTTP, the same way as the stack's."""
     kubeconfig = workdir / "baseline-kubeconfig"
     log = (workdir / "baseline-kubesim.log").open("w")
@@ -170,10 +186,12 @@ def baseline(replicas: int, workdir: Path, cores: str) -> float:
         with api, layout(cores, proc.pid, []):
             apps: Any = client.AppsV1Api(api)
             create_namespace(client.CoreV1Api(api))
+            pids = {"kubesim": proc.pid}
+            before = cpu_used(pids, {"kubesim": 0.0})
             started = time.perf_counter()
             apps.create_namespaced_deployment(NS, deployment(replicas))
             done = wait("baseline pods Ready", lambda: ready_replicas(apps) >= replicas)
-            return done - started
+            return done - started, cpu_used(pids, before)
     finally:
         proc.terminate()
         proc.wait(30)
@@ -181,7 +199,8 @@ def baseline(replicas: int, workdir: Path, cores: str) -> float:
 
 
 def spread(replicas: int, workdir: Path, cores: str, *,
-           with_spread: bool = True) -> tuple[float, float]:
+           with_spread: bool = True) -> tuple[float, float, Cpu]:
+    """Seconds to Ready and to converged, and each process's CPU until Ready."""
     data_dir = workdir / ("stack" if with_spread else "plain-stack")
     stack = Stack(data_dir=data_dir, cluster="bench",
                   kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET], service_env=ACTUATOR)
@@ -194,26 +213,30 @@ def spread(replicas: int, workdir: Path, cores: str, *,
         assert stack.kubesim.process is not None
         assert stack.nats is not None
         assert stack.nats.process is not None
-        others = [stack.nats.process.pid,
-                  *(s.process.pid for s in stack.services if s.process is not None)]
+        pids = {"kubesim": stack.kubesim.process.pid, "nats-server": stack.nats.process.pid,
+                **{s.name: s.process.pid for s in stack.services if s.process is not None}}
+        others = [pid for name, pid in pids.items() if name != "kubesim"]
         with api, layout(cores, stack.kubesim.process.pid, others):
             apps: Any = client.AppsV1Api(api)
             core: Any = client.CoreV1Api(api)
             custom: Any = client.CustomObjectsApi(api)
             create_namespace(core)
             if not with_spread:
+                before = cpu_used(pids, dict.fromkeys(pids, 0.0))
                 started = time.perf_counter()
                 apps.create_namespaced_deployment(NS, deployment(replicas))
                 ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
-                return ready - started, ready - started
+                return ready - started, ready - started, cpu_used(pids, before)
             custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
                                                    "workloadspreads", workloadspread(replicas))
             zones = {n.metadata.name: n.metadata.labels["topology.kubernetes.io/zone"]
                      for n in core.list_node().items}
             time.sleep(1.0)  # the webhook's view holds the WorkloadSpread (it follows the bus)
+            before = cpu_used(pids, dict.fromkeys(pids, 0.0))
             started = time.perf_counter()
             apps.create_namespaced_deployment(NS, deployment(replicas))
             ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
+            used = cpu_used(pids, before)
 
             def counted() -> bool:
                 obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
@@ -237,7 +260,7 @@ def spread(replicas: int, workdir: Path, cores: str, *,
 
                 wait("status counts every pod", counted)
                 done = wait("deletion costs", costed)
-            return ready - started, done - started
+            return ready - started, done - started, used
     finally:
         stack.stop()
 
@@ -256,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     if "split" in layouts and len(os.sched_getaffinity(0)) < 2:
         parser.error("--layouts split needs at least two cores")
     runs: dict[str, list[tuple[float, float, float, float]]] = {name: [] for name in layouts}
+    cpu: dict[str, list[tuple[Cpu, Cpu, Cpu]]] = {name: [] for name in layouts}
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         for i in range(args.runs):
             for cores in layouts:
@@ -263,10 +287,11 @@ def main(argv: list[str] | None = None) -> int:
                 # on all of them alike; each run starts from empty stores.
                 workdir = Path(tmp) / f"run-{i}" / cores
                 workdir.mkdir(parents=True)
-                base = baseline(args.replicas, workdir, cores)
-                plain, _ = spread(args.replicas, workdir, cores, with_spread=False)
-                ready, converged = spread(args.replicas, workdir, cores)
+                base, base_cpu = baseline(args.replicas, workdir, cores)
+                plain, _, plain_cpu = spread(args.replicas, workdir, cores, with_spread=False)
+                ready, converged, spread_cpu = spread(args.replicas, workdir, cores)
                 runs[cores].append((base, plain, ready, converged))
+                cpu[cores].append((base_cpu, plain_cpu, spread_cpu))
                 print(f"run {i + 1}, {cores} cores: kubesim alone {base:.2f} s, stack without a "
                       f"WorkloadSpread {plain:.2f} s, under it {ready:.2f} s "
                       f"(ratio {ready / base:.3f})", flush=True)
@@ -283,7 +308,23 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  ratio converged/baseline: {converged / base:.3f} (goal under {GOAL}: "
               f"{converged / base / GOAL:.3f} of it)")
         print(f"  ratio ready/stack without a spread: {ready / plain:.3f} (the cost of spreading)")
+        print("  CPU until Ready, median of the runs:")
+        for phase, used in zip(("kubesim alone", "stack without a WorkloadSpread",
+                                "under the WorkloadSpread"), zip(*cpu[cores], strict=True),
+                               strict=True):
+            print(f"    {phase}: {cpu_line(list(used))}")
     return 0
+
+
+def cpu_line(runs: list[Cpu]) -> str:
+    """Each process's median CPU over the runs, kubesim first, and the others' total."""
+    median = {name: statistics.median(run[name] for run in runs) for name in runs[0]}
+    others = {name: seconds for name, seconds in median.items() if name != "kubesim"}
+    parts = [f"kubesim {median['kubesim']:.2f} s"]
+    if others:
+        parts += [f"{name} {seconds:.2f}" for name, seconds in others.items()]
+        parts.append(f"all but kubesim {sum(others.values()):.2f} s")
+    return ", ".join(parts)
 
 
 if __name__ == "__main__":
