@@ -134,8 +134,12 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_used(pids: dict[str, int], since: Cpu) -> Cpu:
-    return {name: cpu_seconds(pid) - since[name] for name, pid in pids.items()}
+def cpu_now(pids: dict[str, int]) -> Cpu:
+    return {name: cpu_seconds(pid) for name, pid in pids.items()}
+
+
+def cpu_since(before: Cpu, pids: dict[str, int]) -> Cpu:
+    return {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
 
 
 def pin(pid: int, cores: set[int]) -> None:
@@ -187,11 +191,11 @@ def baseline(replicas: int, workdir: Path, cores: str) -> tuple[float, Cpu]:
             apps: Any = client.AppsV1Api(api)
             create_namespace(client.CoreV1Api(api))
             pids = {"kubesim": proc.pid}
-            before = cpu_used(pids, {"kubesim": 0.0})
+            before = cpu_now(pids)
             started = time.perf_counter()
             apps.create_namespaced_deployment(NS, deployment(replicas))
             done = wait("baseline pods Ready", lambda: ready_replicas(apps) >= replicas)
-            return done - started, cpu_used(pids, before)
+            return done - started, cpu_since(before, pids)
     finally:
         proc.terminate()
         proc.wait(30)
@@ -222,21 +226,21 @@ def spread(replicas: int, workdir: Path, cores: str, *,
             custom: Any = client.CustomObjectsApi(api)
             create_namespace(core)
             if not with_spread:
-                before = cpu_used(pids, dict.fromkeys(pids, 0.0))
+                before = cpu_now(pids)
                 started = time.perf_counter()
                 apps.create_namespaced_deployment(NS, deployment(replicas))
                 ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
-                return ready - started, ready - started, cpu_used(pids, before)
+                return ready - started, ready - started, cpu_since(before, pids)
             custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
                                                    "workloadspreads", workloadspread(replicas))
             zones = {n.metadata.name: n.metadata.labels["topology.kubernetes.io/zone"]
                      for n in core.list_node().items}
             time.sleep(1.0)  # the webhook's view holds the WorkloadSpread (it follows the bus)
-            before = cpu_used(pids, dict.fromkeys(pids, 0.0))
+            before = cpu_now(pids)
             started = time.perf_counter()
             apps.create_namespaced_deployment(NS, deployment(replicas))
             ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
-            used = cpu_used(pids, before)
+            used = cpu_since(before, pids)
 
             def counted() -> bool:
                 obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
