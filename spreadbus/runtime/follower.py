@@ -44,6 +44,7 @@ Signatures::
         .caught_up: bool
         async .wait_caught_up() -> None
     FollowerMetrics(registry: CollectorRegistry)
+    pull_subject(stream: str, consumer: str) -> str
     pull_request(batch: int, *, expires_seconds: float, heartbeat_seconds: float) -> bytes
     delivery_sequences(reply: str) -> tuple[int, int, int] | None   # (sseq, dseq, pending)
     class FollowerTooStale(Exception)
@@ -83,6 +84,11 @@ TOMBSTONE_TRUSTED_SHARE: Final = 0.9
 
 The rest covers clock skew between hosts and messages in flight at the last contact.
 """
+
+
+def pull_subject(stream: str, consumer: str) -> str:
+    """Where a pull request for ``consumer`` of ``stream`` is sent."""
+    return f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer}"
 
 
 def pull_request(batch: int, *, expires_seconds: float, heartbeat_seconds: float) -> bytes:
@@ -312,7 +318,7 @@ class StreamFollower:
         self._in_request = 0
         self._request_open = True
         await self.nc.publish(
-            f"$JS.API.CONSUMER.MSG.NEXT.{self.stream}.{self._consumer}",
+            pull_subject(self.stream, self._consumer),
             pull_request(self.batch, expires_seconds=self.expires,
                          heartbeat_seconds=self.heartbeat),
             reply=inbox,

@@ -18,9 +18,9 @@ replies appended in order to one ``bytearray`` and hashed as they arrive. A gap 
 sequence, a status other than an expired request, or a silence of ``stall_seconds`` abandons
 the read (``None``); an expired request is renewed for the chunks still missing.
 
-The chunk reads speak the JetStream API on the connection directly, so the store holds the
-connection and the API prefix it was given (``$JS.API`` unless the account uses another domain or
-prefix) and makes its own JetStream context from them; the two can never disagree.
+The chunk reads speak the JetStream API on the connection directly (the pull protocol of
+:mod:`spreadbus.runtime.follower`, under the default ``$JS.API`` prefix), so the store holds the
+connection and makes its own JetStream context from it; the two can never disagree.
 
 Signature::
 
@@ -53,7 +53,7 @@ from nats.js.api import (
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
 
-from spreadbus.runtime.follower import delivery_sequences, pull_request
+from spreadbus.runtime.follower import delivery_sequences, pull_request, pull_subject
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ class SnapshotStore:
             mem_storage=True, num_replicas=1, inactive_threshold=30.0,
         ))
         nc = self.nc
-        next_subject = f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{consumer.name}"
+        next_subject = pull_subject(stream, consumer.name)
         inbox = nc.new_inbox()
         window = max(1, self.window_bytes // max(1, -(-size // chunks)))
         buffer = bytearray()
