@@ -146,9 +146,6 @@ def governing_workloadspread(
     ):
         return None
     ns = namespace(pod)
-    meta = pod.get("metadata")
-    raw_labels = meta.get("labels") if isinstance(meta, Mapping) else None
-    label_items = (raw_labels or {}).items()
     labels: dict[str, str] | None = None  # copied once a spread's targetFilter asks
     for ws in spreads:
         if ws.namespace != ns or ws.target_ref is None or ws.deleting:
@@ -158,7 +155,7 @@ def governing_workloadspread(
         if ws.target_filter is None:
             return ws
         if labels is None:
-            labels = {k: v for k, v in label_items if isinstance(v, str)}
+            labels = pod_labels(pod)
         if pod_selected(ws.target_filter, labels):
             return ws
     return None
