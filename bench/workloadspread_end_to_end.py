@@ -134,12 +134,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_now(pids: dict[str, int]) -> Cpu:
-    return {name: cpu_seconds(pid) for name, pid in pids.items()}
-
-
-def cpu_since(before: Cpu, pids: dict[str, int]) -> Cpu:
-    return {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
+def scale_up(apps: Any, replicas: int, pids: dict[str, int]) -> tuple[float, float, Cpu]:
+    """Create the Deployment and wait until its pods are Ready: when it was created, when they
+    were Ready, and the CPU each process in ``pids`` used meanwhile."""
+    before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+    started = time.perf_counter()
+    apps.create_namespaced_deployment(NS, deployment(replicas))
+    ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
+    return started, ready, {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
 
 
 def pin(pid: int, cores: set[int]) -> None:
@@ -190,12 +192,8 @@ def baseline(replicas: int, workdir: Path, cores: str) -> tuple[float, Cpu]:
         with api, layout(cores, proc.pid, []):
             apps: Any = client.AppsV1Api(api)
             create_namespace(client.CoreV1Api(api))
-            pids = {"kubesim": proc.pid}
-            before = cpu_now(pids)
-            started = time.perf_counter()
-            apps.create_namespaced_deployment(NS, deployment(replicas))
-            done = wait("baseline pods Ready", lambda: ready_replicas(apps) >= replicas)
-            return done - started, cpu_since(before, pids)
+            started, ready, used = scale_up(apps, replicas, {"kubesim": proc.pid})
+            return ready - started, used
     finally:
         proc.terminate()
         proc.wait(30)
@@ -226,21 +224,14 @@ def spread(replicas: int, workdir: Path, cores: str, *,
             custom: Any = client.CustomObjectsApi(api)
             create_namespace(core)
             if not with_spread:
-                before = cpu_now(pids)
-                started = time.perf_counter()
-                apps.create_namespaced_deployment(NS, deployment(replicas))
-                ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
-                return ready - started, ready - started, cpu_since(before, pids)
+                started, ready, used = scale_up(apps, replicas, pids)
+                return ready - started, ready - started, used
             custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
                                                    "workloadspreads", workloadspread(replicas))
             zones = {n.metadata.name: n.metadata.labels["topology.kubernetes.io/zone"]
                      for n in core.list_node().items}
             time.sleep(1.0)  # the webhook's view holds the WorkloadSpread (it follows the bus)
-            before = cpu_now(pids)
-            started = time.perf_counter()
-            apps.create_namespaced_deployment(NS, deployment(replicas))
-            ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
-            used = cpu_since(before, pids)
+            started, ready, used = scale_up(apps, replicas, pids)
 
             def counted() -> bool:
                 obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
