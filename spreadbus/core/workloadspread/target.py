@@ -115,10 +115,7 @@ def pod_counted_by_planner(target_filter: TargetFilter | None, pod: Mapping[str,
     labels copied (asked of every pod a WorkloadSpread reaches, and of every admission)."""
     if target_filter is None or target_filter.selector is None:
         return True
-    try:
-        return label_selector.matches(target_filter.selector, pod_labels(pod))
-    except label_selector.SelectorError:
-        return False
+    return pod_selected(target_filter, pod_labels(pod))
 
 
 def governing_workloadspread(
