@@ -69,6 +69,7 @@ from spreadbus.runtime.follower import (
     StreamFollower,
     raise_if_ended,
 )
+from spreadbus.runtime.shutdown import sleep_unless_stopping
 from spreadbus.runtime.snapshot_store import SnapshotStore
 
 log = logging.getLogger(__name__)
@@ -295,8 +296,8 @@ class Planner:
                 # pay its fixed cost thousands of times, so the next round takes all that came
                 # in the spacing after this one began.
                 rest = round_started + self.round_spacing - loop.time()
-                if rest > 0 and not stopping.is_set():
-                    await asyncio.sleep(rest)
+                if rest > 0:
+                    await sleep_unless_stopping(stopping, rest)
         finally:
             for follower in self.followers():
                 follower.stop()
