@@ -272,27 +272,24 @@ class SpreadTally:
             self.apply(key, pod)
 
     def apply(self, key: str, pod: Pod | None) -> None:
-        old = self._pods.get(key)
         facts = _facts(self._ws, self._names, pod) if pod is not None else None
-        if (old is not None and facts is not None and old.bucket is not None
-                and facts.bucket == old.bucket and facts.version == old.version
-                and facts.key == old.key):
+        old = self._pods.pop(key, None)  # put back at the end, as a pod observed again goes
+        self._touched.add(key)
+        if facts is None:
+            if old is not None:
+                self._remove(key, old)
+            return
+        self.examined += 1
+        if (old is not None and old.bucket is not None and facts.bucket == old.bucket
+                and facts.version == old.version and facts.key == old.key):
             # It stays in its bucket: only what moved in it is updated (its key, so its entry in
             # the key index and the version's keys, is the same).
             self._costs.pop(old.key, None)
-            self._touched.add(key)
-            self.examined += 1
-            del self._pods[key]  # to the end, as taking it out and in again would put it
             self._pods[key] = facts
             self._shift((old.version, old.bucket), key, old, facts)
             return
         if old is not None:
-            del self._pods[key]
             self._remove(key, old)
-        self._touched.add(key)
-        if facts is None:
-            return
-        self.examined += 1
         self._add(key, facts)
 
     def _remove(self, key: str, old: _Facts) -> None:
