@@ -28,7 +28,6 @@ from tests.fixtures.running import running
 TAKEN_AT = 1_000_000.0
 
 
-
 def make_planner(nc: Client, clock: Callable[[], float], ttl: float) -> Planner:
     return Planner(nc, cluster="c1", rules=[ObservedGeneration("c1")],
                    snapshots=SnapshotStore(nc), clock=clock,

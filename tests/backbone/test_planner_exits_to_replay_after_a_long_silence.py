@@ -23,7 +23,6 @@ from tests.fixtures.polling import wait_until_async
 TTL = 1000.0
 
 
-
 async def test_a_planner_out_of_contact_past_the_trusted_share_of_the_ttl_ends_its_run(
     nats_server: NatsServer, caplog: pytest.LogCaptureFixture
 ) -> None:
