@@ -223,11 +223,6 @@ class View:
         found = self.kinds.find(group, kind)
         return None if found is None else self.get(group, found.resource, namespace, name)
 
-    def follows(self, group: str, kind: str) -> bool:
-        """Whether owners of this kind are observed (its resource completed a list)."""
-        found = self.kinds.find(group, kind)
-        return found is not None and (group, found.resource) in self.followed
-
     def owner_lookup(
         self, unfollowed: Callable[[str, str, str, str], None] | None = None
     ) -> Callable[[str, str, str, str], Mapping[str, Any] | None]:
@@ -249,7 +244,8 @@ class View:
     def followed_lookup(
         self, namespace: str, group: str, kind: str, name: str
     ) -> tuple[bool, Mapping[str, Any] | None]:
-        """:meth:`follows` and :meth:`lookup` at once (an admission asks both of every owner)."""
+        """Whether owners of this kind are observed (its resource completed a list), and the one
+        named if the view holds it: an admission asks both of every owner."""
         found = self.kinds.find(group, kind)
         if found is None or (group, found.resource) not in self.followed:
             return False, None

@@ -38,7 +38,6 @@ def test_an_owner_is_followed_once_its_kind_is_listed(
     watched = (group, resource) in view.watched
     followed = watched and (group, kind, resource) in listed
     expected = workload(f"{group}/v1", kind, name, {}) if watched and (asked in held) else None
-    assert view.follows(group, kind) is followed
     assert view.lookup("default", group, kind, name) == expected
     assert view.followed_lookup("default", group, kind, name) == (
         followed, expected if followed else None

@@ -152,4 +152,4 @@ async def test_a_relist_does_not_make_an_observed_kind_unobserved(harness: Harne
         ).encode(),
     )
     assert ("batch", "jobs") not in view.synced
-    assert view.follows("batch", "Job")
+    assert view.followed_lookup("default", "batch", "Job", "any")[0]
