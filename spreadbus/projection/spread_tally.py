@@ -200,7 +200,7 @@ def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
         version=pod_state.version(pod),
         bucket=bucket,
         active=pod_state.is_active(pod),
-        creating_key=pod_state.creating_key(pod),
+        creating_key=pod_state.creating_key_with(matched, pod),
         cost=pod_state.annotation(pod, DELETION_COST_ANNOTATION),
         unschedulable_since=pod_state.unschedulable_deadline(pod, timedelta(0)),
         order=(pod_state.deletion_order_key(pod), key),
