@@ -171,8 +171,7 @@ async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_statu
     reservation = {"workloadspread": "default/ws", "version": "", "subset": "a",
                    "pod": "web-1", "kind": "creating", "at": at}
     await kv.put("c1.default.ws", json.dumps({"creating": {"web-1": reservation}}).encode())
-    clock = ManualClock(T0)
-    clock.now = T0 + 1
+    clock = ManualClock(T0 + 1)
     ledgers = ReservationLedgers("c1")
     planner = Planner(nats_client, cluster="c1", rules=default_rules("c1", reservations=ledgers),
                       clock=clock, reservations=ledgers)
