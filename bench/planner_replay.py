@@ -50,7 +50,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from bench._bus import full_size, nats_server, observation, sync_marker
 from events import codec, subjects
-from events.messages import Observation, ResourceRef, SyncMarker
+from events.messages import Observation, SyncMarker
 from services.planner.planner import Planner
 from spreadbus.core.workloadspread import reconcile
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
@@ -235,9 +235,8 @@ def spread_rounds(large: int) -> None:
 ROLLOUT_WAVE = 50
 ROLLOUT_ROUND = 4  # observations folded per planner round
 ZONES = "abc"
-KINDS = {"Pod": spread_index.PODS, "Deployment": ResourceRef(group="apps", version="v1",
-                                                resource="deployments"),
-         "ReplicaSet": ResourceRef(group="apps", version="v1", resource="replicasets"),
+KINDS = {"Pod": spread_index.PODS, "Deployment": spread_index.WORKLOADS[("apps", "Deployment")],
+         "ReplicaSet": spread_index.WORKLOADS[("apps", "ReplicaSet")],
          "WorkloadSpread": spread_index.WORKLOADSPREADS, "Node": spread_index.NODES}
 
 
@@ -394,11 +393,11 @@ def rollout_cpu(pods: int) -> tuple[float, float, int]:
     now = NOW.timestamp()
     cpu = 0.0
     observations = 0
-    decoded: list[bytes] = []
+    encoded: list[bytes] = []
     written: list[dict[str, Any]] = []
     for at in range(0, len(order), ROLLOUT_ROUND):
         messages = [rollout.encode(obj) for obj in [*order[at:at + ROLLOUT_ROUND], *written]]
-        decoded.extend(data for _, data in messages)
+        encoded.extend(data for _, data in messages)
         observations += len(messages)
         now += 0.02
         started = time.process_time()
@@ -415,9 +414,9 @@ def rollout_cpu(pods: int) -> tuple[float, float, int]:
                 assert pod is not None
                 written.append(pod)
     started = time.process_time()
-    for data in decoded:
+    for data in encoded:
         codec.decode(data)
-    decode = (time.process_time() - started) / len(decoded)
+    decode = (time.process_time() - started) / len(encoded)
     return cpu / observations, decode, observations
 
 
