@@ -23,7 +23,13 @@ its publish is acknowledged (:meth:`ResourceWatch.acked`), and a publish that wa
 entry dirty (:meth:`ResourceWatch.lost`) instead of dropping it; the relist that follows then
 sends the ``DELETED`` again (the object is still gone) or the current version (the entry is
 dirty), even when the object was deleted in between. Re-sent messages carry the same
-``Nats-Msg-Id``, so one that did reach the stream is stored once.
+``Nats-Msg-Id``, so one that did reach the stream is stored once. A change that could not even
+be handed to the bus (the publish raised) marks its entry dirty the same way.
+
+A MODIFIED observation may wait up to ``hold_seconds`` for a newer one of its object to replace
+it (:mod:`services.watcher.modified_hold`): ``known`` has it already, so what is still held when
+a watch ends goes out then, or, when the watch ends in an error, is marked dirty for the relist
+that follows.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ from typing import Any, Final
 import msgspec
 
 from events.messages import ResourceRef
+from services.watcher.modified_hold import ModifiedHold
 from spreadbus.runtime.kube_client import Gone, KubeAPIError, KubeClient, resource_path
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
@@ -155,6 +162,7 @@ class ResourceWatch:
         known: dict[tuple[str, str], Known] | None = None,
         watch_timeout: int = 300,
         page_size: int = 500,
+        hold_seconds: float = 0.0,
     ) -> None:
         self.kube = kube
         self.ref = ref
@@ -170,6 +178,7 @@ class ResourceWatch:
         self.forbidden = ""
         """The API's refusal while it will not let us list or watch the resource (RBAC)."""
         self.relists = 0
+        self.hold = ModifiedHold[Change](hold_seconds)
         self._path = resource_path(ref.group, ref.version, ref.resource)
         self._api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
         self._kind = _kind_of(ref.resource)
@@ -252,8 +261,8 @@ class ResourceWatch:
         for key in [k for k in self.known if k not in items]:
             gone = self.known[key]
             self.known[key] = Known(gone.uid, gone.resource_version, gone.raw, deleted=True)
-            await self.emit(Change("DELETED", key[0], key[1], gone.uid, gone.resource_version,
-                                   gone.raw, True))
+            await self._publish(Change("DELETED", key[0], key[1], gone.uid,
+                                       gone.resource_version, gone.raw, True))
         for key, (meta, raw) in items.items():
             before = self.known.get(key)
             if (before is not None and before.resource_version == meta.resourceVersion
@@ -263,12 +272,12 @@ class ResourceWatch:
             if before is not None and before.deleted:
                 before = None  # its DELETED is out already; this is a new object
             elif before is not None and before.uid != meta.uid:
-                await self.emit(Change("DELETED", key[0], key[1], before.uid,
-                                       before.resource_version, before.raw, True))
+                await self._publish(Change("DELETED", key[0], key[1], before.uid,
+                                           before.resource_version, before.raw, True))
                 before = None
             self.known[key] = Known(meta.uid, meta.resourceVersion, cleaned)
-            await self.emit(Change("ADDED" if before is None else "MODIFIED", key[0], key[1],
-                                   meta.uid, meta.resourceVersion, cleaned, True))
+            await self._publish(Change("ADDED" if before is None else "MODIFIED", key[0], key[1],
+                                       meta.uid, meta.resourceVersion, cleaned, True))
         self.resource_version = list_rv
         self.relists += 1
         self.synced = True
@@ -308,16 +317,11 @@ class ResourceWatch:
         thread = threading.Thread(target=read, name=f"watch-{self.ref.resource}", daemon=True)
         thread.start()
         try:
-            while not stopping.is_set():
-                if self.relist_requested:
-                    raise Gone(410, "RelistRequested", "a publish was lost")
-                batch = await lines.take(stopping, 1.0)
-                for item in batch:
-                    if item is None:
-                        return
-                    if isinstance(item, BaseException):
-                        raise item
-                    await self._on_line(item)
+            await self._follow(lines, stopping, loop)
+        except BaseException:
+            for change in self.hold.drain():  # the relist that follows sends their state
+                self.lost((change.namespace, change.name))
+            raise
         finally:
             with guard:
                 halt.set()
@@ -325,8 +329,38 @@ class ResourceWatch:
             for abort in pending:
                 abort()  # unblocks the reader, which then exits quietly
             lines.close()
+        for change in self.hold.drain():
+            await self._publish(change)
 
-    async def _on_line(self, line: bytes) -> None:
+    async def _follow(self, lines: LineHandoff, stopping: asyncio.Event,
+                      loop: asyncio.AbstractEventLoop) -> None:
+        """Handle watch lines until the server ends the watch or ``stopping`` is set."""
+        while not stopping.is_set():
+            if self.relist_requested:
+                raise Gone(410, "RelistRequested", "a publish was lost")
+            due = self.hold.next_due()
+            wait = 1.0 if due is None else min(1.0, max(0.0, due - loop.time()))
+            batch = await lines.take(stopping, wait)
+            now = loop.time()
+            for item in batch:
+                if item is None:
+                    return
+                if isinstance(item, BaseException):
+                    raise item
+                await self._on_line(item, now)
+            for change in self.hold.due(now):
+                await self._publish(change)
+
+    async def _publish(self, change: Change) -> None:
+        """Emit ``change``; one that could not be handed to the bus is sent by the next relist
+        (``known`` already holds it, as if it had gone out)."""
+        try:
+            await self.emit(change)
+        except BaseException:
+            self.lost((change.namespace, change.name))
+            raise
+
+    async def _on_line(self, line: bytes, now: float) -> None:
         try:
             event = _EVENT.decode(line)
         except msgspec.DecodeError:
@@ -351,8 +385,10 @@ class ResourceWatch:
             self.known[key] = Known(meta.uid, meta.resourceVersion, cleaned, deleted=True)
         else:
             self.known[key] = Known(meta.uid, meta.resourceVersion, cleaned)
-        await self.emit(Change(event.type, meta.namespace, meta.name, meta.uid,
-                               meta.resourceVersion, cleaned, False))
+        change = Change(event.type, meta.namespace, meta.name, meta.uid, meta.resourceVersion,
+                        cleaned, False)
+        for out in self.hold.offer(key, event.type, change, now):
+            await self._publish(out)
 
 
 LINES_IN_FLIGHT: Final = 256

@@ -12,9 +12,12 @@ import asyncio
 import functools
 import logging
 import time
+from collections.abc import Iterator
 
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
+from prometheus_client.core import CounterMetricFamily
+from prometheus_client.registry import Collector
 
 from events import subjects
 from events.messages import ResourceRef
@@ -94,7 +97,8 @@ async def prepare_watches(
         watches[ref] = ResourceWatch(kube, ref, emit=emit, mark=mark,
                                      known=known_from(history, settings.cluster, ref),
                                      watch_timeout=settings.watch_timeout_seconds,
-                                     page_size=settings.list_page_size)
+                                     page_size=settings.list_page_size,
+                                     hold_seconds=settings.modified_hold_seconds)
     return list(watches.values())
 
 
@@ -130,6 +134,23 @@ class WatchReadiness:
             gate.note(forbidden_note(w.ref), w.forbidden or None)
 
 
+class SupersededCount(Collector):
+    """``spreadbus_watcher_observations_superseded_total``: MODIFIED observations a newer one
+    replaced before they were published, per resource; read from the watches when scraped."""
+
+    def __init__(self, watches: list[ResourceWatch]) -> None:
+        self.watches = watches
+
+    def collect(self) -> Iterator[CounterMetricFamily]:
+        family = CounterMetricFamily(
+            "spreadbus_watcher_observations_superseded",
+            "MODIFIED observations replaced by a newer one of the same object before publishing",
+            labels=["group", "resource"])
+        for w in self.watches:
+            family.add_metric([w.ref.group, w.ref.resource], w.hold.superseded)
+        yield family
+
+
 def _refused(watch: ResourceWatch) -> float:
     return 1.0 if watch.forbidden else 0.0
 
@@ -144,6 +165,7 @@ async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
     try:
         watches = await prepare_watches(ctx.nc, settings, KubeClient(api), ctx.registry)
         readiness = WatchReadiness(watches, ctx.registry)
+        ctx.registry.register(SupersededCount(watches))
         tasks = [asyncio.create_task(w.run(ctx.stopping)) for w in watches]
         readiness.report(ctx.gate)
         while not await sleep_unless_stopping(ctx.stopping, 0.5):

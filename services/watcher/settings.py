@@ -37,8 +37,16 @@ class WatcherSettings(ServiceSettings, frozen=True, kw_only=True):
     """Unacknowledged publishes before reading from Kubernetes pauses (back-pressure)."""
     watch_timeout_seconds: int = 300
     list_page_size: int = 500
+    modified_hold_seconds: float = 0.05
+    """How long an object's MODIFIED observation may wait for a newer one to replace it before
+    it is published (0: publish every one); see :mod:`services.watcher.modified_hold`."""
 
     def __post_init__(self) -> None:
+        if not self.modified_hold_seconds >= 0:
+            raise ValueError(
+                "modified_hold_seconds (--modified-hold-seconds, SPREADBUS_MODIFIED_HOLD_SECONDS) "
+                f"must be >= 0, not {self.modified_hold_seconds}"
+            )
         if not self.workload_whitelist:
             return
         try:

@@ -232,7 +232,7 @@ async def test_a_watched_object_is_published_without_its_managed_fields() -> Non
     plain = {"metadata": {"name": "b", "namespace": "default", "uid": "w", "resourceVersion": "8"}}
     plain_raw = msgspec.json.encode(plain)
     for event in ({"type": "ADDED", "object": managed}, {"type": "MODIFIED", "object": plain}):
-        await watch._on_line(msgspec.json.encode(event))
+        await watch._on_line(msgspec.json.encode(event), 0.0)
     api.close()
     assert [(c.event, c.name, c.resource_version) for c in changes] == [
         ("ADDED", "a", "7"), ("MODIFIED", "b", "8")]

@@ -1,0 +1,157 @@
+"""The watcher against kubesim and a real bus: a burst of modifications of one object goes out as
+its latest state, and nothing held is lost when a watch ends or the bus refuses it."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+from nats.aio.client import Client
+from prometheus_client import CollectorRegistry
+
+from events.messages import Observation
+from kubesim import KubeSimThread
+from services.watcher.resource_watch import Change, ResourceWatch
+from services.watcher.service import SupersededCount, prepare_watches
+from services.watcher.settings import WatcherSettings
+from spreadbus.runtime.kube_client import Gone, KubeClient, kube_api_client
+from spreadbus.runtime.stream_setup import ensure_streams
+from tests.backbone.bus_recording import tap
+from tests.backbone.test_watcher_relists_after_410 import CONFIG_MAPS, config_map, recorder
+from tests.fixtures.polling import wait_until_async
+
+
+def _observed(messages: list[tuple[str, Any, dict[str, str]]]) -> list[tuple[str, str, str]]:
+    """(event, name, data.v) of each observation published, in order."""
+    return [(e.event, e.object["metadata"]["name"], e.object["data"]["v"])
+            for _, e, _ in messages if isinstance(e, Observation)]
+
+
+async def test_a_burst_of_modifications_goes_out_as_the_objects_latest_state(
+    nats_client: Client, kubesim: KubeSimThread, tmp_path: Path
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",),
+                               modified_hold_seconds=1.0)
+    [watch] = await prepare_watches(nats_client, settings, KubeClient(api))
+    registry = CollectorRegistry()
+    registry.register(SupersededCount([watch]))
+    stopping = asyncio.Event()
+    async with tap(nats_client) as published:
+        task = asyncio.create_task(watch.run(stopping))
+        try:
+            await wait_until_async(lambda: _synced(watch), what="the first list")
+            await asyncio.to_thread(core.create_namespaced_config_map, "default",
+                                    config_map("burst"))
+            for value in "23456":
+                await asyncio.to_thread(core.patch_namespaced_config_map, "burst", "default",
+                                        {"data": {"v": value}})
+
+            async def modified() -> bool:
+                return any(event == "MODIFIED" for event, _, _ in _observed(published.messages))
+
+            await wait_until_async(modified, what="the held modification published")
+        finally:
+            stopping.set()
+            await asyncio.wait_for(task, 10)
+            api.close()
+    assert _observed(published.messages) == [("ADDED", "burst", "1"), ("MODIFIED", "burst", "6")]
+    assert watch.hold.superseded == 4
+    assert registry.get_sample_value("spreadbus_watcher_observations_superseded_total",
+                                     {"group": "", "resource": "configmaps"}) == 4
+
+
+async def test_what_is_held_when_the_server_ends_the_watch_goes_out_then(
+    nats_client: Client, kubesim: KubeSimThread, tmp_path: Path
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", config_map("slow"))
+    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",),
+                               modified_hold_seconds=600.0, watch_timeout_seconds=1)
+    [watch] = await prepare_watches(nats_client, settings, KubeClient(api))
+    stopping = asyncio.Event()
+    async with tap(nats_client) as published:
+        task = asyncio.create_task(watch.run(stopping))
+        try:
+            await wait_until_async(lambda: _synced(watch), what="the first list")
+            await asyncio.to_thread(core.patch_namespaced_config_map, "slow", "default",
+                                    {"data": {"v": "2"}})
+
+            async def modified() -> bool:
+                return ("MODIFIED", "slow", "2") in _observed(published.messages)
+
+            # Well before the hold would end: the watch's end (after 1 s) lets it out.
+            await wait_until_async(modified, what="the held modification published", timeout=20)
+        finally:
+            stopping.set()
+            await asyncio.wait_for(task, 10)
+            api.close()
+
+
+async def test_a_held_change_the_bus_refused_is_sent_by_the_relist(
+    kubesim: KubeSimThread, tmp_path: Path
+) -> None:
+    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", config_map("refused"))
+    changes, _, record, mark = recorder()
+
+    async def emit(change: Change) -> None:
+        if change.event == "MODIFIED" and not change.relist:
+            raise ConnectionError("the bus is away")
+        await record(change)
+
+    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=30,
+                          hold_seconds=0.05)
+    await watch.relist()
+    changes.clear()
+    watching = asyncio.create_task(watch.watch(asyncio.Event()))
+    await asyncio.sleep(0.2)  # the watch is open
+    await asyncio.to_thread(core.patch_namespaced_config_map, "refused", "default",
+                            {"data": {"v": "2"}})
+    with pytest.raises(ConnectionError):
+        await asyncio.wait_for(watching, 10)
+    await watch.relist()
+    assert [(c.event, c.name, c.relist) for c in changes] == [("MODIFIED", "refused", True)]
+    api.close()
+
+
+async def test_a_held_change_is_sent_by_the_relist_when_the_watch_fails(
+    kubesim: KubeSimThread, tmp_path: Path
+) -> None:
+    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", config_map("held"))
+    changes, _, emit, mark = recorder()
+    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=30,
+                          hold_seconds=600.0)
+    await watch.relist()
+    changes.clear()
+    watching = asyncio.create_task(watch.watch(asyncio.Event()))
+    await asyncio.sleep(0.2)
+    await asyncio.to_thread(core.patch_namespaced_config_map, "held", "default",
+                            {"data": {"v": "2"}})
+    await wait_until_async(lambda: _held(watch), what="the modification held")
+    watch.lost(("default", "elsewhere"))  # another publish was lost: the watch gives way
+    with pytest.raises(Gone, match="lost"):
+        await asyncio.wait_for(watching, 10)
+    assert changes == [], "a held change goes out only through the relist"
+    await watch.relist()
+    assert [(c.event, c.name, c.relist) for c in changes] == [("MODIFIED", "held", True)]
+    assert changes[0].raw.count(b'"v":"2"') == 1
+    api.close()
+
+
+async def _synced(watch: ResourceWatch) -> bool:
+    return watch.synced
+
+
+async def _held(watch: ResourceWatch) -> bool:
+    return len(watch.hold) == 1
