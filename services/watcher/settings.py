@@ -37,7 +37,7 @@ class WatcherSettings(ServiceSettings, frozen=True, kw_only=True):
     """Unacknowledged publishes before reading from Kubernetes pauses (back-pressure)."""
     watch_timeout_seconds: int = 300
     list_page_size: int = 500
-    modified_hold_seconds: float = 0.05
+    modified_hold_seconds: float = 0.1
     """How long an object's MODIFIED observation may wait for a newer one to replace it before
     it is published (0: publish every one); see :mod:`services.watcher.modified_hold`."""
 
