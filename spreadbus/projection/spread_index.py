@@ -53,6 +53,7 @@ from events.subjects import unescape
 from spreadbus.core.workload_kinds import WorkloadKinds, workload_kinds
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, api_group
+from spreadbus.core.workloadspread.target import Lookup
 from spreadbus.projection.kube_state import (
     KubeProjection,
     StoredObject,
@@ -364,7 +365,7 @@ class SpreadIndex:
                 break
             frontier = nxt
 
-    def lookup(self, view: KubeProjection) -> Any:
+    def lookup(self, view: KubeProjection) -> Lookup:
         cache: dict[OwnerKey, Mapping[str, Any] | None] = {}
 
         def lookup(namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:

@@ -78,6 +78,7 @@ from spreadbus.core.workloadspread.model import (
     status_to_json,
 )
 from spreadbus.core.workloadspread.reschedule import RECOVER_AFTER
+from spreadbus.core.workloadspread.target import Lookup
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
 from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
@@ -279,7 +280,7 @@ class WorkloadSpreadRule:
         ws: WorkloadSpread,
         target: OwnerKey,
         workload: Mapping[str, Any] | None,
-        lookup: Any,
+        lookup: Lookup,
     ) -> SpreadTally:
         """The WorkloadSpread's tally, told about the pods that changed since its last plan.
 
@@ -319,7 +320,7 @@ class WorkloadSpreadRule:
         ws: WorkloadSpread,
         workload: Mapping[str, Any] | None,
         pods: Sequence[tuple[str, Mapping[str, Any] | None]],
-        lookup: Any,
+        lookup: Lookup,
     ) -> list[tuple[str, Mapping[str, Any] | None]]:
         """Each (key, pod) with the pod kept if ``ws`` governs it, else None; one pass of the
         core's filter for them all (their owners are looked up once)."""
