@@ -96,6 +96,16 @@ def _subsets_with_reasons(subsets: list[Any]) -> list[Any]:
     return out
 
 
+def failed(message: str, uid: str = "",
+           api_version: str = "apiextensions.k8s.io/v1") -> dict[str, Any]:
+    """A ConversionReview answer refusing the conversion with ``message``."""
+    return {
+        "apiVersion": api_version,
+        "kind": "ConversionReview",
+        "response": {"uid": uid, "result": {"status": "Failure", "message": message}},
+    }
+
+
 def review_answer(body: object) -> dict[str, Any]:
     """The ConversionReview answer for a request body (already decoded JSON); never raises."""
     request = body.get("request") if isinstance(body, dict) else None
@@ -104,27 +114,21 @@ def review_answer(body: object) -> dict[str, Any]:
     uid = request.get("uid", "") if isinstance(request, dict) else ""
     uid = uid if isinstance(uid, str) else ""
 
-    def failed(message: str) -> dict[str, Any]:
-        return {
-            "apiVersion": api_version,
-            "kind": "ConversionReview",
-            "response": {"uid": uid, "result": {"status": "Failure", "message": message}},
-        }
-
     if not isinstance(request, dict) or not uid:
-        return failed("request.uid: required")
+        return failed("request.uid: required", uid, api_version)
     desired = request.get("desiredAPIVersion")
     objects = request.get("objects")
     if not isinstance(desired, str) or not isinstance(objects, list):
-        return failed("request.desiredAPIVersion and request.objects are required")
+        return failed("request.desiredAPIVersion and request.objects are required", uid,
+                      api_version)
     converted = []
     for index, obj in enumerate(objects):
         if not isinstance(obj, dict):
-            return failed(f"request.objects[{index}]: must be an object")
+            return failed(f"request.objects[{index}]: must be an object", uid, api_version)
         try:
             converted.append(convert(obj, desired))
         except ConversionError as exc:
-            return failed(f"request.objects[{index}]: {exc}")
+            return failed(f"request.objects[{index}]: {exc}", uid, api_version)
     return {
         "apiVersion": api_version,
         "kind": "ConversionReview",

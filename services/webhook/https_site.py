@@ -1,20 +1,19 @@
 """The webhook's HTTPS listener: every TLS handshake bounded in time and aborted on stop.
 
-aiohttp's ``TCPSite`` leaves TLS to ``loop.create_server``, and a connection whose handshake is
-still in progress there belongs to nobody the shutdown can reach: aiohttp only sees it once the
-handshake completes, and the asyncio server (before Python 3.12) keeps no list of its
-connections. Stopping the site closed the listening socket but left such a connection open until
-the handshake timeout, 60 s by default; a peer that connects and never says hello (a port
-scanner, a load balancer's TCP probe, a client stalled on a loop about to stop) kept a socket
-of a stopped webhook that long.
+``loop.create_server`` with TLS leaves a connection whose handshake is still in progress to
+nobody the shutdown can reach: the protocol only sees it once the handshake completes, and the
+asyncio server (before Python 3.12) keeps no list of its connections. Stopping such a server
+closed the listening socket but left the connection open until the handshake timeout, 60 s by
+default; a peer that connects and never says hello (a port scanner, a load balancer's TCP
+probe, a client stalled on a loop about to stop) kept a socket of a stopped webhook that long.
 
 So this site accepts connections itself and runs each handshake as a task of its own,
 with ``loop.connect_accepted_socket`` and a ``handshake_timeout`` well below that default but
 above any call timeout the webhook configurations allow (a handshake the API server would not
 wait for is of no use). :meth:`HttpsSite.stop` closes the listening sockets and cancels the
 handshakes still running, which aborts their connections at once. A connection whose handshake
-completed belongs to the runner's server from then on, and the runner's clean-up closes it
-(:func:`spreadbus.runtime.health.stop_runner`).
+completed belongs to the protocol factory from then on, which closes it
+(:meth:`services.webhook.review_protocol.ReviewServer.close`).
 
 A failed handshake is logged at debug level only, as asyncio's own server does: they are the
 normal noise of a listening port.
@@ -27,9 +26,8 @@ import contextlib
 import logging
 import socket
 import ssl
+from collections.abc import Callable
 from typing import Final
-
-from aiohttp import web
 
 log = logging.getLogger(__name__)
 
@@ -39,13 +37,13 @@ ACCEPT_RETRY_SECONDS: Final = 1.0
 """Pause after a failed accept (out of file descriptors, say), as asyncio's own server makes."""
 
 
-class HttpsSite(web.BaseSite):
-    """A runner's site serving HTTPS on ``host``/``port`` (0 picks a free port, see
+class HttpsSite:
+    """``protocol`` served over HTTPS on ``host``/``port`` (0 picks a free port, see
     :attr:`port`), its handshakes bounded by ``handshake_timeout`` and aborted by :meth:`stop`."""
 
     def __init__(
         self,
-        runner: web.BaseRunner,
+        protocol: Callable[[], asyncio.Protocol],
         host: str,
         port: int,
         *,
@@ -53,7 +51,8 @@ class HttpsSite(web.BaseSite):
         handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
         backlog: int = 128,
     ) -> None:
-        super().__init__(runner, ssl_context=ssl_context, backlog=backlog)
+        self._protocol = protocol
+        self._backlog = backlog
         self._host = host
         self._port = port
         self._tls = ssl_context
@@ -82,7 +81,6 @@ class HttpsSite(web.BaseSite):
         return len(self._handshakes)
 
     async def start(self) -> None:
-        await super().start()
         loop = asyncio.get_running_loop()
         infos = await loop.getaddrinfo(
             self._host or None,
@@ -139,11 +137,9 @@ class HttpsSite(web.BaseSite):
         # handshake ends: completed (then the server's), failed, timed out or cancelled.
         del self._unowned[task]
         loop = asyncio.get_running_loop()
-        server = self._runner.server
-        assert server is not None  # BaseSite checks it at construction
         try:
             await loop.connect_accepted_socket(
-                server, conn, ssl=self._tls, ssl_handshake_timeout=self._handshake_timeout
+                self._protocol, conn, ssl=self._tls, ssl_handshake_timeout=self._handshake_timeout
             )
         except Exception as exc:
             log.debug("TLS handshake failed", extra={"error": repr(exc)})
@@ -164,4 +160,3 @@ class HttpsSite(web.BaseSite):
             with contextlib.suppress(OSError):
                 conn.close()
         self._unowned.clear()
-        await super().stop()

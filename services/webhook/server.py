@@ -1,6 +1,7 @@
-"""The HTTPS admission server: one path per kind of review, every review answered.
+"""The admission paths: one per kind of review, every review answered.
 
-Paths (the webhook configurations in ``deploy/webhook/`` point at them):
+Paths (the webhook configurations in ``deploy/webhook/`` point at them), served over HTTPS by
+:class:`services.webhook.review_protocol.ReviewServer`:
 
 - ``POST /mutate-pod``: pod CREATE; steers the pod into a subset with a JSON Patch.
 - ``POST /validate-pod``: pod DELETE (records the freed slot) and ``pods/eviction`` CREATE
@@ -33,17 +34,16 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Final, Protocol
 
 import msgspec
-from aiohttp import web
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from services.webhook import conversion, review
 from services.webhook.review import AdmissionRequest
+from services.webhook.review_protocol import Answer, Route
 from spreadbus.core import go_duration
 
 log = logging.getLogger(__name__)
 
 MAX_BODY: Final = 3 * 1024 * 1024  # the API server's own request limit for objects
-JSON: Final = "application/json"
 _ENCODER: Final = msgspec.json.Encoder()
 LATENCY_BUCKETS: Final = (
     0.0005,
@@ -96,10 +96,10 @@ class Metrics:
         )
 
 
-def build_app(
+def build_routes(
     policy: Policy, metrics: Metrics | None = None, *, answer_timeout: float = 2.5
-) -> web.Application:
-    """The admission application: the review paths and conversion.
+) -> dict[str, Route]:
+    """The review paths and conversion, for :class:`~services.webhook.review_protocol.ReviewServer`.
 
     ``answer_timeout`` bounds one decision (a slow or unreachable NATS included) below the
     configurations' ``timeoutSeconds``, so the failure policy is applied here, with a reason,
@@ -107,17 +107,17 @@ def build_app(
     (``?timeout=``) is bounded by that one (:func:`answer_limit`).
     """
     metrics = metrics or Metrics()
-    app = web.Application(client_max_size=MAX_BODY)
-    routes = (
+    reviews = (
         ("/mutate-pod", policy.mutate_pod, True),
         ("/validate-pod", policy.record_pod_removal, True),
         ("/validate-workloadspread", policy.validate_workloadspread, False),
     )
-    for path, handler, fail_open in routes:
-        endpoint = _review_endpoint(path, handler, fail_open, metrics, answer_timeout)
-        app.router.add_post(path, endpoint)
-    app.router.add_post("/convert", _conversion_endpoint(metrics))
-    return app
+    routes = {
+        path: _review_route(path, handler, fail_open, metrics, answer_timeout)
+        for path, handler, fail_open in reviews
+    }
+    routes["/convert"] = _conversion_route(metrics)
+    return routes
 
 
 ANSWER_MARGIN_SECONDS: Final = 0.5
@@ -147,54 +147,57 @@ def _bounded(handler: Handler, timeout: float) -> Handler:
     return bounded
 
 
-def _json(answer: dict[str, Any], status: int = 200) -> web.Response:
-    return web.Response(
-        body=_ENCODER.encode(answer), status=status, content_type=JSON, charset="utf-8"
-    )
+def query_value(query: str, name: str) -> str | None:
+    """The first ``name=value`` of a query string, as sent (the API server sends ``timeout=``
+    alone, nothing that needs unescaping)."""
+    for pair in query.split("&"):
+        key, _, value = pair.partition("=")
+        if key == name:
+            return value
+    return None
 
 
-def _review_endpoint(
+def _review_route(
     path: str, handler: Handler, fail_open: bool, metrics: Metrics, answer_timeout: float
-) -> Callable[[web.Request], Awaitable[web.Response]]:
+) -> Route:
     allowed_latency = metrics.latency.labels(path, "allowed")
     denied_latency = metrics.latency.labels(path, "denied")
 
-    async def endpoint(http: web.Request) -> web.Response:
+    async def answer(body: bytes, query: str) -> Answer:
         started = time.perf_counter()
-        status = 200
-        try:
-            body = await http.read()
-        except web.HTTPRequestEntityTooLarge:
-            answer: dict[str, Any] = review.deny("", "request body too large", code=413)
-            status = 413
-            metrics.failures.labels(path, "malformed").inc()
-        else:
-            limit = answer_limit(http.query.get("timeout"), answer_timeout)
-            bounded = _bounded(handler, limit)
-            answer, status = await answer_body(path, body, bounded, fail_open, metrics)
-        latency = allowed_latency if answer["response"]["allowed"] else denied_latency
+        limit = answer_limit(query_value(query, "timeout"), answer_timeout)
+        result, status = await answer_body(path, body, _bounded(handler, limit), fail_open,
+                                           metrics)
+        latency = allowed_latency if result["response"]["allowed"] else denied_latency
         latency.observe(time.perf_counter() - started)
-        return _json(answer, status)
+        return status, _ENCODER.encode(result)
 
-    return endpoint
+    def too_large() -> Answer:
+        metrics.failures.labels(path, "malformed").inc()
+        return 413, _ENCODER.encode(review.deny("", "request body too large", code=413))
+
+    return Route(answer, too_large)
 
 
-def _conversion_endpoint(metrics: Metrics) -> Callable[[web.Request], Awaitable[web.Response]]:
+def _conversion_route(metrics: Metrics) -> Route:
     converted_latency = metrics.latency.labels("/convert", "allowed")
     refused_latency = metrics.latency.labels("/convert", "denied")
 
-    async def endpoint(http: web.Request) -> web.Response:
+    async def answer(body: bytes, query: str) -> Answer:
         started = time.perf_counter()
         try:
-            body: object = msgspec.json.decode(await http.read())
+            review_body: object = msgspec.json.decode(body)
         except (msgspec.DecodeError, RecursionError):
-            body = None
-        answer = conversion.review_answer(body)
-        ok = answer["response"]["result"]["status"] == "Success"
+            review_body = None
+        result = conversion.review_answer(review_body)
+        ok = result["response"]["result"]["status"] == "Success"
         (converted_latency if ok else refused_latency).observe(time.perf_counter() - started)
-        return _json(answer)
+        return 200, _ENCODER.encode(result)
 
-    return endpoint
+    def too_large() -> Answer:
+        return 413, _ENCODER.encode(conversion.failed("request body too large"))
+
+    return Route(answer, too_large)
 
 
 async def answer_body(

@@ -16,7 +16,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from aiohttp import web
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -25,7 +24,8 @@ from services.webhook.admission import SpreadAdmission
 from services.webhook.certificates import CertificateFiles
 from services.webhook.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 from services.webhook.ledger import LedgerStore
-from services.webhook.server import Metrics, build_app
+from services.webhook.review_protocol import ReviewServer
+from services.webhook.server import MAX_BODY, Metrics, build_routes
 from services.webhook.view import View
 from services.webhook.view_progress import ViewProgress
 from spreadbus.core.workload_kinds import workload_kinds
@@ -36,7 +36,7 @@ from spreadbus.runtime.follower import (
     StreamFollower,
     raise_if_ended,
 )
-from spreadbus.runtime.health import ReadinessGate, http_runner, stop_runner
+from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext, done_or_stopped
 from spreadbus.runtime.settings import ServiceSettings
@@ -97,7 +97,7 @@ class WebhookService:
         self.port = settings.port
         self.follower: StreamFollower | None = None
         self.admission: SpreadAdmission | None = None
-        self._runner: web.AppRunner | None = None
+        self.reviews: ReviewServer | None = None
         self.site: HttpsSite | None = None
         self.follower_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
@@ -137,13 +137,12 @@ class WebhookService:
         self._tasks.append(
             asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
         )
-        app = build_app(
+        routes = build_routes(
             self.admission, self.metrics, answer_timeout=self.settings.answer_timeout_seconds
         )
-        self._runner = http_runner(app, grace=SHUTDOWN_GRACE_SECONDS)
-        await self._runner.setup()
+        self.reviews = ReviewServer(routes, max_body=MAX_BODY)
         self.site = HttpsSite(
-            self._runner,
+            self.reviews,
             self.settings.host,
             self.settings.port,
             ssl_context=self.certificates.context,
@@ -187,9 +186,10 @@ class WebhookService:
     async def stop(self) -> None:
         if self.follower is not None:
             self.follower.stop()
-        if self._runner is not None:
-            runner, self._runner = self._runner, None
-            await stop_runner(runner)
+        if self.site is not None:
+            await self.site.stop()
+        if self.reviews is not None:
+            await self.reviews.close(SHUTDOWN_GRACE_SECONDS)
         if self.admission is not None:
             await self.admission.announcements.drain(timeout=1.0)
         for task in self._tasks:

@@ -6,11 +6,12 @@ import asyncio
 import json
 from typing import Any
 
-from aiohttp.test_utils import TestClient, TestServer
+import aiohttp
 
 from services.webhook.review import AdmissionRequest
-from services.webhook.server import Metrics, answer_body, answer_limit, build_app
+from services.webhook.server import Metrics, answer_body, answer_limit, build_routes
 from tests.webhook.admission_reviews import pod, review
+from tests.webhook.plain_review_server import serving
 
 
 async def broken(request: AdmissionRequest) -> dict[str, Any]:
@@ -69,9 +70,9 @@ class Stuck:
 
 
 async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() -> None:
-    app = build_app(Stuck(), Metrics(), answer_timeout=0.05)
-    async with TestClient(TestServer(app)) as http:
-        response = await http.post("/mutate-pod", data=body("slow"))
+    routes = build_routes(Stuck(), Metrics(), answer_timeout=0.05)
+    async with serving(routes) as (url, _), aiohttp.ClientSession() as http:
+        response = await http.post(f"{url}/mutate-pod", data=body("slow"))
         answer = await response.json()
     assert answer["response"]["uid"] == "slow"
     assert answer["response"]["allowed"] is True
@@ -81,9 +82,9 @@ async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() ->
 async def test_a_shorter_deadline_sent_by_the_api_server_bounds_the_decision() -> None:
     """Configured to wait 30 s, the webhook answers a call sent with ``?timeout=1s`` (a
     configuration's timeoutSeconds: 1) by its failure policy while the API server still waits."""
-    app = build_app(Stuck(), Metrics(), answer_timeout=30)
-    async with TestClient(TestServer(app)) as http, asyncio.timeout(10):
-        response = await http.post("/mutate-pod?timeout=1s", data=body("short"))
+    routes = build_routes(Stuck(), Metrics(), answer_timeout=30)
+    async with serving(routes) as (url, _), aiohttp.ClientSession() as http, asyncio.timeout(10):
+        response = await http.post(f"{url}/mutate-pod?timeout=1s", data=body("short"))
         answer = await response.json()
     assert answer["response"]["uid"] == "short"
     assert answer["response"]["allowed"] is True
