@@ -14,7 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from events.messages import Observation
 from kubesim import KubeSimThread
-from services.watcher.resource_watch import Change, ResourceWatch
+from services.watcher.resource_watch import Change, Emit, Mark, ResourceWatch
 from services.watcher.service import SupersededCount, prepare_watches
 from services.watcher.settings import WatcherSettings
 from spreadbus.runtime.kube_client import Gone, KubeClient, kube_api_client
@@ -95,12 +95,26 @@ async def test_what_is_held_when_the_server_ends_the_watch_goes_out_then(
             api.close()
 
 
+async def _watch_patched(
+    kubesim: KubeSimThread, tmp_path: Path, name: str, emit: Emit, mark: Mark, hold: float
+) -> tuple[ResourceWatch, asyncio.Task[None], Any]:
+    """A listed and watched ConfigMap ``name``, then patched: the watch, its task, the API."""
+    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
+    core = client.CoreV1Api(api)
+    core.create_namespaced_config_map("default", config_map(name))
+    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=30,
+                          hold_seconds=hold)
+    await watch.relist()
+    # The watch resumes from the list's resourceVersion: the patch is seen however soon it is.
+    watching = asyncio.create_task(watch.watch(asyncio.Event()))
+    await asyncio.to_thread(core.patch_namespaced_config_map, name, "default",
+                            {"data": {"v": "2"}})
+    return watch, watching, api
+
+
 async def test_a_held_change_the_bus_refused_is_sent_by_the_relist(
     kubesim: KubeSimThread, tmp_path: Path
 ) -> None:
-    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
-    core = client.CoreV1Api(api)
-    core.create_namespaced_config_map("default", config_map("refused"))
     changes, _, record, mark = recorder()
 
     async def emit(change: Change) -> None:
@@ -108,16 +122,10 @@ async def test_a_held_change_the_bus_refused_is_sent_by_the_relist(
             raise ConnectionError("the bus is away")
         await record(change)
 
-    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=30,
-                          hold_seconds=0.05)
-    await watch.relist()
-    changes.clear()
-    watching = asyncio.create_task(watch.watch(asyncio.Event()))
-    await asyncio.sleep(0.2)  # the watch is open
-    await asyncio.to_thread(core.patch_namespaced_config_map, "refused", "default",
-                            {"data": {"v": "2"}})
+    watch, watching, api = await _watch_patched(kubesim, tmp_path, "refused", emit, mark, 0.05)
     with pytest.raises(ConnectionError):
         await asyncio.wait_for(watching, 10)
+    changes.clear()  # the list's ADDED
     await watch.relist()
     assert [(c.event, c.name, c.relist) for c in changes] == [("MODIFIED", "refused", True)]
     api.close()
@@ -126,19 +134,10 @@ async def test_a_held_change_the_bus_refused_is_sent_by_the_relist(
 async def test_a_held_change_is_sent_by_the_relist_when_the_watch_fails(
     kubesim: KubeSimThread, tmp_path: Path
 ) -> None:
-    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
-    core = client.CoreV1Api(api)
-    core.create_namespaced_config_map("default", config_map("held"))
     changes, _, emit, mark = recorder()
-    watch = ResourceWatch(KubeClient(api), CONFIG_MAPS, emit=emit, mark=mark, watch_timeout=30,
-                          hold_seconds=600.0)
-    await watch.relist()
-    changes.clear()
-    watching = asyncio.create_task(watch.watch(asyncio.Event()))
-    await asyncio.sleep(0.2)
-    await asyncio.to_thread(core.patch_namespaced_config_map, "held", "default",
-                            {"data": {"v": "2"}})
-    await wait_until_async(lambda: _held(watch), what="the modification held")
+    watch, watching, api = await _watch_patched(kubesim, tmp_path, "held", emit, mark, 600.0)
+    await wait_until_async(lambda: len(watch.hold) == 1, what="the modification held")
+    changes.clear()  # the list's ADDED
     watch.lost(("default", "elsewhere"))  # another publish was lost: the watch gives way
     with pytest.raises(Gone, match="lost"):
         await asyncio.wait_for(watching, 10)
@@ -153,5 +152,3 @@ async def _synced(watch: ResourceWatch) -> bool:
     return watch.synced
 
 
-async def _held(watch: ResourceWatch) -> bool:
-    return len(watch.hold) == 1
