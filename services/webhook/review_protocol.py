@@ -16,8 +16,10 @@ both ways, connections kept alive), and this protocol speaks exactly that:
   ``Expect: 100-continue`` is answered before the body is read;
 - a connection without a complete request for ``idle_timeout`` seconds is closed (the API
   server keeps idle connections 90 s; a request that never completes is dropped the same way);
-- :meth:`ReviewServer.close` closes idle connections at once, lets answers in flight finish
-  within a grace period, then aborts what is left. A route's answer is not cancelled when its
+- :meth:`ReviewServer.close` closes idle connections at once and lets answers in flight finish
+  within a grace period; closing a TLS connection only starts its shutdown, which a peer that
+  does not read would hold open, so whatever has not closed ``CLOSE_WAIT_SECONDS`` later (the
+  health server's bound too) is aborted. A route's answer is not cancelled when its
   caller goes away (it may be committing a reservation); its response is then dropped.
 
 A route never raises: :func:`services.webhook.server.answer_body` turns every failure into an
@@ -32,6 +34,8 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Final
+
+from spreadbus.runtime.health import CLOSE_WAIT_SECONDS
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +132,7 @@ class ReviewServer:
         self.idle_timeout = idle_timeout
         self.closed = False
         self._live: set[_Connection] = set()
+        self._none_left = asyncio.Event()
 
     def __call__(self) -> asyncio.Protocol:
         return _Connection(self)
@@ -144,8 +149,17 @@ class ReviewServer:
             connection.finish()
         if answering:
             await asyncio.wait(answering, timeout=grace)
+        if self._live:
+            self._none_left.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._none_left.wait(), CLOSE_WAIT_SECONDS)
         for connection in list(self._live):
             connection.abort()
+
+    def _forget(self, connection: _Connection) -> None:
+        self._live.discard(connection)
+        if not self._live:
+            self._none_left.set()
 
 
 class _Connection(asyncio.Protocol):
@@ -186,7 +200,7 @@ class _Connection(asyncio.Protocol):
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._server._live.discard(self)
+        self._server._forget(self)
         if self._idle is not None:
             self._idle.cancel()
         self._finishing = True
@@ -308,4 +322,4 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None:
             with contextlib.suppress(Exception):
                 self._transport.abort()
-        self._server._live.discard(self)
+        self._server._forget(self)

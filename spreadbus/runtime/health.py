@@ -25,7 +25,7 @@ Signatures::
     http_runner(app: web.Application, *, grace: float) -> web.AppRunner
     async stop_runner(runner: web.AppRunner, *, close_wait: float = CLOSE_WAIT_SECONDS) -> None
 
-Every aiohttp server of the project (this one and the webhook's HTTPS server) is built with
+Every aiohttp server of the project (the health port of each service) is built with
 :func:`http_runner` and stopped with :func:`stop_runner`, so that no connection outlives its
 server. aiohttp's own clean-up stops listening, closes idle keep-alive connections, lets requests
 in flight finish within the runner's ``grace`` and then cancels them, and closes every

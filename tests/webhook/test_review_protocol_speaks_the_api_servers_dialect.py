@@ -225,10 +225,12 @@ async def test_closing_lets_answers_in_flight_finish_closes_idle_connections_and
 
 
 class Wire(asyncio.Transport):
-    """A transport that keeps what is written to it."""
+    """A transport that keeps what is written to it and, closed, tells its protocol soon after,
+    as a socket's does."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol: asyncio.Protocol) -> None:
         super().__init__()
+        self.protocol = protocol
         self.sent = bytearray()
         self.closing = False
 
@@ -239,10 +241,12 @@ class Wire(asyncio.Transport):
         return self.closing
 
     def close(self) -> None:
-        self.closing = True
+        if not self.closing:
+            self.closing = True
+            asyncio.get_running_loop().call_soon(self.protocol.connection_lost, None)
 
     def abort(self) -> None:
-        self.closing = True
+        self.close()
 
     def pause_reading(self) -> None:
         pass
@@ -258,7 +262,7 @@ def answers_for(chunks: list[bytes]) -> bytes:
     async def run() -> bytes:
         server = ReviewServer(ROUTES, max_body=1000)
         protocol = server()
-        wire = Wire()
+        wire = Wire(protocol)
         protocol.connection_made(wire)
         for chunk in chunks:
             protocol.data_received(chunk)
