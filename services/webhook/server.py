@@ -147,7 +147,7 @@ def _bounded(handler: Handler, timeout: float) -> Handler:
     return bounded
 
 
-def query_value(query: str, name: str) -> str | None:
+def _query_value(query: str, name: str) -> str | None:
     """The first ``name=value`` of a query string, as sent (the API server sends ``timeout=``
     alone, nothing that needs unescaping)."""
     for pair in query.split("&"):
@@ -165,7 +165,7 @@ def _review_route(
 
     async def answer(body: bytes, query: str) -> Answer:
         started = time.perf_counter()
-        limit = answer_limit(query_value(query, "timeout"), answer_timeout)
+        limit = answer_limit(_query_value(query, "timeout"), answer_timeout)
         result, status = await answer_body(path, body, _bounded(handler, limit), fail_open,
                                            metrics)
         latency = allowed_latency if result["response"]["allowed"] else denied_latency

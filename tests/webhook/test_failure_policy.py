@@ -99,3 +99,18 @@ def test_the_answer_limit_keeps_a_margin_inside_the_api_servers_deadline() -> No
     assert answer_limit("600ms", 30) == 0.3  # never less than half the deadline
     assert answer_limit("soon", 2.5) == 2.5  # not a duration: the configured limit
     assert answer_limit("0", 2.5) == 2.5
+
+
+def test_a_body_over_the_limit_is_refused_with_an_answer_of_its_own_kind() -> None:
+    metrics = Metrics()
+    routes = build_routes(Stuck(), metrics)
+    status, answer = routes["/mutate-pod"].too_large()
+    response = json.loads(answer)["response"]
+    assert (status, response["allowed"], response["status"]["code"]) == (413, False, 413)
+    assert "too large" in response["status"]["message"]
+    assert metrics.failures.labels("/mutate-pod", "malformed")._value.get() == 1
+    status, answer = routes["/convert"].too_large()
+    conversion = json.loads(answer)
+    assert (status, conversion["kind"]) == (413, "ConversionReview")
+    assert conversion["response"]["result"] == {
+        "status": "Failure", "message": "request body too large"}
