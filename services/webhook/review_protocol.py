@@ -17,10 +17,11 @@ both ways, connections kept alive), and this protocol speaks exactly that:
 - a connection without a complete request for ``idle_timeout`` seconds is closed (the API
   server keeps idle connections 90 s; a request that never completes is dropped the same way);
 - :meth:`ReviewServer.close` closes idle connections at once and lets answers in flight finish
-  within a grace period; closing a TLS connection only starts its shutdown, which a peer that
-  does not read would hold open, so whatever has not closed ``CLOSE_WAIT_SECONDS`` later (the
-  health server's bound too) is aborted. A route's answer is not cancelled when its
-  caller goes away (it may be committing a reservation); its response is then dropped.
+  within a grace period, cancelling those still running then. Closing a TLS connection only
+  starts its shutdown, which a peer that does not read would hold open, so whatever has not
+  closed ``CLOSE_WAIT_SECONDS`` later (the health server's bound too) is aborted. Short of that,
+  a route's answer is not cancelled when its caller goes away (it may be committing a
+  reservation); its response is dropped.
 
 A route never raises: :func:`services.webhook.server.answer_body` turns every failure into an
 AdmissionReview answer. Should one raise anyway, the connection answers 500 and closes.
@@ -142,13 +143,16 @@ class ReviewServer:
         return len(self._live)
 
     async def close(self, grace: float) -> None:
-        """Close idle connections now, the others after their answer or ``grace`` seconds."""
+        """Close idle connections now, the others after their answer or ``grace`` seconds
+        (cancelling the answer)."""
         self.closed = True
         answering = [c.answering for c in self._live if c.answering is not None]
         for connection in list(self._live):
             connection.finish()
         if answering:
-            await asyncio.wait(answering, timeout=grace)
+            _, late = await asyncio.wait(answering, timeout=grace)
+            for task in late:
+                task.cancel()
         if self._live:
             self._none_left.clear()
             with contextlib.suppress(TimeoutError):

@@ -196,11 +196,16 @@ async def test_a_route_that_raises_is_answered_500_and_the_connection_closed() -
 async def test_closing_lets_answers_in_flight_finish_closes_idle_connections_and_aborts_late(
 ) -> None:
     release = asyncio.Event()
+    cancelled: list[bytes] = []
 
     async def waits(body: bytes, query: str) -> Answer:
-        if body == b"stuck":
-            await asyncio.Event().wait()
-        await release.wait()
+        try:
+            if body == b"stuck":
+                await asyncio.Event().wait()
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.append(body)
+            raise
         return 200, body
 
     async with serving({"/echo": Route(waits, too_large)}) as (url, server), \
@@ -219,6 +224,7 @@ async def test_closing_lets_answers_in_flight_finish_closes_idle_connections_and
         await asyncio.wait_for(closing, 5)
         assert await closed(stuck), "an answer past the grace kept its connection"
         assert server.connections == 0
+        assert cancelled == [b"stuck"], "an answer past the grace was left running"
 
 
 # -- framing, whatever the packets -------------------------------------------------------------
