@@ -8,7 +8,9 @@ itself, the same way the client does underneath:
   ``last_seq + 1``) is created on the stream, filtered to the wanted subjects;
 - a pull request (``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>``) asks for a large batch with an
   expiry and idle heartbeats; replies land on one inbox subscription whose callback calls the sink
-  synchronously: no per-message awaits, no ``Msg.metadata`` parsing, no acks;
+  synchronously: no per-message awaits, no ``Msg.metadata`` parsing, no acks; on a
+  :class:`~spreadbus.runtime.raw_delivery.RawDeliveryClient` (every service's) the inbox is a raw
+  subscription, so not even a ``Msg`` is built or queued;
 - the stream sequence, the consumer's delivery sequence and the server's pending count are read
   straight from the reply subject ``$JS.ACK.…``.
 
@@ -72,6 +74,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from spreadbus.runtime.raw_delivery import RawDeliveryClient, status_of
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 log = logging.getLogger(__name__)
@@ -280,12 +283,15 @@ class StreamFollower:
         self._fault = None
         self._mark_pending(int(info.num_pending or 0))
         inbox = self.nc.new_inbox()
-        sub = await self.nc.subscribe(
-            inbox,
-            cb=self._on_message,
-            pending_msgs_limit=4 * self.batch + 1024,
-            pending_bytes_limit=1 << 30,
-        )
+        if isinstance(self.nc, RawDeliveryClient):
+            sub = await self.nc.subscribe_raw(inbox, self._on_raw)
+        else:
+            sub = await self.nc.subscribe(
+                inbox,
+                cb=self._on_message,
+                pending_msgs_limit=4 * self.batch + 1024,
+                pending_bytes_limit=1 << 30,
+            )
         try:
             loop = asyncio.get_running_loop()
             self._last_activity = loop.time()
@@ -327,10 +333,21 @@ class StreamFollower:
     # -- the hot path -------------------------------------------------------------------------
 
     async def _on_message(self, msg: Msg) -> None:
-        sequences = delivery_sequences(msg.reply)
+        """A message as nats-py delivers it (any client)."""
+        if not self._deliver(msg.subject, msg.reply, msg.data):
+            headers = msg.headers or {}
+            self._on_status(headers.get("Status", ""), headers.get("Description", ""))
+
+    def _on_raw(self, subject: bytes, reply: bytes, data: bytes, headers: bytes) -> None:
+        """A message as :class:`RawDeliveryClient` delivers it: the same, without a ``Msg``."""
+        if not self._deliver(subject.decode(), reply.decode(), data):
+            self._on_status(*status_of(headers))
+
+    def _deliver(self, subject: str, reply: str, data: bytes) -> bool:
+        """Hand a message of the consumer to the sink; False for a status message."""
+        sequences = delivery_sequences(reply)
         if sequences is None:
-            self._on_status(msg)
-            return
+            return False
         sseq, dseq, pending = sequences
         self._in_request += 1
         if self._in_request >= self.batch:
@@ -339,12 +356,12 @@ class StreamFollower:
         if dseq != self._next_dseq:
             self._fault = f"delivery gap: expected {self._next_dseq}, got {dseq}"
             self._wake.set()
-            return
+            return True
         self._next_dseq = dseq + 1
         if sseq <= self.last_seq:
-            return
+            return True
         try:
-            self.sink(sseq, msg.subject, msg.data)
+            self.sink(sseq, subject, data)
         except Exception:
             # One bad message must not stop the projection; it is counted and skipped.
             log.exception("projection rejected a message", extra={"seq": sseq})
@@ -354,6 +371,7 @@ class StreamFollower:
         self._count += 1
         if pending == 0 or self._count >= 4096:
             self._flush_progress(pending)
+        return True
 
     def _flush_progress(self, pending: int) -> None:
         if self._metrics is not None:
@@ -378,9 +396,8 @@ class StreamFollower:
         if self.on_progress is not None:
             self.on_progress()
 
-    def _on_status(self, msg: Msg) -> None:
+    def _on_status(self, status: str, description: str) -> None:
         self._last_activity = asyncio.get_running_loop().time()
-        status = (msg.headers or {}).get("Status", "")
         if status == "100":
             self._touch()
             return  # idle heartbeat: the consumer is alive
@@ -391,6 +408,5 @@ class StreamFollower:
                 self._flush_progress(0 if status == "404" else self.pending)
             self._wake.set()
             return
-        description = (msg.headers or {}).get("Description", "")
         self._fault = f"status {status} {description}".strip()
         self._wake.set()

@@ -10,7 +10,7 @@ Signatures::
 
     NatsOptions.from_settings(settings: ServiceSettings, *, name: str) -> NatsOptions
     connect_nats(options: NatsOptions, *, gate: ReadinessGate | None = None,
-                 registry: CollectorRegistry | None = None) -> Awaitable[nats.aio.client.Client]
+                 registry: CollectorRegistry | None = None) -> Awaitable[RawDeliveryClient]
 
 Credentials files and nkey seeds need the ``nkeys`` package at run time.
 """
@@ -22,12 +22,11 @@ import logging
 import ssl
 from dataclasses import dataclass, field
 
-import nats
-from nats.aio.client import Client
 from nats.errors import NoServersError
 from prometheus_client import CollectorRegistry, Counter
 
 from spreadbus.runtime.health import ReadinessGate
+from spreadbus.runtime.raw_delivery import RawDeliveryClient
 from spreadbus.runtime.settings import ServiceSettings
 
 log = logging.getLogger(__name__)
@@ -74,7 +73,7 @@ async def connect_nats(
     *,
     gate: ReadinessGate | None = None,
     registry: CollectorRegistry | None = None,
-) -> Client:
+) -> RawDeliveryClient:
     """Connect (retrying until the first connection succeeds) and keep reconnecting forever."""
     errors = Counter(
         "spreadbus_nats_errors",
@@ -114,7 +113,8 @@ async def connect_nats(
         kwargs["tls"] = tls
     while True:
         try:
-            client = await nats.connect(
+            client = RawDeliveryClient()
+            await client.connect(
                 servers=options.urls,
                 name=options.name,
                 error_cb=on_error,

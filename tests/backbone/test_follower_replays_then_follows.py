@@ -1,4 +1,5 @@
-"""The stream follower: full replay, live tail, resume position, and surviving a NATS restart."""
+"""The stream follower: full replay, live tail, resume position, and surviving a NATS restart;
+each over nats-py's own delivery and over the raw delivery every service's client uses."""
 
 from __future__ import annotations
 
@@ -13,8 +14,28 @@ from prometheus_client import CollectorRegistry
 
 from spreadbus.runtime.follower import FollowerMetrics, StreamFollower
 from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.raw_delivery import RawDeliveryClient
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.polling import wait_until_async
+
+
+async def connect(url: str, kind: str, **options: object) -> Client:
+    if kind == "raw":
+        nc = RawDeliveryClient()
+        await nc.connect(url, **options)  # type: ignore[arg-type]
+        return nc
+    return await nats.connect(url, **options)  # type: ignore[arg-type]
+
+
+@pytest.fixture(params=["nats-py", "raw"])
+async def nats_client(
+    nats_server: NatsServer, request: pytest.FixtureRequest
+) -> AsyncIterator[Client]:
+    nc = await connect(nats_server.url, request.param)
+    try:
+        yield nc
+    finally:
+        await nc.drain()
 
 
 @contextlib.asynccontextmanager
@@ -111,8 +132,11 @@ async def test_only_the_wanted_subjects_reach_the_sink(nats_client: Client) -> N
 
 
 @pytest.mark.slow
-async def test_a_nats_server_restart_loses_and_repeats_nothing(nats_server: NatsServer) -> None:
-    nc = await nats.connect(nats_server.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+@pytest.mark.parametrize("kind", ["nats-py", "raw"])
+async def test_a_nats_server_restart_loses_and_repeats_nothing(
+    nats_server: NatsServer, kind: str
+) -> None:
+    nc = await connect(nats_server.url, kind, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
     try:
         await ensure_streams(nc.jetstream())
         await publish(nc, 200)
