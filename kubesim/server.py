@@ -30,6 +30,7 @@ from kubesim.apiserver import ApiServer, Clock
 from kubesim.http import HttpApi
 from kubesim.interface import Behaviour, Cluster
 from kubesim.kinds import DEFAULT_TOLERATION_SECONDS
+from spreadbus.runtime.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 from spreadbus.tls import issue_server_cert, make_ca
 
 T = TypeVar("T")
@@ -53,8 +54,10 @@ class KubeSim:
         max_watch_queue: int = 10_000,
         require_token: bool = True,
         default_toleration_seconds: float = DEFAULT_TOLERATION_SECONDS,
+        tls_handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
     ) -> None:
         self.host = host
+        self.tls_handshake_timeout = tls_handshake_timeout
         self.port = port
         self.tls = tls
         self.token: str | None = token or (secrets.token_urlsafe(24) if require_token else None)
@@ -71,6 +74,7 @@ class KubeSim:
         self.url = ""
         self._dir: Path | None = None
         self._runner: web.AppRunner | None = None
+        self._https: HttpsSite | None = None
         self._save_task: asyncio.Task[None] | None = None
 
     @property
@@ -91,21 +95,29 @@ class KubeSim:
             paths = server_cert.write(self._dir, "server")
             ssl_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
             ssl_ctx.load_cert_chain(paths.cert, paths.key)
-        sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.host, self.port))
-        self.port = sock.getsockname()[1]
+        self._runner = web.AppRunner(
+            self.http.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
+        await self._runner.setup()
+        if ssl_ctx is not None:
+            # A TLS handshake in progress when kubesim stops is aborted, not left to outlive it.
+            assert self._runner.server is not None
+            self._https = HttpsSite(self._runner.server, self.host, self.port,
+                                    ssl_context=ssl_ctx, backlog=1024,
+                                    handshake_timeout=self.tls_handshake_timeout)
+            await self._https.start()
+            self.port = self._https.port
+        else:
+            sock = socket.socket(socket.AF_INET6 if ":" in self.host else socket.AF_INET)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            sock.bind((self.host, self.port))
+            self.port = sock.getsockname()[1]
+            await web.SockSite(self._runner, sock, backlog=1024).start()
         scheme = "https" if self.tls else "http"
         shown = "127.0.0.1" if self.host in ("0.0.0.0", "") else self.host
         shown = f"[{shown}]" if ":" in shown else shown
         self.url = f"{scheme}://{shown}:{self.port}"
         self.http.server_address = f"{shown}:{self.port}"
-        self._runner = web.AppRunner(
-            self.http.app(), access_log=None, handle_signals=False, shutdown_timeout=1.0
-        )
-        await self._runner.setup()
-        site = web.SockSite(self._runner, sock, ssl_context=ssl_ctx, backlog=1024)
-        await site.start()
         if self.state_file is not None:
             self._save_task = asyncio.create_task(self._autosave())
         for b in self.behaviours:
@@ -129,6 +141,9 @@ class KubeSim:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._save_task
         await self.http.close_streams()
+        if self._https is not None:
+            await self._https.stop()
+            self._https = None
         if self._runner is not None:
             # the graceful shutdown closes each connection, but a TLS one first waits for the
             # client's close_notify, which may never come before the loop stops: abort whatever

@@ -22,7 +22,6 @@ from prometheus_client import CollectorRegistry, Gauge
 from events import streams, subjects
 from services.webhook.admission import SpreadAdmission
 from services.webhook.certificates import CertificateFiles
-from services.webhook.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 from services.webhook.ledger import LedgerStore
 from services.webhook.review_protocol import ReviewServer
 from services.webhook.server import MAX_BODY, Metrics, build_routes
@@ -37,6 +36,7 @@ from spreadbus.runtime.follower import (
     raise_if_ended,
 )
 from spreadbus.runtime.health import ReadinessGate
+from spreadbus.runtime.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext, done_or_stopped
 from spreadbus.runtime.settings import ServiceSettings

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 
 import aiohttp
 
-from services.webhook.https_site import HttpsSite
 from services.webhook.service import WebhookService
+from spreadbus.runtime.https_site import HttpsSite
 from spreadbus.runtime.nats_server import NatsServer
 from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import pod, review

@@ -1,4 +1,6 @@
-"""The webhook's HTTPS listener: every TLS handshake bounded in time and aborted on stop.
+"""An HTTPS listener whose every TLS handshake is bounded in time and aborted on stop.
+
+The webhook serves its review paths with it, and kubesim its API.
 
 ``loop.create_server`` with TLS leaves a connection whose handshake is still in progress to
 nobody the shutdown can reach: the protocol only sees it once the handshake completes, and the
@@ -12,8 +14,8 @@ with ``loop.connect_accepted_socket`` and a ``handshake_timeout`` well below tha
 above any call timeout the webhook configurations allow (a handshake the API server would not
 wait for is of no use). :meth:`HttpsSite.stop` closes the listening sockets and cancels the
 handshakes still running, which aborts their connections at once. A connection whose handshake
-completed belongs to the protocol factory from then on, which closes it
-(:meth:`services.webhook.review_protocol.ReviewServer.close`).
+completed belongs to the protocol factory from then on, which closes it (the webhook's
+``ReviewServer.close``, an aiohttp runner's clean-up).
 
 A failed handshake is logged at debug level only, as asyncio's own server does: they are the
 normal noise of a listening port.
@@ -32,7 +34,8 @@ from typing import Final
 log = logging.getLogger(__name__)
 
 HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
-"""Twice the longest ``timeoutSeconds`` of the webhook configurations in ``deploy/webhook/``."""
+"""Twice the longest ``timeoutSeconds`` of the webhook configurations in ``deploy/webhook/``, and
+beyond any handshake a client of kubesim waits for."""
 ACCEPT_RETRY_SECONDS: Final = 1.0
 """Pause after a failed accept (out of file descriptors, say), as asyncio's own server makes."""
 
