@@ -4,6 +4,8 @@ its latest state, and nothing held is lost when a watch ends or the bus refuses 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +21,7 @@ from services.watcher.service import SupersededCount, prepare_watches
 from services.watcher.settings import WatcherSettings
 from spreadbus.runtime.kube_client import Gone, KubeClient, kube_api_client
 from spreadbus.runtime.stream_setup import ensure_streams
-from tests.backbone.bus_recording import tap
+from tests.backbone.bus_recording import Tap, tap
 from tests.backbone.test_watcher_relists_after_410 import CONFIG_MAPS, config_map, recorder
 from tests.fixtures.polling import wait_until_async
 
@@ -30,36 +32,46 @@ def _observed(messages: list[tuple[str, Any, dict[str, str]]]) -> list[tuple[str
             for _, e, _ in messages if isinstance(e, Observation)]
 
 
-async def test_a_burst_of_modifications_goes_out_as_the_objects_latest_state(
-    nats_client: Client, kubesim: KubeSimThread, tmp_path: Path
-) -> None:
-    await ensure_streams(nats_client.jetstream())
+@asynccontextmanager
+async def watching(
+    nc: Client, kubesim: KubeSimThread, tmp_path: Path, **settings: Any
+) -> AsyncIterator[tuple[ResourceWatch, Any, Tap]]:
+    """A watcher of ConfigMaps with ``settings``, listed once and running: its watch, the core
+    API, and the recording of what it publishes."""
+    await ensure_streams(nc.jetstream())
     api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
-    core = client.CoreV1Api(api)
-    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",),
-                               modified_hold_seconds=1.0)
-    [watch] = await prepare_watches(nats_client, settings, KubeClient(api))
-    registry = CollectorRegistry()
-    registry.register(SupersededCount([watch]))
+    options = WatcherSettings(cluster="east", resources=("v1/configmaps",), **settings)
+    [watch] = await prepare_watches(nc, options, KubeClient(api))
     stopping = asyncio.Event()
-    async with tap(nats_client) as published:
+    async with tap(nc) as published:
         task = asyncio.create_task(watch.run(stopping))
         try:
-            await wait_until_async(lambda: _synced(watch), what="the first list")
-            await asyncio.to_thread(core.create_namespaced_config_map, "default",
-                                    config_map("burst"))
-            for value in "23456":
-                await asyncio.to_thread(core.patch_namespaced_config_map, "burst", "default",
-                                        {"data": {"v": value}})
-
-            async def modified() -> bool:
-                return any(event == "MODIFIED" for event, _, _ in _observed(published.messages))
-
-            await wait_until_async(modified, what="the held modification published")
+            await wait_until_async(lambda: watch.synced, what="the first list")
+            yield watch, client.CoreV1Api(api), published
         finally:
             stopping.set()
             await asyncio.wait_for(task, 10)
             api.close()
+
+
+async def test_a_burst_of_modifications_goes_out_as_the_objects_latest_state(
+    nats_client: Client, kubesim: KubeSimThread, tmp_path: Path
+) -> None:
+    async with watching(nats_client, kubesim, tmp_path, modified_hold_seconds=1.0) as (
+        watch, core, published
+    ):
+        registry = CollectorRegistry()
+        registry.register(SupersededCount([watch]))
+        await asyncio.to_thread(core.create_namespaced_config_map, "default",
+                                config_map("burst"))
+        for value in "23456":
+            await asyncio.to_thread(core.patch_namespaced_config_map, "burst", "default",
+                                    {"data": {"v": value}})
+
+        async def modified() -> bool:
+            return any(event == "MODIFIED" for event, _, _ in _observed(published.messages))
+
+        await wait_until_async(modified, what="the held modification published")
     assert _observed(published.messages) == [("ADDED", "burst", "1"), ("MODIFIED", "burst", "6")]
     assert watch.hold.superseded == 4
     assert registry.get_sample_value("spreadbus_watcher_observations_superseded_total",
@@ -69,30 +81,17 @@ async def test_a_burst_of_modifications_goes_out_as_the_objects_latest_state(
 async def test_what_is_held_when_the_server_ends_the_watch_goes_out_then(
     nats_client: Client, kubesim: KubeSimThread, tmp_path: Path
 ) -> None:
-    await ensure_streams(nats_client.jetstream())
-    api = kube_api_client(str(kubesim.write_kubeconfig(tmp_path / "kubeconfig")))
-    core = client.CoreV1Api(api)
-    core.create_namespaced_config_map("default", config_map("slow"))
-    settings = WatcherSettings(cluster="east", resources=("v1/configmaps",),
-                               modified_hold_seconds=600.0, watch_timeout_seconds=1)
-    [watch] = await prepare_watches(nats_client, settings, KubeClient(api))
-    stopping = asyncio.Event()
-    async with tap(nats_client) as published:
-        task = asyncio.create_task(watch.run(stopping))
-        try:
-            await wait_until_async(lambda: _synced(watch), what="the first list")
-            await asyncio.to_thread(core.patch_namespaced_config_map, "slow", "default",
-                                    {"data": {"v": "2"}})
+    async with watching(nats_client, kubesim, tmp_path, modified_hold_seconds=600.0,
+                        watch_timeout_seconds=1) as (_, core, published):
+        await asyncio.to_thread(core.create_namespaced_config_map, "default", config_map("slow"))
+        await asyncio.to_thread(core.patch_namespaced_config_map, "slow", "default",
+                                {"data": {"v": "2"}})
 
-            async def modified() -> bool:
-                return ("MODIFIED", "slow", "2") in _observed(published.messages)
+        async def modified() -> bool:
+            return ("MODIFIED", "slow", "2") in _observed(published.messages)
 
-            # Well before the hold would end: the watch's end (after 1 s) lets it out.
-            await wait_until_async(modified, what="the held modification published", timeout=20)
-        finally:
-            stopping.set()
-            await asyncio.wait_for(task, 10)
-            api.close()
+        # Well before the hold would end: the watch's end (after 1 s) lets it out.
+        await wait_until_async(modified, what="the held modification published", timeout=20)
 
 
 async def _watch_patched(
@@ -146,9 +145,5 @@ async def test_a_held_change_is_sent_by_the_relist_when_the_watch_fails(
     assert [(c.event, c.name, c.relist) for c in changes] == [("MODIFIED", "held", True)]
     assert changes[0].raw.count(b'"v":"2"') == 1
     api.close()
-
-
-async def _synced(watch: ResourceWatch) -> bool:
-    return watch.synced
 
 
