@@ -48,7 +48,6 @@ IDLE_TIMEOUT_SECONDS: Final = 75.0
 """Below the API server's 90 s for idle connections, so the webhook is the side that closes."""
 _CRLF2: Final = b"\r\n\r\n"
 _REASONS: Final = {
-    100: "Continue",
     200: "OK",
     400: "Bad Request",
     404: "Not Found",
@@ -160,6 +159,9 @@ class ReviewServer:
         for connection in list(self._live):
             connection.abort()
 
+    def _keep(self, connection: _Connection) -> None:
+        self._live.add(connection)
+
     def _forget(self, connection: _Connection) -> None:
         self._live.discard(connection)
         if not self._live:
@@ -187,7 +189,7 @@ class _Connection(asyncio.Protocol):
         if self._server.closed:
             transport.abort()
             return
-        self._server._live.add(self)
+        self._server._keep(self)
         self._wait_idle()
 
     def data_received(self, data: bytes) -> None:
