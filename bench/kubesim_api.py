@@ -338,7 +338,7 @@ async def _webhook_server() -> None:
     import ssl
     import tempfile
 
-    from spreadbus.tls import issue_server_cert, make_ca
+    from tlsserving import issue_server_cert, make_ca
 
     ca = make_ca("bench-webhook-ca")
     paths = issue_server_cert(ca, ["127.0.0.1"]).write(Path(tempfile.mkdtemp()), "webhook")

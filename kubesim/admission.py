@@ -60,10 +60,10 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from kubesemantics import label_selector
 from kubesim import errors, jsonpatch
 from kubesim.interface import ApiError
 from kubesim.webhook_client import CallError, WebhookClient
-from spreadbus.core import label_selector
 
 if TYPE_CHECKING:
     from kubesim.apiserver import ApiServer

@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
+from kubesemantics import label_selector, strategic_merge
 from kubesim import crd as crds
 from kubesim import errors, fields, jsonpatch, kinds, pod_subresources, schema
 from kubesim.admission import Admission, Attributes
@@ -41,7 +42,6 @@ from kubesim.garbage_collector import FOREGROUND, ORPHAN, GarbageCollector
 from kubesim.interface import GVR, ApiError, PatchType, WatchEvent
 from kubesim.registry import Registry, ResourceType
 from kubesim.store import Event, Store, Watcher
-from spreadbus.core import label_selector, strategic_merge
 
 log = logging.getLogger("kubesim")
 

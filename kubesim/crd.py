@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from kubesemantics import strategic_merge
 from kubesim import errors
 from kubesim import schema as schema_checks
 from kubesim.errors import FieldError
 from kubesim.registry import PrinterColumn, ResourceType, ScalePaths
-from spreadbus.core import strategic_merge
 
 JsonObject = dict[str, Any]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kubesemantics import label_selector
 from kubesim import errors
 from kubesim.errors import FieldError
-from spreadbus.core import label_selector
 
 JsonObject = dict[str, Any]
 

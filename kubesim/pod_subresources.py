@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from kubesemantics import label_selector
 from kubesim import errors
 from kubesim.admission import Attributes
 from kubesim.interface import GVR
-from spreadbus.core import label_selector
 
 if TYPE_CHECKING:
     from kubesim.apiserver import ApiServer

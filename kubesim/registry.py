@@ -12,7 +12,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from spreadbus.core import strategic_merge
+from kubesemantics import strategic_merge
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 

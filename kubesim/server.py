@@ -30,8 +30,8 @@ from kubesim.apiserver import ApiServer, Clock
 from kubesim.http import HttpApi
 from kubesim.interface import Behaviour, Cluster
 from kubesim.kinds import DEFAULT_TOLERATION_SECONDS
-from spreadbus.runtime.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
-from spreadbus.tls import issue_server_cert, make_ca
+from tlsserving import issue_server_cert, make_ca
+from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 
 T = TypeVar("T")
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from kubesemantics.tolerations import NO_EXECUTE, NO_SCHEDULE, toleration_seconds
 from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import object_key
 from kubesim.behaviour.kubelet import node_ready_status
@@ -26,7 +27,6 @@ from kubesim.behaviour.settings import Settings
 from kubesim.behaviour.shared_informers import Informers
 from kubesim.behaviour.workqueue import WorkQueue
 from kubesim.interface import NODES, PODS, ApiError, Cluster, JsonObject
-from spreadbus.core.tolerations import NO_EXECUTE, NO_SCHEDULE, toleration_seconds
 
 log = logging.getLogger(__name__)
 

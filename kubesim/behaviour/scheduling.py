@@ -21,6 +21,18 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from kubesemantics.node_affinity import (
+    pod_matches_node,
+    pod_node_affinity,
+    preferred_score,
+)
+from kubesemantics.tolerations import (
+    NO_EXECUTE,
+    NO_SCHEDULE,
+    tolerates,
+    untolerated_count,
+    untolerated_taint,
+)
 from kubesim.behaviour.label_match import selector_matches
 from kubesim.behaviour.pod_affinity import (
     REASON_AFFINITY as REASON_POD_AFFINITY,
@@ -36,18 +48,6 @@ from kubesim.behaviour.pod_affinity import (
     required_terms,
 )
 from kubesim.behaviour.quantity import QuantityError, milli_value, value
-from spreadbus.core.node_affinity import (
-    pod_matches_node,
-    pod_node_affinity,
-    preferred_score,
-)
-from spreadbus.core.tolerations import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
-    tolerates,
-    untolerated_count,
-    untolerated_taint,
-)
 
 JsonObject = dict[str, Any]
 Resources = dict[str, int]

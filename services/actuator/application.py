@@ -36,7 +36,7 @@ import msgspec
 
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
-from spreadbus.core import strategic_merge
+from kubesemantics import strategic_merge
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import (
     Conflict,

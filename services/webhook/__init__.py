@@ -5,7 +5,7 @@ Shape, one module per concern:
 - :mod:`review` reads AdmissionReview v1 defensively and builds answers;
 - :mod:`server` answers the review paths with a failure policy per path and a latency
   histogram; :mod:`review_protocol` is the HTTP/1.1 they are served with; :mod:`certificates`
-  reloads the serving certificate when its files change; :mod:`spreadbus.runtime.https_site`
+  reloads the serving certificate when its files change; :mod:`tlsserving.https_site`
   listens, bounding every TLS handshake and aborting those in progress on stop;
 - :mod:`view` is the replica's own projection of the observation stream (no API server call on
   the admission path);

@@ -36,10 +36,10 @@ from spreadbus.runtime.follower import (
     raise_if_ended,
 )
 from spreadbus.runtime.health import ReadinessGate
-from spreadbus.runtime.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext, done_or_stopped
 from spreadbus.runtime.settings import ServiceSettings
+from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 
 log = logging.getLogger(__name__)
 

@@ -253,7 +253,7 @@ class Stack:
 
     def _certificates(self) -> dict[str, Path]:
         """A development CA (kept across runs) and a fresh serving certificate for the webhook."""
-        from spreadbus.tls import CertKeyPair, issue_server_cert, make_ca
+        from tlsserving import CertKeyPair, issue_server_cert, make_ca
 
         directory = self.data_dir / "tls"
         ca_cert, ca_key = directory / "ca.crt", directory / "ca.key"

@@ -22,7 +22,7 @@ from spreadbus.runtime.nats_connection import NatsOptions, connect_nats
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.settings import ServiceSettings
 from spreadbus.runtime.stream_setup import ensure_streams
-from spreadbus.tls.certs import issue_server_cert, make_ca
+from tlsserving.certs import issue_server_cert, make_ca
 
 
 async def refused_without_credentials(url: str) -> None:

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.tls import issue_server_cert, make_ca
 from tests.backbone.service_processes import ServiceProcess, logs_on_failure
 from tests.fixtures.polling import wait_until
+from tlsserving import issue_server_cert, make_ca
 
 EXIT_WITHIN_SECONDS = 15.0
 SERVICES = ("watcher", "planner", "actuator", "webhook")

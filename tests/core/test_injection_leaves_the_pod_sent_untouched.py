@@ -18,7 +18,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core import strategic_merge
+from kubesemantics import strategic_merge
 from spreadbus.core.workloadspread import json_patch
 from spreadbus.core.workloadspread.admission import AdmissionDecision, admit_create_for
 from spreadbus.core.workloadspread.injection import InjectionError

@@ -16,8 +16,8 @@ from kubernetes.client import ApiException
 
 from kubesim import KubeSimThread
 from kubesim.interface import PODS
-from spreadbus.tls import CertKeyPair, issue_server_cert, make_ca
 from tests.kubesim.conftest import pod
+from tlsserving import CertKeyPair, issue_server_cert, make_ca
 
 Handler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 

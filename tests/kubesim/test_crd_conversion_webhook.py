@@ -18,7 +18,7 @@ from kubernetes import client, watch
 from kubernetes.client import ApiException
 
 from kubesim import KubeSimThread
-from spreadbus.tls import issue_server_cert, make_ca
+from tlsserving import issue_server_cert, make_ca
 
 GROUP = "example.com"
 WIDGETS = "widgets"

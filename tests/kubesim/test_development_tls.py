@@ -1,4 +1,4 @@
-"""spreadbus.tls: a CA and server certificates that real TLS clients accept."""
+"""tlsserving: a CA and server certificates that real TLS clients accept."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from spreadbus.tls import issue_server_cert, make_ca
+from tlsserving import issue_server_cert, make_ca
 
 
 def test_server_certificate_names_every_host_and_chains_to_the_ca(tmp_path: Path) -> None:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spreadbus.core import label_selector as ls
+from kubesemantics import label_selector as ls
 
 LABELS = {"app": "web", "tier": "front", "env": "prod"}
 

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from spreadbus.core import strategic_merge as smp
+from kubesemantics import strategic_merge as smp
 
 
 def _pod(**spec: Any) -> dict[str, Any]:

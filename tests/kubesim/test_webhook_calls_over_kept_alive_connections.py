@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from kubesim.webhook_client import CallError, WebhookClient, _Deadline
-from spreadbus.tls import CertKeyPair, issue_server_cert, make_ca
+from tlsserving import CertKeyPair, issue_server_cert, make_ca
 
 Answer = Callable[["Exchange"], Awaitable[bytes | None]]
 """The bytes to send back for a request; None closes the connection without an answer."""

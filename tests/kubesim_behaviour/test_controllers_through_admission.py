@@ -12,9 +12,9 @@ import pytest
 from aiohttp import web
 from kubernetes.client import AdmissionregistrationV1Api
 
-from spreadbus.tls import issue_server_cert, make_ca
 from tests.fixtures.cluster import SimCluster, is_ready
 from tests.kubesim_behaviour.workloads import deployment
+from tlsserving import issue_server_cert, make_ca
 
 
 class Webhook:

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesemantics.node_affinity import pod_matches_node
 from kubesim.behaviour.scheduling import NodeInfo, node_fit_for
-from spreadbus.core.node_affinity import pod_matches_node
 
 KEYS = ("zone", "pool", "arch")
 VALUES = ("a", "b", "c", "")  # "" is a value, not an absent label

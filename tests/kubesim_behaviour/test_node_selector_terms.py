@@ -8,13 +8,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spreadbus.core.node_affinity import (
+from kubesemantics.node_affinity import (
     node_matches_required,
     node_matches_term,
     pod_matches_node,
     preferred_score,
 )
-from spreadbus.core.tolerations import (
+from kubesemantics.tolerations import (
     tolerates,
     toleration_seconds,
     untolerated_count,

@@ -17,7 +17,7 @@ import pytest
 from services.webhook.service import CAUGHT_UP, WebhookService, WebhookSettings, main
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.service import ServiceContext, run_service
-from spreadbus.tls import CertKeyPair, PemPaths, issue_server_cert, make_ca
+from tlsserving import CertKeyPair, PemPaths, issue_server_cert, make_ca
 
 
 @dataclass

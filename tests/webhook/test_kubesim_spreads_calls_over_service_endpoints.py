@@ -22,7 +22,7 @@ from aiohttp import web
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from spreadbus.tls import CertKeyPair, issue_server_cert, make_ca
+from tlsserving import CertKeyPair, issue_server_cert, make_ca
 
 NS = "hooks"
 SERVICE = "steer"

@@ -14,11 +14,11 @@ from contextlib import asynccontextmanager
 import aiohttp
 
 from services.webhook.service import WebhookService
-from spreadbus.runtime.https_site import HttpsSite
 from spreadbus.runtime.nats_server import NatsServer
 from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import pod, review
 from tests.webhook.conftest import WebhookTls, webhook_shell
+from tlsserving.https_site import HttpsSite
 
 
 async def closed_by_the_server(reader: asyncio.StreamReader) -> bool:

@@ -12,11 +12,11 @@ from pathlib import Path
 
 from cryptography import x509
 
-from spreadbus.tls import issue_server_cert
 from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import pod, review
 from tests.webhook.cluster_state import spread, zone_subset
 from tests.webhook.conftest import RunningWebhook
+from tlsserving import issue_server_cert
 
 
 async def wait_until_ready(webhook: RunningWebhook) -> None:

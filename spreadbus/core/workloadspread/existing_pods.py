@@ -23,7 +23,7 @@ from typing import Any
 
 import msgspec
 
-from spreadbus.core import node_affinity, strategic_merge, tolerations
+from kubesemantics import node_affinity, strategic_merge, tolerations
 from spreadbus.core.intstr import IntOrStrError, scaled_value
 from spreadbus.core.workloadspread import pod_state
 from spreadbus.core.workloadspread.model import (

@@ -25,7 +25,7 @@ import copy
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from spreadbus.core import strategic_merge
+from kubesemantics import strategic_merge
 from spreadbus.core.workloadspread.model import (
     DELETION_COST_ANNOTATION,
     JSON,

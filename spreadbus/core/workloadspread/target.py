@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from spreadbus.core import label_selector
+from kubesemantics import label_selector
 from spreadbus.core.workloadspread.custom_workloads import Whitelist
 from spreadbus.core.workloadspread.model import (
     TargetFilter,

@@ -28,7 +28,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from spreadbus.core import strategic_merge
+from kubesemantics import strategic_merge
 from spreadbus.core.field_errors import (
     FieldError,
     Path,
