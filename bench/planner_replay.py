@@ -52,24 +52,24 @@ from bench._bus import full_size, nats_server, observation, sync_marker
 from events import codec, subjects
 from events.messages import Observation, SyncMarker
 from services.planner.planner import Planner
-from spreadbus.core.workloadspread import reconcile
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import (
+from spreadbus.features.workloadspread.core import reconcile
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.model import (
     MATCHED_ANNOTATION,
     WorkloadSpread,
     format_time,
     from_object,
 )
-from spreadbus.core.workloadspread.occupancy import Reservation
-from spreadbus.projection import spread_index
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.planning import spread_index
+from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
+from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
-from spreadbus.projection.observed_generation import ObservedGeneration
 from spreadbus.projection.planning import plans_for
-from spreadbus.projection.spread_tally import SpreadTally
-from spreadbus.projection.workloadspread import WorkloadSpreadRule
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.observed_generation import ObservedGeneration
 
 REPLAY_GOAL = 0.6
 STARTUP_LIMIT = 0.5

@@ -39,7 +39,7 @@ import aiohttp
 from kubernetes import client, config
 
 from spreadbus.cli.local_stack import Stack
-from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
+from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
 
 LIMIT_MS = 5.0
 RATES = (200, 1000)

@@ -55,9 +55,9 @@ from typing import Any
 from kubernetes import client, config
 
 from spreadbus.cli.local_stack import Stack, free_port
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
-from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
-from spreadbus.core.workloadspread.pod_state import pod_annotations
+from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION as DELETION_COST
+from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
+from spreadbus.features.workloadspread.core.pod_state import pod_annotations
 from tests.fixtures.pod_watch import PodWatch
 
 GOAL = 1.3

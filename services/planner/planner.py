@@ -11,9 +11,9 @@ snapshot's last position and its time.
 
 - ``KUBE`` (everything of its cluster, one wildcard filter) into :class:`KubeProjection`;
 - ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`;
-- when given a :class:`ReservationLedgers`, the reservation bucket's stream (from its start:
-  it holds one entry per WorkloadSpread) into it, each changed ledger marking its WorkloadSpread
-  changed.
+- each feature's side streams (:class:`spreadbus.engine.feature.SideStream`, such as the
+  WorkloadSpread reservation bucket's: one entry per key), from their start on every start, each
+  change marking the key its fold names changed.
 
 Time-based decisions: a rule may expose ``due(now) -> set of keys`` and ``next_wake() -> float |
 None`` (:class:`spreadbus.projection.planning.Timed`); the engine adds due keys to ``changed`` on
@@ -55,13 +55,12 @@ from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events import codec, subjects
-from events.reservations import STREAM as RESERVATIONS_STREAM
 from events.streams import DEDUP_HEADER, KUBE, OUTCOMES, PLANS, TOMBSTONE_TTL_SECONDS
+from spreadbus.engine.feature import SideStream
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 from spreadbus.projection.planning import Rule, Timed, plans_for
-from spreadbus.projection.reservations import RESERVATIONS_RESOURCE, ReservationLedgers
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -125,7 +124,7 @@ class Planner:
         batch: int = 8192,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.time,
-        reservations: ReservationLedgers | None = None,
+        streams: Sequence[SideStream] = (),
         tombstone_ttl_seconds: float = TOMBSTONE_TTL_SECONDS,
         round_spacing_seconds: float = 0.02,
     ) -> None:
@@ -141,7 +140,7 @@ class Planner:
         self.snapshot_interval = snapshot_interval_seconds
         self.batch = batch
         self.clock = clock
-        self.reservations = reservations
+        self.streams = list(streams)
         self.snapshot_max_age = SNAPSHOT_TRUSTED_SHARE * tombstone_ttl_seconds
         self.metrics = PlannerMetrics(registry)
         self.projection = KubeProjection()
@@ -195,12 +194,10 @@ class Planner:
                 self._follower(PLANS.name, self.decisions.apply_plan, state.plans_seq),
                 self._follower(OUTCOMES.name, self._apply_outcome, state.outcomes_seq),
             ]
-            if self.reservations is not None:
-                # Not in snapshots: replaying the bucket's stream is one message per key.
-                self.reservations.last_seq = 0
-                self._followers.append(
-                    self._follower(RESERVATIONS_STREAM, self._apply_reservation, 0)
-                )
+            for side in self.streams:
+                # Not in snapshots: replaying a side stream costs one message per key.
+                side.reset()
+                self._followers.append(self._follower(side.stream, self._side_sink(side), 0))
         return self._followers
 
     def _follower(
@@ -221,11 +218,15 @@ class Planner:
                 (resource_key(cluster, group, resource), object_key(namespace, name))
             )
 
-    def _apply_reservation(self, seq: int, subject: str, data: bytes) -> None:
-        assert self.reservations is not None
-        changed = self.reservations.apply(seq, subject, data)
-        if changed is not None:
-            self.projection.changed.add((RESERVATIONS_RESOURCE, changed))
+    def _side_sink(self, side: SideStream) -> MessageSink:
+        fold = side.fold
+
+        def sink(seq: int, subject: str, data: bytes) -> None:
+            key = fold(seq, subject, data)
+            if key is not None:
+                self.projection.changed.add(key)
+
+        return sink
 
     def _due(self, now: float) -> set[tuple[str, str]]:
         due: set[tuple[str, str]] = set()

@@ -1,8 +1,8 @@
 """The planner process: lease, planner engine and readiness, inside the shared service shell.
 
-The planner follows the webhook's reservation bucket (see
-:mod:`spreadbus.projection.reservations`). Whichever of the two services starts first creates
-the bucket, with the same settings, so neither waits for the other.
+The planner runs the rules of every registered feature (:mod:`spreadbus.features.registry`)
+and follows their side streams; a feature's planner side may create what it reads first (the
+WorkloadSpread reservation bucket, which the webhook creates too, whichever starts first).
 
 The lease, the planner and the readiness loop run as three tasks under :func:`supervise`: if
 any of them ends before a stop request, the planner steps down at once and the process exits
@@ -19,12 +19,10 @@ from collections.abc import Coroutine
 from typing import Any
 
 from services.planner.planner import Planner
-from services.planner.rules import default_rules
 from services.planner.settings import PlannerSettings
-from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
-from spreadbus.projection.reservations import ReservationLedgers
+from spreadbus.engine.feature import PlannerContext, PlannerSide
+from spreadbus.features.registry import features
 from spreadbus.runtime.lease import Lease
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 from spreadbus.runtime.snapshot_store import SnapshotStore
@@ -33,19 +31,12 @@ CAUGHT_UP = "caught_up"
 
 
 async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
-    await reservation_bucket(ctx.nc, settings.nats_replicas)
-    reservations = ReservationLedgers(settings.cluster)
+    sides = await planner_sides(settings, ctx)
     planner = Planner(
         ctx.nc,
         cluster=settings.cluster,
-        rules=default_rules(
-            settings.cluster,
-            reservations=reservations,
-            whitelist=parse_whitelist(settings.workload_whitelist or None),  # checked on load
-            adaptive_recover_seconds=settings.adaptive_recover_seconds,
-            workloadspread_min_interval_seconds=settings.workloadspread_min_interval_seconds,
-        ),
-        reservations=reservations,
+        rules=[rule for side in sides for rule in side.rules],
+        streams=[stream for side in sides for stream in side.streams],
         snapshots=SnapshotStore(
             ctx.nc, bucket=settings.snapshot_bucket, replicas=settings.nats_replicas
         ),
@@ -70,6 +61,14 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
                 return
 
     await supervise(planner, lease, readiness(), ctx.stopping, halt)
+
+
+async def planner_sides(settings: PlannerSettings, ctx: ServiceContext) -> list[PlannerSide]:
+    """Every registered feature's planner side, in registry order."""
+    feature_ctx = PlannerContext(cluster=settings.cluster, settings=settings, nc=ctx.nc,
+                                 nats_replicas=settings.nats_replicas)
+    chosen = features(settings.feature_plugins)
+    return [await f.planner(feature_ctx) for f in chosen if f.planner is not None]
 
 
 async def supervise(planner: Planner, lease: Lease, readiness: Coroutine[Any, Any, None],

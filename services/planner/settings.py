@@ -7,7 +7,7 @@ once the service has started.
 
 from __future__ import annotations
 
-from spreadbus.core.workloadspread.custom_workloads import WhitelistError, parse_whitelist
+from spreadbus.features.workloadspread.core.custom_workloads import WhitelistError, parse_whitelist
 from spreadbus.runtime.settings import ServiceSettings
 
 

@@ -1,36 +1,27 @@
 """Watcher settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`).
 
-The workload kinds come from :mod:`spreadbus.core.workload_kinds`, the table the webhook and the
-planner read too, so every kind a WorkloadSpread may target is observed. Custom workloads named
-by ``--workload-whitelist`` (the same JSON the webhook and the planner take) are added to
-``resources`` even when ``--resources`` is given: without them their pods could not be steered.
-A resource the cluster does not serve (a CRD not installed) is tolerated by the watch loop.
-A whitelist that cannot be used is a bad setting (exit 2) naming every problem in it.
+The resources to watch are, unless ``--resources`` names them, those the registered features
+declare (:func:`spreadbus.features.registry.watched_resources`): every kind a feature reads is
+observed. Custom workloads named by ``--workload-whitelist`` (the same JSON the webhook and the
+planner take) are added to ``resources`` even when ``--resources`` is given: without them their
+pods could not be steered. A resource the cluster does not serve (a CRD not installed) is
+tolerated by the watch loop. A whitelist or a feature plugin that cannot be used is a bad setting
+(exit 2) naming every problem in it.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from spreadbus.core.workload_kinds import workload_kinds
-from spreadbus.core.workloadspread.custom_workloads import WhitelistError, parse_whitelist
+from spreadbus.features.registry import PluginError, features, watched_resources
+from spreadbus.features.workloadspread.core.custom_workloads import WhitelistError, parse_whitelist
+from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from spreadbus.runtime.settings import ServiceSettings
-
-DEFAULT_RESOURCES = (
-    "v1/pods",
-    "v1/nodes",
-    *workload_kinds().resources(),
-    "apps/v1/controllerrevisions",
-    "policy/v1/poddisruptionbudgets",
-    "apps.kruise.io/v1alpha1/workloadspreads",
-    "apps.kruise.io/v1alpha1/uniteddeployments",
-    "apps.karmada.io/v1alpha1/workloadrebalancers",
-)
 
 
 class WatcherSettings(ServiceSettings, frozen=True, kw_only=True):
-    resources: tuple[str, ...] = DEFAULT_RESOURCES
-    """``[group/]version/resource`` to list and watch."""
+    resources: tuple[str, ...] = ()
+    """``[group/]version/resource`` to list and watch; empty: what the features read."""
     workload_whitelist: str = ""
     """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
     max_in_flight: int = 2000
@@ -47,6 +38,14 @@ class WatcherSettings(ServiceSettings, frozen=True, kw_only=True):
                 "modified_hold_seconds (--modified-hold-seconds, SPREADBUS_MODIFIED_HOLD_SECONDS) "
                 f"must be >= 0, not {self.modified_hold_seconds}"
             )
+        if not self.resources:
+            try:
+                chosen = features(self.feature_plugins)
+            except PluginError as exc:
+                raise ValueError(
+                    f"feature_plugins (--feature-plugins, SPREADBUS_FEATURE_PLUGINS): {exc}"
+                ) from exc
+            msgspec.structs.force_setattr(self, "resources", watched_resources(chosen))
         if not self.workload_whitelist:
             return
         try:

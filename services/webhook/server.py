@@ -1,7 +1,10 @@
-"""The admission paths: one per kind of review, every review answered.
+"""The admission paths: the registered features' handlers, every review answered.
 
-Paths (the webhook configurations in ``deploy/webhook/`` point at them), served over HTTPS by
-:class:`services.webhook.review_protocol.ReviewServer`:
+Each path (the webhook configurations in ``deploy/webhook/`` point at them) runs the handlers
+the features registered on it, in registry order, combined by
+:func:`spreadbus.engine.admission_chain.run_chain`; conversion paths answer ConversionReviews. All
+are served over HTTPS by :class:`services.webhook.review_protocol.ReviewServer`. With WorkloadSpread
+registered:
 
 - ``POST /mutate-pod``: pod CREATE; steers the pod into a subset with a JSON Patch.
 - ``POST /validate-pod``: pod DELETE (records the freed slot) and ``pods/eviction`` CREATE
@@ -12,11 +15,12 @@ Paths (the webhook configurations in ``deploy/webhook/`` point at them), served 
 ``/healthz``, ``/readyz`` and ``/metrics`` (with the latency histogram) are served on the plain
 HTTP health port by :class:`spreadbus.runtime.health.HealthServer`, from the same registry.
 
-Failure policy, chosen per path to match the configuration's ``failurePolicy``:
+Failure policy, chosen per path from its handlers' ``failure_policy`` to match the
+configuration's ``failurePolicy`` (one handler that fails closed makes its path fail closed):
 
-- an exception while answering a pod review allows the request unchanged (fail open, with a
-  warning), as the API server would with ``failurePolicy: Ignore`` after a timeout, but at once;
-- an exception while validating a WorkloadSpread denies it with a 500 (fail closed), so an
+- an exception on a fail-open path (the pod reviews) allows the request unchanged, with a
+  warning, as the API server would with ``failurePolicy: Ignore`` after a timeout, but at once;
+- an exception on a fail-closed path (validating a WorkloadSpread) denies it with a 500, so an
   unchecked spread is never stored;
 - a body that is not a usable AdmissionReview gets an AdmissionReview answer that denies it,
   with HTTP 400 and the reason (the API server then applies its own failure policy).
@@ -30,16 +34,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any, Final, Protocol
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
 
 import msgspec
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from services.webhook import conversion, review
-from services.webhook.review import AdmissionRequest
+from kubesemantics import go_duration
 from services.webhook.review_protocol import Answer, Route
-from spreadbus.core import go_duration
+from spreadbus.engine import conversion_review, review
+from spreadbus.engine.admission_chain import AdmissionHandler, Verdict, fails_open, paths, run_chain
+from spreadbus.engine.conversion_review import Convert
+from spreadbus.engine.review import AdmissionRequest
 
 log = logging.getLogger(__name__)
 
@@ -61,16 +67,6 @@ LATENCY_BUCKETS: Final = (
     1.0,
     3.0,
 )
-
-
-class Policy(Protocol):
-    """What the webhook decides; each method returns a complete AdmissionReview answer."""
-
-    async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]: ...
-
-    async def record_pod_removal(self, request: AdmissionRequest) -> dict[str, Any]: ...
-
-    async def validate_workloadspread(self, request: AdmissionRequest) -> dict[str, Any]: ...
 
 
 Handler = Callable[[AdmissionRequest], Awaitable[dict[str, Any]]]
@@ -97,7 +93,11 @@ class Metrics:
 
 
 def build_routes(
-    policy: Policy, metrics: Metrics | None = None, *, answer_timeout: float = 2.5
+    handlers: Sequence[AdmissionHandler],
+    *,
+    conversions: Mapping[str, Convert] | None = None,
+    metrics: Metrics | None = None,
+    answer_timeout: float = 2.5,
 ) -> dict[str, Route]:
     """The review paths and conversion, for :class:`~services.webhook.review_protocol.ReviewServer`.
 
@@ -107,17 +107,32 @@ def build_routes(
     (``?timeout=``) is bounded by that one (:func:`answer_limit`).
     """
     metrics = metrics or Metrics()
-    reviews = (
-        ("/mutate-pod", policy.mutate_pod, True),
-        ("/validate-pod", policy.record_pod_removal, True),
-        ("/validate-workloadspread", policy.validate_workloadspread, False),
-    )
     routes = {
-        path: _review_route(path, handler, fail_open, metrics, answer_timeout)
-        for path, handler, fail_open in reviews
+        path: _review_route(path, _chain(on_path), fails_open(on_path), metrics, answer_timeout)
+        for path, on_path in paths(handlers).items()
     }
-    routes["/convert"] = _conversion_route(metrics)
+    for path, convert in (conversions or {}).items():
+        if path in routes:
+            raise ValueError(f"path {path} registered twice")
+        routes[path] = _conversion_route(path, convert, metrics)
     return routes
+
+
+def _chain(handlers: Sequence[AdmissionHandler]) -> Handler:
+    """One path's handlers as one review handler answering a complete AdmissionReview."""
+
+    async def answer(request: AdmissionRequest) -> dict[str, Any]:
+        return review_answer(request, await run_chain(handlers, request))
+
+    return answer
+
+
+def review_answer(request: AdmissionRequest, verdict: Verdict) -> dict[str, Any]:
+    if verdict.allowed:
+        return review.allow(request.uid, api_version=request.api_version, patch=verdict.patch,
+                            warnings=verdict.warnings)
+    return review.deny(request.uid, verdict.message, code=verdict.code, reason=verdict.reason,
+                       api_version=request.api_version, causes=verdict.causes)
 
 
 ANSWER_MARGIN_SECONDS: Final = 0.5
@@ -179,9 +194,9 @@ def _review_route(
     return Route(answer, too_large)
 
 
-def _conversion_route(metrics: Metrics) -> Route:
-    converted_latency = metrics.latency.labels("/convert", "allowed")
-    refused_latency = metrics.latency.labels("/convert", "denied")
+def _conversion_route(path: str, convert: Convert, metrics: Metrics) -> Route:
+    converted_latency = metrics.latency.labels(path, "allowed")
+    refused_latency = metrics.latency.labels(path, "denied")
 
     async def answer(body: bytes, query: str) -> Answer:
         started = time.perf_counter()
@@ -189,13 +204,13 @@ def _conversion_route(metrics: Metrics) -> Route:
             review_body: object = msgspec.json.decode(body)
         except (msgspec.DecodeError, RecursionError):
             review_body = None
-        result = conversion.review_answer(review_body)
+        result = conversion_review.answer(review_body, convert)
         ok = result["response"]["result"]["status"] == "Success"
         (converted_latency if ok else refused_latency).observe(time.perf_counter() - started)
         return 200, _ENCODER.encode(result)
 
     def too_large() -> Answer:
-        return 413, _ENCODER.encode(conversion.failed("request body too large"))
+        return 413, _ENCODER.encode(conversion_review.failed("request body too large"))
 
     return Route(answer, too_large)
 

@@ -1,4 +1,8 @@
-"""Assembles the running webhook: NATS, the view and its follower, the ledger, HTTPS, health.
+"""Assembles the running webhook: NATS, the features' sides and their follower, HTTPS, health.
+
+Every registered feature's webhook side (:mod:`spreadbus.features.registry`) is built at start;
+one follower of the observation stream feeds each side's fold, and the paths serve the handlers
+the sides registered (:func:`services.webhook.server.build_routes`).
 
 It runs in the shared service shell (:mod:`spreadbus.runtime.service`: JSON logs, health server,
 NATS, signals). ``/readyz`` says ready only once NATS is connected and the view has caught up
@@ -20,15 +24,12 @@ from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
 
 from events import streams, subjects
-from services.webhook.admission import SpreadAdmission
 from services.webhook.certificates import CertificateFiles
-from services.webhook.ledger import LedgerStore
 from services.webhook.review_protocol import ReviewServer
 from services.webhook.server import MAX_BODY, Metrics, build_routes
-from services.webhook.view import View
-from services.webhook.view_progress import ViewProgress
-from spreadbus.core.workload_kinds import workload_kinds
-from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
+from spreadbus.engine.feature import WebhookContext, WebhookSide
+from spreadbus.features.registry import features
+from spreadbus.features.workloadspread.core.custom_workloads import parse_whitelist
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -36,7 +37,6 @@ from spreadbus.runtime.follower import (
     raise_if_ended,
 )
 from spreadbus.runtime.health import ReadinessGate
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 from spreadbus.runtime.service import ServiceContext, done_or_stopped
 from spreadbus.runtime.settings import ServiceSettings
 from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
@@ -47,8 +47,6 @@ CAUGHT_UP = "caught_up"
 SHUTDOWN_GRACE_SECONDS: Final = 1.0
 """How long reviews in flight at shutdown may still take; most take milliseconds, and one
 waiting on NATS fails open at its answer timeout anyway."""
-LISTEN_TIMEOUT_SECONDS: Final = 5.0
-"""How long start-up waits to hear other replicas before serving anyway (a warning says so)."""
 
 
 class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
@@ -90,25 +88,34 @@ class WebhookService:
         self.registry = registry
         self.gate = gate
         self.metrics = Metrics(registry)
-        self.whitelist = parse_whitelist(settings.workload_whitelist or None)
-        self.view = View(cluster=settings.cluster, kinds=workload_kinds(self.whitelist))
-        self.progress = ViewProgress(self.view)
+        self.sides: dict[str, WebhookSide] = {}
+        """Each feature's side by feature name, in registry order."""
+        self.seq = 0
         self.certificates = CertificateFiles(Path(settings.tls_cert), Path(settings.tls_key))
         self.port = settings.port
         self.follower: StreamFollower | None = None
-        self.admission: SpreadAdmission | None = None
         self.reviews: ReviewServer | None = None
         self.site: HttpsSite | None = None
         self.follower_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        kv = await reservation_bucket(self.nc, self.settings.nats_replicas)
+        context = WebhookContext(
+            cluster=self.settings.cluster,
+            settings=self.settings,
+            nc=self.nc,
+            registry=self.registry,
+            clock=self.wall_clock,
+            stream_drained=self._stream_drained,
+            nats_replicas=self.settings.nats_replicas,
+        )
+        self.sides = {f.name: await f.webhook(context)
+                      for f in features(self.settings.feature_plugins) if f.webhook is not None}
         cluster = subjects.escape(self.settings.cluster)
         self.follower = StreamFollower(
             self.nc,
             stream=streams.KUBE.name,
-            sink=self.view.apply_message,
+            sink=self._fold,
             subjects=[f"{subjects.OBSERVATIONS}.{cluster}.>", f"{subjects.SYNC}.{cluster}.>"],
             on_progress=self._on_progress,
             metrics=FollowerMetrics(self.registry),
@@ -117,28 +124,20 @@ class WebhookService:
             max_silence_seconds=TOMBSTONE_TRUSTED_SHARE * streams.TOMBSTONE_TTL_SECONDS,
             wall_clock=self.wall_clock,
         )
-        self.admission = SpreadAdmission(
-            view=self.view,
-            ledger=LedgerStore(kv, deadline_seconds=self.settings.ledger_deadline_seconds),
-            progress=self.progress,
-            nc=self.nc,
-            whitelist=self.whitelist,
-            stream_drained=self._stream_drained,
-        )
-        self._export_state(self.admission)
-        try:
-            # Before the first review: a replica that cannot yet hear which WorkloadSpreads the
-            # others allowed could admit a just-created workload's first pod unsteered.
-            await asyncio.wait_for(self.admission.hints.listening(), LISTEN_TIMEOUT_SECONDS)
-        except Exception as exc:
-            log.warning("not yet hearing other replicas' allowed WorkloadSpreads: %r", exc)
+        self._export_state()
+        for side in self.sides.values():
+            await side.start()
         self.follower_task = asyncio.create_task(self.follower.run())
         self._tasks.append(self.follower_task)
         self._tasks.append(
             asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
         )
         routes = build_routes(
-            self.admission, self.metrics, answer_timeout=self.settings.answer_timeout_seconds
+            [handler for side in self.sides.values() for handler in side.handlers],
+            conversions={path: convert for side in self.sides.values()
+                         for path, convert in side.conversions.items()},
+            metrics=self.metrics,
+            answer_timeout=self.settings.answer_timeout_seconds,
         )
         self.reviews = ReviewServer(routes, max_body=MAX_BODY)
         self.site = HttpsSite(
@@ -152,26 +151,21 @@ class WebhookService:
         self.port = self.site.port
         log.info("webhook listening", extra={"port": self.port})
 
-    def _export_state(self, admission: SpreadAdmission) -> None:
-        """Counts kept by the view, the policy and the ledger, read at scrape time."""
+    def _fold(self, seq: int, subject: str, data: bytes) -> None:
+        for side in self.sides.values():
+            side.apply_message(seq, subject, data)
+        self.seq = seq
+
+    def _export_state(self) -> None:
+        """Counts kept by the features' sides and the fold, read at scrape time."""
         readers: dict[str, tuple[str, Callable[[], float]]] = {
-            "spreadbus_webhook_pods_steered": (
-                "Pods steered into a subset",
-                lambda: admission.steered,
-            ),
-            "spreadbus_webhook_ledger_writes": (
-                "Reservation batches committed",
-                lambda: admission.ledger.writes,
-            ),
-            "spreadbus_webhook_ledger_conflicts": (
-                "Reservation compare-and-set conflicts",
-                lambda: admission.ledger.conflicts,
-            ),
             "spreadbus_webhook_view_seq": (
                 "Last observation stream sequence folded into the view",
-                lambda: self.view.seq,
+                lambda: self.seq,
             ),
         }
+        for side in self.sides.values():
+            readers.update(side.gauges())
         for name, (text, read) in readers.items():
             Gauge(name, text, registry=self.registry).set_function(read)
 
@@ -181,7 +175,8 @@ class WebhookService:
     def _on_progress(self) -> None:
         if self.follower is not None:
             self.gate.set(CAUGHT_UP, self.follower.caught_up)
-        self.progress.notify()
+        for side in self.sides.values():
+            side.progressed()
 
     async def stop(self) -> None:
         if self.follower is not None:
@@ -190,8 +185,8 @@ class WebhookService:
             await self.site.stop()
         if self.reviews is not None:
             await self.reviews.close(SHUTDOWN_GRACE_SECONDS)
-        if self.admission is not None:
-            await self.admission.announcements.drain(timeout=1.0)
+        for side in self.sides.values():
+            await side.stop()
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

@@ -24,15 +24,19 @@ import sys
 import uuid
 
 from spreadbus.cli.offline_input import InputError, fail, read_now, read_object_set, read_objects
-from spreadbus.core.workload_kinds import replicas_path_problem
-from spreadbus.core.workloadspread.admission import admit_create, admit_delete
-from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
-from spreadbus.core.workloadspread.occupancy import (
+from spreadbus.features.workloadspread.core.admission import admit_create, admit_delete
+from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
+from spreadbus.features.workloadspread.core.occupancy import (
     SubsetLoad,
     loads_from_pods,
     reservations_from_status,
 )
-from spreadbus.core.workloadspread.target import ReplicasPathError, lookup_in, workload_replicas
+from spreadbus.features.workloadspread.core.target import (
+    ReplicasPathError,
+    lookup_in,
+    workload_replicas,
+)
+from spreadbus.features.workloadspread.core.workload_kinds import replicas_path_problem
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -26,8 +26,8 @@ from rich.table import Table
 
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
-from spreadbus.core.workloadspread import pod_state
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION
+from spreadbus.features.workloadspread.core import pod_state
+from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION
 
 NAMESPACE = "demo"
 

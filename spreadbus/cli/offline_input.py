@@ -13,14 +13,14 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spreadbus.core.workloadspread.documents import (
+from spreadbus.features.workloadspread.core.documents import (
     JSON,
     DocumentError,
     ObjectSet,
     parse_documents,
     sort_objects,
 )
-from spreadbus.core.workloadspread.model import parse_time
+from spreadbus.features.workloadspread.core.model import parse_time
 
 EXIT_UNREADABLE = 2
 

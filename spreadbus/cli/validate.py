@@ -1,21 +1,23 @@
-"""``spreadbus validate -f FILE [--old FILE]``: the WorkloadSpread webhook's answer, offline.
+"""``spreadbus validate -f FILE [--old FILE]``: a validating webhook's answer, offline.
 
-The first WorkloadSpread in FILE is validated as a CREATE (or as an UPDATE from the first
-WorkloadSpread in ``--old``) against every other object in FILE: other WorkloadSpreads for
-targetRef conflicts, the target workload for patch checks, and a ``kruise-configuration``
-ConfigMap for the custom workload whitelist. Exit 0 when allowed, 1 when denied, 2 when the input
-cannot be read.
+The first object in FILE of a kind a registered feature validates (WorkloadSpread, ...) is
+validated as a CREATE (or as an UPDATE from the first object of the same kind in ``--old``)
+against every other object in FILE, which the feature reads as context (for WorkloadSpread: other
+WorkloadSpreads for targetRef conflicts, the target workload for patch checks, and a
+``kruise-configuration`` ConfigMap for the custom workload whitelist). Exit 0 when allowed, 1 when
+denied, 2 when the input cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
-from spreadbus.cli.offline_input import InputError, fail, read_object_set
-from spreadbus.core.field_errors import describe
-from spreadbus.core.workloadspread.model import api_group
-from spreadbus.core.workloadspread.validation import validate_workloadspread
+from kubesemantics.field_errors import describe
+from spreadbus.cli.offline_input import InputError, fail, read_objects
+from spreadbus.engine.feature import UnreadableInput, Validator
+from spreadbus.features.registry import BUILTIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -24,48 +26,40 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
-def _target_workload(
-    ws: dict[str, object], others: list[dict[str, object]]
-) -> dict[str, object] | None:
-    spec = ws.get("spec")
-    ref = spec.get("targetRef") if isinstance(spec, dict) else None
-    meta = ws.get("metadata")
-    namespace = (meta.get("namespace") if isinstance(meta, dict) else None) or "default"
-    if not isinstance(ref, dict):
-        return None
-    for obj in others:
-        obj_meta = obj.get("metadata")
-        if not isinstance(obj_meta, dict):
-            continue
-        if (
-            obj.get("kind") == ref.get("kind")
-            and obj_meta.get("name") == ref.get("name")
-            and (obj_meta.get("namespace") or "default") == namespace
-            and api_group(str(obj.get("apiVersion") or ""))
-            == api_group(str(ref.get("apiVersion") or ""))
-        ):
-            return obj
-    return None
+def _group_kind(obj: dict[str, Any]) -> tuple[str, str]:
+    api_version = str(obj.get("apiVersion") or "")
+    return (api_version.rpartition("/")[0], str(obj.get("kind") or ""))
+
+
+def _validators() -> dict[tuple[str, str], Validator]:
+    return {kind: v for feature in BUILTIN for kind, v in feature.validators.items()}
 
 
 def run(args: argparse.Namespace) -> int:
+    validators = _validators()
+    kinds = " or ".join(kind for _, kind in validators)
     try:
-        objects = read_object_set(args.filename)
-        old_objects = read_object_set(args.old) if args.old else None
+        objects = read_objects(args.filename)
+        old_objects = read_objects(args.old) if args.old else None
     except InputError as exc:
         return fail(exc)
-    if not objects.workloadspreads:
-        return fail(f"no WorkloadSpread in {args.filename}")
-    if old_objects is not None and not old_objects.workloadspreads:
-        return fail(f"no WorkloadSpread in {args.old}")
-    ws, *others = objects.workloadspreads
-    errors = validate_workloadspread(
-        ws,
-        others=others,
-        old=old_objects.workloadspreads[0] if old_objects is not None else None,
-        whitelist=objects.whitelist,
-        workload=_target_workload(ws, objects.others),
-    )
+    index = next((i for i, o in enumerate(objects) if _group_kind(o) in validators), None)
+    if index is None:
+        return fail(f"no {kinds} in {args.filename}")
+    obj = objects[index]
+    group_kind = _group_kind(obj)
+    old = None
+    if old_objects is not None:
+        old = next((o for o in old_objects if _group_kind(o) == group_kind), None)
+        if old is None:
+            return fail(f"no {group_kind[1]} in {args.old}")
+    try:
+        answer = validators[group_kind](
+            obj, old=old, context=objects[:index] + objects[index + 1:]
+        )
+    except UnreadableInput as exc:
+        return fail(f"{args.filename}: {exc}")
+    errors = answer.errors
     allowed = not errors
     if args.output == "json":
         print(json.dumps({"allowed": allowed, "errors": [e.to_dict() for e in errors]}))

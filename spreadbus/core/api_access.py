@@ -9,11 +9,12 @@ Only two services talk to the Kubernetes API; the planner and the webhook work f
   "already true") and patches it; ``patch_status`` reads the object too (the status
   subresource's GET would need its own grant, and the main resource carries the same fields) and
   patches ``<resource>/status``; ``evict`` creates ``pods/eviction``. The resources a plan may
-  target are those the planner's rules emit (:data:`PLAN_TARGETS`).
+  target are those the registered features declare (``Feature.plan_targets``, gathered by
+  :func:`spreadbus.features.registry.plan_targets`).
 
-A rule that emits a new kind of plan, or a new target, adds a row to :data:`PLAN_TARGETS`; the
-test in ``tests/deploy`` then fails until ``deploy/rbac/actuator.yaml`` grants it, and fails too if
-the RBAC grants anything the table does not need.
+A feature whose rules emit a new kind of plan, or a new target, declares it; the test in
+``tests/deploy`` then fails until ``deploy/rbac/actuator.yaml`` grants it, and fails too if the
+RBAC grants anything the features do not need.
 """
 
 from __future__ import annotations
@@ -39,15 +40,6 @@ PLAN_REQUESTS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
 }
 """Plan verb -> (subresource, RBAC verb) of every request applying it makes."""
 
-PLAN_TARGETS: Final = (
-    ("patch", "apps", "deployments"),  # observed-generation annotation
-    ("patch", "", "pods"),  # deletion cost, matched annotation, subset metadata
-    ("patch_status", "apps.kruise.io", "workloadspreads"),  # WorkloadSpread status
-    ("evict", "", "pods"),  # Adaptive rescheduling
-)
-"""(plan verb, group, resource) of every plan the planner's rules emit."""
-
-
 def watch_access(resources: Iterable[str]) -> frozenset[Access]:
     """What listing and watching ``[group/]version/resource`` specs needs."""
     out = set()
@@ -58,7 +50,7 @@ def watch_access(resources: Iterable[str]) -> frozenset[Access]:
     return frozenset(out)
 
 
-def plan_access(targets: Iterable[tuple[str, str, str]] = PLAN_TARGETS) -> frozenset[Access]:
+def plan_access(targets: Iterable[tuple[str, str, str]]) -> frozenset[Access]:
     """What applying plans of these (verb, group, resource) needs."""
     out = set()
     for verb, group, resource in targets:

@@ -56,6 +56,9 @@ class ServiceSettings(msgspec.Struct, frozen=True, kw_only=True):
     kubeconfig: str = ""
     """Path of a kubeconfig; empty means in-cluster configuration, else ~/.kube/config."""
     kube_context: str = ""
+    feature_plugins: tuple[str, ...] = ()
+    """More features to run beside the built-in ones, each ``module:attribute`` naming a
+    :class:`spreadbus.engine.feature.Feature` (see :mod:`spreadbus.features.registry`)."""
 
 
 S = TypeVar("S", bound=msgspec.Struct)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from spreadbus.runtime.parent_death import die_with_parent
+from tests.fixtures.generation_feature import PLUGIN as GENERATION_PLUGIN
 from tests.fixtures.polling import wait_until
 
 
@@ -101,8 +102,12 @@ def logs_on_failure(*services: ServiceProcess) -> Iterator[None]:
 
 @contextlib.contextmanager
 def stack(nats_url: str, kubeconfig: Path, log_dir: Path, cluster: str = "e2e",
-          resources: str = "apps/v1/deployments,v1/pods") -> Iterator[dict[str, ServiceProcess]]:
-    common = ["--nats-url", nats_url, "--cluster", cluster, "--kubeconfig", str(kubeconfig)]
+          resources: str = "apps/v1/deployments,v1/pods",
+          plugins: str = GENERATION_PLUGIN) -> Iterator[dict[str, ServiceProcess]]:
+    """Watcher, planner and actuator; by default with the test feature that annotates every
+    Deployment with its generation, which makes the whole chain checkable from outside."""
+    common = ["--nats-url", nats_url, "--cluster", cluster, "--kubeconfig", str(kubeconfig),
+              "--feature-plugins", plugins]
     services = {
         "watcher": ServiceProcess("watcher", [*common, "--resources", resources], log_dir),
         "planner": ServiceProcess("planner", [*common, "--lease-ttl-seconds", "3",

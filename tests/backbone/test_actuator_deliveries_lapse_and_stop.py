@@ -17,7 +17,6 @@ from prometheus_client import CollectorRegistry
 from events.messages import ObjectRef, Plan, Precondition
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
-from spreadbus.projection.observed_generation import ANNOTATION
 from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.rate_limit import TokenBucket
@@ -30,6 +29,7 @@ from tests.backbone.test_actuator_outcomes import (
     outcomes,
     publish,
 )
+from tests.fixtures.observed_generation import ANNOTATION
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
 

@@ -14,10 +14,10 @@ from events import codec, subjects
 from events.messages import ObjectRef, Outcome, Plan, Precondition
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
-from spreadbus.projection.observed_generation import ANNOTATION
 from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.observed_generation import ANNOTATION
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
 

@@ -18,10 +18,10 @@ import pytest
 
 from events.messages import Observation, Outcome, Plan
 from kubesim import KubeSimThread
-from spreadbus.projection.observed_generation import ANNOTATION, written_value
 from spreadbus.runtime.nats_server import NatsServer
 from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
 from tests.backbone.service_processes import stack
+from tests.fixtures.observed_generation import ANNOTATION, written_value
 from tests.fixtures.polling import wait_until
 
 KUBECTL = str(Path(sys.executable).parent / "kubectl")

@@ -28,11 +28,12 @@ from kubernetes import client
 
 from events.messages import Observation, Outcome, Plan
 from kubesim import KubeSimThread
-from spreadbus.projection.observed_generation import ANNOTATION, written_value
 from spreadbus.runtime.kube_client import kube_api_client
 from spreadbus.runtime.nats_server import NatsServer
 from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
 from tests.backbone.service_processes import ServiceProcess, stack
+from tests.fixtures.generation_feature import PLUGIN as GENERATION_PLUGIN
+from tests.fixtures.observed_generation import ANNOTATION, written_value
 from tests.fixtures.polling import wait_until
 
 DEPLOYMENTS = 20
@@ -124,7 +125,7 @@ def run_changes(
     with KubeRecorder(nats_server.url) as recorder, \
             stack(nats_server.url, kubeconfig, work, resources="apps/v1/deployments") as services:
         common = ["--nats-url", nats_server.url, "--cluster", "e2e",
-                  "--kubeconfig", str(kubeconfig)]
+                  "--kubeconfig", str(kubeconfig), "--feature-plugins", GENERATION_PLUGIN]
         extra = [
             ServiceProcess("planner", [*common, "--lease-ttl-seconds", "3",
                                        "--planner-id", "standby"], work).start(),

@@ -10,9 +10,9 @@ from events.messages import ObjectRef, Outcome, Plan
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
 from spreadbus.projection.kube_state import KubeProjection
-from spreadbus.projection.observed_generation import ObservedGeneration
 from spreadbus.projection.planning import plans_for
 from tests.backbone.log_builders import deployment, observe, random_log
+from tests.fixtures.observed_generation import ObservedGeneration
 
 RULE = ObservedGeneration("c1")
 

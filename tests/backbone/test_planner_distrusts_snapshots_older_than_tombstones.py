@@ -17,11 +17,11 @@ from events import subjects
 from events.streams import KUBE, observation_headers
 from services.planner.planner import SNAPSHOT_TRUSTED_SHARE, Planner
 from spreadbus.projection import snapshot
-from spreadbus.projection.observed_generation import ObservedGeneration
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import deployment, observe, synced
 from tests.fixtures.manual_clock import ManualClock
+from tests.fixtures.observed_generation import ObservedGeneration
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
 

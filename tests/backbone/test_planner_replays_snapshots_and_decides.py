@@ -12,12 +12,12 @@ from events import codec
 from events.messages import Plan
 from services.planner.planner import Planner
 from spreadbus.projection import snapshot
-from spreadbus.projection.observed_generation import ANNOTATION, ObservedGeneration, written_value
 from spreadbus.runtime.lease import Lease
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.snapshot_store import SnapshotStore
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import deployment, observe, synced
+from tests.fixtures.observed_generation import ANNOTATION, ObservedGeneration, written_value
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
 

@@ -9,14 +9,14 @@ from events.messages import Outcome, Plan
 from kubesim import jsonpatch
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
-from spreadbus.projection.observed_generation import (
+from spreadbus.projection.planning import patch_satisfied, plans_for
+from tests.backbone.log_builders import deployment, observe
+from tests.fixtures.observed_generation import (
     ANNOTATION,
     ANNOTATION_PATH,
     ObservedGeneration,
     written_value,
 )
-from spreadbus.projection.planning import patch_satisfied, plans_for
-from tests.backbone.log_builders import deployment, observe
 
 RULE = ObservedGeneration("c1")
 

@@ -13,6 +13,7 @@ from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.log_builders import synced
 from tests.backbone.service_processes import ServiceProcess, logs_on_failure
+from tests.fixtures.generation_feature import PLUGIN
 from tests.fixtures.polling import wait_until
 
 
@@ -40,8 +41,9 @@ def test_readyz_follows_the_nats_connection_while_healthz_stays_up(
     nats_server: NatsServer, tmp_path: Path
 ) -> None:
     asyncio.run(publish_sync(nats_server.url))
-    planner = ServiceProcess("planner", ["--nats-url", nats_server.url, "--cluster", "r"],
-                             tmp_path).start()
+    # The test feature's rule reads Deployments alone, whose list the sync marker completes.
+    args = ["--nats-url", nats_server.url, "--cluster", "r", "--feature-plugins", PLUGIN]
+    planner = ServiceProcess("planner", args, tmp_path).start()
     try:
         planner.wait_ready()
         nats_server.stop()

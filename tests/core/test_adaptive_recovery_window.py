@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.reconcile import plan_workloadspread
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.model import from_object
+from spreadbus.features.workloadspread.core.reconcile import plan_workloadspread
 from tests.core.builders import deployment, subset, workloadspread
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

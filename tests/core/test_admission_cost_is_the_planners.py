@@ -17,22 +17,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread import pod_state
-from spreadbus.core.workloadspread.admission import admit_create, cost_version
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.deletion_cost import admission_cost
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION, from_object
-from spreadbus.core.workloadspread.occupancy import (
+from spreadbus.features.workloadspread.core import pod_state
+from spreadbus.features.workloadspread.core.admission import admit_create, cost_version
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.deletion_cost import admission_cost
+from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION, from_object
+from spreadbus.features.workloadspread.core.occupancy import (
     loads_from_pods,
     subset_limit,
     subset_minimum,
 )
-from spreadbus.core.workloadspread.reconcile import (
+from spreadbus.features.workloadspread.core.reconcile import (
     latest_version,
     plan_workloadspread,
     workload_pods,
 )
-from spreadbus.core.workloadspread.target import lookup_in, workload_replicas
+from spreadbus.features.workloadspread.core.target import lookup_in, workload_replicas
 from tests.core.builders import deployment, replicaset, subset, workloadspread
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

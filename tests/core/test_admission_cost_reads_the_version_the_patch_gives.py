@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from spreadbus.core.workloadspread.admission import admit_create_for, cost_version
-from spreadbus.core.workloadspread.deletion_cost import admission_cost
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION, from_object
-from spreadbus.core.workloadspread.target import lookup_in
+from spreadbus.features.workloadspread.core.admission import admit_create_for, cost_version
+from spreadbus.features.workloadspread.core.deletion_cost import admission_cost
+from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION, from_object
+from spreadbus.features.workloadspread.core.target import lookup_in
 from tests.core.builders import deployment, replicaset, subset, workloadspread
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

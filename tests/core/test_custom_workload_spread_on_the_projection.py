@@ -12,11 +12,11 @@ from typing import Any
 
 from events import codec, subjects
 from events.messages import Observation
-from spreadbus.core.workload_kinds import default_plural
-from spreadbus.core.workloadspread.custom_workloads import parse_whitelist
+from spreadbus.features.workloadspread.core.custom_workloads import parse_whitelist
+from spreadbus.features.workloadspread.core.workload_kinds import default_plural
+from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.workloadspread import WorkloadSpreadRule
 
 T0 = 1_800_000_000.0
 MATCHED = "apps.kruise.io/matched-workloadspread"

@@ -8,13 +8,13 @@ from typing import Any, NamedTuple
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread import pod_state
-from spreadbus.core.workloadspread.deletion_cost import (
+from spreadbus.features.workloadspread.core import pod_state
+from spreadbus.features.workloadspread.core.deletion_cost import (
     annotation_updates,
     deletion_costs,
     subset_costs,
 )
-from spreadbus.core.workloadspread.model import FAKE_SUBSET, WorkloadSpread, from_object
+from spreadbus.features.workloadspread.core.model import FAKE_SUBSET, WorkloadSpread, from_object
 from tests.core.builders import pod, subset, workloadspread
 
 JSON = dict[str, Any]

@@ -6,12 +6,12 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from spreadbus.core.workloadspread import pod_state
-from spreadbus.core.workloadspread.admission import admit_create_for
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import WorkloadSpread, from_object
-from spreadbus.core.workloadspread.occupancy import loads_from_pods
-from spreadbus.core.workloadspread.reconcile import plan_workloadspread
+from spreadbus.features.workloadspread.core import pod_state
+from spreadbus.features.workloadspread.core.admission import admit_create_for
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
+from spreadbus.features.workloadspread.core.occupancy import loads_from_pods
+from spreadbus.features.workloadspread.core.reconcile import plan_workloadspread
 from tests.core.builders import deployment, pod, replicaset, subset, workloadspread
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spreadbus.core.go_duration import seconds
+from kubesemantics.go_duration import seconds
 
 
 @pytest.mark.parametrize(

@@ -18,12 +18,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesemantics import strategic_merge
-from spreadbus.core.workloadspread import json_patch
-from spreadbus.core.workloadspread.admission import AdmissionDecision, admit_create_for
-from spreadbus.core.workloadspread.injection import InjectionError
-from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION, Subset, WorkloadSpread
-from spreadbus.core.workloadspread.pod_state import Matched
+from kubesemantics import json_patch, strategic_merge
+from spreadbus.features.workloadspread.core.admission import AdmissionDecision, admit_create_for
+from spreadbus.features.workloadspread.core.injection import InjectionError
+from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION, Subset, WorkloadSpread
+from spreadbus.features.workloadspread.core.pod_state import Matched
 
 JSON = dict[str, Any]
 REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"

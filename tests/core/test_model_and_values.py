@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.intstr import IntOrStrError, int_value, scaled_value
-from spreadbus.core.workloadspread import json_patch
-from spreadbus.core.workloadspread.model import (
+from kubesemantics import json_patch
+from kubesemantics.intstr import IntOrStrError, int_value, scaled_value
+from spreadbus.features.workloadspread.core.model import (
     Condition,
     Status,
     SubsetStatus,

@@ -8,8 +8,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.occupancy import (
+from spreadbus.features.workloadspread.core.model import from_object
+from spreadbus.features.workloadspread.core.occupancy import (
     Loads,
     Reservation,
     SubsetLoad,

@@ -13,9 +13,9 @@ import pytest
 import yaml
 
 from spreadbus.cli import main
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.reconcile import plan_workloadspread
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.model import from_object
+from spreadbus.features.workloadspread.core.reconcile import plan_workloadspread
 from tests.core.builders import deployment, pod, replicaset, subset, workloadspread
 
 JSON = dict[str, Any]

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-from spreadbus.core.workloadspread.model import TargetFilter
-from spreadbus.core.workloadspread.pod_state import pod_labels
-from spreadbus.core.workloadspread.target import pod_counted_by_planner, pod_selected
+from spreadbus.features.workloadspread.core.model import TargetFilter
+from spreadbus.features.workloadspread.core.pod_state import pod_labels
+from spreadbus.features.workloadspread.core.target import pod_counted_by_planner, pod_selected
 from tests.core.builders import pod
 
 FRONT = {"matchLabels": {"tier": "front"}}

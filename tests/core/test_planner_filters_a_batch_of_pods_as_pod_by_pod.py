@@ -9,10 +9,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread import reconcile
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.target import lookup_in
+from spreadbus.features.workloadspread.core import reconcile
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.model import from_object
+from spreadbus.features.workloadspread.core.target import lookup_in
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
               "metadata": {"name": "web", "namespace": "default", "uid": "d"},

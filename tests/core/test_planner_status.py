@@ -9,24 +9,24 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.existing_pods import group_pods
-from spreadbus.core.workloadspread.model import (
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.existing_pods import group_pods
+from spreadbus.features.workloadspread.core.model import (
     FAKE_SUBSET,
     Condition,
     SubsetStatus,
     from_object,
     status_to_json,
 )
-from spreadbus.core.workloadspread.occupancy import Reservation
-from spreadbus.core.workloadspread.reconcile import (
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.core.reconcile import (
     latest_version,
     plan_workloadspread,
     workload_pods,
 )
-from spreadbus.core.workloadspread.reschedule import schedulable_condition
-from spreadbus.core.workloadspread.status import subset_status
-from spreadbus.core.workloadspread.target import lookup_in
+from spreadbus.features.workloadspread.core.reschedule import schedulable_condition
+from spreadbus.features.workloadspread.core.status import subset_status
+from spreadbus.features.workloadspread.core.target import lookup_in
 from tests.core.builders import (
     deployment,
     node,

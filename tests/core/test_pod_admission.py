@@ -10,24 +10,27 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread import json_patch
-from spreadbus.core.workloadspread.admission import (
+from kubesemantics import json_patch
+from spreadbus.features.workloadspread.core.admission import (
     admit_create,
     admit_create_for,
     admit_delete,
     admit_delete_for,
 )
-from spreadbus.core.workloadspread.custom_workloads import Whitelist, parse_whitelist
-from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.occupancy import (
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist, parse_whitelist
+from spreadbus.features.workloadspread.core.model import from_object
+from spreadbus.features.workloadspread.core.occupancy import (
     CREATE_TIMEOUT,
     Reservation,
     SubsetLoad,
     loads_from_pods,
     pod_slot,
 )
-from spreadbus.core.workloadspread.subset_choice import choose_subset, choose_subset_by_ordinal
-from spreadbus.core.workloadspread.target import (
+from spreadbus.features.workloadspread.core.subset_choice import (
+    choose_subset,
+    choose_subset_by_ordinal,
+)
+from spreadbus.features.workloadspread.core.target import (
     OwnerNotFound,
     governing_workloadspread,
     lookup_in,

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.model import Subset
-from spreadbus.core.workloadspread.occupancy import (
+from spreadbus.features.workloadspread.core.model import Subset
+from spreadbus.features.workloadspread.core.occupancy import (
     CREATE_TIMEOUT,
     DELETE_TIMEOUT,
     Reservation,
@@ -21,7 +21,7 @@ from spreadbus.core.workloadspread.occupancy import (
     expire,
     expired,
 )
-from spreadbus.core.workloadspread.status import subset_status
+from spreadbus.features.workloadspread.core.status import subset_status
 from tests.core.builders import pod
 
 AT = datetime(2026, 1, 1, tzinfo=UTC)

@@ -16,9 +16,12 @@ from hypothesis import strategies as st
 
 from events import codec, subjects
 from events.messages import Observation
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
+from spreadbus.features.workloadspread.core.model import (
+    DELETION_COST_ANNOTATION,
+    MATCHED_ANNOTATION,
+)
+from spreadbus.features.workloadspread.planning.spread_index import SpreadIndex
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
-from spreadbus.projection.spread_index import SpreadIndex
 
 CLUSTER = "c1"
 KINDS = {"Pod": ("", "pods"), "Deployment": ("apps", "deployments"),

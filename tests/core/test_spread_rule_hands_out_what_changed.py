@@ -16,13 +16,13 @@ import pytest
 
 from events import codec, subjects
 from events.messages import Observation
-from spreadbus.core.workloadspread import reconcile
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
-from spreadbus.core.workloadspread.model import format_time
-from spreadbus.projection import spread_tally
+from spreadbus.features.workloadspread.core import reconcile
+from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION as DELETION_COST
+from spreadbus.features.workloadspread.core.model import format_time
+from spreadbus.features.workloadspread.planning import spread_tally
+from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.workloadspread import WorkloadSpreadRule
 
 T0 = 1_800_000_000.0
 MATCHED = "apps.kruise.io/matched-workloadspread"

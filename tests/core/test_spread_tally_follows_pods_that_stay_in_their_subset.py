@@ -16,9 +16,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION
-from spreadbus.core.workloadspread.occupancy import Reservation
-from spreadbus.projection.spread_tally import SpreadTally
+from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally
 from tests.core.test_spread_tally_matches_full_recount import WHITELIST, World, expected_plan
 
 NAMES = ["p0", "p1", "p2", "p3"]

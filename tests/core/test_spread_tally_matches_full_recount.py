@@ -1,11 +1,11 @@
 """The planner's pod-by-pod tally of a WorkloadSpread gives what the full recount gives.
 
 Random sequences of pod creations, changes and deletions, reservations, workload scaling, version
-changes, status write-backs and the passing of time are applied to a :class:`SpreadTally` one
-change at a time; after each, its plan must equal
-:func:`~spreadbus.core.workloadspread.reconcile.plan_workloadspread` over every pod, and every pod
-whose deletion cost must change must have been handed out, now or at an earlier plan with the
-same value and the same observation of the pod.
+changes, status write-backs and the passing of time are applied to a :class:`SpreadTally` one change
+at a time; after each, its plan must equal
+:func:`~spreadbus.features.workloadspread.core.reconcile.plan_workloadspread` over every pod, and
+every pod whose deletion cost must change must have been handed out, now or at an earlier plan with
+the same value and the same observation of the pod.
 
 The WorkloadSpread is Adaptive in some runs (pods pending unschedulable since a moment near
 ``now``, so deadlines and the recovery window pass while the sequence runs), deletions are in
@@ -24,13 +24,13 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import WorkloadSpread, format_time, from_object
-from spreadbus.core.workloadspread.occupancy import Reservation
-from spreadbus.core.workloadspread.pod_state import matched, version
-from spreadbus.core.workloadspread.reconcile import plan_workloadspread, workload_pods
-from spreadbus.core.workloadspread.target import lookup_in
-from spreadbus.projection.spread_tally import SpreadTally
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.model import WorkloadSpread, format_time, from_object
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.core.pod_state import matched, version
+from spreadbus.features.workloadspread.core.reconcile import plan_workloadspread, workload_pods
+from spreadbus.features.workloadspread.core.target import lookup_in
+from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally
 from tests.core.builders import deployment, node, pod, replicaset, subset, workloadspread
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

@@ -27,12 +27,12 @@ from typing import Any
 import msgspec
 import pytest
 
-from spreadbus.core.workloadspread import reconcile
-from spreadbus.core.workloadspread.custom_workloads import Whitelist
-from spreadbus.core.workloadspread.model import MATCHED_ANNOTATION as MATCHED
-from spreadbus.core.workloadspread.model import WorkloadSpread, format_time, from_object
-from spreadbus.core.workloadspread.occupancy import Reservation
-from spreadbus.projection.spread_tally import SpreadTally, TallyPlan
+from spreadbus.features.workloadspread.core import reconcile
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
+from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
+from spreadbus.features.workloadspread.core.model import WorkloadSpread, format_time, from_object
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally, TallyPlan
 from tests.core.builders import deployment, node, pod, replicaset, subset, workloadspread
 
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)

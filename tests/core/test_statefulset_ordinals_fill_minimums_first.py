@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.admission import admit_create_for
-from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.occupancy import subset_minimum
-from spreadbus.core.workloadspread.subset_choice import (
+from spreadbus.features.workloadspread.core.admission import admit_create_for
+from spreadbus.features.workloadspread.core.model import from_object
+from spreadbus.features.workloadspread.core.occupancy import subset_minimum
+from spreadbus.features.workloadspread.core.subset_choice import (
     INT32_MAX,
     choose_subset_by_ordinal,
     ordinal_layout,
 )
-from spreadbus.core.workloadspread.validation import validate_workloadspread
+from spreadbus.features.workloadspread.core.validation import validate_workloadspread
 from tests.core.builders import pod, subset, workloadspread
 
 JSON = dict[str, Any]

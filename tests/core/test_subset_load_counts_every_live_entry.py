@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta, timezone
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.occupancy import (
+from spreadbus.features.workloadspread.core.occupancy import (
     CREATE_TIMEOUT,
     DELETE_TIMEOUT,
     SubsetLoad,

@@ -8,8 +8,13 @@ import msgspec
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spreadbus.core.workloadspread.model import Condition, Status, SubsetStatus, from_object
-from spreadbus.core.workloadspread.subset_choice import unschedulable_subsets
+from spreadbus.features.workloadspread.core.model import (
+    Condition,
+    Status,
+    SubsetStatus,
+    from_object,
+)
+from spreadbus.features.workloadspread.core.subset_choice import unschedulable_subsets
 from tests.core.builders import subset, workloadspread
 
 NAMES = ("a", "b", "c")

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spreadbus.core.json_type import json_type
+from kubesemantics.json_type import json_type
 
 JSON_NAMES = {"null", "boolean", "number", "string", "array", "object"}
 

@@ -9,15 +9,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.core.field_errors import FieldError
-from spreadbus.core.workloadspread.custom_workloads import (
+from kubesemantics.field_errors import FieldError
+from spreadbus.features.workloadspread.core.custom_workloads import (
     CustomWorkload,
     GroupKind,
     Whitelist,
     WhitelistError,
     parse_whitelist,
 )
-from spreadbus.core.workloadspread.validation import validate_workloadspread
+from spreadbus.features.workloadspread.core.validation import validate_workloadspread
 from tests.core.builders import deployment, subset, workloadspread
 
 JSON = dict[str, Any]

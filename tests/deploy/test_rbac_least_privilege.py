@@ -7,12 +7,12 @@ from typing import Any, get_args
 import pytest
 
 from events.messages import Verb
-from services.watcher.settings import DEFAULT_RESOURCES
 from spreadbus.core.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
+from spreadbus.features.registry import BUILTIN, plan_targets, watched_resources
 
 NEEDED = {
-    "spreadbus-watcher": watch_access(DEFAULT_RESOURCES),
-    "spreadbus-actuator": plan_access(),
+    "spreadbus-watcher": watch_access(watched_resources(BUILTIN)),
+    "spreadbus-actuator": plan_access(plan_targets(BUILTIN)),
     "spreadbus-planner": frozenset(),
     "spreadbus-webhook": frozenset(),
 }

@@ -18,9 +18,10 @@ import pytest
 from kubernetes import client, config
 
 from events.messages import Observation, Outcome, Plan
-from spreadbus.projection.observed_generation import ANNOTATION, written_value
 from spreadbus.runtime.parent_death import die_with_parent
 from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
+from tests.fixtures.generation_feature import PLUGIN as GENERATION_PLUGIN
+from tests.fixtures.observed_generation import ANNOTATION, written_value
 from tests.fixtures.polling import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,6 +97,8 @@ def start_up(data_dir: Path, log_path: Path) -> subprocess.Popen[str]:
             stderr=subprocess.STDOUT,
             text=True,
             cwd=ROOT,
+            # The test feature makes the chain visible: every Deployment gets its generation.
+            env={**os.environ, "SPREADBUS_FEATURE_PLUGINS": GENERATION_PLUGIN},
             preexec_fn=die_with_parent(),
         )
 

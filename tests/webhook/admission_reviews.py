@@ -7,7 +7,7 @@ import json
 import uuid
 from typing import Any
 
-from services.webhook.review import AdmissionRequest, parse
+from spreadbus.engine.review import AdmissionRequest, parse
 
 
 def review(

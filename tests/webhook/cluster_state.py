@@ -8,7 +8,7 @@ from typing import Any
 
 from events.codec import encode
 from events.messages import Observation, SyncMarker, WatchEventType
-from services.webhook.view import View
+from spreadbus.features.workloadspread.admission.view import View
 
 RESOURCES = {
     "Pod": ("", "v1", "pods"),

@@ -8,7 +8,7 @@ from typing import Any
 from nats.aio.client import Client
 
 from kubesim import jsonpatch
-from services.webhook.admission import SpreadAdmission
+from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,

@@ -13,10 +13,10 @@ from nats.aio.client import Client
 
 from events.codec import decode
 from events.messages import Admission
-from services.webhook.admission import SpreadAdmission
-from services.webhook.view import View
-from services.webhook.view_progress import ViewProgress
 from spreadbus.cli import main
+from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
+from spreadbus.features.workloadspread.admission.view import View
+from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
 from tests.webhook.admission_reviews import request
 from tests.webhook.cluster_state import (
     Feed,
@@ -136,7 +136,8 @@ async def test_a_replicas_path_that_does_not_resolve_is_a_warning_naming_the_fie
         _with_broken_path(spread([zone_subset("zone-a", "50%"), zone_subset("zone-b")])),
         "MODIFIED",
     )
-    with caplog.at_level(logging.WARNING, logger="services.webhook.admission"):
+    logger = "spreadbus.features.workloadspread.admission.admission"
+    with caplog.at_level(logging.WARNING, logger=logger):
         answer = await admission.mutate_pod(
             request(operation="CREATE", resource="pods", obj=new_pod())
         )

@@ -8,8 +8,10 @@ from typing import Any
 
 import aiohttp
 
-from services.webhook.review import AdmissionRequest
 from services.webhook.server import Metrics, answer_body, answer_limit, build_routes
+from spreadbus.engine.admission_chain import AdmissionHandler, Verdict
+from spreadbus.engine.review import AdmissionRequest
+from spreadbus.features.workloadspread.admission.conversion import convert
 from tests.webhook.admission_reviews import pod, review
 from tests.webhook.plain_review_server import serving
 
@@ -58,19 +60,20 @@ async def test_an_answer_for_another_request_is_treated_as_a_failure() -> None:
     assert result["response"]["warnings"]
 
 
-class Stuck:
-    """A policy whose every decision waits on a bus that never answers."""
+async def never_decides(request: AdmissionRequest) -> Verdict:
+    """A decision that waits on a bus that never answers."""
+    await asyncio.Event().wait()
+    raise AssertionError("unreachable")
 
-    async def mutate_pod(self, request: AdmissionRequest) -> dict[str, Any]:
-        await asyncio.Event().wait()
-        raise AssertionError("unreachable")
 
-    record_pod_removal = mutate_pod
-    validate_workloadspread = mutate_pod
+def Stuck() -> list[AdmissionHandler]:
+    """Handlers whose every decision waits forever, on the pod paths (fail open)."""
+    return [AdmissionHandler(feature="stuck", path=path, decide=never_decides)
+            for path in ("/mutate-pod", "/validate-pod")]
 
 
 async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() -> None:
-    routes = build_routes(Stuck(), Metrics(), answer_timeout=0.05)
+    routes = build_routes(Stuck(), metrics=Metrics(), answer_timeout=0.05)
     async with serving(routes) as (url, _), aiohttp.ClientSession() as http:
         response = await http.post(f"{url}/mutate-pod", data=body("slow"))
         answer = await response.json()
@@ -82,7 +85,7 @@ async def test_a_decision_that_takes_too_long_is_admitted_unchanged_in_time() ->
 async def test_a_shorter_deadline_sent_by_the_api_server_bounds_the_decision() -> None:
     """Configured to wait 30 s, the webhook answers a call sent with ``?timeout=1s`` (a
     configuration's timeoutSeconds: 1) by its failure policy while the API server still waits."""
-    routes = build_routes(Stuck(), Metrics(), answer_timeout=30)
+    routes = build_routes(Stuck(), metrics=Metrics(), answer_timeout=30)
     async with serving(routes) as (url, _), aiohttp.ClientSession() as http, asyncio.timeout(10):
         response = await http.post(f"{url}/mutate-pod?timeout=1s", data=body("short"))
         answer = await response.json()
@@ -103,7 +106,7 @@ def test_the_answer_limit_keeps_a_margin_inside_the_api_servers_deadline() -> No
 
 def test_a_body_over_the_limit_is_refused_with_an_answer_of_its_own_kind() -> None:
     metrics = Metrics()
-    routes = build_routes(Stuck(), metrics)
+    routes = build_routes(Stuck(), conversions={"/convert": convert}, metrics=metrics)
     status, answer = routes["/mutate-pod"].too_large()
     response = json.loads(answer)["response"]
     assert (status, response["allowed"], response["status"]["code"]) == (413, False, 413)

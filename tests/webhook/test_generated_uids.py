@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
-from services.webhook.admission import generated_uids
+from spreadbus.features.workloadspread.admission.admission import generated_uids
 
 
 def test_uids_of_one_replica_are_distinct_version_4_uuids() -> None:

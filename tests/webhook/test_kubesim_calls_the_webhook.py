@@ -114,7 +114,7 @@ async def wired(
         preexec_fn=die_with_parent(),
     )
     try:
-        admission = webhook.service.admission
+        admission = webhook.service.sides["workloadspread"].admission
         assert admission is not None
         await eventually(lambda: admission.synced, "the webhook's view to sync")
         yield cluster
@@ -148,7 +148,7 @@ async def test_pods_of_a_deployment_are_steered_into_subsets_by_the_api_servers_
     await asyncio.to_thread(
         create_spread, wired, spread([zone_subset("zone-a", 2), zone_subset("zone-b")])
     )
-    view = webhook.service.view
+    view = webhook.service.sides["workloadspread"].view
     await eventually(lambda: view.spreads_in("default"), "the spread to reach the view")
     deployment: dict[str, Any] = {
         "apiVersion": "apps/v1",
@@ -184,8 +184,8 @@ async def test_pods_of_a_deployment_are_steered_into_subsets_by_the_api_servers_
     result = await eventually(placed, "five scheduled pods")
     assert Counter(subset for subset, _ in result) == {"zone-a": 2, "zone-b": 3}
     assert all(subset == zone for subset, zone in result), "each pod runs in its subset's zone"
-    assert webhook.service.admission is not None
-    assert webhook.service.admission.steered == 5
+    assert webhook.service.sides["workloadspread"].admission is not None
+    assert webhook.service.sides["workloadspread"].admission.steered == 5
 
 
 async def test_pods_of_a_cloneset_are_steered_by_its_own_replica_count(
@@ -212,7 +212,7 @@ async def test_pods_of_a_cloneset_are_steered_by_its_own_replica_count(
         "name": "cache",
     }
     await asyncio.to_thread(create_spread, wired, body)
-    view = webhook.service.view
+    view = webhook.service.sides["workloadspread"].view
     await eventually(
         lambda: (
             view.spreads_in("default")

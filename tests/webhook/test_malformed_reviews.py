@@ -9,8 +9,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.webhook.review import AdmissionRequest
 from services.webhook.server import Metrics, answer_body
+from spreadbus.engine.review import AdmissionRequest
 from tests.webhook.admission_reviews import pod, review
 
 json_values = st.recursive(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.webhook.view import View
+from spreadbus.features.workloadspread.admission.view import View
 from tests.webhook.cluster_state import Feed, workload
 
 KINDS = (

@@ -16,9 +16,9 @@ from nats.aio.client import Client
 
 from events.reservations import ledger_key
 from kubesim import jsonpatch
-from services.webhook.admission import SpreadAdmission
-from services.webhook.ledger import Ledger
-from services.webhook.view import View
+from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
+from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
+from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.runtime.nats_server import NatsServer
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (

@@ -9,11 +9,11 @@ import nats
 from nats.js.api import DeliverPolicy
 
 from events.reservations import BUCKET, STREAM, LedgerEntry, ReservedSlot, ledger_key
-from services.webhook.ledger import Ledger, LedgerStore
-from spreadbus.core.workloadspread.occupancy import Reservation
-from spreadbus.projection.reservations import ReservationLedgers
+from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
+from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger, reservation_store
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.planning.reservations import ReservationLedgers
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 
 AT = datetime(2026, 3, 1, 8, 30, tzinfo=UTC)
 
@@ -30,7 +30,7 @@ async def test_a_ledger_the_webhook_writes_is_read_by_the_planner_and_a_plain_su
     nc = await nats.connect(nats_server.url)
     try:
         kv = await reservation_bucket(nc)
-        store = LedgerStore(kv)
+        store = reservation_store(kv)
         # A cluster and a name that need escaping, so the key layout is exercised too.
         key = ledger_key("east.1", "team a", "web%spread")
         taken = Reservation("team a/web%spread", "v7", "zone-b", "uid-1", "creating", AT)

@@ -13,10 +13,16 @@ import nats
 from nats.aio.client import Client
 
 from events.reservations import ledger_key
-from services.webhook.ledger import Ledger, LedgerStore, decode, encode, pruned
-from spreadbus.core.workloadspread.occupancy import Reservation
+from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
+from spreadbus.features.workloadspread.admission.reservation_ledger import (
+    Ledger,
+    decode,
+    encode,
+    pruned,
+    reservation_store,
+)
+from spreadbus.features.workloadspread.core.occupancy import Reservation
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.reservation_bucket import reservation_bucket
 
 LIMITS = {"zone-a": 7, "zone-b": 5}
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
@@ -45,7 +51,9 @@ def take_first_free(pod: str) -> Decide:
 async def test_replicas_racing_for_slots_never_overfill_a_subset(nats_server: NatsServer) -> None:
     replicas: list[Client] = [await nats.connect(nats_server.url) for _ in range(3)]
     try:
-        stores = [LedgerStore(await reservation_bucket(nc), deadline_seconds=30) for nc in replicas]
+        stores = [
+            reservation_store(await reservation_bucket(nc), deadline_seconds=30) for nc in replicas
+        ]
         key = ledger_key("c1", "default", "ws")
         rng = random.Random(7)
 
@@ -69,7 +77,7 @@ async def test_a_decision_that_changes_nothing_writes_nothing(nats_server: NatsS
     nc = await nats.connect(nats_server.url)
     try:
         kv = await reservation_bucket(nc)
-        store = LedgerStore(kv)
+        store = reservation_store(kv)
         result = await store.transact("c1.default.ws", lambda ledger: ("same", None))
         assert result == "same"
         status = await kv.status()
@@ -126,7 +134,7 @@ def test_a_ledger_round_trips_through_its_stored_form() -> None:
 async def test_a_burst_on_one_replica_is_committed_in_few_writes(nats_server: NatsServer) -> None:
     nc = await nats.connect(nats_server.url)
     try:
-        store = LedgerStore(await reservation_bucket(nc))
+        store = reservation_store(await reservation_bucket(nc))
         key = ledger_key("c1", "default", "burst")
         chosen = await asyncio.gather(
             *(store.transact(key, take_first_free(f"pod-{i}")) for i in range(50))
@@ -145,7 +153,7 @@ async def test_a_decision_that_raises_fails_only_its_own_transaction(
 ) -> None:
     nc = await nats.connect(nats_server.url)
     try:
-        store = LedgerStore(await reservation_bucket(nc))
+        store = reservation_store(await reservation_bucket(nc))
         key = ledger_key("c1", "default", "mixed")
 
         def broken(ledger: Ledger) -> tuple[str | None, Ledger | None]:

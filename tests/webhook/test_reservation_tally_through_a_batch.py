@@ -15,10 +15,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from services.webhook.ledger import Ledger
-from services.webhook.reservation_tally import ReservationTally
-from spreadbus.core.workloadspread import pod_state
-from spreadbus.core.workloadspread.admission import admit_create_for, admit_delete_for
+from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
+from spreadbus.features.workloadspread.admission.reservation_tally import ReservationTally
+from spreadbus.features.workloadspread.core import pod_state
+from spreadbus.features.workloadspread.core.admission import admit_create_for, admit_delete_for
 from tests.webhook.cluster_state import (
     MATCHED,
     deployment,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from services.webhook import review
-from services.webhook.review import AdmissionRequest, Malformed
+from spreadbus.engine import review
+from spreadbus.engine.review import AdmissionRequest, Malformed
 from tests.webhook.admission_reviews import patch_of, pod
 from tests.webhook.admission_reviews import review as make_review
 

@@ -13,10 +13,10 @@ import pytest
 from nats.aio.client import Client
 
 from kubesim import jsonpatch
-from services.webhook.admission import SpreadAdmission
-from services.webhook.view import View
-from spreadbus.core.workload_kinds import workload_kinds
-from spreadbus.core.workloadspread.custom_workloads import Whitelist, parse_whitelist
+from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
+from spreadbus.features.workloadspread.admission.view import View
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist, parse_whitelist
+from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (
     MATCHED,

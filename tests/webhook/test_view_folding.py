@@ -7,7 +7,7 @@ from typing import Any
 
 from events.codec import encode
 from events.messages import Observation, SyncMarker, WatchEventType
-from services.webhook.view import View
+from spreadbus.features.workloadspread.admission.view import View
 from tests.webhook.admission_reviews import pod
 
 MATCHED = "apps.kruise.io/matched-workloadspread"

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from events.codec import encode
 from events.messages import Observation, WatchEventType
-from services.webhook.view import View
+from spreadbus.features.workloadspread.admission.view import View
 
 MATCHED = "apps.kruise.io/matched-workloadspread"
 NAMES = ("a", "b", "c")

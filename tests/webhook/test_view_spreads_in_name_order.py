@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from events.messages import WatchEventType
-from services.webhook.view import View
+from spreadbus.features.workloadspread.admission.view import View
 from tests.webhook.cluster_state import Feed
 
 NAMESPACES = ("default", "team-a")

@@ -69,7 +69,7 @@ async def test_a_webhook_out_of_contact_within_the_trusted_share_keeps_serving(
         finally:
             await nc.close()
         await wait_until_async(
-            lambda: ("apps", "deployments") in service.view.synced,
+            lambda: ("apps", "deployments") in service.sides["workloadspread"].view.synced,
             what="the view to fold a marker published after the silence",
             timeout=60,
         )

@@ -9,15 +9,20 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.watcher.settings import WatcherSettings
-from spreadbus.core.workload_kinds import BUILTIN, WorkloadKind, default_plural, workload_kinds
-from spreadbus.core.workloadspread.custom_workloads import (
+from spreadbus.features.workloadspread.core.custom_workloads import (
     BUILTIN_KINDS,
     Whitelist,
     parse_whitelist,
 )
-from spreadbus.core.workloadspread.model import from_object
-from spreadbus.core.workloadspread.target import workload_replicas
-from spreadbus.projection.spread_index import OPTIONAL_WORKLOADS, WORKLOADS
+from spreadbus.features.workloadspread.core.model import from_object
+from spreadbus.features.workloadspread.core.target import workload_replicas
+from spreadbus.features.workloadspread.core.workload_kinds import (
+    BUILTIN,
+    WorkloadKind,
+    default_plural,
+    workload_kinds,
+)
+from spreadbus.features.workloadspread.planning.spread_index import OPTIONAL_WORKLOADS, WORKLOADS
 from spreadbus.runtime.settings import SettingError, load_settings
 
 TFJOB = {

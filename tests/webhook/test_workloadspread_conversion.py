@@ -9,7 +9,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.webhook.conversion import ALPHA, BETA, ConversionError, convert, review_answer
+from spreadbus.engine import conversion_review
+from spreadbus.features.workloadspread.admission.conversion import (
+    ALPHA,
+    BETA,
+    ConversionError,
+    convert,
+)
 from tests.webhook.conftest import RunningWebhook
 
 TERM = {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}
@@ -127,15 +133,15 @@ def test_a_conversion_review_converts_every_object_or_fails_naming_the_first_bad
             "objects": [alpha_spread([{"name": "a"}]), alpha_spread([])],
         },
     }
-    answer = review_answer(good)["response"]
+    answer = conversion_review.answer(good, convert)["response"]
     assert answer["uid"] == "c1"
     assert answer["result"] == {"status": "Success"}
     assert [o["apiVersion"] for o in answer["convertedObjects"]] == [BETA, BETA]
     bad = {**good, "request": {**good["request"], "objects": [alpha_spread([]), "x"]}}
-    failed = review_answer(bad)["response"]
+    failed = conversion_review.answer(bad, convert)["response"]
     assert failed["result"]["status"] == "Failure"
     assert "objects[1]" in failed["result"]["message"]
-    assert review_answer(None)["response"]["result"]["status"] == "Failure"
+    assert conversion_review.answer(None, convert)["response"]["result"]["status"] == "Failure"
 
 
 async def test_conversion_is_served_over_https(webhook: RunningWebhook) -> None:

@@ -20,8 +20,8 @@ import pytest
 from nats.aio.client import Client
 
 from kubesim import jsonpatch
-from services.webhook import review
-from services.webhook.admission import SpreadAdmission
+from spreadbus.engine import review
+from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
 from spreadbus.runtime.nats_server import NatsServer
 from tests.webhook.admission_reviews import patch_of
 from tests.webhook.admission_reviews import request as review_request

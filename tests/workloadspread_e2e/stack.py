@@ -22,7 +22,10 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 
 from spreadbus.cli.local_stack import Stack
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION, MATCHED_ANNOTATION
+from spreadbus.features.workloadspread.core.model import (
+    DELETION_COST_ANNOTATION,
+    MATCHED_ANNOTATION,
+)
 
 T = TypeVar("T")
 MATCHED = MATCHED_ANNOTATION

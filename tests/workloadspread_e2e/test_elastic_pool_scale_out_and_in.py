@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from spreadbus.core.workloadspread.pod_state import pod_annotations
+from spreadbus.features.workloadspread.core.pod_state import pod_annotations
 from tests.fixtures.pod_watch import PodWatch
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,

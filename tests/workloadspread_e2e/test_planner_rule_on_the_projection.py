@@ -17,13 +17,13 @@ from hypothesis import strategies as st
 from events import codec, subjects
 from events.messages import Observation, Plan
 from events.reservations import BUCKET
-from spreadbus.core.workloadspread.model import DELETION_COST_ANNOTATION as DELETION_COST
-from spreadbus.core.workloadspread.occupancy import Reservation
+from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION as DELETION_COST
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.planning.reservations import ReservationLedgers
+from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import plans_for
-from spreadbus.projection.reservations import ReservationLedgers
-from spreadbus.projection.workloadspread import WorkloadSpreadRule
 
 T0 = 1_800_000_000.0
 MATCHED = "apps.kruise.io/matched-workloadspread"

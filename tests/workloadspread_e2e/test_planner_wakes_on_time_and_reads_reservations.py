@@ -17,10 +17,10 @@ from events import codec, subjects
 from events.messages import ObjectRef, Observation, Plan, ResourceRef, SyncMarker
 from events.reservations import BUCKET
 from services.planner.planner import Planner
-from services.planner.rules import default_rules
+from spreadbus.engine.feature import PlannerContext
+from spreadbus.features.workloadspread.feature import planner_side
 from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.reservations import ReservationLedgers
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.manual_clock import ManualClock
 from tests.fixtures.running import running
@@ -172,9 +172,9 @@ async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_statu
                    "pod": "web-1", "kind": "creating", "at": at}
     await kv.put("c1.default.ws", json.dumps({"creating": {"web-1": reservation}}).encode())
     clock = ManualClock(T0 + 1)
-    ledgers = ReservationLedgers("c1")
-    planner = Planner(nats_client, cluster="c1", rules=default_rules("c1", reservations=ledgers),
-                      clock=clock, reservations=ledgers)
+    side = await planner_side(PlannerContext(cluster="c1", settings=None))
+    planner = Planner(nats_client, cluster="c1", rules=side.rules, streams=side.streams,
+                      clock=clock)
 
     async def status_plans() -> list[Plan]:
         return [p for p in await plans_on_bus(nats_client) if p.verb == "patch_status"]

@@ -1,0 +1,152 @@
+"""A feature: one capability's rules, handlers, API needs and offline commands, in one value.
+
+The services, the CLI and the RBAC table know a capability only through its :class:`Feature`,
+listed once in :mod:`spreadbus.features`; adding one is a package plus a line there. A feature
+brings what each part of the system runs of it, and nothing runs what it does not declare:
+
+- ``watches``: the resources the watcher lists and watches for it (``[group/]version/resource``);
+- ``plan_targets``: every (verb, group, resource) its planner rules may emit, from which the
+  actuator's RBAC is derived;
+- ``planner``: builds its planner side (rules, and streams it folds beside the observations);
+- ``webhook``: builds its webhook side (admission handlers, a fold of the observations, routes
+  for CRD conversion);
+- ``validators``: the offline and online validation of the kinds it owns;
+- ``offline_plan``: what ``spreadbus plan`` prints for it.
+
+The planner and webhook sides are built by async factories because a side may need NATS before it
+can serve (a key-value bucket to create). Factories receive the service's settings whole; a feature
+reads its own settings from them (:mod:`spreadbus.runtime.settings`).
+
+Signatures::
+
+    Feature(name, watches=(), plan_targets=(), planner=None, webhook=None,
+            validators={}, offline_plan=None)
+    PlannerSide(rules, streams=())
+    SideStream(stream, fold, reset)
+    WebhookSide: handlers, conversions, apply_message, progressed, start, stop, gauges, ready
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+
+from kubesemantics.field_errors import FieldError
+from spreadbus.engine.admission_chain import AdmissionHandler
+from spreadbus.engine.conversion_review import Convert
+from spreadbus.projection.planning import Rule
+
+if TYPE_CHECKING:
+    from nats.aio.client import Client
+    from prometheus_client import CollectorRegistry
+
+
+@dataclass(frozen=True, kw_only=True)
+class SideStream:
+    """A stream the planner folds beside the observations, from its start on every start.
+
+    ``fold`` returns the projection key (resource key, object key) a message changed, which is
+    offered to the rules on the next round, or ``None``. Side streams are not in snapshots, so
+    each must be cheap to replay whole (one message per key, as a key-value bucket's).
+    """
+
+    stream: str
+    fold: Callable[[int, str, bytes], tuple[str, str] | None]
+    reset: Callable[[], None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerSide:
+    rules: Sequence[Rule]
+    streams: Sequence[SideStream] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannerContext:
+    cluster: str
+    settings: Any
+    nc: Client | None = None
+    nats_replicas: int = 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class WebhookContext:
+    cluster: str
+    settings: Any
+    nc: Client | None
+    registry: CollectorRegistry | None
+    clock: Callable[[], float]
+    stream_drained: Callable[[], bool]
+    """Whether the observation follower has nothing pending: every fold holds the whole stream."""
+    nats_replicas: int = 1
+
+
+
+
+class WebhookSide:
+    """A feature's part of a webhook replica; every method has a do-nothing default."""
+
+    handlers: Sequence[AdmissionHandler] = ()
+    conversions: Mapping[str, Convert] = {}
+    """Path -> conversion of one object to a desired apiVersion (CRD conversion webhook)."""
+
+    def apply_message(self, seq: int, subject: str, data: bytes) -> None:
+        """Fold one message of the observation stream (each replica folds it once per side)."""
+
+    def progressed(self) -> None:
+        """The observation follower delivered messages or caught up."""
+
+    def ready(self) -> bool:
+        """Whether this side can decide; the webhook is ready only when every side is."""
+        return True
+
+    def gauges(self) -> Mapping[str, tuple[str, Callable[[], float]]]:
+        """Metric name -> (help, reader), read at scrape time."""
+        return {}
+
+    async def start(self) -> None:
+        """Before the first review is served."""
+
+    async def stop(self) -> None:
+        """After the last review was answered."""
+
+
+class UnreadableInput(ValueError):
+    """Offline input a feature cannot decide on (a bad configuration object): exit 2."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class OfflineValidation:
+    """What the validating (and defaulting) webhook would answer for one object."""
+
+    errors: Sequence[FieldError]
+    defaulted: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class OfflinePlan:
+    """A feature's part of ``spreadbus plan``: top-level keys of the JSON answer, text lines."""
+
+    answer: Mapping[str, Any]
+    lines: Sequence[str] = ()
+
+
+class Validator(Protocol):
+    def __call__(self, obj: dict[str, Any], *, old: dict[str, Any] | None,
+                 context: Sequence[dict[str, Any]]) -> OfflineValidation: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class Feature:
+    name: str
+    watches: tuple[str, ...] = ()
+    plan_targets: tuple[tuple[str, str, str], ...] = ()
+    planner: Callable[[PlannerContext], Awaitable[PlannerSide]] | None = None
+    webhook: Callable[[WebhookContext], Awaitable[WebhookSide]] | None = None
+    validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)
+    """(API group, kind) -> validation of an object of that kind; ``context`` is every other
+    object of the input."""
+    offline_plan: Callable[[Sequence[dict[str, Any]], datetime], OfflinePlan] | None = None
+    """What ``spreadbus plan`` shows for the objects at a time."""

@@ -1,0 +1,2 @@
+"""Capabilities, one package each; :mod:`spreadbus.features.registry` lists those this build
+runs."""

@@ -1,0 +1,99 @@
+"""A WorkloadSpread's subset slots in flight: the entry the webhook replicas compare-and-set.
+
+Between the moment the webhook steers a pod into a subset and the moment that pod shows up in
+the observation stream, no projection counts it. Kruise bridges that gap by writing
+``creatingPods`` into the WorkloadSpread status from inside the admission call. Here the bridge
+is one JetStream key-value entry per WorkloadSpread (:mod:`events.reservations`), a
+:class:`Ledger` of the placement core's reservations in flight, written through the generic
+compare-and-set store (:class:`spreadbus.runtime.ledger.LedgerStore`), so no interleaving of any
+number of replicas admits more pods to a subset than its limit.
+
+Counting without double counting: a ``creating`` reservation stops counting once the view holds
+a pod with its key, a ``deleting`` one once its pod is no longer active (the same rules as
+:func:`spreadbus.features.workloadspread.core.occupancy.loads_from_pods`).
+
+Pruning without losing a pod: a writer drops reservations its own view already reflects, and
+raises ``floor`` to the stream sequence its view had reached. A reader whose view is behind
+``floor`` might not have seen that pod yet, so it waits until its view reaches ``floor`` before
+deciding. Reservations whose pod never appears (a later admission plugin refused it) expire as
+the core says (:meth:`Reservation.live`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from typing import Final
+
+import msgspec
+from nats.js.kv import KeyValue
+
+from events.reservations import LedgerEntry
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.runtime.ledger import EntryCodec, LedgerStore
+
+log = logging.getLogger(__name__)
+
+
+class Ledger(LedgerEntry[Reservation], frozen=True, kw_only=True, omit_defaults=True):
+    """Reservations in flight for one WorkloadSpread, in the bus's wire schema."""
+
+    def reservations(self) -> list[Reservation]:
+        return [*self.creating.values(), *self.deleting.values()]
+
+    def with_reservation(self, reservation: Reservation) -> Ledger:
+        if reservation.kind == "creating":
+            creating = {**self.creating, reservation.pod: reservation}
+            return Ledger(creating=creating, deleting=self.deleting, floor=self.floor)
+        deleting = {**self.deleting, reservation.pod: reservation}
+        return Ledger(creating=self.creating, deleting=deleting, floor=self.floor)
+
+
+_ENCODER: Final = msgspec.json.Encoder()
+_DECODER: Final = msgspec.json.Decoder(Ledger)
+
+
+def encode(ledger: Ledger) -> bytes:
+    return _ENCODER.encode(ledger)
+
+
+def decode(data: bytes | None) -> Ledger:
+    """An unreadable entry is treated as empty: only a bug can have written it."""
+    if not data:
+        return Ledger()
+    try:
+        return _DECODER.decode(data)
+    except msgspec.DecodeError:
+        log.error("unreadable reservation ledger entry, starting it afresh")
+        return Ledger()
+
+
+CODEC: Final = EntryCodec(empty=Ledger, encode=encode, decode=decode)
+
+
+def pruned(
+    ledger: Ledger,
+    *,
+    now: datetime,
+    seen: Callable[[str], bool],
+    active: Callable[[str], bool],
+    view_seq: int,
+) -> Ledger:
+    """Drop reservations the view already reflects or that expired; raise ``floor`` if needed.
+
+    ``seen(key)``: the view holds a pod with this reservation key.
+    ``active(name)``: the view holds this pod as active.
+    """
+    creating = {k: r for k, r in ledger.creating.items() if r.live(now) and not seen(k)}
+    deleting = {n: r for n, r in ledger.deleting.items() if r.live(now) and active(n)}
+    if len(creating) == len(ledger.creating) and len(deleting) == len(ledger.deleting):
+        return ledger
+    reflected = any(seen(k) for k in ledger.creating) or any(not active(n) for n in ledger.deleting)
+    floor = max(ledger.floor, view_seq) if reflected else ledger.floor
+    return Ledger(creating=creating, deleting=deleting, floor=floor)
+
+
+def reservation_store(kv: KeyValue, *, deadline_seconds: float = 2.0) -> LedgerStore[Ledger]:
+    """The compare-and-set store of WorkloadSpread ledgers in ``kv``."""
+    return LedgerStore(kv, CODEC, deadline_seconds=deadline_seconds)

@@ -1,0 +1,425 @@
+"""Admission validation of a WorkloadSpread: every error, Kruise's paths and messages.
+
+The checks follow Kruise's WorkloadSpread webhook in order (targetRef, subsets, scheduleStrategy,
+adaptive, targetFilter, then conflicts with other WorkloadSpreads, then the update rules), and
+reuse its exact messages, including its quirks: the maxReplicas checks stop the subset loop at the
+first failure, and the percentage-sum rule is reported on ``spec.subsets[0]``. Field paths use the
+v1beta1 names (``requiredNodeSelector``, ``preferredNodeSelector``) even for v1alpha1 input,
+because Kruise converts to v1beta1 before validating.
+
+Two deliberate additions: ``minReplicas`` (integer >= 0, not above an integer maxReplicas; a
+percentage maxReplicas is only known at run time, where the minimum is capped by it), and type
+errors for JSON values of the wrong type, which Kubernetes would reject while decoding. The input is
+the decoded object as received; nothing here raises, whatever it is given.
+
+Patch validation merges the patch onto the target workload's pod template with the real strategic
+merge rules (so a container without its ``name`` merge key fails as in Kruise), then checks the
+containers of the result (present, named, unique, with an image): a narrower check than Kruise's
+full ``ValidatePodSpec``.
+
+The module is long because the checks are one ordered pass that shares state (the first
+maxReplicas type, the running percentage sum, early returns), as Kruise's single function does;
+the Kubernetes scheduling-field checks it calls live in :mod:`.scheduling_validation`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from kubesemantics import strategic_merge
+from kubesemantics.field_errors import (
+    FieldError,
+    Path,
+    duplicate,
+    invalid,
+    required,
+)
+from kubesemantics.intstr import IntOrStrError, is_int, scaled_value
+from kubesemantics.scheduling_validation import (
+    label_selector_error,
+    type_error,
+    validate_node_selector_term,
+    validate_preferred_scheduling_terms,
+    validate_tolerations,
+)
+from spreadbus.features.workloadspread.core.custom_workloads import BUILTIN_KINDS, Whitelist
+from spreadbus.features.workloadspread.core.model import JSON, api_group, api_version_valid
+
+MAX_SCHEDULED_FAILED_SECONDS = 300
+_INT32_MAX = 2**31 - 1
+
+SPEC = Path("spec")
+NO_CUSTOM_WORKLOADS = Whitelist()
+
+
+def _subset_field(raw: Mapping[str, Any], beta: str, alpha: str) -> Any:
+    return raw[beta] if beta in raw else raw.get(alpha)
+
+
+def _target_ref_errors(
+    ref: object, path: Path, whitelist: Whitelist
+) -> tuple[list[FieldError], Mapping[str, Any] | None]:
+    if ref is None:
+        return [required(path, "no targetRef defined in WorkloadSpread")], None
+    if not isinstance(ref, Mapping):
+        return [type_error(path, "object", ref)], None
+    errors: list[FieldError] = []
+    fields = {}
+    for name in ("apiVersion", "kind", "name"):
+        value = ref.get(name)
+        if value is not None and not isinstance(value, str):
+            errors.append(type_error(path.child(name), "string", value))
+            value = ""
+        fields[name] = value or ""
+    api_version, kind = fields["apiVersion"], fields["kind"]
+    if not api_version or not fields["name"] or not kind:
+        errors.append(invalid(path, "empty TargetReference is not valid for WorkloadSpread."))
+        return errors, None
+    group = api_group(api_version)
+    if kind in BUILTIN_KINDS:
+        if not api_version_valid(api_version) or group not in BUILTIN_KINDS[kind]:
+            errors.append(invalid(path, f"TargetReference is not valid for {kind}."))
+    elif not api_version_valid(api_version) or whitelist.find(group, kind) is None:
+        errors.append(invalid(path, "TargetReference's GroupKind is not permitted."))
+    return errors, fields
+
+
+def _pod_template(workload: Mapping[str, Any]) -> JSON:
+    """The workload's pod template as a Pod, plus one PVC volume per volumeClaimTemplate."""
+    spec = workload.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    template = spec.get("template")
+    template = template if isinstance(template, Mapping) else {}
+    pod: JSON = {
+        "metadata": copy.deepcopy(template.get("metadata") or {}),
+        "spec": copy.deepcopy(template.get("spec") or {}),
+    }
+    claims = spec.get("volumeClaimTemplates")
+    if workload.get("kind") in ("CloneSet", "StatefulSet") and isinstance(claims, list):
+        volumes = pod["spec"].setdefault("volumes", [])
+        for claim in claims:
+            name = (claim.get("metadata") or {}).get("name") if isinstance(claim, Mapping) else None
+            if isinstance(name, str) and isinstance(volumes, list):
+                volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
+    return pod
+
+
+def _patch_errors(patch: object, path: Path, workload: Mapping[str, Any]) -> list[FieldError]:
+    """Merge the patch onto the workload's pod template, then check the containers it yields."""
+    if not isinstance(patch, Mapping):
+        return [
+            invalid(path, "failed to merge patch: a strategic merge patch must be a JSON object")
+        ]
+    try:
+        merged = strategic_merge.apply(
+            _pod_template(workload), patch, strategic_merge.meta_for_kind("Pod")
+        )
+    except (strategic_merge.PatchError, TypeError, ValueError, AttributeError) as exc:
+        return [invalid(path, f"failed to merge patch: {exc}")]
+    spec = merged.get("spec") if isinstance(merged, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return [required(path.child("containers"), "")]
+    errors: list[FieldError] = []
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        return [required(path.child("containers"), "")]
+    seen: set[str] = set()
+    for i, container in enumerate(containers):
+        cp = path.child("containers").index(i)
+        if not isinstance(container, Mapping):
+            errors.append(type_error(cp, "object", container))
+            continue
+        name = container.get("name")
+        if not isinstance(name, str) or not name:
+            errors.append(required(cp.child("name"), ""))
+        elif name in seen:
+            errors.append(duplicate(cp.child("name")))
+        else:
+            seen.add(name)
+        image = container.get("image")
+        if not isinstance(image, str) or not image.strip():
+            errors.append(required(cp.child("image"), ""))
+    return errors
+
+
+def _min_replicas_errors(subset: Mapping[str, Any], path: Path) -> list[FieldError]:
+    if "minReplicas" not in subset or subset["minReplicas"] is None:
+        return []
+    minimum = subset["minReplicas"]
+    if not is_int(minimum):
+        return [invalid(path, "minReplicas must be an integer")]
+    if minimum < 0:
+        return [invalid(path, "minReplicas must be greater than or equal to 0")]
+    maximum = subset.get("maxReplicas")
+    if is_int(maximum) and minimum > maximum:
+        return [invalid(path, "minReplicas must not be greater than maxReplicas")]
+    return []
+
+
+def _subsets_errors(
+    subsets: object, path: Path, *, target_kind: str, workload: Mapping[str, Any] | None
+) -> list[FieldError]:
+    if subsets is not None and not isinstance(subsets, list):
+        return [type_error(path, "array", subsets)]
+    if not subsets:
+        return [required(path, "subsets number must >= 1 in WorkloadSpread")]
+    errors: list[FieldError] = []
+    names: set[str] = set()
+    percent_sum = 0
+    first_type: str | None = None
+    raw_subsets = [s if isinstance(s, Mapping) else None for s in subsets]
+    for i, subset in enumerate(raw_subsets):
+        p = path.index(i)
+        if subset is None:
+            errors.append(type_error(p, "object", subsets[i]))
+            continue
+        name = subset.get("name")
+        if name is not None and not isinstance(name, str):
+            errors.append(type_error(p.child("name"), "string", name))
+        elif not name:
+            errors.append(invalid(p.child("name"), ""))
+        else:
+            if name in names:
+                errors.append(invalid(p.child("name"), f"duplicated subset name {name}"))
+            names.add(name)
+        required_term = _subset_field(subset, "requiredNodeSelector", "requiredNodeSelectorTerm")
+        if required_term is not None:
+            errors.extend(
+                validate_node_selector_term(
+                    required_term, p.child("requiredNodeSelector"), allow_invalid_label_value=False
+                )
+            )
+        preferred = _subset_field(subset, "preferredNodeSelector", "preferredNodeSelectorTerms")
+        if preferred is not None:
+            errors.extend(
+                validate_preferred_scheduling_terms(preferred, p.child("preferredNodeSelector"))
+            )
+        if subset.get("tolerations") is not None:
+            errors.extend(validate_tolerations(subset["tolerations"], p.child("tolerations")))
+        if subset.get("patch") is not None and workload is not None:
+            errors.extend(_patch_errors(subset["patch"], p.child("patch"), workload))
+        errors.extend(_min_replicas_errors(subset, p.child("minReplicas")))
+
+        maximum = subset.get("maxReplicas")
+        if maximum is None:
+            continue
+        mp = p.child("maxReplicas")
+        if isinstance(maximum, bool) or not isinstance(maximum, int | str):
+            errors.append(invalid(mp, "maxReplicas is not valid for subset"))
+            return errors
+        this_type = "Int" if is_int(maximum) else "String"
+        if first_type is None:
+            first_type = this_type
+        elif this_type != first_type:
+            errors.append(invalid(mp, "the maxReplicas type of all subsets must be the same"))
+            return errors
+        if target_kind == "StatefulSet" and this_type != "Int":
+            errors.append(invalid(mp, "the maxReplicas type must be Int for StatefulSet"))
+            return errors
+        try:
+            value = scaled_value(maximum, 100, round_up=True)
+        except IntOrStrError:
+            value = -1
+        if value < 0 or (this_type == "Int" and value > _INT32_MAX):
+            errors.append(invalid(mp, "maxReplicas is not valid for subset"))
+            return errors
+        if this_type == "String":
+            percent_sum += value
+            if percent_sum > 100:
+                errors.append(
+                    invalid(mp, "the sum of all subset's maxReplicas exceeds 100% is no permitted")
+                )
+                return errors
+    last = raw_subsets[-1]
+    if (
+        first_type == "String"
+        and percent_sum < 100
+        and last is not None
+        and last.get("maxReplicas") is not None
+    ):
+        errors.append(
+            invalid(
+                path.index(0).child("maxReplicas"),
+                "maxReplicas sum of all subsets must equal 100% when type is specified as percent",
+            )
+        )
+    return errors
+
+
+def _strategy_errors(strategy: object, subsets: object, path: Path) -> list[FieldError]:
+    if strategy is None:
+        return []
+    if not isinstance(strategy, Mapping):
+        return [type_error(path, "object", strategy)]
+    errors: list[FieldError] = []
+    type_ = strategy.get("type")
+    if type_ is not None and not isinstance(type_, str):
+        errors.append(type_error(path.child("type"), "string", type_))
+        type_ = None
+    if type_ not in (None, "", "Fixed", "Adaptive"):
+        errors.append(invalid(path.child("type"), "ScheduleStrategy's type is not valid"))
+    adaptive = strategy.get("adaptive")
+    if adaptive is None:
+        return errors
+    if not isinstance(adaptive, Mapping):
+        return [*errors, type_error(path.child("adaptive"), "object", adaptive)]
+    if type_ != "Adaptive":
+        errors.append(
+            invalid(
+                path.child("type"),
+                "the scheduleStrategy's type must be adaptive when using adaptive scheduleStrategy",
+            )
+        )
+    count = len(subsets) if isinstance(subsets, list) else 0
+    last = subsets[-1] if isinstance(subsets, list) and subsets else None
+    if count > 1 and isinstance(last, Mapping) and last.get("maxReplicas") is not None:
+        errors.append(
+            invalid(
+                path.child("adaptive"),
+                "the last subset's maxReplicas must be not specified when using adaptive "
+                "scheduleStrategy",
+            )
+        )
+    allowed = _INT32_MAX if count <= 1 else (MAX_SCHEDULED_FAILED_SECONDS - 5) // (count - 1)
+    seconds = adaptive.get("rescheduleCriticalSeconds")
+    sp = path.child("adaptive", "rescheduleCriticalSeconds")
+    if seconds is not None and not is_int(seconds):
+        errors.append(type_error(sp, "integer", seconds))
+    elif seconds is not None and (seconds < 0 or seconds > allowed):
+        errors.append(
+            invalid(
+                sp,
+                f"rescheduleCriticalSeconds < 0 or rescheduleCriticalSeconds > {allowed} "
+                "is not permitted",
+            )
+        )
+    return errors
+
+
+def _target_filter_errors(target_filter: object, path: Path) -> list[FieldError]:
+    if target_filter is None:
+        return []
+    if not isinstance(target_filter, Mapping):
+        return [type_error(path, "object", target_filter)]
+    errors: list[FieldError] = []
+    message = label_selector_error(target_filter.get("selector"))
+    if message is not None:
+        errors.append(invalid(path, message))
+    paths = target_filter.get("replicasPathList")
+    if paths is not None and (
+        not isinstance(paths, list) or not all(isinstance(p, str) for p in paths)
+    ):
+        errors.append(type_error(path.child("replicasPathList"), "array of strings", paths))
+    return errors
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def _target_key(obj: object) -> tuple[str, str, str] | None:
+    if not isinstance(obj, Mapping):
+        return None
+    spec = obj.get("spec")
+    ref = spec.get("targetRef") if isinstance(spec, Mapping) else None
+    if not isinstance(ref, Mapping):
+        return None
+    api_version, kind, name = (ref.get(k) for k in ("apiVersion", "kind", "name"))
+    if not all(isinstance(v, str) for v in (api_version, kind, name)):
+        return None
+    return (api_group(str(api_version)), str(kind), str(name))
+
+
+def conflict_errors(obj: Mapping[str, Any], others: Sequence[object]) -> list[FieldError]:
+    """The first other WorkloadSpread in the namespace that targets the same workload."""
+    mine = _target_key(obj)
+    if mine is None:
+        return []
+    namespace = _meta(obj).get("namespace") or "default"
+    name = _meta(obj).get("name")
+    for other in others:
+        if not isinstance(other, Mapping):
+            continue
+        meta = _meta(other)
+        if (meta.get("namespace") or "default") != namespace or meta.get("name") == name:
+            continue
+        if _target_key(other) == mine:
+            return [
+                invalid(
+                    SPEC.child("targetRef"),
+                    "ws.spec.targetRef is in conflict with other WorkloadSpread "
+                    f"{meta.get('name')}",
+                )
+            ]
+    return []
+
+
+def update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
+    """Name and namespace are immutable; targetRef may change its version only."""
+    errors: list[FieldError] = []
+    new_meta, old_meta = _meta(obj), _meta(old)
+    for name in ("name", "namespace"):
+        if (new_meta.get(name) or "") != (old_meta.get(name) or ""):
+            errors.append(invalid(Path("metadata").child(name), "field is immutable"))
+    new_key, old_key = _target_key(obj), _target_key(old)
+    if new_key is not None and old_key is not None and new_key != old_key:
+        errors.append(
+            invalid(
+                SPEC.child("targetRef"),
+                "change TargetReference is not permitted for WorkloadSpread",
+            )
+        )
+    return errors
+
+
+def validate_spec(
+    obj: Mapping[str, Any], *, whitelist: Whitelist, workload: Mapping[str, Any] | None
+) -> list[FieldError]:
+    spec = obj.get("spec")
+    if not isinstance(spec, Mapping):
+        return [type_error(SPEC, "object", spec)]
+    errors, ref = _target_ref_errors(spec.get("targetRef"), SPEC.child("targetRef"), whitelist)
+    errors.extend(
+        _subsets_errors(
+            spec.get("subsets"),
+            SPEC.child("subsets"),
+            target_kind=(ref or {}).get("kind", "") if ref else "",
+            workload=workload,
+        )
+    )
+    errors.extend(
+        _strategy_errors(
+            spec.get("scheduleStrategy"), spec.get("subsets"), SPEC.child("scheduleStrategy")
+        )
+    )
+    errors.extend(_target_filter_errors(spec.get("targetFilter"), SPEC.child("targetFilter")))
+    return errors
+
+
+def validate_workloadspread(
+    obj: object,
+    *,
+    others: Sequence[object] = (),
+    old: object | None = None,
+    whitelist: Whitelist = NO_CUSTOM_WORKLOADS,
+    workload: Mapping[str, Any] | None = None,
+) -> list[FieldError]:
+    """Every error for a WorkloadSpread CREATE (``old`` None) or UPDATE; never raises.
+
+    ``others`` are the other WorkloadSpreads (any namespace; only the object's own namespace is
+    compared), ``workload`` the target workload if it exists (patches are checked only then, as
+    Kruise does).
+    """
+    if not isinstance(obj, Mapping):
+        return [type_error(Path(""), "object", obj)]
+    errors = validate_spec(obj, whitelist=whitelist, workload=workload)
+    errors.extend(conflict_errors(obj, others))
+    if old is not None:
+        if isinstance(old, Mapping):
+            errors.extend(update_errors(obj, old))
+        else:
+            errors.append(type_error(Path("oldObject"), "object", old))
+    return errors

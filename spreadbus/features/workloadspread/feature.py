@@ -1,0 +1,172 @@
+"""WorkloadSpread as a feature: what the watcher, planner, actuator, webhook and CLI run of it.
+
+- Planner: :class:`~.planning.rule.WorkloadSpreadRule` (status, deletion costs, Adaptive
+  evictions, matched annotations) over the projection, with the reservation bucket's stream folded
+  beside it (:mod:`.planning.reservations`).
+- Webhook: pod CREATE is steered into a subset (``/mutate-pod``), pod DELETE records the freed
+  slot (``/validate-pod``), WorkloadSpreads are validated (``/validate-workloadspread``, fail
+  closed) and converted between API versions (``/convert``), all from one view of the
+  observations (:mod:`.admission`).
+
+Its settings are read from the service's settings by name: ``workload_whitelist`` (every
+service), ``adaptive_recover_seconds`` and ``workloadspread_min_interval_seconds`` (planner),
+``ledger_deadline_seconds`` and ``answer_timeout_seconds`` (webhook).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from events.reservations import STREAM as RESERVATIONS_STREAM
+from spreadbus.engine.admission_chain import AdmissionHandler
+from spreadbus.engine.conversion_review import Convert
+from spreadbus.engine.feature import (
+    Feature,
+    PlannerContext,
+    PlannerSide,
+    SideStream,
+    WebhookContext,
+    WebhookSide,
+)
+from spreadbus.features.workloadspread.admission import conversion
+from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
+from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
+from spreadbus.features.workloadspread.admission.reservation_ledger import reservation_store
+from spreadbus.features.workloadspread.admission.view import POD_KEY, SPREAD_KEY, View
+from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
+from spreadbus.features.workloadspread.core.custom_workloads import parse_whitelist
+from spreadbus.features.workloadspread.core.reschedule import RECOVER_AFTER
+from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
+from spreadbus.features.workloadspread.offline import offline_plan, validate_offline
+from spreadbus.features.workloadspread.planning.reservations import (
+    RESERVATIONS_RESOURCE,
+    ReservationLedgers,
+)
+from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
+
+log = logging.getLogger(__name__)
+
+NAME: Final = "workloadspread"
+LISTEN_TIMEOUT_SECONDS: Final = 5.0
+"""How long start-up waits to hear other replicas before serving anyway (a warning says so)."""
+
+
+def _setting(settings: Any, name: str, default: Any) -> Any:
+    return getattr(settings, name, default)
+
+
+async def planner_side(ctx: PlannerContext) -> PlannerSide:
+    if ctx.nc is not None:
+        await reservation_bucket(ctx.nc, ctx.nats_replicas)
+    ledgers = ReservationLedgers(ctx.cluster)
+    rule = WorkloadSpreadRule(
+        ctx.cluster,
+        reservations=ledgers,
+        whitelist=parse_whitelist(_setting(ctx.settings, "workload_whitelist", "") or None),
+        recover_after_seconds=_setting(ctx.settings, "adaptive_recover_seconds",
+                                       RECOVER_AFTER.total_seconds()),
+        min_interval_seconds=_setting(ctx.settings, "workloadspread_min_interval_seconds", 0.25),
+    )
+
+    def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
+        changed = ledgers.apply(seq, subject, data)
+        return None if changed is None else (RESERVATIONS_RESOURCE, changed)
+
+    def reset() -> None:
+        ledgers.last_seq = 0
+
+    return PlannerSide(
+        rules=[rule],
+        streams=[SideStream(stream=RESERVATIONS_STREAM, fold=fold, reset=reset)],
+    )
+
+
+class SpreadWebhook(WebhookSide):
+    """The WorkloadSpread handlers of one webhook replica, over its own view."""
+
+    def __init__(self, ctx: WebhookContext, admission: SpreadAdmission) -> None:
+        self.admission = admission
+        self.view = admission.view
+        self.progress = admission.progress
+        self.handlers = (
+            AdmissionHandler(feature=NAME, path="/mutate-pod", decide=admission.mutate_pod),
+            AdmissionHandler(feature=NAME, path="/validate-pod",
+                             decide=admission.record_pod_removal),
+            AdmissionHandler(feature=NAME, path="/validate-workloadspread",
+                             decide=admission.validate_workloadspread, failure_policy="Fail"),
+        )
+        self.conversions: Mapping[str, Convert] = {"/convert": conversion.convert}
+
+    def apply_message(self, seq: int, subject: str, data: bytes) -> None:
+        self.view.apply_message(seq, subject, data)
+
+    def progressed(self) -> None:
+        self.progress.notify()
+
+    def ready(self) -> bool:
+        return {POD_KEY, SPREAD_KEY} <= self.view.synced
+
+    def gauges(self) -> Mapping[str, tuple[str, Callable[[], float]]]:
+        admission = self.admission
+        return {
+            "spreadbus_webhook_pods_steered": ("Pods steered into a subset",
+                                               lambda: admission.steered),
+            "spreadbus_webhook_ledger_writes": ("Reservation batches committed",
+                                                lambda: admission.ledger.writes),
+            "spreadbus_webhook_ledger_conflicts": ("Reservation compare-and-set conflicts",
+                                                   lambda: admission.ledger.conflicts),
+        }
+
+    async def start(self) -> None:
+        try:
+            # Before the first review: a replica that cannot yet hear which WorkloadSpreads the
+            # others allowed could admit a just-created workload's first pod unsteered.
+            await asyncio.wait_for(self.admission.hints.listening(), LISTEN_TIMEOUT_SECONDS)
+        except Exception as exc:
+            log.warning("not yet hearing other replicas' allowed WorkloadSpreads: %r", exc)
+
+    async def stop(self) -> None:
+        await self.admission.announcements.drain(timeout=1.0)
+
+
+async def webhook_side(ctx: WebhookContext) -> SpreadWebhook:
+    assert ctx.nc is not None, "the WorkloadSpread handlers reserve slots on NATS"
+    kv = await reservation_bucket(ctx.nc, ctx.nats_replicas)
+    whitelist = parse_whitelist(_setting(ctx.settings, "workload_whitelist", "") or None)
+    view = View(cluster=ctx.cluster, kinds=workload_kinds(whitelist))
+    admission = SpreadAdmission(
+        view=view,
+        ledger=reservation_store(
+            kv, deadline_seconds=_setting(ctx.settings, "ledger_deadline_seconds", 2.0)
+        ),
+        progress=ViewProgress(view),
+        nc=ctx.nc,
+        whitelist=whitelist,
+        clock=ctx.clock,
+        stream_drained=ctx.stream_drained,
+    )
+    return SpreadWebhook(ctx, admission)
+
+
+FEATURE: Final = Feature(
+    name=NAME,
+    watches=(
+        "v1/pods",
+        "v1/nodes",
+        *workload_kinds().resources(),
+        "apps/v1/controllerrevisions",
+        "apps.kruise.io/v1alpha1/workloadspreads",
+    ),
+    plan_targets=(
+        ("patch", "", "pods"),  # deletion cost, matched annotation, subset metadata
+        ("patch_status", "apps.kruise.io", "workloadspreads"),  # status
+        ("evict", "", "pods"),  # Adaptive rescheduling
+    ),
+    planner=planner_side,
+    webhook=webhook_side,
+    validators={("apps.kruise.io", "WorkloadSpread"): validate_offline},
+    offline_plan=offline_plan,
+)
