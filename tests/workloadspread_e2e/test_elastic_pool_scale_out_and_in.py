@@ -17,6 +17,7 @@ from tests.workloadspread_e2e.stack import (
     DELETION_COST,
     MATCHED,
     VIRTUAL_NODE_TOLERATIONS,
+    create_namespace,
     create_spread,
     deployment,
     live_pods,
@@ -127,3 +128,39 @@ def test_new_pods_are_created_carrying_their_subsets_deletion_cost(
         for a in map(pod_annotations, created.values())
     )
     assert as_created == {("ACK", "200"): 10, ("ECI", "100"): 10}
+
+
+def _spreadbus_marks(meta: Any) -> dict[str, str]:
+    """Annotations or labels spreadbus (or Kruise, whose keys it writes) may set on an object."""
+    marks = {**(meta.annotations or {}), **(meta.labels or {})}
+    return {k: v for k, v in marks.items()
+            if "spreadbus" in k or "kruise" in k or k == DELETION_COST}
+
+
+def test_a_deployment_no_workloadspread_targets_gets_nothing_from_spreadbus(
+    api: client.ApiClient,
+) -> None:
+    apps: Any = client.AppsV1Api(api)
+    core: Any = client.CoreV1Api(api)
+    create_namespace(api, "plain")
+    apps.create_namespaced_deployment("plain", deployment("plain", 3))
+    wait_for("3 plain pods running", lambda: len([
+        p for p in live_pods(api, "plain", "plain") if p.status.phase == "Running"]) == 3, 60)
+    # A governed workload created afterwards: once its pods have their deletion costs, the
+    # planner has decided on everything observed before them, the plain pods included.
+    create_spread(api, "plain", spread("governed", "governed", [
+        zone_subset("ACK", "ack", 1),
+        {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
+    ]))
+    apps.create_namespaced_deployment("plain", deployment("governed", 2))
+    wait_for("the governed pods' deletion costs", lambda: (
+        pods := live_pods(api, "plain", "governed")) and len(pods) == 2 and all(
+        DELETION_COST in (p.metadata.annotations or {}) for p in pods), 60)
+
+    assert _spreadbus_marks(apps.read_namespaced_deployment("plain", "plain").metadata) == {}
+    for rs in apps.list_namespaced_replica_set("plain", label_selector="app=plain").items:
+        assert _spreadbus_marks(rs.metadata) == {}
+    plain = core.list_namespaced_pod("plain", label_selector="app=plain").items
+    assert len(plain) == 3
+    for pod in plain:
+        assert _spreadbus_marks(pod.metadata) == {}, pod.metadata.name
