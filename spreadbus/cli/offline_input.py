@@ -13,14 +13,8 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from spreadbus.features.workloadspread.core.documents import (
-    JSON,
-    DocumentError,
-    ObjectSet,
-    parse_documents,
-    sort_objects,
-)
-from spreadbus.features.workloadspread.core.model import parse_time
+from kubesemantics.documents import JSON, DocumentError, parse_documents
+from kubesemantics.timestamps import parse_time
 
 EXIT_UNREADABLE = 2
 
@@ -37,15 +31,6 @@ def read_objects(path: str) -> list[JSON]:
     except OSError as exc:
         raise InputError(str(exc)) from exc
     except (DocumentError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path}: {exc}") from exc
-
-
-def read_object_set(path: str) -> ObjectSet:
-    """The objects of a file sorted for the rules, with the whitelist they carry."""
-    objects = read_objects(path)
-    try:
-        return sort_objects(objects)
-    except DocumentError as exc:
         raise InputError(f"{path}: {exc}") from exc
 
 

@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             part = feature.offline_plan(objects, now)
         except UnreadableInput as exc:
-            return fail(f"{args.filename}: {exc}")
+            return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
         answer.update(part.answer)
         lines.extend(part.lines)
     if args.output == "json":

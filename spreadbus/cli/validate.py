@@ -58,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
             obj, old=old, context=objects[:index] + objects[index + 1:]
         )
     except UnreadableInput as exc:
-        return fail(f"{args.filename}: {exc}")
+        return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
     errors = answer.errors
     allowed = not errors
     if args.output == "json":

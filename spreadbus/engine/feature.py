@@ -11,7 +11,8 @@ brings what each part of the system runs of it, and nothing runs what it does no
 - ``webhook``: builds its webhook side (admission handlers, a fold of the observations, routes
   for CRD conversion);
 - ``validators``: the offline and online validation of the kinds it owns;
-- ``offline_plan``: what ``spreadbus plan`` prints for it.
+- ``offline_admit`` and ``offline_plan``: what ``spreadbus admit`` and ``spreadbus plan`` answer
+  for it.
 
 The planner and webhook sides are built by async factories because a side may need NATS before it
 can serve (a key-value bucket to create). Factories receive the service's settings whole; a feature
@@ -114,7 +115,13 @@ class WebhookSide:
 
 
 class UnreadableInput(ValueError):
-    """Offline input a feature cannot decide on (a bad configuration object): exit 2."""
+    """Offline input a feature cannot decide on: exit 2. ``in_file``: the reason is about the
+    input file's content (a configuration object that does not decode), so the command names
+    the file before it; otherwise the reason names the object itself."""
+
+    def __init__(self, reason: str, *, in_file: bool = True) -> None:
+        super().__init__(reason)
+        self.in_file = in_file
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,6 +140,22 @@ class OfflinePlan:
     lines: Sequence[str] = ()
 
 
+@dataclass(frozen=True, kw_only=True)
+class OfflineAdmission:
+    """A feature's answer to ``spreadbus admit``: its decision, JSON keys and text lines."""
+
+    allowed: bool
+    message: str = ""
+    patch: Sequence[Mapping[str, Any]] = ()
+    answer: Mapping[str, Any] = field(default_factory=dict)
+    lines: Sequence[str] = ()
+
+
+class Admit(Protocol):
+    def __call__(self, pod: dict[str, Any], objects: Sequence[dict[str, Any]], /, *,
+                 operation: str, now: datetime) -> OfflineAdmission: ...
+
+
 class Validator(Protocol):
     def __call__(self, obj: dict[str, Any], *, old: dict[str, Any] | None,
                  context: Sequence[dict[str, Any]]) -> OfflineValidation: ...
@@ -148,5 +171,7 @@ class Feature:
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)
     """(API group, kind) -> validation of an object of that kind; ``context`` is every other
     object of the input."""
+    offline_admit: Admit | None = None
+    """What ``spreadbus admit`` answers for a pod's CREATE, DELETE or EVICT."""
     offline_plan: Callable[[Sequence[dict[str, Any]], datetime], OfflinePlan] | None = None
     """What ``spreadbus plan`` shows for the objects at a time."""

@@ -11,8 +11,9 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesemantics.timestamps import parse_time
 from spreadbus.features.workloadspread.core import pod_state
-from spreadbus.features.workloadspread.core.model import VERSION_IGNORED, parse_time
+from spreadbus.features.workloadspread.core.model import VERSION_IGNORED
 
 STAMPS = ["2026-01-01T12:00:00Z", "2026-01-01T12:00:01Z", "2026-01-01T12:00:00+02:00",
           "2026-01-01T12:00:00", "not a time", ""]

@@ -40,7 +40,11 @@ from spreadbus.features.workloadspread.admission.view_progress import ViewProgre
 from spreadbus.features.workloadspread.core.custom_workloads import parse_whitelist
 from spreadbus.features.workloadspread.core.reschedule import RECOVER_AFTER
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
-from spreadbus.features.workloadspread.offline import offline_plan, validate_offline
+from spreadbus.features.workloadspread.offline import (
+    offline_admit,
+    offline_plan,
+    validate_offline,
+)
 from spreadbus.features.workloadspread.planning.reservations import (
     RESERVATIONS_RESOURCE,
     ReservationLedgers,
@@ -168,5 +172,6 @@ FEATURE: Final = Feature(
     planner=planner_side,
     webhook=webhook_side,
     validators={("apps.kruise.io", "WorkloadSpread"): validate_offline},
+    offline_admit=offline_admit,
     offline_plan=offline_plan,
 )

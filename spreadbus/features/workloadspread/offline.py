@@ -4,6 +4,20 @@
 objects of the input: other WorkloadSpreads for targetRef conflicts, the target workload for
 patch checks, and a ``kruise-configuration`` ConfigMap for the custom workload whitelist.
 
+``admit``: the pod webhook's answer for a pod given the WorkloadSpreads, workloads, ReplicaSets
+and existing pods of the input. A WorkloadSpread's status ``creatingPods``/``deletingPods`` count
+as reservations in flight: those of ``versionedSubsetStatuses[version]`` for the pod's version, or,
+when the status has no entry for that version, those of the top-level ``subsetStatuses`` (a status
+written before versioned statuses existed keeps its admissions there). The uid given to a pod
+without a name is derived from the pod itself, so the answer is the same every time. A steered
+pod's patch carries the deletion cost the planner gives a pod within its subset's limit, when the
+webhook could tell it (for a Deployment, the pod's ReplicaSet must be in the input with the
+Deployment's template). A DELETE frees the pod's slot for a replacement (a ``deleting``
+reservation); an EVICT frees nothing, since a PodDisruptionBudget may still refuse it after
+admission. A ``targetFilter.replicasPathList`` entry that does not resolve in the workload makes
+the input unreadable (the replicas for percentages cannot be known; Kruise's controller fails on
+it too).
+
 ``plan``: for every WorkloadSpread, its status, the deletion-cost annotation value the planner
 wants on every pod it governs, the pods to evict for adaptive rescheduling; plus, per
 WorkloadSpread, the annotations for pre-existing pods matched to a subset and the time of the next
@@ -14,11 +28,19 @@ those a pod already carries.
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from spreadbus.engine.feature import OfflinePlan, OfflineValidation, UnreadableInput
+from spreadbus.engine.feature import (
+    OfflineAdmission,
+    OfflinePlan,
+    OfflineValidation,
+    UnreadableInput,
+)
+from spreadbus.features.workloadspread.core.admission import admit_create, admit_delete
 from spreadbus.features.workloadspread.core.documents import (
     JSON,
     DocumentError,
@@ -27,19 +49,29 @@ from spreadbus.features.workloadspread.core.documents import (
     sort_objects,
 )
 from spreadbus.features.workloadspread.core.model import (
+    WorkloadSpread,
     api_group,
     format_time,
     from_object,
     status_to_json,
 )
-from spreadbus.features.workloadspread.core.occupancy import reservations_from_status
+from spreadbus.features.workloadspread.core.occupancy import (
+    SubsetLoad,
+    loads_from_pods,
+    reservations_from_status,
+)
 from spreadbus.features.workloadspread.core.reconcile import (
     latest_version,
     plan_workloadspread,
     workload_pods,
 )
-from spreadbus.features.workloadspread.core.target import lookup_in
+from spreadbus.features.workloadspread.core.target import (
+    ReplicasPathError,
+    lookup_in,
+    workload_replicas,
+)
 from spreadbus.features.workloadspread.core.validation import validate_workloadspread
+from spreadbus.features.workloadspread.core.workload_kinds import replicas_path_problem
 
 
 def _target_workload(ws: Mapping[str, Any], others: Sequence[JSON]) -> JSON | None:
@@ -136,4 +168,65 @@ def offline_plan(objects_in: Sequence[JSON], now: datetime) -> OfflinePlan:
     return OfflinePlan(answer=result, lines=lines)
 
 
-__all__ = ["is_workloadspread", "offline_plan", "validate_offline"]
+def offline_admit(
+    pod: JSON, objects_in: Sequence[JSON], *, operation: str, now: datetime
+) -> OfflineAdmission:
+    objects = _sorted(objects_in)
+    spreads = [from_object(o) for o in objects.workloadspreads]
+    lookup = lookup_in(objects.others)
+    whitelist = objects.whitelist
+
+    def replicas_of(ws: WorkloadSpread) -> int:
+        ref = ws.target_ref
+        if ref is None:
+            return 0
+        workload = lookup(ws.namespace, ref.group, ref.kind, ref.name)
+        try:
+            return workload_replicas(ws, workload, whitelist=whitelist)
+        except ReplicasPathError as exc:
+            paths = ws.target_filter.replicas_path_list if ws.target_filter else ()
+            problem = replicas_path_problem(paths, workload)
+            detail = str(problem) if problem else f"spec.targetFilter.replicasPathList: {exc}"
+            raise UnreadableInput(
+                f"WorkloadSpread {ws.namespace}/{ws.name}: {detail}", in_file=False
+            ) from exc
+
+    def loads_of(ws: WorkloadSpread, version: str) -> dict[str, SubsetLoad]:
+        existing = [
+            p
+            for p in objects.pods
+            if p.get("metadata", {}).get("namespace", "default") == ws.namespace
+        ]
+        reservations = reservations_from_status(ws, version=version)
+        return loads_from_pods(ws, existing, reservations).get(version, {})
+
+    if operation == "CREATE":
+        digest = json.dumps(pod, sort_keys=True, separators=(",", ":"))
+        decision = admit_create(
+            pod,
+            spreads,
+            lookup=lookup,
+            whitelist=whitelist,
+            replicas_of=replicas_of,
+            loads_of=loads_of,
+            now=now,
+            generated_uid=str(uuid.uuid5(uuid.NAMESPACE_URL, digest)),
+        )
+    else:
+        decision = admit_delete(
+            pod, spreads, loads_of=loads_of, now=now, eviction=operation == "EVICT"
+        )
+    lines = [
+        f"workloadSpread: {decision.workloadspread or '-'}",
+        f"subset: {decision.subset or '-'}",
+    ]
+    return OfflineAdmission(
+        allowed=decision.allowed,
+        message=decision.message,
+        patch=decision.patch,
+        answer=decision.to_json(),
+        lines=lines,
+    )
+
+
+__all__ = ["is_workloadspread", "offline_admit", "offline_plan", "validate_offline"]

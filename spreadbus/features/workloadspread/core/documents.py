@@ -1,8 +1,7 @@
-"""Reading the objects of a YAML or JSON document set, the way kubectl accepts them.
+"""The offline commands' objects sorted for the WorkloadSpread rules, with their whitelist.
 
-A file may hold one object, several YAML documents, a JSON array, or a ``kind: List`` (or any
-``*List`` with ``items``), nested or not; empty documents are skipped. The offline commands read
-their input with this, and sort it into WorkloadSpreads, workloads, pods and nodes.
+The objects (read by :mod:`kubesemantics.documents`) are sorted into WorkloadSpreads, workloads,
+pods and nodes.
 
 The custom workload whitelist comes from a ``kruise-configuration`` ConfigMap among the objects.
 A whitelist that cannot be decoded is an error naming its ConfigMap and data key, never an empty
@@ -12,13 +11,12 @@ whitelist: silently dropping it would turn every custom-kind WorkloadSpread into
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
-import yaml
 
+from kubesemantics.documents import JSON, DocumentError, parse_documents
 from kubesemantics.json_type import json_type
 from spreadbus.features.workloadspread.core.custom_workloads import (
     WHITELIST_CONFIG_KEY,
@@ -27,47 +25,8 @@ from spreadbus.features.workloadspread.core.custom_workloads import (
 )
 from spreadbus.features.workloadspread.core.model import GROUP, KIND, api_group
 
-JSON = dict[str, Any]
-
 WHITELIST_CONFIGMAP = "kruise-configuration"
 WHITELIST_FIELD = f"data.{WHITELIST_CONFIG_KEY}"
-
-
-class DocumentError(ValueError):
-    """The text is not YAML/JSON, or holds something that is not an object."""
-
-
-def _flatten(doc: object, out: list[JSON]) -> None:
-    if doc is None:
-        return
-    if isinstance(doc, list):
-        for item in doc:
-            _flatten(item, out)
-        return
-    if not isinstance(doc, Mapping):
-        raise DocumentError(f"expected an object, got {type(doc).__name__}")
-    kind = doc.get("kind")
-    if isinstance(kind, str) and kind.endswith("List") and isinstance(doc.get("items"), list):
-        for item in doc["items"]:
-            _flatten(item, out)
-        return
-    out.append(dict(doc))
-
-
-def parse_documents(text: str) -> list[JSON]:
-    """Every object in ``text``, in order."""
-    docs: list[object]
-    try:
-        docs = [json.loads(text)]
-    except ValueError:
-        try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            raise DocumentError(f"not valid YAML or JSON: {exc}") from exc
-    out: list[JSON] = []
-    for doc in docs:
-        _flatten(doc, out)
-    return out
 
 
 class ObjectSet(msgspec.Struct, frozen=True):
@@ -135,3 +94,6 @@ def sort_objects(objects: Iterable[JSON]) -> ObjectSet:
     configmap = next((o for o in others if _is_whitelist_configmap(o)), None)
     whitelist = whitelist_from_configmap(configmap) if configmap is not None else Whitelist()
     return ObjectSet(spreads, pods, nodes, others, whitelist)
+
+
+__all__ = ["JSON", "DocumentError", "ObjectSet", "parse_documents", "sort_objects"]

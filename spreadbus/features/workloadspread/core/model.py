@@ -23,6 +23,8 @@ from typing import Any
 
 import msgspec
 
+from kubesemantics.timestamps import parse_time
+
 JSON = dict[str, Any]
 
 GROUP = "apps.kruise.io"
@@ -35,24 +37,6 @@ VERSION_IGNORED = "versionIgnored"
 FIXED = "Fixed"
 ADAPTIVE = "Adaptive"
 SCHEDULABLE = "Schedulable"
-
-
-def parse_time(value: object) -> datetime | None:
-    """An RFC 3339 timestamp as an aware UTC datetime; anything unparseable is None."""
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if text.endswith(("Z", "z")):
-        text = text[:-1] + "+00:00"
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
 
 
 def format_time(value: datetime) -> str:

@@ -18,11 +18,8 @@ from typing import Any, Final, TypeGuard
 
 import msgspec
 
-from spreadbus.features.workloadspread.core.model import (
-    MATCHED_ANNOTATION,
-    VERSION_IGNORED,
-    parse_time,
-)
+from kubesemantics.timestamps import parse_time
+from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION, VERSION_IGNORED
 
 Pod = Mapping[str, Any]
 
