@@ -136,3 +136,21 @@ def test_up_names_a_topology_file_by_its_absolute_path(
     assert kubesim_args(_up_args("--topology", "mine.yaml")) == [
         f"--topology={tmp_path / 'mine.yaml'}"
     ]
+
+
+@pytest.mark.parametrize("example", ["elastic", "multi-domain"])
+def test_the_deployment_variant_differs_from_the_seeds_cloneset_one_only_in_the_workload_kind(
+    example: str,
+) -> None:
+    def as_deployment(obj: dict[str, object]) -> dict[str, object]:
+        if obj.get("kind") == "CloneSet":
+            return {**obj, "apiVersion": "apps/v1", "kind": "Deployment"}
+        return obj
+
+    cloneset = objects(EXAMPLES / "workloadspread" / f"{example}-cloneset.yaml")
+    deployment = objects(EXAMPLES / "workloadspread" / f"{example}-deployment.yaml")
+    for obj in cloneset:
+        if obj["kind"] == "WorkloadSpread":
+            assert obj["spec"]["targetRef"]["kind"] == "CloneSet"
+            obj["spec"]["targetRef"] = as_deployment(obj["spec"]["targetRef"])
+    assert [as_deployment(obj) for obj in cloneset] == deployment

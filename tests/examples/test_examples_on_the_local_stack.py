@@ -276,6 +276,8 @@ def test_the_container_resources_example_sets_no_limits_since_it_says_limit(
 
 def test_the_uniteddeployment_sample_applies_and_is_stored_as_written(cluster: Cluster) -> None:
     path = UNITED / "statefulset-three-zones.yaml"
+    # The same look-up that skips the CloneSet examples finds a kind kubesim does serve.
+    assert cluster.serves("apps.kruise.io", "uniteddeployments")
     with cluster.applied(path):
         stored = json.loads(cluster.kubectl("get", "uniteddeployment", "sample-ud", "-o", "json"))
         subsets = stored["spec"]["topology"]["subsets"]
