@@ -274,29 +274,99 @@ def test_the_container_resources_example_sets_no_limits_since_it_says_limit(
             assert main.resources.limits is None
 
 
-def test_the_uniteddeployment_sample_applies_and_is_stored_as_written(cluster: Cluster) -> None:
-    path = UNITED / "statefulset-three-zones.yaml"
+@pytest.mark.parametrize("path", sorted(UNITED.glob("*.yaml")), ids=example_id)
+def test_every_uniteddeployment_example_applies_and_is_stored_as_written_less_its_nulls(
+    cluster: Cluster, path: Path
+) -> None:
     # The same look-up that skips the CloneSet examples finds a kind kubesim does serve.
     assert cluster.serves("apps.kruise.io", "uniteddeployments")
+    (written,) = objects(path)
     with cluster.applied(path):
-        stored = json.loads(cluster.kubectl("get", "uniteddeployment", "sample-ud", "-o", "json"))
-        subsets = stored["spec"]["topology"]["subsets"]
-        assert [(s["name"], s.get("replicas")) for s in subsets] == [
-            ("subset-a", 1), ("subset-b", "50%"), ("subset-c", None)
-        ]
+        name = written["metadata"]["name"]
+        stored = json.loads(cluster.kubectl("get", "uniteddeployment", name, "-o", "json"))
+        assert stored["spec"] == without_nulls(written["spec"])
 
 
-@pytest.mark.skip(reason="needs the UnitedDeployment controller: nothing creates the sample's "
-                         "StatefulSets yet")
+def without_nulls(value: Any) -> Any:
+    """What the API server stores of a custom resource: fields set to null are dropped, as
+    fields a structural schema does not mark nullable are (``maxReplicas: null``)."""
+    if isinstance(value, dict):
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_nulls(v) for v in value]
+    return value
+
+
+UNITED_CONTROLLER = pytest.mark.skip(
+    reason="needs the UnitedDeployment controller: nothing creates its subsets' workloads yet"
+)
+
+
+def pods_by_node_label(cluster: Cluster, target: Target, key: str, count: int) -> Counter[str]:
+    """Once ``count`` of the target's pods run: how many run on each value of node label key."""
+    core: Any = client.CoreV1Api(cluster.api)
+    return Counter(
+        core.read_node(p.spec.node_name).metadata.labels[key]
+        for p in cluster.running(target, count)
+    )
+
+
+@UNITED_CONTROLLER
 def test_the_uniteddeployment_sample_runs_1_3_and_2_pods_in_the_three_zones(
     cluster: Cluster,
 ) -> None:
     path = UNITED / "statefulset-three-zones.yaml"
     target = Target("UnitedDeployment", "sample-ud", "default", "sample")
     with cluster.applied(path):
-        pods = cluster.running(target, 6)
+        assert pods_by_node_label(cluster, target, "node", 6) == {
+            "zone-a": 1, "zone-b": 3, "zone-c": 2
+        }
+
+
+@UNITED_CONTROLLER
+def test_the_uniteddeployment_max_replicas_example_puts_4_on_regular_nodes_and_1_elastic(
+    cluster: Cluster,
+) -> None:
+    if not cluster.serves("apps.kruise.io", "clonesets"):
+        pytest.skip("its subsets are CloneSets, which kubesim does not serve yet")
+    path = UNITED / "cloneset-max-replicas.yaml"
+    target = Target("UnitedDeployment", "sample-ud", "default", "sample")
+    with cluster.applied(path):
+        assert pods_by_node_label(cluster, target, "node.kubernetes.io/pool", 5) == {
+            "fixed": 4, "elastic": 1
+        }
+
+
+@UNITED_CONTROLLER
+def test_the_uniteddeployment_adaptive_example_fills_the_regular_pool_then_the_elastic_one(
+    cluster: Cluster,
+) -> None:
+    path = UNITED / "adaptive-elastic-pool.yaml"
+    target = Target("UnitedDeployment", "ud-demo", "default", "ud-demo")
+    with cluster.applied(path):
+        assert pods_by_node_label(cluster, target, "node.kubernetes.io/pool", 5) == {
+            "fixed": 3, "elastic": 2
+        }
+
+
+@UNITED_CONTROLLER
+def test_the_uniteddeployment_patch_example_gives_each_subset_its_limits_and_env(
+    cluster: Cluster,
+) -> None:
+    path = UNITED / "subset-patch.yaml"
+    target = Target("UnitedDeployment", "sample-ud", "default", "sample")
+    with cluster.applied(path):
         core: Any = client.CoreV1Api(cluster.api)
-        domains = Counter(
-            core.read_node(p.spec.node_name).metadata.labels["node"] for p in pods
-        )
-        assert domains == {"zone-a": 1, "zone-b": 3, "zone-c": 2}
+        subset_of_node = {  # node zone-a -> subset-a, zone-b -> subset-b
+            n.metadata.name: "subset-" + n.metadata.labels["node"].removeprefix("zone-")
+            for n in core.list_node(label_selector="node").items
+        }
+        pods = cluster.running(target, 6)
+        assert Counter(subset_of_node[p.spec.node_name] for p in pods) == {
+            "subset-a": 3, "subset-b": 3
+        }
+        for pod in pods:
+            (main,) = pod.spec.containers
+            assert main.resources.limits == {"cpu": "2", "memory": "800Mi"}
+            env = [(e.name, e.value) for e in main.env]
+            assert env == [("subset", subset_of_node[pod.spec.node_name])]
