@@ -1,11 +1,14 @@
-"""The README tells the truth: its commands exist, its links resolve, its make targets exist."""
+"""The README tells the truth: its commands, make targets, links and example files exist."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+from kubesemantics.node_affinity import node_matches_term
+from kubesim.behaviour.topology import load_topology, shipped_topologies
 from spreadbus.cli import COMMANDS, build_parser
+from tests.examples.manifests import node_terms
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -43,3 +46,20 @@ def test_offline_examples_parse_with_the_real_command_line() -> None:
         parser, chosen = build_parser(argv)
         assert chosen == argv[0]
         parser.parse_args(argv)
+
+
+def test_every_example_file_the_readme_names_exists() -> None:
+    named = set(re.findall(r"\bexamples/[\w./-]+\.yaml", README))
+    assert named, "the quickstart applies a shipped example"
+    assert [path for path in sorted(named) if not (ROOT / path).is_file()] == []
+
+
+def test_the_quickstart_starts_kubesim_on_nodes_every_example_it_applies_can_use() -> None:
+    (topology,) = re.findall(r"^\.venv/bin/spreadbus up --topology ([\w-]+)", README, re.MULTILINE)
+    assert topology in shipped_topologies()
+    nodes = load_topology(topology).nodes("2026-01-01T00:00:00Z")
+    applied = re.findall(r"kubectl apply -f (examples/\S+)", README)
+    assert applied
+    for path in applied:
+        for where, term, _ in node_terms(ROOT / path):
+            assert any(node_matches_term(node, term) for node in nodes), f"{path}: {where}"

@@ -26,6 +26,9 @@ from types import FrameType
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
 
+SHIPPED_TOPOLOGIES = ("three-zones", "elastic", "seed-examples", "bench-100")
+"""The topologies kubesim ships (``kubesim/topologies/``), named here for ``--help``."""
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -52,12 +55,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "admission calls over them",
     )
     parser.add_argument(
+        "--topology",
+        metavar="NAME",
+        help="kubesim's nodes: a topology YAML file or one kubesim ships: "
+        f"{', '.join(SHIPPED_TOPOLOGIES)} (default three-zones; seed-examples carries every "
+        "label the manifests in examples/ select on)",
+    )
+    parser.add_argument(
         "--kubesim-arg",
         action="append",
         default=[],
         metavar="ARG",
-        help="extra argument for kubesim (repeatable), e.g. --kubesim-arg=--topology=zones",
+        help="extra argument for kubesim (repeatable), e.g. --kubesim-arg=--ready-delay=0.5",
     )
+
+
+def kubesim_args(args: argparse.Namespace) -> list[str]:
+    """``--topology`` goes to kubesim ahead of the ``--kubesim-arg`` list, which can override it.
+
+    A topology file is named by its absolute path: kubesim runs in the project's directory, not
+    in the one ``spreadbus up`` was started from.
+    """
+    if not args.topology:
+        return list(args.kubesim_arg)
+    path = Path(args.topology)
+    topology = str(path.resolve()) if path.is_file() else args.topology
+    return [f"--topology={topology}", *args.kubesim_arg]
 
 
 class _Stop(Exception):
@@ -75,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     stack = Stack(
         data_dir=args.data_dir.resolve(),
         cluster=args.cluster,
-        kubesim_args=args.kubesim_arg,
+        kubesim_args=kubesim_args(args),
         webhook_replicas=args.webhook_replicas,
     )
     # SIGHUP too: closing the terminal must stop the stack, not orphan it.
