@@ -191,16 +191,10 @@ def plans_for(
         okey = object_key(target.namespace, target.name)
         stored = view.stored(rkey, okey)
         observed = view.decoded(rkey, okey)  # as the rule read it this round: decoded once
-        slot = slot_of(cluster, rule.name, want.verb, target.group, target.resource,
-                       target.namespace, target.name)
-        newest = log.newest(slot)
         creating = want.verb == "create"
         if creating:
             if observed is not None:
                 continue  # it exists: nothing to create
-            if (newest is not None and newest.status == "failed"
-                    and newest.id[:_INTENT_DIGITS] == intent_id(cluster, rule.name, want)):
-                continue  # refused; decided again once the log forgets the refusal
         elif observed is None:
             continue  # nothing to change yet, or gone; the rule runs again when it appears
         elif want.verb == "delete" and observed.get("metadata", {}).get("deletionTimestamp"):
@@ -208,9 +202,17 @@ def plans_for(
         elif (want.verb in ("patch", "patch_status") and want.patch_type == "merge"
               and patch_satisfied(observed, want.patch)):
             continue
+        slot = slot_of(cluster, rule.name, want.verb, target.group, target.resource,
+                       target.namespace, target.name)
+        newest = log.newest(slot)
         metadata = observed.get("metadata", {}) if observed else {}
         version = str(metadata.get("resourceVersion", ""))
-        basis = (f"after:{newest.id}" if newest is not None else "") if creating else version
+        basis = version
+        if creating and newest is not None:
+            if (newest.status == "failed"
+                    and newest.id[:_INTENT_DIGITS] == intent_id(cluster, rule.name, want)):
+                continue  # refused; decided again once the log forgets the refusal
+            basis = f"after:{newest.id}"
         pid = plan_id(cluster, rule.name, want, basis)
         if log.status(slot, pid) is not None:
             continue  # in flight, or already answered for this very observation
