@@ -6,6 +6,10 @@ writes, does the slow path run: decode the envelope (``type``, ``v``), then eith
 unknown type (the caller logs it and acks it away), upcast an old version step by step to the
 current shape, or report the validation error with its field path (msgspec's ``at `$.path```).
 
+A plan or outcome whose ``verb`` this code does not know (a newer planner's verb) is reported as
+``unknown_verb`` rather than ``invalid``; for a plan it comes with the :class:`PlanHead` that
+every plan has whatever its verb, so a consumer can answer it without being able to apply it.
+
 A message *newer* than this code decodes on the fast path: new fields are ignored by design.
 """
 
@@ -16,19 +20,32 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from events.messages import SCHEMA_VERSION, TAGS, Event
+from events.messages import SCHEMA_VERSION, TAGS, VERBS, Event, ObjectRef
 
 Upcaster = Callable[[dict[str, Any]], dict[str, Any]]
 """Rewrites the JSON object of one message from version ``n`` into version ``n+1``."""
 
 
+class PlanHead(msgspec.Struct, frozen=True, kw_only=True):
+    """What every plan names, whatever its verb: enough to answer one this code cannot apply."""
+
+    id: str
+    cluster: str
+    verb: str
+    target: ObjectRef
+
+
 class Undecodable(msgspec.Struct, frozen=True, kw_only=True):
     """Why a message could not be turned into an event; the consumer skips it."""
 
-    kind: Literal["unknown_type", "invalid", "not_json"]
+    kind: Literal["unknown_type", "unknown_verb", "invalid", "not_json"]
     type: str = ""
     v: int = 0
     error: str = ""
+    verb: str = ""
+    """The verb this code does not know (``unknown_verb``)."""
+    plan: PlanHead | None = None
+    """The plan's head, when an ``unknown_verb`` message is a plan."""
 
 
 class _Envelope(msgspec.Struct):
@@ -36,9 +53,16 @@ class _Envelope(msgspec.Struct):
     v: int = SCHEMA_VERSION
 
 
+class _VerbOnly(msgspec.Struct):
+    verb: str = ""
+
+
 _ENCODER: Final = msgspec.json.Encoder()
 _ANY: Final = msgspec.json.Decoder()
 _ENVELOPE: Final = msgspec.json.Decoder(_Envelope)
+_VERB: Final = msgspec.json.Decoder(_VerbOnly)
+_PLAN_HEAD: Final = msgspec.json.Decoder(PlanHead)
+_VERBED: Final = frozenset({"plan", "outcome"})
 
 
 def encode(event: Event) -> bytes:
@@ -86,6 +110,9 @@ class Codec:
             return Undecodable(kind="unknown_type", type=head.type, v=head.v)
         current = self.current_version(head.type)
         if head.v >= current:
+            unknown = _unknown_verb(head, data, str(exc))
+            if unknown is not None:
+                return unknown
             return Undecodable(kind="invalid", type=head.type, v=head.v, error=str(exc))
         body = _ANY.decode(data)
         if not isinstance(body, dict):
@@ -108,6 +135,26 @@ class Codec:
             return converted
         except msgspec.ValidationError as conv_exc:
             return Undecodable(kind="invalid", type=head.type, v=head.v, error=str(conv_exc))
+
+
+def _unknown_verb(head: _Envelope, data: bytes | memoryview, error: str) -> Undecodable | None:
+    """The report of a plan or outcome refused only for a verb this code does not know."""
+    if head.type not in _VERBED:
+        return None
+    try:
+        verb = _VERB.decode(data).verb
+    except msgspec.DecodeError:
+        return None
+    if not verb or verb in VERBS:
+        return None
+    plan = None
+    if head.type == "plan":
+        try:
+            plan = _PLAN_HEAD.decode(data)
+        except msgspec.DecodeError:
+            plan = None
+    return Undecodable(kind="unknown_verb", type=head.type, v=head.v, error=error, verb=verb,
+                       plan=plan)
 
 
 def _tag(event: Event) -> str:

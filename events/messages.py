@@ -17,14 +17,16 @@ subscribers in any language see the Kubernetes JSON they already know.
 
 from __future__ import annotations
 
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, get_args
 
 import msgspec
 
 SCHEMA_VERSION: Final = 1
 
 WatchEventType = Literal["ADDED", "MODIFIED", "DELETED"]
-Verb = Literal["patch", "patch_status", "evict"]
+Verb = Literal["patch", "patch_status", "evict", "create", "delete"]
+VERBS: Final[frozenset[str]] = frozenset(get_args(Verb))
+PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
 PatchType = Literal["merge", "strategic", "json"]
 Result = Literal["applied", "failed", "skipped"]
 
@@ -97,7 +99,12 @@ class Precondition(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True
 
 
 class Plan(_Message, frozen=True, kw_only=True, tag="plan"):
-    """A change the planner wants made. ``id`` is a hash of what and why, so equal plans collide."""
+    """A change the planner wants made. ``id`` is a hash of what and why, so equal plans collide.
+
+    ``create`` carries the whole object in ``object``, named as ``target`` names it (never by
+    ``generateName``); ``delete`` names the object's uid in ``precondition`` and deletes with
+    ``propagation_policy``.
+    """
 
     id: str
     cluster: str
@@ -112,6 +119,11 @@ class Plan(_Message, frozen=True, kw_only=True, tag="plan"):
     causes: list[int] = []
     """Stream sequences of the observations that made this plan necessary."""
     ts: float = 0.0
+    object: dict[str, Any] | None = None
+    """The object a ``create`` makes; its controller owner reference tells an object this plan
+    (or an equal one) already created from one that someone else holds the name with."""
+    propagation_policy: PropagationPolicy = "Background"
+    """How a ``delete`` treats the object's dependents (Kubernetes ``DeleteOptions``)."""
 
 
 class ApiError(msgspec.Struct, frozen=True, kw_only=True):

@@ -19,6 +19,15 @@ planner decides again from the newer observation. Otherwise the patch is sent wi
 object moved on in between) reads again and retries, as client-go's ``RetryOnConflict`` does.
 ``evict`` posts an Eviction with the pod's uid as precondition; a pod already gone is ``skipped``.
 
+``create`` posts the plan's object under the target's name; its precondition is that nothing
+holds that name. AlreadyExists reads the object there: the same controller owner reference (uid)
+as the plan's object means this plan, a redelivery of it or an equal one already made it
+(``skipped``); anything else fails the plan with the API's refusal. ``delete`` deletes with the
+target's uid (and ``resource_version``, if the plan names one) as ``DeleteOptions`` preconditions
+and the plan's ``propagationPolicy``: a precondition the object no longer meets (409) fails the
+plan, an object already gone is ``skipped``. A delete plan without a uid fails unsent: a name
+alone could delete an object created again under it.
+
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
 the plan fails with the last error. Nothing here acks or publishes: the caller records the
@@ -42,6 +51,7 @@ from spreadbus.runtime.kube_client import (
     Conflict,
     KubeAPIError,
     KubeClient,
+    NotFound,
     Unprocessable,
     resource_path,
 )
@@ -106,6 +116,10 @@ class Applier:
     async def _once(self, plan: Plan) -> Result:
         if plan.verb == "evict":
             return await self._evict(plan)
+        if plan.verb == "create":
+            return await self._create(plan)
+        if plan.verb == "delete":
+            return await self._delete(plan)
         target = plan.target
         path = resource_path(target.group, target.version, target.resource, target.namespace,
                              target.name)
@@ -162,6 +176,67 @@ class Applier:
             raise
         return Result(result="applied")
 
+    async def _create(self, plan: Plan) -> Result:
+        target = plan.target
+        if not isinstance(plan.object, dict):
+            return _unsent("a create plan carries no object")
+        body = dict(plan.object)
+        metadata = {k: v for k, v in body.get("metadata", {}).items() if k != "generateName"}
+        metadata["name"] = target.name
+        if target.namespace:
+            metadata["namespace"] = target.namespace
+        body["metadata"] = metadata
+        collection = resource_path(target.group, target.version, target.resource,
+                                   target.namespace)
+        try:
+            created = await self._call("POST", collection, body=body,
+                                       content_type="application/json")
+        except Conflict as exc:
+            if exc.reason != "AlreadyExists":
+                raise
+            return await self._found(plan, exc)
+        return Result(result="applied", resource_version=_version(created))
+
+    async def _found(self, plan: Plan, refusal: KubeAPIError) -> Result:
+        """A create refused because the name is taken: done already, or someone else's."""
+        target = plan.target
+        path = resource_path(target.group, target.version, target.resource, target.namespace,
+                             target.name)
+        try:
+            current = await self._call("GET", path)
+        except NotFound as exc:
+            # Gone between the two requests: try the create again.
+            raise Conflict(409, "Conflict", "the object holding the name went away") from exc
+        ours = controller_uid(plan.object or {})
+        if ours and controller_uid(current) == ours:
+            return Result(result="skipped", resource_version=_version(current))
+        return self._failed(refusal, 1)
+
+    async def _delete(self, plan: Plan) -> Result:
+        target = plan.target
+        uid = plan.precondition.uid or target.uid
+        if not uid:
+            return _unsent("a delete plan names no uid")
+        preconditions = {"uid": uid}
+        if plan.precondition.resource_version:
+            preconditions["resourceVersion"] = plan.precondition.resource_version
+        options = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "preconditions": preconditions,
+            "propagationPolicy": plan.propagation_policy,
+        }
+        path = resource_path(target.group, target.version, target.resource, target.namespace,
+                             target.name)
+        try:
+            answer = await self._call("DELETE", path, body=options,
+                                      content_type="application/json")
+        except NotFound:
+            return Result(result="skipped")
+        except Conflict as exc:
+            return self._failed(exc, 1)  # the object there is not the one the plan names
+        return Result(result="applied", resource_version=_version(answer))
+
     async def _write_seen(self, plan: Plan, path: str) -> Result | None:
         """Write without reading first when the plan allows it; None: read first.
 
@@ -192,6 +267,26 @@ class Applier:
         except (Conflict, Unprocessable):
             return None
         return None
+
+
+def controller_uid(obj: dict[str, Any]) -> str:
+    """The uid of the object's controller owner reference, or ``""``."""
+    for ref in obj.get("metadata", {}).get("ownerReferences") or ():
+        if isinstance(ref, dict) and ref.get("controller") is True:
+            return str(ref.get("uid", ""))
+    return ""
+
+
+def _version(answer: dict[str, Any]) -> str:
+    """The resourceVersion of an object the API answered with (a Status has none)."""
+    if answer.get("kind") == "Status":
+        return ""
+    return str(answer.get("metadata", {}).get("resourceVersion", ""))
+
+
+def _unsent(message: str) -> Result:
+    """A plan that cannot be sent as it is: it fails without asking the API."""
+    return Result(result="failed", error=ApiError(status=0, reason="Invalid", message=message))
 
 
 def metadata_ops(patch: dict[str, Any]) -> list[dict[str, Any]] | None:

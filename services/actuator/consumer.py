@@ -11,7 +11,11 @@ At shutdown, plans still being applied get a short grace (``shutdown_grace_secon
 cancelled, awaited, and handed back (``nak``) so another replica takes them at once.
 For each:
 
-1. decode; a message that is not a plan can never apply: it is terminated (``term``) and logged;
+1. decode; a message that is not a plan can never apply: it is terminated (``term``) and logged.
+   A plan whose verb this code does not know (from a newer planner) is never applied either, but
+   it is answered: its one outcome is ``failed`` with reason ``UnknownVerb``, so the planner
+   sees it settled rather than in flight forever. It is logged and counted
+   (``spreadbus_actuator_unknown_verbs{verb}``), and the consumer goes on;
 2. if it was delivered ``max_deliveries`` times already (replicas kept dying on it), it fails;
 3. otherwise :class:`Applier` applies it (``in_progress`` keeps the delivery while it retries);
 4. the one outcome is published with ``Nats-Msg-Id`` = ``outcome:<plan id>`` and only then the
@@ -38,6 +42,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
+from typing import cast
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -48,7 +53,8 @@ from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
 from events import codec, subjects
-from events.messages import ApiError, Outcome, Plan
+from events.codec import PlanHead, Undecodable
+from events.messages import ApiError, Outcome, Plan, Verb
 from events.streams import DEDUP_HEADER, PLANS
 from services.actuator.application import Applier, Result
 from spreadbus.runtime.shutdown import sleep_unless_stopping
@@ -88,6 +94,10 @@ class PlanConsumer:
             "spreadbus_actuator_abandoned_plans",
             "Applies cancelled because their delivery lapsed or the actuator stopped",
             ["why"], registry=registry)
+        self.unknown_verbs = Counter(
+            "spreadbus_actuator_unknown_verbs",
+            "Plans answered unapplied because this actuator does not know their verb",
+            ["verb"], registry=registry)
         self.apply_seconds = Histogram("spreadbus_actuator_apply_seconds",
                                        "Time to apply one plan", registry=registry)
 
@@ -154,6 +164,9 @@ class PlanConsumer:
 
     async def _handle_one(self, msg: Msg) -> None:
         decoded = codec.decode(msg.data)
+        if isinstance(decoded, Undecodable) and decoded.plan is not None:
+            await self._refuse_unknown_verb(msg, decoded.plan)
+            return
         if not isinstance(decoded, Plan):
             log.error("not a plan, terminating it", extra={"subject": msg.subject,
                                                           "problem": repr(decoded)})
@@ -180,6 +193,16 @@ class PlanConsumer:
                 keepalive.cancel()
             self.apply_seconds.observe(asyncio.get_running_loop().time() - started)
         await self._publish_outcome(plan, result)
+        await msg.ack_sync()
+
+    async def _refuse_unknown_verb(self, msg: Msg, head: PlanHead) -> None:
+        self.unknown_verbs.labels(head.verb).inc()
+        log.warning("plan verb unknown to this actuator, answered without applying it", extra={
+            "plan": head.id, "verb": head.verb, "subject": msg.subject})
+        result = Result(result="failed", attempts=0, error=ApiError(
+            status=0, reason="UnknownVerb",
+            message=f"this actuator does not know the verb {head.verb!r}"))
+        await self._publish_outcome(head, result)
         await msg.ack_sync()
 
     async def _keep_in_progress(self, msg: Msg, plan: Plan, applying: asyncio.Task[Result]) -> None:
@@ -219,11 +242,12 @@ class PlanConsumer:
         await msg.in_progress()
         await self.nc.flush(timeout=max(1, int(interval)))
 
-    async def _publish_outcome(self, plan: Plan, result: Result) -> None:
+    async def _publish_outcome(self, plan: Plan | PlanHead, result: Result) -> None:
         outcome = Outcome(
             plan_id=plan.id,
             cluster=plan.cluster,
-            verb=plan.verb,
+            # A plan's head may name a verb Verb does not list yet: the outcome repeats it.
+            verb=cast(Verb, plan.verb),
             target=plan.target,
             result=result.result,
             error=result.error,

@@ -391,7 +391,7 @@ class Planner:
         if position - self._pruned_position < max(PRUNE_EVERY, len(self.decisions.state.latest)):
             return
         self._pruned_position = position
-        self.decisions.prune(self.projection.exists)
+        self.decisions.prune(self.projection.exists, self.clock())
 
     def _position(self) -> int:
         state = self.decisions.state
@@ -410,7 +410,7 @@ class Planner:
 
     async def save_snapshot(self) -> None:
         assert self.snapshots is not None
-        self.decisions.prune(self.projection.exists)
+        self.decisions.prune(self.projection.exists, self.clock())
         data = snapshot.dump(self.projection.state, self.decisions.state,  # one synchronous read
                              taken_at=self.clock())
         position = self._position()

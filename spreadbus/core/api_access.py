@@ -8,9 +8,10 @@ Only two services talk to the Kubernetes API; the planner and the webhook work f
   (:data:`PLAN_REQUESTS`): ``patch`` reads the object (uid and resourceVersion preconditions,
   "already true") and patches it; ``patch_status`` reads the object too (the status
   subresource's GET would need its own grant, and the main resource carries the same fields) and
-  patches ``<resource>/status``; ``evict`` creates ``pods/eviction``. The resources a plan may
-  target are those the registered features declare (``Feature.plan_targets``, gathered by
-  :func:`spreadbus.features.registry.plan_targets`).
+  patches ``<resource>/status``; ``evict`` creates ``pods/eviction``; ``create`` creates the
+  object and, when the name is taken, reads the object there (is it already ours?); ``delete``
+  deletes it. The resources a plan may target are those the registered features declare
+  (``Feature.plan_targets``, gathered by :func:`spreadbus.features.registry.plan_targets`).
 
 A feature whose rules emit a new kind of plan, or a new target, declares it; the test in
 ``tests/deploy`` then fails until ``deploy/rbac/actuator.yaml`` grants it, and fails too if the
@@ -37,6 +38,8 @@ PLAN_REQUESTS: Final[dict[str, tuple[tuple[str, str], ...]]] = {
     "patch": (("", "get"), ("", "patch")),
     "patch_status": (("", "get"), ("status", "patch")),
     "evict": (("eviction", "create"),),
+    "create": (("", "create"), ("", "get")),
+    "delete": (("", "delete"),),
 }
 """Plan verb -> (subresource, RBAC verb) of every request applying it makes."""
 

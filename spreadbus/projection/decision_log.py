@@ -14,9 +14,18 @@ slots whose target is gone from the projection and whose plan is settled, so the
 large as the set of live objects the rules touch, however many pod names churn through it. A
 settled record of a deleted object cannot matter any more: plan ids cover the object's version,
 so a re-created object of the same name never matches it, and only an in-flight newest plan
-holds decisions back. Pruning is a pure function of both folds, so replaying the same log with
-the same pruning points gives byte-identical snapshots; a snapshot taken after a prune differs
-from an unpruned replay only by such dead records.
+holds decisions back. Pruning is a pure function of both folds and the time it is given, so
+replaying the same log with the same pruning points and times gives byte-identical snapshots; a
+snapshot taken after a prune differs from an unpruned replay only by such dead records.
+
+Creates are the exception: their target is absent by nature, and a create's plan id covers the
+newest plan of its slot rather than an observed version (see
+:mod:`spreadbus.projection.planning`). Forgetting that plan would make the next create of the
+same object reuse an older id, which the ``PLANS`` and ``OUTCOMES`` dedup windows would drop as a
+duplicate; so a settled create of an absent object is kept until its plan is older than the
+longer window (``OUTCOMES``, one hour, measured against the ``now`` given to
+:meth:`DecisionLog.prune` and the plan's ``ts``). Forgetting it is also what lets a failed create
+be decided again.
 
 The two streams are folded independently (each with its own position) because their relative
 order is not defined; an outcome that arrives before its plan is held and matched when the plan
@@ -32,15 +41,22 @@ import msgspec
 
 from events import codec
 from events.messages import Outcome, Plan
+from events.streams import OUTCOMES
 from events.subjects import SubjectError, unescape
 
 PlanStatus = Literal["in_flight", "applied", "failed", "skipped"]
+
+
+CREATE_MEMORY_SECONDS: Final = OUTCOMES.duplicate_window_seconds
+"""How long a settled create of an absent object is remembered after its plan."""
 
 
 class PlanRecord(msgspec.Struct, frozen=True, array_like=True):
     id: str
     status: PlanStatus
     seq: int
+    ts: float = 0.0
+    """The plan's ``ts`` (the planner's clock when it decided)."""
 
 
 class DecisionState(msgspec.Struct, kw_only=True):
@@ -62,6 +78,7 @@ class _PlanHead(msgspec.Struct, tag="plan", tag_field="type"):
     rule: str
     verb: str
     target: dict[str, str]
+    ts: float = 0.0
 
 
 class _OutcomeHead(msgspec.Struct, tag="outcome", tag_field="type"):
@@ -76,6 +93,10 @@ _OUTCOME: Final = msgspec.json.Decoder(_OutcomeHead)
 def slot_of(cluster: str, rule: str, verb: str, group: str, resource: str, namespace: str,
             name: str) -> str:
     return "\x1f".join((cluster, rule, verb, group, resource, namespace, name))
+
+
+def slot_verb(slot: str) -> str:
+    return slot.split("\x1f")[2]
 
 
 def slot_target(slot: str) -> tuple[str, str, str, str, str]:
@@ -113,6 +134,7 @@ class DecisionLog:
                 id=event.id, rule=event.rule, verb=event.verb,
                 target={"group": event.target.group, "resource": event.target.resource,
                         "namespace": event.target.namespace, "name": event.target.name},
+                ts=event.ts,
             )
             cluster = event.cluster
         target = head.target
@@ -128,7 +150,7 @@ class DecisionLog:
             if previous.status == "in_flight":
                 state.retired[previous.id] = previous.seq
         status: PlanStatus = state.early.pop(head.id, "in_flight")
-        state.latest[slot] = PlanRecord(head.id, status, seq)
+        state.latest[slot] = PlanRecord(head.id, status, seq, head.ts)
         state.slots[head.id] = slot
 
     def apply_outcome(self, seq: int, subject: str, data: bytes) -> str | None:
@@ -152,19 +174,23 @@ class DecisionLog:
                 state.early[head.plan_id] = head.result
             return None
         record = state.latest[slot]
-        state.latest[slot] = PlanRecord(record.id, head.result, record.seq)
+        state.latest[slot] = PlanRecord(record.id, head.result, record.seq, record.ts)
         if head.result == "failed" or slot in self.held:
             self.held.discard(slot)
             return slot
         return None
 
-    def prune(self, exists: Callable[[str, str, str, str, str], bool]) -> int:
+    def prune(self, exists: Callable[[str, str, str, str, str], bool],
+              now: float | None = None) -> int:
         """Forget settled slots whose target ``exists(cluster, group, resource, namespace,
-        name)`` denies; returns how many were dropped."""
+        name)`` denies; returns how many were dropped. A create's slot also needs its plan
+        older than :data:`CREATE_MEMORY_SECONDS` at ``now`` (never, without ``now``)."""
         state = self.state
         gone = [
             slot for slot, record in state.latest.items()
             if record.status != "in_flight" and not exists(*slot_target(slot))
+            and (slot_verb(slot) != "create"
+                 or (now is not None and record.ts + CREATE_MEMORY_SECONDS < now))
         ]
         for slot in gone:
             record = state.latest.pop(slot)

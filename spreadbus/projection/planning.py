@@ -6,9 +6,24 @@ opinion about among those affected. It reads the whole state (never the type of 
 performs no I/O and keeps no memory between calls; the same state gives the same answer.
 
 The **planner** (:func:`plans_for`) then diffs each ``Desired`` against the observed object:
-nothing to do when the patch is already true (or the object to evict is gone), otherwise a
+nothing to do when the patch is already true (or the object to evict or delete is gone, or
+already being deleted, or the object to create is observed), otherwise a
 :class:`~events.messages.Plan` with a deterministic id, unless the decision log says an equal plan
 is in flight or already answered.
+
+Creating and deleting:
+
+- ``delete`` is planned only for an observed object, with the observed uid as precondition, like
+  an eviction; an object that already has a ``deletionTimestamp`` is taken as deleted.
+- ``create`` is planned only while the object is not observed. The rule names it
+  (``target.name``, never ``generateName``) and gives it whole in ``Desired.object``; the plan
+  carries it with ``metadata.name`` and ``namespace`` taken from the target. There is no observed
+  version to tell one decision from the next, so the id covers the newest plan of its slot
+  instead: equal as long as the log holds the same answer, new once a create of the object was
+  answered and the object is wanted again (deleted since, or not yet observed: the second plan
+  then finds it and is ``skipped``). A failed create of the same intent stays failed until the
+  decision log forgets it (:meth:`DecisionLog.prune`), so a create the API keeps refusing is not
+  retried in a loop.
 
 The precondition is the rule's choice (``Desired.precondition``):
 
@@ -66,7 +81,15 @@ from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
 
-from events.messages import ObjectRef, PatchType, Plan, Precondition, ResourceRef, Verb
+from events.messages import (
+    ObjectRef,
+    PatchType,
+    Plan,
+    Precondition,
+    PropagationPolicy,
+    ResourceRef,
+    Verb,
+)
 from spreadbus.projection.decision_log import DecisionLog, slot_of
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 
@@ -85,6 +108,10 @@ class Desired(msgspec.Struct, frozen=True, kw_only=True):
     """Emit no new plan for this object while its previous one is in flight. For writes that
     replace a whole computed value (a status): the next plan is decided from the observation of
     the previous write instead of racing it; its answer offers the object again."""
+    object: dict[str, Any] | None = None
+    """The whole object a ``create`` makes (with its controller owner reference)."""
+    propagation_policy: PropagationPolicy = "Background"
+    """How a ``delete`` treats the object's dependents."""
 
 
 class Rule(Protocol):
@@ -114,11 +141,13 @@ _INTENT_DIGITS: Final = 16
 
 def intent_id(cluster: str, rule: str, desired: Desired) -> str:
     """What is wanted of which object, whatever version it was seen at (16 hex digits)."""
-    material = _CANONICAL.encode(
-        [cluster, rule, desired.verb, desired.target, desired.patch_type, desired.patch,
-         desired.precondition]
-    )
-    return hashlib.sha256(material).hexdigest()[:_INTENT_DIGITS]
+    parts: list[Any] = [cluster, rule, desired.verb, desired.target, desired.patch_type,
+                        desired.patch, desired.precondition]
+    if desired.verb == "create":
+        parts.append(desired.object)
+    elif desired.verb == "delete":
+        parts.append(desired.propagation_policy)
+    return hashlib.sha256(_CANONICAL.encode(parts)).hexdigest()[:_INTENT_DIGITS]
 
 
 def plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str:
@@ -162,26 +191,37 @@ def plans_for(
         okey = object_key(target.namespace, target.name)
         stored = view.stored(rkey, okey)
         observed = view.decoded(rkey, okey)  # as the rule read it this round: decoded once
-        if want.verb == "evict":
-            if observed is None:
-                continue
+        creating = want.verb == "create"
+        if creating:
+            if observed is not None:
+                continue  # it exists: nothing to create
         elif observed is None:
-            continue  # nothing to patch yet; the rule runs again when it appears
-        elif want.patch_type == "merge" and patch_satisfied(observed, want.patch):
+            continue  # nothing to change yet, or gone; the rule runs again when it appears
+        elif want.verb == "delete" and observed.get("metadata", {}).get("deletionTimestamp"):
+            continue  # already being deleted
+        elif (want.verb in ("patch", "patch_status") and want.patch_type == "merge"
+              and patch_satisfied(observed, want.patch)):
             continue
-        metadata = observed.get("metadata", {}) if observed else {}
-        version = str(metadata.get("resourceVersion", ""))
-        pid = plan_id(cluster, rule.name, want, version)
         slot = slot_of(cluster, rule.name, want.verb, target.group, target.resource,
                        target.namespace, target.name)
+        newest = log.newest(slot)
+        metadata = observed.get("metadata", {}) if observed else {}
+        version = str(metadata.get("resourceVersion", ""))
+        basis = version
+        if creating and newest is not None:
+            if (newest.status == "failed"
+                    and newest.id[:_INTENT_DIGITS] == intent_id(cluster, rule.name, want)):
+                continue  # refused; decided again once the log forgets the refusal
+            basis = f"after:{newest.id}"
+        pid = plan_id(cluster, rule.name, want, basis)
         if log.status(slot, pid) is not None:
             continue  # in flight, or already answered for this very observation
-        newest = log.newest(slot)
         if newest is not None and newest.status == "in_flight":
             if want.serial:
                 log.hold(slot)  # decided again once the previous plan is answered
                 continue
-            if want.precondition == "uid" and newest.id[:_INTENT_DIGITS] == pid[:_INTENT_DIGITS]:
+            if ((want.precondition == "uid" or creating)
+                    and newest.id[:_INTENT_DIGITS] == pid[:_INTENT_DIGITS]):
                 continue  # the same intent is on its way; it does not depend on the version
         plans.append(
             Plan(
@@ -200,6 +240,21 @@ def plans_for(
                 reason=want.reason,
                 causes=[stored.seq] if stored is not None else [],
                 ts=now,
+                object=_named(want) if creating else None,
+                propagation_policy=want.propagation_policy,
             )
         )
     return plans
+
+
+def _named(want: Desired) -> dict[str, Any]:
+    """The object to create, named as the target names it; without one the rule is at fault."""
+    if not isinstance(want.object, dict):
+        raise ValueError(f"a create of {want.target.name!r} carries no object")
+    obj = dict(want.object)
+    metadata = {k: v for k, v in obj.get("metadata", {}).items() if k != "generateName"}
+    metadata["name"] = want.target.name
+    if want.target.namespace:
+        metadata["namespace"] = want.target.namespace
+    obj["metadata"] = metadata
+    return obj

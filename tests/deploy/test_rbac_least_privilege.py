@@ -59,3 +59,11 @@ def test_the_rendered_rbac_grants_a_service_exactly_what_it_needs(
     assert not any("*" in access for access in have), "no wildcards"
     assert sorted(NEEDED[account] - have) == [], "missing grants"
     assert sorted(have - NEEDED[account]) == [], "grants beyond what the code uses"
+
+
+def test_a_create_may_read_the_object_holding_its_name_and_a_delete_only_deletes() -> None:
+    assert plan_access([("create", "apps", "deployments"), ("delete", "", "configmaps")]) == {
+        Access("apps", "deployments", "create"),
+        Access("apps", "deployments", "get"),
+        Access("", "configmaps", "delete"),
+    }
