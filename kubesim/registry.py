@@ -91,6 +91,55 @@ class ResourceType:
 
 _META = strategic_merge
 
+_CLONESET_COLUMNS = (
+    PrinterColumn("DESIRED", "integer", ".spec.replicas", "The desired number of pods."),
+    PrinterColumn("UPDATED", "integer", ".status.updatedReplicas", "The number of pods updated."),
+    PrinterColumn(
+        "UPDATED_READY",
+        "integer",
+        ".status.updatedReadyReplicas",
+        "The number of pods updated and ready.",
+    ),
+    PrinterColumn(
+        "UPDATED_AVAILABLE",
+        "integer",
+        ".status.updatedAvailableReplicas",
+        "The number of pods updated and available.",
+    ),
+    PrinterColumn("READY", "integer", ".status.readyReplicas", "The number of pods ready."),
+    PrinterColumn("TOTAL", "integer", ".status.replicas", "The number of currently all pods."),
+    PrinterColumn(
+        "AGE",
+        "date",
+        ".metadata.creationTimestamp",
+        "CreationTimestamp is a timestamp representing the server time when this object was "
+        "created. It is not guaranteed to be set in happens-before order across separate "
+        "operations. Clients may not set this value. It is represented in RFC3339 form and is "
+        "in UTC.",
+    ),
+    PrinterColumn(
+        "CONTAINERS",
+        "string",
+        ".spec.template.spec.containers[*].name",
+        "The containers of currently cloneset.",
+        priority=1,
+    ),
+    PrinterColumn(
+        "IMAGES",
+        "string",
+        ".spec.template.spec.containers[*].image",
+        "The images of currently cloneset.",
+        priority=1,
+    ),
+    PrinterColumn(
+        "SELECTOR",
+        "string",
+        ".status.labelSelector",
+        "The selector of currently cloneset.",
+        priority=1,
+    ),
+)
+
 
 def _builtins() -> list[ResourceType]:
     pods_fields = (
@@ -285,6 +334,19 @@ def _builtins() -> list[ResourceType]:
             "ControllerRevision",
             True,
             has_generation=False,
+        ),
+        # OpenKruise's CloneSet, served as Kruise's CRD serves it (no strategic merge patch).
+        ResourceType(
+            "apps.kruise.io",
+            "v1alpha1",
+            "clonesets",
+            "CloneSet",
+            True,
+            short_names=("clone",),
+            status=True,
+            scale=ScalePaths(label_selector=".status.labelSelector"),
+            strategic=False,
+            printer_columns=_CLONESET_COLUMNS,
         ),
         ResourceType(
             "policy",
