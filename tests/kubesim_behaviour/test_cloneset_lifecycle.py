@@ -446,3 +446,48 @@ def test_a_budget_over_cloneset_pods_expects_the_cloneset_scale(cluster: SimClus
         what="the budget's expected pods",
     )
     assert (budget.status.desired_healthy, budget.status.disruptions_allowed) == (1, 2)
+
+
+def test_scale_in_with_a_zone_spread_constraint_evens_out_the_zones(cluster: SimCluster) -> None:
+    zone_c = [f"zone-c-{i}" for i in range(1, 5)]
+
+    def cordon(unschedulable: bool) -> None:
+        for node in zone_c:
+            cluster.core.patch_node(node, {"spec": {"unschedulable": unschedulable}})
+
+    def zones() -> list[str]:
+        nodes = {
+            n.metadata.name: n.metadata.labels["topology.kubernetes.io/zone"]
+            for n in cluster.core.list_node().items
+        }
+        return sorted(nodes[p["spec"]["nodeName"]] for p in live(cluster, "web"))
+
+    spread = {
+        "maxSkew": 1,
+        "topologyKey": "topology.kubernetes.io/zone",
+        "whenUnsatisfiable": "ScheduleAnyway",
+        "labelSelector": {"matchLabels": {"app": "web"}},
+    }
+    body = cloneset("web", 4)
+    body["spec"]["template"]["spec"]["topologySpreadConstraints"] = [spread]
+    cordon(True)
+    create(cluster, body)
+    wait_settled(cluster, "web", 4)
+    assert zones() == ["zone-a", "zone-a", "zone-b", "zone-b"]
+    cordon(False)
+    patch(cluster, "web", {"spec": {"replicas": 5}})
+    wait_settled(cluster, "web", 5)
+    assert zones() == ["zone-a", "zone-a", "zone-b", "zone-b", "zone-c"]
+    # the zone-c pod restarted: without the spread rank (rule 7 after rule 5) it would go first
+    (lonely,) = [p for p in live(cluster, "web") if p["spec"]["nodeName"] in zone_c]
+    cluster.restart_containers("default", lonely["metadata"]["name"], 5)
+    cluster.wait_for(
+        lambda: any(
+            p["status"]["containerStatuses"][0]["restartCount"] == 5 for p in live(cluster, "web")
+        ),
+        what="the restarts reported",
+    )
+    patch(cluster, "web", {"spec": {"replicas": 3}})
+    wait_settled(cluster, "web", 3)
+    assert zones() == ["zone-a", "zone-b", "zone-c"]
+    assert lonely["metadata"]["name"] in {p["metadata"]["name"] for p in live(cluster, "web")}
