@@ -453,16 +453,21 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
+        self._builtin: dict[tuple[str, str, str], ResourceType] = {}
         for rt in _builtins():
+            self._builtin[rt.gvr] = rt
             self.add(rt)
 
     def add(self, rt: ResourceType) -> None:
         self._by_gvr[rt.gvr] = rt
 
     def remove_crd(self, crd_name: str) -> list[ResourceType]:
+        """Stop serving a CRD's types; a built-in type it had replaced is served again."""
         gone = [rt for rt in self._by_gvr.values() if rt.custom and rt.crd_name == crd_name]
         for rt in gone:
             del self._by_gvr[rt.gvr]
+            if rt.gvr in self._builtin:
+                self._by_gvr[rt.gvr] = self._builtin[rt.gvr]
         return gone
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:

@@ -13,6 +13,10 @@ replacements at the update revision, ``maxSurge`` extra first when it is set. ``
 and ``InPlaceOnly`` are served but recreate as well: kubesim runs no container images to swap.
 ``scaleStrategy.podsToDelete`` marks pods the same way; names of pods that are gone are removed
 from it afterwards, as Kruise does.
+
+Installing a ``clonesets.apps.kruise.io`` CRD replaces the built-in kind (its schema serves the
+objects) and this controller leaves CloneSets alone until the CRD is deleted: a cluster with
+Kruise's own CRD is one whose Kruise is supplied by whoever installed it.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from kubesim.behaviour.shared_informers import Informers
 from kubesim.interface import (
     CLONESETS,
     CONTROLLERREVISIONS,
+    GVR,
     PODS,
     ApiError,
     Cluster,
@@ -62,6 +67,8 @@ TEMPLATE_HASH_LABEL = "pod-template-hash"
 INSTANCE_ID_LABEL = "apps.kruise.io/cloneset-instance-id"
 SPECIFIED_DELETE_LABEL = "apps.kruise.io/specified-delete"
 REVISION_HASH_LABEL = "controller.kubernetes.io/hash"
+CUSTOM_RESOURCE_DEFINITIONS = GVR("apiextensions.k8s.io", "v1", "customresourcedefinitions")
+CRD_NAME = "clonesets.apps.kruise.io"
 _ID_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _ID_LENGTH = 5
 
@@ -143,6 +150,8 @@ class CloneSetController(OwnerController):
         cs = self.informers.clonesets.get(key)
         if cs is None or cs["metadata"].get("deletionTimestamp"):
             return
+        if await self._served_by_crd():
+            return
         spec = cs.get("spec") or {}
         try:
             selector = label_selector.from_label_selector(spec.get("selector"))
@@ -168,6 +177,17 @@ class CloneSetController(OwnerController):
         await self._write_status(key, current, update, label_selector.to_string(selector))
         await self._truncate_pods_to_delete(key, pods)
         await self._truncate_history(cs, pods, revisions, current, update)
+
+    async def _served_by_crd(self) -> bool:
+        """Whether a CRD of its own serves ``clonesets``: whoever installs Kruise's CRD brings
+        their own controller (or none), and kubesim's steps back."""
+        try:
+            await self.cluster.get(CUSTOM_RESOURCE_DEFINITIONS, CRD_NAME)
+        except ApiError as exc:
+            if exc.code == 404:
+                return False
+            raise
+        return True
 
     def _available(self, cs: JsonObject) -> Availability:
         """Ready for ``minReadySeconds``, now."""

@@ -491,3 +491,52 @@ def test_scale_in_with_a_zone_spread_constraint_evens_out_the_zones(cluster: Sim
     wait_settled(cluster, "web", 3)
     assert zones() == ["zone-a", "zone-b", "zone-c"]
     assert lonely["metadata"]["name"] in {p["metadata"]["name"] for p in live(cluster, "web")}
+
+
+def test_an_installed_cloneset_crd_replaces_the_built_in_kind_until_it_is_deleted(
+    cluster: SimCluster,
+) -> None:
+    crd = {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "clonesets.apps.kruise.io"},
+        "spec": {
+            "group": GROUP,
+            "names": {"kind": "CloneSet", "plural": PLURAL, "singular": "cloneset"},
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "schema": {
+                        "openAPIV3Schema": {
+                            "type": "object",
+                            "x-kubernetes-preserve-unknown-fields": True,
+                        }
+                    },
+                }
+            ],
+        },
+    }
+    extensions = client.ApiextensionsV1Api(cluster.api_client)
+    extensions.create_custom_resource_definition(crd)
+    create(cluster, {**cloneset("bare", 2), "spec": {"replicas": 2}})
+    create(cluster, cloneset("web", 2))
+    cluster.wait_for(
+        lambda: get(cluster, "web").get("metadata", {}).get("resourceVersion"), what="stored"
+    )
+    # the CRD's schema accepts a spec without a template, and no pods are made for either
+    assert "updateStrategy" not in get(cluster, "web")["spec"]
+    assert cluster.pods(selector="app in (web, bare)") == []
+    extensions.delete_custom_resource_definition("clonesets.apps.kruise.io")
+    cluster.wait_for(
+        lambda: (
+            not api(cluster).list_namespaced_custom_object(GROUP, VERSION, "default", PLURAL)[
+                "items"
+            ]
+        ),
+        what="the custom resources gone with their CRD",
+    )
+    create(cluster, cloneset("web", 2))
+    wait_settled(cluster, "web", 2)
