@@ -46,7 +46,12 @@ from kubesim.behaviour.pod_template import (
     pod_from_template,
     template_hash,
 )
-from kubesim.behaviour.replicaset import cluster_now, counts_for_replicaset, delete_pod
+from kubesim.behaviour.replicaset import (
+    cluster_now,
+    counts_for_replicaset,
+    delete_pod,
+    set_condition,
+)
 from kubesim.behaviour.shared_informers import Informers
 from kubesim.interface import (
     CLONESETS,
@@ -171,10 +176,19 @@ class CloneSetController(OwnerController):
             ),
             update,
         )
-        modified = await self._scale(cs, pods, current, update)
+        failure: tuple[str, ApiError] | None = None
+        try:
+            modified = await self._scale(cs, pods, current, update)
+        except ApiError as exc:
+            failure, modified = ("FailedScale", exc), True
         if not modified and not (spec.get("updateStrategy") or {}).get("paused"):
-            await self._update(cs, pods, update)
-        await self._write_status(key, current, update, label_selector.to_string(selector))
+            try:
+                await self._update(cs, pods, update)
+            except ApiError as exc:
+                failure = ("FailedUpdate", exc)
+        await self._write_status(key, current, update, label_selector.to_string(selector), failure)
+        if failure is not None:
+            raise failure[1]  # retried with backoff by the queue
         await self._truncate_pods_to_delete(key, pods)
         await self._truncate_history(cs, pods, revisions, current, update)
 
@@ -333,7 +347,7 @@ class CloneSetController(OwnerController):
                         f"succeed to create pod {result['metadata']['name']}",
                     )
             if failure is not None:
-                raise failure  # retried with backoff by the queue
+                raise failure  # reported in the status by the reconcile
             created += len(chunk)
             batch *= 2
         return created > 0
@@ -403,8 +417,15 @@ class CloneSetController(OwnerController):
     # -- status and clean-up --------------------------------------------------------------------
 
     async def _write_status(
-        self, key: str, current: JsonObject, update: JsonObject, selector: str
+        self,
+        key: str,
+        current: JsonObject,
+        update: JsonObject,
+        selector: str,
+        failure: tuple[str, ApiError] | None,
     ) -> None:
+        """Kruise's status; a ``FailedScale`` or ``FailedUpdate`` condition only while the
+        reconcile that writes it failed, as Kruise starts each status without conditions."""
         cs = self.informers.clonesets.get(key)
         if cs is None:
             return
@@ -435,8 +456,20 @@ class CloneSetController(OwnerController):
             (spec.get("updateStrategy") or {}).get("partition"), replicas
         )
         old = cs.get("status") or {}
+        conditions: list[JsonObject] = []
+        if failure is not None:
+            kept = [c for c in old.get("conditions") or () if c.get("type") == failure[0]]
+            conditions = set_condition(
+                kept,
+                {
+                    "type": failure[0],
+                    "status": "True",
+                    "lastTransitionTime": self.cluster.now(),
+                    "message": failure[1].message,
+                },
+            )
         status: JsonObject = {
-            **{k: v for k, v in old.items() if k == "conditions"},
+            **({"conditions": conditions} if conditions else {}),
             "observedGeneration": cs["metadata"].get("generation", 1),
             "replicas": len(pods),
             "readyReplicas": counts["ready"],

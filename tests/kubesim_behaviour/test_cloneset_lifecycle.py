@@ -540,3 +540,51 @@ def test_an_installed_cloneset_crd_replaces_the_built_in_kind_until_it_is_delete
     )
     create(cluster, cloneset("web", 2))
     wait_settled(cluster, "web", 2)
+
+
+def test_a_refused_pod_creation_shows_as_a_failed_scale_condition_until_it_succeeds(
+    cluster: SimCluster,
+) -> None:
+    admission = client.AdmissionregistrationV1Api(cluster.api_client)
+    admission.create_validating_webhook_configuration(
+        {
+            "metadata": {"name": "down"},
+            "webhooks": [
+                {
+                    "name": "down.example.com",
+                    "clientConfig": {"url": "https://127.0.0.1:1/never"},
+                    "rules": [
+                        {
+                            "operations": ["CREATE"],
+                            "apiGroups": [""],
+                            "apiVersions": ["v1"],
+                            "resources": ["pods"],
+                        }
+                    ],
+                    "objectSelector": {"matchLabels": {"app": "web"}},
+                    "failurePolicy": "Fail",
+                    "sideEffects": "None",
+                    "admissionReviewVersions": ["v1"],
+                }
+            ],
+        }
+    )
+    create(cluster, cloneset("web", 2))
+    (condition,) = cluster.wait_for(
+        lambda: (get(cluster, "web").get("status") or {}).get("conditions"),
+        what="a FailedScale condition",
+    )
+    assert (condition["type"], condition["status"]) == ("FailedScale", "True")
+    assert 'failed calling webhook "down.example.com"' in condition["message"]
+    cluster.wait_for(
+        lambda: (
+            "FailedCreate"
+            in cluster.kubectl(
+                "get", "events", "--field-selector", "involvedObject.name=web"
+            ).stdout
+        ),
+        what="a FailedCreate event",
+    )
+    admission.delete_validating_webhook_configuration("down")
+    status = wait_settled(cluster, "web", 2)["status"]
+    assert "conditions" not in status
