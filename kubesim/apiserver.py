@@ -456,6 +456,13 @@ class ApiServer:
                 errs.extend(kinds.validate_workload(kind, obj))
             else:
                 errs.extend(kinds.validate_workload_update(kind, obj, old))
+            if kind == "CloneSet":
+                ns = str(meta.get("namespace") or "")
+                errs.extend(
+                    kinds.validate_pods_to_delete(
+                        obj, old, lambda pod: self.store.get(("", "pods"), ns, pod)
+                    )
+                )
         elif kind == "PodDisruptionBudget":
             errs.extend(kinds.validate_pdb(obj))
         elif kind == "CustomResourceDefinition":

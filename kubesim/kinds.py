@@ -11,6 +11,7 @@ they are given (never a stored object).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from kubesemantics import label_selector
@@ -569,6 +570,38 @@ def _validate_cloneset_strategies(spec: JsonObject) -> list[FieldError]:
                 "failed getValueFromIntOrPercent for maxUnavailable: invalid value for IntOrString",
             )
         )
+    return errs
+
+
+def validate_pods_to_delete(
+    obj: JsonObject, old: JsonObject | None, find_pod: Callable[[str], JsonObject | None]
+) -> list[FieldError]:
+    """Kruise's check of ``scaleStrategy.podsToDelete``: no duplicates, and every newly listed
+    pod exists, is not terminating and is controlled by this CloneSet."""
+    path = "spec.scaleStrategy.podsToDelete"
+    names = ((obj.get("spec") or {}).get("scaleStrategy") or {}).get("podsToDelete") or []
+    if not isinstance(names, list):
+        return [errors.invalid(path, names, "must be a list")]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        return [errors.invalid(path, names, f"duplicated items [{' '.join(duplicated)}]")]
+    before = ((old or {}).get("spec") or {}).get("scaleStrategy") or {}
+    uid = obj["metadata"].get("uid")
+    errs: list[FieldError] = []
+    for name in sorted(set(names) - set(before.get("podsToDelete") or ())):
+        pod = find_pod(str(name))
+        if pod is None:
+            detail = f'find pod {name} failed: pods "{name}" not found'
+        elif pod["metadata"].get("deletionTimestamp"):
+            detail = f"find pod {name} already terminating"
+        elif not any(
+            r.get("controller") and r.get("uid") == uid
+            for r in pod["metadata"].get("ownerReferences") or ()
+        ):
+            detail = f"find pod {name} owner is not this CloneSet"
+        else:
+            continue
+        errs.append(errors.invalid(path, name, detail))
     return errs
 
 

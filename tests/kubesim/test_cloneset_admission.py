@@ -124,3 +124,44 @@ def test_clonesets_are_discovered_with_short_name_and_subresources(
     assert names["clonesets"].kind == "CloneSet"
     assert names["clonesets"].namespaced
     assert {"clonesets/status", "clonesets/scale"} <= set(names)
+
+
+def test_pods_to_delete_must_name_live_pods_of_this_cloneset(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api
+) -> None:
+    created = custom.create_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, cloneset())
+    owner = {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "CloneSet",
+        "name": "web",
+        "uid": created["metadata"]["uid"],
+        "controller": True,
+    }
+    for name, owners in (("mine", [owner]), ("stray", [])):
+        core.create_namespaced_pod(
+            "default",
+            {
+                "metadata": {"name": name, "ownerReferences": owners},
+                "spec": {"containers": [{"name": "c", "image": "nginx:1"}]},
+            },
+        )
+
+    def listing(names: list[str]) -> str:
+        body = {"spec": {"scaleStrategy": {"podsToDelete": names}}}
+        with pytest.raises(client.ApiException) as refused:
+            custom.patch_namespaced_custom_object(GROUP, VERSION, "default", PLURAL, "web", body)
+        assert refused.value.status == 422
+        return str(json.loads(refused.value.body)["message"])
+
+    assert 'find pod gone failed: pods "gone" not found' in listing(["gone"])
+    assert "find pod stray owner is not this CloneSet" in listing(["stray"])
+    assert "duplicated items [mine]" in listing(["mine", "mine"])
+    accepted = custom.patch_namespaced_custom_object(
+        GROUP,
+        VERSION,
+        "default",
+        PLURAL,
+        "web",
+        {"spec": {"scaleStrategy": {"podsToDelete": ["mine"]}}},
+    )
+    assert accepted["spec"]["scaleStrategy"]["podsToDelete"] == ["mine"]
