@@ -262,7 +262,7 @@ class CloneSetController(OwnerController):
             if current["metadata"]["name"] == update_name:
                 at_current = 0
             plan = [current] * at_current + [update] * (diffs.scale_up_limit - at_current)
-            return await self._create(cs, pods, plan)
+            return await self._create(cs, plan)
         specified = [p for p in pods if self._specified(cs, p)]
         if specified:
             return await self._delete(cs, specified, diffs.delete_ready_limit)
@@ -296,10 +296,11 @@ class CloneSetController(OwnerController):
             return await self._delete(cs, victims, diffs.delete_ready_limit)
         return False
 
-    async def _create(self, cs: JsonObject, pods: list[JsonObject], plan: list[JsonObject]) -> bool:
-        taken = {
-            str((p["metadata"].get("labels") or {}).get(INSTANCE_ID_LABEL) or "") for p in pods
-        }
+    async def _create(self, cs: JsonObject, plan: list[JsonObject]) -> bool:
+        """Create a pod per revision in ``plan``, 1, 2, 4, ... at a time as Kruise does."""
+        owned = self.informers.pods.by_index("owner", cs["metadata"]["uid"])
+        # terminating pods keep their names for a while: their ids are taken too
+        taken = {str((p["metadata"].get("labels") or {}).get(INSTANCE_ID_LABEL)) for p in owned}
         bodies = []
         for revision in plan:
             instance = _new_id(taken)

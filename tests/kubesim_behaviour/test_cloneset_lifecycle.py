@@ -588,3 +588,27 @@ def test_a_refused_pod_creation_shows_as_a_failed_scale_condition_until_it_succe
     admission.delete_validating_webhook_configuration("down")
     status = wait_settled(cluster, "web", 2)["status"]
     assert "conditions" not in status
+
+
+def test_going_back_to_an_earlier_template_reuses_its_revision_with_a_new_number(
+    cluster: SimCluster,
+) -> None:
+    create(cluster, cloneset("web", 2))
+    first = wait_settled(cluster, "web", 2)["status"]["updateRevision"]
+    patch(cluster, "web", {"spec": {"template": {"metadata": {"labels": {"v": "2"}}}}})
+    second = cluster.wait_for(
+        lambda: (
+            (status := get(cluster, "web")["status"])["updateRevision"] != first
+            and status["updateRevision"]
+        ),
+        what="a second revision",
+    )
+    cluster.wait_for(lambda: settled(cluster, "web", 2, second), what="pods at the second")
+    patch(cluster, "web", {"spec": {"template": {"metadata": {"labels": {"v": None}}}}})
+    cluster.wait_for(lambda: settled(cluster, "web", 2, first), what="pods back at the first")
+    numbers = {
+        r.metadata.name: r.revision
+        for r in cluster.apps.list_namespaced_controller_revision("default").items
+    }
+    assert numbers == {first: 3, second: 2}
+    assert get(cluster, "web")["status"]["currentRevision"] == first
