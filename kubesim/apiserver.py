@@ -52,6 +52,8 @@ Clock = Callable[[], datetime]
 _decode = msgspec.json.decode
 _encode = msgspec.json.encode
 
+# Kinds defaulted and validated as pod-template workloads (selector, template, replicas).
+_WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "CloneSet")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
 
@@ -366,7 +368,7 @@ class ApiServer:
                 obj = schema.default_and_prune(rt.schema, obj, root=True)
         elif kind == "Pod":
             kinds.default_pod(obj, toleration_seconds=self.default_toleration_seconds)
-        elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+        elif kind in _WORKLOADS:
             kinds.default_workload(kind, obj)
         elif kind == "Service":
             kinds.default_service(obj)
@@ -408,7 +410,7 @@ class ApiServer:
                 obj.pop("status", None)
         elif kind == "Pod":
             kinds.initial_pod_status(obj)
-        elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+        elif kind in _WORKLOADS:
             obj["status"] = {}
             kinds.default_workload_status(kind, obj)
         elif kind == "Namespace":
@@ -449,11 +451,18 @@ class ApiServer:
             errs.extend(kinds.validate_pod_spec(obj.get("spec"), "spec"))
             if old is not None:
                 errs.extend(kinds.validate_pod_update(obj, old))
-        elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
+        elif kind in _WORKLOADS:
             if old is None:
                 errs.extend(kinds.validate_workload(kind, obj))
             else:
                 errs.extend(kinds.validate_workload_update(kind, obj, old))
+            if kind == "CloneSet":
+                ns = str(meta.get("namespace") or "")
+                errs.extend(
+                    kinds.validate_pods_to_delete(
+                        obj, old, lambda pod: self.store.get(("", "pods"), ns, pod)
+                    )
+                )
         elif kind == "PodDisruptionBudget":
             errs.extend(kinds.validate_pdb(obj))
         elif kind == "CustomResourceDefinition":

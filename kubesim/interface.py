@@ -33,6 +33,7 @@ REPLICASETS = GVR("apps", "v1", "replicasets")
 STATEFULSETS = GVR("apps", "v1", "statefulsets")
 CONTROLLERREVISIONS = GVR("apps", "v1", "controllerrevisions")
 PODDISRUPTIONBUDGETS = GVR("policy", "v1", "poddisruptionbudgets")
+CLONESETS = GVR("apps.kruise.io", "v1alpha1", "clonesets")
 
 
 class WatchEvent(NamedTuple):

@@ -11,6 +11,7 @@ they are given (never a stored object).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from kubesemantics import label_selector
@@ -363,10 +364,27 @@ def default_workload(kind: str, obj: JsonObject) -> None:
             "persistentVolumeClaimRetentionPolicy",
             {"whenDeleted": "Retain", "whenScaled": "Retain"},
         )
+    if kind == "CloneSet":
+        default_cloneset(spec)
     template = spec.get("template")
     if isinstance(template, dict) and isinstance(template.get("spec"), dict):
         default_pod_spec(template["spec"], for_pod=False)
         template.setdefault("metadata", {})
+
+
+def default_cloneset(spec: JsonObject) -> None:
+    """What Kruise's defaulting webhook sets on a CloneSet (``SetDefaultsCloneSet``)."""
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("scaleStrategy", {})
+    strategy = spec.setdefault("updateStrategy", {})
+    if isinstance(strategy, dict):
+        strategy.setdefault("type", "ReCreate")
+        if strategy["type"] in ("InPlaceIfPossible", "InPlaceOnly"):
+            strategy.setdefault("inPlaceUpdateStrategy", {})
+        strategy.setdefault("partition", 0)
+        strategy.setdefault("maxUnavailable", "20%")
+        strategy.setdefault("maxSurge", 0)
 
 
 # Status fields the upstream Go types serialise without ``omitempty``: a real server sends them
@@ -374,6 +392,13 @@ def default_workload(kind: str, obj: JsonObject) -> None:
 _REQUIRED_STATUS: dict[str, tuple[str, ...]] = {
     "ReplicaSet": ("replicas",),
     "StatefulSet": ("replicas", "availableReplicas"),
+    "CloneSet": (
+        "replicas",
+        "readyReplicas",
+        "availableReplicas",
+        "updatedReplicas",
+        "updatedReadyReplicas",
+    ),
     "DaemonSet": (
         "currentNumberScheduled",
         "numberMisscheduled",
@@ -424,6 +449,8 @@ def validate_workload(kind: str, obj: JsonObject) -> list[FieldError]:
                     selector,
                     "empty selector is invalid for deployment"
                     if kind == "Deployment"
+                    else "empty selector is invalid for cloneset"
+                    if kind == "CloneSet"
                     else "empty selector is invalid",
                 )
             )
@@ -447,6 +474,134 @@ def validate_workload(kind: str, obj: JsonObject) -> list[FieldError]:
     restart = (template.get("spec") or {}).get("restartPolicy")
     if restart not in (None, "Always"):
         errs.append(errors.not_supported("spec.template.spec.restartPolicy", restart, ["Always"]))
+    if kind == "CloneSet":
+        errs.extend(_validate_cloneset_strategies(spec))
+    return errs
+
+
+_CLONESET_UPDATE_TYPES = ("ReCreate", "InPlaceIfPossible", "InPlaceOnly")
+
+
+def _int_or_percent(raw: Any, total: int, *, round_up: bool) -> int | None:
+    """An IntOrString scaled against ``total`` (None when it is neither form)."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        return raw
+    if isinstance(raw, str) and re.fullmatch(r"-?[0-9]+%", raw.strip()):
+        exact = int(raw.strip()[:-1]) * total
+        return -(-exact // 100) if round_up else exact // 100
+    return None
+
+
+def _validate_cloneset_strategies(spec: JsonObject) -> list[FieldError]:
+    """Kruise's validating webhook on ``updateStrategy`` and ``scaleStrategy``."""
+    errs: list[FieldError] = []
+    replicas = spec.get("replicas", 1)
+    replicas = replicas if isinstance(replicas, int) and not isinstance(replicas, bool) else 1
+    if ((spec.get("template") or {}).get("spec") or {}).get("activeDeadlineSeconds") is not None:
+        errs.append(
+            errors.forbidden_field(
+                "spec.template.spec.activeDeadlineSeconds",
+                "activeDeadlineSeconds in cloneset is not Supported",
+            )
+        )
+    strategy = spec.get("updateStrategy") or {}
+    if not isinstance(strategy, dict):
+        return [*errs, errors.invalid("spec.updateStrategy", strategy, "must be an object")]
+    kind = strategy.get("type", "ReCreate")
+    if kind not in _CLONESET_UPDATE_TYPES:
+        errs.append(
+            errors.invalid(
+                "spec.updateStrategy.type",
+                kind,
+                "must be 'ReCreate', InPlaceIfPossible or 'InPlaceOnly'",
+            )
+        )
+    values: dict[str, int] = {}
+    for name in ("partition", "maxUnavailable", "maxSurge"):
+        if strategy.get(name) is None:
+            continue
+        value = _int_or_percent(strategy[name], replicas, round_up=True)
+        if value is None:
+            errs.append(
+                errors.invalid(
+                    f"spec.updateStrategy.{name}",
+                    str(strategy[name]),
+                    f"failed getValueFromIntOrPercent for {name}: invalid value for IntOrString",
+                )
+            )
+            continue
+        values[name] = value
+    if values.get("partition", 0) < 0:
+        errs.append(
+            errors.invalid(
+                "spec.updateStrategy.partition",
+                values["partition"],
+                "must be greater than or equal to 0",
+            )
+        )
+    if kind == "InPlaceOnly" and values.get("maxSurge", 0) > 0:
+        errs.append(
+            errors.invalid(
+                "spec.updateStrategy.maxSurge",
+                str(strategy.get("maxSurge")),
+                "can not use maxSurge with strategy type InPlaceOnly",
+            )
+        )
+    if replicas > 0 and values.get("maxUnavailable", 0) < 1 and values.get("maxSurge", 0) < 1:
+        errs.append(
+            errors.invalid(
+                "spec.updateStrategy.maxUnavailable",
+                strategy.get("maxUnavailable"),
+                "maxUnavailable and maxSurge should not both be less than 1",
+            )
+        )
+    scale = spec.get("scaleStrategy") or {}
+    if (
+        isinstance(scale, dict)
+        and scale.get("maxUnavailable") is not None
+        and _int_or_percent(scale["maxUnavailable"], replicas, round_up=True) is None
+    ):
+        errs.append(
+            errors.invalid(
+                "spec.scaleStrategy.maxUnavailable",
+                str(scale["maxUnavailable"]),
+                "failed getValueFromIntOrPercent for maxUnavailable: invalid value for IntOrString",
+            )
+        )
+    return errs
+
+
+def validate_pods_to_delete(
+    obj: JsonObject, old: JsonObject | None, find_pod: Callable[[str], JsonObject | None]
+) -> list[FieldError]:
+    """Kruise's check of ``scaleStrategy.podsToDelete``: no duplicates, and every newly listed
+    pod exists, is not terminating and is controlled by this CloneSet."""
+    path = "spec.scaleStrategy.podsToDelete"
+    names = ((obj.get("spec") or {}).get("scaleStrategy") or {}).get("podsToDelete") or []
+    if not isinstance(names, list):
+        return [errors.invalid(path, names, "must be a list")]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        return [errors.invalid(path, names, f"duplicated items [{' '.join(duplicated)}]")]
+    before = ((old or {}).get("spec") or {}).get("scaleStrategy") or {}
+    uid = obj["metadata"].get("uid")
+    errs: list[FieldError] = []
+    for name in sorted(set(names) - set(before.get("podsToDelete") or ())):
+        pod = find_pod(str(name))
+        if pod is None:
+            detail = f'find pod {name} failed: pods "{name}" not found'
+        elif pod["metadata"].get("deletionTimestamp"):
+            detail = f"find pod {name} already terminating"
+        elif not any(
+            r.get("controller") and r.get("uid") == uid
+            for r in pod["metadata"].get("ownerReferences") or ()
+        ):
+            detail = f"find pod {name} owner is not this CloneSet"
+        else:
+            continue
+        errs.append(errors.invalid(path, name, detail))
     return errs
 
 

@@ -91,6 +91,55 @@ class ResourceType:
 
 _META = strategic_merge
 
+_CLONESET_COLUMNS = (
+    PrinterColumn("DESIRED", "integer", ".spec.replicas", "The desired number of pods."),
+    PrinterColumn("UPDATED", "integer", ".status.updatedReplicas", "The number of pods updated."),
+    PrinterColumn(
+        "UPDATED_READY",
+        "integer",
+        ".status.updatedReadyReplicas",
+        "The number of pods updated and ready.",
+    ),
+    PrinterColumn(
+        "UPDATED_AVAILABLE",
+        "integer",
+        ".status.updatedAvailableReplicas",
+        "The number of pods updated and available.",
+    ),
+    PrinterColumn("READY", "integer", ".status.readyReplicas", "The number of pods ready."),
+    PrinterColumn("TOTAL", "integer", ".status.replicas", "The number of currently all pods."),
+    PrinterColumn(
+        "AGE",
+        "date",
+        ".metadata.creationTimestamp",
+        "CreationTimestamp is a timestamp representing the server time when this object was "
+        "created. It is not guaranteed to be set in happens-before order across separate "
+        "operations. Clients may not set this value. It is represented in RFC3339 form and is "
+        "in UTC.",
+    ),
+    PrinterColumn(
+        "CONTAINERS",
+        "string",
+        ".spec.template.spec.containers[*].name",
+        "The containers of currently cloneset.",
+        priority=1,
+    ),
+    PrinterColumn(
+        "IMAGES",
+        "string",
+        ".spec.template.spec.containers[*].image",
+        "The images of currently cloneset.",
+        priority=1,
+    ),
+    PrinterColumn(
+        "SELECTOR",
+        "string",
+        ".status.labelSelector",
+        "The selector of currently cloneset.",
+        priority=1,
+    ),
+)
+
 
 def _builtins() -> list[ResourceType]:
     pods_fields = (
@@ -286,6 +335,19 @@ def _builtins() -> list[ResourceType]:
             True,
             has_generation=False,
         ),
+        # OpenKruise's CloneSet, served as Kruise's CRD serves it (no strategic merge patch).
+        ResourceType(
+            "apps.kruise.io",
+            "v1alpha1",
+            "clonesets",
+            "CloneSet",
+            True,
+            short_names=("clone",),
+            status=True,
+            scale=ScalePaths(label_selector=".status.labelSelector"),
+            strategic=False,
+            printer_columns=_CLONESET_COLUMNS,
+        ),
         ResourceType(
             "policy",
             "v1",
@@ -391,16 +453,21 @@ class Registry:
 
     def __init__(self) -> None:
         self._by_gvr: dict[tuple[str, str, str], ResourceType] = {}
+        self._builtin: dict[tuple[str, str, str], ResourceType] = {}
         for rt in _builtins():
+            self._builtin[rt.gvr] = rt
             self.add(rt)
 
     def add(self, rt: ResourceType) -> None:
         self._by_gvr[rt.gvr] = rt
 
     def remove_crd(self, crd_name: str) -> list[ResourceType]:
+        """Stop serving a CRD's types; a built-in type it had replaced is served again."""
         gone = [rt for rt in self._by_gvr.values() if rt.custom and rt.crd_name == crd_name]
         for rt in gone:
             del self._by_gvr[rt.gvr]
+            if rt.gvr in self._builtin:
+                self._by_gvr[rt.gvr] = self._builtin[rt.gvr]
         return gone
 
     def get(self, group: str, version: str, plural: str) -> ResourceType | None:

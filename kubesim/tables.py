@@ -442,7 +442,7 @@ _BUILTIN: dict[str, tuple[list[JsonObject], Row]] = {
 
 
 def columns(rt: ResourceType) -> list[JsonObject]:
-    if rt.custom:
+    if rt.custom or rt.printer_columns:
         cols = [_NAME]
         for c in rt.printer_columns:
             cols.append(_col(c.name, c.type, c.description, c.priority, c.format))
@@ -453,7 +453,7 @@ def columns(rt: ResourceType) -> list[JsonObject]:
 
 
 def cells(rt: ResourceType, obj: JsonObject, now: datetime) -> list[Any]:
-    if rt.custom:
+    if rt.custom or rt.printer_columns:
         row: list[Any] = [obj["metadata"]["name"]]
         for c in rt.printer_columns:
             row.append(_cell(jsonpath(obj, c.json_path), c, now))

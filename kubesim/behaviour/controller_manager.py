@@ -1,9 +1,11 @@
-"""The simulated kube-controller-manager: the workload, disruption and node controllers."""
+"""The simulated kube-controller-manager: the workload, disruption and node controllers, and
+OpenKruise's CloneSet controller (kruise-manager's part kubesim serves as a built-in kind)."""
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from kubesim.behaviour.cloneset import CloneSetController
 from kubesim.behaviour.deployment import DeploymentController
 from kubesim.behaviour.disruption import DisruptionController
 from kubesim.behaviour.node_lifecycle import NodeLifecycleController
@@ -32,6 +34,7 @@ class ControllerManager:
             ReplicaSetController(cluster, informers, events=self.settings.events),
             DeploymentController(cluster, informers, events=self.settings.events),
             StatefulSetController(cluster, informers, events=self.settings.events),
+            CloneSetController(cluster, informers, events=self.settings.events),
             DisruptionController(cluster, informers),
             NodeLifecycleController(cluster, informers, self.settings),
         ]

@@ -17,6 +17,8 @@ from kubesim.interface import EVENTS, ApiError, Cluster, JsonObject
 log = logging.getLogger(__name__)
 
 MAX_IN_FLIGHT = 500
+# the involved object's API version, for the kinds that are not in apps/v1
+_API_VERSIONS = {"Pod": "v1", "Node": "v1", "CloneSet": "apps.kruise.io/v1alpha1"}
 
 
 class EventRecorder:
@@ -46,7 +48,7 @@ class EventRecorder:
                 "namespace": namespace,
             },
             "involvedObject": {
-                "apiVersion": "v1" if kind == "Pod" or kind == "Node" else "apps/v1",
+                "apiVersion": _API_VERSIONS.get(kind, "apps/v1"),
                 "kind": kind,
                 "name": meta.get("name"),
                 "namespace": meta.get("namespace") or "",

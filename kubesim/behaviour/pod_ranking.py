@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from datetime import datetime
@@ -22,18 +23,21 @@ from kubesim.behaviour.timestamps import parse_time
 
 JsonObject = dict[str, Any]
 DELETION_COST = "controller.kubernetes.io/pod-deletion-cost"
-_PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
+PHASE_ORDER = {"Pending": 0, "Unknown": 1, "Running": 2}
+"""Scale-down order of pod phases (any other phase counts as Pending)."""
+_INT32_TEXT = re.compile(r"-?(0|[1-9][0-9]*)")
 
 
 def deletion_cost(pod: Mapping[str, Any]) -> int:
-    """The pod's deletion cost; missing or malformed (not an int32) counts as 0."""
+    """The pod's deletion cost; missing or malformed counts as 0.
+
+    Upstream parses the annotation as a base-10 int32 and refuses a leading ``+``, leading
+    zeros and surrounding spaces, so ``"+10"`` and ``"007"`` cost 0 like ``"lots"`` does.
+    """
     raw = ((pod.get("metadata") or {}).get("annotations") or {}).get(DELETION_COST)
-    if raw is None:
+    if not isinstance(raw, str) or not _INT32_TEXT.fullmatch(raw):
         return 0
-    try:
-        cost = int(str(raw).strip())
-    except ValueError:
-        return 0
+    cost = int(raw)
     return cost if -(2**31) <= cost < 2**31 else 0
 
 
@@ -49,12 +53,13 @@ def is_ready(pod: Mapping[str, Any]) -> bool:
     return condition is not None and condition.get("status") == "True"
 
 
-def _ready_time(pod: Mapping[str, Any]) -> datetime | None:
+def ready_time(pod: Mapping[str, Any]) -> datetime | None:
     condition = ready_condition(pod)
     return parse_time(condition.get("lastTransitionTime")) if condition else None
 
 
-def _restarts(pod: Mapping[str, Any]) -> int:
+def restart_count(pod: Mapping[str, Any]) -> int:
+    """The most restarts of any one container (upstream ``maxContainerRestarts``)."""
     statuses = (pod.get("status") or {}).get("containerStatuses") or ()
     return max((int(s.get("restartCount") or 0) for s in statuses), default=0)
 
@@ -91,8 +96,8 @@ def compare(
     node_b = bool((b.get("spec") or {}).get("nodeName"))
     if node_a != node_b:
         return -1 if not node_a else 1
-    phase_a = _PHASE_ORDER.get((a.get("status") or {}).get("phase", ""), 0)
-    phase_b = _PHASE_ORDER.get((b.get("status") or {}).get("phase", ""), 0)
+    phase_a = PHASE_ORDER.get((a.get("status") or {}).get("phase", ""), 0)
+    phase_b = PHASE_ORDER.get((b.get("status") or {}).get("phase", ""), 0)
     if phase_a != phase_b:
         return -1 if phase_a < phase_b else 1
     ready_a, ready_b = is_ready(a), is_ready(b)
@@ -106,10 +111,10 @@ def compare(
     uid_a = str((a.get("metadata") or {}).get("uid", ""))
     uid_b = str((b.get("metadata") or {}).get("uid", ""))
     if ready_a and ready_b:
-        verdict = _newer_first(_ready_time(a), _ready_time(b), now, uid_a, uid_b)
+        verdict = _newer_first(ready_time(a), ready_time(b), now, uid_a, uid_b)
         if verdict is not None:
             return verdict
-    restarts_a, restarts_b = _restarts(a), _restarts(b)
+    restarts_a, restarts_b = restart_count(a), restart_count(b)
     if restarts_a != restarts_b:
         return -1 if restarts_a > restarts_b else 1
     created_a = parse_time((a.get("metadata") or {}).get("creationTimestamp"))

@@ -15,6 +15,7 @@ from kubesim.behaviour.informer import (
     by_node_name,
 )
 from kubesim.interface import (
+    CLONESETS,
     CONTROLLERREVISIONS,
     DEPLOYMENTS,
     NODES,
@@ -37,6 +38,7 @@ class Informers:
         self.statefulsets = Informer(cluster, STATEFULSETS)
         self.revisions = Informer(cluster, CONTROLLERREVISIONS)
         self.budgets = Informer(cluster, PODDISRUPTIONBUDGETS)
+        self.clonesets = Informer(cluster, CLONESETS)
         self.pods.add_index("owner", by_controller_uid)
         self.pods.add_index("namespace", by_namespace)
         self.pods.add_index("node", by_node_name)
@@ -50,6 +52,7 @@ class Informers:
             self.statefulsets,
             self.revisions,
             self.budgets,
+            self.clonesets,
             self.pods,
         ]
 

@@ -48,3 +48,17 @@ def statefulset(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
+
+
+def cloneset(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "apps.kruise.io/v1alpha1",
+        "kind": "CloneSet",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": pod_template(name),
+            **spec,
+        },
+    }
