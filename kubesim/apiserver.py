@@ -1213,8 +1213,21 @@ class ApiServer:
         rt = self.rt_for(gvr)
         return copy_json(await self.create_obj(rt, copy_json(obj), namespace))
 
-    async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> JsonObject:
-        return copy_json(self.get_obj(self.rt_for(gvr), namespace, name))
+    async def get(
+        self, gvr: GVR, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> JsonObject:
+        rt = self.rt_for(gvr)
+        if not subresource:
+            return copy_json(self.get_obj(rt, namespace, name))
+        if subresource != "scale" or rt.scale is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return copy_json(self.scale_of(rt, self.existing(rt, self._ns(rt, namespace), name)))
+
+    def resources_for(self, group: str, kind: str) -> list[GVR]:
+        versions = self.registry.groups().get(group, [])
+        found = [rt for rt in self.registry if rt.group == group and rt.kind == kind]
+        found.sort(key=lambda rt: versions.index(rt.version) if rt.version in versions else 0)
+        return [GVR(*rt.gvr) for rt in found]
 
     async def list(
         self,

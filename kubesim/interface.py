@@ -33,6 +33,7 @@ REPLICASETS = GVR("apps", "v1", "replicasets")
 STATEFULSETS = GVR("apps", "v1", "statefulsets")
 CONTROLLERREVISIONS = GVR("apps", "v1", "controllerrevisions")
 PODDISRUPTIONBUDGETS = GVR("policy", "v1", "poddisruptionbudgets")
+HORIZONTALPODAUTOSCALERS = GVR("autoscaling", "v2", "horizontalpodautoscalers")
 
 
 class WatchEvent(NamedTuple):
@@ -90,7 +91,16 @@ class Cluster(Protocol):
         """POST; with ``subresource`` (``binding``, ``eviction``) ``name`` is the parent."""
         ...
 
-    async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> JsonObject: ...
+    async def get(
+        self, gvr: GVR, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> JsonObject:
+        """GET; ``subresource="scale"`` reads the ``autoscaling/v1`` Scale of a scalable kind."""
+        ...
+
+    def resources_for(self, group: str, kind: str) -> list[GVR]:
+        """The resources serving ``kind`` in ``group``, preferred version first (what a REST
+        mapper finds through discovery); empty when nothing serves it."""
+        ...
 
     async def list(
         self,

@@ -17,6 +17,7 @@ from kubesim.behaviour.informer import (
 from kubesim.interface import (
     CONTROLLERREVISIONS,
     DEPLOYMENTS,
+    HORIZONTALPODAUTOSCALERS,
     NODES,
     PODDISRUPTIONBUDGETS,
     PODS,
@@ -37,6 +38,7 @@ class Informers:
         self.statefulsets = Informer(cluster, STATEFULSETS)
         self.revisions = Informer(cluster, CONTROLLERREVISIONS)
         self.budgets = Informer(cluster, PODDISRUPTIONBUDGETS)
+        self.hpas = Informer(cluster, HORIZONTALPODAUTOSCALERS)
         self.pods.add_index("owner", by_controller_uid)
         self.pods.add_index("namespace", by_namespace)
         self.pods.add_index("node", by_node_name)
@@ -51,6 +53,7 @@ class Informers:
             self.revisions,
             self.budgets,
             self.pods,
+            self.hpas,
         ]
 
     def start(self) -> None:
