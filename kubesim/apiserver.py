@@ -721,6 +721,8 @@ class ApiServer:
             (old,) = await self.converted(rt, [old])
         with decoding(rt):
             merged = self._merge_update(rt, old, new, subresource)
+            if rt.kind == "HorizontalPodAutoscaler" and subresource != "status":
+                horizontalpodautoscaler.default(merged)
             if rt.kind == "Pod" and subresource != "status":
                 spec = merged.get("spec")
                 if isinstance(spec, dict):

@@ -77,10 +77,16 @@ def _fill_rules(rules: Any, defaults: JsonObject) -> JsonObject:
 
 
 def default(obj: JsonObject) -> JsonObject:
-    """autoscaling/v2 defaults: minReplicas 1, 80% cpu when no metric, behaviour completed."""
-    spec = obj.setdefault("spec", {})
+    """autoscaling/v2 defaults: minReplicas 1, 80% cpu when no metric, behaviour completed.
+
+    ``obj`` itself is changed (a fresh top-level copy); what it shares is replaced, not changed.
+    """
+    spec = obj.get("spec")
+    if spec is None:
+        spec = {}
     if not isinstance(spec, dict):
         return obj
+    spec = obj["spec"] = dict(spec)  # nested values may be shared with a stored object
     if spec.get("minReplicas") is None:
         spec["minReplicas"] = 1
     if not spec.get("metrics"):
