@@ -137,7 +137,14 @@ class HorizontalPodAutoscalerController:
         except _Unable as failure:
             self.events.warning(hpa, KIND, "FailedGetScale", failure.error)
             sync.condition("AbleToScale", "False", "FailedGetScale", failure.message)
-            await self._write_status(sync, status, int(status.get("currentReplicas") or 0), None)
+            # only the condition changes: the rest of the status stands as it was
+            await self._write_status(
+                sync,
+                status,
+                int(status.get("currentReplicas") or 0),
+                status.get("currentMetrics"),
+                rescaled=False,
+            )
             raise _Failed from failure
         sync.condition(
             "AbleToScale",

@@ -234,6 +234,40 @@ def test_kubectl_autoscale_protobuf_body_decodes_to_the_v2_object() -> None:
     }
 
 
+def _pb(field: int, value: bytes | int) -> bytes:
+    """One protobuf field: length-delimited bytes, or a small varint."""
+    if isinstance(value, int):
+        return bytes([field << 3, value])
+    return bytes([field << 3 | 2, len(value)]) + value
+
+
+def test_a_v1_protobuf_body_as_kubectl_falls_back_to_is_decoded_and_served_in_v2(
+    kube_api_client: client.ApiClient, v2: client.AutoscalingV2Api
+) -> None:
+    ref = _pb(1, b"Deployment") + _pb(2, b"web") + _pb(3, b"apps/v1")
+    spec = _pb(1, ref) + _pb(2, 2) + _pb(3, 4) + _pb(4, 65)
+    raw_object = _pb(1, _pb(1, b"pb")) + _pb(2, spec)
+    type_meta = _pb(1, b"autoscaling/v1") + _pb(2, b"HorizontalPodAutoscaler")
+    body = protobuf.MAGIC + _pb(1, type_meta) + _pb(2, raw_object)
+    response = kube_api_client.rest_client.pool_manager.request(
+        "POST",
+        kube_api_client.configuration.host
+        + "/apis/autoscaling/v1/namespaces/default/horizontalpodautoscalers",
+        body=body,
+        headers={
+            "Content-Type": protobuf.CONTENT_TYPE,
+            "Authorization": kube_api_client.configuration.get_api_key_with_prefix("authorization"),
+        },
+    )
+    assert response.status == 201, response.data
+    assert json.loads(response.data)["spec"]["targetCPUUtilizationPercentage"] == 65
+    stored = raw(v2, "pb")["spec"]
+    assert (stored["minReplicas"], stored["maxReplicas"]) == (2, 4)
+    assert stored["metrics"] == [
+        resource_metric("cpu", {"type": "Utilization", "averageUtilization": 65})
+    ]
+
+
 # --- conversion round trips --------------------------------------------------------------------
 
 quantities = st.sampled_from(["100m", "250m", "1", "200Mi", "1Gi"])
