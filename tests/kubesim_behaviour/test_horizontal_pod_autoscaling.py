@@ -14,9 +14,9 @@ from typing import Any
 
 from kubernetes import client
 
-from kubesim.behaviour.pod_metrics import CPU_USAGE_ANNOTATION
+from kubesim.behaviour.pod_metrics import CPU_USAGE_ANNOTATION, MEMORY_USAGE_ANNOTATION
 from tests.fixtures.cluster import SimCluster, is_ready, is_terminating
-from tests.kubesim_behaviour.workloads import deployment
+from tests.kubesim_behaviour.workloads import deployment, statefulset
 
 FAST_HPA = {"hpa_sync_period": 0.1}
 
@@ -375,3 +375,45 @@ def test_an_hpa_says_why_it_cannot_scale(cluster_factory: Callable[..., SimClust
         "the HPA was unable to compute the replica count: failed to get cpu utilization: "
         "missing request for cpu in container app of Pod bare-"
     )
+
+
+def test_an_average_memory_value_target_scales_a_statefulset(
+    cluster_factory: Callable[..., SimCluster],
+) -> None:
+    cluster = cluster_factory(**FAST_HPA)
+    body = statefulset("cache", 2, podManagementPolicy="Parallel")
+    body["spec"]["template"]["metadata"]["annotations"] = {MEMORY_USAGE_ANNOTATION: "300Mi"}
+    cluster.apps.create_namespaced_stateful_set("default", body)
+    target = {"apiVersion": "apps/v1", "kind": "StatefulSet", "name": "cache"}
+    hpa = hpa_v2("cache", target, minimum=1, maximum=3)
+    hpa["spec"]["metrics"] = [
+        {
+            "type": "Resource",
+            "resource": {
+                "name": "memory",
+                "target": {"type": "AverageValue", "averageValue": "100Mi"},
+            },
+        }
+    ]
+    client.AutoscalingV2Api(cluster.api_client).create_namespaced_horizontal_pod_autoscaler(
+        "default", hpa
+    )
+
+    # three times the target on two pods asks for six; maxReplicas is 3
+    cluster.wait_for(
+        lambda: cluster.apps.read_namespaced_stateful_set("cache", "default").spec.replicas == 3,
+        what="the statefulset scaled to 3",
+    )
+    status = cluster.wait_for(
+        lambda: (s := hpa_status(cluster, "cache")).get("currentReplicas") == 3 and s,
+        what="the HPA to see 3 replicas",
+    )
+    # upstream prints the mean as a plain decimal quantity: 300Mi is 314572800
+    assert status["currentMetrics"] == [
+        {
+            "type": "Resource",
+            "resource": {"name": "memory", "current": {"averageValue": "314572800"}},
+        }
+    ]
+    row = cluster.kubectl("get", "hpa", "cache").stdout.splitlines()[1].split()
+    assert row[:4] == ["cache", "StatefulSet/cache", "memory:", "314572800/100Mi"]
