@@ -244,7 +244,6 @@ def widget_pod(name: str) -> dict[str, Any]:
         "metadata": {
             "name": name,
             "labels": {"app": "gears"},
-            "annotations": {CPU_USAGE_ANNOTATION: "150m"},
         },
         "spec": {
             "containers": [
@@ -296,6 +295,8 @@ def test_an_hpa_scales_a_custom_resource_through_its_scale_subresource(
         {"status": {"replicas": 2, "selector": "app=gears"}},
     )
     cluster.wait_for(lambda: ready_pods(cluster, "gears") == 2, what="two ready pods")
+    for i in range(2):
+        cluster.set_pod_usage("default", f"gears-{i}", cpu="150m")
 
     target = {"apiVersion": "example.com/v1", "kind": "Widget", "name": "gears"}
     client.AutoscalingV2Api(cluster.api_client).create_namespaced_horizontal_pod_autoscaler(
