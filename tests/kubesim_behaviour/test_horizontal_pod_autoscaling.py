@@ -90,7 +90,7 @@ def test_kubectl_autoscale_creates_an_hpa_readable_in_v1_and_v2(
 ) -> None:
     cluster = cluster_factory(**FAST_HPA)
     cluster.apps.create_namespaced_deployment("default", loaded_deployment("web", 2, "100m"))
-    cluster.kubectl("autoscale", "deployment", "web", "--min=1", "--max=3", "--cpu=50%")
+    cluster.kubectl("autoscale", "deployment", "web", "--min=1", "--max=3", "--cpu-percent=50")
 
     v1 = client.AutoscalingV1Api(cluster.api_client).read_namespaced_horizontal_pod_autoscaler(
         "web", "default"
@@ -110,6 +110,26 @@ def test_kubectl_autoscale_creates_an_hpa_readable_in_v1_and_v2(
     assert (metric.resource.target.type, metric.resource.target.average_utilization) == (
         "Utilization",
         50,
+    )
+
+    cluster.kubectl(
+        "autoscale", "deployment", "web", "--name=web-memory", "--max=3", "--memory=200Mi"
+    )
+    memory = client.AutoscalingV2Api(cluster.api_client).read_namespaced_horizontal_pod_autoscaler(
+        "web-memory", "default"
+    )
+    assert memory.spec.min_replicas == 1  # the server's default
+    assert memory.spec.metrics[0].resource.to_dict() == {
+        "name": "memory",
+        "target": {
+            "type": "AverageValue",
+            "average_value": "200Mi",
+            "average_utilization": None,
+            "value": None,
+        },
+    }
+    client.AutoscalingV2Api(cluster.api_client).delete_namespaced_horizontal_pod_autoscaler(
+        "web-memory", "default"
     )
 
     # 100m used of 100m requested is twice the target: 2 -> 4, capped at 3
