@@ -96,6 +96,8 @@ class HorizontalPodAutoscalerController:
         self.events = EventRecorder(cluster, "horizontal-pod-autoscaler", enabled=settings.events)
         self.queue = WorkQueue("horizontalpodautoscaler", self._sync, workers=1)
         self.histories: dict[str, History] = {}
+        # each HPA's pod selector as of its last sync (None: not synced yet, selects nothing)
+        self.selectors: dict[str, label_selector.Selector | None] = {}
         informers.hpas.add_handler(self._on_hpa)
 
     def start(self) -> None:
@@ -108,7 +110,11 @@ class HorizontalPodAutoscalerController:
     def _on_hpa(self, old: JsonObject | None, new: JsonObject | None) -> None:
         # upstream's fixed-interval rate limiter: every HPA waits a sync period, new or changed
         if new is not None:
-            self.queue.add_after(object_key(new), self.settings.hpa_sync_period)
+            key = object_key(new)
+            self.selectors.setdefault(key, None)
+            self.queue.add_after(key, self.settings.hpa_sync_period)
+        elif old is not None:
+            self.selectors.pop(object_key(old), None)
 
     async def _sync(self, key: str) -> None:
         hpa = self.informers.hpas.get(key)
@@ -307,6 +313,18 @@ class HorizontalPodAutoscalerController:
             for p in self.informers.pods.by_index("namespace", namespace)
             if selector.matches(p["metadata"].get("labels"))
         ]
+        key = object_key(hpa)
+        if key in self.selectors:
+            self.selectors[key] = selector
+        controlling = self._hpas_selecting(namespace, pods)
+        if len(controlling) > 1:
+            ambiguous = (
+                f"pods by selector {selector_text} are controlled by multiple HPAs: "
+                f"[{' '.join(controlling)}]"
+            )
+            self.events.warning(hpa, KIND, "AmbiguousSelector", ambiguous)
+            sync.condition("ScalingActive", "False", "AmbiguousSelector", ambiguous)
+            return -1, "", None, ambiguous
         spec_replicas = int((scale.get("spec") or {}).get("replicas") or 0)
         metrics = [m for m in (hpa.get("spec") or {}).get("metrics") or [] if isinstance(m, dict)]
         statuses: list[JsonObject] = [{"type": ""} for _ in metrics]
@@ -340,6 +358,17 @@ class HorizontalPodAutoscalerController:
             f"the HPA was able to successfully calculate a replica count from {metric}",
         )
         return replicas, metric, statuses, error
+
+    def _hpas_selecting(self, namespace: str, pods: list[JsonObject]) -> list[str]:
+        """The HPAs of the namespace whose last selector picks any of ``pods``."""
+        prefix = f"{namespace}/"
+        return sorted(
+            key
+            for key, selector in self.selectors.items()
+            if selector is not None
+            and key.startswith(prefix)
+            and any(selector.matches(p["metadata"].get("labels")) for p in pods)
+        )
 
     def _timing(self, now: datetime) -> Timing:
         return Timing(

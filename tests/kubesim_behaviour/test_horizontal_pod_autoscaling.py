@@ -368,6 +368,12 @@ def test_an_hpa_says_why_it_cannot_scale(cluster_factory: Callable[..., SimClust
     hpas.create_namespaced_horizontal_pod_autoscaler(
         "default", hpa_v2("bare", bare, minimum=1, maximum=3)
     )
+    cluster.apps.create_namespaced_deployment("default", deployment("twin", 1))
+    twin = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "twin"}
+    for name in ("twin-a", "twin-b"):
+        hpas.create_namespaced_horizontal_pod_autoscaler(
+            "default", hpa_v2(name, twin, minimum=1, maximum=3)
+        )
 
     def false_condition(name: str, type_: str, saying: str) -> dict[str, Any] | None:
         for c in hpa_status(cluster, name).get("conditions") or ():
@@ -396,6 +402,16 @@ def test_an_hpa_says_why_it_cannot_scale(cluster_factory: Callable[..., SimClust
         "the HPA was unable to compute the replica count: failed to get cpu utilization: "
         "missing request for cpu in container app of Pod bare-"
     )
+    for name in ("twin-a", "twin-b"):
+        ambiguous = cluster.wait_for(
+            lambda name=name: false_condition(name, "ScalingActive", "multiple HPAs"),
+            what=f"{name}: ambiguous selector",
+        )
+        assert ambiguous["reason"] == "AmbiguousSelector"
+        assert ambiguous["message"] == (
+            "pods by selector app=twin are controlled by multiple HPAs: "
+            "[default/twin-a default/twin-b]"
+        )
 
 
 def test_an_average_memory_value_target_scales_a_statefulset(
