@@ -33,8 +33,17 @@ from typing import Any, TypeVar
 import msgspec
 
 from kubesemantics import label_selector, strategic_merge
+from kubesim import (
+    builtin_versions,
+    errors,
+    fields,
+    horizontalpodautoscaler,
+    jsonpatch,
+    kinds,
+    pod_subresources,
+    schema,
+)
 from kubesim import crd as crds
-from kubesim import errors, fields, jsonpatch, kinds, pod_subresources, schema
 from kubesim.admission import Admission, Attributes
 from kubesim.conversion import Converter
 from kubesim.errors import FieldError
@@ -214,7 +223,23 @@ class ApiServer:
             return obj
         if rt.custom and self.conversion.uses_webhook(rt):
             return obj
+        convert = builtin_versions.converter(rt)
+        if convert is not None:
+            return convert(obj, rt.api_version)
         return {**obj, "apiVersion": rt.api_version}
+
+    def _in_storage_version(
+        self, rt: ResourceType, obj: JsonObject, written_in: Any
+    ) -> tuple[ResourceType, JsonObject]:
+        """A checked body of a built-in kind served in several versions, converted from the
+        version it was written in to the storage version, with that version's type (admission,
+        defaults and validation then see the stored form). Other kinds pass unchanged."""
+        convert = builtin_versions.converter(rt)
+        storage = self.rt_for_key(rt.storage_key) if convert is not None else None
+        if convert is None or storage is None:
+            return rt, obj
+        source = written_in if isinstance(written_in, str) and written_in else rt.api_version
+        return storage, convert({**obj, "apiVersion": source}, storage.api_version)
 
     async def converted(self, rt: ResourceType, objs: list[JsonObject]) -> list[JsonObject]:
         """``objs`` as ``rt``'s version, through the CRD's conversion webhook where it has one."""
@@ -292,7 +317,7 @@ class ApiServer:
                     if (not namespace or k[0] == namespace) and opts.matches(bucket[k])
                 )
                 break
-            items.append(self.versioned(rt, obj) if rt.custom else obj)
+            items.append(self.versioned(rt, obj) if rt.custom or not rt.storage_version else obj)
         return items, str(rv), next_token, remaining
 
     def _list_version(self, opts: ListOptions) -> int:
@@ -372,6 +397,8 @@ class ApiServer:
             kinds.default_workload(kind, obj)
         elif kind == "Service":
             kinds.default_service(obj)
+        elif kind == "HorizontalPodAutoscaler":
+            horizontalpodautoscaler.default(obj)
         elif kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             for w in obj.get("webhooks") or ():
                 if isinstance(w, dict):
@@ -431,6 +458,9 @@ class ApiServer:
             }
         elif kind == "CustomResourceDefinition":
             obj.pop("status", None)
+        elif kind == "HorizontalPodAutoscaler":
+            obj["status"] = {}
+            kinds.default_workload_status(kind, obj)
         return obj
 
     def _validate(self, rt: ResourceType, obj: JsonObject, old: JsonObject | None) -> None:
@@ -465,6 +495,8 @@ class ApiServer:
                 )
         elif kind == "PodDisruptionBudget":
             errs.extend(kinds.validate_pdb(obj))
+        elif kind == "HorizontalPodAutoscaler":
+            errs.extend(horizontalpodautoscaler.validate(obj))
         elif kind == "CustomResourceDefinition":
             errs.extend(crds.validate(obj))
             if old is not None and obj.get("spec", {}).get("scope") != old["spec"].get("scope"):
@@ -523,9 +555,12 @@ class ApiServer:
         if "create" not in rt.verbs:
             raise errors.method_not_allowed("create is not supported")
         ns = self._ns(rt, namespace)
+        written_in = body.get("apiVersion") if isinstance(body, dict) else None
         obj = self._check_body(rt, body, ns)
         if rt.kind in _REVIEWS:
             return _REVIEWS[rt.kind](obj)
+        request_rt = rt
+        rt, obj = self._in_storage_version(rt, obj, written_in)
         w = self._strict_check(rt, obj, field_validation)
         if warnings is not None:
             warnings.extend(w)
@@ -549,9 +584,9 @@ class ApiServer:
         if self.store.get(rt.storage_key, ns, name) is not None:
             raise errors.already_exists(rt.plural, rt.group, name)
         if dry_run:
-            return self.versioned(rt, obj)
+            return self.versioned(request_rt, obj)
         stored = self._store_new(rt, await self._to_storage(rt, obj))
-        return self.versioned(rt, stored)
+        return self.versioned(request_rt, stored)
 
     @staticmethod
     def _create_attrs(rt: ResourceType, ns: str, obj: JsonObject, dry_run: bool) -> Attributes:
@@ -592,7 +627,10 @@ class ApiServer:
         ns = self._ns(rt, namespace)
         if subresource == "scale":
             return await self._update_scale(rt, ns, name, body, dry_run=dry_run)
+        written_in = body.get("apiVersion") if isinstance(body, dict) else None
         obj = self._check_body(rt, body, ns)
+        request_rt = rt
+        rt, obj = self._in_storage_version(rt, obj, written_in)
         body_name = obj["metadata"].get("name")
         if name is not None and body_name != name:
             if not body_name:
@@ -615,7 +653,8 @@ class ApiServer:
         _check_uid_precondition(rt, ns, name, obj, old)
         if old is None:
             if rt.create_on_update and not subresource:
-                return await self.create_obj(rt, obj, namespace, dry_run=dry_run)
+                created = await self.create_obj(rt, obj, namespace, dry_run=dry_run)
+                return self.versioned(request_rt, created)
             raise errors.not_found(rt.plural, rt.group, name)
         w = self._strict_check(rt, obj, field_validation)
         if warnings is not None:
@@ -623,7 +662,8 @@ class ApiServer:
         rv = obj["metadata"].get("resourceVersion")
         if rv and rv != old["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
-        return await self.write_update(rt, old, obj, subresource, dry_run=dry_run)
+        updated = await self.write_update(rt, old, obj, subresource, dry_run=dry_run)
+        return self.versioned(request_rt, updated)
 
     def _merge_update(
         self, rt: ResourceType, old: JsonObject, new: JsonObject, subresource: str
@@ -690,6 +730,8 @@ class ApiServer:
             (old,) = await self.converted(rt, [old])
         with decoding(rt):
             merged = self._merge_update(rt, old, new, subresource)
+            if rt.kind == "HorizontalPodAutoscaler" and subresource != "status":
+                horizontalpodautoscaler.default(merged)
             if rt.kind == "Pod" and subresource != "status":
                 spec = merged.get("spec")
                 if isinstance(spec, dict):
@@ -830,7 +872,9 @@ class ApiServer:
         # A patch carries no uid precondition; a uid it changes is refused as immutable after
         # mutating admission (write_update), as upstream's BeforeUpdate does.
         patched = self._check_body(rt, patched, ns)
-        return await self.write_update(rt, old, patched, subresource, dry_run=dry_run)
+        storage_rt, patched = self._in_storage_version(rt, patched, rt.api_version)
+        updated = await self.write_update(storage_rt, old, patched, subresource, dry_run=dry_run)
+        return self.versioned(rt, updated)
 
     def _apply_patch(
         self, current: JsonObject, patch: Any, patch_type: str, meta: strategic_merge.PatchMeta
@@ -1180,8 +1224,21 @@ class ApiServer:
         rt = self.rt_for(gvr)
         return copy_json(await self.create_obj(rt, copy_json(obj), namespace))
 
-    async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> JsonObject:
-        return copy_json(self.get_obj(self.rt_for(gvr), namespace, name))
+    async def get(
+        self, gvr: GVR, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> JsonObject:
+        rt = self.rt_for(gvr)
+        if not subresource:
+            return copy_json(self.get_obj(rt, namespace, name))
+        if subresource != "scale" or rt.scale is None:
+            raise ApiError(404, "NotFound", "the server could not find the requested resource")
+        return copy_json(self.scale_of(rt, self.existing(rt, self._ns(rt, namespace), name)))
+
+    def resources_for(self, group: str, kind: str) -> list[GVR]:
+        versions = self.registry.groups().get(group, [])
+        found = [rt for rt in self.registry if rt.group == group and rt.kind == kind]
+        found.sort(key=lambda rt: versions.index(rt.version) if rt.version in versions else 0)
+        return [GVR(*rt.gvr) for rt in found]
 
     async def list(
         self,

@@ -592,7 +592,7 @@ class HttpApi:
                 rt, [self.server.versioned(rt, obj)], clock(), include_object=include_object
             )
             return (_encode({"type": kind, "object": tbl}) + b"\n",)
-        if obj is ev.obj and (not rt.custom or obj.get("apiVersion") == rt.api_version):
+        if obj is ev.obj and obj.get("apiVersion") == rt.api_version:
             # the stored object's shared encoding, framed without a copy
             return (_EVENT_PREFIX[kind], ev.encoded(), b"}\n")
         return (_encode({"type": kind, "object": self.server.versioned(rt, obj)}) + b"\n",)

@@ -34,6 +34,7 @@ STATEFULSETS = GVR("apps", "v1", "statefulsets")
 CONTROLLERREVISIONS = GVR("apps", "v1", "controllerrevisions")
 PODDISRUPTIONBUDGETS = GVR("policy", "v1", "poddisruptionbudgets")
 CLONESETS = GVR("apps.kruise.io", "v1alpha1", "clonesets")
+HORIZONTALPODAUTOSCALERS = GVR("autoscaling", "v2", "horizontalpodautoscalers")
 
 
 class WatchEvent(NamedTuple):
@@ -91,7 +92,16 @@ class Cluster(Protocol):
         """POST; with ``subresource`` (``binding``, ``eviction``) ``name`` is the parent."""
         ...
 
-    async def get(self, gvr: GVR, name: str, *, namespace: str | None = None) -> JsonObject: ...
+    async def get(
+        self, gvr: GVR, name: str, *, namespace: str | None = None, subresource: str | None = None
+    ) -> JsonObject:
+        """GET; ``subresource="scale"`` reads the ``autoscaling/v1`` Scale of a scalable kind."""
+        ...
+
+    def resources_for(self, group: str, kind: str) -> list[GVR]:
+        """The resources serving ``kind`` in ``group``, preferred version first (what a REST
+        mapper finds through discovery); empty when nothing serves it."""
+        ...
 
     async def list(
         self,

@@ -405,6 +405,7 @@ _REQUIRED_STATUS: dict[str, tuple[str, ...]] = {
         "desiredNumberScheduled",
         "numberReady",
     ),
+    "HorizontalPodAutoscaler": ("desiredReplicas",),
 }
 
 

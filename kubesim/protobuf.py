@@ -1,7 +1,7 @@
 """Decoding the Kubernetes protobuf request bodies kubectl's typed commands send.
 
-``kubectl create namespace|configmap|secret|deployment``, ``kubectl drain`` (evictions) and
-``kubectl auth can-i|whoami`` use
+``kubectl create namespace|configmap|secret|deployment``, ``kubectl drain`` (evictions),
+``kubectl autoscale`` (HorizontalPodAutoscalers) and ``kubectl auth can-i|whoami`` use
 client-go's typed clients, which encode request bodies as ``application/vnd.kubernetes.protobuf``
 (the ``k8s\\0`` magic, then a ``runtime.Unknown`` envelope around the object). kubesim decodes
 exactly the messages those commands produce into the JSON shape the rest of the server uses, and
@@ -31,7 +31,7 @@ class F:
     """One field: JSON name, wire kind, nested message, and whether zero values are kept."""
 
     name: str
-    kind: str  # string bytes int bool msg map_ss map_sb strings msgs quantity_map skip
+    kind: str  # string bytes int bool msg map_ss map_sb strings msgs quantity quantity_map skip
     msg: Msg | None = None
     keep: bool = False
 
@@ -185,6 +185,122 @@ DELETE_OPTIONS = _m(
     },
 )
 
+CROSS_VERSION_REFERENCE = _m(
+    "CrossVersionObjectReference",
+    {1: F("kind", "string"), 2: F("name", "string"), 3: F("apiVersion", "string")},
+)
+METRIC_TARGET = _m(
+    "MetricTarget",
+    {
+        1: F("type", "string"),
+        2: F("value", "quantity"),
+        3: F("averageValue", "quantity"),
+        4: F("averageUtilization", "int", keep=True),
+    },
+)
+METRIC_IDENTIFIER = _m(
+    "MetricIdentifier", {1: F("name", "string"), 2: F("selector", "msg", LABEL_SELECTOR)}
+)
+METRIC_SPEC = _m(
+    "MetricSpec",
+    {
+        1: F("type", "string"),
+        2: F(
+            "object",
+            "msg",
+            _m(
+                "ObjectMetricSource",
+                {
+                    1: F("describedObject", "msg", CROSS_VERSION_REFERENCE),
+                    2: F("target", "msg", METRIC_TARGET),
+                    3: F("metric", "msg", METRIC_IDENTIFIER),
+                },
+            ),
+        ),
+        3: F(
+            "pods",
+            "msg",
+            _m(
+                "PodsMetricSource",
+                {1: F("metric", "msg", METRIC_IDENTIFIER), 2: F("target", "msg", METRIC_TARGET)},
+            ),
+        ),
+        4: F(
+            "resource",
+            "msg",
+            _m(
+                "ResourceMetricSource",
+                {1: F("name", "string"), 2: F("target", "msg", METRIC_TARGET)},
+            ),
+        ),
+        5: F(
+            "external",
+            "msg",
+            _m(
+                "ExternalMetricSource",
+                {1: F("metric", "msg", METRIC_IDENTIFIER), 2: F("target", "msg", METRIC_TARGET)},
+            ),
+        ),
+        7: F(
+            "containerResource",
+            "msg",
+            _m(
+                "ContainerResourceMetricSource",
+                {
+                    1: F("name", "string"),
+                    2: F("target", "msg", METRIC_TARGET),
+                    3: F("container", "string"),
+                },
+            ),
+        ),
+    },
+)
+SCALING_RULES = _m(
+    "HPAScalingRules",
+    {
+        1: F("selectPolicy", "string"),
+        2: F(
+            "policies",
+            "msgs",
+            _m(
+                "HPAScalingPolicy",
+                {
+                    1: F("type", "string"),
+                    2: F("value", "int", keep=True),
+                    3: F("periodSeconds", "int", keep=True),
+                },
+            ),
+        ),
+        3: F("stabilizationWindowSeconds", "int", keep=True),
+    },
+)
+HPA_V2_SPEC = _m(
+    "HorizontalPodAutoscalerSpec",
+    {
+        1: F("scaleTargetRef", "msg", CROSS_VERSION_REFERENCE),
+        2: F("minReplicas", "int", keep=True),
+        3: F("maxReplicas", "int", keep=True),
+        4: F("metrics", "msgs", METRIC_SPEC),
+        5: F(
+            "behavior",
+            "msg",
+            _m(
+                "HorizontalPodAutoscalerBehavior",
+                {1: F("scaleUp", "msg", SCALING_RULES), 2: F("scaleDown", "msg", SCALING_RULES)},
+            ),
+        ),
+    },
+)
+HPA_V1_SPEC = _m(
+    "HorizontalPodAutoscalerSpec",
+    {
+        1: F("scaleTargetRef", "msg", CROSS_VERSION_REFERENCE),
+        2: F("minReplicas", "int", keep=True),
+        3: F("maxReplicas", "int", keep=True),
+        4: F("targetCPUUtilizationPercentage", "int", keep=True),
+    },
+)
+
 TOP_LEVEL: dict[str, Msg] = {
     "Namespace": _m(
         "Namespace",
@@ -229,6 +345,24 @@ TOP_LEVEL: dict[str, Msg] = {
         },
     ),
     "DeleteOptions": DELETE_OPTIONS,
+    # kubectl autoscale sends autoscaling/v2 first and falls back to v1 (one message name, two
+    # versions: keyed by apiVersion too).
+    "autoscaling/v2/HorizontalPodAutoscaler": _m(
+        "HorizontalPodAutoscaler",
+        {
+            1: F("metadata", "msg", OBJECT_META),
+            2: F("spec", "msg", HPA_V2_SPEC),
+            3: F("status", "skip"),
+        },
+    ),
+    "autoscaling/v1/HorizontalPodAutoscaler": _m(
+        "HorizontalPodAutoscaler",
+        {
+            1: F("metadata", "msg", OBJECT_META),
+            2: F("spec", "msg", HPA_V1_SPEC),
+            3: F("status", "skip"),
+        },
+    ),
     "SelfSubjectAccessReview": _m(
         "SelfSubjectAccessReview",
         {
@@ -366,6 +500,10 @@ def _decode(msg: Msg, raw: bytes) -> dict[str, Any]:
         elif kind == "msg":
             assert f.msg is not None
             out[f.name] = _decode(f.msg, bytes(value))
+        elif kind == "quantity":
+            out[f.name] = next(
+                (bytes(v).decode() for n, _, v in _fields(bytes(value)) if n == 1), ""
+            )
         elif kind == "msgs":
             assert f.msg is not None
             out.setdefault(f.name, []).append(_decode(f.msg, bytes(value)))
@@ -399,7 +537,7 @@ def decode(body: bytes) -> dict[str, Any]:
                         kind = bytes(v).decode()
             elif number == 2:
                 raw = bytes(value)
-        msg = TOP_LEVEL.get(kind)
+        msg = TOP_LEVEL.get(kind) or TOP_LEVEL.get(f"{api_version}/{kind}")
         if msg is None:
             raise ProtobufError(f"{kind or 'this kind'} is not supported in protobuf")
         obj = _decode(msg, raw)

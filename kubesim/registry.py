@@ -426,6 +426,18 @@ def _builtins() -> list[ResourceType]:
             categories=("all",),
             status=True,
         ),
+        # autoscaling/v1 is served from the v2 objects (kubesim.horizontalpodautoscaler).
+        ResourceType(
+            "autoscaling",
+            "v1",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+            True,
+            short_names=("hpa",),
+            categories=("all",),
+            status=True,
+            storage_version=False,
+        ),
         # Reviews are answered, never stored: every authenticated request is allowed.
         ResourceType(
             "authorization.k8s.io",

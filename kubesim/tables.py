@@ -14,6 +14,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from kubesim import horizontalpodautoscaler
 from kubesim.registry import PrinterColumn, ResourceType
 
 JsonObject = dict[str, Any]
@@ -319,13 +320,18 @@ def _created_row(o: JsonObject, now: datetime) -> list[Any]:
 
 
 def _hpa_row(o: JsonObject, now: datetime) -> list[Any]:
+    """Upstream's printer, which prints every version from the same (v2-shaped) object."""
+    o = horizontalpodautoscaler.convert(o, horizontalpodautoscaler.V2)
     spec, status = o.get("spec") or {}, o.get("status") or {}
     ref = spec.get("scaleTargetRef") or {}
+    minimum = spec.get("minReplicas")
     return [
         o["metadata"]["name"],
         f"{ref.get('kind', '')}/{ref.get('name', '')}",
-        "<unknown>",
-        spec.get("minReplicas", 1),
+        horizontalpodautoscaler.format_targets(
+            spec.get("metrics") or [], status.get("currentMetrics") or []
+        ),
+        "<unset>" if minimum is None else str(minimum),
         spec.get("maxReplicas", 0),
         status.get("currentReplicas", 0),
         _age(o, now),
@@ -431,7 +437,7 @@ _BUILTIN: dict[str, tuple[list[JsonObject], Row]] = {
             _NAME,
             _col("Reference"),
             _col("Targets"),
-            _col("MinPods", "integer"),
+            _col("MinPods"),
             _col("MaxPods", "integer"),
             _col("Replicas", "integer"),
             _AGE,

@@ -55,13 +55,30 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             "tolerationSeconds of the not-ready/unreachable tolerations added to new pods",
         ),
         ("--unschedulable-retry", "unschedulable_retry", "seconds between retries of pending pods"),
+        ("--hpa-sync-period", "hpa_sync_period", "seconds between HorizontalPodAutoscaler syncs"),
+        (
+            "--hpa-downscale-stabilization",
+            "hpa_downscale_stabilization",
+            "window of recommendations a scale-down without spec.behavior honours, seconds",
+        ),
+        ("--hpa-tolerance", "hpa_tolerance", "usage ratio change below which HPAs do not scale"),
+        (
+            "--hpa-cpu-initialization-period",
+            "hpa_cpu_initialization_period",
+            "seconds after a pod starts during which its cpu sample needs it Ready",
+        ),
+        (
+            "--hpa-initial-readiness-delay",
+            "hpa_initial_readiness_delay",
+            "seconds after start in which a not-ready pod counts as never ready",
+        ),
     ):
         group.add_argument(
             flag,
             dest=f"sim_{field}",
             type=float,
             default=getattr(defaults, field),
-            metavar="SECONDS",
+            metavar="RATIO" if field == "hpa_tolerance" else "SECONDS",
             help=f"{text} (default {getattr(defaults, field)})",
         )
 

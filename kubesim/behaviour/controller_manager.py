@@ -1,4 +1,4 @@
-"""The simulated kube-controller-manager: the workload, disruption and node controllers, and
+"""The simulated kube-controller-manager: the workload, disruption, node and HPA controllers, and
 OpenKruise's CloneSet controller (kruise-manager's part kubesim serves as a built-in kind)."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from typing import Protocol
 from kubesim.behaviour.cloneset import CloneSetController
 from kubesim.behaviour.deployment import DeploymentController
 from kubesim.behaviour.disruption import DisruptionController
+from kubesim.behaviour.horizontal_pod_autoscaler import HorizontalPodAutoscalerController
 from kubesim.behaviour.node_lifecycle import NodeLifecycleController
 from kubesim.behaviour.replicaset import ReplicaSetController
 from kubesim.behaviour.settings import Settings
@@ -37,6 +38,7 @@ class ControllerManager:
             CloneSetController(cluster, informers, events=self.settings.events),
             DisruptionController(cluster, informers),
             NodeLifecycleController(cluster, informers, self.settings),
+            HorizontalPodAutoscalerController(cluster, informers, self.settings),
         ]
         informers.start()
         await informers.synced()

@@ -48,7 +48,7 @@ class EventRecorder:
                 "namespace": namespace,
             },
             "involvedObject": {
-                "apiVersion": _API_VERSIONS.get(kind, "apps/v1"),
+                "apiVersion": obj.get("apiVersion") or _API_VERSIONS.get(kind, "apps/v1"),
                 "kind": kind,
                 "name": meta.get("name"),
                 "namespace": meta.get("namespace") or "",

@@ -66,3 +66,17 @@ def milli_value(text: str | int | float) -> int:
 def value(text: str | int | float) -> int:
     """Whole units (bytes, pods), rounded up."""
     return math.ceil(parse_quantity(text))
+
+
+_DECIMAL_SUFFIXES = ("", "k", "M", "G", "T", "P", "E")
+
+
+def format_milli(milli: int) -> str:
+    """A milli-value in upstream's canonical DecimalSI form: ``250m``, ``2``, ``1500m``, ``3k``."""
+    if milli % 1000:
+        return f"{milli}m"
+    whole, exponent = milli // 1000, 0
+    while whole and whole % 1000 == 0 and exponent < len(_DECIMAL_SUFFIXES) - 1:
+        whole //= 1000
+        exponent += 1
+    return f"{whole}{_DECIMAL_SUFFIXES[exponent]}"

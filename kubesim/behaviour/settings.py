@@ -29,6 +29,12 @@ class Settings:
     unschedulable_retry: float = 5.0
     # write Events (Scheduled, SuccessfulCreate, ScalingReplicaSet, ...) for kubectl describe
     events: bool = True
+    # the HorizontalPodAutoscaler controller: upstream's --horizontal-pod-autoscaler-* flags
+    hpa_sync_period: float = 15.0
+    hpa_downscale_stabilization: float = 300.0
+    hpa_tolerance: float = 0.1
+    hpa_cpu_initialization_period: float = 300.0
+    hpa_initial_readiness_delay: float = 30.0
 
     @classmethod
     def fast(cls, **overrides: Any) -> Settings:

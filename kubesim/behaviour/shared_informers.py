@@ -18,6 +18,7 @@ from kubesim.interface import (
     CLONESETS,
     CONTROLLERREVISIONS,
     DEPLOYMENTS,
+    HORIZONTALPODAUTOSCALERS,
     NODES,
     PODDISRUPTIONBUDGETS,
     PODS,
@@ -39,6 +40,7 @@ class Informers:
         self.revisions = Informer(cluster, CONTROLLERREVISIONS)
         self.budgets = Informer(cluster, PODDISRUPTIONBUDGETS)
         self.clonesets = Informer(cluster, CLONESETS)
+        self.hpas = Informer(cluster, HORIZONTALPODAUTOSCALERS)
         self.pods.add_index("owner", by_controller_uid)
         self.pods.add_index("namespace", by_namespace)
         self.pods.add_index("node", by_node_name)
@@ -54,6 +56,7 @@ class Informers:
             self.budgets,
             self.clonesets,
             self.pods,
+            self.hpas,
         ]
 
     def start(self) -> None:
