@@ -31,6 +31,7 @@ EVENTS = GVR("", "v1", "events")
 DEPLOYMENTS = GVR("apps", "v1", "deployments")
 REPLICASETS = GVR("apps", "v1", "replicasets")
 STATEFULSETS = GVR("apps", "v1", "statefulsets")
+ADVANCED_STATEFULSETS = GVR("apps.kruise.io", "v1beta1", "statefulsets")
 CONTROLLERREVISIONS = GVR("apps", "v1", "controllerrevisions")
 PODDISRUPTIONBUDGETS = GVR("policy", "v1", "poddisruptionbudgets")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from kubesim.behaviour.advanced_statefulset import AdvancedStatefulSetController
 from kubesim.behaviour.deployment import DeploymentController
 from kubesim.behaviour.disruption import DisruptionController
 from kubesim.behaviour.node_lifecycle import NodeLifecycleController
@@ -32,6 +33,7 @@ class ControllerManager:
             ReplicaSetController(cluster, informers, events=self.settings.events),
             DeploymentController(cluster, informers, events=self.settings.events),
             StatefulSetController(cluster, informers, events=self.settings.events),
+            AdvancedStatefulSetController(cluster, informers, events=self.settings.events),
             DisruptionController(cluster, informers),
             NodeLifecycleController(cluster, informers, self.settings),
         ]

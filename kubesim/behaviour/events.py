@@ -46,7 +46,8 @@ class EventRecorder:
                 "namespace": namespace,
             },
             "involvedObject": {
-                "apiVersion": "v1" if kind == "Pod" or kind == "Node" else "apps/v1",
+                "apiVersion": obj.get("apiVersion")
+                or ("v1" if kind == "Pod" or kind == "Node" else "apps/v1"),
                 "kind": kind,
                 "name": meta.get("name"),
                 "namespace": meta.get("namespace") or "",
