@@ -7,6 +7,7 @@ watch over HTTP, so the order of creations and deletions is the API's.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 from kubernetes import client
@@ -265,3 +266,33 @@ def test_a_disruption_budget_expects_the_advanced_statefulsets_replicas(
         what="the budget's expected pods from the set's scale",
     )
     assert (status.desired_healthy, status.disruptions_allowed) == (2, 2)
+
+
+def test_min_ready_seconds_holds_the_next_ordinal_until_the_previous_pod_is_available(
+    cluster: SimCluster,
+) -> None:
+    body = advanced_statefulset(
+        "patient",
+        2,
+        updateStrategy={"type": "RollingUpdate", "rollingUpdate": {"minReadySeconds": 2}},
+    )
+    create(cluster, body)
+    status = cluster.wait_for(
+        lambda: (s := settled(cluster, "patient")) and s["availableReplicas"] == 2 and s,
+        what="2 available pods",
+    )
+    assert status["readyReplicas"] == 2
+    pods = live(cluster, "patient")
+    ready_at = next(
+        c["lastTransitionTime"]
+        for c in pods["patient-0"]["status"]["conditions"]
+        if c["type"] == "Ready"
+    )
+    # the cluster's own timestamps (whole seconds, truncated, which keeps a true difference of
+    # 2 at least 2): patient-1 was created no sooner than 2 s after patient-0 turned Ready
+    created = pods["patient-1"]["metadata"]["creationTimestamp"]
+    assert seconds(created) - seconds(ready_at) >= 2
+
+
+def seconds(stamp: str) -> float:
+    return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
