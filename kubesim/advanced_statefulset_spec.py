@@ -195,7 +195,7 @@ def _max_unavailable(value: Any, policy: Any, path: str) -> list[FieldError]:
         elif int(value[:-1]) == 0:
             errs.append(errors.invalid(path, value, "should not be less than 1"))
     elif not isinstance(value, int) or isinstance(value, bool):
-        errs.append(errors.invalid(path, value, "must be an integer or a percentage"))
+        errs.append(errors.invalid(path, value, "must be an integer or percentage (e.g '5%')"))
     elif value < 0:
         errs.append(errors.invalid(path, value, "must be greater than or equal to 0"))
     elif value < 1:

@@ -296,3 +296,10 @@ def test_min_ready_seconds_holds_the_next_ordinal_until_the_previous_pod_is_avai
 
 def seconds(stamp: str) -> float:
     return datetime.strptime(stamp, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC).timestamp()
+
+
+def test_deleting_the_set_collects_its_pods(cluster: SimCluster) -> None:
+    create(cluster, advanced_statefulset("gone", 2, podManagementPolicy="Parallel"))
+    cluster.wait_for(lambda: all_ready(cluster, "gone", ["gone-0", "gone-1"]), what="2 ready")
+    assert "deleted" in cluster.kubectl("delete", "asts", "gone").stdout
+    cluster.wait_for(lambda: not cluster.pods(selector="app=gone"), what="pods collected")
