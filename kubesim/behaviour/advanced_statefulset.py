@@ -9,6 +9,8 @@ pods at once, ``paused``, ``minReadySeconds``) and then carried out here. New po
 Kruise's lifecycle label (``lifecycle.apps.kruise.io/state: Normal``) and its timestamp.
 
 Readiness held back by ``minReadySeconds`` is rechecked when it is due, on the cluster's clock.
+Revisions beyond ``revisionHistoryLimit`` that neither revision nor any pod uses are deleted,
+oldest first, as Kruise truncates its history.
 """
 
 from __future__ import annotations
@@ -24,13 +26,20 @@ from kubesim.behaviour.advanced_statefulset_plan import (
     plan_round,
     replica_status,
     shape_of,
+    stale_revisions,
 )
 from kubesim.behaviour.informer import Informer, object_key
 from kubesim.behaviour.pod_ranking import is_ready
 from kubesim.behaviour.pod_template import availability, int_field
 from kubesim.behaviour.replicaset import cluster_now
 from kubesim.behaviour.statefulset import REVISION_LABEL, StatefulSetController, ordinal
-from kubesim.interface import ADVANCED_STATEFULSETS, GVR, JsonObject
+from kubesim.interface import (
+    ADVANCED_STATEFULSETS,
+    CONTROLLERREVISIONS,
+    GVR,
+    ApiError,
+    JsonObject,
+)
 
 LIFECYCLE_STATE = "lifecycle.apps.kruise.io/state"
 LIFECYCLE_TIMESTAMP = "lifecycle.apps.kruise.io/timestamp"
@@ -68,6 +77,7 @@ class AdvancedStatefulSetController(StatefulSetController):
         if wait is not None:
             self.queue.add_after(key, wait)
         await self._record(sts, shape, members)
+        await self._truncate_history(sts, spec, {current_revision, update_revision}, members)
 
     def _pods(self, sts: JsonObject) -> dict[int, JsonObject]:
         """The set's pods by ordinal (pods it controls whose names are not its ordinals are
@@ -101,6 +111,26 @@ class AdvancedStatefulSetController(StatefulSetController):
                 terminating=bool(pod["metadata"].get("deletionTimestamp")),
             )
         return members, wait
+
+    async def _truncate_history(
+        self, sts: JsonObject, spec: JsonObject, revisions: set[str], members: dict[int, Member]
+    ) -> None:
+        """Delete the revisions beyond ``revisionHistoryLimit`` nothing uses any more."""
+        owned = {
+            r["metadata"]["name"]: int_field(r.get("revision"), 0)
+            for r in self.informers.revisions.by_index("owner", sts["metadata"]["uid"])
+        }
+        live = revisions | {m.revision for m in members.values()}
+        limit = int_field(spec.get("revisionHistoryLimit"), 10)
+        namespace = sts["metadata"].get("namespace")
+        for name in stale_revisions(owned, live, limit):
+            try:
+                gone = await self.cluster.delete(CONTROLLERREVISIONS, name, namespace=namespace)
+            except ApiError as exc:
+                if exc.code != 404:
+                    raise
+                continue
+            self.informers.revisions.remove(gone)
 
     async def _record(self, sts: JsonObject, shape: Shape, members: dict[int, Member]) -> None:
         """Write Kruise's status when it changed (the whole status, as Kruise writes it)."""

@@ -18,7 +18,8 @@ returns the pods to create and delete, so the controller only carries it out. Th
    ``partition``, while fewer than ``rollingUpdate.maxUnavailable`` pods are unavailable; the
    recreated pods come back at the update revision in a later round. ``OnDelete`` stops at 3.
 
-:func:`replica_status` counts the pods as Kruise's status does.
+:func:`replica_status` counts the pods as Kruise's status does; :func:`stale_revisions` picks
+the ControllerRevisions beyond ``revisionHistoryLimit`` that no pod and neither revision uses.
 """
 
 from __future__ import annotations
@@ -232,6 +233,14 @@ def replica_status(members: Sequence[Member], shape: Shape) -> dict[str, Any]:
         status["currentReplicas"] = status["updatedReplicas"]
         status["currentRevision"] = shape.update_revision
     return status
+
+
+def stale_revisions(revisions: Mapping[str, int], live: Iterable[str], limit: int) -> list[str]:
+    """ControllerRevisions (name to revision number) to delete so that no more than ``limit``
+    are kept besides the live ones (current, update, any a pod still runs), oldest first."""
+    kept = set(live)
+    history = sorted((number, name) for name, number in revisions.items() if name not in kept)
+    return [name for _, name in history[: max(len(history) - max(limit, 0), 0)]]
 
 
 def _limit(raw: Any, replicas: int) -> int:

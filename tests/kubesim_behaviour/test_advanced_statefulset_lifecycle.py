@@ -303,3 +303,36 @@ def test_deleting_the_set_collects_its_pods(cluster: SimCluster) -> None:
     cluster.wait_for(lambda: all_ready(cluster, "gone", ["gone-0", "gone-1"]), what="2 ready")
     assert "deleted" in cluster.kubectl("delete", "asts", "gone").stdout
     cluster.wait_for(lambda: not cluster.pods(selector="app=gone"), what="pods collected")
+
+
+def test_revisions_beyond_the_history_limit_are_deleted_once_no_pod_uses_them(
+    cluster: SimCluster,
+) -> None:
+    create(cluster, advanced_statefulset("hist", 2, revisionHistoryLimit=1))
+    cluster.wait_for(lambda: all_ready(cluster, "hist", ["hist-0", "hist-1"]), what="2 ready")
+    for tag in (2, 3, 4):
+        patch(cluster, "hist", image("hist", tag))
+        cluster.wait_for(
+            lambda: (
+                (s := settled(cluster, "hist"))
+                and s["currentRevision"] == s["updateRevision"]
+                and s["updatedReadyReplicas"] == 2
+            ),
+            what=f"version {tag} rolled out",
+        )
+    status = settled(cluster, "hist")
+    assert status is not None
+
+    def kept() -> list[str] | None:
+        names = cluster.kubectl(
+            "get",
+            "controllerrevisions",
+            "-l",
+            "app=hist",
+            "-o",
+            "jsonpath={.items[*].metadata.name}",
+        ).stdout.split()
+        return names if len(names) == 2 else None
+
+    names = cluster.wait_for(kept, what="the current revision and one of history")
+    assert status["updateRevision"] in names

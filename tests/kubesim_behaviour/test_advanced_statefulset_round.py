@@ -15,6 +15,7 @@ from kubesim.behaviour.advanced_statefulset_plan import (
     replica_status,
     reserved_ordinals,
     shape_of,
+    stale_revisions,
 )
 
 OLD, NEW = "set-old", "set-new"
@@ -116,6 +117,13 @@ def test_a_finished_rolling_update_makes_the_update_revision_current() -> None:
     partial = replica_status([up(0, OLD), up(1)], shape)
     assert (partial["currentRevision"], partial["currentReplicas"]) == (OLD, 1)
     assert (partial["updatedReplicas"], partial["updatedReadyReplicas"]) == (1, 1)
+
+
+def test_history_beyond_the_limit_goes_oldest_first_and_live_revisions_stay() -> None:
+    revisions = {"r1": 1, "r2": 2, "r3": 3, "r4": 4, "r5": 5}
+    assert stale_revisions(revisions, {"r5", "r1"}, 2) == ["r2"]
+    assert stale_revisions(revisions, {"r5"}, 10) == []
+    assert stale_revisions(revisions, {"r5"}, 0) == ["r1", "r2", "r3", "r4"]
 
 
 # -- the scale-up limit ----------------------------------------------------------------------
