@@ -39,12 +39,12 @@ _MUTABLE = (
 )
 
 
-def serves(rt: ResourceType) -> bool:
+def is_advanced_statefulset(rt: ResourceType) -> bool:
     """Whether ``rt`` is one of the Advanced StatefulSet's served versions."""
     return rt.group == GROUP and rt.plural == "statefulsets"
 
 
-def default(obj: JsonObject) -> None:
+def default_advanced_statefulset(obj: JsonObject) -> None:
     """Kruise's defaults (feature gates at their defaults: PVC retention on, resize off)."""
     spec = obj.setdefault("spec", {})
     if not isinstance(spec, dict):
@@ -77,7 +77,7 @@ def default(obj: JsonObject) -> None:
         template.setdefault("metadata", {})
 
 
-def validate(obj: JsonObject, old: JsonObject | None) -> list[FieldError]:
+def validate_advanced_statefulset(obj: JsonObject, old: JsonObject | None) -> list[FieldError]:
     """Kruise's validating webhook: the spec on create and update, changed fields on update."""
     errs = kinds.validate_workload("StatefulSet", obj)
     spec = obj.get("spec")

@@ -33,17 +33,14 @@ from typing import Any, TypeVar
 import msgspec
 
 from kubesemantics import label_selector, strategic_merge
-from kubesim import (
-    advanced_statefulset_spec,
-    errors,
-    fields,
-    jsonpatch,
-    kinds,
-    pod_subresources,
-    schema,
-)
 from kubesim import crd as crds
+from kubesim import errors, fields, jsonpatch, kinds, pod_subresources, schema
 from kubesim.admission import Admission, Attributes
+from kubesim.advanced_statefulset_spec import (
+    default_advanced_statefulset,
+    is_advanced_statefulset,
+    validate_advanced_statefulset,
+)
 from kubesim.conversion import Converter
 from kubesim.errors import FieldError
 from kubesim.garbage_collector import FOREGROUND, ORPHAN, GarbageCollector
@@ -372,8 +369,8 @@ class ApiServer:
         if rt.custom:
             if rt.schema is not None:
                 obj = schema.default_and_prune(rt.schema, obj, root=True)
-            elif advanced_statefulset_spec.serves(rt):
-                advanced_statefulset_spec.default(obj)
+            elif is_advanced_statefulset(rt):
+                default_advanced_statefulset(obj)
         elif kind == "Pod":
             kinds.default_pod(obj, toleration_seconds=self.default_toleration_seconds)
         elif kind in ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet"):
@@ -455,8 +452,8 @@ class ApiServer:
         kind = rt.kind
         if rt.custom and rt.schema is not None:
             errs.extend(schema.validate(rt.schema, obj, root=True))
-        elif advanced_statefulset_spec.serves(rt):
-            errs.extend(advanced_statefulset_spec.validate(obj, old))
+        elif is_advanced_statefulset(rt):
+            errs.extend(validate_advanced_statefulset(obj, old))
         elif kind == "Pod":
             errs.extend(kinds.validate_pod_spec(obj.get("spec"), "spec"))
             if old is not None:
