@@ -83,6 +83,9 @@ def validate_advanced_statefulset(obj: JsonObject, old: JsonObject | None) -> li
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return errs
+    shape_errors = _structure(spec)
+    if shape_errors:
+        return errs + shape_errors
     policy = spec.get("podManagementPolicy")
     if policy not in ("OrderedReady", "Parallel"):
         errs.append(
@@ -136,6 +139,45 @@ def validate_advanced_statefulset(obj: JsonObject, old: JsonObject | None) -> li
                 )
             )
     return errs
+
+
+# Fields Kruise's CRD schema types; a value of another type is refused before its webhook runs.
+_TYPED: tuple[tuple[tuple[str, ...], type, str], ...] = (
+    (("podManagementPolicy",), str, "string"),
+    (("updateStrategy",), dict, "object"),
+    (("updateStrategy", "rollingUpdate"), dict, "object"),
+    (("scaleStrategy",), dict, "object"),
+    (("reserveOrdinals",), list, "array"),
+    (("persistentVolumeClaimRetentionPolicy",), dict, "object"),
+)
+
+
+def _structure(spec: JsonObject) -> list[FieldError]:
+    """The schema's type errors, in its words, for the fields the webhook then reads."""
+    errs: list[FieldError] = []
+    for path, expected, word in _TYPED:
+        value: Any = spec
+        for part in path:
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is not None and not isinstance(value, expected):
+            name = "spec." + ".".join(path)
+            found = _json_type(value)
+            errs.append(
+                errors.invalid(name, found, f'{name} in body must be of type {word}: "{found}"')
+            )
+    return errs
+
+
+def _json_type(value: Any) -> str:
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
 
 
 def _update_strategy(spec: JsonObject, policy: Any) -> list[FieldError]:
