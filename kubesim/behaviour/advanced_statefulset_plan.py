@@ -142,14 +142,15 @@ def plan_round(shape: Shape, pods: Mapping[int, Member]) -> Plan:
         default=None,
     )
     monotonic = not shape.parallel
-    budget = [shape.scale_max_unavailable]
+    budget = shape.scale_max_unavailable
 
     def spend() -> bool:
         """One more unavailable pod; True once the scale budget is used up."""
-        if budget[0] is None:
+        nonlocal budget
+        if budget is None:
             return False
-        budget[0] -= 1
-        return budget[0] <= 0
+        budget -= 1
+        return budget <= 0
 
     for ordinal in slots:
         pod = wanted[ordinal]
@@ -173,7 +174,7 @@ def plan_round(shape: Shape, pods: Mapping[int, Member]) -> Plan:
                 return plan
             if spend():
                 break
-        if (monotonic or budget[0] is not None) and not pod.available:
+        if (monotonic or budget is not None) and not pod.available:
             if monotonic:
                 return plan
             if spend():
