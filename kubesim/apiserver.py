@@ -45,6 +45,11 @@ from kubesim import (
 )
 from kubesim import crd as crds
 from kubesim.admission import Admission, Attributes
+from kubesim.advanced_statefulset_spec import (
+    default_advanced_statefulset,
+    is_advanced_statefulset,
+    validate_advanced_statefulset,
+)
 from kubesim.conversion import Converter
 from kubesim.errors import FieldError
 from kubesim.garbage_collector import FOREGROUND, ORPHAN, GarbageCollector
@@ -391,6 +396,8 @@ class ApiServer:
         if rt.custom:
             if rt.schema is not None:
                 obj = schema.default_and_prune(rt.schema, obj, root=True)
+            elif is_advanced_statefulset(rt):
+                default_advanced_statefulset(obj)
         elif kind == "Pod":
             kinds.default_pod(obj, toleration_seconds=self.default_toleration_seconds)
         elif kind in _WORKLOADS:
@@ -477,6 +484,8 @@ class ApiServer:
         kind = rt.kind
         if rt.custom and rt.schema is not None:
             errs.extend(schema.validate(rt.schema, obj, root=True))
+        elif is_advanced_statefulset(rt):
+            errs.extend(validate_advanced_statefulset(obj, old))
         elif kind == "Pod":
             errs.extend(kinds.validate_pod_spec(obj.get("spec"), "spec"))
             if old is not None:

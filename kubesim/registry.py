@@ -316,6 +316,10 @@ def _builtins() -> list[ResourceType]:
             scale=workload_scale,
             patch_meta=_META.STATEFUL_SET,
         ),
+        # Kruise's Advanced StatefulSet is built in, but served as Kruise's CRD serves it
+        # (custom=True): its printer columns, ``.status.labelSelector`` for scale, no strategic
+        # merge patch; both versions are the same object (see advanced_statefulset_spec).
+        *_advanced_statefulsets(),
         ResourceType(
             "apps",
             "v1",
@@ -457,6 +461,60 @@ def _builtins() -> list[ResourceType]:
             verbs=("create",),
             has_generation=False,
         ),
+    ]
+
+
+def _advanced_statefulsets() -> list[ResourceType]:
+    """``statefulsets.apps.kruise.io`` in v1beta1 (stored) and v1alpha1, with the CRD's columns."""
+    columns = (
+        PrinterColumn("DESIRED", "integer", ".spec.replicas", "The desired number of pods."),
+        PrinterColumn(
+            "CURRENT", "integer", ".status.replicas", "The number of currently all pods."
+        ),
+        PrinterColumn(
+            "UPDATED", "integer", ".status.updatedReplicas", "The number of pods updated."
+        ),
+        PrinterColumn("READY", "integer", ".status.readyReplicas", "The number of pods ready."),
+        PrinterColumn(
+            "AGE",
+            "date",
+            ".metadata.creationTimestamp",
+            "CreationTimestamp is a timestamp representing the server time when this object was "
+            "created. It is not guaranteed to be set in happens-before order across separate "
+            "operations. Clients may not set this value. It is represented in RFC3339 form and "
+            "is in UTC.",
+        ),
+        PrinterColumn(
+            "CONTAINERS",
+            "string",
+            ".spec.template.spec.containers[*].name",
+            "The containers of currently advanced statefulset.",
+            priority=1,
+        ),
+        PrinterColumn(
+            "IMAGES",
+            "string",
+            ".spec.template.spec.containers[*].image",
+            "The images of currently advanced statefulset.",
+            priority=1,
+        ),
+    )
+    return [
+        ResourceType(
+            "apps.kruise.io",
+            version,
+            "statefulsets",
+            "StatefulSet",
+            True,
+            short_names=("asts",),
+            status=True,
+            scale=ScalePaths(label_selector=".status.labelSelector"),
+            strategic=False,
+            printer_columns=columns,
+            custom=True,
+            storage_version=version == "v1beta1",
+        )
+        for version in ("v1beta1", "v1alpha1")
     ]
 
 

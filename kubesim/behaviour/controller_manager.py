@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from kubesim.behaviour.advanced_statefulset import AdvancedStatefulSetController
 from kubesim.behaviour.cloneset import CloneSetController
 from kubesim.behaviour.deployment import DeploymentController
 from kubesim.behaviour.disruption import DisruptionController
@@ -36,6 +37,7 @@ class ControllerManager:
             DeploymentController(cluster, informers, events=self.settings.events),
             StatefulSetController(cluster, informers, events=self.settings.events),
             CloneSetController(cluster, informers, events=self.settings.events),
+            AdvancedStatefulSetController(cluster, informers, events=self.settings.events),
             DisruptionController(cluster, informers),
             NodeLifecycleController(cluster, informers, self.settings),
             HorizontalPodAutoscalerController(cluster, informers, self.settings),

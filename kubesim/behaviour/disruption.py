@@ -3,8 +3,8 @@
 The Eviction subresource refuses when ``status.disruptionsAllowed`` is below one, so this status
 must follow pod readiness closely: each pod change enqueues only the budgets in its namespace
 whose selector matches the pod (before or after the change). Expected pods come from the scale
-of the pods' controllers (a Deployment through its ReplicaSet, a ReplicaSet, a StatefulSet,
-a CloneSet).
+of the pods' controllers (a Deployment through its ReplicaSet, a ReplicaSet, a StatefulSet of
+apps/v1 or Kruise's Advanced StatefulSet, a CloneSet).
 Entries in ``disruptedPods`` (evictions admitted but not yet observed) are kept until the pod is
 gone or two minutes pass, and those pods do not count as healthy.
 """
@@ -51,6 +51,7 @@ class DisruptionController:
             informers.replicasets,
             informers.statefulsets,
             informers.clonesets,
+            informers.advanced_statefulsets,
         ):
             workload.add_handler(self._on_workload)
 
@@ -106,7 +107,10 @@ class DisruptionController:
                 return str(owner.get("uid")), int_field(d["spec"].get("replicas"), 1)
             return str(uid), int_field(rs["spec"].get("replicas"), 1)
         if kind == "StatefulSet":
-            sts = self.informers.statefulsets.get(f"{namespace}/{name}")
+            # apps/v1 or Kruise's Advanced StatefulSet (apps.kruise.io), told by the group
+            advanced = str(ref.get("apiVersion", "")).startswith("apps.kruise.io/")
+            sets = self.informers.advanced_statefulsets if advanced else self.informers.statefulsets
+            sts = sets.get(f"{namespace}/{name}")
             if sts is None or sts["metadata"].get("uid") != uid:
                 raise NoController(f"statefulset {name} not found")
             return str(uid), int_field(sts["spec"].get("replicas"), 1)

@@ -15,6 +15,7 @@ from kubesim.behaviour.informer import (
     by_node_name,
 )
 from kubesim.interface import (
+    ADVANCED_STATEFULSETS,
     CLONESETS,
     CONTROLLERREVISIONS,
     DEPLOYMENTS,
@@ -37,6 +38,7 @@ class Informers:
         self.replicasets = Informer(cluster, REPLICASETS)
         self.deployments = Informer(cluster, DEPLOYMENTS)
         self.statefulsets = Informer(cluster, STATEFULSETS)
+        self.advanced_statefulsets = Informer(cluster, ADVANCED_STATEFULSETS)
         self.revisions = Informer(cluster, CONTROLLERREVISIONS)
         self.budgets = Informer(cluster, PODDISRUPTIONBUDGETS)
         self.clonesets = Informer(cluster, CLONESETS)
@@ -52,6 +54,7 @@ class Informers:
             self.deployments,
             self.replicasets,
             self.statefulsets,
+            self.advanced_statefulsets,
             self.revisions,
             self.budgets,
             self.clonesets,

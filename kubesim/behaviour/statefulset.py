@@ -14,7 +14,7 @@ import logging
 import re
 from typing import Any
 
-from kubesim.behaviour.informer import object_key
+from kubesim.behaviour.informer import Informer, controller_ref, object_key
 from kubesim.behaviour.owner_controller import OwnerController
 from kubesim.behaviour.pod_ranking import is_ready
 from kubesim.behaviour.pod_template import (
@@ -25,7 +25,15 @@ from kubesim.behaviour.pod_template import (
 )
 from kubesim.behaviour.replicaset import delete_pod
 from kubesim.behaviour.shared_informers import Informers
-from kubesim.interface import CONTROLLERREVISIONS, PODS, STATEFULSETS, ApiError, Cluster, JsonObject
+from kubesim.interface import (
+    CONTROLLERREVISIONS,
+    GVR,
+    PODS,
+    STATEFULSETS,
+    ApiError,
+    Cluster,
+    JsonObject,
+)
 
 log = logging.getLogger(__name__)
 
@@ -45,10 +53,27 @@ def _running_ready(pod: JsonObject) -> bool:
 
 
 class StatefulSetController(OwnerController):
+    # Kruise's Advanced StatefulSet shares the kind name: the API version tells the sets apart
+    api_version = "apps/v1"
+    resource: GVR = STATEFULSETS
+
     def __init__(self, cluster: Cluster, informers: Informers, *, events: bool = True) -> None:
         super().__init__(cluster, informers, name="statefulset", workers=2, events=events)
-        informers.statefulsets.add_handler(self.enqueue)
-        informers.pods.add_handler(self.enqueue_owner("StatefulSet"))
+        self.sets = self._own_informer()
+        self.sets.add_handler(self.enqueue)
+        informers.pods.add_handler(self.enqueue_owner("StatefulSet", when=self._owned_here))
+
+    def _own_informer(self) -> Informer:
+        return self.informers.statefulsets
+
+    def _owned_here(self, old: JsonObject | None, new: JsonObject | None) -> bool:
+        """Whether a pod change concerns a set of this controller's API group."""
+        group = self.api_version.rpartition("/")[0]
+        for pod in (old, new):
+            ref = controller_ref(pod) if pod is not None else None
+            if ref is not None and str(ref.get("apiVersion", "")).rpartition("/")[0] == group:
+                return True
+        return False
 
     async def _revision(self, sts: JsonObject, template: JsonObject) -> tuple[str, JsonObject]:
         """The ControllerRevision for ``template``, created if new."""
@@ -71,7 +96,7 @@ class StatefulSetController(OwnerController):
                     REVISION_LABEL: name,
                 },
                 "ownerReferences": [
-                    owner_reference({**sts, "apiVersion": "apps/v1", "kind": "StatefulSet"})
+                    owner_reference({**sts, "apiVersion": self.api_version, "kind": "StatefulSet"})
                 ],
             },
             "data": {"spec": {"template": template}},
@@ -95,7 +120,7 @@ class StatefulSetController(OwnerController):
         return template
 
     async def _sync(self, key: str) -> None:
-        sts = self.informers.statefulsets.get(key)
+        sts = self.sets.get(key)
         if sts is None or sts["metadata"].get("deletionTimestamp"):
             return
         spec = sts.get("spec") or {}
@@ -197,7 +222,7 @@ class StatefulSetController(OwnerController):
         name = f"{sts['metadata']['name']}-{index}"
         pod = pod_from_template(
             template,
-            {**sts, "apiVersion": "apps/v1", "kind": "StatefulSet"},
+            {**sts, "apiVersion": self.api_version, "kind": "StatefulSet"},
             name=name,
             extra_labels={
                 REVISION_LABEL: revision,
@@ -209,6 +234,7 @@ class StatefulSetController(OwnerController):
         service = (sts.get("spec") or {}).get("serviceName")
         if service:
             pod["spec"].setdefault("subdomain", service)
+        self._stamp(pod)
         try:
             created = await self.cluster.create(
                 PODS, pod, namespace=sts["metadata"].get("namespace")
@@ -225,8 +251,11 @@ class StatefulSetController(OwnerController):
             f"create Pod {name} in StatefulSet {sts['metadata']['name']} successful",
         )
 
+    def _stamp(self, pod: JsonObject) -> None:
+        """What a subclass adds to each new pod (nothing for apps/v1)."""
+
     async def _write_status(self, sts: JsonObject, current: str, update: str) -> None:
-        fresh = self.informers.statefulsets.get(object_key(sts)) or sts
+        fresh = self.sets.get(object_key(sts)) or sts
         spec = fresh.get("spec") or {}
         replicas = max(int_field(spec.get("replicas"), 1), 0)
         pods = [
@@ -258,8 +287,8 @@ class StatefulSetController(OwnerController):
         if {k: v for k, v in status.items() if v} == {k: v for k, v in old.items() if v}:
             return
         await self.write(
-            STATEFULSETS,
-            self.informers.statefulsets,
+            self.resource,
+            self.sets,
             {**fresh, "status": {**old, **status}},
             subresource="status",
         )

@@ -62,3 +62,10 @@ def cloneset(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
             **spec,
         },
     }
+
+
+def advanced_statefulset(name: str, replicas: int, **spec: Any) -> dict[str, Any]:
+    """Kruise's Advanced StatefulSet (``apps.kruise.io/v1beta1``)."""
+    body = statefulset(name, replicas, **spec)
+    body["apiVersion"] = "apps.kruise.io/v1beta1"
+    return body
