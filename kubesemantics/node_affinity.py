@@ -13,6 +13,7 @@ API refuses other keys); a node without a name skips them, as upstream does.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -49,17 +50,19 @@ def requirements_as_selector(requirements: Sequence[Mapping[str, Any]] | None) -
     """
     if not requirements:
         return ls.MATCH_NOTHING
-    compiled: list[ls.Requirement] = []
-    for requirement in requirements:
-        operator = requirement.get("operator")
-        if operator not in _LABEL_OPERATORS:
-            raise ls.SelectorError(f"operator: Unsupported value: {operator!r}")
-        compiled.append(
-            ls.new_requirement(
-                str(requirement.get("key") or ""), _LABEL_OPERATORS[operator], _values(requirement)
-            )
-        )
+    compiled = [
+        _compiled(str(r.get("key") or ""), str(r.get("operator")), tuple(_values(r)))
+        for r in requirements
+    ]
     return ls.Selector(tuple(sorted(compiled, key=lambda r: r.key)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(key: str, operator: str, values: tuple[str, ...]) -> ls.Requirement:
+    """One checked requirement; cached because the scheduler asks about every node."""
+    if operator not in _LABEL_OPERATORS:
+        raise ls.SelectorError(f"operator: Unsupported value: {operator!r}")
+    return ls.new_requirement(key, _LABEL_OPERATORS[operator], values)
 
 
 def requirement_matches(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
