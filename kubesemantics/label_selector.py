@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 Operator = Literal["in", "notin", "exists", "!", "=", "==", "!=", "gt", "lt"]
 
@@ -106,9 +106,7 @@ def label_value_errors(value: str) -> list[str]:
     if len(value.encode()) > 63:
         errors.append(_too_long(63))
     if not _LABEL_VALUE_RE.fullmatch(value):
-        errors.append(
-            _regex_error(_VALUE_MSG, f"({_LABEL_NAME})?", "MyValue", "my_value", "12345")
-        )
+        errors.append(_regex_error(_VALUE_MSG, f"({_LABEL_NAME})?", "MyValue", "my_value", "12345"))
     return errors
 
 
@@ -340,7 +338,7 @@ def _lex(text: str) -> list[tuple[_Token, str]]:
             while end < n and text[end] in _SPECIAL and text[pos : end + 1] in _SYMBOLS:
                 end += 1
             symbol = text[pos:end]
-            tokens.append((symbol, symbol))  # type: ignore[arg-type]
+            tokens.append((cast(_Token, symbol), symbol))
             pos = end
             continue
         start = pos
@@ -349,7 +347,7 @@ def _lex(text: str) -> list[tuple[_Token, str]]:
                 break
             pos += 1
         word = text[start:pos]
-        tokens.append((word, word) if word in ("in", "notin") else ("ident", word))  # type: ignore[arg-type]
+        tokens.append((cast(_Token, word) if word in ("in", "notin") else "ident", word))
 
 
 class _Parser:

@@ -35,7 +35,7 @@ where upstream leaves them for the typed decoder of the API server to drop.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -268,8 +268,8 @@ def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], meta: PatchMe
         current = result.get(key)
         fm = meta.get(key)
         sub = fm.schema if fm is not None and fm.schema is not None else EMPTY
-        if isinstance(current, dict) and isinstance(value, Mapping):
-            result[key] = _merge_map(current, value, sub)
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            result[key] = _merge_map(dict(current), value, sub)
         elif isinstance(current, list) and isinstance(value, list) and fm is not None and fm.merge:
             result[key] = _merge_list(current, value, fm)
         else:
@@ -385,10 +385,12 @@ def _in_patch_order(
     """Upstream's ordering of a merged list: the items the patch names (or ``order`` names) in
     that order, the others in the order of the live list, the two interleaved so that each
     keeps its place relative to the live list where both are in it."""
-    named = [i for i in merged if _position(order, i, key) >= 0]
-    others = [i for i in merged if _position(order, i, key) < 0]
-    named.sort(key=lambda i: _position(order, i, key))
-    others.sort(key=lambda i: _position(server_order, i, key) % (len(server_order) + 1))
+
+    def rank(items: list[Any]) -> Callable[[Any], int]:
+        return lambda item: _position(items, item, key) % (len(items) + 1)  # absent: last
+
+    named = sorted((i for i in merged if _position(order, i, key) >= 0), key=rank(order))
+    others = sorted((i for i in merged if _position(order, i, key) < 0), key=rank(server_order))
     out: list[Any] = []
     i = j = 0
     while i < len(others) or j < len(named):

@@ -105,9 +105,7 @@ _PARSED: list[Any] = [
         ],
         id="mixed-requirements-sorted-by-key",
     ),
-    pytest.param(
-        "x,y in (a)", [req("x", "exists"), req("y", "in", "a")], id="exists-then-in"
-    ),
+    pytest.param("x,y in (a)", [req("x", "exists"), req("y", "in", "a")], id="exists-then-in"),
     pytest.param("x=a", [req("x", "=", "a")], id="equals"),
     pytest.param("x>1", [req("x", "gt", "1")], id="greater-than"),
     pytest.param("x<7", [req("x", "lt", "7")], id="less-than"),
