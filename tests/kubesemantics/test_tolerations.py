@@ -1,9 +1,10 @@
 """Taints and tolerations against Kubernetes' own test tables.
 
 The rows are the inputs and expected outputs of the upstream tests of ``Toleration.ToleratesTaint``
-(``k8s.io/api/core/v1``), of ``FindMatchingUntoleratedTaint`` (``component-helpers``) and of the
-taint manager's ``getMinTolerationTime``, in this project's table form, followed by this
-project's own cases.
+(``k8s.io/api/core/v1``), of ``FindMatchingUntoleratedTaint`` (``component-helpers``), of the
+scheduler's TaintToleration filter and score and of the taint manager's ``getMinTolerationTime``,
+in this project's table form, followed by this project's own cases. Rows that need the alpha
+comparison operators are checked against the gate's default (off).
 """
 
 from __future__ import annotations
@@ -197,6 +198,145 @@ def test_the_first_untolerated_taint_among_the_filtered_effects(
     if found is not None:
         assert found in taints
         assert not tolerates(tolerations, found)
+
+
+# --- The scheduler's TaintToleration filter and score --------------------------------------------
+
+_USER1 = taint("dedicated", NO_SCHEDULE, "user1")
+_SLA_950 = taint(_SLA, NO_SCHEDULE, "950")
+_GT_750 = toleration(_SLA, "Gt", NO_SCHEDULE, "750")
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "taints", "schedulable"),
+    [
+        pytest.param([], [_USER1], False, id="no-tolerations-against-a-taint"),
+        pytest.param(
+            [{"key": "dedicated", "value": "user1", "effect": NO_SCHEDULE}],
+            [_USER1],
+            True,
+            id="default-operator-tolerates-the-same-value",
+        ),
+        pytest.param(
+            [toleration("dedicated", "Equal", NO_SCHEDULE, "user2")],
+            [_USER1],
+            False,
+            id="equal-with-another-value",
+        ),
+        pytest.param(
+            [toleration("foo", "Exists", NO_SCHEDULE)],
+            [taint("foo", NO_SCHEDULE, "bar")],
+            True,
+            id="exists-tolerates-any-value",
+        ),
+        pytest.param(
+            [
+                toleration("dedicated", "Equal", NO_SCHEDULE, "user2"),
+                toleration("foo", "Exists", NO_SCHEDULE),
+            ],
+            [taint("dedicated", NO_SCHEDULE, "user2"), taint("foo", NO_SCHEDULE, "bar")],
+            True,
+            id="every-taint-tolerated-by-one-of-several",
+        ),
+        pytest.param(
+            [toleration("foo", "Equal", PREFER_NO_SCHEDULE, "bar")],
+            [taint("foo", NO_SCHEDULE, "bar")],
+            False,
+            id="toleration-of-another-effect",
+        ),
+        pytest.param(
+            [toleration("foo", "Equal", "", "bar")],
+            [taint("foo", NO_SCHEDULE, "bar")],
+            True,
+            id="toleration-without-effect-tolerates-every-effect",
+        ),
+        pytest.param(
+            [toleration("dedicated", "Equal", NO_SCHEDULE, "user2")],
+            [taint("dedicated", PREFER_NO_SCHEDULE, "user1")],
+            True,
+            id="prefer-no-schedule-taints-do-not-filter",
+        ),
+        pytest.param(
+            [], [taint("dedicated", PREFER_NO_SCHEDULE, "user1")], True, id="no-tolerations-prefer"
+        ),
+        pytest.param([_GT_750], [_SLA_950], False, id="gt-needed-while-the-gate-is-off"),
+        pytest.param(
+            [toleration(_SLA, "Lt", NO_SCHEDULE, "950")],
+            [taint(_SLA, NO_SCHEDULE, "800")],
+            False,
+            id="lt-needed-while-the-gate-is-off",
+        ),
+        pytest.param(
+            [toleration("dedicated", "Equal", NO_SCHEDULE, "user1"), _GT_750],
+            [_USER1],
+            True,
+            id="equal-honoured-beside-a-gated-gt",
+        ),
+        pytest.param(
+            [toleration("dedicated", "Equal", NO_SCHEDULE, "user1"), _GT_750],
+            [_USER1, _SLA_950],
+            False,
+            id="gated-gt-cannot-cover-the-second-taint",
+        ),
+    ],
+)
+def test_the_filter_refuses_a_node_with_an_untolerated_no_schedule_taint(
+    tolerations: list[dict[str, Any]], taints: list[dict[str, Any]], schedulable: bool
+) -> None:
+    assert (
+        untolerated_taint(taints, tolerations, (NO_SCHEDULE, NO_EXECUTE)) is None
+    ) is schedulable
+
+
+def _normalized(counts: list[int]) -> list[int]:
+    """The scheduler's default score normalisation, reversed: fewer untolerated taints score
+    higher, on 0..100."""
+    most = max(counts)
+    return [100 if most == 0 else 100 - 100 * c // most for c in counts]
+
+
+_FOO_BAR_PREFER = [toleration("foo", "Equal", PREFER_NO_SCHEDULE, "bar")]
+_ARM = taint("cpu-type", PREFER_NO_SCHEDULE, "arm64")
+_SSD = taint("disk-type", PREFER_NO_SCHEDULE, "ssd")
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "nodes", "scores"),
+    [
+        pytest.param(
+            _FOO_BAR_PREFER,
+            [[taint("foo", PREFER_NO_SCHEDULE, "bar")], [taint("foo", PREFER_NO_SCHEDULE, "blah")]],
+            [100, 0],
+            id="tolerated-taint-scores-above-an-untolerated-one",
+        ),
+        pytest.param(
+            [
+                toleration("cpu-type", "Equal", PREFER_NO_SCHEDULE, "arm64"),
+                toleration("disk-type", "Equal", PREFER_NO_SCHEDULE, "ssd"),
+            ],
+            [[], [_ARM], [_ARM, _SSD]],
+            [100, 100, 100],
+            id="tolerated-taints-do-not-count",
+        ),
+        pytest.param(
+            _FOO_BAR_PREFER, [[], [_ARM], [_ARM, _SSD]], [100, 50, 0], id="each-untolerated-counts"
+        ),
+        pytest.param(
+            [
+                toleration("cpu-type", "Equal", NO_SCHEDULE, "arm64"),
+                toleration("disk-type", "Equal", NO_SCHEDULE, "ssd"),
+            ],
+            [[], [taint("cpu-type", NO_SCHEDULE, "arm64")], [_ARM, _SSD]],
+            [100, 100, 0],
+            id="only-prefer-no-schedule-counts",
+        ),
+        pytest.param([], [[], [_ARM]], [100, 0], id="no-tolerations-prefer-the-untainted-node"),
+    ],
+)
+def test_the_score_counts_untolerated_prefer_no_schedule_taints(
+    tolerations: list[dict[str, Any]], nodes: list[list[dict[str, Any]]], scores: list[int]
+) -> None:
+    assert _normalized([untolerated_count(taints, tolerations) for taints in nodes]) == scores
 
 
 # --- How long a pod stays on a NoExecute-tainted node -------------------------------------------
