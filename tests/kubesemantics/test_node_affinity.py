@@ -1,9 +1,10 @@
 """Node affinity against Kubernetes' own test tables.
 
 The rows are the inputs and expected outputs of the upstream tests of
-``component-helpers/scheduling/corev1/nodeaffinity`` (node selector matching, preferred term
-scores, requirements as a label selector, and a pod's nodeSelector with its required node
-affinity), in this project's table form, followed by this project's own cases.
+``component-helpers/scheduling/corev1`` (node selector matching, preferred term scores,
+requirements as a label selector, and a pod's nodeSelector with its required node affinity) and
+of the scheduler's NodeAffinity score, in this project's table form, followed by this project's
+own cases.
 """
 
 from __future__ import annotations
@@ -239,6 +240,54 @@ def test_preferred_terms_score_the_sum_of_the_weights_that_match(
     terms: list[dict[str, Any]], target: dict[str, Any], score: int
 ) -> None:
     assert preferred_score(target, terms) == score
+
+
+def _weighted(weight: int, *requirements: dict[str, Any]) -> dict[str, Any]:
+    return {"weight": weight, "preference": {"matchExpressions": list(requirements)}}
+
+
+_FOO_BAR = expr("foo", "In", "bar")
+_KEY_VALUE = expr("key", "In", "value")
+_PREFER_FOO = [_weighted(2, _FOO_BAR)]
+_PREFER_THREE = [
+    _weighted(2, _FOO_BAR),
+    _weighted(4, _KEY_VALUE),
+    _weighted(5, _FOO_BAR, _KEY_VALUE, expr("az", "In", "az1")),
+]
+_L_FOO = {"foo": "bar"}
+_L_KEY = {"key": "value"}
+_L_AZ = {"az": "az1"}
+_L_ALL = {"foo": "bar", "key": "value", "az": "az1"}
+
+
+def _normalized(scores: list[int]) -> list[int]:
+    """The scheduler's default score normalisation: the best node gets 100, the rest in
+    proportion (integer division)."""
+    best = max(scores)
+    return [0 if best == 0 else 100 * s // best for s in scores]
+
+
+@pytest.mark.parametrize(
+    ("terms", "nodes", "scores"),
+    [
+        pytest.param([], [_L_FOO, _L_KEY, _L_AZ], [0, 0, 0], id="no-preferences-score-nothing"),
+        pytest.param(
+            _PREFER_FOO,
+            [{"abc": "az11", "def": "az22"}, _L_KEY, _L_AZ],
+            [0, 0, 0],
+            id="no-node-matches-the-preference",
+        ),
+        pytest.param(_PREFER_FOO, [_L_FOO, _L_KEY, _L_AZ], [100, 0, 0], id="one-node-matches"),
+        pytest.param(
+            _PREFER_THREE, [_L_FOO, _L_ALL, _L_KEY], [18, 100, 36], id="weights-add-up-per-node"
+        ),
+    ],
+)
+def test_preferred_terms_rank_nodes_like_the_scheduler_s_node_affinity_score(
+    terms: list[dict[str, Any]], nodes: list[dict[str, str]], scores: list[int]
+) -> None:
+    raw = [preferred_score(named(f"node{i}", labels), terms) for i, labels in enumerate(nodes)]
+    assert _normalized(raw) == scores
 
 
 # --- Requirements as a label selector -----------------------------------------------------------
