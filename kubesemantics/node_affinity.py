@@ -1,15 +1,23 @@
 """Node selector terms and node affinity with upstream semantics, over plain dicts.
 
 Terms of a node selector are ORed; the expressions and fields inside one term are ANDed. A term
-with neither expressions nor fields matches nothing, and an invalid requirement (``In`` with no
-values, ``Gt`` with a non-integer) makes its term match nothing, as kube-scheduler does rather
-than failing the pod. ``matchFields`` supports ``metadata.name`` only, with ``In``/``NotIn``.
+with neither expressions nor fields matches nothing (and a selector with no terms selects no
+node). ``matchExpressions`` compile to a label selector through :mod:`label_selector`, so they
+obey the same rules as upstream's ``NewRequirement``: ``Gt``/``Lt`` compare integers, and an
+invalid requirement (``In`` with no values, ``Exists`` with values, ``Gt`` with a non-integer
+bound, a malformed key or value, an unknown operator) makes its whole term match nothing, as
+kube-scheduler does rather than failing the pod. ``matchFields`` take ``In``/``NotIn`` with one
+value each and compare it with the node's ``metadata.name`` (any other field reads as empty; the
+API refuses other keys); a node without a name skips them, as upstream does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import functools
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from kubesemantics import label_selector as ls
 
 Node = Mapping[str, Any]
 Term = Mapping[str, Any]
@@ -20,51 +28,65 @@ def _labels(node: Node) -> Mapping[str, str]:
     return labels
 
 
-def _as_int(value: str) -> int | None:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
+_LABEL_OPERATORS: dict[str, ls.Operator] = {
+    "In": "in",
+    "NotIn": "notin",
+    "Exists": "exists",
+    "DoesNotExist": "!",
+    "Gt": "gt",
+    "Lt": "lt",
+}
+
+
+def _values(requirement: Mapping[str, Any]) -> list[str]:
+    return [str(v) for v in requirement.get("values") or ()]
+
+
+def requirements_as_selector(requirements: Sequence[Mapping[str, Any]] | None) -> ls.Selector:
+    """``matchExpressions`` as one label selector; none at all selects nothing.
+
+    Raises :class:`~kubesemantics.label_selector.SelectorError` for an unknown operator or a
+    requirement ``NewRequirement`` refuses (bad key or value, wrong number of values).
+    """
+    if not requirements:
+        return ls.MATCH_NOTHING
+    compiled = [
+        _compiled(str(r.get("key") or ""), str(r.get("operator")), tuple(_values(r)))
+        for r in requirements
+    ]
+    return ls.Selector(tuple(sorted(compiled, key=lambda r: r.key)))
+
+
+@functools.lru_cache(maxsize=4096)
+def _compiled(key: str, operator: str, values: tuple[str, ...]) -> ls.Requirement:
+    """One checked requirement; cached because the scheduler asks about every node."""
+    if operator not in _LABEL_OPERATORS:
+        raise ls.SelectorError(f"operator: Unsupported value: {operator!r}")
+    return ls.new_requirement(key, _LABEL_OPERATORS[operator], values)
 
 
 def requirement_matches(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """One ``matchExpressions`` entry against a label map."""
-    key = requirement.get("key") or ""
-    operator = requirement.get("operator")
-    values = [str(v) for v in requirement.get("values") or ()]
-    present = key in labels
-    if operator == "In":
-        return bool(values) and present and labels[key] in values
-    if operator == "NotIn":
-        return bool(values) and (not present or labels[key] not in values)
-    if operator == "Exists":
-        return not values and present
-    if operator == "DoesNotExist":
-        return not values and not present
-    if operator in ("Gt", "Lt"):
-        if len(values) != 1 or not present:
-            return False
-        bound, actual = _as_int(values[0]), _as_int(labels[key])
-        if bound is None or actual is None:
-            return False
-        return actual > bound if operator == "Gt" else actual < bound
-    return False
+    """One ``matchExpressions`` entry against a label map; an invalid entry matches nothing."""
+    try:
+        return requirements_as_selector([requirement]).matches(labels)
+    except ls.SelectorError:
+        return False
+
+
+def _field_requirement_valid(requirement: Mapping[str, Any]) -> bool:
+    return requirement.get("operator") in ("In", "NotIn") and len(_values(requirement)) == 1
 
 
 def field_requirement_matches(requirement: Mapping[str, Any], node: Node) -> bool:
-    """One ``matchFields`` entry; only ``metadata.name`` with In/NotIn and one value is valid."""
-    if requirement.get("key") != "metadata.name":
-        return False
-    values = [str(v) for v in requirement.get("values") or ()]
-    if len(values) != 1:
+    """One ``matchFields`` entry: In/NotIn with exactly one value, compared with the node's
+    field (only ``metadata.name`` is known; any other field reads as empty)."""
+    if not _field_requirement_valid(requirement):
         return False
     name = (node.get("metadata") or {}).get("name") or ""
-    operator = requirement.get("operator")
-    if operator == "In":
-        return name in values
-    if operator == "NotIn":
-        return name not in values
-    return False
+    fields = {"metadata.name": name} if name else {}
+    actual = fields.get(str(requirement.get("key") or ""), "")
+    (value,) = _values(requirement)
+    return actual == value if requirement.get("operator") == "In" else actual != value
 
 
 def is_empty_term(term: Term) -> bool:
@@ -75,10 +97,19 @@ def node_matches_term(node: Node, term: Term) -> bool:
     """Whether ``node`` satisfies every requirement of one node selector term."""
     if is_empty_term(term):
         return False
-    labels = _labels(node)
-    return all(requirement_matches(r, labels) for r in term.get("matchExpressions") or ()) and all(
-        field_requirement_matches(r, node) for r in term.get("matchFields") or ()
-    )
+    expressions = term.get("matchExpressions") or ()
+    fields = term.get("matchFields") or ()
+    try:
+        selector = requirements_as_selector(expressions) if expressions else None
+    except ls.SelectorError:
+        return False
+    if not all(_field_requirement_valid(r) for r in fields):
+        return False
+    if selector is not None and not selector.matches(_labels(node)):
+        return False
+    if not (node.get("metadata") or {}).get("name"):
+        return True
+    return all(field_requirement_matches(r, node) for r in fields)
 
 
 def node_matches_terms(node: Node, terms: Iterable[Term]) -> bool:

@@ -2,27 +2,40 @@
 
 A strategic merge patch is a JSON merge patch (RFC 7386) with two additions: lists whose
 field carries ``patchStrategy: merge`` are merged item by item on a merge key (containers by
-``name``, ports by ``containerPort``, ownerReferences by ``uid``) instead of being replaced,
-and ``$``-directives steer the merge:
+``name``, ports by ``containerPort``, ownerReferences by ``uid``) or as a set of scalars
+(finalizers) instead of being replaced, and ``$``-directives steer the merge:
 
 - ``{"$patch": "replace"}`` in a map replaces the whole map; as a list item it replaces the
   whole list with the other items;
-- ``{"$patch": "delete"}`` in a map deletes it; as a list item it deletes the original item
-  with the same merge key;
-- ``$retainKeys: [...]`` keeps only the listed keys (fields with strategy ``retainKeys``);
-- ``$deleteFromPrimitiveList/<field>: [...]`` removes values from a merged primitive list;
-- ``$setElementOrder/<field>: [...]`` gives the final order of a merged list.
+- ``{"$patch": "delete"}`` in a map leaves an empty map (and adds nothing where there was no
+  map); as a list item it deletes every original item with the same merge key;
+- ``$retainKeys: [...]`` keeps only the listed keys, and a patch setting a key outside the list
+  is refused;
+- ``$deleteFromPrimitiveList/<field>: [...]`` removes values from a primitive list;
+- ``$setElementOrder/<field>: [...]`` gives the order of a list, and must agree with the order
+  of the patch's own items.
+
+Order follows upstream's ``mergeSlice``: the items a patch names keep the patch's order, the
+live-only items keep theirs, and each live-only item goes before a named item only when it came
+before it in the live list, so an item the live list lacks goes before the live-only items
+after the last named one. ``$setElementOrder`` orders the same way, against the live list as
+upstream's in-place deletes and appends leave it.
 
 The merge metadata is not a schema: it only records, per field, the strategy and merge key the
 upstream Go types declare (``patchStrategy``/``patchMergeKey`` struct tags). Fields with no
 entry are replaced, which is also what upstream does for atomic lists such as pod
 ``tolerations``. The module is pure: it never mutates its inputs and shares unchanged
 sub-objects of ``original`` with the result (callers treat results as immutable or copy).
+
+Not supported, deliberately: ``patchStrategy: replace`` on a map field (no built-in kind this
+package describes has one); and where upstream keeps a patch value verbatim (a new field, a
+replaced list, a ``$patch: replace`` map), directive keys and nulls inside it are dropped here,
+where upstream leaves them for the typed decoder of the API server to drop.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -176,39 +189,70 @@ def meta_for_kind(kind: str) -> PatchMeta:
 
 # --- Application -------------------------------------------------------------------------------
 
+_DROP = object()
+"""What a patch value with a ``$patch`` directive becomes where nothing is there to merge into."""
+
 
 def apply(original: Mapping[str, Any] | None, patch: Mapping[str, Any], meta: PatchMeta) -> Any:
-    """The result of applying ``patch`` to ``original``; ``None`` if the patch deletes it all."""
+    """The result of applying ``patch`` to ``original`` (``{}`` if the patch deletes it all)."""
     if not isinstance(patch, Mapping):
         raise PatchError("a strategic merge patch must be a JSON object")
     return _merge_map(dict(original or {}), patch, meta)
+
+
+def _is_directive_key(key: str) -> bool:
+    return key in (DIRECTIVE, RETAIN_KEYS) or key.startswith(
+        (SET_ELEMENT_ORDER, DELETE_FROM_PRIMITIVE)
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A patch value taken as it is, where nothing is there to merge it into.
+
+    A map carrying ``$patch`` disappears (upstream's ``removeDirectives``), nulls are discarded
+    (``IgnoreUnmatchedNulls``), and so are the other directive keys, which upstream would leave
+    in the object for a typed decoder to drop.
+    """
+    if isinstance(value, Mapping):
+        if DIRECTIVE in value:
+            return _DROP
+        out: dict[str, Any] = {}
+        for k, v in value.items():
+            if v is None or _is_directive_key(k):
+                continue
+            kept = _plain(v)
+            if kept is not _DROP:
+                out[k] = kept
+        return out
+    if isinstance(value, list):
+        return [kept for kept in (_plain(v) for v in value) if kept is not _DROP]
+    return value
 
 
 def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], meta: PatchMeta) -> Any:
     directive = patch.get(DIRECTIVE)
     if directive is not None:
         if directive == "replace":
-            return _strip({k: v for k, v in patch.items() if k != DIRECTIVE}, meta)
+            return _plain({k: v for k, v in patch.items() if k != DIRECTIVE})
         if directive == "delete":
-            return None
-        if directive != "merge":
-            raise PatchError(f"Unknown patch type: {directive!r} in map: {dict(patch)!r}")
+            return {}
+        raise PatchError(f"unknown patch type: {directive} in map: {dict(patch)!r}")
 
     result = dict(original)
     retain = patch.get(RETAIN_KEYS)
     if retain is not None:
-        if not isinstance(retain, list):
-            raise PatchError(f"$retainKeys must be a list, got {retain!r}")
+        _check_retain_keys(patch, retain)
         result = {k: v for k, v in result.items() if k in retain}
 
-    orders: dict[str, list[Any]] = {}
-    for key, value in patch.items():
-        if key in (DIRECTIVE, RETAIN_KEYS):
-            continue
+    handled: set[str] = set()
+    for key, order in patch.items():
         if key.startswith(SET_ELEMENT_ORDER):
-            if not isinstance(value, list):
-                raise PatchError(f"{key} must be a list")
-            orders[key[len(SET_ELEMENT_ORDER) :]] = value
+            name = key[len(SET_ELEMENT_ORDER) :]
+            if _set_element_order(result, patch, name, order, meta.get(name)):
+                handled.add(name)
+
+    for key, value in patch.items():
+        if key in handled or key in (RETAIN_KEYS,) or key.startswith(SET_ELEMENT_ORDER):
             continue
         if key.startswith(DELETE_FROM_PRIMITIVE):
             name = key[len(DELETE_FROM_PRIMITIVE) :]
@@ -218,112 +262,207 @@ def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], meta: PatchMe
             if isinstance(current, list):
                 result[name] = [v for v in current if v not in value]
             continue
-        fm = meta.get(key)
-        sub = fm.schema if fm is not None and fm.schema is not None else EMPTY
         if value is None:
             result.pop(key, None)
             continue
         current = result.get(key)
-        if isinstance(value, Mapping):
-            if isinstance(current, dict):
-                merged = _merge_map(current, value, sub)
-            else:
-                merged = _merge_map({}, value, sub)
-            if merged is None:
+        fm = meta.get(key)
+        sub = fm.schema if fm is not None and fm.schema is not None else EMPTY
+        if isinstance(current, Mapping) and isinstance(value, Mapping):
+            result[key] = _merge_map(dict(current), value, sub)
+        elif isinstance(current, list) and isinstance(value, list) and fm is not None and fm.merge:
+            result[key] = _merge_list(current, value, fm)
+        else:
+            kept = _plain(value)
+            if kept is _DROP:
                 result.pop(key, None)
             else:
-                result[key] = merged
-        elif isinstance(value, list):
-            if fm is not None and fm.merge:
-                result[key] = _merge_list(current if isinstance(current, list) else [], value, fm)
-            else:
-                result[key] = _strip_list(value, sub)
-        else:
-            result[key] = value
-
-    for name, order in orders.items():
-        current = result.get(name)
-        if isinstance(current, list):
-            fm = meta.get(name)
-            result[name] = _order(current, order, fm.merge_key if fm else None)
+                result[key] = kept
     return result
 
 
-def _merge_list(original: list[Any], patch: list[Any], fm: FieldMeta) -> list[Any]:
+def _check_retain_keys(patch: Mapping[str, Any], retain: Any) -> None:
+    """Every field a patch sets must be among its ``$retainKeys``."""
+    if not isinstance(retain, list):
+        raise PatchError("invalid patch format of retainKeys")
+    for key, value in patch.items():
+        if value is None or _is_directive_key(key):
+            continue
+        if key not in retain:
+            raise PatchError("invalid patch format of retainKeys")
+
+
+def _kind(items: list[Any]) -> str:
+    """``map`` or ``scalar`` for the items of merged lists, which may not mix the two."""
+    kinds = {
+        "map" if isinstance(i, Mapping) else "list" if isinstance(i, list) else "scalar"
+        for i in items
+    }
+    if "list" in kinds:
+        raise PatchError("lists of lists are not supported")
+    if len(kinds) > 1:
+        raise PatchError(f"list element types are not identical: {items!r}")
+    return kinds.pop() if kinds else "scalar"
+
+
+def _ident(item: Any, key: str | None) -> Any:
+    return item.get(key) if key is not None and isinstance(item, Mapping) else item
+
+
+def _position(items: list[Any], item: Any, key: str | None) -> int:
+    wanted = _ident(item, key)
+    return next((i for i, o in enumerate(items) if _ident(o, key) == wanted), -1)
+
+
+def _merge_list(
+    original: list[Any], patch: list[Any], fm: FieldMeta, live: list[Any] | None = None
+) -> list[Any]:
+    """A list merged on its key (maps) or as a set (scalars), then put in upstream's order.
+
+    ``live``, when given, receives the live list as upstream's ``$setElementOrder`` sees it
+    after this merge: upstream deletes and appends in the live list's own storage, so deleted
+    items leave their slots to the items after them and appended items fill the freed slots.
+    """
+    if live is not None:
+        live[:] = original
+    if not original and not patch:
+        return list(original)
     sub = fm.schema or EMPTY
-    for item in patch:
-        if isinstance(item, Mapping) and item.get(DIRECTIVE) == "replace":
-            return _strip_list([i for i in patch if i is not item], sub)
     key = fm.merge_key
+    if _kind(original + patch) == "scalar":
+        merged: list[Any] = []
+        for item in original + patch:
+            if item not in merged:
+                merged.append(item)
+        return _in_patch_order(merged, patch, original, None)
     if key is None:
-        # A merged list of primitives: union, keeping the original order.
-        result = list(original)
-        for item in patch:
-            if isinstance(item, Mapping):
-                if item.get(DIRECTIVE) == "delete":
-                    continue
-                raise PatchError("a merged primitive list cannot hold objects")
-            if item not in result:
-                result.append(item)
-        return result
-    result = list(original)
+        raise PatchError("cannot merge lists without merge key")
+    base = list(original)
+    plain: list[Mapping[str, Any]] = []
+    replace = False
     for item in patch:
-        if not isinstance(item, Mapping):
-            raise PatchError(f"list items of a list merged on {key!r} must be objects")
+        directive = item.get(DIRECTIVE)
+        if directive is None:
+            plain.append(item)
+        elif directive == "delete":
+            if key not in item:
+                raise PatchError(f"map: {dict(item)!r} does not contain declared merge key: {key}")
+            kept = [o for o in base if not (isinstance(o, Mapping) and o.get(key) == item[key])]
+            if live is not None:
+                for _ in range(len(base) - len(kept)):
+                    at = next(
+                        i for i, o in enumerate(live[: len(base)]) if _ident(o, key) == item[key]
+                    )
+                    live[at : len(base) - 1] = live[at + 1 : len(base)]
+                    base = base[:-1]
+            base = kept
+        elif directive == "replace":
+            replace = True
+        elif directive == "merge":
+            raise PatchError("merging lists cannot yet be specified in the patch")
+        else:
+            raise PatchError(f"unknown patch type: {directive} in map: {dict(item)!r}")
+    if replace:
+        base = [kept for kept in (_plain(i) for i in plain) if kept is not _DROP]
+        plain = []
+    merged = list(base)
+    for item in plain:
         if key not in item:
             raise PatchError(f"map: {dict(item)!r} does not contain declared merge key: {key}")
-        kv = item[key]
-        if item.get(DIRECTIVE) == "delete":
-            result = [o for o in result if not (isinstance(o, Mapping) and o.get(key) == kv)]
-            continue
-        for idx, o in enumerate(result):
-            if isinstance(o, Mapping) and o.get(key) == kv:
-                merged = _merge_map(dict(o), item, sub)
-                if merged is None:
-                    del result[idx]
-                else:
-                    result[idx] = merged
-                break
+        at = _position(merged, item, key)
+        if at >= 0:
+            merged[at] = _merge_map(dict(merged[at]), item, sub)
         else:
-            merged = _merge_map({}, item, sub)
-            if merged is not None:
-                result.append(merged)
-    return result
+            merged.append(_merge_map({}, item, sub))
+            if live is not None and len(merged) <= len(live):
+                live[len(merged) - 1] = merged[-1]
+    return _in_patch_order(merged, plain, base, key)
 
 
-def _order(items: list[Any], order: list[Any], key: str | None) -> list[Any]:
-    """Items ranked by their position in ``order`` (by merge key for lists of maps); items
-    not named in ``order`` keep their relative order after the named ones."""
+def _in_patch_order(
+    merged: list[Any], order: list[Any], server_order: list[Any], key: str | None
+) -> list[Any]:
+    """Upstream's ordering of a merged list: the items the patch names (or ``order`` names) in
+    that order, the others in the order of the live list, the two interleaved so that each
+    keeps its place relative to the live list where both are in it."""
 
-    def ident(item: Any) -> Any:
-        return item.get(key) if key is not None and isinstance(item, Mapping) else item
+    def rank(items: list[Any]) -> Callable[[Any], int]:
+        return lambda item: _position(items, item, key) % (len(items) + 1)  # absent: last
 
-    wanted = [ident(o) for o in order]
-    ranked = sorted(
-        enumerate(items),
-        key=lambda pair: (
-            wanted.index(ident(pair[1])) if ident(pair[1]) in wanted else len(wanted),
-            pair[0],
-        ),
-    )
-    return [item for _, item in ranked]
-
-
-def _strip(obj: dict[str, Any], meta: PatchMeta) -> Any:
-    """Apply a patch fragment to nothing, so directives inside it take effect."""
-    return _merge_map({}, obj, meta)
-
-
-def _strip_list(items: list[Any], meta: PatchMeta) -> list[Any]:
+    named = sorted((i for i in merged if _position(order, i, key) >= 0), key=rank(order))
+    others = sorted((i for i in merged if _position(order, i, key) < 0), key=rank(server_order))
     out: list[Any] = []
-    for item in items:
-        if isinstance(item, Mapping):
-            merged = _merge_map({}, item, meta)
-            if merged is not None:
-                out.append(merged)
-        else:
-            out.append(item)
+    i = j = 0
+    while i < len(others) or j < len(named):
+        if j >= len(named):
+            out.append(others[i])
+            i += 1
+            continue
+        if i < len(others):
+            left = _position(server_order, others[i], key)
+            right = _position(server_order, named[j], key)
+            if left >= 0 and right >= 0 and left < right:
+                out.append(others[i])
+                i += 1
+                continue
+        out.append(named[j])
+        j += 1
     return out
+
+
+def _set_element_order(
+    result: dict[str, Any],
+    patch: Mapping[str, Any],
+    name: str,
+    order: Any,
+    fm: FieldMeta | None,
+) -> bool:
+    """Merge the list ``name`` and give it the order of ``$setElementOrder/name``; False when
+    neither the object nor the patch has the list."""
+    if not isinstance(order, list):
+        raise PatchError("invalid patch format of setElementOrder list")
+    key = fm.merge_key if fm is not None else None
+    if name not in result and name not in patch:
+        return False
+    original, patched = result.get(name, []), patch.get(name)
+    if not isinstance(original, list):
+        raise PatchError(f"{name} is not a list")
+    if patched is not None and not isinstance(patched, list):
+        raise PatchError(f"{name} in the patch is not a list")
+    live = list(original)
+    if patched is None:
+        merged = list(original)
+    else:
+        _check_order(patched, order, key)
+        if name in result and fm is not None and fm.merge:
+            merged = _merge_list(original, patched, fm, live)
+        else:
+            merged = _plain(patched)
+    result[name] = _in_patch_order(merged, order, live, key)
+    return True
+
+
+def _check_order(patched: list[Any], order: list[Any], key: str | None) -> None:
+    """The patch's items (deletions aside) must appear in ``order`` in the same relative order."""
+    if not patched or not order:
+        return
+    items = [
+        i for i in patched if not (key is not None and isinstance(i, Mapping) and DIRECTIVE in i)
+    ]
+    p = s = 0
+    while p < len(items) and s < len(order):
+        if isinstance(items[p], Mapping) and DIRECTIVE in items[p]:
+            p += 1
+            continue
+        if key is not None and not (isinstance(items[p], Mapping) and key in items[p]):
+            raise PatchError(f"map: {items[p]!r} does not contain declared merge key: {key}")
+        if _ident(items[p], key) == _ident(order[s], key):
+            p += 1
+        s += 1
+    if p < len(items):
+        raise PatchError(
+            f"The order in patch list: {patched!r} doesn't match $setElementOrder list: {order!r}"
+        )
 
 
 # --- JSON merge patch (RFC 7386), for custom resources and merge-patch requests ----------------

@@ -631,7 +631,7 @@ def test_patches_are_checked_only_when_the_workload_exists() -> None:
         subset("a", patch={"spec": {"containers": [{"name": "sidecar"}, {"name": "main"}]}})
     )
     assert errs(no_image, workload=deployment()) == [
-        ("spec.subsets[0].patch.containers[1].image", "Required", "")
+        ("spec.subsets[0].patch.containers[0].image", "Required", "")
     ]
 
 

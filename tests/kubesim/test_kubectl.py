@@ -194,12 +194,13 @@ def test_scale_patch_and_delete(kubeconfig_path: Path, kube_api_client: client.A
         "web",
         "--type=json",
         "-p",
-        '[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"nginx:1.28"}]',
+        '[{"op":"replace","path":"/spec/template/spec/containers/1/image","value":"nginx:1.28"}]',
     )
     d = apps.read_namespaced_deployment("web", "default")
+    # A strategic patch puts a container the live list lacks before the live-only ones.
     assert [(c.name, c.image) for c in d.spec.template.spec.containers] == [
-        ("app", "nginx:1.28"),
         ("sidecar", "busybox"),
+        ("app", "nginx:1.28"),
     ]
     assert d.metadata.labels == {"team": "a"}
 
