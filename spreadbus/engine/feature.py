@@ -11,8 +11,7 @@ brings what each part of the system runs of it, and nothing runs what it does no
 - ``webhook``: builds its webhook side (admission handlers, a fold of the observations, routes
   for CRD conversion);
 - ``validators``: the offline and online validation of the kinds it owns;
-- ``offline_plan``: what ``spreadbus plan`` prints for it.
-
+- ``offline_plan``: what ``spreadbus plan`` prints for it;
 - ``settings``: its settings model, whose fields become flags and ``SPREADBUS_*`` variables of
   the services that use them (:mod:`spreadbus.engine.feature_settings`).
 
