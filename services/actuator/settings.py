@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from spreadbus.runtime.settings import ServiceSettings
+from typing import ClassVar
+
+from spreadbus.features.registry import FeatureServiceSettings
 
 
-class ActuatorSettings(ServiceSettings, frozen=True, kw_only=True):
+class ActuatorSettings(FeatureServiceSettings):
+    """The actuator's own settings, on top of the shared ones."""
+
+    service: ClassVar[str] = "actuator"
+
     kube_qps: float = 20.0
+    """Kubernetes API requests per second, on average."""
     kube_burst: int = 40
+    """Kubernetes API requests allowed at once above the average rate."""
     workers: int = 8
     """Plans applied concurrently by this replica."""
     max_attempts: int = 6

@@ -21,7 +21,6 @@ from typing import Any
 from services.planner.planner import Planner
 from services.planner.settings import PlannerSettings
 from spreadbus.engine.feature import PlannerContext, PlannerSide
-from spreadbus.features.registry import features
 from spreadbus.runtime.lease import Lease
 from spreadbus.runtime.service import ServiceContext
 from spreadbus.runtime.shutdown import sleep_unless_stopping
@@ -64,11 +63,12 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
 
 
 async def planner_sides(settings: PlannerSettings, ctx: ServiceContext) -> list[PlannerSide]:
-    """Every registered feature's planner side, in registry order."""
-    feature_ctx = PlannerContext(cluster=settings.cluster, settings=settings, nc=ctx.nc,
-                                 nats_replicas=settings.nats_replicas)
-    chosen = features(settings.feature_plugins)
-    return [await f.planner(feature_ctx) for f in chosen if f.planner is not None]
+    """Every registered feature's planner side, in registry order, each with its settings."""
+    return [
+        await f.planner(PlannerContext(cluster=settings.cluster, settings=settings.settings_of(f),
+                                       nc=ctx.nc, nats_replicas=settings.nats_replicas))
+        for f in settings.features() if f.planner is not None
+    ]
 
 
 async def supervise(planner: Planner, lease: Lease, readiness: Coroutine[Any, Any, None],

@@ -18,7 +18,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Final
+from typing import ClassVar, Final
 
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
@@ -28,8 +28,7 @@ from services.webhook.certificates import CertificateFiles
 from services.webhook.review_protocol import ReviewServer
 from services.webhook.server import MAX_BODY, Metrics, build_routes
 from spreadbus.engine.feature import WebhookContext, WebhookSide
-from spreadbus.features.registry import features
-from spreadbus.features.workloadspread.core.custom_workloads import parse_whitelist
+from spreadbus.features.registry import FeatureServiceSettings
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -38,7 +37,6 @@ from spreadbus.runtime.follower import (
 )
 from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.service import ServiceContext, done_or_stopped
-from spreadbus.runtime.settings import ServiceSettings
 from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 
 log = logging.getLogger(__name__)
@@ -49,24 +47,25 @@ SHUTDOWN_GRACE_SECONDS: Final = 1.0
 waiting on NATS fails open at its answer timeout anyway."""
 
 
-class WebhookSettings(ServiceSettings, frozen=True, kw_only=True):
+class WebhookSettings(FeatureServiceSettings):
     """The webhook's own settings, on top of the shared ones."""
 
+    service: ClassVar[str] = "webhook"
+
     host: str = "0.0.0.0"
+    """Address of the admission paths."""
     port: int = 9443
     """HTTPS port of the admission paths; 0 picks a free one."""
     tls_cert: str = ""
     """PEM certificate chain; reloaded when the file changes."""
     tls_key: str = ""
+    """PEM private key of --tls-cert; reloaded with it."""
     tls_handshake_timeout_seconds: float = HANDSHAKE_TIMEOUT_SECONDS
     """How long a connection may take to complete its TLS handshake; stopping aborts it."""
     cert_check_seconds: float = 1.0
-    ledger_deadline_seconds: float = 2.0
-    """How long one admission keeps retrying a contended reservation."""
+    """How often the certificate and key files are checked for a change."""
     answer_timeout_seconds: float = 2.5
-    """Longest time to decide one review; a call whose ``?timeout=`` is shorter gets less."""
-    workload_whitelist: str = ""
-    """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON."""
+    """Longest time to decide one review; a call whose ?timeout= is shorter gets less."""
 
 
 class WebhookService:
@@ -100,17 +99,20 @@ class WebhookService:
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        context = WebhookContext(
-            cluster=self.settings.cluster,
-            settings=self.settings,
-            nc=self.nc,
-            registry=self.registry,
-            clock=self.wall_clock,
-            stream_drained=self._stream_drained,
-            nats_replicas=self.settings.nats_replicas,
-        )
-        self.sides = {f.name: await f.webhook(context)
-                      for f in features(self.settings.feature_plugins) if f.webhook is not None}
+        self.sides = {}
+        for feature in self.settings.features():
+            if feature.webhook is None:
+                continue
+            context = WebhookContext(
+                cluster=self.settings.cluster,
+                settings=self.settings.settings_of(feature),
+                nc=self.nc,
+                registry=self.registry,
+                clock=self.wall_clock,
+                stream_drained=self._stream_drained,
+                nats_replicas=self.settings.nats_replicas,
+            )
+            self.sides[feature.name] = await feature.webhook(context)
         cluster = subjects.escape(self.settings.cluster)
         self.follower = StreamFollower(
             self.nc,
@@ -224,13 +226,8 @@ async def main(
 
 
 def settings_problems(settings: WebhookSettings) -> list[str]:
+    """What the webhook needs to start beyond well-formed settings (checked after loading)."""
     problems = []
     if not settings.tls_cert or not settings.tls_key:
         problems.append("--tls-cert and --tls-key are required (the webhook serves HTTPS only)")
-    try:
-        parse_whitelist(settings.workload_whitelist or None)
-    except ValueError as exc:
-        problems.append(
-            f"--workload-whitelist (SPREADBUS_WORKLOAD_WHITELIST) is not a valid whitelist: {exc}"
-        )
     return problems

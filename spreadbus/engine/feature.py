@@ -12,15 +12,18 @@ brings what each part of the system runs of it, and nothing runs what it does no
   for CRD conversion);
 - ``validators``: the offline and online validation of the kinds it owns;
 - ``offline_admit`` and ``offline_plan``: what ``spreadbus admit`` and ``spreadbus plan`` answer
-  for it.
+  for it;
+- ``settings``: its settings model, whose fields become flags and ``SPREADBUS_*`` variables of
+  the services that use them (:mod:`spreadbus.engine.feature_settings`).
 
 The planner and webhook sides are built by async factories because a side may need NATS before it
-can serve (a key-value bucket to create). Factories receive the service's settings whole; a feature
-reads its own settings from them (:mod:`spreadbus.runtime.settings`).
+can serve (a key-value bucket to create). Factories receive the feature's own settings, typed as
+its model (``ctx.settings``), built from what the service loaded; a feature without settings gets
+an empty :class:`~spreadbus.engine.feature_settings.FeatureSettings`.
 
 Signatures::
 
-    Feature(name, watches=(), plan_targets=(), planner=None, webhook=None,
+    Feature(name, settings=None, watches=(), plan_targets=(), planner=None, webhook=None,
             validators={}, offline_plan=None)
     PlannerSide(rules, streams=())
     SideStream(stream, fold, reset)
@@ -32,16 +35,22 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Generic, Protocol
+
+from typing_extensions import TypeVar
 
 from kubesemantics.field_errors import FieldError
 from spreadbus.engine.admission_chain import AdmissionHandler
 from spreadbus.engine.conversion_review import Convert
+from spreadbus.engine.feature_settings import FeatureSettings
 from spreadbus.projection.planning import Rule
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
     from prometheus_client import CollectorRegistry
+
+FS = TypeVar("FS", bound=FeatureSettings, default=FeatureSettings)
+"""A feature's settings model."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -65,17 +74,17 @@ class PlannerSide:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PlannerContext:
+class PlannerContext(Generic[FS]):
     cluster: str
-    settings: Any
+    settings: FS
     nc: Client | None = None
     nats_replicas: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
-class WebhookContext:
+class WebhookContext(Generic[FS]):
     cluster: str
-    settings: Any
+    settings: FS
     nc: Client | None
     registry: CollectorRegistry | None
     clock: Callable[[], float]
@@ -162,12 +171,14 @@ class Validator(Protocol):
 
 
 @dataclass(frozen=True, kw_only=True)
-class Feature:
+class Feature(Generic[FS]):
     name: str
+    settings: type[FS] | None = None
+    """Its settings model; each field names the services that use it (``UsedBy``)."""
     watches: tuple[str, ...] = ()
     plan_targets: tuple[tuple[str, str, str], ...] = ()
-    planner: Callable[[PlannerContext], Awaitable[PlannerSide]] | None = None
-    webhook: Callable[[WebhookContext], Awaitable[WebhookSide]] | None = None
+    planner: Callable[[PlannerContext[FS]], Awaitable[PlannerSide]] | None = None
+    webhook: Callable[[WebhookContext[FS]], Awaitable[WebhookSide]] | None = None
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)
     """(API group, kind) -> validation of an object of that kind; ``context`` is every other
     object of the input."""

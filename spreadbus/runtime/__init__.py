@@ -2,7 +2,8 @@
 
 One module per concern, each with its signatures in its docstring:
 
-- :mod:`~spreadbus.runtime.settings`: flags and ``SPREADBUS_*`` variables into a frozen struct;
+- :mod:`~spreadbus.runtime.settings`: flags and ``SPREADBUS_*`` variables into a frozen
+  pydantic-settings model;
 - :mod:`~spreadbus.runtime.json_logging`: one JSON object per log line;
 - :mod:`~spreadbus.runtime.health`: ``/healthz``, ``/readyz`` (a :class:`ReadinessGate`),
   ``/metrics`` (the service's own prometheus registry);

@@ -20,8 +20,7 @@ def test_a_whitelist_of_the_wrong_shape_names_every_bad_field(cls: type) -> None
     assert isinstance(problems, list)
     (problem,) = problems
     text = str(problem)
-    assert ("workload_whitelist (--workload-whitelist, SPREADBUS_WORKLOAD_WHITELIST) is not a "
-            "valid whitelist") in text
+    assert "workload_whitelist (from SPREADBUS_WORKLOAD_WHITELIST): not a valid whitelist" in text
     assert "workloads[0].kind: expected string, got number" in text
     assert "workloads[0].replicasPath: expected string, got array" in text
     assert "not JSON" not in text

@@ -19,6 +19,7 @@ from events.reservations import BUCKET
 from services.planner.planner import Planner
 from spreadbus.engine.feature import PlannerContext
 from spreadbus.features.workloadspread.feature import planner_side
+from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.projection.planning import Desired
 from spreadbus.runtime.stream_setup import ensure_streams
@@ -172,7 +173,7 @@ async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_statu
                    "pod": "web-1", "kind": "creating", "at": at}
     await kv.put("c1.default.ws", json.dumps({"creating": {"web-1": reservation}}).encode())
     clock = ManualClock(T0 + 1)
-    side = await planner_side(PlannerContext(cluster="c1", settings=None))
+    side = await planner_side(PlannerContext(cluster="c1", settings=WorkloadSpreadSettings()))
     planner = Planner(nats_client, cluster="c1", rules=side.rules, streams=side.streams,
                       clock=clock)
 

@@ -8,9 +8,9 @@
   closed) and converted between API versions (``/convert``), all from one view of the
   observations (:mod:`.admission`).
 
-Its settings are read from the service's settings by name: ``workload_whitelist`` (every
-service), ``adaptive_recover_seconds`` and ``workloadspread_min_interval_seconds`` (planner),
-``ledger_deadline_seconds`` and ``answer_timeout_seconds`` (webhook).
+Its settings are :class:`~.settings.WorkloadSpreadSettings`: the whitelist (watcher, planner,
+webhook), the Adaptive recovery and the planning interval (planner), the reservation deadline
+(webhook).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Final
 
 from events.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.engine.admission_chain import AdmissionHandler
@@ -37,8 +37,6 @@ from spreadbus.features.workloadspread.admission.reservation_bucket import reser
 from spreadbus.features.workloadspread.admission.reservation_ledger import reservation_store
 from spreadbus.features.workloadspread.admission.view import POD_KEY, SPREAD_KEY, View
 from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
-from spreadbus.features.workloadspread.core.custom_workloads import parse_whitelist
-from spreadbus.features.workloadspread.core.reschedule import RECOVER_AFTER
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from spreadbus.features.workloadspread.offline import (
     offline_admit,
@@ -50,6 +48,7 @@ from spreadbus.features.workloadspread.planning.reservations import (
     ReservationLedgers,
 )
 from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
+from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 
 log = logging.getLogger(__name__)
 
@@ -58,21 +57,16 @@ LISTEN_TIMEOUT_SECONDS: Final = 5.0
 """How long start-up waits to hear other replicas before serving anyway (a warning says so)."""
 
 
-def _setting(settings: Any, name: str, default: Any) -> Any:
-    return getattr(settings, name, default)
-
-
-async def planner_side(ctx: PlannerContext) -> PlannerSide:
+async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSide:
     if ctx.nc is not None:
         await reservation_bucket(ctx.nc, ctx.nats_replicas)
     ledgers = ReservationLedgers(ctx.cluster)
     rule = WorkloadSpreadRule(
         ctx.cluster,
         reservations=ledgers,
-        whitelist=parse_whitelist(_setting(ctx.settings, "workload_whitelist", "") or None),
-        recover_after_seconds=_setting(ctx.settings, "adaptive_recover_seconds",
-                                       RECOVER_AFTER.total_seconds()),
-        min_interval_seconds=_setting(ctx.settings, "workloadspread_min_interval_seconds", 0.25),
+        whitelist=ctx.settings.whitelist(),
+        recover_after_seconds=ctx.settings.adaptive_recover_seconds,
+        min_interval_seconds=ctx.settings.workloadspread_min_interval_seconds,
     )
 
     def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
@@ -91,7 +85,8 @@ async def planner_side(ctx: PlannerContext) -> PlannerSide:
 class SpreadWebhook(WebhookSide):
     """The WorkloadSpread handlers of one webhook replica, over its own view."""
 
-    def __init__(self, ctx: WebhookContext, admission: SpreadAdmission) -> None:
+    def __init__(self, ctx: WebhookContext[WorkloadSpreadSettings],
+                 admission: SpreadAdmission) -> None:
         self.admission = admission
         self.view = admission.view
         self.progress = admission.progress
@@ -136,15 +131,15 @@ class SpreadWebhook(WebhookSide):
         await self.admission.announcements.drain(timeout=1.0)
 
 
-async def webhook_side(ctx: WebhookContext) -> SpreadWebhook:
+async def webhook_side(ctx: WebhookContext[WorkloadSpreadSettings]) -> SpreadWebhook:
     assert ctx.nc is not None, "the WorkloadSpread handlers reserve slots on NATS"
     kv = await reservation_bucket(ctx.nc, ctx.nats_replicas)
-    whitelist = parse_whitelist(_setting(ctx.settings, "workload_whitelist", "") or None)
+    whitelist = ctx.settings.whitelist()
     view = View(cluster=ctx.cluster, kinds=workload_kinds(whitelist))
     admission = SpreadAdmission(
         view=view,
         ledger=reservation_store(
-            kv, deadline_seconds=_setting(ctx.settings, "ledger_deadline_seconds", 2.0)
+            kv, deadline_seconds=ctx.settings.ledger_deadline_seconds
         ),
         progress=ViewProgress(view),
         nc=ctx.nc,
@@ -157,6 +152,7 @@ async def webhook_side(ctx: WebhookContext) -> SpreadWebhook:
 
 FEATURE: Final = Feature(
     name=NAME,
+    settings=WorkloadSpreadSettings,
     watches=(
         "v1/pods",
         "v1/nodes",

@@ -1,0 +1,56 @@
+"""WorkloadSpread's settings, and which services read each.
+
+The whitelist is checked where it is loaded: one that cannot be used is a bad setting naming every
+problem in it (the service exits 2), never a traceback once the service has started. The watcher,
+the planner and the webhook take the same whitelist: the watcher streams its kinds, the planner
+counts their replicas, the webhook steers their pods.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import AfterValidator
+from pydantic_core import PydanticCustomError
+
+from spreadbus.engine.feature_settings import FeatureSettings, UsedBy
+from spreadbus.features.workloadspread.core.custom_workloads import (
+    Whitelist,
+    WhitelistError,
+    parse_whitelist,
+)
+from spreadbus.features.workloadspread.core.reschedule import RECOVER_AFTER
+from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
+
+
+def usable_whitelist(text: str) -> str:
+    try:
+        parse_whitelist(text or None)
+    except WhitelistError as exc:
+        raise PydanticCustomError("whitelist", "not a valid whitelist: {problems}",
+                                  {"problems": "; ".join(exc.problems)}) from exc
+    return text
+
+
+class WorkloadSpreadSettings(FeatureSettings):
+    workload_whitelist: Annotated[
+        str, AfterValidator(usable_whitelist), UsedBy("watcher", "planner", "webhook")
+    ] = ""
+    """Custom workloads, as Kruise's WorkloadSpread_Watch_Custom_Workload_WhiteList JSON; give
+    the watcher, the planner and the webhook the same one."""
+    adaptive_recover_seconds: Annotated[float, UsedBy("planner")] = (
+        RECOVER_AFTER.total_seconds()
+    )
+    """How long an Adaptive subset stays Schedulable=False before it may turn True again
+    (Kruise: 300 s)."""
+    workloadspread_min_interval_seconds: Annotated[float, UsedBy("planner")] = 0.25
+    """Plan one WorkloadSpread at most this often; changes in between are taken together."""
+    ledger_deadline_seconds: Annotated[float, UsedBy("webhook")] = 2.0
+    """How long one admission keeps retrying a contended reservation."""
+
+    def whitelist(self) -> Whitelist:
+        return parse_whitelist(self.workload_whitelist or None)
+
+    def watches(self) -> tuple[str, ...]:
+        """The whitelisted custom kinds: without their objects their pods cannot be steered."""
+        return tuple(k.spec for k in workload_kinds(self.whitelist()) if k.custom)
