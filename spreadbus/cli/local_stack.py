@@ -19,8 +19,12 @@ port it reported before, since the webhook configurations and the status lines n
 ``/readyz``; both are removed again on shutdown. :meth:`Stack.stop` stops the services first
 (SIGTERM, then SIGKILL after a grace period), then kubesim, then nats-server; it is safe at any
 point of start-up. A service that exits on its own is restarted with a growing delay
-(:meth:`Stack.supervise`), as a Deployment's pod would be; each child's log file handle is
-closed before its next start.
+(:meth:`Stack.supervise`), as a Deployment's pod would be, and the delay starts again from its
+shortest once the service has stayed up for ``HEALTHY_RESET_SECONDS`` (Kubernetes resets a
+container's back-off after ten minutes of running; a local stack is restarted by hand long
+before that). nats-server is supervised the same way and restarted on its port and store, so
+the services reconnect to it; each restart is said on the terminal. Each child's log file
+handle is closed before its next start.
 
 Signatures::
 
@@ -60,6 +64,41 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
 WEBHOOK: Final = "webhook"
 GRACE_SECONDS: Final = 10.0
+HEALTHY_RESET_SECONDS: Final = 60.0
+"""Running this long without exiting, a child's next restart comes after the shortest delay."""
+FIRST_DELAY_SECONDS: Final = 0.5
+MAX_DELAY_SECONDS: Final = 30.0
+
+
+@dataclass
+class Backoff:
+    """When to restart one child: doubling delays from half a second up to 30 s, starting over
+    once the child has stayed up ``HEALTHY_RESET_SECONDS``. Time is a parameter."""
+
+    restarts: int = 0
+    """Restarts since the child last stayed up for ``HEALTHY_RESET_SECONDS``."""
+    next_start: float | None = None
+    """When the exited child is due to start again; ``None`` while it runs."""
+    started_at: float = 0.0
+
+    def started(self, now: float) -> None:
+        self.started_at, self.next_start = now, None
+
+    def running(self, now: float) -> None:
+        if self.restarts and now - self.started_at >= HEALTHY_RESET_SECONDS:
+            self.restarts = 0
+
+    def exited(self, now: float) -> float | None:
+        """The delay before the restart, when the exit is new; ``None`` if already scheduled."""
+        if self.next_start is not None:
+            return None
+        self.restarts += 1
+        delay = min(MAX_DELAY_SECONDS, FIRST_DELAY_SECONDS * 2.0 ** min(self.restarts - 1, 6))
+        self.next_start = now + delay
+        return delay
+
+    def due(self, now: float) -> bool:
+        return self.next_start is not None and now >= self.next_start
 PORT_ZERO: Final = "0"
 HEALTH_PORT_ZERO: Final = "--http-port=0"
 HEALTH_LISTENING: Final = "health server listening"
@@ -88,8 +127,7 @@ class Child:
     log_path: Path
     health_port: int = 0
     process: subprocess.Popen[bytes] | None = None
-    restarts: int = 0
-    next_start: float = 0.0
+    backoff: Backoff = field(default_factory=Backoff)
     port_message: str = HEALTH_LISTENING
     """The log line (``msg``) in which the child reports the health port it bound."""
     env: Mapping[str, str] = field(default_factory=dict)
@@ -193,6 +231,7 @@ class Stack:
     cluster: str
     kubesim_args: list[str]
     nats: NatsServer | None = None
+    nats_backoff: Backoff = field(default_factory=Backoff)
     kubesim: Child | None = None
     services: list[Child] = field(default_factory=list)
     kubeconfig: Path = Path()
@@ -222,6 +261,7 @@ class Stack:
         # Assigned before it starts, so a stop arriving during start-up still finds it.
         self.nats = NatsServer(store_dir=self.data_dir / "nats")
         self.nats.start()
+        self.nats_backoff.started(time.monotonic())
         tls = self._certificates()
         say("starting kubesim")
         self._start_kubesim()
@@ -340,25 +380,48 @@ class Stack:
     # -- running ------------------------------------------------------------------------------
 
     def supervise(self) -> None:
-        """Restart services that exited, with a growing delay; kubesim dying is fatal."""
+        """Restart nats-server and services that exited, with a growing delay that starts over
+        once a child has stayed up a while; kubesim dying is fatal."""
         if self.kubesim is not None and not self.kubesim.running:
             raise StackError(f"kubesim exited:\n{self.kubesim.log_tail()}")
         now = time.monotonic()
+        self._supervise_nats(now)
         for child in self.services:
             if child.running:
+                child.backoff.running(now)
                 continue
-            if child.next_start == 0.0:
-                child.restarts += 1
-                delay = min(30.0, 0.5 * 2 ** min(child.restarts, 6))
-                child.next_start = now + delay
+            delay = child.backoff.exited(now)
+            if delay is not None:
                 say(
                     f"{child.name} exited (code {child.process and child.process.returncode}), "
                     f"restarting in {delay:.1f}s; log: {child.log_path}"
                 )
-            elif now >= child.next_start:
-                child.next_start = 0.0
+            elif child.backoff.due(now):
                 child.start()
+                say(f"{child.name} restarted (restart {child.backoff.restarts})")
         self._sync_endpoints()
+
+    def _supervise_nats(self, now: float) -> None:
+        """nats-server is restarted like a service, on the port and store it had."""
+        nats, backoff = self.nats, self.nats_backoff
+        if nats is None:
+            return
+        if nats.running:
+            backoff.running(now)
+            return
+        delay = backoff.exited(now)
+        if delay is not None:
+            say(f"nats-server exited, restarting in {delay:.1f}s on {nats.url}; the services "
+                "reconnect to it")
+        elif backoff.due(now):
+            try:
+                nats.restart()
+            except Exception as exc:  # the port may still be held; the next round tries again
+                say(f"nats-server did not restart yet: {exc}")
+                backoff.next_start = now + FIRST_DELAY_SECONDS
+                return
+            backoff.started(time.monotonic())
+            say(f"nats-server restarted on {nats.url} (restart {backoff.restarts})")
 
     def _sync_endpoints(self) -> None:
         """List each webhook replica as a ready endpoint only while it answers ``/readyz``."""

@@ -116,6 +116,11 @@ class NatsServer:
                 proc.wait()
         self._reaped()
 
+    @property
+    def running(self) -> bool:
+        """Whether the server process is alive (a killed one is reaped by asking)."""
+        return self.process is not None and self.process.poll() is None
+
     def kill(self) -> None:
         """SIGKILL, for fault tests: the store keeps whatever was fsynced."""
         if self.process is not None and self.process.poll() is None:
