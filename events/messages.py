@@ -68,6 +68,10 @@ class Observation(_Message, frozen=True, kw_only=True, tag="observation"):
     relist: bool = False
     """True when a relist found this difference rather than the watch delivering it."""
     ts: float = 0.0
+    oversize: int = 0
+    """The object's size in bytes when it was too large for the bus (NATS ``max_payload``);
+    ``object`` then holds only its ``apiVersion``, ``kind`` and ``metadata`` identity (name,
+    namespace, uid, resourceVersion, generation), so consumers know it exists and changed."""
 
 
 class SyncMarker(_Message, frozen=True, kw_only=True, tag="sync"):

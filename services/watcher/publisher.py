@@ -17,6 +17,12 @@ in-flight semaphore (the bound here makes it redundant), a random token from the
 system, and an acknowledgement parsed into a dataclass through ``json``; together they made up
 about a third of the watcher's CPU per observation.
 
+An object too large for the bus (its observation above the server's ``max_payload``) would be
+refused on every publish and relist; it is published instead as a marker observation
+(``oversize`` = its size, the object reduced to its identity: :func:`identity_of`), counted in
+``spreadbus_watcher_oversize_objects`` and named in :attr:`ObservationPublisher.oversize`, and
+the watch goes on with the rest.
+
 Headers come from :func:`events.streams.observation_headers`: ``Nats-Msg-Id`` is
 ``uid:resourceVersion:type``, so a retried publish inside the stream's dedup window is stored
 once, and a ``DELETED`` carries ``Nats-TTL``, so the stream forgets a deleted object's tombstone.
@@ -64,6 +70,33 @@ class _ObservationWire(msgspec.Struct, tag="observation", tag_field="type", kw_o
     ts: float = 0.0
 
 
+class _MarkerWire(_ObservationWire, tag="observation", tag_field="type", kw_only=True):
+    """A marker for an object too large for the bus: ``object`` is its identity alone."""
+
+    oversize: int
+
+
+class _Identity(msgspec.Struct):
+    """The parts of an object a marker keeps: enough to name it and to see it changed."""
+
+    apiVersion: str = ""
+    kind: str = ""
+    metadata: _Metadata | None = None
+
+
+class _Metadata(msgspec.Struct, omit_defaults=True):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    resourceVersion: str = ""
+    generation: int = 0
+
+
+def identity_of(raw: bytes) -> bytes:
+    """The object's apiVersion, kind and identifying metadata, as JSON."""
+    return _ENC.encode(_IDENTITY.decode(raw))
+
+
 class _ApiError(msgspec.Struct):
     code: int | None = None
     err_code: int | None = None
@@ -81,6 +114,9 @@ class _PubAck(msgspec.Struct):
 
 _ENC: Final = msgspec.json.Encoder()
 _ACK: Final = msgspec.json.Decoder(_PubAck)
+_IDENTITY: Final = msgspec.json.Decoder(_Identity)
+HEADROOM: Final = 4096
+"""Bytes of ``max_payload`` left for the headers and the protocol line."""
 _NO_RESPONDERS: Final = "503"
 
 _subject: Final = functools.lru_cache(maxsize=1 << 14)(subjects.observation)
@@ -123,6 +159,13 @@ class ObservationPublisher:
         # share of a publish's CPU.
         self.in_flight_gauge.set_function(lambda: len(self._in_flight))
         self._published: dict[tuple[str, str], Counter] = {}
+        self.oversize_total = Counter(
+            "spreadbus_watcher_oversize_objects",
+            "Observations published as markers because the object exceeds the bus's max_payload",
+            ["resource"], registry=registry)
+        self.oversize: dict[tuple[str, str, str], int] = {}
+        """(resource, namespace, name) -> size, of objects whose latest observation was too
+        large; an object leaves it when a later observation fits or it is deleted."""
 
     async def observation(self, ref: ResourceRef, change: Change, ts: float) -> None:
         wire = _ObservationWire(
@@ -131,6 +174,26 @@ class ObservationPublisher:
         )
         subject = _subject(self.cluster, ref.group, ref.resource, change.namespace, change.name)
         headers = observation_headers(change.uid, change.resource_version, change.event)
+        payload = _ENC.encode(wire)
+        key = (ref.resource, change.namespace, change.name)
+        if len(payload) > self.nc.max_payload - HEADROOM:
+            size = len(change.raw)
+            payload = _ENC.encode(_MarkerWire(
+                cluster=self.cluster, group=ref.group, version=ref.version,
+                resource=ref.resource, event=change.event,
+                object=msgspec.Raw(identity_of(change.raw)), relist=change.relist, ts=ts,
+                oversize=size,
+            ))
+            self.oversize_total.labels(ref.resource).inc()
+            log.warning("object too large for the bus, published as a marker",
+                        extra={"resource": ref.resource, "key": f"{change.namespace}/{change.name}",
+                               "bytes": size, "max_payload": self.nc.max_payload})
+            if change.event == "DELETED":
+                self.oversize.pop(key, None)
+            else:
+                self.oversize[key] = size
+        elif self.oversize:
+            self.oversize.pop(key, None)
         await self._bound()
         if not self._inbox:
             await self._subscribe()
@@ -138,7 +201,7 @@ class ObservationPublisher:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._awaiting[token] = future  # before publishing: the ack may come during the await
         try:
-            await self.nc.publish(subject, _ENC.encode(wire), reply=f"{self._inbox}.{token}",
+            await self.nc.publish(subject, payload, reply=f"{self._inbox}.{token}",
                                   headers=headers)
         except BaseException:
             del self._awaiting[token]

@@ -67,12 +67,20 @@ def known_from(projection: KubeProjection, cluster: str,
     return known
 
 
+class Watches(list[ResourceWatch]):
+    """The watches, and the publisher they share."""
+
+    def __init__(self, watches: list[ResourceWatch], publisher: ObservationPublisher) -> None:
+        super().__init__(watches)
+        self.publisher = publisher
+
+
 async def prepare_watches(
     nc: Client,
     settings: WatcherSettings,
     kube: KubeClient,
     registry: CollectorRegistry | None = None,
-) -> list[ResourceWatch]:
+) -> Watches:
     """One watch per resource, each knowing what was published for it before."""
     refs = [parse_resource(spec) for spec in settings.resources]
     history = await published_state(nc, settings.cluster)
@@ -99,7 +107,7 @@ async def prepare_watches(
                                      watch_timeout=settings.watch_timeout_seconds,
                                      page_size=settings.list_page_size,
                                      hold_seconds=settings.modified_hold_seconds)
-    return list(watches.values())
+    return Watches(list(watches.values()), publisher)
 
 
 class WatchReadiness:
@@ -108,11 +116,14 @@ class WatchReadiness:
     A resource the API does not serve (``absent``) or will not let the watcher list
     (``forbidden``) does not hold back readiness: the others' observations are complete without
     it. A refused one is visible in ``spreadbus_watcher_resource_forbidden``, the log and, with
-    the API's refusal, as a note in ``/readyz`` (:meth:`report`).
+    the API's refusal, as a note in ``/readyz`` (:meth:`report`). So are the objects published
+    only as markers because they are too large for the bus (a note naming each and its size).
     """
 
-    def __init__(self, watches: list[ResourceWatch], registry: CollectorRegistry | None) -> None:
+    def __init__(self, watches: list[ResourceWatch], registry: CollectorRegistry | None,
+                 publisher: ObservationPublisher | None = None) -> None:
         self.watches = watches
+        self.publisher = publisher
         self.forbidden_gauge = Gauge(
             "spreadbus_watcher_resource_forbidden",
             "1 while the API refuses to let the watcher list or watch the resource",
@@ -132,6 +143,8 @@ class WatchReadiness:
         gate.set(SYNCED, self.synced())
         for w in self.watches:
             gate.note(forbidden_note(w.ref), w.forbidden or None)
+        if self.publisher is not None:
+            gate.note(OVERSIZE_NOTE, oversize_note(self.publisher.oversize))
 
 
 class SupersededCount(Collector):
@@ -155,6 +168,17 @@ def _refused(watch: ResourceWatch) -> float:
     return 1.0 if watch.forbidden else 0.0
 
 
+OVERSIZE_NOTE = "too large for the bus"
+
+
+def oversize_note(oversize: dict[tuple[str, str, str], int]) -> str | None:
+    """``pods default/big (1200000 bytes)``, for each object published as a marker only."""
+    if not oversize:
+        return None
+    return ", ".join(f"{resource} {namespace + '/' if namespace else ''}{name} ({size} bytes)"
+                     for (resource, namespace, name), size in sorted(oversize.items()))
+
+
 def forbidden_note(ref: ResourceRef) -> str:
     """``forbidden secrets`` or ``forbidden workloadspreads.apps.kruise.io``, kubectl's spelling."""
     return f"forbidden {ref.resource}.{ref.group}" if ref.group else f"forbidden {ref.resource}"
@@ -164,7 +188,7 @@ async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
     api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context)
     try:
         watches = await prepare_watches(ctx.nc, settings, KubeClient(api), ctx.registry)
-        readiness = WatchReadiness(watches, ctx.registry)
+        readiness = WatchReadiness(watches, ctx.registry, watches.publisher)
         ctx.registry.register(SupersededCount(watches))
         tasks = [asyncio.create_task(w.run(ctx.stopping)) for w in watches]
         readiness.report(ctx.gate)

@@ -64,6 +64,9 @@ ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
 WEBHOOK: Final = "webhook"
 GRACE_SECONDS: Final = 10.0
+NATS_MAX_PAYLOAD: Final = "8MB"
+"""As ``deploy/nats/config.yaml`` sets it (a test checks they agree): larger than any object the
+Kubernetes API stores, so an observation is published whole; a larger one becomes a marker."""
 HEALTHY_RESET_SECONDS: Final = 60.0
 """Running this long without exiting, a child's next restart comes after the shortest delay."""
 FIRST_DELAY_SECONDS: Final = 0.5
@@ -259,7 +262,8 @@ class Stack:
             (self.data_dir / stale).unlink(missing_ok=True)
         say("starting nats-server")
         # Assigned before it starts, so a stop arriving during start-up still finds it.
-        self.nats = NatsServer(store_dir=self.data_dir / "nats")
+        self.nats = NatsServer(store_dir=self.data_dir / "nats",
+                               extra_args=["-c", str(self._nats_config())])
         self.nats.start()
         self.nats_backoff.started(time.monotonic())
         tls = self._certificates()
@@ -290,6 +294,12 @@ class Stack:
         self._wait_ready(ready_timeout)
         publish(self.data_dir / "kubeconfig", self.kubeconfig.read_text())
         publish(self.data_dir / "nats-url", self.nats.url + "\n")
+
+    def _nats_config(self) -> Path:
+        """The server settings the local stack shares with ``deploy/nats``: ``max_payload``."""
+        path = self.run_dir / "nats.conf"
+        path.write_text(f"max_payload: {NATS_MAX_PAYLOAD}\n")
+        return path
 
     def _certificates(self) -> dict[str, Path]:
         """A development CA (kept across runs) and a fresh serving certificate for the webhook."""

@@ -168,3 +168,13 @@ def test_the_services_replicate_what_they_create_on_every_nats_server(
         container = deployment["spec"]["template"]["spec"]["containers"][0]
         sources = {s["configMapRef"]["name"] for s in container.get("envFrom", [])}
         assert "spreadbus-config" in sources, name
+
+
+def test_the_local_stack_and_the_deployment_give_nats_the_same_max_payload(
+    rendered: list[dict[str, Any]],
+) -> None:
+    from spreadbus.cli.local_stack import NATS_MAX_PAYLOAD
+
+    [config] = [d for d in rendered if d["kind"] == "ConfigMap"
+                and d["metadata"]["name"] == "spreadbus-nats"]
+    assert f"max_payload: {NATS_MAX_PAYLOAD}\n" in config["data"]["nats.conf"]
