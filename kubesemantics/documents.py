@@ -10,7 +10,10 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+import msgspec
 import yaml
+
+from kubesemantics.nesting import MAX_DEPTH, shorten, too_deep
 
 JSON = dict[str, Any]
 
@@ -37,16 +40,29 @@ def _flatten(doc: object, out: list[JSON]) -> None:
 
 
 def parse_documents(text: str) -> list[JSON]:
-    """Every object in ``text``, in order."""
+    """Every object in ``text``, in order; one nested deeper than
+    :data:`~kubesemantics.nesting.MAX_DEPTH` is refused, naming where."""
     docs: list[object]
     try:
-        docs = [json.loads(text)]
-    except ValueError:
+        docs = [msgspec.json.decode(text)]
+    except RecursionError:
+        raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
+    except msgspec.DecodeError:
         try:
-            docs = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as exc:
-            raise DocumentError(f"not valid YAML or JSON: {exc}") from exc
+            docs = [json.loads(text)]
+        except (ValueError, RecursionError):
+            try:
+                docs = list(yaml.safe_load_all(text))
+            except yaml.YAMLError as exc:
+                raise DocumentError(f"not valid YAML or JSON: {exc}") from exc
+            except RecursionError:
+                raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
     out: list[JSON] = []
     for doc in docs:
         _flatten(doc, out)
+    for index, obj in enumerate(out):
+        where = too_deep(obj)
+        if where is not None:
+            raise DocumentError(
+                f"object {index + 1} is nested deeper than {MAX_DEPTH} levels at {shorten(where)}")
     return out

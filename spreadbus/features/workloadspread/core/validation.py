@@ -37,6 +37,7 @@ from kubesemantics.field_errors import (
     required,
 )
 from kubesemantics.intstr import IntOrStrError, is_int, scaled_value
+from kubesemantics.nesting import MAX_DEPTH, shorten, too_deep
 from kubesemantics.scheduling_validation import (
     label_selector_error,
     type_error,
@@ -415,6 +416,9 @@ def validate_workloadspread(
     """
     if not isinstance(obj, Mapping):
         return [type_error(Path(""), "object", obj)]
+    deep = too_deep(obj)
+    if deep is not None:  # the rules below walk values recursively
+        return [invalid(Path(shorten(deep)), f"must not nest deeper than {MAX_DEPTH} levels")]
     errors = validate_spec(obj, whitelist=whitelist, workload=workload)
     errors.extend(conflict_errors(obj, others))
     if old is not None:
