@@ -16,6 +16,11 @@ both ways, connections kept alive), and this protocol speaks exactly that:
   ``Expect: 100-continue`` is answered before the body is read;
 - a connection without a complete request for ``idle_timeout`` seconds is closed (the API
   server keeps idle connections 90 s; a request that never completes is dropped the same way);
+- at most ``max_connections`` are kept: one more evicts the connection idle the longest (no
+  request under way), and is itself refused (closed at once) when every connection is busy.
+  Each connection holds its TLS state and buffers (a few hundred KB), so clients that open
+  connections and send nothing cannot take the memory of a replica; the API server's
+  connections carry requests and are the last to be idle long;
 - :meth:`ReviewServer.close` closes idle connections at once and lets answers in flight finish
   within a grace period, cancelling those still running then. Closing a TLS connection only
   starts its shutdown, which a peer that does not read would hold open, so whatever has not
@@ -46,6 +51,8 @@ Answer = tuple[int, bytes]
 MAX_HEAD: Final = 64 * 1024
 IDLE_TIMEOUT_SECONDS: Final = 75.0
 """Below the API server's 90 s for idle connections, so the webhook is the side that closes."""
+MAX_CONNECTIONS: Final = 500
+"""Connections kept at once; an API server keeps a few dozen to each webhook."""
 _CRLF2: Final = b"\r\n\r\n"
 _REASONS: Final = {
     200: "OK",
@@ -126,10 +133,16 @@ class ReviewServer:
     """Protocol factory for the review paths, keeping the connections it made until closed."""
 
     def __init__(self, routes: Mapping[str, Route], *, max_body: int,
-                 idle_timeout: float = IDLE_TIMEOUT_SECONDS) -> None:
+                 idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+                 max_connections: int = MAX_CONNECTIONS) -> None:
         self.routes = routes
         self.max_body = max_body
         self.idle_timeout = idle_timeout
+        self.max_connections = max_connections
+        self.evicted = 0
+        """Idle connections closed to make room for a new one."""
+        self.refused = 0
+        """New connections closed at once because every kept one was busy."""
         self.closed = False
         self._live: set[_Connection] = set()
         self._none_left = asyncio.Event()
@@ -159,8 +172,19 @@ class ReviewServer:
         for connection in list(self._live):
             connection.abort()
 
-    def _keep(self, connection: _Connection) -> None:
+    def _keep(self, connection: _Connection) -> bool:
+        """Keep a new connection, evicting the longest idle one when full; ``False`` when every
+        kept connection is busy and the new one must go."""
+        if len(self._live) >= self.max_connections:
+            idle = [c for c in self._live if c.idle]
+            if not idle:
+                self.refused += 1
+                return False
+            oldest = min(idle, key=lambda c: c.idle_since)
+            oldest.abort()
+            self.evicted += 1
         self._live.add(connection)
+        return True
 
     def _forget(self, connection: _Connection) -> None:
         self._live.discard(connection)
@@ -180,16 +204,17 @@ class _Connection(asyncio.Protocol):
         self._paused = False
         self._idle: asyncio.TimerHandle | None = None
         self.answering: asyncio.Task[None] | None = None
+        self.idle_since = 0.0
+        """Loop time of the last answer, or of the connection's start."""
 
     # -- asyncio.Protocol ----------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self._transport = transport
-        if self._server.closed:
+        if self._server.closed or not self._server._keep(self):
             transport.abort()
             return
-        self._server._keep(self)
         self._wait_idle()
 
     def data_received(self, data: bytes) -> None:
@@ -303,7 +328,13 @@ class _Connection(asyncio.Protocol):
         if self._transport is not None and not self._transport.is_closing():
             self._transport.write(data)
 
+    @property
+    def idle(self) -> bool:
+        """No request under way: nothing answering and no part of one received."""
+        return self.answering is None and self._head is None and not self._buffer
+
     def _wait_idle(self) -> None:
+        self.idle_since = asyncio.get_running_loop().time()
         self._idle = asyncio.get_running_loop().call_later(
             self._server.idle_timeout, self._idle_too_long)
 

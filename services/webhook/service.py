@@ -22,10 +22,11 @@ from typing import ClassVar, Final
 
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
+from pydantic import Field
 
 from events import streams, subjects
 from services.webhook.certificates import CertificateFiles
-from services.webhook.review_protocol import ReviewServer
+from services.webhook.review_protocol import MAX_CONNECTIONS, ReviewServer
 from services.webhook.server import MAX_BODY, Metrics, build_routes
 from spreadbus.engine.feature import WebhookContext, WebhookSide
 from spreadbus.features.registry import FeatureServiceSettings
@@ -66,6 +67,8 @@ class WebhookSettings(FeatureServiceSettings):
     """How often the certificate and key files are checked for a change."""
     answer_timeout_seconds: float = 2.5
     """Longest time to decide one review; a call whose ?timeout= is shorter gets less."""
+    max_connections: int = Field(default=MAX_CONNECTIONS, ge=1)
+    """Connections kept at once; one more evicts the longest idle (or is refused if none is)."""
 
 
 class WebhookService:
@@ -141,7 +144,8 @@ class WebhookService:
             metrics=self.metrics,
             answer_timeout=self.settings.answer_timeout_seconds,
         )
-        self.reviews = ReviewServer(routes, max_body=MAX_BODY)
+        self.reviews = ReviewServer(routes, max_body=MAX_BODY,
+                                    max_connections=self.settings.max_connections)
         self.site = HttpsSite(
             self.reviews,
             self.settings.host,
@@ -164,6 +168,18 @@ class WebhookService:
             "spreadbus_webhook_view_seq": (
                 "Last observation stream sequence folded into the view",
                 lambda: self.seq,
+            ),
+            "spreadbus_webhook_connections": (
+                "Connections kept on the review paths",
+                lambda: self.reviews.connections if self.reviews else 0,
+            ),
+            "spreadbus_webhook_connections_evicted": (
+                "Idle connections closed to make room for a new one (at --max-connections)",
+                lambda: self.reviews.evicted if self.reviews else 0,
+            ),
+            "spreadbus_webhook_connections_refused": (
+                "New connections closed at once because every kept one was busy",
+                lambda: self.reviews.refused if self.reviews else 0,
             ),
         }
         for side in self.sides.values():
