@@ -178,3 +178,39 @@ def test_the_local_stack_and_the_deployment_give_nats_the_same_max_payload(
     [config] = [d for d in rendered if d["kind"] == "ConfigMap"
                 and d["metadata"]["name"] == "spreadbus-nats"]
     assert f"max_payload: {NATS_MAX_PAYLOAD}\n" in config["data"]["nats.conf"]
+
+
+def test_every_replicated_workload_keeps_a_replica_through_voluntary_disruptions(
+    rendered: list[dict[str, Any]],
+) -> None:
+    budgets = {d["metadata"]["name"]: d["spec"] for d in rendered
+               if d["kind"] == "PodDisruptionBudget"}
+    for workload in rendered:
+        if workload["kind"] not in ("Deployment", "StatefulSet"):
+            continue
+        if workload["spec"].get("replicas", 1) < 2:
+            continue
+        name = workload["metadata"]["name"]
+        labels = workload["spec"]["template"]["metadata"]["labels"]
+        assert name in budgets, f"{name} has no PodDisruptionBudget"
+        assert budgets[name]["selector"]["matchLabels"].items() <= labels.items()
+        if workload["kind"] == "Deployment":
+            affinity = workload["spec"]["template"]["spec"]["affinity"]["podAntiAffinity"]
+            [term] = affinity["preferredDuringSchedulingIgnoredDuringExecution"]
+            assert term["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+
+
+def test_the_nats_stop_hook_signals_the_pid_file_the_server_writes(
+    rendered: list[dict[str, Any]],
+) -> None:
+    [config] = [d for d in rendered if d["kind"] == "ConfigMap"
+                and d["metadata"]["name"] == "spreadbus-nats"]
+    [nats] = [d for d in rendered if d["kind"] == "StatefulSet"]
+    [container] = nats["spec"]["template"]["spec"]["containers"]
+    command = container["lifecycle"]["preStop"]["exec"]["command"]
+    pid_file = command[-1].split("=", 1)[1]
+    assert f"pid_file: {pid_file}\n" in config["data"]["nats.conf"]
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    directory = pid_file.rsplit("/", 1)[0]
+    volumes = {v["name"]: v for v in nats["spec"]["template"]["spec"]["volumes"]}
+    assert "emptyDir" in volumes[mounts[directory]], "a writable directory for the pid file"
