@@ -294,20 +294,22 @@ def test_the_whole_stream_is_answered_three_times() -> None:
 
 
 async def test_one_connection_over_the_cap_evicts_the_longest_idle_one() -> None:
-    async with serving(ROUTES, max_connections=3) as (url, server):
-        async with connection(url) as (old_r, _), connection(url) as (_, mid_w), \
-                connection(url) as (_, new_w):
-            await wait_until_async(lambda: server.connections == 3, what="three kept")
-            # The two younger ones answered since: the first is the one idle longest.
-            for writer in (mid_w, new_w):
-                writer.write(post(b"x"))
-            await asyncio.sleep(0)
-            async with connection(url) as (reader, writer):
-                writer.write(post(b"over"))
-                status, _, body = await read_answer(reader)
-                assert (status, body) == (200, b'{"body":"over","query":""}')
-                assert await closed(old_r), "the longest idle connection made room"
-                assert (server.evicted, server.refused, server.connections) == (1, 0, 3)
+    async with serving(ROUTES, max_connections=3) as (url, server), \
+            connection(url) as (old_r, _), connection(url) as (mid_r, mid_w), \
+            connection(url) as (new_r, new_w):
+        await wait_until_async(lambda: server.connections == 3, what="three kept")
+        # The two younger ones were answered since: the first is the one idle longest.
+        for reader, writer in ((mid_r, mid_w), (new_r, new_w)):
+            writer.write(post(b"x"))
+            assert (await read_answer(reader))[0] == 200
+        async with connection(url) as (reader, writer):
+            writer.write(post(b"over"))
+            status, _, body = await read_answer(reader)
+            assert (status, body) == (200, b'{"body":"over","query":""}')
+            assert await closed(old_r), "the longest idle connection made room"
+            assert (server.evicted, server.refused, server.connections) == (1, 0, 3)
+            mid_w.write(post(b"still"))
+            assert (await read_answer(mid_r))[0] == 200, "the others are kept"
 
 
 async def test_one_connection_over_the_cap_is_refused_when_every_kept_one_is_busy() -> None:
@@ -317,17 +319,17 @@ async def test_one_connection_over_the_cap_is_refused_when_every_kept_one_is_bus
         await release.wait()
         return 200, b"{}"
 
-    async with serving({"/slow": Route(slow, too_large)}, max_connections=2) as (url, server):
-        async with connection(url) as (r1, w1), connection(url) as (r2, w2):
-            for writer in (w1, w2):
-                writer.write(post(b"", "/slow"))
-            await wait_until_async(
-                lambda: server.connections == 2 and not any(c.idle for c in server._live),
-                what="both requests under way")
-            async with connection(url) as (reader, _):
-                assert await closed(reader), "no idle connection to evict: the new one goes"
-            assert (server.refused, server.evicted) == (1, 0)
-            release.set()
-            for reader in (r1, r2):
-                status, _, _ = await read_answer(reader)
-                assert status == 200
+    async with serving({"/slow": Route(slow, too_large)}, max_connections=2) as (url, server), \
+            connection(url) as (r1, w1), connection(url) as (r2, w2):
+        for writer in (w1, w2):
+            writer.write(post(b"", "/slow"))
+        await wait_until_async(
+            lambda: server.connections == 2 and not any(c.idle for c in server._live),
+            what="both requests under way")
+        async with connection(url) as (reader, _):
+            assert await closed(reader), "no idle connection to evict: the new one goes"
+        assert (server.refused, server.evicted) == (1, 0)
+        release.set()
+        for reader in (r1, r2):
+            status, _, _ = await read_answer(reader)
+            assert status == 200
