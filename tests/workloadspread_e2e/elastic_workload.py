@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import re
 import time
 import urllib.error
@@ -21,6 +22,7 @@ from typing import Any
 
 import nats
 from kubernetes import client
+from nats.errors import Error as NatsError
 
 from events.streams import OUTCOMES, PLANS
 from spreadbus.cli.local_stack import Child, Stack
@@ -198,15 +200,22 @@ def services_caught_up(stack: Stack) -> bool:
     )
 
 
-async def _bus_counts(url: str) -> tuple[int, int]:
-    nc = await nats.connect(url)
+async def _bus_counts(url: str) -> tuple[int, int] | None:
+    """Plans and outcomes on the bus; None while nats-server cannot answer (a restart)."""
     try:
-        js = nc.jetstream()
+        nc = await nats.connect(url, allow_reconnect=False, connect_timeout=2)
+    except (NatsError, OSError, TimeoutError):
+        return None
+    try:
+        js = nc.jetstream(timeout=2)
         plans = (await js.stream_info(PLANS.name)).state.messages
         outcomes = (await js.stream_info(OUTCOMES.name)).state.messages
         return int(plans), int(outcomes)
+    except (NatsError, OSError, TimeoutError):
+        return None
     finally:
-        await nc.close()
+        with contextlib.suppress(NatsError, OSError, TimeoutError):
+            await nc.close()
 
 
 def converge(stack: Stack, workload: SpreadWorkload) -> SpreadState:
@@ -221,11 +230,12 @@ def converge(stack: Stack, workload: SpreadWorkload) -> SpreadState:
         if state is None or not services_caught_up(stack):
             first_seen.clear()
             return None
-        plans, outcomes = asyncio.run(_bus_counts(url))
-        if outcomes < plans:
+        counts = asyncio.run(_bus_counts(url))
+        if counts is None or counts[1] < counts[0]:
             first_seen.clear()
             return None
         now = time.monotonic()
+        plans = counts[0]
         if first_seen and first_seen[0][:2] == (state, plans):
             return state if now - first_seen[0][2] >= QUIET_SECONDS else None
         first_seen[:] = [(state, plans, now)]
