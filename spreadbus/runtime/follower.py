@@ -17,7 +17,10 @@ itself, the same way the client does underneath:
 Position is owned here, not by the server: ``last_seq`` is the last stream sequence handed to the
 sink, a message at or below it is dropped (redelivery), and a gap in the consumer's delivery
 sequence, a 409 status or a silence longer than three heartbeats (server restart, reconnect,
-consumer deleted) recreates the consumer at ``last_seq + 1``. ``caught_up`` becomes true when the
+consumer deleted) recreates the consumer at ``last_seq + 1``; after a ``409 Server Shutdown`` it
+first waits (at most as long as that silence) for the client to reconnect, since a consumer asked
+for on the closing connection is never answered and would cost a whole request timeout.
+``caught_up`` becomes true when the
 server reports nothing pending after the message just delivered (or nothing at all to deliver);
 that is the "synced" half of a service's readiness.
 
@@ -212,6 +215,8 @@ class StreamFollower:
         self._request_open = False
         self._last_activity = 0.0
         self._fault: str | None = None
+        self._shutdown_reconnects: int | None = None
+        """The client's reconnect count when the server said it was shutting down."""
         self._wake = asyncio.Event()
         self._count = 0
 
@@ -231,12 +236,26 @@ class StreamFollower:
                 log.info("follower restarting", extra={"stream": self.stream, "why": str(why)})
                 if self._metrics is not None:
                     self._metrics.restarts.labels(self.stream).inc()
+                await self._await_reconnect()
             except (NatsError, JetStreamError, OSError, TimeoutError) as exc:
                 log.warning(
                     "follower error", extra={"stream": self.stream, "error": repr(exc)}
                 )
                 await sleep_unless_stopping(self._stopping, backoff)
                 backoff = min(backoff * 2, 2.0)
+
+    async def _await_reconnect(self) -> None:
+        """After a server shutdown, wait until the client is connected again (to this server
+        or another), bounded by the silence that restarts a consumer anyway."""
+        before, self._shutdown_reconnects = self._shutdown_reconnects, None
+        if before is None:
+            return
+        deadline = asyncio.get_running_loop().time() + 3 * self.heartbeat + 1.0
+        while not (self.nc.stats["reconnects"] > before and self.nc.is_connected):
+            if asyncio.get_running_loop().time() >= deadline:
+                return
+            if await sleep_unless_stopping(self._stopping, 0.05):
+                return
 
     def stop(self) -> None:
         self._stopping.set()
@@ -408,5 +427,7 @@ class StreamFollower:
                 self._flush_progress(0 if status == "404" else self.pending)
             self._wake.set()
             return
+        if status == "409" and "Server Shutdown" in description:
+            self._shutdown_reconnects = int(self.nc.stats["reconnects"])
         self._fault = f"status {status} {description}".strip()
         self._wake.set()

@@ -3,9 +3,10 @@ Deployment changes, and one nats-server restart, end in the same state as a run 
 driven by the same changes, with one outcome per plan, no change applied twice and no older
 generation ever written over a newer one.
 
-The faults come from a background thread on a seeded schedule (the seed is printed; set
-``SPREADBUS_FAULT_SEED`` to replay a schedule), so they land at arbitrary points of the
-services' work, not between two changes of the driver.
+The faults come from a background thread on a seeded schedule
+(:class:`~tests.fixtures.fault_injection.FaultInjector`; the seed is printed, and
+``SPREADBUS_FAULT_SEED`` replays a schedule), so they land at arbitrary points of the services'
+work, not between two changes of the driver.
 
 ``KUBE`` keeps only each Deployment's latest observation, so the history the "never goes back"
 check reads is recorded by a follower during the run (:class:`KubeRecorder`).
@@ -15,9 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import random
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +31,7 @@ from spreadbus.runtime.kube_client import kube_api_client
 from spreadbus.runtime.nats_server import NatsServer
 from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
 from tests.backbone.service_processes import ServiceProcess, stack
+from tests.fixtures.fault_injection import FaultInjector, fault_seed, replay_hint
 from tests.fixtures.generation_feature import PLUGIN as GENERATION_PLUGIN
 from tests.fixtures.observed_generation import ANNOTATION, written_value
 from tests.fixtures.polling import wait_until
@@ -72,43 +72,6 @@ def converged(state: FinalState) -> bool:
     return len(state) == DEPLOYMENTS and all(
         annotation == str(generation) for _, generation, annotation in state.values()
     )
-
-
-class FaultInjector(threading.Thread):
-    """``FAULTS`` faults 0.1-0.8 s apart: kill -9 and restart of a random service, and one
-    nats-server restart at a random place in the schedule."""
-
-    def __init__(self, rng: random.Random, victims: list[ServiceProcess],
-                 nats_server: NatsServer) -> None:
-        super().__init__(name="faults", daemon=True)
-        self.rng = rng
-        self.victims = victims
-        self.nats_server = nats_server
-        self.halt = threading.Event()
-        self.done: list[str] = []
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        nats_at = self.rng.randrange(2, FAULTS - 2)
-        try:
-            for fault in range(FAULTS):
-                if self.halt.wait(self.rng.uniform(0.1, 0.8)):
-                    return
-                if fault == nats_at:
-                    self.nats_server.restart()
-                    self.done.append("nats-server")
-                    continue
-                victim = self.rng.choice(self.victims)
-                victim.kill()
-                victim.start()
-                self.done.append(victim.name)
-        except BaseException as exc:  # reported by the test thread
-            self.error = exc
-
-    def finish(self) -> None:
-        self.join(60)
-        assert not self.is_alive(), "the fault thread did not finish"
-        assert self.error is None, f"fault injection failed: {self.error!r}"
 
 
 def run_changes(
@@ -170,9 +133,8 @@ def run_changes(
                        what=f"KUBE recorded up to {published}")
             kube = [o for _, o in recorder.messages()]
         finally:
-            if injector is not None and injector.is_alive():
-                injector.halt.set()
-                injector.join(30)
+            if injector is not None:
+                injector.stop()
             for service in extra:
                 service.kill()
     api.close()  # type: ignore[no-untyped-call]
@@ -198,8 +160,8 @@ def annotations_seen(kube: list[Any]) -> dict[str, list[tuple[int, int, int]]]:
 def test_kills_at_random_moments_and_a_nats_restart_end_as_a_run_without_faults(
     nats_server: NatsServer, kubesim_factory: Callable[..., KubeSimThread], tmp_path: Path
 ) -> None:
-    seed = int(os.environ.get("SPREADBUS_FAULT_SEED") or random.randrange(1 << 30))
-    print(f"fault schedule seed: {seed} (SPREADBUS_FAULT_SEED={seed} replays it)")
+    seed = fault_seed()
+    print(replay_hint(seed))
     rng = random.Random(seed)
     changes = change_sequence(rng)
 
@@ -207,7 +169,7 @@ def test_kills_at_random_moments_and_a_nats_restart_end_as_a_run_without_faults(
         calm, *_ = run_changes(calm_nats, kubesim_factory(), tmp_path / "calm", changes, None)
     state, plans, outcomes, kube, faults = run_changes(
         nats_server, kubesim_factory(), tmp_path / "faults", changes,
-        lambda victims: FaultInjector(rng, victims, nats_server),
+        lambda victims: FaultInjector(rng, victims, nats_server, faults=FAULTS),
     )
     print(f"faults injected: {collections.Counter(faults)}")
     assert len(faults) == FAULTS

@@ -92,6 +92,16 @@ def _template_without_hash(template: object) -> object:
     return {**template, "metadata": meta}
 
 
+REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
+
+
+def _revision(replicaset: Mapping[str, Any]) -> int | None:
+    value = (pod_state.metadata(replicaset).get("annotations") or {}).get(REVISION_ANNOTATION)
+    if not isinstance(value, str) or not value.isdigit():
+        return None
+    return int(value)
+
+
 def latest_version(
     ws: WorkloadSpread,
     workload: Mapping[str, Any] | None,
@@ -99,7 +109,16 @@ def latest_version(
     replicasets: Iterable[Mapping[str, Any]] = (),
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> str | None:
-    """``GetWorkloadVersion``; None when a Deployment has no current ReplicaSet yet."""
+    """``GetWorkloadVersion``; None when a Deployment has no current ReplicaSet yet, or when one
+    of its ReplicaSets has a newer revision than the one with its template.
+
+    The second is a view that has seen a rollout's new ReplicaSet (and its pods) before the
+    Deployment's new template: the watches of different resources keep no order between them,
+    and the watcher holds a MODIFIED observation for a moment while an ADDED one goes out at
+    once. Kruise would name the previous version latest and cost the new pods as old ones (the
+    first subsets' pods cheapest) until the Deployment is seen; a scale-in meanwhile removes the
+    wrong pods. Unknown leaves every cost as it is.
+    """
     if workload is None or ws.target_ref is None:
         return ""
     kind = str(workload.get("kind") or "")
@@ -120,14 +139,23 @@ def latest_version(
     if kind == "Deployment":
         spec = workload.get("spec") or {}
         wanted = _template_without_hash(spec.get("template"))
+        owned = []
         for rs in replicasets:
             ref = pod_state.controller_ref(rs)
             rs_meta = pod_state.metadata(rs)
             if ref is None or ref.get("uid") != meta.get("uid") or rs_meta.get("deletionTimestamp"):
                 continue
-            if _template_without_hash((rs.get("spec") or {}).get("template")) == wanted:
-                return str((rs_meta.get("labels") or {}).get("pod-template-hash", ""))
-        return None
+            owned.append(rs)
+        current = next((rs for rs in owned if _template_without_hash(
+            (rs.get("spec") or {}).get("template")) == wanted), None)
+        if current is None:
+            return None
+        revision = _revision(current)
+        if revision is not None and any(
+            (other := _revision(rs)) is not None and other > revision for rs in owned
+        ):
+            return None
+        return str((pod_state.metadata(current).get("labels") or {}).get("pod-template-hash", ""))
     return VERSION_IGNORED
 
 

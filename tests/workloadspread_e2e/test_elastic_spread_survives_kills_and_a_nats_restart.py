@@ -1,0 +1,202 @@
+"""Crashes on the WorkloadSpread path converge: the elastic example (a fixed pool of 8, an elastic
+overflow) driven through a seeded sequence of changes (scale-out past the fixed pool, a new pod
+template rolled out, scale-in into the fixed pool, scale-out again) while the planner, the
+actuator and the watcher are killed with SIGKILL at random moments and nats-server is restarted
+once, settles after every change as the same sequence does without faults.
+
+One local stack (nats-server, kubesim with the elastic topology, the webhook and the three
+services, each a process) runs both: first the sequence without faults in one namespace, then,
+with a standby planner and actuator added and killed like the others, the same sequence in a
+second namespace under the seeded faults (:class:`~tests.fixtures.fault_injection.FaultInjector`;
+the seed is printed, ``SPREADBUS_FAULT_SEED`` replays it). The webhook stays up: its own faults
+are another scenario. The first namespace must come through the faults unchanged.
+
+After each change the driver waits for the spread to converge: the Deployment rolled out, every
+pod running with a subset and a deletion cost, the status counting those pods with no admission
+in flight, the watcher synced, a planner leading and caught up, every plan answered, and all of
+it unchanged for a second. Waiting keeps each change's starting point the one the rules give
+(a scale-in issued before the planner has corrected a deletion cost removes different pods, in
+Kruise as here), so any difference between the runs is the faults'. What is compared per change:
+where the pods are (subset, node zone and deletion cost, as a multiset since pod names are
+random) and each subset's status replicas and missingReplicas; at the end, every plan on
+``PLANS`` has exactly one outcome on ``OUTCOMES``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from events.messages import Outcome, Plan
+from events.streams import OUTCOMES, PLANS
+from spreadbus.cli.local_stack import Child, Stack
+from tests.backbone.bus_recording import read_stream
+from tests.fixtures.fault_injection import FaultInjector, fault_seed, replay_hint
+from tests.workloadspread_e2e.elastic_workload import (
+    FIXED_POOL,
+    Change,
+    SpreadState,
+    SpreadWorkload,
+    converge,
+    elastic_example,
+)
+from tests.workloadspread_e2e.stack import node_zones, running_stack, wait_for
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+FAULTS = 10
+FAULT_GAPS = (0.4, 2.0)
+"""Seconds between two faults: the schedule spans most of the faulted sequence."""
+SERVICE_ENV = {"SPREADBUS_LEASE_TTL_SECONDS": "3"}
+"""A killed planner's lease expires after 3 s instead of 6, so a standby takes over sooner."""
+
+
+def change_sequence(rng: random.Random) -> list[Change]:
+    """Out past the fixed pool, a rollout, in below it, and out past it again."""
+    return [
+        ("replicas", rng.randint(FIXED_POOL + 2, FIXED_POOL + 4)),
+        ("template", rng.randint(2, 1000)),
+        ("replicas", rng.randint(2, FIXED_POOL - 1)),
+        ("replicas", rng.randint(FIXED_POOL + 1, FIXED_POOL + 4)),
+    ]
+
+
+def replicas_after(changes: list[Change]) -> list[int]:
+    """The Deployment's replicas after each change (a rollout keeps them)."""
+    out: list[int] = []
+    for what, value in changes:
+        out.append(value if what == "replicas" else out[-1])
+    return out
+
+
+def drive(stack: Stack, workload: SpreadWorkload, changes: list[Change]) -> list[SpreadState]:
+    """Each change, then the state it converged to."""
+    steps = []
+    started = time.monotonic()
+    for change in changes:
+        workload.apply(change)
+        steps.append(converge(stack, workload))
+    print(f"{workload.namespace}: {len(changes)} changes converged in "
+          f"{time.monotonic() - started:.1f} s")
+    return steps
+
+
+@dataclass
+class KilledChild:
+    """A stack process as a fault victim: SIGKILL, no clean-up, and started again at once on
+    the health port it had."""
+
+    child: Child
+
+    @property
+    def name(self) -> str:
+        return self.child.name
+
+    def kill(self) -> None:
+        process = self.child.process
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
+
+    def start(self) -> None:
+        self.child.start()
+
+
+def standby(stack: Stack, name: str) -> Child:
+    """A second replica of the stack's service ``name``, stopped with the stack."""
+    original = next(c for c in stack.services if c.name == name)
+    assert original.argv[:3] == [sys.executable, "-m", f"services.{name}"]
+    child = Child(f"{name}-standby", list(original.argv),
+                  stack.data_dir / "logs" / f"{name}-standby.log", env=original.env)
+    stack.services.append(child)
+    child.start()
+    return child
+
+
+def log_tails(children: list[Child]) -> str:
+    return "\n".join(f"--- {c.name}:\n{c.log_tail(40)}" for c in children)
+
+
+def results(outcomes: list[Any]) -> dict[tuple[str, str, int], int]:
+    """Outcomes by result, target resource and API status (0 when none)."""
+    return dict(collections.Counter(
+        (o.result, o.target.resource, o.error.status if o.error else 0) for o in outcomes))
+
+
+def test_kills_at_random_moments_and_a_nats_restart_leave_the_spread_as_a_run_without_faults(
+    tmp_path: Path,
+) -> None:
+    seed = fault_seed()
+    print(replay_hint(seed))
+    rng = random.Random(seed)
+    changes = change_sequence(rng)
+    print(f"changes: {changes}")
+
+    with running_stack(tmp_path, "elastic", SERVICE_ENV) as (stack, api):
+        assert stack.nats is not None
+        zones = node_zones(api)
+        calm = SpreadWorkload(api, "without-faults", zones)
+        faulted = SpreadWorkload(api, "with-faults", zones)
+        for workload in (calm, faulted):
+            workload.create()
+            # followed by the stack: the planner wrote its first status
+            wait_for(f"the first status in {workload.namespace}", workload.status, 60)
+        victims = [c for c in stack.services if c.name in ("planner", "actuator", "watcher")]
+        injector: FaultInjector | None = None
+        try:
+            calm_steps = drive(stack, calm, changes)
+            victims += [standby(stack, "planner"), standby(stack, "actuator")]
+            wait_for("the standby planner and actuator ready",
+                     lambda: all(c.ready() for c in victims), 60)
+            injector = FaultInjector(rng, [KilledChild(c) for c in victims], stack.nats,
+                                     faults=FAULTS, gaps=FAULT_GAPS)
+            injector.start()
+            faulted_steps = drive(stack, faulted, changes)
+            injector.finish()  # faults may still come after the last change
+            final = converge(stack, faulted)
+            calm_final = converge(stack, calm)
+        except BaseException:
+            print(log_tails(victims))  # shown with the failure
+            raise
+        finally:
+            if injector is not None:
+                injector.stop()
+        plans = [p for _, p in asyncio.run(read_stream(stack.nats.url, PLANS.name))]
+        outcomes = [o for _, o in asyncio.run(read_stream(stack.nats.url, OUTCOMES.name))]
+
+    print(f"faults injected: {collections.Counter(injector.done)}")
+    print(f"{len(plans)} plans, results: {results(outcomes)}")
+    assert len(injector.done) == FAULTS
+
+    # Without faults every change ends as the elastic example says.
+    expected = [elastic_example(r) for r in replicas_after(changes)]
+    assert calm_steps == expected, "\n".join(
+        f"after {change}: {got.brief()}, expected {want.brief()}"
+        for change, got, want in zip(changes, calm_steps, expected, strict=True) if got != want)
+    for change, with_faults, without in zip(changes, faulted_steps, calm_steps, strict=True):
+        assert with_faults == without, (
+            f"seed {seed}: after {change} the spread settled under faults as "
+            f"{with_faults.brief()}, without faults as {without.brief()}"
+        )
+    assert final == calm_steps[-1], (
+        f"seed {seed}: once the faults ended the spread settled as {final.brief()}, "
+        f"without faults as {calm_steps[-1].brief()}"
+    )
+    assert calm_final == calm_steps[-1], "the faults disturbed the settled spread"
+
+    assert plans, "the planner published plans"
+    assert all(isinstance(p, Plan) for p in plans)
+    assert all(isinstance(o, Outcome) for o in outcomes)
+    assert len({p.id for p in plans}) == len(plans), "no plan published twice"
+    per_plan = collections.Counter(o.plan_id for o in outcomes)
+    assert set(per_plan) == {p.id for p in plans}, "every plan answered, and only plans"
+    assert max(per_plan.values()) == 1, "no plan answered twice"
