@@ -60,4 +60,4 @@ def test_a_stopped_replica_is_not_ready_in_the_service_until_it_is_back(
              lambda: supervised(([first], [second])), 30, lambda: listed(api))
     wait_for("the restarted replica ready again on its port",
              lambda: supervised((sorted([first, second]), [])), 60, lambda: listed(api))
-    assert replica.restarts == 1
+    assert replica.backoff.restarts == 1
