@@ -139,6 +139,7 @@ class Child:
     _log_start: int = field(default=0, repr=False)
 
     def start(self) -> None:
+        self.backoff.started(time.monotonic())
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.close_log()  # a restart must not leak the previous run's handle
         self._log = self.log_path.open("ab")
