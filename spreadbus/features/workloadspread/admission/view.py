@@ -258,10 +258,6 @@ class View:
             found = self._spreads_by_namespace[namespace] = [self.spreads[k] for k in keys]
         return list(found)
 
-    def active_in(self, namespace: str, spread: str, slot: Slot) -> set[str]:
-        """Names of the active pods a spread counts in one (version, subset)."""
-        return self._slots.get((namespace, spread), {}).get(slot, set())
-
     def slots_of(self, namespace: str, spread: str) -> Mapping[Slot, set[str]]:
         return self._slots.get((namespace, spread), {})
 

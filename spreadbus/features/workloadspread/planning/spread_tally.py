@@ -19,6 +19,12 @@ that is a thousand pods per round. :class:`SpreadTally` computes the same answer
   that changed and those between each cut's old and new place (as many as values change), and a
   whole bucket only when its values themselves change (the workload's latest version moved on).
 
+A pod is read once per observation by the core's counting rule
+(:func:`~spreadbus.features.workloadspread.core.occupancy.occupant`): the bucket its annotation
+puts it in, its version, whether it is active and the reservation key it settles, the reading the
+webhook's view and the offline recount count from; the property tests check the active pods the
+tally holds per version and subset against that recount as well.
+
 Deletions in flight. Kruise's ``missingReplicas`` loop walks a bucket's active pods in order:
 each takes one off (floored at 0) and one whose deletion is in flight gives it back (capped at
 the maximum). Composed, the result is a closed form of three counts (see :func:`_missing`): the
