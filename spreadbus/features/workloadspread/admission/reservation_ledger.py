@@ -10,7 +10,7 @@ number of replicas admits more pods to a subset than its limit.
 
 Counting without double counting: a ``creating`` reservation stops counting once the view holds
 a pod with its key, a ``deleting`` one once its pod no longer occupies the slot (the core's rule,
-:func:`spreadbus.features.workloadspread.core.occupancy.reservation_counts`). Pruning drops only
+:func:`spreadbus.features.workloadspread.core.occupancy.counted`). Pruning drops only
 what can never count again: a ``deleting`` reservation is kept while its pod is active anywhere.
 
 Pruning without losing a pod: a writer drops reservations its own view already reflects, and

@@ -31,7 +31,6 @@ from spreadbus.features.workloadspread.core.occupancy import (
     apply_reservation,
     count_loads,
     reservation_counts,
-    subset_names,
 )
 
 
@@ -104,4 +103,4 @@ class ReservationTally:
     def _counts(self, spread: WorkloadSpread, reservation: Reservation) -> bool:
         """Whether the view does not reflect ``reservation`` yet, so it still counts."""
         occupied = self.view.occupied(spread.namespace, spread.name)
-        return reservation_counts(spread, subset_names(spread), reservation, occupied)
+        return reservation_counts(spread, reservation, occupied)

@@ -65,20 +65,20 @@ _NAMESPACES_REMEMBERED: Final = 4096
 class _Occupied:
     """The rule's :class:`Occupied` for one spread of one namespace, read from the indexes."""
 
-    __slots__ = ("_keys", "_namespace", "_slots")
+    __slots__ = ("_keys", "_slots")
 
-    def __init__(
-        self, keys: Mapping[tuple[str, str], str], namespace: str, slots: Mapping[Slot, set[str]]
-    ) -> None:
+    def __init__(self, keys: Mapping[str, str], slots: Mapping[Slot, set[str]]) -> None:
         self._keys = keys
-        self._namespace = namespace
         self._slots = slots
 
-    def seen(self, key: str) -> bool:
-        return (self._namespace, key) in self._keys
+    def keys(self) -> Mapping[str, str]:
+        return self._keys
 
     def slots(self) -> Mapping[Slot, set[str]]:
         return self._slots
+
+
+_NONE: Final[Mapping[str, Any]] = {}
 
 
 @dataclass
@@ -98,7 +98,8 @@ class View:
     watched: frozenset[tuple[str, str]] = field(init=False)
     """(group, resource) pairs the view keeps; other observations are skipped cheaply."""
     _slots: dict[tuple[str, str], dict[Slot, set[str]]] = field(default_factory=dict)
-    _keys: dict[tuple[str, str], str] = field(default_factory=dict)
+    _keys: dict[str, dict[str, str]] = field(default_factory=dict)
+    """namespace -> reservation key -> the name of the pod present with it."""
     _pods: dict[tuple[str, str], Occupant] = field(default_factory=dict)
     """Each pod's reading by the counting rule, which the indexes are made of."""
     _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
@@ -168,8 +169,11 @@ class View:
         if log.isEnabledFor(logging.DEBUG):
             self._trace(namespace, name, previous, found, pod)
         if previous is not None:
-            if self._keys.get((namespace, previous.key)) == name:
-                del self._keys[(namespace, previous.key)]
+            keys = self._keys.get(namespace)
+            if keys is not None and keys.get(previous.key) == name:
+                del keys[previous.key]
+                if not keys:
+                    del self._keys[namespace]
             claim = previous.claim
             if claim is not None:
                 spread, slot = claim
@@ -177,7 +181,7 @@ class View:
         if found is None:
             return
         self._pods[(namespace, name)] = found
-        self._keys[(namespace, found.key)] = name
+        self._keys.setdefault(namespace, {})[found.key] = name
         claim = found.claim
         if claim is not None:
             spread, slot = claim
@@ -263,7 +267,7 @@ class View:
 
     def seen(self, namespace: str, key: str) -> bool:
         """A pod with this reservation key is present (in any state)."""
-        return (namespace, key) in self._keys
+        return key in self._keys.get(namespace, _NONE)
 
     def active(self, namespace: str, name: str) -> bool:
         found = self._pods.get((namespace, name))
@@ -271,4 +275,4 @@ class View:
 
     def occupied(self, namespace: str, spread: str) -> Occupied:
         """One spread's pods as the counting rule reads them, from the indexes."""
-        return _Occupied(self._keys, namespace, self._slots.get((namespace, spread), {}))
+        return _Occupied(self._keys.get(namespace, {}), self._slots.get((namespace, spread), {}))

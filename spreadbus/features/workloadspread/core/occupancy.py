@@ -12,7 +12,7 @@ subset, counted by one rule that every count of them calls:
   planner reads the same reading (:meth:`Occupant.bucket`);
 - a reservation counts in its slot until a pod with its key is seen (creating) or while its pod
   still occupies the slot (deleting), for a subset the spec still has
-  (:func:`reservation_counts`); :func:`count_loads` puts the two together.
+  (:func:`counted`); :func:`count_loads` puts the two together.
 
 The rule reads the pods through :class:`Occupied`: :class:`PodScan` is the full recount
 (:func:`loads_from_pods`: the offline commands and the checks), the webhook's view keeps the same
@@ -240,26 +240,48 @@ class Occupied(Protocol):
     """One WorkloadSpread's pods as the rule counts them, in one namespace: built by a full scan
     (:class:`PodScan`) or kept by a cache of :func:`occupant` readings (the webhook's view)."""
 
-    def seen(self, key: str) -> bool:
-        """A pod with this reservation key is present, in any state."""
+    def keys(self) -> Container[str]:
+        """The reservation keys of the pods present, in any state (:attr:`Occupant.key`)."""
 
     def slots(self) -> Mapping[Slot, Collection[str]]:
         """Names of the pods each ``(version, subset)`` claim holds (:attr:`Occupant.claim`);
         subsets the spec no longer has may be among them."""
 
 
-def reservation_counts(
-    ws: WorkloadSpread, subsets: Container[str], reservation: Reservation, occupied: Occupied
-) -> bool:
-    """Whether a reservation in flight still counts in its slot (its expiry aside, which
+def counted(
+    ws: WorkloadSpread,
+    occupied: Occupied,
+    reservations: Iterable[Reservation],
+    *,
+    version: str | None = None,
+) -> list[Reservation]:
+    """The reservations in flight that still count in their slot (their expiry aside, which
     :class:`SubsetLoad` reads against the clock): a creating one until a pod with its key is
     seen, a deleting one while its pod still occupies that slot; only for ``ws`` and a subset
-    of its spec (``subsets``)."""
-    if reservation.workloadspread != ws.key or reservation.subset not in subsets:
-        return False
-    if reservation.kind == "creating":
-        return not occupied.seen(reservation.pod)
-    return reservation.pod in occupied.slots().get((reservation.version, reservation.subset), ())
+    of its spec. With ``version``, only the reservations of that version are asked about.
+
+    One pass over many, what it reads of the WorkloadSpread and the pods looked up once: a
+    ledger can hold a thousand reservations, and a count walks it whole.
+    """
+    key, subsets = ws.key, subset_names(ws)
+    seen, slots = occupied.keys(), occupied.slots()
+    return [
+        r
+        for r in reservations
+        if (version is None or r.version == version)
+        and r.workloadspread == key
+        and r.subset in subsets
+        and (
+            r.pod not in seen
+            if r.kind == "creating"
+            else r.pod in slots.get((r.version, r.subset), ())
+        )
+    ]
+
+
+def reservation_counts(ws: WorkloadSpread, reservation: Reservation, occupied: Occupied) -> bool:
+    """Whether one reservation still counts (:func:`counted`)."""
+    return bool(counted(ws, occupied, (reservation,)))
 
 
 def reservations_from_status(
@@ -311,8 +333,8 @@ class PodScan:
             if claim is not None and claim[0] == ws.name:
                 self._slots.setdefault(claim[1], []).append(found.name)
 
-    def seen(self, key: str) -> bool:
-        return key in self._keys
+    def keys(self) -> Container[str]:
+        return self._keys
 
     def slots(self) -> Mapping[Slot, Collection[str]]:
         return self._slots
@@ -326,7 +348,8 @@ def count_loads(
     version: str | None = None,
 ) -> Loads:
     """Every subset's load (of ``version`` only, when given): the active pods each slot holds
-    and the reservations that still count there (:func:`reservation_counts`)."""
+    and the reservations that still count there (:func:`counted`); a pod reserved twice
+    in a slot counts once, from the earlier time."""
     subsets = subset_names(ws)
     active: dict[Slot, int] = {}
     for slot, names in occupied.slots().items():
@@ -334,15 +357,15 @@ def count_loads(
             active[slot] = len(names)
     creating: dict[Slot, dict[str, datetime]] = {}
     deleting: dict[Slot, dict[str, datetime]] = {}
-    for r in reservations:
-        if version is not None and r.version != version:
-            continue
-        if not reservation_counts(ws, subsets, r, occupied):
-            continue
-        entries = (creating if r.kind == "creating" else deleting).setdefault(
-            (r.version, r.subset), {}
-        )
-        entries[r.pod] = min(r.at, entries.get(r.pod, r.at))
+    for r in counted(ws, occupied, reservations, version=version):
+        gathered = creating if r.kind == "creating" else deleting
+        slot = (r.version, r.subset)
+        entries = gathered.get(slot)
+        if entries is None:
+            entries = gathered[slot] = {}
+        pod, at = r.pod, r.at
+        if entries.setdefault(pod, at) is not at and at < entries[pod]:
+            entries[pod] = at
     loads: Loads = {}
     for slot in [*active, *creating, *deleting]:
         slot_version, subset = slot
