@@ -182,14 +182,14 @@ def occupant(
 ) -> Occupant:
     """The one reading of a pod every count of a WorkloadSpread's subsets is made from."""
     annotation = pod_state.matched(pod)
-    return Occupant(
-        name=pod_state.name(pod),
-        key=pod_state.creating_key_with(annotation, pod),
-        spread=annotation.name if annotation is not None else "",
-        subset=annotation.subset if annotation is not None else "",
-        version=pod_state.version(pod, versioned_kinds),
-        active=pod_state.is_active(pod),
-    )
+    name = pod_state.name(pod)
+    key = pod_state.creating_key_with(annotation, pod)
+    version = pod_state.version(pod, versioned_kinds)
+    active = pod_state.is_active(pod)
+    # Built positionally: the view reads every pod change its fast path does not skip.
+    if annotation is None:
+        return Occupant(name, key, "", "", version, active)
+    return Occupant(name, key, annotation.name, annotation.subset, version, active)
 
 
 def reads_alike(old: Pod, new: Pod) -> bool:
