@@ -367,7 +367,7 @@ def count_loads(
         if entries.setdefault(pod, at) is not at and at < entries[pod]:
             entries[pod] = at
     loads: Loads = {}
-    for slot in [*active, *creating, *deleting]:
+    for slot in dict.fromkeys([*active, *creating, *deleting]):
         slot_version, subset = slot
         loads.setdefault(slot_version, {})[subset] = SubsetLoad(
             active=active.get(slot, 0),
