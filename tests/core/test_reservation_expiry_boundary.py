@@ -1,7 +1,7 @@
 """A reservation lives until just past its deadline: exactly at it, it still counts (Kruise).
 
 Every place that drops or counts reservations (the reservation itself, a subset's load, the
-expiry sweep and the status calculation) must agree on that one instant.
+ledger's sweep and the status calculation) must agree on that one instant.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger, pruned
 from spreadbus.features.workloadspread.core.model import Subset
 from spreadbus.features.workloadspread.core.occupancy import (
     CREATE_TIMEOUT,
     DELETE_TIMEOUT,
     Reservation,
     SubsetLoad,
-    expire,
     expired,
 )
 from spreadbus.features.workloadspread.core.status import subset_status
@@ -31,6 +31,13 @@ MOMENTS = [
     pytest.param(timedelta(0), True, id="exactly at the deadline"),
     pytest.param(TICK, False, id="just after the deadline"),
 ]
+
+
+def swept_at(reservation: Reservation, now: datetime) -> Ledger:
+    """The ledger holding only ``reservation``, swept at ``now`` by a view in which its pod is
+    present and active but not yet seen under its key."""
+    return pruned(Ledger().with_reservation(reservation), now=now, seen=lambda key: False,
+                  active=lambda name: True, view_seq=0)
 
 
 @pytest.mark.parametrize(("offset", "live"), MOMENTS)
@@ -49,7 +56,7 @@ def test_a_creating_reservation_counts_everywhere_until_just_after_thirty_second
     assert reservation.live(now) is live
     assert load.live_creating(now) == int(live)
     assert load.occupancy(now) == int(live)
-    swept = expire({"v1": {"a": load}}, now)["v1"]["a"]
+    swept = swept_at(reservation, now)
     assert ("p1" in swept.creating) is live
     outcome = subset_status(
         Subset(name="a", max_replicas=2),
@@ -74,7 +81,7 @@ def test_a_deleting_reservation_counts_everywhere_until_just_after_fifteen_secon
     assert reservation.live(now) is live
     assert load.live_deleting(now) == int(live)
     assert load.occupancy(now) == (0 if live else 1)
-    swept = expire({"v1": {"a": load}}, now)["v1"]["a"]
+    swept = swept_at(reservation, now)
     assert ("p1" in swept.deleting) is live
     outcome = subset_status(
         Subset(name="a", max_replicas=2),

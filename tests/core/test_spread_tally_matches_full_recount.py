@@ -11,7 +11,9 @@ The WorkloadSpread is Adaptive in some runs (pods pending unschedulable since a 
 ``now``, so deadlines and the recovery window pass while the sequence runs), deletions are in
 flight often (deleting reservations, and the ``deletingPods`` a written status carries), and
 pods not annotated for it run on nodes that fit one subset, two (the quota left decides) or none.
-All of it is planned pod by pod, never by the full computation, and checked against it.
+All of it is planned pod by pod, never by the full computation, and checked against it. Where no
+pod is left to match by its node, the active pods the tally holds per version and subset are also
+checked against the counting rule's recount (what the webhook and the offline commands count).
 """
 
 from __future__ import annotations
@@ -26,7 +28,11 @@ from hypothesis import strategies as st
 
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, format_time, from_object
-from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.core.occupancy import (
+    Reservation,
+    SubsetLoad,
+    loads_from_pods,
+)
 from spreadbus.features.workloadspread.core.pod_state import matched, version
 from spreadbus.features.workloadspread.core.reconcile import plan_workloadspread, workload_pods
 from spreadbus.features.workloadspread.core.target import lookup_in
@@ -182,6 +188,18 @@ def expected_plan(world: World, recover_after: float) -> Any:
                                recover_after_seconds=recover_after)
 
 
+def assert_active_pods_as_the_counting_rule_counts(world: World, got: Any) -> None:
+    """Each version's subset statuses count the active pods the occupancy recount counts."""
+    governed = [p for p in world.pods.values() if world.governed(p)]
+    recount = loads_from_pods(world.ws, governed, ())
+    for version_ in VERSIONS:
+        statuses = got.status.versioned_subset_statuses.get(version_, ())
+        counted = {status.name: status.replicas for status in statuses}
+        for spec in world.ws.subsets:
+            load = recount.get(version_, {}).get(spec.name, SubsetLoad())
+            assert counted.get(spec.name, 0) == load.active, (version_, spec.name)
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(shapes, st.lists(ops, min_size=8, max_size=40))
 def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
@@ -251,6 +269,8 @@ def test_the_tally_plans_what_the_full_recount_plans_after_every_change(
         assert got.evictions == expected.evictions
         assert got.pod_patches == expected.pod_patches
         assert tally.differing() == expected.deletion_costs
+        if not world.unmatched:
+            assert_active_pods_as_the_counting_rule_counts(world, got)
         for key, value in expected.deletion_costs.items():
             if key not in got.updates:
                 # Not handed out again: it was, with this value, for this very observation.

@@ -57,6 +57,15 @@ class Feed:
         self.view.apply_message(next(self._seq), "kube.obs", encode(message))
 
 
+def fold_pods(view: View, history: list[tuple[WatchEventType, dict[str, Any]]]) -> None:
+    """Folds pod observations as they are, whatever fields they lack, one sequence each."""
+    for event, obj in history:
+        message = Observation(
+            cluster=view.cluster, group="", version="v1", resource="pods", event=event, object=obj
+        )
+        view.apply_message(view.seq + 1, "kube.obs", encode(message))
+
+
 def synced_feed(view: View | None = None) -> Feed:
     """A feed on ``view`` (a fresh one of cluster ``c1`` by default) with :data:`LISTED` synced."""
     feed = Feed(view or View(cluster="c1"))

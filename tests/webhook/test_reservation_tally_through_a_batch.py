@@ -3,7 +3,8 @@
 Group commit runs a batch's decisions back to back on the ledger each one returns; the webhook
 carries each decision's count (plus the reservation it added) to the next instead of recounting
 the whole ledger. Whatever mix of creates, deletions and observations folded in between, the
-carried count must equal a full recount of the ledger against the view at that moment.
+carried count must equal a recount of the ledger against the view at that moment, and the full
+recount over the pods the view holds.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from spreadbus.features.workloadspread.admission.reservation_ledger import Ledge
 from spreadbus.features.workloadspread.admission.reservation_tally import ReservationTally
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.admission import admit_create_for, admit_delete_for
+from spreadbus.features.workloadspread.core.occupancy import loads_from_pods
 from tests.webhook.cluster_state import (
     MATCHED,
     deployment,
@@ -69,12 +71,16 @@ class Run:
         self.count = 0
 
     def check(self) -> None:
-        """The carried count equals a recount of the ledger against the view."""
+        """The carried count equals a recount of the ledger against the view, and the full
+        recount of the ledger against the pods the view holds."""
         current, carried = self.tally.tally(self.spread, self.version, self.ledger, NOW)
         recount = self.tally.loads(
             self.spread, self.version, self.tally.prune(self.ledger, "default", NOW)
         )
         assert carried == recount
+        pods = list(self.view.objects.get(("", "pods"), {}).values())
+        full = loads_from_pods(self.spread, pods, current.reservations())
+        assert carried == full.get(self.version, {})
         self.ledger = current
 
     def create(self) -> None:

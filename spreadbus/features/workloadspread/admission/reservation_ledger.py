@@ -9,8 +9,9 @@ compare-and-set store (:class:`spreadbus.runtime.ledger.LedgerStore`), so no int
 number of replicas admits more pods to a subset than its limit.
 
 Counting without double counting: a ``creating`` reservation stops counting once the view holds
-a pod with its key, a ``deleting`` one once its pod is no longer active (the same rules as
-:func:`spreadbus.features.workloadspread.core.occupancy.loads_from_pods`).
+a pod with its key, a ``deleting`` one once its pod no longer occupies the slot (the core's rule,
+:func:`spreadbus.features.workloadspread.core.occupancy.counted`). Pruning drops only
+what can never count again: a ``deleting`` reservation is kept while its pod is active anywhere.
 
 Pruning without losing a pod: a writer drops reservations its own view already reflects, and
 raises ``floor`` to the stream sequence its view had reached. A reader whose view is behind

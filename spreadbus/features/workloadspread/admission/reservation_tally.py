@@ -1,10 +1,11 @@
 """Subset loads counted from the view and the reservation ledger, carried through a batch.
 
 A pod decision needs, for the pod's version, each subset's :class:`SubsetLoad`: the active pods the
-view holds there, plus the ledger's reservations the view does not reflect yet (a creating one until
-a pod with its key is seen, a deleting one while its pod is still active in that slot; the rules of
-:func:`spreadbus.features.workloadspread.core.occupancy.loads_from_pods`). Counting prunes and walks
-the whole ledger.
+view holds there, plus the ledger's reservations the view does not reflect yet. Both are the
+core's counting rule (:func:`spreadbus.features.workloadspread.core.occupancy.count_loads`, which
+:func:`~spreadbus.features.workloadspread.core.occupancy.loads_from_pods` runs over a scan of the
+pods) run over the view's indexes of the same pod readings. Counting prunes and walks the whole
+ledger.
 
 Group commit (:class:`spreadbus.runtime.ledger.LedgerStore`) runs a batch's decisions back to
 back, each on the ledger the previous one returned, with no await in between. While the view
@@ -12,7 +13,8 @@ has not moved, the previous count plus the reservation it added is exact, so onl
 decision of a batch (or one after the view moved, a retry, another version) counts the whole
 ledger. Trade-off: one remembered tally per WorkloadSpread, valid only while the ledger, the
 view's position, the spread and the version are the very ones it was counted for; anything else
-recounts. A property test checks that a carried count always equals a recount.
+recounts. Property tests check that a carried count always equals a recount, and that a count
+from the view equals the full recount over the pods it folded.
 """
 
 from __future__ import annotations
@@ -27,6 +29,8 @@ from spreadbus.features.workloadspread.core.occupancy import (
     Reservation,
     SubsetLoad,
     apply_reservation,
+    count_loads,
+    reservation_counts,
 )
 
 
@@ -92,33 +96,11 @@ class ReservationTally:
 
     def loads(self, spread: WorkloadSpread, version: str, ledger: Ledger) -> dict[str, SubsetLoad]:
         """Subset loads of one version: active pods from the view, reservations not yet seen."""
-        active: dict[str, int] = {}
-        for (slot_version, subset), names in self.view.slots_of(
-            spread.namespace, spread.name
-        ).items():
-            if slot_version == version and names:
-                active[subset] = len(names)
-        # Gathered in place: rebuilding a subset's load per reservation is O(ledger^2).
-        creating: dict[str, dict[str, datetime]] = {}
-        deleting: dict[str, dict[str, datetime]] = {}
-        for reservation in ledger.reservations():
-            if reservation.version != version or not self._counts(spread, reservation):
-                continue
-            gathered = creating if reservation.kind == "creating" else deleting
-            gathered.setdefault(reservation.subset, {})[reservation.pod] = reservation.at
-        subsets = dict.fromkeys([*active, *creating, *deleting])
-        return {
-            subset: SubsetLoad(
-                active=active.get(subset, 0),
-                creating=creating.get(subset, {}),
-                deleting=deleting.get(subset, {}),
-            )
-            for subset in subsets
-        }
+        occupied = self.view.occupied(spread.namespace, spread.name)
+        loads = count_loads(spread, occupied, ledger.reservations(), version=version)
+        return loads.get(version, {})
 
     def _counts(self, spread: WorkloadSpread, reservation: Reservation) -> bool:
         """Whether the view does not reflect ``reservation`` yet, so it still counts."""
-        if reservation.kind == "creating":
-            return not self.view.seen(spread.namespace, reservation.pod)
-        slot = (reservation.version, reservation.subset)
-        return reservation.pod in self.view.active_in(spread.namespace, spread.name, slot)
+        occupied = self.view.occupied(spread.namespace, spread.name)
+        return reservation_counts(spread, reservation, occupied)

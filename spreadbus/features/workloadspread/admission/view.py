@@ -7,12 +7,15 @@ namespace, exactly what an admission decision reads:
   pod's owner chain walks through: every kind of
   :mod:`spreadbus.features.workloadspread.core.workload_kinds` (the table the watcher watches),
   whitelisted custom kinds included;
-- pods, with two indexes kept current on every pod event so that a decision costs O(subsets),
-  never O(pods): the active pods each spread counts per ``(version, subset)``, and the
-  reservation key of every pod present (``creating_key``: the annotation's uid for pods
-  admitted without a name, else the name), which tells that a reservation has been observed.
-  An event that changes nothing the indexes are computed from (most are status updates) keeps
-  the pod's entries as they are.
+- pods, each read once per change by the counting rule
+  (:func:`spreadbus.features.workloadspread.core.occupancy.occupant`), with two indexes of those
+  readings kept current on every pod event so that a decision costs O(subsets), never O(pods):
+  the active pods each spread's annotations claim per ``(version, subset)``, and the reservation
+  key of every pod present, which tells that a reservation has been observed. :meth:`occupied`
+  hands them to the rule (:func:`~spreadbus.features.workloadspread.core.occupancy.count_loads`)
+  as a full scan of the pods would. An event that changes nothing the rule reads
+  (:func:`~spreadbus.features.workloadspread.core.occupancy.reads_alike`; most are status
+  updates) keeps the pod's reading and entries as they are.
 
 Owners the view cannot see. A workload kind is *followed* once its resource has completed a
 list (a sync marker) in this view. :meth:`owner_lookup` answers an owner of a kind that is not
@@ -36,10 +39,13 @@ from typing import Any, Final
 from events import codec
 from events.messages import Observation, SyncMarker
 from spreadbus.features.workloadspread.core import pod_state
-from spreadbus.features.workloadspread.core.model import (
-    MATCHED_ANNOTATION,
-    WorkloadSpread,
-    from_object,
+from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
+from spreadbus.features.workloadspread.core.occupancy import (
+    Occupant,
+    Occupied,
+    Slot,
+    occupant,
+    reads_alike,
 )
 from spreadbus.features.workloadspread.core.workload_kinds import WorkloadKinds, workload_kinds
 
@@ -52,47 +58,27 @@ _CHAIN_END: Final[Mapping[str, Any]] = {"metadata": {}}
 
 Objects = dict[tuple[str, str], dict[str, Any]]
 """(namespace, name) -> object, for one resource."""
-Slot = tuple[str, str]
-"""(version, subset)."""
 _NAMESPACES_REMEMBERED: Final = 4096
 """Bound on :meth:`View.spreads_in` answers kept (namespaces without spreads are asked too)."""
 
 
-def _indexed_alike(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Whether two versions of a pod agree on everything its index entries are computed from.
+class _Occupied:
+    """The rule's :class:`Occupied` for one spread of one namespace, read from the indexes."""
 
-    Most pod changes are status updates that move nothing in the indexes, so a new version that
-    agrees with the previous one on what :meth:`View._index_pod` reads (through
-    :mod:`~spreadbus.features.workloadspread.core.pod_state`: the kind, the matched annotation,
-    labels, controller, whether the phase has ended, and deletion) keeps the entries it has instead
-    of recomputing them.
-    """
-    if old.get("kind") != new.get("kind") or _ended(old) != _ended(new):
-        return False
-    before, after = pod_state.metadata(old), pod_state.metadata(new)
-    return (
-        _matched_text(before) == _matched_text(after)
-        and before.get("deletionTimestamp") == after.get("deletionTimestamp")
-        and before.get("labels") == after.get("labels")
-        and before.get("ownerReferences") == after.get("ownerReferences")
-    )
+    __slots__ = ("_keys", "_slots")
+
+    def __init__(self, keys: Mapping[str, str], slots: Mapping[Slot, set[str]]) -> None:
+        self._keys = keys
+        self._slots = slots
+
+    def keys(self) -> Mapping[str, str]:
+        return self._keys
+
+    def slots(self) -> Mapping[Slot, set[str]]:
+        return self._slots
 
 
-def _ended(pod: Mapping[str, Any]) -> bool:
-    """All :func:`pod_state.is_active` reads of the phase: a pod starting keeps its entries."""
-    return pod_state.phase(pod) in pod_state.ENDED_PHASES
-
-
-def _matched_text(metadata: Mapping[str, Any]) -> object:
-    annotations = metadata.get("annotations")
-    return annotations.get(MATCHED_ANNOTATION) if isinstance(annotations, dict) else None
-
-
-@dataclass(frozen=True)
-class _Indexed:
-    key: str
-    spread: str = ""
-    slot: Slot | None = None
+_NONE: Final[Mapping[str, Any]] = {}
 
 
 @dataclass
@@ -112,8 +98,10 @@ class View:
     watched: frozenset[tuple[str, str]] = field(init=False)
     """(group, resource) pairs the view keeps; other observations are skipped cheaply."""
     _slots: dict[tuple[str, str], dict[Slot, set[str]]] = field(default_factory=dict)
-    _keys: dict[tuple[str, str], str] = field(default_factory=dict)
-    _pods: dict[tuple[str, str], _Indexed] = field(default_factory=dict)
+    _keys: dict[str, dict[str, str]] = field(default_factory=dict)
+    """namespace -> reservation key -> the name of the pod present with it."""
+    _pods: dict[tuple[str, str], Occupant] = field(default_factory=dict)
+    """Each pod's reading by the counting rule, which the indexes are made of."""
     _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
     """:meth:`spreads_in` answers, sorted once per WorkloadSpread change, not per admission."""
 
@@ -158,10 +146,11 @@ class View:
             previous = store.get((namespace, name))
             store[(namespace, name)] = event.object
         if key == POD_KEY:
-            if gone or previous is None or not _indexed_alike(previous, event.object):
+            if gone or previous is None or not reads_alike(previous, event.object):
                 self._index_pod(namespace, name, None if gone else event.object)
             elif log.isEnabledFor(logging.DEBUG):
-                self._trace(namespace, name, self._pods.get((namespace, name)), event.object)
+                kept = self._pods.get((namespace, name))
+                self._trace(namespace, name, kept, kept, event.object)
         elif key == SPREAD_KEY:
             log.debug(
                 "workloadspread observed",
@@ -176,41 +165,47 @@ class View:
 
     def _index_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
         previous = self._pods.pop((namespace, name), None)
+        found = occupant(pod) if pod is not None else None
         if log.isEnabledFor(logging.DEBUG):
-            self._trace(namespace, name, previous, pod)
+            self._trace(namespace, name, previous, found, pod)
         if previous is not None:
-            if self._keys.get((namespace, previous.key)) == name:
-                del self._keys[(namespace, previous.key)]
-            if previous.slot is not None:
-                self._slots.get((namespace, previous.spread), {}).get(previous.slot, set()).discard(
-                    name
-                )
-        if pod is None:
+            keys = self._keys.get(namespace)
+            if keys is not None and keys.get(previous.key) == name:
+                del keys[previous.key]
+                if not keys:
+                    del self._keys[namespace]
+            claim = previous.claim
+            if claim is not None:
+                spread, slot = claim
+                self._slots.get((namespace, spread), {}).get(slot, set()).discard(name)
+        if found is None:
             return
-        matched = pod_state.matched(pod)
-        key = pod_state.creating_key_with(matched, pod) or name
-        self._keys[(namespace, key)] = name
-        if matched is None or not matched.name or not pod_state.is_active(pod):
-            self._pods[(namespace, name)] = _Indexed(key)
-            return
-        slot = (pod_state.version(pod), matched.subset)
-        self._slots.setdefault((namespace, matched.name), {}).setdefault(slot, set()).add(name)
-        self._pods[(namespace, name)] = _Indexed(key, matched.name, slot)
+        self._pods[(namespace, name)] = found
+        self._keys.setdefault(namespace, {})[found.key] = name
+        claim = found.claim
+        if claim is not None:
+            spread, slot = claim
+            self._slots.setdefault((namespace, spread), {}).setdefault(slot, set()).add(name)
 
     def _trace(
-        self, namespace: str, name: str, previous: _Indexed | None, pod: dict[str, Any] | None
+        self,
+        namespace: str,
+        name: str,
+        previous: Occupant | None,
+        found: Occupant | None,
+        pod: Mapping[str, Any] | None,
     ) -> None:
-        matched = pod_state.matched(pod) if pod is not None else None
+        before = previous.claim if previous is not None else None
         log.debug(
             "pod observed",
             extra={
                 "pod": f"{namespace}/{name}",
                 "view_seq": self.seq,
-                "rv": ((pod or {}).get("metadata") or {}).get("resourceVersion"),
-                "before": list(previous.slot) if previous and previous.slot else None,
-                "subset": matched.subset if matched else None,
-                "active": pod is not None and pod_state.is_active(pod),
-                "gone": pod is None,
+                "rv": pod_state.metadata(pod).get("resourceVersion") if pod is not None else None,
+                "before": list(before[1]) if before is not None else None,
+                "subset": found.subset or None if found is not None else None,
+                "active": found is not None and found.active,
+                "gone": found is None,
             },
         )
 
@@ -267,17 +262,17 @@ class View:
             found = self._spreads_by_namespace[namespace] = [self.spreads[k] for k in keys]
         return list(found)
 
-    def active_in(self, namespace: str, spread: str, slot: Slot) -> set[str]:
-        """Names of the active pods a spread counts in one (version, subset)."""
-        return self._slots.get((namespace, spread), {}).get(slot, set())
-
     def slots_of(self, namespace: str, spread: str) -> Mapping[Slot, set[str]]:
         return self._slots.get((namespace, spread), {})
 
     def seen(self, namespace: str, key: str) -> bool:
         """A pod with this reservation key is present (in any state)."""
-        return (namespace, key) in self._keys
+        return key in self._keys.get(namespace, _NONE)
 
     def active(self, namespace: str, name: str) -> bool:
-        pod = self.get("", "pods", namespace, name)
-        return pod is not None and pod_state.is_active(pod)
+        found = self._pods.get((namespace, name))
+        return found is not None and found.active
+
+    def occupied(self, namespace: str, spread: str) -> Occupied:
+        """One spread's pods as the counting rule reads them, from the indexes."""
+        return _Occupied(self._keys.get(namespace, {}), self._slots.get((namespace, spread), {}))

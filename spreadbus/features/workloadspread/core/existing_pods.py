@@ -34,6 +34,7 @@ from spreadbus.features.workloadspread.core.model import (
     Subset,
     WorkloadSpread,
 )
+from spreadbus.features.workloadspread.core.occupancy import Occupant, occupant, subset_names
 from spreadbus.features.workloadspread.core.pod_state import Matched, Pod
 
 INT32_MAX = 2**31 - 1
@@ -129,7 +130,9 @@ def _existing_pod_patch(ws: WorkloadSpread, subset: Subset) -> JSON:
     return {"metadata": metadata}
 
 
-def initial_quota(ws: WorkloadSpread, pods: Sequence[Pod], replicas: int) -> dict[str, int]:
+def initial_quota(ws: WorkloadSpread, replicas: int) -> dict[str, int]:
+    """Each subset's maxReplicas scaled against ``replicas`` (unlimited: int32 max), before the
+    pods annotated into it are taken off."""
     quota: dict[str, int] = {}
     for subset in ws.subsets:
         try:
@@ -141,10 +144,6 @@ def initial_quota(ws: WorkloadSpread, pods: Sequence[Pod], replicas: int) -> dic
         except IntOrStrError:
             limit = 0
         quota[subset.name] = limit
-    for pod in pods:
-        annotation = pod_state.matched(pod)
-        if annotation is not None and annotation.name == ws.name and annotation.subset in quota:
-            quota[annotation.subset] -= 1
     return quota
 
 
@@ -177,15 +176,30 @@ def group_pods(
     nodes: Mapping[str, Mapping[str, Any]],
 ) -> Grouping:
     """Bucket the pods of one version by subset (``groupPodBySubset``)."""
+    return _group(ws, [(pod, occupant(pod)) for pod in pods], replicas=replicas, nodes=nodes)
+
+
+def _group(
+    ws: WorkloadSpread,
+    pods: Sequence[tuple[Pod, Occupant]],
+    *,
+    replicas: int,
+    nodes: Mapping[str, Mapping[str, Any]],
+) -> Grouping:
+    """:func:`group_pods` of pods the counting rule has read already."""
+    names = subset_names(ws)
     buckets: dict[str, list[JSON]] = {s.name: [] for s in ws.subsets}
     buckets[FAKE_SUBSET] = []
     patches: dict[str, JSON] = {}
-    quota = initial_quota(ws, pods, replicas)
-    for pod in pods:
-        annotation = pod_state.matched(pod)
-        if annotation is not None and annotation.name == ws.name and annotation.subset:
-            target = annotation.subset if annotation.subset in buckets else FAKE_SUBSET
-            buckets[target].append(dict(pod))
+    quota = initial_quota(ws, replicas)
+    for _, found in pods:
+        bucket = found.bucket(ws.name, names)
+        if bucket in quota:
+            quota[bucket] -= 1
+    for pod, found in pods:
+        bucket = found.bucket(ws.name, names)
+        if bucket is not None:
+            buckets[bucket].append(dict(pod))
             continue
         node = nodes.get(pod_state.node_name(pod)) if pod_state.node_name(pod) else None
         best = best_subset(ws, pod, node, quota)
@@ -207,10 +221,11 @@ def group_by_version(
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> dict[str, Grouping]:
     """``groupVersionedPods``: one grouping per pod version, in first-seen order."""
-    by_version: dict[str, list[Pod]] = {}
+    by_version: dict[str, list[tuple[Pod, Occupant]]] = {}
     for pod in pods:
-        by_version.setdefault(pod_state.version(pod, versioned_kinds), []).append(pod)
+        found = occupant(pod, versioned_kinds)
+        by_version.setdefault(found.version, []).append((pod, found))
     return {
-        version: group_pods(ws, version_pods, replicas=replicas, nodes=nodes)
+        version: _group(ws, version_pods, replicas=replicas, nodes=nodes)
         for version, version_pods in by_version.items()
     }

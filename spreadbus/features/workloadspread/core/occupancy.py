@@ -3,34 +3,61 @@
 Kruise keeps this in the WorkloadSpread status (``missingReplicas``, ``creatingPods``,
 ``deletingPods`` of ``versionedSubsetStatuses[version]``) and has the webhook rewrite the status on
 every admission. spreadbus keeps the same three facts as a :class:`SubsetLoad` per version and
-subset: the webhook holds them in memory, updates them incrementally from pod events
-(:func:`pod_slot` says which counter a pod moves) and from its compare-and-set reservations on the
-bus, and never scans pods on the admission path. :func:`loads_from_pods` is the full recount, for
-start-up, the planner and the offline commands.
+subset, counted by one rule that every count of them calls:
+
+- a pod is read once into an :class:`Occupant` (:func:`occupant`): its name, the reservation key
+  its appearance settles, the WorkloadSpread and subset its annotation names, its version, whether
+  it is active. It occupies the ``(version, subset)`` slot of that WorkloadSpread when it is
+  active and the spec still has the subset (:meth:`Occupant.slot`); Kruise's grouping of the
+  planner reads the same reading (:meth:`Occupant.bucket`);
+- a reservation counts in its slot until a pod with its key is seen (creating) or while its pod
+  still occupies the slot (deleting), for a subset the spec still has
+  (:func:`counted`); :func:`count_loads` puts the two together.
+
+The rule reads the pods through :class:`Occupied`: :class:`PodScan` is the full recount
+(:func:`loads_from_pods`: the offline commands and the checks), the webhook's view keeps the same
+readings up to date pod event by pod event, so that an admission never scans pods, and its
+reservation tally carries a batch's count with :func:`apply_reservation`. Property tests fold
+random histories into each cache and compare it with the full recount.
+
+The planner's status is Kruise's controller algorithm (:mod:`.status`), which settles an entry in
+flight by the pods of the subset's bucket only (pods matched by their node included); it reads
+pods through :func:`occupant` too.
 
 A subset's occupancy is ``active - deleting + creating``: active pods annotated to it, minus those
 whose deletion is in flight (their replacement may be admitted, as Kruise's ``missingReplicas++``
 allows), plus admissions whose pods have not been seen yet. Reservations expire as Kruise's do: a
-create after 30 s, a delete after 15 s (strictly after: an entry exactly at the deadline lives).
+create after 30 s, a delete after 15 s (strictly after: an entry exactly at the deadline lives),
+read against the clock when a load is read, so that a count carried from one decision to the next
+stays exact.
 Limits are per version, as in Kruise: during a rolling update the new version fills each subset up
 to its limit while deletion costs remove the old version's pods first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Container, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal, NamedTuple, Protocol
 
 import msgspec
 
 from kubesemantics.intstr import IntOrStrError, scaled_value
 from spreadbus.features.workloadspread.core import pod_state
-from spreadbus.features.workloadspread.core.model import Subset, SubsetStatus, WorkloadSpread
+from spreadbus.features.workloadspread.core.model import (
+    FAKE_SUBSET,
+    MATCHED_ANNOTATION,
+    Subset,
+    SubsetStatus,
+    WorkloadSpread,
+)
 from spreadbus.features.workloadspread.core.pod_state import Pod
 
 CREATE_TIMEOUT = timedelta(seconds=30)
 DELETE_TIMEOUT = timedelta(seconds=15)
+
+Slot = tuple[str, str]
+"""(version, subset)."""
 
 
 def expired(at: datetime, timeout: timedelta, now: datetime) -> bool:
@@ -112,19 +139,149 @@ def minimum_within(subset: Subset, limit: int | None) -> int:
     return max(0, minimum if limit is None else min(minimum, limit))
 
 
+class Occupant(NamedTuple):
+    """What the counting rule reads of one pod: every cache of it keeps this, read once per
+    observation, so that none reads the pod's JSON its own way."""
+
+    name: str
+    key: str
+    """The reservation key the pod's appearance settles: the annotation's uid, else its name."""
+    spread: str
+    """The WorkloadSpread its matched annotation names ("" without a readable annotation)."""
+    subset: str
+    version: str
+    active: bool
+
+    @property
+    def claim(self) -> tuple[str, Slot] | None:
+        """``(spread, (version, subset))`` an active annotated pod occupies, before that spread's
+        spec is consulted: what a cache indexes when it cannot know the spec (it may change)."""
+        if not self.active or not self.spread or not self.subset:
+            return None
+        return self.spread, (self.version, self.subset)
+
+    def slot(self, spread: str, subsets: Container[str]) -> Slot | None:
+        """The ``(version, subset)`` counter this pod occupies in ``spread`` (whose spec names
+        ``subsets``), else None: active, annotated for it, into a subset its spec still has."""
+        claim = self.claim
+        if claim is None or claim[0] != spread or self.subset not in subsets:
+            return None
+        return claim[1]
+
+    def bucket(self, spread: str, subsets: Container[str]) -> str | None:
+        """Kruise's grouping of a pod, active or not: the subset it is annotated into for
+        ``spread``, :data:`FAKE_SUBSET` when the spec no longer has it, None when it is not
+        annotated for ``spread`` (the planner then matches it by its node)."""
+        if self.spread != spread or not self.subset:
+            return None
+        return self.subset if self.subset in subsets else FAKE_SUBSET
+
+
+def occupant(
+    pod: Pod, versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS
+) -> Occupant:
+    """The one reading of a pod every count of a WorkloadSpread's subsets is made from."""
+    annotation = pod_state.matched(pod)
+    name = pod_state.name(pod)
+    key = pod_state.creating_key_with(annotation, pod)
+    version = pod_state.version(pod, versioned_kinds)
+    active = pod_state.is_active(pod)
+    # Built positionally: the view reads every pod change its fast path does not skip.
+    if annotation is None:
+        return Occupant(name, key, "", "", version, active)
+    return Occupant(name, key, annotation.name, annotation.subset, version, active)
+
+
+def reads_alike(old: Pod, new: Pod) -> bool:
+    """Whether two versions of a pod agree on every field :func:`occupant` reads (the kind, the
+    matched annotation, labels, owners, whether the phase has ended, deletion).
+
+    The fast path of a cache that re-reads a pod on every event: most events are status updates
+    that change none of these, and comparing them is cheaper than the reading. Two versions that
+    read alike have the same :class:`Occupant` (a property test checks it), so a change to what
+    :func:`occupant` reads must be made here too.
+    """
+    if old.get("kind") != new.get("kind") or _ended(old) != _ended(new):
+        return False
+    before, after = pod_state.metadata(old), pod_state.metadata(new)
+    return (
+        _matched_text(before) == _matched_text(after)
+        and before.get("deletionTimestamp") == after.get("deletionTimestamp")
+        and before.get("labels") == after.get("labels")
+        and before.get("ownerReferences") == after.get("ownerReferences")
+    )
+
+
+def _ended(pod: Pod) -> bool:
+    """All :func:`pod_state.is_active` reads of the phase: a pod starting reads alike."""
+    return pod_state.phase(pod) in pod_state.ENDED_PHASES
+
+
+def _matched_text(metadata: Mapping[str, Any]) -> object:
+    annotations = metadata.get("annotations")
+    return annotations.get(MATCHED_ANNOTATION) if isinstance(annotations, dict) else None
+
+
 def pod_slot(
     ws: WorkloadSpread,
     pod: Pod,
     *,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
-) -> tuple[str, str] | None:
-    """The ``(version, subset)`` counter an active pod annotated for ``ws`` occupies, else None."""
-    if not pod_state.is_active(pod):
-        return None
-    annotation = pod_state.matched(pod)
-    if annotation is None or annotation.name != ws.name or ws.subset(annotation.subset) is None:
-        return None
-    return pod_state.version(pod, versioned_kinds), annotation.subset
+) -> Slot | None:
+    """The ``(version, subset)`` counter ``pod`` occupies in ``ws``, else None."""
+    return occupant(pod, versioned_kinds).slot(ws.name, subset_names(ws))
+
+
+def subset_names(ws: WorkloadSpread) -> frozenset[str]:
+    return frozenset(s.name for s in ws.subsets)
+
+
+class Occupied(Protocol):
+    """One WorkloadSpread's pods as the rule counts them, in one namespace: built by a full scan
+    (:class:`PodScan`) or kept by a cache of :func:`occupant` readings (the webhook's view)."""
+
+    def keys(self) -> Container[str]:
+        """The reservation keys of the pods present, in any state (:attr:`Occupant.key`)."""
+
+    def slots(self) -> Mapping[Slot, Collection[str]]:
+        """Names of the pods each ``(version, subset)`` claim holds (:attr:`Occupant.claim`);
+        subsets the spec no longer has may be among them."""
+
+
+def counted(
+    ws: WorkloadSpread,
+    occupied: Occupied,
+    reservations: Iterable[Reservation],
+    *,
+    version: str | None = None,
+) -> list[Reservation]:
+    """The reservations in flight that still count in their slot (their expiry aside, which
+    :class:`SubsetLoad` reads against the clock): a creating one until a pod with its key is
+    seen, a deleting one while its pod still occupies that slot; only for ``ws`` and a subset
+    of its spec. With ``version``, only the reservations of that version are asked about.
+
+    One pass over many, what it reads of the WorkloadSpread and the pods looked up once: a
+    ledger can hold a thousand reservations, and a count walks it whole.
+    """
+    key, subsets = ws.key, subset_names(ws)
+    seen, slots = occupied.keys(), occupied.slots()
+    return [
+        r
+        for r in reservations
+        if (version is None or r.version == version)
+        and r.workloadspread == key
+        and r.subset in subsets
+        and (
+            r.pod not in seen
+            if r.kind == "creating"
+            else r.pod in slots.get((r.version, r.subset), ())
+        )
+    ]
+
+
+def reservation_counts(ws: WorkloadSpread, reservation: Reservation, occupied: Occupied) -> bool:
+    """Whether one reservation still counts (:func:`counted`)."""
+    return bool(counted(ws, occupied, (reservation,)))
 
 
 def reservations_from_status(
@@ -157,46 +314,62 @@ def _status_reservations(
     return out
 
 
-def loads_from_pods(
+class PodScan:
+    """:class:`Occupied` read from a list of pods: the full recount, for the offline commands
+    and to check the caches against."""
+
+    def __init__(
+        self,
+        ws: WorkloadSpread,
+        pods: Iterable[Pod],
+        versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+    ) -> None:
+        self._keys: set[str] = set()
+        self._slots: dict[Slot, list[str]] = {}
+        for pod in pods:
+            found = occupant(pod, versioned_kinds)
+            self._keys.add(found.key)
+            claim = found.claim
+            if claim is not None and claim[0] == ws.name:
+                self._slots.setdefault(claim[1], []).append(found.name)
+
+    def keys(self) -> Container[str]:
+        return self._keys
+
+    def slots(self) -> Mapping[Slot, Collection[str]]:
+        return self._slots
+
+
+def count_loads(
     ws: WorkloadSpread,
-    pods: Iterable[Pod],
+    occupied: Occupied,
     reservations: Iterable[Reservation],
     *,
-    versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
+    version: str | None = None,
 ) -> Loads:
-    """Recount every subset of every version from the pods and the reservations in flight.
-
-    A creating reservation disappears once a pod with its key is seen (in any state); a deleting
-    reservation counts only while its pod is still active in that subset.
-    """
-    active: dict[tuple[str, str], int] = {}
-    active_names: dict[tuple[str, str], set[str]] = {}
-    seen_keys: set[str] = set()
-    for pod in pods:
-        seen_keys.add(pod_state.creating_key(pod))
-        slot = pod_slot(ws, pod, versioned_kinds=versioned_kinds)
-        if slot is None:
-            continue
-        active[slot] = active.get(slot, 0) + 1
-        active_names.setdefault(slot, set()).add(pod_state.name(pod))
-    creating: dict[tuple[str, str], dict[str, datetime]] = {}
-    deleting: dict[tuple[str, str], dict[str, datetime]] = {}
-    for r in reservations:
-        if r.workloadspread != ws.key or ws.subset(r.subset) is None:
-            continue
+    """Every subset's load (of ``version`` only, when given): the active pods each slot holds
+    and the reservations that still count there (:func:`counted`); a pod reserved twice
+    in a slot counts once, from the earlier time."""
+    subsets = subset_names(ws)
+    active: dict[Slot, int] = {}
+    for slot, names in occupied.slots().items():
+        if names and slot[1] in subsets and (version is None or slot[0] == version):
+            active[slot] = len(names)
+    creating: dict[Slot, dict[str, datetime]] = {}
+    deleting: dict[Slot, dict[str, datetime]] = {}
+    for r in counted(ws, occupied, reservations, version=version):
+        gathered = creating if r.kind == "creating" else deleting
         slot = (r.version, r.subset)
-        if r.kind == "creating" and r.pod not in seen_keys:
-            creating.setdefault(slot, {})[r.pod] = min(
-                r.at, creating.get(slot, {}).get(r.pod, r.at)
-            )
-        elif r.kind == "deleting" and r.pod in active_names.get(slot, set()):
-            deleting.setdefault(slot, {})[r.pod] = min(
-                r.at, deleting.get(slot, {}).get(r.pod, r.at)
-            )
+        entries = gathered.get(slot)
+        if entries is None:
+            entries = gathered[slot] = {}
+        pod, at = r.pod, r.at
+        if entries.setdefault(pod, at) is not at and at < entries[pod]:
+            entries[pod] = at
     loads: Loads = {}
-    for slot in set(active) | set(creating) | set(deleting):
-        version, subset = slot
-        loads.setdefault(version, {})[subset] = SubsetLoad(
+    for slot in dict.fromkeys([*active, *creating, *deleting]):
+        slot_version, subset = slot
+        loads.setdefault(slot_version, {})[subset] = SubsetLoad(
             active=active.get(slot, 0),
             creating=creating.get(slot, {}),
             deleting=deleting.get(slot, {}),
@@ -204,85 +377,27 @@ def loads_from_pods(
     return loads
 
 
-def version_loads(
-    loads: Mapping[str, Mapping[str, SubsetLoad]], version: str
-) -> dict[str, SubsetLoad]:
-    return dict(loads.get(version, {}))
-
-
-# --- Incremental upkeep, for the webhook's in-memory loads ------------------------------------
-#
-# Each function returns new loads and copies only the one version map it touches, so an event
-# costs O(subsets), never O(pods).
-
-
-def _replace(loads: Loads, version: str, subset: str, load: SubsetLoad) -> Loads:
-    out = dict(loads)
-    out[version] = {**loads.get(version, {}), subset: load}
-    return out
-
-
-def _load(loads: Mapping[str, Mapping[str, SubsetLoad]], version: str, subset: str) -> SubsetLoad:
-    return loads.get(version, {}).get(subset, SubsetLoad())
-
-
-def apply_pod_change(
-    loads: Loads,
+def loads_from_pods(
     ws: WorkloadSpread,
-    old: Pod | None,
-    new: Pod | None,
+    pods: Iterable[Pod],
+    reservations: Iterable[Reservation],
     *,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
 ) -> Loads:
-    """Account for one watched pod event: added (``old`` None), changed, or gone (``new`` None).
-
-    The pod's slot count moves with it; a pod that appears settles the creating reservation kept
-    under its key; a pod that leaves its slot (gone, inactive, moved) settles its deleting one.
-    """
-    before = pod_slot(ws, old, versioned_kinds=versioned_kinds) if old is not None else None
-    after = pod_slot(ws, new, versioned_kinds=versioned_kinds) if new is not None else None
-    out = loads
-    if before is not None and before != after:
-        load = _load(out, *before)
-        deleting = {k: v for k, v in load.deleting.items() if k != pod_state.name(old or {})}
-        out = _replace(out, *before, SubsetLoad(max(load.active - 1, 0), load.creating, deleting))
-    if new is not None:
-        key = pod_state.creating_key(new)
-        for version, subsets in list(out.items()):
-            for name, load in subsets.items():
-                if key in load.creating:
-                    creating = {k: v for k, v in load.creating.items() if k != key}
-                    out = _replace(
-                        out, version, name, SubsetLoad(load.active, creating, load.deleting)
-                    )
-    if after is not None and before != after:
-        load = _load(out, *after)
-        out = _replace(out, *after, SubsetLoad(load.active + 1, load.creating, load.deleting))
-    return out
+    """Recount every subset of every version from the pods and the reservations in flight."""
+    return count_loads(ws, PodScan(ws, pods, versioned_kinds), reservations)
 
 
 def apply_reservation(loads: Loads, reservation: Reservation) -> Loads:
-    """Record a reservation (one the webhook won by compare-and-set, or saw another win)."""
-    load = _load(loads, reservation.version, reservation.subset)
+    """Loads with one more reservation counted: the caller has checked it counts
+    (:func:`reservation_counts`). Copies only the version map it touches."""
+    load = loads.get(reservation.version, {}).get(reservation.subset, SubsetLoad())
     if reservation.kind == "creating":
         creating = {**load.creating, reservation.pod: reservation.at}
         new = SubsetLoad(load.active, creating, load.deleting)
     else:
         deleting = {**load.deleting, reservation.pod: reservation.at}
         new = SubsetLoad(load.active, load.creating, deleting)
-    return _replace(loads, reservation.version, reservation.subset, new)
-
-
-def expire(loads: Loads, now: datetime) -> Loads:
-    """Drop reservations past their deadline (creates after 30 s, deletes after 15 s)."""
-    out: Loads = {}
-    for version, subsets in loads.items():
-        out[version] = {
-            name: SubsetLoad(
-                load.active,
-                {k: t for k, t in load.creating.items() if not expired(t, CREATE_TIMEOUT, now)},
-                {k: t for k, t in load.deleting.items() if not expired(t, DELETE_TIMEOUT, now)},
-            )
-            for name, load in subsets.items()
-        }
+    out = dict(loads)
+    out[reservation.version] = {**loads.get(reservation.version, {}), reservation.subset: new}
     return out

@@ -19,6 +19,12 @@ that is a thousand pods per round. :class:`SpreadTally` computes the same answer
   that changed and those between each cut's old and new place (as many as values change), and a
   whole bucket only when its values themselves change (the workload's latest version moved on).
 
+A pod is read once per observation by the core's counting rule
+(:func:`~spreadbus.features.workloadspread.core.occupancy.occupant`): the bucket its annotation
+puts it in, its version, whether it is active and the reservation key it settles, the reading the
+webhook's view and the offline recount count from; the property tests check the active pods the
+tally holds per version and subset against that recount as well.
+
 Deletions in flight. Kruise's ``missingReplicas`` loop walks a bucket's active pods in order:
 each takes one off (floored at 0) and one whose deletion is in flight gives it back (capped at
 the maximum). Composed, the result is a closed form of three counts (see :func:`_missing`): the
@@ -112,7 +118,9 @@ from spreadbus.features.workloadspread.core.occupancy import (
     Reservation,
     expired,
     minimum_within,
+    occupant,
     subset_limit,
+    subset_names,
 )
 from spreadbus.features.workloadspread.core.pod_state import Pod
 from spreadbus.features.workloadspread.core.reschedule import RECOVER_AFTER, schedulable_condition
@@ -193,18 +201,17 @@ class _Clock:
 
 
 def _facts(ws: WorkloadSpread, names: frozenset[str], pod: Pod) -> _Facts:
-    matched = pod_state.matched(pod)
-    bucket: str | None = None
-    if matched is not None and matched.name == ws.name and matched.subset:
-        bucket = matched.subset if matched.subset in names else FAKE_SUBSET
+    """The pod as the plan counts it: the counting rule's reading (:func:`occupant`), and what
+    the status and the deletion costs read besides."""
+    found = occupant(pod)
     key = pod_state.key(pod)
     return _Facts(
         key=key,
         obj=pod,
-        version=pod_state.version(pod),
-        bucket=bucket,
-        active=pod_state.is_active(pod),
-        creating_key=pod_state.creating_key_with(matched, pod),
+        version=found.version,
+        bucket=found.bucket(ws.name, names),
+        active=found.active,
+        creating_key=found.key,
         cost=pod_state.annotation(pod, DELETION_COST_ANNOTATION),
         unschedulable_since=pod_state.unschedulable_deadline(pod, timedelta(0)),
         order=(pod_state.deletion_order_key(pod), key),
@@ -245,7 +252,7 @@ def _missing(maximum: int, active: int, kept: int, after_last_kept: int | None,
 class SpreadTally:
     def __init__(self, ws: WorkloadSpread) -> None:
         self._ws = ws
-        self._names = frozenset(s.name for s in ws.subsets)
+        self._names = subset_names(ws)
         self._pods: dict[str, _Facts] = {}
         self._by_key: dict[str, str] = {}  # pod "namespace/name" -> caller's key
         self._buckets: dict[Bucket, dict[str, _Facts]] = {}
@@ -519,7 +526,7 @@ class SpreadTally:
         """
         if not self._unsettled:
             return {}
-        limits = initial_quota(ws, (), replicas)
+        limits = initial_quota(ws, replicas)
         by_version: dict[str, list[tuple[str, str]]] = {}
         for caller in self._unsettled:
             facts = self._loose[caller]
