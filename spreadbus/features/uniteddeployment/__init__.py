@@ -1,0 +1,1 @@
+"""OpenKruise's UnitedDeployment: one workload per subset, the replicas split among them."""
