@@ -17,13 +17,12 @@ revision and each subset's ``Schedulable`` condition.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
 from typing import Any
 
 import msgspec
 
 from kubesemantics.intstr import is_int
-from kubesemantics.timestamps import parse_time
+from kubesemantics.lenient_json import Condition, as_int, as_map, as_str, conditions
 
 JSON = dict[str, Any]
 
@@ -96,13 +95,6 @@ class UpdateStrategy(msgspec.Struct, frozen=True):
     partitions: dict[str, int] | None = None
 
 
-class Condition(msgspec.Struct, frozen=True):
-    type: str
-    status: str
-    reason: str = ""
-    message: str = ""
-    last_transition_time: datetime | None = None
-
 
 class SubsetStatus(msgspec.Struct, frozen=True):
     name: str
@@ -150,16 +142,7 @@ class UnitedDeployment(msgspec.Struct, frozen=True):
         return next((s for s in self.subsets if s.name == name), None)
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _subset(raw: Mapping[str, Any]) -> Subset:
@@ -167,7 +150,7 @@ def _subset(raw: Mapping[str, Any]) -> Subset:
     tolerations = raw.get("tolerations")
     patch = raw.get("patch")
     return Subset(
-        name=_str(raw.get("name")),
+        name=as_str(raw.get("name")),
         replicas=raw.get("replicas"),
         min_replicas=raw.get("minReplicas"),
         max_replicas=raw.get("maxReplicas"),
@@ -181,21 +164,21 @@ def _subset(raw: Mapping[str, Any]) -> Subset:
 
 def _schedule_strategy(raw: Mapping[str, Any]) -> ScheduleStrategy:
     adaptive = raw.get("adaptive")
-    settings = _map(adaptive)
+    settings = as_map(adaptive)
     return ScheduleStrategy(
-        type=_str(raw.get("type")),
+        type=as_str(raw.get("type")),
         has_adaptive=isinstance(adaptive, Mapping),
-        reschedule_critical_seconds=_int(settings.get("rescheduleCriticalSeconds")),
-        unschedulable_seconds=_int(settings.get("unschedulableDuration")),
+        reschedule_critical_seconds=as_int(settings.get("rescheduleCriticalSeconds")),
+        unschedulable_seconds=as_int(settings.get("unschedulableDuration")),
         reserve_unschedulable_pods=settings.get("reserveUnschedulablePods") is True,
     )
 
 
 def _update_strategy(raw: Mapping[str, Any]) -> UpdateStrategy:
     manual = raw.get("manualUpdate")
-    partitions = _map(manual).get("partitions")
+    partitions = as_map(manual).get("partitions")
     return UpdateStrategy(
-        type=_str(raw.get("type")),
+        type=as_str(raw.get("type")),
         has_manual_update=isinstance(manual, Mapping),
         partitions={k: v for k, v in partitions.items() if isinstance(k, str) and is_int(v)}
         if isinstance(partitions, Mapping)
@@ -203,31 +186,16 @@ def _update_strategy(raw: Mapping[str, Any]) -> UpdateStrategy:
     )
 
 
-def _conditions(value: object) -> tuple[Condition, ...]:
-    if not isinstance(value, list):
-        return ()
-    return tuple(
-        Condition(
-            type=_str(c.get("type")),
-            status=_str(c.get("status")),
-            reason=_str(c.get("reason")),
-            message=_str(c.get("message")),
-            last_transition_time=parse_time(c.get("lastTransitionTime")),
-        )
-        for c in value
-        if isinstance(c, Mapping)
-    )
-
 
 def status_from_json(raw: object) -> Status:
-    status = _map(raw)
+    status = as_map(raw)
     subsets = status.get("subsetStatuses")
     return Status(
-        observed_generation=_int(status.get("observedGeneration")) or 0,
-        collision_count=_int(status.get("collisionCount")),
-        current_revision=_str(status.get("currentRevision")),
+        observed_generation=as_int(status.get("observedGeneration")) or 0,
+        collision_count=as_int(status.get("collisionCount")),
+        current_revision=as_str(status.get("currentRevision")),
         subset_statuses=tuple(
-            SubsetStatus(name=_str(s.get("name")), conditions=_conditions(s.get("conditions")))
+            SubsetStatus(name=as_str(s.get("name")), conditions=conditions(s.get("conditions")))
             for s in subsets
             if isinstance(s, Mapping)
         )
@@ -238,25 +206,25 @@ def status_from_json(raw: object) -> Status:
 
 def from_object(obj: Mapping[str, Any]) -> UnitedDeployment:
     """Decode a UnitedDeployment; replica fields of subsets are kept as given."""
-    meta = _map(obj.get("metadata"))
-    spec = _map(obj.get("spec"))
-    topology = _map(spec.get("topology"))
+    meta = as_map(obj.get("metadata"))
+    spec = as_map(obj.get("spec"))
+    topology = as_map(spec.get("topology"))
     subsets = topology.get("subsets")
     selector = spec.get("selector")
     return UnitedDeployment(
-        namespace=_str(meta.get("namespace")) or "default",
-        name=_str(meta.get("name")),
-        uid=_str(meta.get("uid")),
-        generation=_int(meta.get("generation")) or 0,
+        namespace=as_str(meta.get("namespace")) or "default",
+        name=as_str(meta.get("name")),
+        uid=as_str(meta.get("uid")),
+        generation=as_int(meta.get("generation")) or 0,
         deleting=bool(meta.get("deletionTimestamp")),
-        replicas=_int(spec.get("replicas")),
+        replicas=as_int(spec.get("replicas")),
         selector=dict(selector) if isinstance(selector, Mapping) else None,
-        template=dict(_map(spec.get("template"))),
+        template=dict(as_map(spec.get("template"))),
         subsets=tuple(_subset(s) for s in subsets if isinstance(s, Mapping))
         if isinstance(subsets, list)
         else (),
-        schedule_strategy=_schedule_strategy(_map(topology.get("scheduleStrategy"))),
-        update_strategy=_update_strategy(_map(spec.get("updateStrategy"))),
-        revision_history_limit=_int(spec.get("revisionHistoryLimit")),
+        schedule_strategy=_schedule_strategy(as_map(topology.get("scheduleStrategy"))),
+        update_strategy=_update_strategy(as_map(spec.get("updateStrategy"))),
+        revision_history_limit=as_int(spec.get("revisionHistoryLimit")),
         status=status_from_json(obj.get("status")),
     )

@@ -23,6 +23,8 @@ from typing import Any
 
 import msgspec
 
+from kubesemantics.lenient_json import Condition as Condition
+from kubesemantics.lenient_json import as_int, as_map, as_str, conditions
 from kubesemantics.timestamps import parse_time
 
 JSON = dict[str, Any]
@@ -103,13 +105,6 @@ class ScheduleStrategy(msgspec.Struct, frozen=True):
         )
 
 
-class Condition(msgspec.Struct, frozen=True):
-    type: str
-    status: str
-    reason: str = ""
-    message: str = ""
-    last_transition_time: datetime | None = None
-
 
 class SubsetStatus(msgspec.Struct, frozen=True):
     name: str
@@ -162,22 +157,13 @@ class WorkloadSpread(msgspec.Struct, frozen=True):
         return next((s for s in self.subsets if s.name == name), None)
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
-
-def _str(value: object) -> str:
-    return value if isinstance(value, str) else ""
-
-
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _intorstr(value: object) -> int | str | None:
     if isinstance(value, str):
         return value
-    return _int(value)
+    return as_int(value)
 
 
 def _dicts(value: object) -> tuple[JSON, ...]:
@@ -191,7 +177,7 @@ def _subset(raw: Mapping[str, Any]) -> Subset:
     preferred = raw.get("preferredNodeSelector", raw.get("preferredNodeSelectorTerms"))
     patch = raw.get("patch")
     return Subset(
-        name=_str(raw.get("name")),
+        name=as_str(raw.get("name")),
         required_node_selector=dict(required) if isinstance(required, Mapping) else None,
         preferred_node_selector=_dicts(preferred),
         tolerations=_dicts(raw.get("tolerations")),
@@ -201,25 +187,10 @@ def _subset(raw: Mapping[str, Any]) -> Subset:
     )
 
 
-def _conditions(value: object) -> tuple[Condition, ...]:
-    if not isinstance(value, list):
-        return ()
-    return tuple(
-        Condition(
-            type=_str(c.get("type")),
-            status=_str(c.get("status")),
-            reason=_str(c.get("reason")),
-            message=_str(c.get("message")),
-            last_transition_time=parse_time(c.get("lastTransitionTime")),
-        )
-        for c in value
-        if isinstance(c, Mapping)
-    )
-
 
 def _times(value: object) -> dict[str, datetime]:
     out: dict[str, datetime] = {}
-    for key, raw in _map(value).items():
+    for key, raw in as_map(value).items():
         parsed = parse_time(raw)
         if isinstance(key, str) and parsed is not None:
             out[key] = parsed
@@ -231,12 +202,12 @@ def _subset_statuses(value: object) -> tuple[SubsetStatus, ...]:
         return ()
     return tuple(
         SubsetStatus(
-            name=_str(s.get("name")),
-            replicas=_int(s.get("replicas")) or 0,
-            missing_replicas=_int(s.get("missingReplicas")) or 0,
+            name=as_str(s.get("name")),
+            replicas=as_int(s.get("replicas")) or 0,
+            missing_replicas=as_int(s.get("missingReplicas")) or 0,
             creating_pods=_times(s.get("creatingPods")),
             deleting_pods=_times(s.get("deletingPods")),
-            conditions=_conditions(s.get("conditions")),
+            conditions=conditions(s.get("conditions")),
         )
         for s in value
         if isinstance(s, Mapping)
@@ -244,13 +215,13 @@ def _subset_statuses(value: object) -> tuple[SubsetStatus, ...]:
 
 
 def status_from_json(raw: object) -> Status:
-    status = _map(raw)
+    status = as_map(raw)
     return Status(
-        observed_generation=_int(status.get("observedGeneration")) or 0,
+        observed_generation=as_int(status.get("observedGeneration")) or 0,
         subset_statuses=_subset_statuses(status.get("subsetStatuses")),
         versioned_subset_statuses={
             k: _subset_statuses(v)
-            for k, v in _map(status.get("versionedSubsetStatuses")).items()
+            for k, v in as_map(status.get("versionedSubsetStatuses")).items()
             if isinstance(k, str)
         },
     )
@@ -258,14 +229,14 @@ def status_from_json(raw: object) -> Status:
 
 def from_object(obj: Mapping[str, Any]) -> WorkloadSpread:
     """Decode a WorkloadSpread of either API version; wrong types read as absent."""
-    meta = _map(obj.get("metadata"))
-    spec = _map(obj.get("spec"))
+    meta = as_map(obj.get("metadata"))
+    spec = as_map(obj.get("spec"))
     ref_raw = spec.get("targetRef")
     target_ref = (
         TargetRef(
-            api_version=_str(ref_raw.get("apiVersion")),
-            kind=_str(ref_raw.get("kind")),
-            name=_str(ref_raw.get("name")),
+            api_version=as_str(ref_raw.get("apiVersion")),
+            kind=as_str(ref_raw.get("kind")),
+            name=as_str(ref_raw.get("name")),
         )
         if isinstance(ref_raw, Mapping)
         else None
@@ -281,21 +252,21 @@ def from_object(obj: Mapping[str, Any]) -> WorkloadSpread:
             if isinstance(paths, list)
             else (),
         )
-    strategy_raw = _map(spec.get("scheduleStrategy"))
+    strategy_raw = as_map(spec.get("scheduleStrategy"))
     adaptive = strategy_raw.get("adaptive")
     strategy = ScheduleStrategy(
-        type=_str(strategy_raw.get("type")),
-        reschedule_critical_seconds=_int(_map(adaptive).get("rescheduleCriticalSeconds")),
+        type=as_str(strategy_raw.get("type")),
+        reschedule_critical_seconds=as_int(as_map(adaptive).get("rescheduleCriticalSeconds")),
         has_adaptive=isinstance(adaptive, Mapping),
     )
     subsets_raw = spec.get("subsets")
-    annotations = {k: v for k, v in _map(meta.get("annotations")).items() if isinstance(v, str)}
+    annotations = {k: v for k, v in as_map(meta.get("annotations")).items() if isinstance(v, str)}
     return WorkloadSpread(
-        namespace=_str(meta.get("namespace")) or "default",
-        name=_str(meta.get("name")),
-        api_version=_str(obj.get("apiVersion")) or f"{GROUP}/v1alpha1",
-        uid=_str(meta.get("uid")),
-        generation=_int(meta.get("generation")) or 0,
+        namespace=as_str(meta.get("namespace")) or "default",
+        name=as_str(meta.get("name")),
+        api_version=as_str(obj.get("apiVersion")) or f"{GROUP}/v1alpha1",
+        uid=as_str(meta.get("uid")),
+        generation=as_int(meta.get("generation")) or 0,
         annotations=annotations,
         deleting=bool(meta.get("deletionTimestamp")),
         target_ref=target_ref,
