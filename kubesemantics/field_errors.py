@@ -48,7 +48,10 @@ class FieldError(msgspec.Struct, frozen=True):
     message: str
 
     def to_dict(self) -> dict[str, str]:
-        return {"field": self.field, "type": self.type, "message": self.message}
+        """The JSON form; an error whose detail is empty (Kubernetes allows one, as Kruise's
+        empty subset name) says its kind of problem instead, so no message is ever empty."""
+        message = self.message or _TYPE_TEXT.get(self.type, self.type)
+        return {"field": self.field, "type": self.type, "message": message}
 
 
 class Path(msgspec.Struct, frozen=True):

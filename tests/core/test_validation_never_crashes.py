@@ -39,7 +39,7 @@ def nested(depth: int) -> dict[str, Any]:
     return value
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow,
                                                           HealthCheck.function_scoped_fixture])
 @given(kind=st.sampled_from(KINDS), spec=json_values, metadata=json_values)
 def test_any_object_of_a_validated_kind_gets_an_answer_not_a_traceback(

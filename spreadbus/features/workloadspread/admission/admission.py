@@ -340,7 +340,8 @@ class SpreadAdmission:
         lines = "; ".join(describe(e) for e in errors)
         message = f'WorkloadSpread.apps.kruise.io "{name}" is invalid: {lines}'
         causes = [
-            {"field": e.field, "reason": f"Field{e.type}", "message": e.message} for e in errors
+            {"field": e.field, "reason": f"Field{e.type}", "message": e.to_dict()["message"]}
+            for e in errors
         ]
         return deny(message, code=422, reason="Invalid", causes=causes)
 
