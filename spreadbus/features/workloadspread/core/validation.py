@@ -15,7 +15,9 @@ the decoded object as received; nothing here raises, whatever it is given.
 Patch validation merges the patch onto the target workload's pod template with the real strategic
 merge rules (so a container without its ``name`` merge key fails as in Kruise), then checks the
 containers of the result (present, named, unique, with an image): a narrower check than Kruise's
-full ``ValidatePodSpec``.
+full ``ValidatePodSpec``. The labels and annotations a patch gives its pods are checked whether or
+not the workload exists yet, with the API server's rules for a pod's metadata (qualified keys,
+label values, the annotations' total size), since every pod of the subset would carry them.
 
 The module is long because the checks are one ordered pass that shares state (the first
 maxReplicas type, the running percentage sum, early returns), as Kruise's single function does;
@@ -38,6 +40,7 @@ from kubesemantics.field_errors import (
 )
 from kubesemantics.intstr import IntOrStrError, is_int, scaled_value
 from kubesemantics.nesting import MAX_DEPTH, shorten, too_deep
+from kubesemantics.qualified_names import is_qualified_name, is_valid_label_value
 from kubesemantics.scheduling_validation import (
     label_selector_error,
     type_error,
@@ -105,6 +108,45 @@ def _pod_template(workload: Mapping[str, Any]) -> JSON:
             if isinstance(name, str) and isinstance(volumes, list):
                 volumes.append({"name": name, "persistentVolumeClaim": {"claimName": name}})
     return pod
+
+
+TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
+"""Bytes of annotation keys and values a pod may carry (the API server's limit)."""
+
+
+def _patch_metadata_errors(patch: object, path: Path) -> list[FieldError]:
+    """The labels and annotations a subset patch gives its pods, judged as the API server will
+    judge the pods: without this a bad key or value is accepted here and every pod created in
+    the subset is then refused."""
+    metadata = patch.get("metadata") if isinstance(patch, Mapping) else None
+    if not isinstance(metadata, Mapping):
+        return []
+    errors: list[FieldError] = []
+    labels = metadata.get("labels")
+    if isinstance(labels, Mapping):
+        lp = path.child("metadata", "labels")
+        for key, value in labels.items():
+            for message in is_qualified_name(str(key)):
+                errors.append(invalid(lp, f"{key!s}: {message}"))
+            if value is not None and not isinstance(value, str):
+                errors.append(type_error(lp.child(str(key)), "string", value))
+            elif isinstance(value, str):
+                for message in is_valid_label_value(value):
+                    errors.append(invalid(lp, f"{value}: {message}"))
+    annotations = metadata.get("annotations")
+    if isinstance(annotations, Mapping):
+        ap = path.child("metadata", "annotations")
+        size = 0
+        for key, value in annotations.items():
+            for message in is_qualified_name(str(key).lower()):
+                errors.append(invalid(ap, f"{key!s}: {message}"))
+            if value is not None and not isinstance(value, str):
+                errors.append(type_error(ap.child(str(key)), "string", value))
+            size += len(str(key)) + (len(value) if isinstance(value, str) else 0)
+        if size > TOTAL_ANNOTATION_SIZE_LIMIT:
+            errors.append(FieldError(str(ap), "TooLong",
+                                     f"may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"))
+    return errors
 
 
 def _patch_errors(patch: object, path: Path, workload: Mapping[str, Any]) -> list[FieldError]:
@@ -199,8 +241,10 @@ def _subsets_errors(
             )
         if subset.get("tolerations") is not None:
             errors.extend(validate_tolerations(subset["tolerations"], p.child("tolerations")))
-        if subset.get("patch") is not None and workload is not None:
-            errors.extend(_patch_errors(subset["patch"], p.child("patch"), workload))
+        if subset.get("patch") is not None:
+            errors.extend(_patch_metadata_errors(subset["patch"], p.child("patch")))
+            if workload is not None:
+                errors.extend(_patch_errors(subset["patch"], p.child("patch"), workload))
         errors.extend(_min_replicas_errors(subset, p.child("minReplicas")))
 
         maximum = subset.get("maxReplicas")
