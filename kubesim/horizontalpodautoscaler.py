@@ -498,7 +498,10 @@ def _identity_to_v2(field: str, source: JsonObject, out: JsonObject) -> None:
         _put(out, "describedObject", source.get("target"))
 
 
-def _metric_spec_to_v1(metric: JsonObject) -> JsonObject:
+def _metric_to_v1(metric: JsonObject, section: str, names: dict[str, dict[str, str]]
+                  ) -> tuple[str, str, JsonObject] | JsonObject:
+    """A v2 metric's identity and its ``section`` (target or current) flattened into v1 names;
+    a metric of an unknown type, or without its source, is its type alone."""
     kind = str(metric.get("type") or "")
     field = _SOURCES.get(kind)
     if field is None or not isinstance(metric.get(field), dict):
@@ -506,13 +509,15 @@ def _metric_spec_to_v1(metric: JsonObject) -> JsonObject:
     source = metric[field]
     out: JsonObject = {}
     _identity_to_v1(field, source, out)
-    target = source.get("target") or {}
-    for v2_name, v1_name in _TARGET_V1[field].items():
-        _put(out, v1_name, target.get(v2_name))
-    return {"type": kind, field: out}
+    values = source.get(section) or {}
+    for v2_name, v1_name in names[field].items():
+        _put(out, v1_name, values.get(v2_name))
+    return kind, field, out
 
 
-def _metric_spec_to_v2(metric: JsonObject) -> JsonObject:
+def _metric_to_v2(metric: JsonObject, names: dict[str, dict[str, str]]
+                  ) -> tuple[str, str, JsonObject, JsonObject] | JsonObject:
+    """A v1 metric's identity, and its v1 values gathered under their v2 names."""
     kind = str(metric.get("type") or "")
     field = _SOURCES.get(kind)
     if field is None or not isinstance(metric.get(field), dict):
@@ -520,9 +525,25 @@ def _metric_spec_to_v2(metric: JsonObject) -> JsonObject:
     source = metric[field]
     out: JsonObject = {}
     _identity_to_v2(field, source, out)
-    target: JsonObject = {}
-    for v2_name, v1_name in _TARGET_V1[field].items():
-        _put(target, v2_name, source.get(v1_name))
+    values: JsonObject = {}
+    for v2_name, v1_name in names[field].items():
+        _put(values, v2_name, source.get(v1_name))
+    return kind, field, out, values
+
+
+def _metric_spec_to_v1(metric: JsonObject) -> JsonObject:
+    parts = _metric_to_v1(metric, "target", _TARGET_V1)
+    if isinstance(parts, dict):
+        return parts
+    kind, field, out = parts
+    return {"type": kind, field: out}
+
+
+def _metric_spec_to_v2(metric: JsonObject) -> JsonObject:
+    parts = _metric_to_v2(metric, _TARGET_V1)
+    if isinstance(parts, dict):
+        return parts
+    kind, field, out, target = parts
     if field in ("resource", "containerResource"):
         target["type"] = (
             "AverageValue" if target.get("averageUtilization") is None else "Utilization"
@@ -538,32 +559,20 @@ def _metric_spec_to_v2(metric: JsonObject) -> JsonObject:
 
 
 def _metric_status_to_v1(metric: JsonObject) -> JsonObject:
-    kind = str(metric.get("type") or "")
-    field = _SOURCES.get(kind)
-    if field is None or not isinstance(metric.get(field), dict):
-        return {"type": kind}
-    source = metric[field]
-    out: JsonObject = {}
-    _identity_to_v1(field, source, out)
-    current = source.get("current") or {}
-    for v2_name, v1_name in _CURRENT_V1[field].items():
-        _put(out, v1_name, current.get(v2_name))
+    parts = _metric_to_v1(metric, "current", _CURRENT_V1)
+    if isinstance(parts, dict):
+        return parts
+    kind, field, out = parts
     if field in ("resource", "containerResource"):
         out.setdefault("currentAverageValue", "0")
     return {"type": kind, field: out}
 
 
 def _metric_status_to_v2(metric: JsonObject) -> JsonObject:
-    kind = str(metric.get("type") or "")
-    field = _SOURCES.get(kind)
-    if field is None or not isinstance(metric.get(field), dict):
-        return {"type": kind}
-    source = metric[field]
-    out: JsonObject = {}
-    _identity_to_v2(field, source, out)
-    current: JsonObject = {}
-    for v2_name, v1_name in _CURRENT_V1[field].items():
-        _put(current, v2_name, source.get(v1_name))
+    parts = _metric_to_v2(metric, _CURRENT_V1)
+    if isinstance(parts, dict):
+        return parts
+    kind, field, out, current = parts
     out["current"] = current
     return {"type": kind, field: out}
 
