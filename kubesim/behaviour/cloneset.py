@@ -42,7 +42,6 @@ from kubesim.behaviour.pod_template import (
     availability,
     int_field,
     is_active,
-    owner_reference,
     pod_from_template,
     template_hash,
 )
@@ -120,29 +119,14 @@ class CloneSetController(OwnerController):
             )
             self.informers.revisions.write_result(moved)
             return moved
-        body = {
-            "apiVersion": "apps/v1",
-            "kind": "ControllerRevision",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {
-                    **((template.get("metadata") or {}).get("labels") or {}),
-                    REVISION_HASH_LABEL: digest,
-                },
-                "ownerReferences": [owner_reference(_with_kind(cs))],
-            },
-            "data": {"spec": {"template": {**template, "$patch": "replace"}}},
-            "revision": latest + 1,
-        }
-        try:
-            created = await self.cluster.create(CONTROLLERREVISIONS, body, namespace=namespace)
-        except ApiError as exc:
-            if exc.code != 409:
-                raise
-            created = await self.cluster.get(CONTROLLERREVISIONS, name, namespace=namespace)
-        self.informers.revisions.write_result(created)
-        return created
+        return await self.create_revision(
+            _with_kind(cs),
+            name=name,
+            labels={**((template.get("metadata") or {}).get("labels") or {}),
+                    REVISION_HASH_LABEL: digest},
+            data={"spec": {"template": {**template, "$patch": "replace"}}},
+            number=latest + 1,
+        )
 
     @staticmethod
     def _template(revision: JsonObject) -> JsonObject:

@@ -26,9 +26,10 @@ from collections.abc import Callable
 
 from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import Handler, Informer, controller_ref, object_key
+from kubesim.behaviour.pod_template import owner_reference
 from kubesim.behaviour.shared_informers import Informers
 from kubesim.behaviour.workqueue import WorkQueue
-from kubesim.interface import GVR, Cluster, JsonObject
+from kubesim.interface import CONTROLLERREVISIONS, GVR, ApiError, Cluster, JsonObject
 
 
 class OwnerController:
@@ -82,6 +83,40 @@ class OwnerController:
         )
         informer.write_result(updated)
         return updated
+
+    async def create_revision(
+        self,
+        owner: JsonObject,
+        *,
+        name: str,
+        labels: JsonObject,
+        data: JsonObject,
+        number: int,
+    ) -> JsonObject:
+        """A ControllerRevision owned by ``owner`` (which carries its apiVersion and kind),
+        cached at once; one created meanwhile under the same name (a hash names it) is read
+        instead."""
+        namespace = owner["metadata"].get("namespace")
+        body = {
+            "apiVersion": "apps/v1",
+            "kind": "ControllerRevision",
+            "metadata": {
+                "name": name,
+                "namespace": namespace,
+                "labels": labels,
+                "ownerReferences": [owner_reference(owner)],
+            },
+            "data": data,
+            "revision": number,
+        }
+        try:
+            created = await self.cluster.create(CONTROLLERREVISIONS, body, namespace=namespace)
+        except ApiError as exc:
+            if exc.code != 409:
+                raise
+            created = await self.cluster.get(CONTROLLERREVISIONS, name, namespace=namespace)
+        self.informers.revisions.write_result(created)
+        return created
 
     async def _sync(self, key: str) -> None:
         raise NotImplementedError

@@ -19,14 +19,12 @@ from kubesim.behaviour.owner_controller import OwnerController
 from kubesim.behaviour.pod_ranking import is_ready
 from kubesim.behaviour.pod_template import (
     int_field,
-    owner_reference,
     pod_from_template,
     template_hash,
 )
 from kubesim.behaviour.replicaset import delete_pod
 from kubesim.behaviour.shared_informers import Informers
 from kubesim.interface import (
-    CONTROLLERREVISIONS,
     GVR,
     PODS,
     STATEFULSETS,
@@ -79,36 +77,18 @@ class StatefulSetController(OwnerController):
         """The ControllerRevision for ``template``, created if new."""
         pod_hash = template_hash(template)
         name = f"{sts['metadata']['name']}-{pod_hash}"
-        namespace = sts["metadata"].get("namespace")
         owned = self.informers.revisions.by_index("owner", sts["metadata"]["uid"])
         for revision in owned:
             if revision["metadata"]["name"] == name:
                 return name, revision
         number = max((int_field(r.get("revision"), 0) for r in owned), default=0) + 1
-        body = {
-            "apiVersion": "apps/v1",
-            "kind": "ControllerRevision",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "labels": {
-                    **((template.get("metadata") or {}).get("labels") or {}),
-                    REVISION_LABEL: name,
-                },
-                "ownerReferences": [
-                    owner_reference({**sts, "apiVersion": self.api_version, "kind": "StatefulSet"})
-                ],
-            },
-            "data": {"spec": {"template": template}},
-            "revision": number,
-        }
-        try:
-            created = await self.cluster.create(CONTROLLERREVISIONS, body, namespace=namespace)
-        except ApiError as exc:
-            if exc.code != 409:
-                raise
-            created = await self.cluster.get(CONTROLLERREVISIONS, name, namespace=namespace)
-        self.informers.revisions.write_result(created)
+        created = await self.create_revision(
+            {**sts, "apiVersion": self.api_version, "kind": "StatefulSet"},
+            name=name,
+            labels={**((template.get("metadata") or {}).get("labels") or {}), REVISION_LABEL: name},
+            data={"spec": {"template": template}},
+            number=number,
+        )
         return name, created
 
     def _template_of(self, sts: JsonObject, revision: str) -> JsonObject | None:
