@@ -175,7 +175,6 @@ class ObservationPublisher:
         subject = _subject(self.cluster, ref.group, ref.resource, change.namespace, change.name)
         headers = observation_headers(change.uid, change.resource_version, change.event)
         payload = _ENC.encode(wire)
-        key = (ref.resource, change.namespace, change.name)
         if len(payload) > self.nc.max_payload - HEADROOM:
             size = len(change.raw)
             payload = _ENC.encode(_MarkerWire(
@@ -189,11 +188,11 @@ class ObservationPublisher:
                         extra={"resource": ref.resource, "key": f"{change.namespace}/{change.name}",
                                "bytes": size, "max_payload": self.nc.max_payload})
             if change.event == "DELETED":
-                self.oversize.pop(key, None)
+                self.oversize.pop((ref.resource, change.namespace, change.name), None)
             else:
-                self.oversize[key] = size
-        elif self.oversize:
-            self.oversize.pop(key, None)
+                self.oversize[(ref.resource, change.namespace, change.name)] = size
+        elif self.oversize:  # a later observation that fits ends the note (rare: no key else)
+            self.oversize.pop((ref.resource, change.namespace, change.name), None)
         await self._bound()
         if not self._inbox:
             await self._subscribe()
