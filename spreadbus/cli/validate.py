@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 from kubesemantics.field_errors import describe
+from kubesemantics.group_version import api_group
 from spreadbus.cli.offline_input import InputError, fail, read_objects
 from spreadbus.engine.feature import UnreadableInput, Validator
 from spreadbus.features.registry import BUILTIN
@@ -27,8 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _group_kind(obj: dict[str, Any]) -> tuple[str, str]:
-    api_version = str(obj.get("apiVersion") or "")
-    return (api_version.rpartition("/")[0], str(obj.get("kind") or ""))
+    return (api_group(str(obj.get("apiVersion") or "")), str(obj.get("kind") or ""))
 
 
 def _validators() -> dict[tuple[str, str], Validator]:

@@ -23,6 +23,8 @@ from typing import Any
 
 import msgspec
 
+from kubesemantics.group_version import api_group as api_group
+from kubesemantics.group_version import api_version_valid as api_version_valid
 from kubesemantics.lenient_json import Condition as Condition
 from kubesemantics.lenient_json import as_int, as_map, as_str, conditions
 from kubesemantics.timestamps import parse_time
@@ -48,16 +50,6 @@ def format_time(value: datetime) -> str:
 def truncate(value: datetime) -> datetime:
     """Second precision in UTC, what a ``metav1.Time`` keeps."""
     return value.astimezone(UTC).replace(microsecond=0)
-
-
-def api_group(api_version: str) -> str:
-    """The group of ``group/version`` (``v1`` is the core group ``""``)."""
-    return api_version.split("/", 1)[0] if "/" in api_version else ""
-
-
-def api_version_valid(api_version: str) -> bool:
-    """``schema.ParseGroupVersion`` accepts ``""``, ``v`` and ``g/v``, nothing with two slashes."""
-    return api_version.count("/") <= 1
 
 
 class TargetRef(msgspec.Struct, frozen=True):
