@@ -110,7 +110,6 @@ class WebhookService:
                 cluster=self.settings.cluster,
                 settings=self.settings.settings_of(feature),
                 nc=self.nc,
-                registry=self.registry,
                 clock=self.wall_clock,
                 stream_drained=self._stream_drained,
                 nats_replicas=self.settings.nats_replicas,

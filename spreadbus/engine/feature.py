@@ -27,7 +27,7 @@ Signatures::
             validators={}, offline_plan=None)
     PlannerSide(rules, streams=())
     SideStream(stream, fold, reset)
-    WebhookSide: handlers, conversions, apply_message, progressed, start, stop, gauges, ready
+    WebhookSide: handlers, conversions, apply_message, progressed, start, stop, gauges
 """
 
 from __future__ import annotations
@@ -47,7 +47,6 @@ from spreadbus.projection.planning import Rule
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
-    from prometheus_client import CollectorRegistry
 
 FS = TypeVar("FS", bound=FeatureSettings, default=FeatureSettings)
 """A feature's settings model."""
@@ -86,7 +85,6 @@ class WebhookContext(Generic[FS]):
     cluster: str
     settings: FS
     nc: Client | None
-    registry: CollectorRegistry | None
     clock: Callable[[], float]
     stream_drained: Callable[[], bool]
     """Whether the observation follower has nothing pending: every fold holds the whole stream."""
@@ -107,10 +105,6 @@ class WebhookSide:
 
     def progressed(self) -> None:
         """The observation follower delivered messages or caught up."""
-
-    def ready(self) -> bool:
-        """Whether this side can decide; the webhook is ready only when every side is."""
-        return True
 
     def gauges(self) -> Mapping[str, tuple[str, Callable[[], float]]]:
         """Metric name -> (help, reader), read at scrape time."""
@@ -135,10 +129,9 @@ class UnreadableInput(ValueError):
 
 @dataclass(frozen=True, kw_only=True)
 class OfflineValidation:
-    """What the validating (and defaulting) webhook would answer for one object."""
+    """What the validating webhook would answer for one object."""
 
     errors: Sequence[FieldError]
-    defaulted: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -35,7 +35,7 @@ from spreadbus.features.workloadspread.admission import conversion
 from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
 from spreadbus.features.workloadspread.admission.reservation_ledger import reservation_store
-from spreadbus.features.workloadspread.admission.view import POD_KEY, SPREAD_KEY, View
+from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from spreadbus.features.workloadspread.offline import (
@@ -104,9 +104,6 @@ class SpreadWebhook(WebhookSide):
 
     def progressed(self) -> None:
         self.progress.notify()
-
-    def ready(self) -> bool:
-        return {POD_KEY, SPREAD_KEY} <= self.view.synced
 
     def gauges(self) -> Mapping[str, tuple[str, Callable[[], float]]]:
         admission = self.admission
