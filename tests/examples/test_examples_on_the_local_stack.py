@@ -10,8 +10,6 @@ skipped until then; the UnitedDeployment example applies, and waits for its cont
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,6 +28,7 @@ from tests.examples.manifests import (
     target_of,
 )
 from tests.workloadspread_e2e.stack import (
+    kubectl,
     live_pods,
     node_zones,
     running_stack,
@@ -41,7 +40,6 @@ from tests.workloadspread_e2e.stack import (
 )
 
 pytestmark = pytest.mark.e2e
-KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 SPREADS = EXAMPLES / "workloadspread"
 UNITED = EXAMPLES / "uniteddeployment"
 JSON = dict[str, Any]
@@ -55,12 +53,7 @@ class Cluster:
         self.kubeconfig = kubeconfig
 
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            [KUBECTL, f"--kubeconfig={self.kubeconfig}", *args],
-            input=stdin, capture_output=True, text=True, timeout=120, check=False,
-        )
-        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr or done.stdout}"
-        return done.stdout
+        return kubectl(self.kubeconfig, *args, stdin=stdin)
 
     def serves(self, group: str, resource: str) -> bool:
         listed = self.kubectl("api-resources", f"--api-group={group}", "-o", "name")

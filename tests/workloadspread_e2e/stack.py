@@ -11,6 +11,8 @@ hundred deletion costs to).
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
@@ -66,6 +68,19 @@ def running_stack(
             yield stack, api
     finally:
         stack.stop()
+
+
+KUBECTL = str(Path(sys.executable).with_name("kubectl"))
+
+
+def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    """kubectl's output; a failure fails the test with kubectl's own message."""
+    done = subprocess.run(
+        [KUBECTL, f"--kubeconfig={kubeconfig}", *args],
+        input=stdin, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr or done.stdout}"
+    return done.stdout
 
 
 def wait_for(what: str, check: Callable[[], T | None], timeout: float,

@@ -11,8 +11,6 @@ wrote, not spreadbus deleting anything.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,7 @@ from kubernetes import client
 from tests.examples.manifests import EXAMPLES, objects, target_of
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
+    kubectl,
     live_pods,
     node_zones,
     running_stack,
@@ -35,7 +34,6 @@ from tests.workloadspread_e2e.stack import (
 )
 
 pytestmark = pytest.mark.e2e
-KUBECTL = str(Path(sys.executable).with_name("kubectl"))
 EXAMPLE = EXAMPLES / "workloadspread" / "elastic-cloneset.yaml"
 TARGET = target_of(EXAMPLE)
 
@@ -48,12 +46,7 @@ class Stack:
         self.kubeconfig = kubeconfig
 
     def kubectl(self, *args: str, stdin: str | None = None) -> str:
-        done = subprocess.run(
-            [KUBECTL, f"--kubeconfig={self.kubeconfig}", *args],
-            input=stdin, capture_output=True, text=True, timeout=120, check=False,
-        )
-        assert done.returncode == 0, f"kubectl {' '.join(args)}: {done.stderr or done.stdout}"
-        return done.stdout
+        return kubectl(self.kubeconfig, *args, stdin=stdin)
 
     def pods(self) -> list[Any]:
         return live_pods(self.api, TARGET.namespace, TARGET.app)
