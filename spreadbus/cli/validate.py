@@ -1,11 +1,13 @@
 """``spreadbus validate -f FILE [--old FILE]``: a validating webhook's answer, offline.
 
-The first object in FILE of a kind a registered feature validates (WorkloadSpread, ...) is
+The first object in FILE of a kind a registered feature validates (WorkloadSpread, ...) goes
+through that kind's defaulting webhook (WorkloadSpread has none: the object is unchanged), then is
 validated as a CREATE (or as an UPDATE from the first object of the same kind in ``--old``)
 against every other object in FILE, which the feature reads as context (for WorkloadSpread: other
 WorkloadSpreads for targetRef conflicts, the target workload for patch checks, and a
 ``kruise-configuration`` ConfigMap for the custom workload whitelist). Exit 0 when allowed, 1 when
-denied, 2 when the input cannot be read.
+denied, 2 when the input cannot be read. ``-o json`` prints ``{"allowed", "errors": [{"field",
+"type", "message"}], "defaulted"}``, ``defaulted`` whether or not the object is allowed.
 """
 
 from __future__ import annotations
@@ -62,7 +64,9 @@ def run(args: argparse.Namespace) -> int:
     errors = answer.errors
     allowed = not errors
     if args.output == "json":
-        print(json.dumps({"allowed": allowed, "errors": [e.to_dict() for e in errors]}))
+        defaulted = obj if answer.defaulted is None else answer.defaulted
+        print(json.dumps({"allowed": allowed, "errors": [e.to_dict() for e in errors],
+                          "defaulted": defaulted}))
     elif allowed:
         print("allowed")
     else:

@@ -129,9 +129,11 @@ class UnreadableInput(ValueError):
 
 @dataclass(frozen=True, kw_only=True)
 class OfflineValidation:
-    """What the validating webhook would answer for one object."""
+    """What the defaulting and validating webhooks would answer for one object."""
 
     errors: Sequence[FieldError]
+    defaulted: Mapping[str, Any] | None = None
+    """The object after the kind's defaulting webhook; ``None``: it has none (unchanged)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -82,7 +82,8 @@ def test_validate_allows_the_elastic_example(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(tmp_path / "in.yaml", elastic(), cloneset(10))
-    assert run_json(capsys, "validate", "-f", path) == (0, {"allowed": True, "errors": []})
+    assert run_json(capsys, "validate", "-f", path) == (
+        0, {"allowed": True, "errors": [], "defaulted": elastic()})
 
 
 def test_validate_denies_with_every_error(
@@ -95,6 +96,7 @@ def test_validate_denies_with_every_error(
     assert code == 1
     assert body == {
         "allowed": False,
+        "defaulted": bad,
         "errors": [
             {
                 "field": "spec.subsets[1].maxReplicas",
@@ -375,6 +377,7 @@ def test_the_installed_command_runs_as_a_process(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert json.loads(result.stdout) == {
         "allowed": False,
+        "defaulted": workloadspread(subset("a", "0.2%")),
         "errors": [
             {
                 "field": "spec.subsets[0].maxReplicas",
@@ -406,7 +409,8 @@ def test_validate_reads_the_custom_workload_whitelist_from_the_configmap(
     ws = workloadspread(subset("a"), kind="Rollout", api_version="argoproj.io/v1alpha1")
     configmap = whitelist_configmap({WHITELIST_KEY: ROLLOUT_WHITELIST})
     listed = write(tmp_path / "in.yaml", ws, configmap)
-    assert run_json(capsys, "validate", "-f", listed) == (0, {"allowed": True, "errors": []})
+    assert run_json(capsys, "validate", "-f", listed) == (
+        0, {"allowed": True, "errors": [], "defaulted": ws})
     unlisted = write(tmp_path / "bare.yaml", ws)
     code, body = run_json(capsys, "validate", "-f", unlisted)
     assert code == 1
