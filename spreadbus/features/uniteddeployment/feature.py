@@ -1,0 +1,28 @@
+"""UnitedDeployment as a feature: what the watcher, planner, actuator, webhook and CLI run of it.
+
+The planner reconciles every UnitedDeployment into one workload per subset (created, updated and
+deleted by plans), its ControllerRevisions, its pods' reservation labels and its status; the
+webhook defaults and validates UnitedDeployments as Kruise's webhooks do.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from spreadbus.engine.feature import Feature
+
+NAME: Final = "uniteddeployment"
+
+FEATURE: Final = Feature(
+    name=NAME,
+    watches=(
+        "v1/pods",
+        "apps/v1/deployments",
+        "apps/v1/replicasets",
+        "apps/v1/statefulsets",
+        "apps/v1/controllerrevisions",
+        "apps.kruise.io/v1alpha1/clonesets",
+        "apps.kruise.io/v1beta1/statefulsets",
+        "apps.kruise.io/v1alpha1/uniteddeployments",
+    ),
+)
