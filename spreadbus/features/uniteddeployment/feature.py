@@ -10,11 +10,21 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature
+from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
 
 NAME: Final = "uniteddeployment"
 
+_WORKLOAD_RESOURCES: Final = (
+    ("apps", "statefulsets"),
+    ("apps", "deployments"),
+    ("apps.kruise.io", "statefulsets"),
+    ("apps.kruise.io", "clonesets"),
+    ("apps", "controllerrevisions"),
+)
+
 FEATURE: Final = Feature(
     name=NAME,
+    settings=UnitedDeploymentSettings,
     watches=(
         "v1/pods",
         "apps/v1/deployments",
@@ -24,5 +34,12 @@ FEATURE: Final = Feature(
         "apps.kruise.io/v1alpha1/clonesets",
         "apps.kruise.io/v1beta1/statefulsets",
         "apps.kruise.io/v1alpha1/uniteddeployments",
+    ),
+    plan_targets=(
+        *((verb, group, resource) for group, resource in _WORKLOAD_RESOURCES
+          for verb in ("create", "patch", "delete")),  # subset workloads and revisions
+        ("patch", "", "pods"),  # reservation labels
+        ("patch_status", "apps.kruise.io", "uniteddeployments"),  # status
+        ("patch", "apps.kruise.io", "uniteddeployments"),  # rebalance handled
     ),
 )
