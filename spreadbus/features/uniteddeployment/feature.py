@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from typing import Final
 
-from spreadbus.engine.feature import Feature
+from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
+from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
 from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
 
 NAME: Final = "uniteddeployment"
+
+
+async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> PlannerSide:
+    rule = UnitedDeploymentRule(
+        ctx.cluster, reconcile=reconcile,
+        min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
+    )
+    return PlannerSide(rules=[rule])
 
 _WORKLOAD_RESOURCES: Final = (
     ("apps", "statefulsets"),
@@ -35,6 +45,7 @@ FEATURE: Final = Feature(
         "apps.kruise.io/v1beta1/statefulsets",
         "apps.kruise.io/v1alpha1/uniteddeployments",
     ),
+    planner=planner_side,
     plan_targets=(
         *((verb, group, resource) for group, resource in _WORKLOAD_RESOURCES
           for verb in ("create", "patch", "delete")),  # subset workloads and revisions
