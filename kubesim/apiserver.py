@@ -22,6 +22,7 @@ and splitting it would spread one request's life over several files.
 from __future__ import annotations
 
 import contextlib
+import copy
 import logging
 import re
 import secrets
@@ -739,6 +740,8 @@ class ApiServer:
             (old,) = await self.converted(rt, [old])
         with decoding(rt):
             merged = self._merge_update(rt, old, new, subresource)
+            if not subresource:
+                merged = self._default_workload_update(rt, merged)
             if rt.kind == "HorizontalPodAutoscaler" and subresource != "status":
                 horizontalpodautoscaler.default(merged)
             if rt.kind == "Pod" and subresource != "status":
@@ -802,6 +805,21 @@ class ApiServer:
             self.serve_crd(merged)
         self.after_write(ev)
         return self.versioned(rt, merged)
+
+    @staticmethod
+    def _default_workload_update(rt: ResourceType, obj: JsonObject) -> JsonObject:
+        """A workload written by PUT or PATCH is defaulted as a created one is (upstream decodes
+        every request body with defaulting): a field a patch removed comes back defaulted
+        instead of reading as a forbidden change."""
+        advanced = rt.custom and rt.schema is None and is_advanced_statefulset(rt)
+        if not advanced and (rt.custom or rt.kind not in _WORKLOADS):
+            return obj
+        obj = {**obj, "spec": copy.deepcopy(obj.get("spec", {}))}
+        if advanced:
+            default_advanced_statefulset(obj)
+        else:
+            kinds.default_workload(rt.kind, obj)
+        return obj
 
     def _grace_pending(self, rt: ResourceType, obj: JsonObject) -> bool:
         return rt.kind == "Pod" and int(obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0

@@ -98,3 +98,18 @@ def test_the_toleration_flag_reaches_the_api_server(tmp_path: Path) -> None:
                 {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}},
             )
     assert {t.toleration_seconds for t in created.spec.tolerations} == {7}
+
+
+def test_a_patch_removing_a_defaulted_statefulset_field_gets_the_default_back(
+    apps: client.AppsV1Api,
+) -> None:
+    """Upstream decodes a patched object with defaulting: a controller that writes its rendered
+    spec as a merge patch (nulls for what it does not render) changes nothing it did not mean."""
+    apps.create_namespaced_stateful_set("default", workload("StatefulSet", "rendered"))
+    patched = apps.patch_namespaced_stateful_set(
+        "rendered", "default",
+        {"spec": {"replicas": 2, "podManagementPolicy": None, "revisionHistoryLimit": None}},
+    )
+    assert patched.spec.replicas == 2
+    assert patched.spec.pod_management_policy == "OrderedReady"
+    assert patched.spec.revision_history_limit == 10
