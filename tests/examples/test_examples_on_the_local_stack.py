@@ -4,7 +4,7 @@ One stack per module on kubesim's ``seed-examples`` topology, files applied with
 user would: unchanged, or, for the examples written for hundreds of pods, with their replicas and
 maxReplicas scaled down; each test deletes its example again, since several share names (as the
 documents they come from do). The CloneSet examples run once kubesim serves CloneSets and are
-skipped until then; the UnitedDeployment example applies, and waits for its controller.
+skipped until then; the UnitedDeployment examples run their subset workloads' pods where they say.
 """
 
 from __future__ import annotations
@@ -299,11 +299,6 @@ def without_nulls(value: Any) -> Any:
     return value
 
 
-UNITED_CONTROLLER = pytest.mark.skip(
-    reason="needs the UnitedDeployment controller: nothing creates its subsets' workloads yet"
-)
-
-
 def pods_by_node_label(cluster: Cluster, target: Target, key: str, count: int) -> Counter[str]:
     """Once ``count`` of the target's pods run: how many run on each value of node label key."""
     core: Any = client.CoreV1Api(cluster.api)
@@ -313,7 +308,6 @@ def pods_by_node_label(cluster: Cluster, target: Target, key: str, count: int) -
     )
 
 
-@UNITED_CONTROLLER
 def test_the_uniteddeployment_sample_runs_1_3_and_2_pods_in_the_three_zones(
     cluster: Cluster,
 ) -> None:
@@ -325,7 +319,6 @@ def test_the_uniteddeployment_sample_runs_1_3_and_2_pods_in_the_three_zones(
         }
 
 
-@UNITED_CONTROLLER
 def test_the_uniteddeployment_max_replicas_example_puts_4_on_regular_nodes_and_1_elastic(
     cluster: Cluster,
 ) -> None:
@@ -339,7 +332,6 @@ def test_the_uniteddeployment_max_replicas_example_puts_4_on_regular_nodes_and_1
         }
 
 
-@UNITED_CONTROLLER
 def test_the_uniteddeployment_adaptive_example_fills_the_regular_pool_then_the_elastic_one(
     cluster: Cluster,
 ) -> None:
@@ -351,7 +343,6 @@ def test_the_uniteddeployment_adaptive_example_fills_the_regular_pool_then_the_e
         }
 
 
-@UNITED_CONTROLLER
 def test_the_uniteddeployment_patch_example_gives_each_subset_its_limits_and_env(
     cluster: Cluster,
 ) -> None:
