@@ -1,5 +1,8 @@
 """``spreadbus demo``: the elastic WorkloadSpread example, live, on the local stack.
 
+``--example uniteddeployment`` runs the elastic UnitedDeployment example instead
+(:mod:`spreadbus.cli.demo_uniteddeployment`); what follows describes the WorkloadSpread one.
+
 A fixed pool (zone ``ack``) takes at most ``--fixed-max`` pods and an elastic pool of virtual
 nodes (zone ``eci``, tainted) takes the rest (the elastic deployment example of WorkloadSpread). The
 demo brings up the stack on the ``elastic`` topology (or uses one already running with
@@ -33,6 +36,10 @@ NAMESPACE = "demo"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--example", choices=("workloadspread", "uniteddeployment"), default="workloadspread",
+        help="which elastic example to run",
+    )
     parser.add_argument(
         "--data-dir", type=Path, default=Path(".spreadbus/demo"), help="state of the demo's stack"
     )
@@ -255,7 +262,12 @@ def run(args: argparse.Namespace) -> int:
             stack = Stack(data_dir=data_dir, cluster="local", kubesim_args=["--topology=elastic"])
             stack.start(180.0)
             kubeconfig = data_dir / "kubeconfig"
-        final = demo(kubeconfig, args, console)
+        if args.example == "uniteddeployment":
+            from spreadbus.cli import demo_uniteddeployment
+
+            final = demo_uniteddeployment.demo(kubeconfig, args, console)
+        else:
+            final = demo(kubeconfig, args, console)
     except StackError as exc:
         say(str(exc))
         return 1

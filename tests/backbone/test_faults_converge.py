@@ -1,7 +1,9 @@
 """Crashes converge: kill -9 of planner, actuator and watcher at random moments during 500
-Deployment changes, and one nats-server restart, end in the same state as a run without faults
-driven by the same changes, with one outcome per plan, no change applied twice and no older
-generation ever written over a newer one.
+changes (Deployments scaled, and a CloneSet-template UnitedDeployment scaled now and then), and
+one nats-server restart, end in the same state as a run without faults driven by the same
+changes, with one outcome per plan, no change applied twice, no older generation ever written over
+a newer one, and exactly one workload per UnitedDeployment subset (a create decided again after a
+crash finds the workload the first one made).
 
 The faults come from a background thread on a seeded schedule
 (:class:`~tests.fixtures.fault_injection.FaultInjector`; the seed is printed, and
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from events.messages import Observation, Outcome, Plan
@@ -39,8 +42,15 @@ from tests.fixtures.polling import wait_until
 DEPLOYMENTS = 20
 CHANGES = 500
 FAULTS = 12
+UD = "ud"
+UD_SCALE_EVERY = 20
+"""About one change in this many scales the UnitedDeployment instead of a Deployment."""
+UD_CRD = Path(__file__).parents[2] / "deploy" / "crds" / "apps.kruise.io_uniteddeployments.yaml"
+UD_RESOURCES = ("apps/v1/deployments,v1/pods,apps/v1/replicasets,apps/v1/statefulsets,"
+                "apps/v1/controllerrevisions,apps.kruise.io/v1alpha1/clonesets,"
+                "apps.kruise.io/v1beta1/statefulsets,apps.kruise.io/v1alpha1/uniteddeployments")
 Change = tuple[str, int]
-FinalState = dict[str, tuple[int, int, str | None]]
+FinalState = dict[str, Any]
 
 
 def body(name: str) -> dict[str, Any]:
@@ -54,24 +64,58 @@ def body(name: str) -> dict[str, Any]:
     }
 
 
+def united_deployment() -> dict[str, Any]:
+    """Three CloneSet subsets: 2 fixed, 50%, and the rest."""
+    labels = {"app": UD}
+    subsets = [{"name": "a", "replicas": 2}, {"name": "b", "replicas": "50%"}, {"name": "c"}]
+    return {
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": UD, "namespace": "default"},
+        "spec": {"replicas": 4, "revisionHistoryLimit": 10, "selector": {"matchLabels": labels},
+                 "template": {"cloneSetTemplate": {"metadata": {"labels": labels}, "spec": {
+                     "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {
+                         "containers": [{"name": "app", "image": "img:1"}]}}}}},
+                 "topology": {"subsets": subsets}},
+    }
+
+
 def change_sequence(rng: random.Random) -> list[Change]:
-    return [(f"d{rng.randrange(DEPLOYMENTS)}", rng.randrange(1, 6))
+    return [(UD, rng.randrange(2, 12)) if rng.randrange(UD_SCALE_EVERY) == 0
+            else (f"d{rng.randrange(DEPLOYMENTS)}", rng.randrange(1, 6))
             for _ in range(CHANGES - DEPLOYMENTS)]
 
 
-def final_state(apps: Any) -> FinalState:
-    """name -> (spec.replicas, generation, annotation) of every Deployment."""
-    return {
+def final_state(apps: Any, custom: Any) -> FinalState:
+    """name -> (spec.replicas, generation, annotation) of every Deployment; for the UD, its
+    spec.replicas, status, and each subset's workloads' spec.replicas (names are per run)."""
+    state: FinalState = {
         d.metadata.name: (d.spec.replicas, d.metadata.generation,
                           (d.metadata.annotations or {}).get(ANNOTATION))
         for d in apps.list_namespaced_deployment("default").items
     }
+    ud = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", "default",
+                                             "uniteddeployments", UD)
+    workloads: dict[str, list[int]] = collections.defaultdict(list)
+    for cloneset in custom.list_namespaced_custom_object(
+            "apps.kruise.io", "v1alpha1", "default", "clonesets")["items"]:
+        subset = cloneset["metadata"]["labels"]["apps.kruise.io/subset-name"]
+        workloads[subset].append(cloneset["spec"]["replicas"])
+    status = ud.get("status") or {}
+    state[UD] = (ud["spec"]["replicas"], ud["metadata"]["generation"],
+                 {k: status.get(k) for k in ("observedGeneration", "subsetReplicas",
+                                             "updateStatus", "currentRevision")},
+                 dict(sorted(workloads.items())))
+    return state
 
 
 def converged(state: FinalState) -> bool:
-    return len(state) == DEPLOYMENTS and all(
-        annotation == str(generation) for _, generation, annotation in state.values()
-    )
+    replicas, generation, status, workloads = state[UD]
+    return len(state) == DEPLOYMENTS + 1 and all(
+        annotation == str(generation) for name, (_, generation, annotation) in state.items()
+        if name != UD
+    ) and status["observedGeneration"] == generation and sum(
+        sum(w) for w in workloads.values()) == replicas
 
 
 def run_changes(
@@ -84,9 +128,12 @@ def run_changes(
     kubeconfig = kubesim.write_kubeconfig(work / "kubeconfig")
     api = kube_api_client(str(kubeconfig))
     apps: Any = client.AppsV1Api(api)
+    custom: Any = client.CustomObjectsApi(api)
+    client.ApiextensionsV1Api(api).create_custom_resource_definition(
+        yaml.safe_load(UD_CRD.read_text()))
     injector: FaultInjector | None = None
     with KubeRecorder(nats_server.url) as recorder, \
-            stack(nats_server.url, kubeconfig, work, resources="apps/v1/deployments") as services:
+            stack(nats_server.url, kubeconfig, work, resources=UD_RESOURCES) as services:
         common = ["--nats-url", nats_server.url, "--cluster", "e2e",
                   "--kubeconfig", str(kubeconfig), "--feature-plugins", GENERATION_PLUGIN]
         extra = [
@@ -103,14 +150,21 @@ def run_changes(
                 injector.start()
             for i in range(DEPLOYMENTS):
                 apps.create_namespaced_deployment("default", body(f"d{i}"))
+            custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", "default",
+                                                   "uniteddeployments", united_deployment())
             for name, replicas in changes:
-                apps.patch_namespaced_deployment(name, "default", {"spec": {"replicas": replicas}})
+                scale = {"spec": {"replicas": replicas}}
+                if name == UD:
+                    custom.patch_namespaced_custom_object(
+                        "apps.kruise.io", "v1alpha1", "default", "uniteddeployments", UD, scale)
+                else:
+                    apps.patch_namespaced_deployment(name, "default", scale)
             if injector is not None:
                 injector.finish()  # faults may still come while the pipe works off its backlog
             changes_done = time.monotonic()
 
             def converged_state() -> FinalState | None:
-                state = final_state(apps)
+                state = final_state(apps, custom)
                 return state if converged(state) else None
 
             try:
@@ -174,6 +228,9 @@ def test_kills_at_random_moments_and_a_nats_restart_end_as_a_run_without_faults(
     print(f"faults injected: {collections.Counter(faults)}")
     assert len(faults) == FAULTS
     assert state == calm
+    _, _, _, workloads = state[UD]
+    assert sorted(workloads) == ["a", "b", "c"]
+    assert all(len(replicas) == 1 for replicas in workloads.values()), "one workload a subset"
 
     assert all(isinstance(p, Plan) for p in plans)
     assert all(isinstance(o, Outcome) for o in outcomes)
@@ -182,14 +239,22 @@ def test_kills_at_random_moments_and_a_nats_restart_end_as_a_run_without_faults(
     assert max(per_plan.values()) == 1
     assert len({p.id for p in plans}) == len(plans)  # no plan published twice
     by_id = {p.id: p for p in plans}
+    generation_plans = [p for p in plans if p.rule == "observed-generation"]
     applied = collections.Counter(
         (plan.target.name, written_value(plan.patch))
         for plan in (by_id[o.plan_id] for o in outcomes if o.result == "applied")
+        if plan.rule == "observed-generation"
     )
     assert max(applied.values()) == 1  # no change applied twice
+    created = collections.Counter(
+        plan.target.name for plan in (by_id[o.plan_id] for o in outcomes if o.result == "applied")
+        if plan.verb == "create"
+    )
+    assert len(created) == 3, "the three subset workloads"
+    assert max(created.values()) == 1, "each subset workload created once"
     # No older generation is ever written: every plan writes only the generation it tests,
     # and, in resourceVersion order, no Deployment's annotation ever goes back.
-    for plan in plans:
+    for plan in generation_plans:
         assert plan.patch[0] == {"op": "test", "path": "/metadata/generation",
                                  "value": int(written_value(plan.patch) or -1)}
     for name, seen in annotations_seen(kube).items():

@@ -59,3 +59,20 @@ def test_the_elastic_demo_fills_the_fixed_pool_first_and_scales_back_in(
     # 9 -> 5 removes four pods: the three elastic ones (lower deletion cost) go first, then one
     # from the fixed pool.
     assert final == {"ACK": 5}, "scale-in removes the elastic pods first"
+
+
+@pytest.mark.timeout(RUN_SECONDS + 15)
+def test_the_uniteddeployment_demo_fills_in_subset_order_and_drains_in_reverse(
+    tmp_path: Path,
+) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "spreadbus", "demo", "--example", "uniteddeployment",
+         "--data-dir", str(tmp_path / "demo"), "--fixed-max", "4", "--scale-out", "7",
+         "--scale-in", "3", "--phase-timeout", str(PHASE_SECONDS)],
+        capture_output=True, text=True, timeout=RUN_SECONDS, cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    (grown,) = [line["split"] for line in lines if line.get("phase") == "scale-out"]
+    assert grown == {"normal-nodes": 4, "elastic-nodes": 3}, "normal first, the rest elastic"
+    assert lines[-1]["final"] == {"normal-nodes": 3}, "the elastic subset drains first"
