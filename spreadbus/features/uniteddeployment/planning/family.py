@@ -91,6 +91,7 @@ class FamilyIndex:
         }
         self.rkey_of: dict[tuple[str, str], str] = {gk: rk for rk, gk in self.rkeys.items()}
         self.rk_uds = self.rkey_of[UD_KIND]
+        self.rk_pods = self.rkey_of[("", "Pod")]
         self.parent: dict[Node, Node] = {}
         self.children: dict[Node, set[Node]] = {}
 

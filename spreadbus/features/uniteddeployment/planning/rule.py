@@ -50,8 +50,9 @@ from spreadbus.features.uniteddeployment.planning.family import (
     FamilyIndex,
     Node,
 )
+from spreadbus.features.uniteddeployment.planning.pod_summary import summary
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
-from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.kube_state import KubeProjection, object_key
 from spreadbus.projection.planning import Desired
 
 Key = tuple[str, str]
@@ -115,6 +116,8 @@ class UnitedDeploymentRule:
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
         self._planned_at: dict[str, float] = {}
+        self._pods: dict[Node, tuple[int, dict[str, Any]]] = {}
+        """Each followed pod's summary (:mod:`.pod_summary`), by the stream position it is of."""
 
     # -- the planner's time seam ------------------------------------------------------------------
 
@@ -149,7 +152,13 @@ class UnitedDeploymentRule:
         for rkey, okey in changed:
             if rkey == index.rk_uds:
                 affected.add(okey)
-            affected |= index.index(view, rkey, okey)
+            above = index.index(view, rkey, okey)
+            if rkey == index.rk_pods:
+                node = index.node(rkey, okey)
+                if node is not None and (view.stored(rkey, okey) is None
+                                         or not index.uds_above(node)):
+                    self._pods.pop(node, None)  # gone, or no longer any UD's
+            affected |= above
         out: list[Desired] = []
         for okey in sorted(affected):
             last = self._planned_at.get(okey)
@@ -177,13 +186,16 @@ class UnitedDeploymentRule:
         pods: list[dict[str, Any]] = []
         revisions: list[dict[str, Any]] = []
         for member in sorted(index.family(node)):
+            kind = (member[0], member[1])
+            if kind == ("", "Pod"):
+                pod = self._pod(view, member)
+                if pod is not None:
+                    pods.append(pod)
+                continue
             obj = index.decode(view, member)
             if obj is None:
                 continue
-            kind = (member[0], member[1])
-            if kind == ("", "Pod"):
-                pods.append(obj)
-            elif kind == ("apps", "ControllerRevision"):
+            if kind == ("apps", "ControllerRevision"):
                 revisions.append(obj)
             else:
                 workloads.append(obj)
@@ -192,6 +204,18 @@ class UnitedDeploymentRule:
         requeue = answer.requeue_at
         self._schedule(okey, requeue.timestamp() if requeue is not None else None)
         return self.writes(view, ud, node, answer)
+
+    def _pod(self, view: KubeProjection, node: Node) -> dict[str, Any] | None:
+        stored = view.stored(self.index.rk_pods, object_key(node[2], node[3]))
+        if stored is None:
+            self._pods.pop(node, None)
+            return None
+        cached = self._pods.get(node)
+        if cached is not None and cached[0] == stored.seq:
+            return cached[1]
+        pod = summary(stored.raw)
+        self._pods[node] = (stored.seq, pod)
+        return pod
 
     def writes(self, view: KubeProjection, ud: Mapping[str, Any], node: Node,
                answer: Reconciliation) -> list[Desired]:
