@@ -361,3 +361,21 @@ def test_the_rendered_workload_is_not_changed_by_planning() -> None:
     (create,) = world.round()
     plans_for(world.rule, world.view, DecisionLog(), [create], cluster="c1", now=T0)
     assert rendered == kept
+
+
+def test_pods_seen_before_their_workload_join_the_ud_when_the_workload_does() -> None:
+    world = World()
+    world.put(obj("UnitedDeployment", "ud"))
+    world.round()
+    world.put(obj("Pod", "early-0", owned_by("CloneSet", "late", "apps.kruise.io/v1alpha1")))
+    world.round(T0 + 1)
+    assert world.reconcile.calls[-1]["pods"] == []
+    world.put(obj("CloneSet", "late", UD_OWNER))
+    world.round(T0 + 2)
+    assert world.reconcile.calls[-1]["pods"] == ["early-0"]
+    world.put(obj("Pod", "early-1", owned_by("CloneSet", "late", "apps.kruise.io/v1alpha1")))
+    world.round(T0 + 3)
+    assert world.reconcile.calls[-1]["pods"] == ["early-0", "early-1"]
+    world.put(obj("CloneSet", "late", UD_OWNER), event="DELETED")
+    world.round(T0 + 4)
+    assert world.reconcile.calls[-1]["pods"] == []

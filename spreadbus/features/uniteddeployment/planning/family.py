@@ -92,6 +92,8 @@ class FamilyIndex:
         self.rkey_of: dict[tuple[str, str], str] = {gk: rk for rk, gk in self.rkeys.items()}
         self.rk_uds = self.rkey_of[UD_KIND]
         self.rk_pods = self.rkey_of[("", "Pod")]
+        self.relinked = False
+        """Whether the last :meth:`index` changed the object's owner link."""
         self.parent: dict[Node, Node] = {}
         self.children: dict[Node, set[Node]] = {}
 
@@ -106,15 +108,18 @@ class FamilyIndex:
     def ud_key(self, node: Node) -> str:
         return object_key(node[2], node[3])
 
-    def index(self, view: KubeProjection, rkey: str, okey: str) -> set[str]:
-        """Relink one changed object; the object keys of the UDs it hung under before and now."""
+    def index(self, view: KubeProjection, rkey: str, okey: str) -> tuple[set[str], set[str]]:
+        """Relink one changed object: the object keys of the UDs it hung under before, and of
+        those it hangs under now."""
         node = self.node(rkey, okey)
+        self.relinked = False
         if node is None:
-            return set()
-        affected = self.uds_above(node)
+            return set(), set()
+        before = self.uds_above(node)
         stored = view.stored(rkey, okey)
         owner = None if stored is None else _controller(stored.raw, node[2])
         old = self.parent.get(node)
+        self.relinked = old != owner
         if old != owner:
             if old is not None:
                 siblings = self.children.get(old)
@@ -127,7 +132,7 @@ class FamilyIndex:
             else:
                 self.parent[node] = owner
                 self.children.setdefault(owner, set()).add(node)
-        return affected | self.uds_above(node)
+        return before, self.uds_above(node)
 
     def uds_above(self, node: Node) -> set[str]:
         current: Node | None = node
@@ -139,14 +144,17 @@ class FamilyIndex:
                 return {self.ud_key(current)}
         return set()
 
-    def family(self, ud: Node) -> Iterator[Node]:
-        """Every object below ``ud``: workloads, their ReplicaSets, pods, revisions."""
+    def family(self, ud: Node, *, pods: bool = True) -> Iterator[Node]:
+        """Every object below ``ud``: workloads, their ReplicaSets, revisions and (unless
+        ``pods`` is false) pods."""
         stack = [ud]
         depth = {ud: 0}
         while stack:
             current = stack.pop()
             for child in self.children.get(current, ()):
                 if child in depth or depth[current] >= MAX_CHAIN - 1:
+                    continue
+                if not pods and child[1] == "Pod" and child[0] == "":
                     continue
                 depth[child] = depth[current] + 1
                 yield child

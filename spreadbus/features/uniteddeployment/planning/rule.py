@@ -116,8 +116,11 @@ class UnitedDeploymentRule:
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
         self._planned_at: dict[str, float] = {}
-        self._pods: dict[Node, tuple[int, dict[str, Any]]] = {}
-        """Each followed pod's summary (:mod:`.pod_summary`), by the stream position it is of."""
+        self._pods: dict[str, dict[Node, tuple[int, dict[str, Any]]]] = {}
+        """UD -> its pods' summaries (:mod:`.pod_summary`) with the stream position of each,
+        kept from the changed pods alone; rebuilt from the family (reusing the summaries that
+        are still current) when an owner link above the pods changed (:attr:`_relinked`)."""
+        self._relinked: set[str] = set()
 
     # -- the planner's time seam ------------------------------------------------------------------
 
@@ -152,13 +155,13 @@ class UnitedDeploymentRule:
         for rkey, okey in changed:
             if rkey == index.rk_uds:
                 affected.add(okey)
-            above = index.index(view, rkey, okey)
+            before, after = index.index(view, rkey, okey)
+            affected |= before | after
             if rkey == index.rk_pods:
-                node = index.node(rkey, okey)
-                if node is not None and (view.stored(rkey, okey) is None
-                                         or not index.uds_above(node)):
-                    self._pods.pop(node, None)  # gone, or no longer any UD's
-            affected |= above
+                self._pod_changed(view, rkey, okey, before, after)
+            elif index.relinked:
+                # A workload or ReplicaSet came, went or moved: its pods move with it.
+                self._relinked |= before | after
         out: list[Desired] = []
         for okey in sorted(affected):
             last = self._planned_at.get(okey)
@@ -177,21 +180,18 @@ class UnitedDeploymentRule:
         ud = view.decoded(index.rk_uds, okey)
         if ud is None or (ud.get("metadata") or {}).get("deletionTimestamp"):
             self._schedule(okey, None)
+            self._pods.pop(okey, None)
             if ud is None:
                 self._planned_at.pop(okey, None)
             return []
         node = index.node(index.rk_uds, okey)
         assert node is not None
         workloads: list[dict[str, Any]] = []
-        pods: list[dict[str, Any]] = []
         revisions: list[dict[str, Any]] = []
-        for member in sorted(index.family(node)):
+        members = self._members(view, okey, node)
+        pods = [pod for _, pod in members.values()]
+        for member in sorted(index.family(node, pods=False)):
             kind = (member[0], member[1])
-            if kind == ("", "Pod"):
-                pod = self._pod(view, member)
-                if pod is not None:
-                    pods.append(pod)
-                continue
             obj = index.decode(view, member)
             if obj is None:
                 continue
@@ -205,17 +205,44 @@ class UnitedDeploymentRule:
         self._schedule(okey, requeue.timestamp() if requeue is not None else None)
         return self.writes(view, ud, node, answer)
 
-    def _pod(self, view: KubeProjection, node: Node) -> dict[str, Any] | None:
-        stored = view.stored(self.index.rk_pods, object_key(node[2], node[3]))
-        if stored is None:
-            self._pods.pop(node, None)
-            return None
-        cached = self._pods.get(node)
-        if cached is not None and cached[0] == stored.seq:
-            return cached[1]
-        pod = summary(stored.raw)
-        self._pods[node] = (stored.seq, pod)
-        return pod
+    def _pod_changed(self, view: KubeProjection, rkey: str, okey: str, before: set[str],
+                     after: set[str]) -> None:
+        node = self.index.node(rkey, okey)
+        assert node is not None
+        for ud in before - after:
+            self._pods.get(ud, {}).pop(node, None)
+        stored = view.stored(rkey, okey)
+        for ud in after:
+            members = self._pods.get(ud)
+            if members is None:
+                continue  # built whole when the UD is planned
+            if stored is None:
+                members.pop(node, None)
+            else:
+                members[node] = (stored.seq, summary(stored.raw))
+
+    def _members(self, view: KubeProjection, okey: str,
+                 node: Node) -> dict[Node, tuple[int, dict[str, Any]]]:
+        """The UD's pods, kept up to date; built from its family when first needed or when an
+        owner link above its pods changed."""
+        members = self._pods.get(okey)
+        if members is not None and okey not in self._relinked:
+            return members
+        self._relinked.discard(okey)
+        old = members or {}
+        members = {}
+        rk_pods = self.index.rk_pods
+        for member in self.index.family(node):
+            if member[1] != "Pod" or member[0] != "":
+                continue
+            stored = view.stored(rk_pods, object_key(member[2], member[3]))
+            if stored is None:
+                continue
+            kept = old.get(member)
+            members[member] = (kept if kept is not None and kept[0] == stored.seq
+                               else (stored.seq, summary(stored.raw)))
+        self._pods[okey] = members
+        return members
 
     def writes(self, view: KubeProjection, ud: Mapping[str, Any], node: Node,
                answer: Reconciliation) -> list[Desired]:
