@@ -36,7 +36,7 @@ def rounds(pods: int, count: int) -> tuple[float, float, float]:
     members: list[dict[str, Any]] = []
     for subset, replicas in zip(SUBSETS, per_subset, strict=True):
         feed.put(cloneset(ud, subset, replicas, revision))
-        for i in range(replicas):
+        for _ in range(replicas):
             pod = realistic_pod("ud", subset, len(members), revision)
             members.append(pod)
             feed.put(pod)

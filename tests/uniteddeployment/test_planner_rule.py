@@ -89,7 +89,8 @@ class World:
                                          min_interval_seconds=0.0)
         self.seq = 0
 
-    def put(self, obj: dict[str, Any], event: str = "MODIFIED") -> dict[str, Any]:
+    def put(self, obj: dict[str, Any],
+            event: Literal["ADDED", "MODIFIED", "DELETED"] = "MODIFIED") -> dict[str, Any]:
         self.seq += 1
         meta = obj["metadata"]
         meta["resourceVersion"] = str(self.seq)

@@ -50,7 +50,7 @@ from spreadbus.features.uniteddeployment.planning.family import (
     FamilyIndex,
     Node,
 )
-from spreadbus.features.uniteddeployment.planning.pod_summary import summary
+from spreadbus.features.uniteddeployment.planning.pod_summary import decode_all, summary
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
 from spreadbus.projection.kube_state import KubeProjection, object_key
 from spreadbus.projection.planning import Desired
@@ -116,7 +116,7 @@ class UnitedDeploymentRule:
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
         self._planned_at: dict[str, float] = {}
-        self._pods: dict[str, dict[Node, tuple[int, dict[str, Any]]]] = {}
+        self._pods: dict[str, dict[Node, tuple[int, bytes]]] = {}
         """UD -> its pods' summaries (:mod:`.pod_summary`) with the stream position of each,
         kept from the changed pods alone; rebuilt from the family (reusing the summaries that
         are still current) when an owner link above the pods changed (:attr:`_relinked`)."""
@@ -189,7 +189,7 @@ class UnitedDeploymentRule:
         workloads: list[dict[str, Any]] = []
         revisions: list[dict[str, Any]] = []
         members = self._members(view, okey, node)
-        pods = [pod for _, pod in members.values()]
+        pods = decode_all(pod for _, pod in members.values())
         for member in sorted(index.family(node, pods=False)):
             kind = (member[0], member[1])
             obj = index.decode(view, member)
@@ -222,7 +222,7 @@ class UnitedDeploymentRule:
                 members[node] = (stored.seq, summary(stored.raw))
 
     def _members(self, view: KubeProjection, okey: str,
-                 node: Node) -> dict[Node, tuple[int, dict[str, Any]]]:
+                 node: Node) -> dict[Node, tuple[int, bytes]]:
         """The UD's pods, kept up to date; built from its family when first needed or when an
         owner link above its pods changed."""
         members = self._pods.get(okey)

@@ -1,0 +1,130 @@
+"""Resident memory per pod of the planner and of a webhook holding 100,000 realistic pods.
+
+Each side runs in a fresh interpreter of its own. The pods (realistic Running pods of ten
+three-subset CloneSet UnitedDeployments, about 3.5 kB of JSON each) are encoded as the watcher
+publishes them and fed one message at a time, so what the process holds afterwards is what it
+keeps, not the input:
+
+- **planner**: the projection of the ``KUBE`` stream (every object's JSON as published) and the
+  UnitedDeployment rule after a round over every key (its owner index and the summaries of the
+  pods it reconciles, :mod:`spreadbus.features.uniteddeployment.planning.pod_summary`);
+- **webhook**: the WorkloadSpread admission view, the part of a webhook replica that folds pods
+  (the UnitedDeployment handlers read UnitedDeployments only).
+
+Printed per side: the growth of resident memory (``VmRSS``) over the pods, per pod, and its
+``ratio`` to the pods' JSON size (goal under 2). Run: ``python -m bench.uniteddeployment_memory
+[--pods 100000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from bench._united import NS, SUBSETS, Feed, cloneset, realistic_pod, revision_of, united
+
+GOAL = 2.0
+UDS = 10
+
+
+def rss() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError("no VmRSS in /proc/self/status")
+
+
+def objects(pods: int) -> tuple[list[dict[str, Any]], Any]:
+    """The UDs and their CloneSets, and a generator of the pods in order."""
+    head: list[dict[str, Any]] = []
+    per_ud = pods // UDS
+    plan: list[tuple[str, str, int, str]] = []
+    for u in range(UDS):
+        ud = united(f"ud{u}", per_ud)
+        revision = revision_of(ud)
+        head.append(ud)
+        for s, subset in enumerate(SUBSETS):
+            replicas = per_ud // 3 + (1 if s < per_ud % 3 else 0)
+            head.append(cloneset(ud, subset, replicas, revision))
+            plan.append((f"ud{u}", subset, replicas, revision))
+
+    def pod_stream() -> Any:
+        i = 0
+        for ud, subset, replicas, revision in plan:
+            for _ in range(replicas):
+                yield realistic_pod(ud, subset, i, revision)
+                i += 1
+
+    return head, pod_stream()
+
+
+def side(name: str, pods: int) -> dict[str, float]:
+    feed = Feed()
+    head, stream = objects(pods)
+    if name == "planner":
+        from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+        from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
+
+        rule = UnitedDeploymentRule("bench", reconcile=reconcile, min_interval_seconds=0.0)
+        apply = feed.view.apply
+    else:
+        from spreadbus.features.workloadspread.admission.view import View
+        from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
+
+        view = View(cluster="bench", kinds=workload_kinds())
+        apply = view.apply_message
+    for obj in head:
+        apply(*feed.message(obj))
+    gc.collect()
+    before = rss()
+    json_bytes = 0
+    count = 0
+    for pod in stream:
+        json_bytes += len(msgspec.json.encode(pod))
+        apply(*feed.message(pod))
+        count += 1
+    seconds = 0.0
+    if name == "planner":
+        started = time.perf_counter()
+        feed.view.mark_all_changed()
+        rule.desired(feed.view, feed.view.take_changed(), 1_800_000_000.0)
+        seconds = time.perf_counter() - started
+    gc.collect()
+    grown = rss() - before
+    return {"pods": count, "json": json_bytes / count, "rss": grown / count,
+            "round": seconds}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--pods", type=int, default=100_000)
+    parser.add_argument("--side", choices=("planner", "webhook"), help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.side:
+        print(json.dumps(side(args.side, args.pods)))
+        return 0
+    for name in ("planner", "webhook"):
+        out = subprocess.run([sys.executable, "-m", "bench.uniteddeployment_memory",
+                              "--pods", str(args.pods), "--side", name],
+                             capture_output=True, text=True, check=True)
+        result = json.loads(out.stdout.splitlines()[-1])
+        ratio = result["rss"] / result["json"]
+        extra = (f"; the first round over every UD took {result['round']:.1f} s"
+                 if name == "planner" else "")
+        print(f"{name}: {int(result['pods'])} pods in namespace {NS}, "
+              f"{result['rss'] / 1024:.2f} kB resident per pod against {result['json'] / 1024:.2f}"
+              f" kB of JSON{extra}", flush=True)
+        print(f"  ratio resident/JSON: {ratio:.2f} (goal under {GOAL})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
