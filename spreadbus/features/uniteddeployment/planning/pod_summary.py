@@ -18,7 +18,6 @@ from typing import Any, Final
 
 import msgspec
 
-
 READ_CONDITIONS: Final = frozenset({"PodScheduled", "Ready"})
 """The pod conditions the reconcile reads (Adaptive's pending test, readiness)."""
 
