@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature
+from spreadbus.features.uniteddeployment.offline import offline_plan
 
 NAME: Final = "uniteddeployment"
 
@@ -25,4 +26,5 @@ FEATURE: Final = Feature(
         "apps.kruise.io/v1beta1/statefulsets",
         "apps.kruise.io/v1alpha1/uniteddeployments",
     ),
+    offline_plan=offline_plan,
 )
