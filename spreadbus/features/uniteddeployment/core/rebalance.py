@@ -20,7 +20,7 @@ pinning Adaptive subsets, no unschedulable marks. Each step moves towards it:
 So ``min(total ready, total)`` never drops, at most the bound is in flight at once, and the
 sequence ends at the fresh placement as destination pods become ready. ``done`` is reported when
 the step *is* the fresh placement, or when nothing moved and nothing is pending that could let
-it move later (no not-ready pod outside the sources to wait for). A pod that never becomes
+it move later (no not-ready pod that could still free one). A pod that never becomes
 ready (say, unschedulable in a destination) therefore holds the rebalance at its last safe step.
 
 Signatures::
@@ -130,6 +130,9 @@ def rebalance_step(
 
     in_motion = max(0, sum(step.values()) - goal)
     reached = step == want
-    waiting = any(unready[name] > 0 for name in names if name not in sources)
+    # Pods that may still become ready, and so free a move later.
+    waiting = any(
+        unready[name] > 0 for name in names if name not in sources or not removes_unready_first
+    )
     stalled = step == have and not waiting
     return RebalanceStep(allocation=step, done=reached or stalled, in_motion=in_motion)
