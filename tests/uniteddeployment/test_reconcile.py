@@ -314,3 +314,52 @@ def test_an_unparsable_subset_replicas_counts_as_unspecified(
     without = run(united([zone("x"), *fixed], replicas=total))
     assert with_bad.error == without.error
     assert summary(with_bad) == summary(without)
+
+
+def rebalanced_ud(annotations: dict[str, str] | None) -> JSON:
+    return united(
+        [zone("a", maxReplicas=3), zone("b")],
+        replicas=5,
+        key="cloneSetTemplate",
+        strategy={"type": "Adaptive"},
+        annotations=annotations,
+    )
+
+
+def observed_split(ud: JSON, a: int, b: int) -> tuple[JSON, list[JSON], list[JSON]]:
+    """The UD's CloneSets at a/b replicas, every pod ready, as a settled earlier round left them."""
+    first = run(ud)
+    workloads = []
+    for name, count in (("a", a), ("b", b)):
+        workload = copy.deepcopy(first.subsets[name].workload)
+        workload["spec"]["replicas"] = count
+        workloads.append(materialize(workload))
+    ud = copy.deepcopy(ud)
+    ud["status"] = first.status
+    return ud, workloads, first.revision_creates
+
+
+def test_a_rebalance_request_steps_toward_the_fresh_placement_and_is_then_handled() -> None:
+    request = {"rebalance.spreadbus.io/request": "wr-uid"}
+    placements = []
+    a, b = 1, 4
+    for _ in range(6):
+        ud, workloads, revisions = observed_split(rebalanced_ud(request), a, b)
+        result = run(ud, workloads, [], revisions)
+        a, b = result.subsets["a"].replicas, result.subsets["b"].replicas
+        placements.append((a, b, result.rebalance_handled))
+        if result.rebalance_handled:
+            break
+    # One replica in motion at a time (a quarter of 5, at least one), never fewer than 5 running.
+    assert placements == [(2, 4, None), (3, 3, None), (3, 2, "wr-uid")]
+
+
+def test_without_a_pending_request_adaptive_keeps_the_ready_pods_where_they_are() -> None:
+    for marks in (
+        None,
+        {"rebalance.spreadbus.io/request": "wr", "rebalance.spreadbus.io/handled": "wr"},
+    ):
+        ud, workloads, revisions = observed_split(rebalanced_ud(marks), 1, 4)
+        result = run(ud, workloads, [], revisions)
+        assert (result.subsets["a"].replicas, result.subsets["b"].replicas) == (1, 4)
+        assert result.rebalance_handled is None

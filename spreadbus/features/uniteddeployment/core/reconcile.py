@@ -15,7 +15,9 @@
    subset is planned and the status is the input status unchanged (only the duplicate deletes
    and the revision writes, which Kruise makes before allocating, remain);
 7. a rebalance in progress (the ``rebalance.spreadbus.io/request`` annotation differs from
-   ``.../handled``) replaces the allocation by one step toward the fresh one;
+   ``.../handled``) replaces the allocation by one step toward the placement the UD would get if
+   created now (:mod:`.rebalance`); ``rebalance_handled`` is the request once that placement is
+   reached or nothing can move (also when the fresh placement cannot be computed);
 8. reservation post-processing (a just-recovered subset that grows is marked again);
 9. partitions (:mod:`.partitions`), the whole rendered workload per spec subset
    (:mod:`.rendering`) and Kruise's update decision (:mod:`.update_decision`); workloads of
@@ -32,7 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubesemantics.lenient_json import as_int, as_map, as_str
-from spreadbus.features.uniteddeployment.core import adaptive, reservation
+from spreadbus.features.uniteddeployment.core import adaptive, rebalance, reservation
 from spreadbus.features.uniteddeployment.core.allocation import (
     AllocationError,
     SubsetWorkload,
@@ -66,6 +68,8 @@ from spreadbus.features.uniteddeployment.core.status import (
     subset_counts,
 )
 from spreadbus.features.uniteddeployment.core.subset_workloads import (
+    CLONE_SET,
+    DEPLOYMENT,
     Discovery,
     discover,
     pods_by_subset,
@@ -80,8 +84,6 @@ from spreadbus.features.uniteddeployment.core.update_decision import (
 SUBSET_PROVISIONED = "SubsetProvisioned"
 SUBSET_UPDATED = "SubsetUpdated"
 UNITED_UPDATED = "UnitedDeploymentUpdated"
-REBALANCE_REQUEST = "rebalance.spreadbus.io/request"
-REBALANCE_HANDLED = "rebalance.spreadbus.io/handled"
 
 
 @dataclass(frozen=True)
@@ -253,6 +255,23 @@ def reconcile(
             revision_deletes=revisions_plan.deletes,
         )
 
+    rebalance_handled: str | None = None
+    request = rebalance.pending_request(as_map(ud.get("metadata")).get("annotations"))
+    if request is not None:
+        fresh = rebalance.fresh_allocation(model)
+        if isinstance(fresh, AllocationError):
+            rebalance_handled = request
+        else:
+            step = rebalance.rebalance_step(
+                fresh,
+                spec_flags,
+                total=model.replicas,
+                removes_unready_first=kind in (DEPLOYMENT, CLONE_SET),
+            )
+            allocation = step.allocation
+            if step.done:
+                rebalance_handled = request
+
     if model.schedule_strategy.reservation:
         for name, flags in spec_flags.items():
             scheduling.conditions[name] = reservation.after_allocation(
@@ -364,6 +383,7 @@ def reconcile(
         revision_creates=revisions_plan.creates,
         revision_updates=revisions_plan.updates,
         revision_deletes=revisions_plan.deletes,
+        rebalance_handled=rebalance_handled,
     )
 
 
