@@ -363,3 +363,28 @@ def test_without_a_pending_request_adaptive_keeps_the_ready_pods_where_they_are(
         result = run(ud, workloads, [], revisions)
         assert (result.subsets["a"].replicas, result.subsets["b"].replicas) == (1, 4)
         assert result.rebalance_handled is None
+
+
+def test_a_deployment_subset_counts_the_pods_of_its_replicasets() -> None:
+    ud = united([zone("a")], replicas=2, key="deploymentTemplate")
+    first = run(ud)
+    deploy = materialize(first.subsets["a"].workload)
+    revision = first.status["updateStatus"]["updatedRevision"]
+    rs = copy.deepcopy(deploy)
+    rs["kind"] = "ReplicaSet"
+    rs["metadata"].update(name=deploy["metadata"]["name"] + "-abc", uid="rs-uid")
+    rs["metadata"]["ownerReferences"] = [
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "name": deploy["metadata"]["name"],
+            "uid": deploy["metadata"]["uid"],
+            "controller": True,
+        }
+    ]
+    pods = [owned_pod(rs, 0, revision=revision), owned_pod(rs, 1, revision="old", ready=False)]
+    ud["status"] = first.status
+    result = run(ud, [deploy, rs], pods, first.revision_creates)
+    assert (result.status["updatedReplicas"], result.status["updatedReadyReplicas"]) == (1, 1)
+    assert result.subsets["a"].partition == 0
+    assert "updateStrategy" not in result.subsets["a"].workload["spec"]

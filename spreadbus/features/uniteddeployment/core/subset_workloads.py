@@ -173,15 +173,31 @@ def pods_by_subset(
     workloads: Sequence[JSON],
     pods: Sequence[JSON],
 ) -> dict[str, list[JSON]]:
-    """Each subset workload's pods (by name), a Deployment's through its ReplicaSets."""
-    replicasets = [w for w in workloads if REPLICA_SET.holds(w) and namespace_of(w) == ud.namespace]
-    in_namespace = [p for p in pods if namespace_of(p) == ud.namespace]
-    found: dict[str, list[JSON]] = {}
+    """Each subset workload's pods (by name), a Deployment's through its ReplicaSets.
+
+    Owners are indexed by kind and name, so the cost follows the number of pods.
+    """
+    owners: dict[tuple[str, str], list[tuple[JSON, str]]] = {}
+    deployments = {name_of(w): s for s, w in subsets.items() if DEPLOYMENT.holds(w)}
     for subset, workload in subsets.items():
-        owners = [workload]
-        if DEPLOYMENT.holds(workload):
-            owners = [rs for rs in replicasets if controlled_by(rs, workload)]
-        found[subset] = sorted(
-            (p for p in in_namespace if any(controlled_by(p, o) for o in owners)), key=name_of
-        )
-    return found
+        if not DEPLOYMENT.holds(workload):
+            owners.setdefault((as_str(workload.get("kind")), name_of(workload)), []).append(
+                (workload, subset)
+            )
+    for rs in workloads:
+        if not REPLICA_SET.holds(rs) or namespace_of(rs) != ud.namespace:
+            continue
+        ref = controller_ref(rs)
+        owning = deployments.get(as_str(ref.get("name"))) if ref is not None else None
+        if owning is not None and controlled_by(rs, subsets[owning]):
+            owners.setdefault((REPLICA_SET.kind, name_of(rs)), []).append((rs, owning))
+    found: dict[str, list[JSON]] = {subset: [] for subset in subsets}
+    for pod in pods:
+        ref = controller_ref(pod)
+        if ref is None or namespace_of(pod) != ud.namespace:
+            continue
+        for owner, subset in owners.get((as_str(ref.get("kind")), as_str(ref.get("name"))), []):
+            if controlled_by(pod, owner):
+                found[subset].append(pod)
+                break
+    return {subset: sorted(found[subset], key=name_of) for subset in subsets}
