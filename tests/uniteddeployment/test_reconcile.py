@@ -388,3 +388,28 @@ def test_a_deployment_subset_counts_the_pods_of_its_replicasets() -> None:
     assert (result.status["updatedReplicas"], result.status["updatedReadyReplicas"]) == (1, 1)
     assert result.subsets["a"].partition == 0
     assert "updateStrategy" not in result.subsets["a"].workload["spec"]
+
+
+def test_updating_an_unschedulable_reserved_subset_never_writes_a_negative_max_unavailable() -> (
+    None
+):
+    ud = united(
+        [zone("a", maxReplicas=2), zone("b")],
+        replicas=3,
+        key="cloneSetTemplate",
+        strategy={"type": "Adaptive", "adaptive": {"reserveUnschedulablePods": True}},
+    )
+    first = run(ud)
+    a = materialize(first.subsets["a"].workload)
+    b = materialize(first.subsets["b"].workload)
+    # A scale-down race: more ready pods than a's spec.replicas, and one stuck pod reserved.
+    a["status"]["readyReplicas"] = 3
+    revision = first.status["updateStatus"]["updatedRevision"]
+    pods = [owned_pod(a, 0, revision=revision), stuck_pod(a, 1, 60)]
+    a["status"]["updatedReplicas"] = 1
+    ud["status"] = first.status
+    result = run(ud, [a, b], pods, first.revision_creates)
+    decision = result.subsets["a"]
+    assert decision.action == "update"
+    assert decision.workload["spec"]["updateStrategy"]["maxUnavailable"] == 1
+    assert "maxUnavailable" not in result.subsets["b"].workload["spec"]["updateStrategy"]

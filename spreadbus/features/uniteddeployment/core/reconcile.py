@@ -330,7 +330,7 @@ def reconcile(
         ):
             workload = reservation.override_max_unavailable(
                 workload,
-                current_replicas=replicas,
+                current_replicas=observed.replicas,
                 ready_replicas=observed.ready_replicas,
                 update_timeout_pods=scheduling.update_timeout_pods.get(subset.name, 0),
             )
