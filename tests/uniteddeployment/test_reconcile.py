@@ -413,3 +413,13 @@ def test_updating_an_unschedulable_reserved_subset_never_writes_a_negative_max_u
     assert decision.action == "update"
     assert decision.workload["spec"]["updateStrategy"]["maxUnavailable"] == 1
     assert "maxUnavailable" not in result.subsets["b"].workload["spec"]["updateStrategy"]
+
+
+def test_a_ud_without_a_template_is_an_error_that_plans_nothing() -> None:
+    ud = sample(status={"replicas": 1})
+    ud["spec"]["template"] = {}
+    result = run(ud)
+    assert result.error is not None
+    assert result.error.startswith("spec.template: should provide one of")
+    assert result.subsets == {}
+    assert result.status == {"replicas": 1}

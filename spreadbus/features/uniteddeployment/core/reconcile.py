@@ -2,7 +2,8 @@
 
 :func:`reconcile` follows Kruise's order:
 
-1. a UD being deleted, or without a workload template, is left alone;
+1. a UD being deleted is left alone; one without a workload template is answered with an
+   ``error`` (the webhook refuses it; Kruise's controller would fail on it);
 2. every spec subset without a status entry gets one (in reservation mode a subset added to a UD
    that already had entries starts ``Schedulable=False``, reason ``created``);
 3. revisions (:mod:`.revision_history`): the current and updated revision and the
@@ -81,6 +82,10 @@ from spreadbus.features.uniteddeployment.core.update_decision import (
     spec_replicas,
 )
 
+NO_TEMPLATE = (
+    "spec.template: should provide one of statefulSetTemplate, advancedStatefulSetTemplate, "
+    "cloneSetTemplate, or deploymentTemplate"
+)
 SUBSET_PROVISIONED = "SubsetProvisioned"
 SUBSET_UPDATED = "SubsetUpdated"
 UNITED_UPDATED = "UnitedDeploymentUpdated"
@@ -214,8 +219,10 @@ def reconcile(
     model = from_object(ud)
     old_status = dict(as_map(ud.get("status")))
     kind = workload_kind(model)
-    if model.deleting or kind is None:
+    if model.deleting:
         return Reconciliation(status=old_status)
+    if kind is None:
+        return Reconciliation(status=old_status, error=NO_TEMPLATE)
 
     subset_conditions = _initial_subset_conditions(model, old_status, now)
     updated_in_status = as_str(as_map(old_status.get("updateStatus")).get("updatedRevision"))
