@@ -38,6 +38,7 @@ from kubesemantics.field_errors import (
     required,
 )
 from kubesemantics.intstr import is_int
+from kubesemantics.lenient_json import as_str
 from kubesemantics.nesting import MAX_DEPTH, shorten, too_deep
 from kubesemantics.qualified_names import is_dns1123_label, is_dns1123_subdomain
 from kubesemantics.scheduling_validation import (
@@ -262,7 +263,7 @@ def _subset_replicas_errors(replicas: int | None, subsets: Sequence[Mapping[str,
                                     "are mutually exclusive in a UnitedDeployment"))
         return errors
     if elastic_mode:
-        if replicas is None:
+        if total == -1:
             errors.append(invalid(path, "spec.replicas must be not empty if you set "
                                         "subset.minReplicas/maxReplicas"))
         if count_max >= len(subsets):
@@ -270,15 +271,15 @@ def _subset_replicas_errors(replicas: int | None, subsets: Sequence[Mapping[str,
         if sum_min > sum_max:
             errors.append(invalid(path, "sum of indicated subset.minReplicas should not be "
                                         "greater than sum of indicated subset.maxReplicas"))
-    elif replicas is not None:
-        if sum_fixed > replicas:
+    elif total != -1:
+        if sum_fixed > total:
             errors.append(invalid(path, f"sum of indicated subset replicas {sum_fixed} should "
                                         f"not be greater than UnitedDeployment replicas "
-                                        f"{replicas}"))
-        if 0 < count_fixed == len(subsets) and sum_fixed != replicas:
+                                        f"{total}"))
+        if 0 < count_fixed == len(subsets) and sum_fixed != total:
             errors.append(invalid(path, "if replicas of all subsets are provided, the sum of "
                                         f"indicated subset replicas {sum_fixed} should equal "
-                                        f"UnitedDeployment replicas {replicas}"))
+                                        f"UnitedDeployment replicas {total}"))
     elif count_fixed != len(subsets):
         errors.append(invalid(path, "if UnitedDeployment replicas is not provided, replicas of "
                                     "all subsets should be provided"))
@@ -396,10 +397,10 @@ def semantic(value: object) -> object:
     are the same (Go's zero values and nil collections compare equal)."""
     if isinstance(value, Mapping):
         kept = {str(k): semantic(v) for k, v in value.items()}
-        return {k: v for k, v in kept.items() if v not in (None, "", [], {})}
-    if isinstance(value, list):
-        return [semantic(v) for v in value]
-    return value
+        value = {k: v for k, v in kept.items() if v is not None}
+    elif isinstance(value, list):
+        value = [semantic(v) for v in value]
+    return None if value in ("", [], {}) else value
 
 
 def _workload_spec(template: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
@@ -446,14 +447,15 @@ def _topology_update_errors(spec: Mapping[str, Any],
         return [x if isinstance(x, Mapping) else {} for x in value] if isinstance(
             value, list) else []
 
-    old_by_name: dict[object, Mapping[str, Any]] = {}
-    for subset in subsets(old_spec):
-        old_by_name[subset.get("name") or ""] = subset
+    def name(subset: Mapping[str, Any]) -> str:
+        return as_str(subset.get("name"))
+
+    old_by_name = {name(subset): subset for subset in subsets(old_spec)}
     path = SPEC.child("topology", "subsets")
     errors: list[FieldError] = []
     changed_tolerations: list[FieldError] = []
     for i, subset in enumerate(subsets(spec)):
-        old = old_by_name.get(subset.get("name") or "")
+        old = old_by_name.get(name(subset))
         if old is None:
             continue
         if semantic(subset.get("nodeSelectorTerm")) != semantic(old.get("nodeSelectorTerm")):
