@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,12 @@ EXAMPLE = ROOT / "examples" / "uniteddeployment" / "cloneset-max-replicas.yaml"
 
 
 @pytest.fixture
-async def api(cluster: SimCluster, webhook: RunningWebhook) -> AsyncIterator[SimCluster]:
+async def api(cluster: SimCluster, webhook: RunningWebhook) -> SimCluster:
     await asyncio.to_thread(cluster.kubectl, "apply", "-f", str(ROOT / "deploy" / "crds"))
     manifests = local_configurations(webhook.service.port, webhook.tls.ca.cert_pem)
     await asyncio.to_thread(
         cluster.kubectl, "apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))
-    yield cluster
+    return cluster
 
 
 async def kubectl(cluster: SimCluster, *args: str, stdin: str | None = None) -> tuple[int, str]:
@@ -54,7 +53,8 @@ async def test_a_bad_uniteddeployment_is_refused_naming_the_field(api: SimCluste
     # kubectl prints a 422's causes, field by field.
     assert "spec.topology.subsets[2].name: duplicated subset name subset-a" in out
     code, out = await kubectl(api, "get", "uniteddeployment", "sample-ud")
-    assert code != 0 and "NotFound" in out
+    assert code != 0
+    assert "NotFound" in out
 
 
 async def test_the_maxreplicas_example_is_stored_with_kruises_defaults(api: SimCluster) -> None:

@@ -41,7 +41,7 @@ async def test_a_create_gets_kruises_defaults_as_a_json_patch(webhook: RunningWe
     patched = json_patch.apply(ud, patch)
     assert patched == default_uniteddeployment(ud)
     assert patched["spec"]["updateStrategy"] == {"type": "Manual", "manualUpdate": {}}
-    assert "replicas" in patched["spec"] and patched["spec"]["replicas"] == 6
+    assert patched["spec"]["replicas"] == 6
     assert "status" not in patched
 
 
