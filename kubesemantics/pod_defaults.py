@@ -38,12 +38,12 @@ def _objects(value: object) -> Iterable[JSON]:
 
 def image_tag_is_latest(image: str) -> bool:
     """Whether Kubernetes reads the image as ``:latest`` (also when it names no tag and no
-    digest), as ``parsers.ParseImageName`` does."""
-    if "@" in image:
-        return False
-    last = image.rsplit("/", 1)[-1]
+    digest), as ``parsers.ParseImageName`` does; a digest beside an explicit ``latest`` tag
+    still reads as ``latest``."""
+    name, digest_sign, _ = image.partition("@")
+    last = name.rsplit("/", 1)[-1]
     if ":" not in last:
-        return True
+        return not digest_sign  # neither tag nor digest: "latest"
     return last.rsplit(":", 1)[1] == "latest"
 
 
