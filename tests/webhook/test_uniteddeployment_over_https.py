@@ -112,3 +112,11 @@ async def test_deletion_protection(webhook: RunningWebhook) -> None:
     assert emptied["allowed"] is True
     plain = await post(webhook, path, ud_review("DELETE", None, base()))
     assert plain["allowed"] is True
+
+
+def test_the_handlers_carry_the_features_name() -> None:
+    from spreadbus.features.uniteddeployment.admission.side import UnitedDeploymentWebhook
+    from spreadbus.features.uniteddeployment.feature import FEATURE
+
+    assert {h.feature for h in UnitedDeploymentWebhook.handlers} == {FEATURE.name}
+    assert FEATURE.webhook is not None

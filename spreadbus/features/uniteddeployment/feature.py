@@ -9,29 +9,11 @@ from __future__ import annotations
 
 from typing import Final
 
-from spreadbus.engine.admission_chain import AdmissionHandler
-from spreadbus.engine.feature import Feature, WebhookContext, WebhookSide
-from spreadbus.engine.feature_settings import FeatureSettings
-from spreadbus.features.uniteddeployment.admission import handlers
+from spreadbus.engine.feature import Feature
+from spreadbus.features.uniteddeployment.admission.side import webhook_side
 from spreadbus.features.uniteddeployment.offline_validation import validate_offline
 
 NAME: Final = "uniteddeployment"
-
-
-class UnitedDeploymentWebhook(WebhookSide):
-    """Defaulting (``/mutate-uniteddeployment``) and validation (``/validate-uniteddeployment``,
-    fail closed) of UnitedDeployments; neither reads the observations."""
-
-    handlers = (
-        AdmissionHandler(feature=NAME, path="/mutate-uniteddeployment", decide=handlers.mutate,
-                         failure_policy="Fail"),
-        AdmissionHandler(feature=NAME, path="/validate-uniteddeployment",
-                         decide=handlers.validate, failure_policy="Fail"),
-    )
-
-
-async def webhook_side(ctx: WebhookContext[FeatureSettings]) -> UnitedDeploymentWebhook:
-    return UnitedDeploymentWebhook()
 
 FEATURE: Final = Feature(
     name=NAME,
