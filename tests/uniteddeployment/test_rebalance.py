@@ -72,6 +72,7 @@ def test_walks_back_in_safe_steps() -> None:
     third = rebalance_step(fresh, {"a": w(6), "b": w(6)}, total=10)
     assert third.allocation == {"a": 6, "b": 4}
     assert third.done
+    assert third.reached
     assert third.in_motion == 0
 
 
@@ -192,3 +193,21 @@ def test_simulated_rebalance_is_safe_bounded_and_converges(
         pytest.fail("rebalance did not finish")
     # every pod becomes ready sooner or later here, so done means the fresh placement
     assert step.allocation == fresh
+
+
+def test_frozen_destinations_do_not_grow_and_are_not_waited_for() -> None:
+    fresh = {"a": 6, "b": 4}
+    step = rebalance_step(fresh, {"a": w(4, 2), "b": w(8)}, total=10, frozen={"a"})
+    assert step.allocation == {"a": 4, "b": 8}
+    assert step.done  # nothing can move: a cannot take pods, and b has no spare ready pod
+    assert not step.reached
+    free = rebalance_step(fresh, {"a": w(4, 2), "b": w(8)}, total=10)
+    assert not free.done  # a's pending pods may still become ready
+
+
+def test_disruption_allowance_caps_ready_removals() -> None:
+    fresh = {"a": 6, "b": 4}
+    capped = rebalance_step(fresh, {"a": w(6), "b": w(8)}, total=10, disruptions_allowed=1)
+    assert capped.allocation == {"a": 6, "b": 7}
+    none_allowed = rebalance_step(fresh, {"a": w(6), "b": w(8, 6)}, total=10, disruptions_allowed=0)
+    assert none_allowed.allocation == {"a": 6, "b": 6}  # not-ready pods still go

@@ -180,3 +180,19 @@ def test_rebalance_allocation() -> None:
     )
     handled = {**request, "rebalance.spreadbus.io/handled": "wr-1"}
     assert rebalance_allocation(model, handled, arrived, allocation) == (allocation, None)
+
+
+def test_rebalance_does_not_grow_an_unschedulable_subset() -> None:
+    model = ud(elastic_subsets([None, None], [6, None]), replicas=10, strategy=ADAPTIVE)
+    round_ = SchedulingRound(
+        workloads={
+            "subset-0": SubsetWorkload(replicas=3, ready_replicas=2, unschedulable=True),
+            "subset-1": SubsetWorkload(replicas=8, ready_replicas=8),
+        }
+    )
+    allocation = allocate(model, round_.workloads)
+    assert allocation == {"subset-0": 2, "subset-1": 8}
+    request = {"rebalance.spreadbus.io/request": "wr-1"}
+    # subset-0 cannot take pods and subset-1 has none to spare: the rebalance ends where it is
+    # and the Adaptive allocation (the pending pod leaves subset-0) stands
+    assert rebalance_allocation(model, request, round_, allocation) == (allocation, "wr-1")

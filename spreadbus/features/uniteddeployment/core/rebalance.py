@@ -20,20 +20,22 @@ pinning Adaptive subsets, no unschedulable marks. Each step moves towards it:
 So ``min(total ready, total)`` never drops, at most the bound is in flight at once, and the
 sequence ends at the fresh placement as destination pods become ready. ``done`` is reported when
 the step *is* the fresh placement, or when nothing moved and nothing is pending that could let
-it move later (no not-ready pod that could still free one). A pod that never becomes
-ready (say, unschedulable in a destination) therefore holds the rebalance at its last safe step.
+it move later (no not-ready pod that could still free one). A pod that never becomes ready
+holds the rebalance at its last safe step; a destination the Adaptive pass finds unschedulable
+is frozen instead, so the rebalance ends rather than waits on it.
 
 Signatures::
 
     pending_request(annotations) -> str | None
     fresh_allocation(ud) -> Allocation | AllocationError
     motion_bound(total) -> int
-    rebalance_step(fresh, current, *, total, removes_unready_first) -> RebalanceStep
+    rebalance_step(fresh, current, *, total, removes_unready_first, frozen,
+                   disruptions_allowed) -> RebalanceStep
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from kubesemantics.lenient_json import as_str
@@ -71,11 +73,13 @@ def motion_bound(total: int) -> int:
 
 @dataclass(frozen=True)
 class RebalanceStep:
-    """The replicas to give each subset now (spec order), and whether rebalancing is over."""
+    """The replicas to give each subset now (spec order), and whether rebalancing is over:
+    ``reached`` (the step is the fresh placement) or stalled (nothing can move)."""
 
     allocation: dict[str, int]
     done: bool
     in_motion: int
+    reached: bool = False
 
 
 def rebalance_step(
@@ -84,6 +88,8 @@ def rebalance_step(
     *,
     total: int | None = None,
     removes_unready_first: bool = True,
+    frozen: Collection[str] = (),
+    disruptions_allowed: int | None = None,
 ) -> RebalanceStep:
     """The next placement from ``current`` (spec replicas and ready replicas per subset; a
     missing subset has no workload) towards ``fresh`` (spec order).
@@ -93,6 +99,11 @@ def rebalance_step(
     ``removes_unready_first`` says the workload kind deletes not-ready pods first on
     scale-down (ReplicaSets, CloneSets); StatefulSets delete by ordinal, so for them every
     removal is paid from the spare ready pods.
+
+    ``frozen`` subsets do not grow this step (the Adaptive pass found them unschedulable: new
+    pods would only wait there) and are not waited for. ``disruptions_allowed`` (a
+    PodDisruptionBudget's or PodUnavailableBudget's current allowance) caps the ready pods taken
+    away in this step.
     """
     names = list(fresh)
     want = {name: max(0, fresh[name]) for name in names}
@@ -109,6 +120,8 @@ def rebalance_step(
 
     # Ready pods beyond the total are what the destinations gained: only those may go.
     spare_ready = max(0, sum(ready.values()) - goal)
+    if disruptions_allowed is not None:
+        spare_ready = min(spare_ready, max(0, disruptions_allowed))
     step = dict(have)
     if removes_unready_first:
         # Not-ready source pods cost no availability.
@@ -124,6 +137,8 @@ def rebalance_step(
     for name in destinations:
         if room <= 0:
             break
+        if name in frozen:
+            continue
         add = min(want[name] - step[name], room)
         step[name] += add
         room -= add
@@ -132,7 +147,11 @@ def rebalance_step(
     reached = step == want
     # Pods that may still become ready, and so free a move later.
     waiting = any(
-        unready[name] > 0 for name in names if name not in sources or not removes_unready_first
+        unready[name] > 0
+        for name in names
+        if name not in frozen and (name not in sources or not removes_unready_first)
     )
     stalled = step == have and not waiting
-    return RebalanceStep(allocation=step, done=reached or stalled, in_motion=in_motion)
+    return RebalanceStep(
+        allocation=step, done=reached or stalled, in_motion=in_motion, reached=reached
+    )

@@ -5,7 +5,8 @@ The reconcile calls, in this order::
     round_ = schedule_round(ud, subset_conditions, workloads, pods_by_subset,
                             updated_revision=..., ud_updated_condition=..., now=now)
     allocation = allocate(ud, round_.workloads)            # .allocation
-    allocation, handled = rebalance_allocation(ud, annotations, round_, allocation)
+    allocation, handled = rebalance_allocation(ud, annotations, round_, allocation,
+                                               disruptions_allowed=None)
     round_ = after_allocation(ud, round_, allocation, now=now)
 
 - ``subset_conditions``: every ``status.subsetStatuses[]`` entry's conditions by subset name,
@@ -156,13 +157,16 @@ def rebalance_allocation(
     annotations: object,
     round_: SchedulingRound,
     allocation: Allocation,
+    *,
+    disruptions_allowed: int | None = None,
 ) -> tuple[Allocation, str | None]:
     """The allocation to apply and the ``rebalance.spreadbus.io/handled`` value to write.
 
     Without a pending request the allocator's answer stands and nothing is written. With one,
     the answer is the next safe step towards the fresh placement, and the request's value is
-    returned once that step is final. If the fresh placement cannot be computed the allocator's
-    answer stands and the request counts as handled (nothing can move).
+    returned once that step is final. If nothing can move, or the fresh placement cannot be
+    computed, the allocator's answer stands and the request counts as handled. Subsets this round
+    found unschedulable are not grown (:func:`rebalance_step`'s ``frozen``).
     """
     request = pending_request(annotations)
     if request is None:
@@ -175,5 +179,9 @@ def rebalance_allocation(
         {name: round_.workloads[name] for name in fresh if name in round_.workloads},
         total=ud.replicas,
         removes_unready_first=not any(k in _ORDINAL_KINDS for k in ud.template_kinds),
+        frozen={name for name, flag in round_.workloads.items() if flag.unschedulable},
+        disruptions_allowed=disruptions_allowed,
     )
+    if step.done and not step.reached:
+        return allocation, request
     return step.allocation, request if step.done else None
