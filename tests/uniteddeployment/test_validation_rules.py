@@ -97,6 +97,12 @@ CASES: list[tuple[str, Mutation, list[tuple[str, str, str]]]] = [
        "`selector` does not match template `labels`"),
       ("spec.template.deploymentTemplate.spec.template.metadata.labels", "Invalid",
        "`selector` does not match template `labels`")]),
+    ("selector requirement without values", lambda o: spec(o).update(selector={
+        "matchLabels": {"app": "sample"},
+        "matchExpressions": [{"key": "tier", "operator": "In"}]}),
+     [("spec.selector.matchExpressions[0].values", "Required",
+       "must be specified when `operator` is 'In' or 'NotIn'"),
+      ("spec.selector", "Invalid", "")]),
     ("empty selector", lambda o: spec(o).update(selector={}),
      [("spec.selector", "Invalid", "empty selector is invalid for statefulset")]),
     ("reservation with a StatefulSet template", lambda o: stateful(o) and spec(o).update(

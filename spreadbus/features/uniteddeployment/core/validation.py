@@ -128,13 +128,23 @@ def _metadata_update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> l
 
 # -- selector and template ---------------------------------------------------------------------
 
+def _selector_error(path: Path, detail: str) -> FieldError:
+    """``ValidateLabelSelector``'s reasons: values missing for In/NotIn are Required, values
+    given to Exists/DoesNotExist Forbidden, the rest Invalid."""
+    if detail.startswith("must be specified"):
+        return required(path, detail)
+    if detail.startswith("may not be specified"):
+        return forbidden(path, detail)
+    return invalid(path, detail)
+
+
 def _selector_errors(selector: object, path: Path) -> list[FieldError]:
     if selector is None:
         return [required(path, "")]
     if not isinstance(selector, Mapping):
         return [type_error(path, "object", selector)]
     errors = [
-        invalid(Path(where), detail)
+        _selector_error(Path(where), detail)
         for where, detail in label_selector.validate_label_selector(selector, str(path))
     ]
     if not selector.get("matchLabels") and not selector.get("matchExpressions"):
