@@ -423,3 +423,40 @@ def test_a_ud_without_a_template_is_an_error_that_plans_nothing() -> None:
     assert result.error.startswith("spec.template: should provide one of")
     assert result.subsets == {}
     assert result.status == {"replicas": 1}
+
+
+def budget(kind: str, allowed: int, **spec: Any) -> JSON:
+    group, field = (
+        ("policy/v1", "disruptionsAllowed")
+        if kind == "PodDisruptionBudget"
+        else ("apps.kruise.io/v1alpha1", "unavailableAllowed")
+    )
+    return {
+        "apiVersion": group,
+        "kind": kind,
+        "metadata": {"namespace": "default", "name": "budget"},
+        "spec": spec,
+        "status": {field: allowed},
+    }
+
+
+def test_a_disruption_budget_holds_back_the_ready_pods_a_rebalance_takes_away() -> None:
+    request = {"rebalance.spreadbus.io/request": "wr-uid"}
+    ud, workloads, revisions = observed_split(rebalanced_ud(request), 2, 4)
+    pods = [owned_pod(w, i) for w in workloads for i in range(w["spec"]["replicas"])]
+    free = run(ud, workloads, pods, revisions)
+    assert (free.subsets["a"].replicas, free.subsets["b"].replicas) == (3, 3)
+    assert free.rebalance_handled is None
+    for held in (
+        budget("PodDisruptionBudget", 0, selector={"matchLabels": {"app": "sample"}}),
+        budget(
+            "PodUnavailableBudget", 0, targetRef={"kind": "UnitedDeployment", "name": "sample-ud"}
+        ),
+    ):
+        result = run(ud, [*workloads, held], pods, revisions)
+        # No ready pod may go, so nothing can move: a does not grow and the request is closed.
+        assert result.subsets["a"].replicas == 2
+        assert result.rebalance_handled == "wr-uid"
+    elsewhere = budget("PodDisruptionBudget", 0, selector={"matchLabels": {"app": "other"}})
+    other = run(ud, [*workloads, elsewhere], pods, revisions)
+    assert (other.subsets["a"].replicas, other.rebalance_handled) == (3, None)

@@ -2,7 +2,8 @@
 
 The input is planned as stored, as the controller sees it: no admission defaults, no
 re-validation. Every UnitedDeployment (``apps.kruise.io``) is reconciled against the workloads,
-ReplicaSets, pods and ControllerRevisions of its namespace (:func:`.core.reconcile.reconcile`),
+ReplicaSets, disruption budgets, pods and ControllerRevisions of its namespace
+(:func:`.core.reconcile.reconcile`),
 and answered under ``unitedDeployments["<ns>/<name>"]``:
 
 - ``subsets``: one entry per spec subset, ``{replicas, partition, action, workload}``;
@@ -32,7 +33,14 @@ from spreadbus.features.uniteddeployment.core.subset_workloads import name_of, n
 
 JSON = dict[str, Any]
 
-_WORKLOAD_KINDS = {"StatefulSet", "CloneSet", "Deployment", "ReplicaSet"}
+_WORKLOAD_KINDS = {
+    "StatefulSet",
+    "CloneSet",
+    "Deployment",
+    "ReplicaSet",
+    "PodDisruptionBudget",
+    "PodUnavailableBudget",
+}
 
 
 def is_uniteddeployment(obj: Mapping[str, Any]) -> bool:

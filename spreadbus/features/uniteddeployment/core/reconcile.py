@@ -18,8 +18,10 @@
    and the revision writes, which Kruise makes before allocating, remain);
 7. a rebalance in progress (the ``rebalance.spreadbus.io/request`` annotation differs from
    ``.../handled``) replaces the allocation by one step toward the placement the UD would get if
-   created now (:mod:`.rebalance`); ``rebalance_handled`` is the request once that placement is
-   reached or nothing can move (also when the fresh placement cannot be computed);
+   created now (:mod:`.rebalance`), taking away no more ready pods than the PodDisruptionBudgets
+   and PodUnavailableBudgets passed among ``workloads`` allow (:mod:`.disruption_budgets`);
+   ``rebalance_handled`` is the request once that placement is reached or nothing can move
+   (also when the fresh placement cannot be computed);
 8. reservation post-processing (:func:`.scheduling.after_allocation`: a just-recovered subset
    that grows is marked again);
 9. partitions (:mod:`.partitions`), the whole rendered workload per spec subset
@@ -50,6 +52,7 @@ from spreadbus.features.uniteddeployment.core.conditions import (
     set_ud_condition,
     set_updated_condition,
 )
+from spreadbus.features.uniteddeployment.core.disruption_budgets import disruption_allowance
 from spreadbus.features.uniteddeployment.core.model import (
     UnitedDeployment,
     from_object,
@@ -148,7 +151,12 @@ def reconcile(
     revisions: Sequence[Mapping[str, Any]],
     now: datetime,
 ) -> Reconciliation:
-    """Plan one round for ``ud`` from its namespace's workloads, pods and ControllerRevisions."""
+    """Plan one round for ``ud`` from its namespace's workloads, pods and ControllerRevisions.
+
+    ``workloads`` may hold anything of the namespace: subset workloads are picked out by their
+    owner reference and label, ReplicaSets lead to a Deployment's pods, PodDisruptionBudgets and
+    PodUnavailableBudgets bound a rebalance, the rest is ignored.
+    """
     model = from_object(ud)
     old_status = dict(as_map(ud.get("status")))
     kind = workload_kind(model)
@@ -191,7 +199,11 @@ def reconcile(
             revision_deletes=revisions_plan.deletes,
         )
     allocation, rebalance_handled = rebalance_allocation(
-        model, as_map(ud.get("metadata")).get("annotations"), scheduling, allocation
+        model,
+        as_map(ud.get("metadata")).get("annotations"),
+        scheduling,
+        allocation,
+        disruptions_allowed=disruption_allowance(model, workloads, found.by_subset, pods_of),
     )
     scheduling = after_allocation(model, scheduling, allocation, now=now)
 
