@@ -208,3 +208,11 @@ def test_merging_keeps_both_features_fields_and_replaces_other_keys() -> None:
         "other": [1],
     }
     assert part == before
+
+
+def test_an_input_without_uniteddeployments_adds_no_key(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    _, body = plan(capsys, write(tmp_path, workloadspread(ws_subset("zone-a"))))
+    assert "unitedDeployments" not in body
+    assert "workloadSpreads" in body

@@ -14,7 +14,7 @@ and answered under ``unitedDeployments["<ns>/<name>"]``:
 
 Pods whose labels the planner sets (reserved-pod labels) appear under
 ``pods["<ns>/<pod>"].labels``. UDs are answered in key order, so the same input always gives the
-same answer, byte for byte.
+same answer, byte for byte. An input without UnitedDeployments adds no key at all.
 """
 
 from __future__ import annotations
@@ -74,6 +74,9 @@ def plan_entry(result: Reconciliation) -> JSON:
 
 def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
     uds = sorted((o for o in objects if is_uniteddeployment(o)), key=_key)
+    if not uds:
+        # An input without UnitedDeployments answers as before they existed.
+        return OfflinePlan(answer={})
     answer: JSON = {"unitedDeployments": {}, "pods": {}}
     lines: list[str] = []
     for ud in uds:
