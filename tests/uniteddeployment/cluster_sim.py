@@ -17,11 +17,19 @@ from typing import Any
 from spreadbus.features.uniteddeployment.core.allocation import AllocationError, allocate
 from spreadbus.features.uniteddeployment.core.conditions import JSON, format_time
 from spreadbus.features.uniteddeployment.core.model import from_object
+from spreadbus.features.uniteddeployment.core.rebalance import (
+    HANDLED_ANNOTATION,
+    REQUEST_ANNOTATION,
+)
 from spreadbus.features.uniteddeployment.core.reservation import (
     RESERVED_POD_LABEL,
     new_subset_conditions,
 )
-from spreadbus.features.uniteddeployment.core.scheduling import after_allocation, schedule_round
+from spreadbus.features.uniteddeployment.core.scheduling import (
+    after_allocation,
+    rebalance_allocation,
+    schedule_round,
+)
 
 
 @dataclass
@@ -121,6 +129,13 @@ class Cluster:
         """The subset's node pool gets room: its pending pods can be scheduled."""
         self.subsets[name].schedulable = True
 
+    def request_rebalance(self, uid: str) -> None:
+        self.ud["metadata"].setdefault("annotations", {})[REQUEST_ANNOTATION] = uid
+
+    def rebalance_handled(self) -> str | None:
+        found = self.ud["metadata"].get("annotations", {}).get(HANDLED_ANNOTATION)
+        return found if isinstance(found, str) else None
+
     def set_replicas(self, replicas: int) -> None:
         self.ud["spec"]["replicas"] = replicas
 
@@ -169,6 +184,10 @@ class Cluster:
             model, {n: round_.workloads[n] for n in round_.workloads if model.subset(n)}
         )
         assert not isinstance(allocation, AllocationError), allocation
+        annotations = self.ud["metadata"].setdefault("annotations", {})
+        allocation, handled = rebalance_allocation(model, annotations, round_, allocation)
+        if handled is not None:
+            annotations[HANDLED_ANNOTATION] = handled
         round_ = after_allocation(model, round_, allocation, now=self.now)
         self.conditions = round_.conditions
         self.last_requeue = round_.requeue_after

@@ -216,3 +216,36 @@ def test_reserved_pods_with_min_replicas() -> None:
     )
     cluster.set_replicas(5)
     until(cluster, reserved(cluster, (5, 1, 0), (0, 1, 0)), 10, "scale up after recovery")
+
+
+def test_rebalance_brings_moved_pods_back_without_losing_availability() -> None:
+    ud = ud_json(
+        [
+            subset_json("subset-0", max_replicas=2),
+            subset_json("subset-1", max_replicas=2),
+            subset_json("subset-2"),
+        ],
+        replicas=5,
+        strategy=adaptive(10, 10),
+    )
+    cluster = Cluster(ud, START, full={"subset-1"}, startup=3)
+    until(cluster, pods(cluster, 2, 0, 3), 20, "stuck pods moved to subset-2")
+    cluster.fix("subset-1")
+    cluster.tick(30)
+    # Adaptive keeps running pods where they are
+    assert list(cluster.counts().values()) == [2, 0, 3]
+    assert cluster.ready_total() == 5
+    cluster.request_rebalance("wr-1")
+    most = 0
+    for _ in range(60):
+        if cluster.rebalance_handled() == "wr-1":
+            break
+        assert cluster.ready_total() >= 5
+        most = max(most, sum(cluster.counts().values()))
+        cluster.tick()
+    else:
+        raise AssertionError(f"rebalance not handled: {cluster.counts()}")
+    assert most <= 5 + 1  # one replica in motion at a time (25% of 5, at least 1)
+    until(cluster, pods(cluster, 2, 2, 1), 5, "fresh placement")
+    cluster.tick(20)
+    assert list(cluster.counts().values()) == [2, 2, 1]  # and it stays
