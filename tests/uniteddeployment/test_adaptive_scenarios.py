@@ -238,14 +238,14 @@ def test_rebalance_brings_moved_pods_back_without_losing_availability() -> None:
     cluster.request_rebalance("wr-1")
     most = 0
     for _ in range(60):
-        if cluster.rebalance_handled() == "wr-1":
-            break
+        cluster.tick()
         assert cluster.ready_total() >= 5
         most = max(most, sum(cluster.counts().values()))
-        cluster.tick()
+        if cluster.rebalance_handled() == "wr-1":
+            break
     else:
         raise AssertionError(f"rebalance not handled: {cluster.counts()}")
     assert most <= 5 + 1  # one replica in motion at a time (25% of 5, at least 1)
-    until(cluster, pods(cluster, 2, 2, 1), 5, "fresh placement")
+    until(cluster, pods(cluster, 2, 2, 1), 5, "fresh placement", min_ready=5)
     cluster.tick(20)
     assert list(cluster.counts().values()) == [2, 2, 1]  # and it stays
