@@ -5,6 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from spreadbus.features.uniteddeployment.core.allocation import SubsetWorkload, allocate
 from spreadbus.features.uniteddeployment.core.conditions import find_condition, format_time
 from spreadbus.features.uniteddeployment.core.scheduling import (
@@ -196,3 +199,79 @@ def test_rebalance_does_not_grow_an_unschedulable_subset() -> None:
     # subset-0 cannot take pods and subset-1 has none to spare: the rebalance ends where it is
     # and the Adaptive allocation (the pending pod leaves subset-0) stands
     assert rebalance_allocation(model, request, round_, allocation) == (allocation, "wr-1")
+
+
+# --- properties ------------------------------------------------------------------------------
+
+pod_states = st.sampled_from(["stuck", "young", "running", "reserved-running", "reserved-stuck"])
+
+
+def _pod(index: int, state: str, age: int) -> dict[str, Any]:
+    created = NOW - age * S
+    if state in ("stuck", "young"):
+        return pod(f"p{index}", created=created, unschedulable=True)
+    labels = {RESERVED: "true"} if state.startswith("reserved") else {RESERVED: "false"}
+    if state == "reserved-stuck":
+        return pod(f"p{index}", created=created, unschedulable=True, labels=labels)
+    return pod(
+        f"p{index}", created=created, phase="Running", ready_since=created + S, labels=labels
+    )
+
+
+@given(
+    strategy=st.sampled_from([None, ADAPTIVE, RESERVATION]),
+    states=st.lists(st.tuples(pod_states, st.integers(1, 400)), max_size=6),
+    marked_ago=st.one_of(st.none(), st.integers(0, 600)),
+    ready=st.integers(0, 6),
+)
+def test_round_invariants(
+    strategy: dict[str, Any] | None,
+    states: list[tuple[str, int]],
+    marked_ago: int | None,
+    ready: int,
+) -> None:
+    model = ud(elastic_subsets([None, None], [None, None]), replicas=6, strategy=strategy)
+    conditions: list[dict[str, Any]] = []
+    if marked_ago is not None:
+        conditions = [
+            {
+                "type": "Schedulable",
+                "status": "False",
+                "lastTransitionTime": format_time(NOW - marked_ago * S),
+                "reason": "reschedule",
+            }
+        ]
+    pods = [_pod(i, state, age) for i, (state, age) in enumerate(states)]
+    found = schedule_round(
+        model,
+        {"subset-0": conditions, "subset-1": []},
+        {"subset-0": workload(len(pods), min(ready, len(pods)))},
+        {"subset-0": pods},
+        updated_revision="",
+        ud_updated_condition=None,
+        now=NOW,
+    )
+    flag = found.workloads["subset-0"]
+    assert flag.replicas == len(pods)
+    assert found.conditions["subset-1"] == []
+    if found.requeue_after is not None:
+        assert found.requeue_after > timedelta(0)
+    written = find_condition(found.conditions["subset-0"], "Schedulable")
+    if strategy is None:
+        assert found.conditions["subset-0"] == conditions
+        assert found.pod_labels == {}
+        assert found.requeue_after is None
+        assert not flag.unschedulable
+        return
+    if strategy is ADAPTIVE:
+        assert found.pod_labels == {}
+        assert flag.reserved_pods == 0
+        if flag.unschedulable:
+            assert written is not None
+            assert written["status"] == "False"
+        return
+    assert flag.unschedulable == (flag.reserved_pods > 0)
+    assert flag.marked_unschedulable == (marked_ago is not None)
+    assert written is not None
+    assert written["status"] == ("False" if flag.unschedulable else "True")
+    assert set(found.pod_labels) <= {f"default/p{i}" for i in range(len(pods))}
