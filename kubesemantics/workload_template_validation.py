@@ -130,7 +130,9 @@ def _containers(items: object, path: Path, names: set[str]) -> list[FieldError]:
                 errors.append(type_error(pp, "object", port))
                 continue
             number = port.get("containerPort")
-            if not isinstance(number, int) or isinstance(number, bool):
+            if number is None or number == 0:
+                errors.append(required(pp.child("containerPort"), ""))
+            elif not isinstance(number, int) or isinstance(number, bool):
                 errors.append(type_error(pp.child("containerPort"), "integer", number))
             elif not 1 <= number <= 65535:
                 errors.append(invalid(pp.child("containerPort"),

@@ -59,7 +59,7 @@ def test_containers_are_checked() -> None:
     pod = template()
     pod["spec"]["containers"] = [
         {"name": "Main", "image": "nginx", "imagePullPolicy": "Sometimes",
-         "ports": [{"containerPort": 0}]},
+         "ports": [{"containerPort": 0}, {"containerPort": 70000}]},
         {"image": "nginx"},
     ]
     pod["spec"]["initContainers"] = [{"name": "main", "image": "busybox"}]
@@ -67,7 +67,8 @@ def test_containers_are_checked() -> None:
     assert [(f, t) for f, t, _ in got] == [
         ("spec.spec.containers[0].name", "Invalid"),
         ("spec.spec.containers[0].imagePullPolicy", "NotSupported"),
-        ("spec.spec.containers[0].ports[0].containerPort", "Invalid"),
+        ("spec.spec.containers[0].ports[0].containerPort", "Required"),
+        ("spec.spec.containers[0].ports[1].containerPort", "Invalid"),
         ("spec.spec.containers[1].name", "Required"),
     ]
     duplicate = template()

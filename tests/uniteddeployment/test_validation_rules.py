@@ -240,6 +240,12 @@ CASES: list[tuple[str, Mutation, list[tuple[str, str, str]]]] = [
        "specify replicas use minReplicas/maxReplicas to enable adaptive strategy"),
       (f"{SUBSETS}[1].replicas", "Forbidden",
        "specify replicas use minReplicas/maxReplicas to enable adaptive strategy")]),
+    ("schedule strategy fields the schema refuses", lambda o: spec(o)["topology"].update(
+        scheduleStrategy={"type": "Sometimes", "adaptive": {"rescheduleCriticalSeconds": "30"}}),
+     [("spec.topology.scheduleStrategy.type", "NotSupported",
+       'supported values: "Adaptive", "Fixed", ""'),
+      ("spec.topology.scheduleStrategy.adaptive.rescheduleCriticalSeconds", "Invalid",
+       "expected integer, got string")]),
     ("unknown update strategy type", lambda o: spec(o)["updateStrategy"].update(
         type="RollingUpdate"),
      [("spec.updateStrategy.type", "NotSupported", 'supported values: "Manual", ""')]),

@@ -55,7 +55,7 @@ from kubesemantics.workload_template_validation import (
     validate_template_for_replicaset,
     validate_template_for_statefulset,
 )
-from spreadbus.features.uniteddeployment.core.model import ADAPTIVE, MANUAL, TEMPLATE_KINDS
+from spreadbus.features.uniteddeployment.core.model import ADAPTIVE, FIXED, MANUAL, TEMPLATE_KINDS
 from spreadbus.features.uniteddeployment.core.replicas import (
     SubsetReplicasError,
     parse_subset_replicas,
@@ -397,6 +397,29 @@ def validate_spec(spec_value: object) -> list[FieldError]:
     revision_limit = spec.get("revisionHistoryLimit")
     if revision_limit is not None and not is_int(revision_limit):
         errors.append(type_error(SPEC.child("revisionHistoryLimit"), "integer", revision_limit))
+    errors.extend(_schedule_strategy_schema_errors(strategy,
+                                                   SPEC.child("topology", "scheduleStrategy")))
+    return errors
+
+
+def _schedule_strategy_schema_errors(strategy: Mapping[str, Any], path: Path) -> list[FieldError]:
+    """What the CRD's schema refuses in ``scheduleStrategy`` (Kruise's webhook never sees it, the
+    API server refuses it first); offline there is no schema, so it is checked here, last."""
+    errors: list[FieldError] = []
+    type_ = strategy.get("type")
+    if type_ is not None and type_ not in (ADAPTIVE, FIXED, ""):
+        errors.append(not_supported(path.child("type"), (ADAPTIVE, FIXED, "")))
+    adaptive = strategy.get("adaptive")
+    if adaptive is not None and not isinstance(adaptive, Mapping):
+        return [*errors, type_error(path.child("adaptive"), "object", adaptive)]
+    for name in ("rescheduleCriticalSeconds", "unschedulableDuration"):
+        value = _map(adaptive).get(name)
+        if value is not None and not is_int(value):
+            errors.append(type_error(path.child("adaptive", name), "integer", value))
+    reserve = _map(adaptive).get("reserveUnschedulablePods")
+    if reserve is not None and not isinstance(reserve, bool):
+        errors.append(type_error(path.child("adaptive", "reserveUnschedulablePods"), "boolean",
+                                 reserve))
     return errors
 
 
