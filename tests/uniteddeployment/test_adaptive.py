@@ -247,3 +247,29 @@ def test_round_properties(ages: list[int], critical: int, marked_ago: int | None
     elif marked_ago is not None:
         assert written is not None
         assert written["status"] == ("False" if in_window else "True")
+
+
+def test_window_ends_exactly_at_its_length() -> None:
+    # lastTransitionTime + unschedulableDuration == now is not "before", so the subset recovers
+    verdict = default_adaptive_round(
+        schedulable("False", NOW - 300 * S, reason="reschedule"),
+        replicas=1,
+        ready_replicas=1,
+        pods=[],
+        strategy=ADAPTIVE,
+        now=NOW,
+    )
+    assert not verdict.unschedulable
+    written = find_condition(verdict.conditions, "Schedulable")
+    assert written is not None
+    assert (written["status"], written["reason"]) == ("True", "recover")
+    one_second_earlier = default_adaptive_round(
+        schedulable("False", NOW - 299 * S, reason="reschedule"),
+        replicas=1,
+        ready_replicas=1,
+        pods=[],
+        strategy=ADAPTIVE,
+        now=NOW,
+    )
+    assert one_second_earlier.unschedulable
+    assert one_second_earlier.requeue_after == S

@@ -537,3 +537,33 @@ def test_round_properties(ages: list[int], marked: bool, labelled: list[str]) ->
     assert final.count("true") == verdict.reserved_pods
     if verdict.requeue_after is not None:
         assert verdict.requeue_after > timedelta(0)
+
+
+def test_boundaries_are_strict() -> None:
+    # Ready exactly min_ready ago: still reserved, looked at again "now" (no positive wake-up).
+    ready_just = reserved_status(
+        pod(
+            created=NOW - 100 * S,
+            phase="Running",
+            ready_since=NOW - 5 * S,
+            labels={RESERVED: "true"},
+        ),
+        updated_revision="",
+        ud_updated_condition=None,
+        pending_timeout_after=10 * S,
+        min_ready=5 * S,
+        now=NOW,
+    )
+    assert ready_just.reserved
+    assert ready_just.recheck_after == timedelta(0)
+    # Updating exactly pending_timeout long: old-revision pods are not reserved yet.
+    update_just = reserved_status(
+        pod(created=NOW - 100 * S, phase="Running", labels={REVISION: "old"}),
+        updated_revision="new",
+        ud_updated_condition=updated_condition(NOW - 10 * S),
+        pending_timeout_after=10 * S,
+        min_ready=5 * S,
+        now=NOW,
+    )
+    assert not update_just.reserved
+    assert not update_just.update_timed_out

@@ -10,7 +10,10 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
+from spreadbus.features.uniteddeployment.admission.side import webhook_side
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+from spreadbus.features.uniteddeployment.offline import offline_plan
+from spreadbus.features.uniteddeployment.offline_validation import validate_offline
 from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
 from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
 
@@ -23,6 +26,7 @@ async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> Planner
         min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
     )
     return PlannerSide(rules=[rule])
+
 
 _WORKLOAD_RESOURCES: Final = (
     ("apps", "statefulsets"),
@@ -53,4 +57,7 @@ FEATURE: Final = Feature(
         ("patch_status", "apps.kruise.io", "uniteddeployments"),  # status
         ("patch", "apps.kruise.io", "uniteddeployments"),  # rebalance handled
     ),
+    webhook=webhook_side,
+    validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},
+    offline_plan=offline_plan,
 )

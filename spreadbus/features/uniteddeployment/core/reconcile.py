@@ -2,21 +2,28 @@
 
 :func:`reconcile` follows Kruise's order:
 
-1. a UD being deleted, or without a workload template, is left alone;
+1. a UD being deleted is left alone; one without a workload template is answered with an
+   ``error`` (the webhook refuses it; Kruise's controller would fail on it);
 2. every spec subset without a status entry gets one (in reservation mode a subset added to a UD
    that already had entries starts ``Schedulable=False``, reason ``created``);
 3. revisions (:mod:`.revision_history`): the current and updated revision and the
    ControllerRevision writes; ``UnitedDeploymentUpdated`` follows current vs updated;
 4. the subset workloads are found (:mod:`.subset_workloads`), duplicates deleted;
-5. Adaptive pre-processing of every found subset with a status entry (:mod:`.adaptive`, or
-   :mod:`.reservation` with ``reserveUnschedulablePods``): the subset's ``Schedulable``
-   condition, the allocator's flags, reserved-pod labels and wake-ups;
+5. Adaptive pre-processing of every found subset with a status entry
+   (:func:`.scheduling.schedule_round`: :mod:`.adaptive`, or :mod:`.reservation` with
+   ``reserveUnschedulablePods``): the subset's ``Schedulable`` condition, the allocator's flags,
+   reserved-pod labels and wake-ups;
 6. the allocation (:mod:`.allocation`); if it fails, ``error`` carries Kruise's message, no
    subset is planned and the status is the input status unchanged (only the duplicate deletes
    and the revision writes, which Kruise makes before allocating, remain);
 7. a rebalance in progress (the ``rebalance.spreadbus.io/request`` annotation differs from
-   ``.../handled``) replaces the allocation by one step toward the fresh one;
-8. reservation post-processing (a just-recovered subset that grows is marked again);
+   ``.../handled``) replaces the allocation by one step toward the placement the UD would get if
+   created now (:mod:`.rebalance`), taking away no more ready pods than the PodDisruptionBudgets
+   and PodUnavailableBudgets passed among ``workloads`` allow (:mod:`.disruption_budgets`);
+   ``rebalance_handled`` is the request once that placement is reached or nothing can move
+   (also when the fresh placement cannot be computed);
+8. reservation post-processing (:func:`.scheduling.after_allocation`: a just-recovered subset
+   that grows is marked again);
 9. partitions (:mod:`.partitions`), the whole rendered workload per spec subset
    (:mod:`.rendering`) and Kruise's update decision (:mod:`.update_decision`); workloads of
    subsets no longer in spec and of other kinds are deleted;
@@ -31,11 +38,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from kubesemantics.lenient_json import as_int, as_map, as_str
+from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.features.uniteddeployment.core import adaptive, reservation
 from spreadbus.features.uniteddeployment.core.allocation import (
     AllocationError,
-    SubsetWorkload,
     allocate,
 )
 from spreadbus.features.uniteddeployment.core.conditions import (
@@ -46,6 +52,7 @@ from spreadbus.features.uniteddeployment.core.conditions import (
     set_ud_condition,
     set_updated_condition,
 )
+from spreadbus.features.uniteddeployment.core.disruption_budgets import disruption_allowance
 from spreadbus.features.uniteddeployment.core.model import (
     UnitedDeployment,
     from_object,
@@ -60,13 +67,17 @@ from spreadbus.features.uniteddeployment.core.rendering import (
     render_workload,
 )
 from spreadbus.features.uniteddeployment.core.revision_history import plan_revisions
+from spreadbus.features.uniteddeployment.core.scheduling import (
+    after_allocation,
+    rebalance_allocation,
+    schedule_round,
+)
 from spreadbus.features.uniteddeployment.core.status import (
     SubsetCounts,
     compute_status,
     subset_counts,
 )
 from spreadbus.features.uniteddeployment.core.subset_workloads import (
-    Discovery,
     discover,
     pods_by_subset,
     workload_kind,
@@ -74,14 +85,15 @@ from spreadbus.features.uniteddeployment.core.subset_workloads import (
 from spreadbus.features.uniteddeployment.core.update_decision import (
     Action,
     decide,
-    spec_replicas,
 )
 
+NO_TEMPLATE = (
+    "spec.template: should provide one of statefulSetTemplate, advancedStatefulSetTemplate, "
+    "cloneSetTemplate, or deploymentTemplate"
+)
 SUBSET_PROVISIONED = "SubsetProvisioned"
 SUBSET_UPDATED = "SubsetUpdated"
 UNITED_UPDATED = "UnitedDeploymentUpdated"
-REBALANCE_REQUEST = "rebalance.spreadbus.io/request"
-REBALANCE_HANDLED = "rebalance.spreadbus.io/handled"
 
 
 @dataclass(frozen=True)
@@ -108,18 +120,6 @@ class Reconciliation:
     rebalance_handled: str | None = None
 
 
-@dataclass
-class _Scheduling:
-    """The Adaptive pre-processing of the found subsets."""
-
-    conditions: dict[str, list[JSON]]
-    flags: dict[str, SubsetWorkload] = field(default_factory=dict)
-    reserved: dict[str, int] = field(default_factory=dict)
-    update_timeout_pods: dict[str, int] = field(default_factory=dict)
-    pod_labels: dict[str, dict[str, str]] = field(default_factory=dict)
-    wakeups: list[timedelta | None] = field(default_factory=list)
-
-
 def _initial_subset_conditions(
     ud: UnitedDeployment, old_status: Mapping[str, Any], now: datetime
 ) -> dict[str, list[JSON]]:
@@ -138,63 +138,6 @@ def _initial_subset_conditions(
     return found
 
 
-def _workload_status(workload: Mapping[str, Any], key: str) -> int:
-    return as_int(as_map(workload.get("status")).get(key)) or 0
-
-
-def _schedule(
-    ud: UnitedDeployment,
-    found: Discovery,
-    pods_of: Mapping[str, Sequence[Mapping[str, Any]]],
-    conditions: dict[str, list[JSON]],
-    *,
-    updated_revision: str,
-    ud_conditions: Sequence[Mapping[str, Any]],
-    now: datetime,
-) -> _Scheduling:
-    strategy = ud.schedule_strategy
-    round_ = _Scheduling(conditions=conditions)
-    for name, workload in found.by_subset.items():
-        unschedulable = marked = False
-        reserved_pods = 0
-        if name in conditions and strategy.reservation:
-            verdict = reservation.reservation_round(
-                conditions[name],
-                pods=pods_of.get(name, ()),
-                updated_revision=updated_revision,
-                ud_updated_condition=find_condition(ud_conditions, UNITED_UPDATED),
-                strategy=strategy,
-                now=now,
-            )
-            unschedulable, marked = verdict.unschedulable, verdict.marked_unschedulable
-            reserved_pods = verdict.reserved_pods
-            round_.update_timeout_pods[name] = verdict.update_timeout_pods
-            round_.conditions[name] = verdict.conditions
-            round_.pod_labels.update(verdict.pod_labels)
-            round_.wakeups.append(verdict.requeue_after)
-        elif name in conditions and strategy.adaptive:
-            adaptive_verdict = adaptive.default_adaptive_round(
-                conditions[name],
-                replicas=_workload_status(workload, "replicas"),
-                ready_replicas=_workload_status(workload, "readyReplicas"),
-                pods=pods_of.get(name, ()),
-                strategy=strategy,
-                now=now,
-            )
-            unschedulable = adaptive_verdict.unschedulable
-            round_.conditions[name] = adaptive_verdict.conditions
-            round_.wakeups.append(adaptive_verdict.requeue_after)
-        round_.reserved[name] = reserved_pods
-        round_.flags[name] = SubsetWorkload(
-            replicas=spec_replicas(workload),
-            ready_replicas=_workload_status(workload, "readyReplicas"),
-            reserved_pods=reserved_pods,
-            unschedulable=unschedulable,
-            marked_unschedulable=marked,
-        )
-    return round_
-
-
 def _requeue_at(now: datetime, wakeups: Sequence[timedelta | None]) -> datetime | None:
     soonest = adaptive.earliest(wakeups)
     return None if soonest is None else now + soonest
@@ -208,12 +151,19 @@ def reconcile(
     revisions: Sequence[Mapping[str, Any]],
     now: datetime,
 ) -> Reconciliation:
-    """Plan one round for ``ud`` from its namespace's workloads, pods and ControllerRevisions."""
+    """Plan one round for ``ud`` from its namespace's workloads, pods and ControllerRevisions.
+
+    ``workloads`` may hold anything of the namespace: subset workloads are picked out by their
+    owner reference and label, ReplicaSets lead to a Deployment's pods, PodDisruptionBudgets and
+    PodUnavailableBudgets bound a rebalance, the rest is ignored.
+    """
     model = from_object(ud)
     old_status = dict(as_map(ud.get("status")))
     kind = workload_kind(model)
-    if model.deleting or kind is None:
+    if model.deleting:
         return Reconciliation(status=old_status)
+    if kind is None:
+        return Reconciliation(status=old_status, error=NO_TEMPLATE)
 
     subset_conditions = _initial_subset_conditions(model, old_status, now)
     updated_in_status = as_str(as_map(old_status.get("updateStatus")).get("updatedRevision"))
@@ -228,20 +178,16 @@ def reconcile(
 
     found = discover(model, workloads)
     pods_of = pods_by_subset(model, found.by_subset, workloads, pods)
-    scheduling = _schedule(
+    scheduling = schedule_round(
         model,
-        found,
-        pods_of,
         subset_conditions,
+        found.by_subset,
+        pods_of,
         updated_revision=expected,
-        ud_conditions=ud_conditions,
+        ud_updated_condition=find_condition(ud_conditions, UNITED_UPDATED),
         now=now,
     )
-
-    spec_flags = {
-        s.name: scheduling.flags[s.name] for s in model.subsets if s.name in scheduling.flags
-    }
-    allocation = allocate(model, spec_flags)
+    allocation = allocate(model, scheduling.workloads)
     if isinstance(allocation, AllocationError):
         return Reconciliation(
             status=old_status,
@@ -252,17 +198,14 @@ def reconcile(
             revision_updates=revisions_plan.updates,
             revision_deletes=revisions_plan.deletes,
         )
-
-    if model.schedule_strategy.reservation:
-        for name, flags in spec_flags.items():
-            scheduling.conditions[name] = reservation.after_allocation(
-                scheduling.conditions[name],
-                unschedulable=flags.unschedulable,
-                marked_unschedulable=flags.marked_unschedulable,
-                current_replicas=flags.replicas,
-                next_replicas=allocation[name],
-                now=now,
-            )
+    allocation, rebalance_handled = rebalance_allocation(
+        model,
+        as_map(ud.get("metadata")).get("annotations"),
+        scheduling,
+        allocation,
+        disruptions_allowed=disruption_allowance(model, workloads, found.by_subset, pods_of),
+    )
+    scheduling = after_allocation(model, scheduling, allocation, now=now)
 
     partitions = computed_partitions(model, allocation)
     decisions: dict[str, SubsetDecision] = {}
@@ -302,7 +245,7 @@ def reconcile(
         )
         if action == "create":
             created = subset.name
-        observed = spec_flags.get(subset.name)
+        observed = scheduling.workloads.get(subset.name)
         if (
             action == "update"
             and model.schedule_strategy.reservation
@@ -311,7 +254,7 @@ def reconcile(
         ):
             workload = reservation.override_max_unavailable(
                 workload,
-                current_replicas=replicas,
+                current_replicas=observed.replicas,
                 ready_replicas=observed.ready_replicas,
                 update_timeout_pods=scheduling.update_timeout_pods.get(subset.name, 0),
             )
@@ -336,7 +279,7 @@ def reconcile(
             workload,
             pods_of.get(name, ()),
             expected_revision=expected,
-            reserved_pods=scheduling.reserved.get(name, 0),
+            reserved_pods=scheduling.workloads[name].reserved_pods,
         )
         for name, workload in found.by_subset.items()
     }
@@ -352,7 +295,7 @@ def reconcile(
         expected_revision=expected,
         collision_count=revisions_plan.collision_count,
     )
-    wakeups = list(scheduling.wakeups)
+    wakeups = [scheduling.requeue_after]
     if created and model.schedule_strategy.adaptive:
         wakeups.append(timedelta(seconds=model.schedule_strategy.reschedule_critical))
     return Reconciliation(
@@ -364,6 +307,7 @@ def reconcile(
         revision_creates=revisions_plan.creates,
         revision_updates=revisions_plan.updates,
         revision_deletes=revisions_plan.deletes,
+        rebalance_handled=rebalance_handled,
     )
 
 

@@ -20,7 +20,8 @@ adapters write, in their order, later writes winning:
    (compact JSON, keys sorted), ``""`` without a patch.
 
 A create has ``metadata.generateName`` and no ``metadata.name``; an update keeps the observed
-metadata (name, uid, resourceVersion, other labels and owners) and status.
+metadata (name, uid, resourceVersion, other labels and owners). The status is the workload
+controller's, not something the UD wants: it is left out.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ def render_workload(
     template = as_map(ud.template[key])
     template_meta = as_map(template.get("metadata"))
     workload: JSON = copy.deepcopy(dict(existing)) if existing is not None else {}
+    workload.pop("status", None)
     workload["apiVersion"] = kind.api_version
     workload["kind"] = kind.kind
     meta = _string_map(workload.get("metadata"))

@@ -31,7 +31,7 @@ from spreadbus.features.uniteddeployment.core.conditions import (
 )
 from spreadbus.features.uniteddeployment.core.model import UnitedDeployment
 from spreadbus.features.uniteddeployment.core.reservation import STATUS_SELECTOR_SUFFIX
-from spreadbus.features.uniteddeployment.core.subset_workloads import labels_of
+from spreadbus.features.uniteddeployment.core.subset_workloads import label_of
 
 REVISION_LABEL = "apps.kruise.io/controller-revision-hash"
 SUBSET_FAILURE = "SubsetFailure"
@@ -48,18 +48,26 @@ class SubsetCounts:
     updated_ready_replicas: int = 0
 
 
+def _map(value: object) -> Mapping[str, Any]:
+    if type(value) is dict:
+        return value
+    return value if isinstance(value, Mapping) else {}
+
+
 def pod_active(pod: Mapping[str, Any]) -> bool:
-    phase = as_str(as_map(pod.get("status")).get("phase"))
-    deleting = as_map(pod.get("metadata")).get("deletionTimestamp") is not None
+    phase = _map(pod.get("status")).get("phase")
+    deleting = _map(pod.get("metadata")).get("deletionTimestamp") is not None
     return phase not in ("Succeeded", "Failed") and not deleting
 
 
 def pod_ready(pod: Mapping[str, Any]) -> bool:
-    found = as_map(pod.get("status")).get("conditions")
-    if not isinstance(found, list):
+    found = _map(pod.get("status")).get("conditions")
+    if type(found) is not list:
         return False
     return any(
-        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
+        (type(c) is dict or isinstance(c, Mapping))
+        and c.get("type") == "Ready"
+        and c.get("status") == "True"
         for c in found
     )
 
@@ -75,7 +83,7 @@ def subset_counts(
     updated = [
         p
         for p in pods
-        if pod_active(p) and labels_of(p).get(REVISION_LABEL, "") == expected_revision
+        if (label_of(p, REVISION_LABEL) or "") == expected_revision and pod_active(p)
     ]
     return SubsetCounts(
         replicas=as_int(status.get("replicas")) or 0,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesemantics.group_version import api_group
-from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.lenient_json import as_str
 from spreadbus.features.uniteddeployment.core.model import KIND, UnitedDeployment
 
 JSON = Mapping[str, Any]
@@ -69,24 +69,40 @@ def workload_kind(ud: UnitedDeployment) -> WorkloadKind | None:
     return None if key is None else KIND_OF_TEMPLATE[key]
 
 
+def _map(value: object) -> Mapping[str, Any]:
+    """``as_map`` with a fast path for dicts: these run once per pod and per round."""
+    if type(value) is dict:
+        return value
+    return value if isinstance(value, Mapping) else {}
+
+
 def name_of(obj: JSON) -> str:
-    return as_str(as_map(obj.get("metadata")).get("name"))
+    return as_str(_map(obj.get("metadata")).get("name"))
 
 
 def namespace_of(obj: JSON) -> str:
-    return as_str(as_map(obj.get("metadata")).get("namespace")) or "default"
+    return as_str(_map(obj.get("metadata")).get("namespace")) or "default"
 
 
 def labels_of(obj: JSON) -> Mapping[str, str]:
-    labels = as_map(as_map(obj.get("metadata")).get("labels"))
+    labels = _map(_map(obj.get("metadata")).get("labels"))
     return {k: v for k, v in labels.items() if isinstance(v, str)}
 
 
+def label_of(obj: JSON, key: str) -> str | None:
+    """One label's value, None when absent or not a string."""
+    value = _map(_map(obj.get("metadata")).get("labels")).get(key)
+    return value if isinstance(value, str) else None
+
+
 def controller_ref(obj: JSON) -> JSON | None:
-    refs = as_map(obj.get("metadata")).get("ownerReferences")
-    if not isinstance(refs, list):
+    refs = _map(obj.get("metadata")).get("ownerReferences")
+    if type(refs) is not list:
         return None
-    return next((r for r in refs if isinstance(r, Mapping) and r.get("controller") is True), None)
+    for ref in refs:
+        if (type(ref) is dict or isinstance(ref, Mapping)) and ref.get("controller") is True:
+            return ref
+    return None
 
 
 def controlled_by(obj: JSON, owner: JSON) -> bool:
@@ -94,7 +110,7 @@ def controlled_by(obj: JSON, owner: JSON) -> bool:
     ref = controller_ref(obj)
     if ref is None:
         return False
-    owner_meta = as_map(owner.get("metadata"))
+    owner_meta = _map(owner.get("metadata"))
     uid, ref_uid = as_str(owner_meta.get("uid")), as_str(ref.get("uid"))
     if uid and ref_uid:
         return uid == ref_uid
@@ -155,7 +171,7 @@ def discover(ud: UnitedDeployment, workloads: Sequence[JSON]) -> Discovery:
         if kind is None or not kind.holds(workload):
             found.other_kinds.append(workload)
             continue
-        subset = labels_of(workload).get(SUBSET_NAME_LABEL)
+        subset = label_of(workload, SUBSET_NAME_LABEL)
         if subset is None:
             continue
         if subset in found.by_subset:
@@ -173,15 +189,31 @@ def pods_by_subset(
     workloads: Sequence[JSON],
     pods: Sequence[JSON],
 ) -> dict[str, list[JSON]]:
-    """Each subset workload's pods (by name), a Deployment's through its ReplicaSets."""
-    replicasets = [w for w in workloads if REPLICA_SET.holds(w) and namespace_of(w) == ud.namespace]
-    in_namespace = [p for p in pods if namespace_of(p) == ud.namespace]
-    found: dict[str, list[JSON]] = {}
+    """Each subset workload's pods (by name), a Deployment's through its ReplicaSets.
+
+    Owners are indexed by kind and name, so the cost follows the number of pods.
+    """
+    owners: dict[tuple[str, str], list[tuple[JSON, str]]] = {}
+    deployments = {name_of(w): s for s, w in subsets.items() if DEPLOYMENT.holds(w)}
     for subset, workload in subsets.items():
-        owners = [workload]
-        if DEPLOYMENT.holds(workload):
-            owners = [rs for rs in replicasets if controlled_by(rs, workload)]
-        found[subset] = sorted(
-            (p for p in in_namespace if any(controlled_by(p, o) for o in owners)), key=name_of
-        )
-    return found
+        if not DEPLOYMENT.holds(workload):
+            owners.setdefault((as_str(workload.get("kind")), name_of(workload)), []).append(
+                (workload, subset)
+            )
+    for rs in workloads:
+        if not REPLICA_SET.holds(rs) or namespace_of(rs) != ud.namespace:
+            continue
+        ref = controller_ref(rs)
+        owning = deployments.get(as_str(ref.get("name"))) if ref is not None else None
+        if owning is not None and controlled_by(rs, subsets[owning]):
+            owners.setdefault((REPLICA_SET.kind, name_of(rs)), []).append((rs, owning))
+    found: dict[str, list[JSON]] = {subset: [] for subset in subsets}
+    for pod in pods:
+        ref = controller_ref(pod)
+        if ref is None or namespace_of(pod) != ud.namespace:
+            continue
+        for owner, subset in owners.get((as_str(ref.get("kind")), as_str(ref.get("name"))), []):
+            if controlled_by(pod, owner):
+                found[subset].append(pod)
+                break
+    return {subset: sorted(found[subset], key=name_of) for subset in subsets}
