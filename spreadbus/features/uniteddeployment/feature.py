@@ -11,6 +11,7 @@ from typing import Final
 
 from spreadbus.engine.feature import Feature
 from spreadbus.features.uniteddeployment.admission.side import webhook_side
+from spreadbus.features.uniteddeployment.offline import offline_plan
 from spreadbus.features.uniteddeployment.offline_validation import validate_offline
 
 NAME: Final = "uniteddeployment"
@@ -29,4 +30,5 @@ FEATURE: Final = Feature(
     ),
     webhook=webhook_side,
     validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},
+    offline_plan=offline_plan,
 )
