@@ -50,7 +50,7 @@ def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
     rendered: list[dict[str, Any]],
 ) -> None:
     (config,) = find(rendered, "MutatingWebhookConfiguration")
-    (hook,) = config["webhooks"]
+    (hook,) = [h for h in config["webhooks"] if h["name"] == "mpod.spreadbus.io"]
     assert hook["failurePolicy"] == "Ignore"
     assert hook["timeoutSeconds"] <= 5
     assert hook["sideEffects"] == "NoneOnDryRun"
@@ -72,6 +72,24 @@ def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
     assert "spreadbus.io/control-plane" in namespace["metadata"]["labels"]
 
 
+def test_uniteddeployments_are_defaulted_and_validated_failing_closed(
+    rendered: list[dict[str, Any]],
+) -> None:
+    hooks = {
+        hook["clientConfig"]["service"]["path"]: hook
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for hook in find(rendered, kind)[0]["webhooks"]
+    }
+    mutate, validate = hooks["/mutate-uniteddeployment"], hooks["/validate-uniteddeployment"]
+    assert (mutate["failurePolicy"], validate["failurePolicy"]) == ("Fail", "Fail")
+    for hook, operations in ((mutate, ["CREATE", "UPDATE"]),
+                             (validate, ["CREATE", "UPDATE", "DELETE"])):
+        (rule,) = hook["rules"]
+        assert rule["resources"] == ["uniteddeployments"]  # neither /scale nor /status
+        assert rule["operations"] == operations
+        assert rule["apiGroups"] == ["apps.kruise.io"]
+
+
 def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
     rendered: list[dict[str, Any]],
 ) -> None:
@@ -88,9 +106,12 @@ def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
         ("", "pods", "DELETE"),
         ("apps.kruise.io", "workloadspreads", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "UPDATE"),
+        ("apps.kruise.io", "uniteddeployments", "CREATE"),
+        ("apps.kruise.io", "uniteddeployments", "UPDATE"),
+        ("apps.kruise.io", "uniteddeployments", "DELETE"),
     }
     paths = {hook["clientConfig"]["service"]["path"] for hook in config["webhooks"]}
-    assert paths == {"/validate-pod", "/validate-workloadspread"}
+    assert paths == {"/validate-pod", "/validate-workloadspread", "/validate-uniteddeployment"}
 
 
 def test_nats_runs_as_a_three_node_jetstream_cluster(rendered: list[dict[str, Any]]) -> None:
