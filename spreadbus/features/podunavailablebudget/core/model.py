@@ -157,10 +157,9 @@ def status_from_json(value: object) -> BudgetStatus:
 
 
 def status_to_json(status: BudgetStatus) -> JSON:
-    """The status as written: the four counters always, the maps only when not empty."""
-    out: JSON = {}
-    if status.observed_generation is not None:
-        out["observedGeneration"] = status.observed_generation
+    """The status as Kruise serialises it: observedGeneration (0 when never set) and the four
+    counters always, the maps only when not empty."""
+    out: JSON = {"observedGeneration": status.observed_generation or 0}
     if status.disrupted_pods:
         out["disruptedPods"] = {
             k: format_time(v) for k, v in sorted(status.disrupted_pods.items())
