@@ -229,3 +229,16 @@ def test_an_unchanged_status_is_not_written_again() -> None:
     again = compute(budget(generation=2, status=stored), *seed_objects())
     assert not again.changed
     assert compute(budget(generation=3, status=stored), *seed_objects()).changed
+
+
+def test_pods_of_a_replicaset_missing_from_the_input_still_count_for_their_deployment() -> None:
+    deployment = workload(replicas=4)
+    listed = replicaset(deployment, "new")
+    unlisted = replicaset(deployment, "old")
+    deleting_rs = {**replicaset(deployment, "gone"),
+                   "metadata": {**replicaset(deployment, "gone")["metadata"],
+                                "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+    pods = [pod("n0", owner=listed), pod("o0", owner=unlisted), pod("g0", owner=deleting_rs),
+            pod("x0", owner=replicaset(workload(name="api"), "zzz"))]
+    result = compute(budget(max_unavailable=1), deployment, listed, deleting_rs, *pods)
+    assert result.pods == ("n0", "o0")

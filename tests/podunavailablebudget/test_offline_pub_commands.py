@@ -294,3 +294,20 @@ def test_admit_text_output_names_the_budget(
     assert code == 1
     assert out.startswith('denied: podunavailablebudget.policy.kruise.io "web-server-pub"')
     assert "podUnavailableBudget: web/web-server-pub (exhausted)" in out
+
+
+def test_plan_for_the_seeds_cloneset_variant(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pub = seed_pub()
+    pub["spec"]["targetRef"] = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+                                "name": "web-server"}
+    cs = workload("CloneSet", "web-server", replicas=5, api_version="apps.kruise.io/v1alpha1")
+    pods = [pod(f"web-server-{i}", owner=cs, ready=i != 0) for i in range(5)]
+    code, body, _ = run_json(capsys, "plan", "-f", write(tmp_path / "in.yaml", pub, cs, *pods),
+                             "--now", NOW)
+    assert code == 0
+    # cloneset.replicas(5) * 60% = 3 unavailable, so 2 must stay available; 4 are.
+    assert body["podUnavailableBudgets"]["web/web-server-pub"]["status"] == {
+        "observedGeneration": 3, "unavailableAllowed": 2, "currentAvailable": 4,
+        "desiredAvailable": 2, "totalReplicas": 5}

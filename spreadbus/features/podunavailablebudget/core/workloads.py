@@ -138,6 +138,16 @@ class Workloads:
             return WorkloadId("apps", "Deployment", owner.name[: -len(suffix)])
         return owner
 
+    def unlisted_rs_of(self, pod: JSON) -> WorkloadId | None:
+        """The Deployment of a pod whose ReplicaSet is not in the input, read from names."""
+        ref = controller_ref(pod)
+        if ref is None or ref_identity(ref).kind != "ReplicaSet":
+            return None
+        if self.find_ref(namespace_of(pod), ref) is not None:
+            return None
+        workload = self.pod_workload(pod)
+        return workload if workload is not None and workload.kind == "Deployment" else None
+
     def governing(self, namespace: str, workload: WorkloadId) -> WorkloadId | None:
         """The UnitedDeployment controlling a workload, if any."""
         obj = self.find(namespace, workload)
@@ -178,13 +188,10 @@ def pods_for_workload(
     if (ident.group, ident.kind) == ("apps", "Deployment"):
         replicasets = workloads.replicasets_of(workload)
         owners: list[JSON] = replicasets or [workload]
-        found = _owned(same_namespace, owners)
-        if not replicasets:
-            found += [
-                p for p in same_namespace
-                if p not in found and workloads.pod_workload(p) == ident
-            ]
-        return found, count
+        return [
+            p for p in same_namespace
+            if any(owned_by(p, o) for o in owners) or workloads.unlisted_rs_of(p) == ident
+        ], count
     if (ident.group, ident.kind) == UNITED_DEPLOYMENT:
         return [
             p for p in same_namespace
