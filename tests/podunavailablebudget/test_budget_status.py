@@ -242,3 +242,17 @@ def test_pods_of_a_replicaset_missing_from_the_input_still_count_for_their_deplo
             pod("x0", owner=replicaset(workload(name="api"), "zzz"))]
     result = compute(budget(max_unavailable=1), deployment, listed, deleting_rs, *pods)
     assert result.pods == ("n0", "o0")
+
+
+def test_the_total_annotation_counts_only_where_kruise_reads_it() -> None:
+    total = {"pub.kruise.io/protect-total-replicas": "7"}
+    no_selector = budget(target=None, annotations=total)
+    assert compute(no_selector, *seed_objects()).status.total_replicas == 0
+    bad_selector = budget(target=None, annotations=total, selector={
+        "matchExpressions": [{"key": "app", "operator": "In"}]})
+    result = compute(bad_selector, *seed_objects())
+    assert (result.pods, result.status.total_replicas, result.error) == ((), 0, None)
+    missing_target = budget(target=("apps/v1", "Deployment", "absent"), annotations=total)
+    assert compute(missing_target, *seed_objects()).status.total_replicas == 7
+    empty = budget(annotations={"pub.kruise.io/protect-total-replicas": ""})
+    assert compute(empty, *seed_objects()).status.total_replicas == 5

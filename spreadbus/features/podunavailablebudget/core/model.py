@@ -230,6 +230,6 @@ def protected_operations(
 
 def protect_total_replicas(pub: PodUnavailableBudget) -> int | None:
     """The annotation's replica count, read as Kruise's controller reads it (a bad value is
-    0), or None when the annotation is absent."""
+    0), or None when the annotation is absent or empty."""
     value = pub.annotations.get(PROTECT_TOTAL_REPLICAS_ANNOTATION)
-    return None if value is None else _go_parse_int32_lenient(value)
+    return _go_parse_int32_lenient(value) if value else None
