@@ -256,3 +256,17 @@ def test_the_total_annotation_counts_only_where_kruise_reads_it() -> None:
     assert compute(missing_target, *seed_objects()).status.total_replicas == 7
     empty = budget(annotations={"pub.kruise.io/protect-total-replicas": ""})
     assert compute(empty, *seed_objects()).status.total_replicas == 5
+
+
+def test_a_custom_kind_that_owns_no_pods_lists_them_by_its_scale_selector() -> None:
+    rollout = workload("Rollout", "web-server", replicas=3, api_version="argoproj.io/v1alpha1")
+    rollout["status"] = {"selector": "app=web"}
+    rs = workload("ReplicaSet", "web-server-x", replicas=3, owner=rollout)
+    pods = [pod("r0", owner=rs), pod("r1", owner=rs), pod("api", labels={"app": "api"})]
+    pub = budget(target=("argoproj.io/v1alpha1", "Rollout", "web-server"), max_unavailable=1)
+    result = compute(pub, rollout, rs, *pods)
+    assert (result.pods, result.status.total_replicas, result.status.unavailable_allowed) == (
+        ("r0", "r1"), 3, 0)
+    no_replicas = workload("Rollout", "web-server", replicas=None,
+                           api_version="argoproj.io/v1alpha1")
+    assert compute(pub, no_replicas, *pods).status.total_replicas == -1

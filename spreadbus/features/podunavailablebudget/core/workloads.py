@@ -9,7 +9,8 @@ names the UnitedDeployment.
 Replicas: ``spec.replicas`` (absent reads as 1, the API server's default for the built-in
 kinds); a workload being deleted, or not found, has no pods and 0 replicas; a kind whose
 ``spec.replicas`` is not a number has -1 ("unknown", as Kruise's finder answers for a custom
-kind without a scale subresource).
+kind without a scale subresource). A custom kind's pods are those it owns, or, when it owns
+none, those its scale selector picks (a Deployment-like kind that does not own its pods).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import msgspec
 
 from kubesemantics.group_version import api_group
+from kubesemantics.label_selector import Selector, SelectorError, from_label_selector, parse
 from kubesemantics.lenient_json import as_int, as_map, as_str
 
 JSON = Mapping[str, Any]
@@ -198,7 +200,28 @@ def pods_for_workload(
             if (w := workloads.pod_workload(p)) is not None
             and workloads.governing(namespace, w) == ident
         ], count
-    return _owned(same_namespace, [workload]), count
+    owned = _owned(same_namespace, [workload])
+    if owned or (ident.group, ident.kind) in _DEFAULTED_REPLICAS:
+        return owned, count
+    selector = scale_selector(workload)
+    return [p for p in same_namespace if selector is not None and selector.matches(
+        {str(k): v for k, v in as_map(meta(p).get("labels")).items() if isinstance(v, str)}
+    )], count
+
+
+def scale_selector(workload: JSON) -> Selector | None:
+    """The selector a custom kind's scale subresource would report: ``status.selector`` (the
+    string form) or ``spec.selector``; None when neither reads."""
+    try:
+        text = as_map(workload.get("status")).get("selector")
+        if isinstance(text, str) and text:
+            return parse(text)
+        spec_selector = as_map(workload.get("spec")).get("selector")
+        if isinstance(spec_selector, Mapping) and spec_selector:
+            return from_label_selector(spec_selector)
+    except SelectorError:
+        return None
+    return None
 
 
 def expected_for_pods(pods: Sequence[JSON], workloads: Workloads) -> int:
