@@ -126,3 +126,47 @@ def test_a_computed_status_keeps_its_invariants(
         from_object({**pub, "status": written}), workloads=[deployment, rs], pods=pods, now=NOW
     )
     assert not again.changed, "a second pass at the same time writes nothing"
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    allowed=st.integers(0, 4),
+    pods_of=st.lists(st.lists(st.sampled_from(NAMES), min_size=1, max_size=4), min_size=1,
+                     max_size=4),
+    schedule=st.lists(st.integers(0, 3), max_size=60),
+)
+def test_replicas_deciding_on_stale_reads_and_compare_and_set_never_overspend(
+    allowed: int, pods_of: list[list[str]], schedule: list[int]
+) -> None:
+    """Each replica reads (status, revision), decides, and writes only if the revision is still
+    the one it read, else reads again: the webhook's protocol on the budget entry."""
+    store = {"revision": 0,
+             "pub": from_object(budget(status=status(allowed, desired=1)))}
+    reads: dict[int, tuple[int, Any]] = {}
+    queues = {i: list(names) for i, names in enumerate(pods_of)}
+    admitted: list[str] = []
+    for step in schedule:
+        replica = step % len(pods_of)
+        if not queues[replica]:
+            continue
+        if replica not in reads:
+            reads[replica] = (store["revision"], store["pub"])
+            continue
+        revision, seen = reads.pop(replica)
+        name = queues[replica][0]
+        decision = decide(pod(name), seen, operation="DELETE", now=NOW)
+        if decision.status is None:
+            queues[replica].pop(0)
+            if decision.allowed:
+                admitted.append(name)
+            continue
+        if revision != store["revision"]:
+            continue  # conflict: read again and decide again
+        store["revision"] += 1
+        store["pub"] = msgspec.structs.replace(seen, status=decision.status)
+        queues[replica].pop(0)
+        admitted.append(name)
+    final = store["pub"].status
+    assert len(final.disrupted_pods) <= allowed
+    assert final.unavailable_allowed == allowed - len(final.disrupted_pods)
+    assert set(admitted) <= set(final.disrupted_pods)
