@@ -71,7 +71,8 @@ class PodDecision(msgspec.Struct, frozen=True):
     message: str = ""
     why: str = ""
     """Which rule decided (``no-protect``, ``unavailable``, ``no-budget``, ``desired-zero``,
-    ``unprotected-operation``, ``recorded``, ``spent``, ``dry-run``, ``exhausted``, ...)."""
+    ``unprotected-operation``, ``recorded``, ``spent``, ``dry-run``, ``exhausted``,
+    ``too-many-recorded``, ``unannotated``, ``availability-unchanged``)."""
 
 
 def related_pub(pod: JSON) -> str:
@@ -83,11 +84,13 @@ def forbidden_message(budget_name: str, detail: str) -> str:
     return f'{RESOURCE} "{budget_name}" is forbidden: {detail}'
 
 
-def _deny(pub: PodUnavailableBudget, operation: Operation, detail: str) -> PodDecision:
+def _deny(
+    pub: PodUnavailableBudget, operation: Operation, detail: str, why: str
+) -> PodDecision:
     code, reason = (429, "TooManyRequests") if operation == EVICT else (403, "Forbidden")
     return PodDecision(
         allowed=False, budget=pub.key, code=code, reason=reason,
-        message=forbidden_message(pub.name, detail), why="exhausted",
+        message=forbidden_message(pub.name, detail), why=why,
     )
 
 
@@ -117,10 +120,10 @@ def decide(
     if status.records(name):
         return PodDecision(allowed=True, budget=pub.key, why="recorded")
     if status.unavailable_allowed <= 0:
-        return _deny(pub, operation, "pub unavailable allowed is negative")
+        return _deny(pub, operation, "pub unavailable allowed is negative", "exhausted")
     if len(status.disrupted_pods) + len(status.unavailable_pods) > MAX_RECORDED:
         return _deny(pub, operation, "DisruptedPods and UnavailablePods map too big - too many "
-                                     "unavailable not confirmed by PUB controller")
+                     "unavailable not confirmed by PUB controller", "too-many-recorded")
     if dry_run:
         return PodDecision(allowed=True, budget=pub.key, why="dry-run")
     when = truncate(now)
