@@ -36,8 +36,11 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from kubesemantics.label_selector import SelectorError, from_label_selector
 from spreadbus.features.podunavailablebudget.core import pod_health
+from spreadbus.features.podunavailablebudget.core.budget_selector import (
+    compile_selector,
+    string_labels,
+)
 from spreadbus.features.podunavailablebudget.core.model import (
     EVICT,
     NO_PROTECT_ANNOTATION,
@@ -196,15 +199,11 @@ def admit_update(
 
 
 def _selects(pub: PodUnavailableBudget, pod: JSON) -> bool:
-    selector = pub.selector
-    if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+    """A selector that is missing, empty or unusable matches no new pod."""
+    selector = compile_selector(pub.selector)
+    if selector is None or selector.empty:
         return False
-    try:
-        compiled = from_label_selector(selector)
-    except SelectorError:
-        return False
-    labels = {str(k): v for k, v in pod_health.labels_of(pod).items() if isinstance(v, str)}
-    return compiled.matches(labels)
+    return selector.matches(string_labels(pod))
 
 
 def budget_for_new_pod(

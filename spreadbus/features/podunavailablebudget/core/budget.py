@@ -28,8 +28,11 @@ from typing import Any, Final
 import msgspec
 
 from kubesemantics.intstr import IntOrStrError, scaled_value
-from kubesemantics.label_selector import SelectorError, from_label_selector
 from spreadbus.features.podunavailablebudget.core import pod_health
+from spreadbus.features.podunavailablebudget.core.budget_selector import (
+    compile_selector,
+    string_labels,
+)
 from spreadbus.features.podunavailablebudget.core.model import (
     RELATED_PUB_ANNOTATION,
     BudgetStatus,
@@ -82,7 +85,8 @@ def budget_pods(
 
     As Kruise's ``GetPodsForPub``: a non-empty protect-total-replicas annotation replaces the
     count of a targetRef (found or not) or of a selector that lists pods; a missing selector or
-    one that does not compile lists nothing and counts 0, the annotation notwithstanding.
+    one with an unknown operator lists nothing and counts 0, the annotation notwithstanding
+    (:mod:`.budget_selector`).
     """
     total = protect_total_replicas(pub)
     if pub.target_ref is not None:
@@ -93,21 +97,16 @@ def budget_pods(
         return [p for p in found if pod_health.active(p)], expected if total is None else total
     if pub.selector is None:
         return [], 0
-    try:
-        selector = from_label_selector(pub.selector)
-    except SelectorError:
+    selector = compile_selector(pub.selector)
+    if selector is None:
         return [], 0
     matched = [
         p for p in pods
         if namespace_of(p) == pub.namespace
-        and selector.matches(_string_labels(p))
+        and selector.matches(string_labels(p))
         and pod_health.active(p)
     ]
     return matched, expected_for_pods(matched, workloads) if total is None else total
-
-
-def _string_labels(pod: JSON) -> dict[str, str]:
-    return {str(k): v for k, v in pod_health.labels_of(pod).items() if isinstance(v, str)}
 
 
 def desired_available(pub: PodUnavailableBudget, expected: int) -> int:
