@@ -285,3 +285,8 @@ def test_an_unvalidated_selector_selects_as_written() -> None:
     assert len(compute(exists_with_values, *seed_objects()).pods) == 5
     everything = budget(target=None, selector={})
     assert compute(everything, *seed_objects(), pod("bare", labels={})).pods[-1] == "bare"
+
+
+def test_a_target_with_an_unparsable_api_version_names_nothing() -> None:
+    result = compute(budget(target=("apps/v1/x", "Deployment", "web-server")), *seed_objects())
+    assert (result.pods, result.status.total_replicas) == ((), 0)

@@ -91,7 +91,9 @@ def budget_pods(
     total = protect_total_replicas(pub)
     if pub.target_ref is not None:
         ref = pub.target_ref
-        workload = workloads.find(pub.namespace, WorkloadId(ref.group, ref.kind, ref.name))
+        workload = workloads.find(
+            pub.namespace, WorkloadId(ref.group, ref.kind, ref.name)
+        ) if ref.parsable else None
         found, expected = ([], 0) if workload is None else pods_for_workload(
             workload, pods, workloads)
         return [p for p in found if pod_health.active(p)], expected if total is None else total
