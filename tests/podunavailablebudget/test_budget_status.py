@@ -94,7 +94,8 @@ def test_a_failed_computation_keeps_the_counters_and_says_why() -> None:
     (condition,) = written["conditions"]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "Calculated", "False", "CalculateExpectedPodCountFailed")
-    assert result.events[0].reason == "CalculateExpectedPodCountFailed"
+    assert [e.reason for e in result.events] == ["CalculateExpectedPodCountFailed"]
+    assert len(result.pods) == 5
 
 
 def test_recorded_pods_expire_after_20_and_10_seconds() -> None:

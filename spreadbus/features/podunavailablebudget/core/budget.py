@@ -164,7 +164,11 @@ def _same(a: BudgetStatus, b: BudgetStatus) -> bool:
     )
 
 
-def _failure(pub: PodUnavailableBudget, message: str, now: datetime) -> BudgetComputation:
+def _failure(
+    pub: PodUnavailableBudget, message: str, now: datetime, listed: Sequence[JSON],
+    events: Sequence[BudgetEvent],
+) -> BudgetComputation:
+    """The stored counters kept, the reason in a condition; the pods are still linked."""
     status = msgspec.structs.replace(
         pub.status,
         observed_generation=pub.generation,
@@ -173,9 +177,22 @@ def _failure(pub: PodUnavailableBudget, message: str, now: datetime) -> BudgetCo
     return BudgetComputation(
         status=status,
         changed=not _same(status, pub.status),
-        events=(BudgetEvent("Warning", "CalculateExpectedPodCountFailed", message),),
+        pods=_names(listed),
+        pods_to_annotate=_unlinked(listed),
+        events=(*events, BudgetEvent("Warning", "CalculateExpectedPodCountFailed", message)),
         error=message,
     )
+
+
+def _names(listed: Sequence[JSON]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(pod_health.name_of(p) for p in listed))
+
+
+def _unlinked(listed: Sequence[JSON]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(
+        pod_health.name_of(p) for p in listed
+        if not pod_health.annotations_of(p).get(RELATED_PUB_ANNOTATION)
+    ))
 
 
 def compute_status(
@@ -192,17 +209,17 @@ def compute_status(
     """
     index = workloads if isinstance(workloads, Workloads) else Workloads(workloads)
     listed, expected = budget_pods(pub, workloads=index, pods=pods)
+    events: list[BudgetEvent] = []
+    if not listed:
+        events.append(BudgetEvent("Normal", "NoPods", "No matching pods found"))
     try:
         desired = desired_available(pub, expected)
     except IntOrStrError as exc:
         return _failure(
             pub, f"Failed to calculate the number of expected pods: invalid value for "
-            f"IntOrString: {exc}", now,
+            f"IntOrString: {exc}", now, listed, events,
         )
-    names = tuple(dict.fromkeys(pod_health.name_of(p) for p in listed))
-    events: list[BudgetEvent] = []
-    if not listed:
-        events.append(BudgetEvent("Normal", "NoPods", "No matching pods found"))
+    names = _names(listed)
     stored = pub.status
     listed_names = set(names)
     disrupted, gone = _kept(stored.disrupted_pods, listed_names, DISRUPTED_TIMEOUT, now)
@@ -240,10 +257,7 @@ def compute_status(
         status=status,
         changed=not _same(status, stored),
         pods=names,
-        pods_to_annotate=tuple(
-            pod_health.name_of(p) for p in listed
-            if not pod_health.annotations_of(p).get(RELATED_PUB_ANNOTATION)
-        ),
+        pods_to_annotate=_unlinked(listed),
         requeue_at=min(expiries) if expiries else None,
         events=tuple(events),
     )
