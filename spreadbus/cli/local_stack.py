@@ -15,6 +15,11 @@ writes, a service in its JSON log (``health server listening`` and ``webhook lis
 the child that binds it, so several stacks can start at once. A restarted child is given the
 port it reported before, since the webhook configurations and the status lines name it.
 
+The bus is authenticated as a cluster's is (:mod:`spreadbus.runtime.bus_permissions`): each
+service connects as its own nkey user, allowed only what it does, and ``DIR/credentials`` holds
+the seeds (kept across runs), ``reader.nk`` among them: the read-only user for a person or tool
+watching the bus (``spreadbus`` commands find it there).
+
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
 ``/readyz``; both are removed again on shutdown. :meth:`Stack.stop` stops the services first
 (SIGTERM, then SIGKILL after a grace period), then kubesim, then nats-server; it is safe at any
@@ -57,6 +62,9 @@ from typing import IO, Final
 
 from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
+from spreadbus.features.registry import bus_accesses, features
+from spreadbus.runtime.bus_permissions import READER, inbox_prefix, server_users
+from spreadbus.runtime.bus_users import ensure_users, seed_file
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
 
@@ -296,10 +304,22 @@ class Stack:
         publish(self.data_dir / "kubeconfig", self.kubeconfig.read_text())
         publish(self.data_dir / "nats-url", self.nats.url + "\n")
 
+    @property
+    def credentials_dir(self) -> Path:
+        return self.data_dir / "credentials"
+
+    def bus_options(self, user: str = READER) -> dict[str, str]:
+        return bus_options(self.data_dir, user)
+
     def _nats_config(self) -> Path:
-        """The server settings the local stack shares with ``deploy/nats``: ``max_payload``."""
+        """The server settings the local stack shares with ``deploy/nats`` (``max_payload``,
+        a user per service) for the features the services run."""
+        keys = ensure_users(self.credentials_dir)
+        plugins = self.service_env.get("SPREADBUS_FEATURE_PLUGINS", "")
+        chosen = features([p for p in plugins.split(",") if p])
         path = self.run_dir / "nats.conf"
-        path.write_text(f"max_payload: {NATS_MAX_PAYLOAD}\n")
+        path.write_text(f"max_payload: {NATS_MAX_PAYLOAD}\n"
+                        + server_users(keys, bus_accesses(chosen)))
         return path
 
     def _certificates(self) -> dict[str, Path]:
@@ -358,6 +378,7 @@ class Stack:
             "-m",
             f"services.{module}",
             f"--nats-url={self.nats.url}",
+            f"--nats-nkey-seed={seed_file(self.credentials_dir, module)}",
             f"--cluster={self.cluster}",
             "--http-host=127.0.0.1",
             HEALTH_PORT_ZERO,
@@ -486,6 +507,13 @@ class Stack:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def bus_options(data_dir: Path, user: str = READER) -> dict[str, str]:
+    """How a client connects to the NATS of the stack in ``data_dir`` as ``user``
+    (``nats.connect`` keywords: the user's nkey seed and inbox)."""
+    return {"nkeys_seed": str(seed_file(data_dir / "credentials", user)),
+            "inbox_prefix": inbox_prefix(user)}
 
 
 def publish(path: Path, text: str) -> None:

@@ -109,6 +109,9 @@ def run(args: argparse.Namespace) -> int:
         stack.start(args.ready_timeout)
         print(f"kubeconfig: {stack.data_dir / 'kubeconfig'}")
         print(f"nats-url:   {stack.nats.url if stack.nats else ''}")
+        reader = stack.bus_options()
+        print(f"nats-user:  {reader['nkeys_seed']} (read-only nkey seed; "
+              f"inbox prefix {reader['inbox_prefix']})")
         print("services:")
         for line in stack.status_lines():
             print(line)

@@ -5,8 +5,9 @@ listed once in :mod:`spreadbus.features`; adding one is a package plus a line th
 brings what each part of the system runs of it, and nothing runs what it does not declare:
 
 - ``watches``: the resources the watcher lists and watches for it (``[group/]version/resource``);
-- ``plan_targets``: every (verb, group, resource) its planner rules may emit, from which the
-  actuator's RBAC is derived;
+- ``plan_grants``: every kind of plan its rules may emit (verb, resource, the paths a patch may
+  write, the owner a target must have): the actuator applies nothing else, and its RBAC is
+  derived from them (:mod:`spreadbus.engine.plan_grants`);
 - ``planner``: builds its planner side (rules, and streams it folds beside the observations);
 - ``webhook``: builds its webhook side (admission handlers, a fold of the observations, routes
   for CRD conversion);
@@ -23,7 +24,7 @@ an empty :class:`~spreadbus.engine.feature_settings.FeatureSettings`.
 
 Signatures::
 
-    Feature(name, settings=None, watches=(), plan_targets=(), planner=None, webhook=None,
+    Feature(name, settings=None, watches=(), plan_grants=(), planner=None, webhook=None,
             validators={}, offline_plan=None)
     PlannerSide(rules, streams=())
     SideStream(stream, fold, reset)
@@ -41,8 +42,10 @@ from typing_extensions import TypeVar
 
 from kubesemantics.field_errors import FieldError
 from spreadbus.engine.admission_chain import AdmissionHandler
+from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature_settings import FeatureSettings
+from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.projection.planning import Rule
 
 if TYPE_CHECKING:
@@ -150,14 +153,20 @@ class OfflineAdmission:
 
     allowed: bool
     message: str = ""
+    code: int = 403
+    """HTTP status of a denial (403 Forbidden, 429 TooManyRequests, 400 BadRequest)."""
+    reason: str = "Forbidden"
     patch: Sequence[Mapping[str, Any]] = ()
     answer: Mapping[str, Any] = field(default_factory=dict)
     lines: Sequence[str] = ()
 
 
 class Admit(Protocol):
+    """``old_pod``: the stored pod of an UPDATE (``pod`` is then the new one)."""
+
     def __call__(self, pod: dict[str, Any], objects: Sequence[dict[str, Any]], /, *,
-                 operation: str, now: datetime) -> OfflineAdmission: ...
+                 operation: str, now: datetime,
+                 old_pod: dict[str, Any] | None = None) -> OfflineAdmission: ...
 
 
 class Validator(Protocol):
@@ -171,13 +180,16 @@ class Feature(Generic[FS]):
     settings: type[FS] | None = None
     """Its settings model; each field names the services that use it (``UsedBy``)."""
     watches: tuple[str, ...] = ()
-    plan_targets: tuple[tuple[str, str, str], ...] = ()
+    plan_grants: tuple[PlanGrant, ...] = ()
+    bus: Mapping[str, BusAccess] = field(default_factory=dict)
+    """Service name -> what its part of that service does on NATS beyond the core streams: the
+    service's user is allowed exactly that (:mod:`spreadbus.engine.bus_access`)."""
     planner: Callable[[PlannerContext[FS]], Awaitable[PlannerSide]] | None = None
     webhook: Callable[[WebhookContext[FS]], Awaitable[WebhookSide]] | None = None
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)
     """(API group, kind) -> validation of an object of that kind; ``context`` is every other
     object of the input."""
     offline_admit: Admit | None = None
-    """What ``spreadbus admit`` answers for a pod's CREATE, DELETE or EVICT."""
+    """What ``spreadbus admit`` answers for a pod's CREATE, UPDATE, DELETE or EVICT."""
     offline_plan: Callable[[Sequence[dict[str, Any]], datetime], OfflinePlan] | None = None
     """What ``spreadbus plan`` shows for the objects at a time."""

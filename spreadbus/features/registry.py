@@ -16,19 +16,26 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final, Self, cast
 
 from pydantic import field_validator
 from pydantic_core import PydanticCustomError
 
+from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_settings import FeatureSettings, SettingsClash, compose, settings_for
+from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
 from spreadbus.runtime.settings import ServiceSettings
 
-BUILTIN: Final[tuple[Feature[Any], ...]] = (WORKLOADSPREAD, UNITEDDEPLOYMENT)
+BUILTIN: Final[tuple[Feature[Any], ...]] = (
+    WORKLOADSPREAD,
+    UNITEDDEPLOYMENT,
+    PODUNAVAILABLEBUDGET,
+)
 
 
 class PluginError(ValueError):
@@ -63,9 +70,19 @@ def watched_resources(chosen: Sequence[Feature[Any]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(r for f in chosen for r in f.watches))
 
 
+def bus_accesses(chosen: Sequence[Feature[Any]]) -> tuple[Mapping[str, BusAccess], ...]:
+    """What each feature does on NATS, by service, in registry order."""
+    return tuple(f.bus for f in chosen)
+
+
+def plan_grants(chosen: Sequence[Feature[Any]]) -> tuple[PlanGrant, ...]:
+    """Every kind of plan the features' rules may emit, in registry order."""
+    return tuple(g for f in chosen for g in f.plan_grants)
+
+
 def plan_targets(chosen: Sequence[Feature[Any]]) -> tuple[tuple[str, str, str], ...]:
     """Every (verb, group, resource) the features' rules may emit, each once."""
-    return tuple(dict.fromkeys(t for f in chosen for t in f.plan_targets))
+    return tuple(dict.fromkeys(g.target for g in plan_grants(chosen)))
 
 
 class FeatureServiceSettings(ServiceSettings):

@@ -567,3 +567,17 @@ def test_boundaries_are_strict() -> None:
     )
     assert not update_just.reserved
     assert not update_just.update_timed_out
+
+
+def test_cloneset_surge_is_scaled_against_the_written_replicas() -> None:
+    # 10% of 4 rounds up to 1: surge allowed, 0 is valid
+    written = cloneset("10%")
+    written["spec"]["replicas"] = 4
+    assert (
+        max_unavailable(written, current_replicas=0, ready_replicas=5, update_timeout_pods=0) == 0
+    )
+    # of 0 replicas it is 0: no surge, so at least 1
+    written["spec"]["replicas"] = 0
+    assert (
+        max_unavailable(written, current_replicas=4, ready_replicas=5, update_timeout_pods=0) == 1
+    )

@@ -10,11 +10,16 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
+from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.uniteddeployment.admission.side import webhook_side
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
 from spreadbus.features.uniteddeployment.offline import offline_plan
 from spreadbus.features.uniteddeployment.offline_validation import validate_offline
-from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
+from spreadbus.features.uniteddeployment.planning.rule import (
+    HANDLED_ANNOTATION,
+    UnitedDeploymentRule,
+)
 from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
 
 NAME: Final = "uniteddeployment"
@@ -28,13 +33,19 @@ async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> Planner
     return PlannerSide(rules=[rule])
 
 
-_WORKLOAD_RESOURCES: Final = (
-    ("apps", "statefulsets"),
-    ("apps", "deployments"),
-    ("apps.kruise.io", "statefulsets"),
-    ("apps.kruise.io", "clonesets"),
-    ("apps", "controllerrevisions"),
-)
+_OWNER: Final = ("apps.kruise.io", "UnitedDeployment")
+_RULE: Final = UnitedDeploymentRule.name
+_WORKLOAD_WRITES: Final = (("metadata", "labels"), ("metadata", "annotations"),
+                           ("metadata", "ownerReferences"), ("spec",))
+"""What a subset workload's update writes: the rendered labels, annotations, owners and spec."""
+
+
+def _owned(group: str, resource: str, writes: tuple[tuple[str, ...], ...]) -> tuple[PlanGrant, ...]:
+    """Create, update and delete objects of a resource that a UnitedDeployment controls."""
+    return tuple(PlanGrant(rule=_RULE, verb=verb, group=group, resource=resource, owner=_OWNER,
+                           writes=writes if verb == "patch" else ())
+                 for verb in ("create", "patch", "delete"))
+
 
 FEATURE: Final = Feature(
     name=NAME,
@@ -50,12 +61,18 @@ FEATURE: Final = Feature(
         "apps.kruise.io/v1alpha1/uniteddeployments",
     ),
     planner=planner_side,
-    plan_targets=(
-        *((verb, group, resource) for group, resource in _WORKLOAD_RESOURCES
-          for verb in ("create", "patch", "delete")),  # subset workloads and revisions
-        ("patch", "", "pods"),  # reservation labels
-        ("patch_status", "apps.kruise.io", "uniteddeployments"),  # status
-        ("patch", "apps.kruise.io", "uniteddeployments"),  # rebalance handled
+    plan_grants=(
+        *_owned("apps", "statefulsets", _WORKLOAD_WRITES),
+        *_owned("apps", "deployments", _WORKLOAD_WRITES),
+        *_owned("apps.kruise.io", "statefulsets", _WORKLOAD_WRITES),
+        *_owned("apps.kruise.io", "clonesets", _WORKLOAD_WRITES),
+        *_owned("apps", "controllerrevisions", (("revision",),)),  # a rollback renumbers one
+        PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
+                  writes=(("metadata", "labels", RESERVED_POD_LABEL),)),
+        PlanGrant(rule=_RULE, verb="patch_status", group="apps.kruise.io",
+                  resource="uniteddeployments", writes=(("status",),)),
+        PlanGrant(rule=_RULE, verb="patch", group="apps.kruise.io", resource="uniteddeployments",
+                  writes=(("metadata", "annotations", HANDLED_ANNOTATION),)),
     ),
     webhook=webhook_side,
     validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},

@@ -47,7 +47,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubesemantics.intstr import IntOrStrError, int_value, percent, scaled_value
-from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.uniteddeployment.core.adaptive import (
     earliest,
     pending_timeout,
@@ -330,7 +330,9 @@ def max_unavailable(
     (CloneSet, whose validation also rejects "both below 1").
     """
     raw = current_replicas - ready_replicas + update_timeout_pods
-    floor = 0 if _surge_allowed(workload, current_replicas) else 1
+    # CloneSet validation scales maxSurge against the replicas the workload is written with.
+    written = as_int(as_map(workload.get("spec")).get("replicas"))
+    floor = 0 if _surge_allowed(workload, current_replicas if written is None else written) else 1
     return max(raw, floor)
 
 
