@@ -20,6 +20,7 @@ from events.messages import Observation
 from kubesemantics import merge_patch
 from spreadbus.features.uniteddeployment.planning.rule import (
     HANDLED_ANNOTATION,
+    RETRY_SECONDS,
     UnitedDeploymentRule,
 )
 from spreadbus.features.uniteddeployment.planning.workload_names import (
@@ -380,3 +381,23 @@ def test_pods_seen_before_their_workload_join_the_ud_when_the_workload_does() ->
     world.put(obj("CloneSet", "late", UD_OWNER), event="DELETED")
     world.round(T0 + 4)
     assert world.reconcile.calls[-1]["pods"] == []
+
+
+def test_a_ud_whose_reconcile_raises_holds_back_no_other_and_is_tried_again() -> None:
+    world = World()
+    world.put(obj("UnitedDeployment", "bad"))
+    world.put(obj("UnitedDeployment", "good"))
+    answer = Answer(status={"replicas": 1})
+
+    def reconcile(ud: Mapping[str, Any], **kwargs: Any) -> Answer:
+        world.reconcile(ud, **kwargs)
+        if ud["metadata"]["name"] == "bad":
+            raise ValueError("cannot")
+        return answer
+
+    world.rule.reconcile = reconcile
+    writes = world.round()
+    assert [(d.verb, d.target.name) for d in writes] == [("patch_status", "good")]
+    assert world.rule.next_wake() == T0 + RETRY_SECONDS
+    world.rule.desired(world.view, world.rule.due(T0 + RETRY_SECONDS), T0 + RETRY_SECONDS)
+    assert [c["ud"] for c in world.reconcile.calls] == ["bad", "good", "bad"]

@@ -33,6 +33,7 @@ handed back by :meth:`UnitedDeploymentRule.due`.
 from __future__ import annotations
 
 import heapq
+import logging
 from collections.abc import Mapping, Sequence, Set
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
@@ -55,7 +56,11 @@ from spreadbus.features.uniteddeployment.planning.workload_names import subset_w
 from spreadbus.projection.kube_state import KubeProjection, object_key
 from spreadbus.projection.planning import Desired
 
+log = logging.getLogger(__name__)
+
 Key = tuple[str, str]
+RETRY_SECONDS: Final = 5.0
+"""How soon a UnitedDeployment whose reconcile raised is tried again."""
 HANDLED_ANNOTATION: Final = "rebalance.spreadbus.io/handled"
 SYNCED_METADATA: Final = ("labels", "annotations", "ownerReferences")
 """The metadata a subset workload's update writes; the rest belongs to the API server."""
@@ -171,7 +176,13 @@ class UnitedDeploymentRule:
                 self._schedule(okey, soon if current is None else min(current, soon))
                 continue
             self._planned_at[okey] = now
-            out.extend(self.plan(view, okey, now))
+            try:
+                out.extend(self.plan(view, okey, now))
+            except Exception:
+                # One UnitedDeployment the reconcile cannot handle must not hold back the
+                # others: it is logged and looked at again a little later.
+                log.exception("reconcile failed", extra={"uniteddeployment": okey})
+                self._schedule(okey, now + RETRY_SECONDS)
         return out
 
     def plan(self, view: KubeProjection, okey: str, now: float) -> list[Desired]:
@@ -252,7 +263,7 @@ class UnitedDeploymentRule:
         out: list[Desired] = []
         for subset, decision in answer.subsets.items():
             if decision.action == "create":
-                out.append(self._create(key, str(metadata.get("uid") or ""), subset,
+                out.append(self._create(key, node[2], str(metadata.get("uid") or ""), subset,
                                         decision.workload))
             elif decision.action == "update":
                 update = self._update(view, key, subset, decision.workload)
@@ -304,14 +315,14 @@ class UnitedDeploymentRule:
             ))
         return out
 
-    def _create(self, key: str, uid: str, subset: str,
+    def _create(self, key: str, namespace: str, uid: str, subset: str,
                 workload: Mapping[str, Any]) -> Desired:
         metadata = workload.get("metadata") or {}
         name = str(metadata.get("name") or "") or subset_workload_name(
             str(metadata.get("generateName") or ""), uid, subset)
         ref = _resource_of(workload)
         target = ObjectRef(group=ref.group, version=ref.version, resource=ref.resource,
-                           namespace=str(metadata.get("namespace") or ""), name=name)
+                           namespace=str(metadata.get("namespace") or namespace), name=name)
         return Desired(verb="create", target=target, object=dict(workload),
                        reason=f"{key}: workload of subset {subset}")
 
