@@ -401,3 +401,13 @@ def test_a_ud_whose_reconcile_raises_holds_back_no_other_and_is_tried_again() ->
     assert world.rule.next_wake() == T0 + RETRY_SECONDS
     world.rule.desired(world.view, world.rule.due(T0 + RETRY_SECONDS), T0 + RETRY_SECONDS)
     assert [c["ud"] for c in world.reconcile.calls] == ["bad", "good", "bad"]
+
+
+def test_a_reconcile_that_refuses_writes_nothing_and_an_empty_status_wipes_nothing() -> None:
+    world = World()
+    world.put(obj("UnitedDeployment", "ud", status={"replicas": 3, "observedGeneration": 1}))
+    world.reconcile.answer = Answer(error="subset replicas exceed spec.replicas",
+                                    status={"replicas": 3, "observedGeneration": 1})
+    assert world.round() == []
+    world.reconcile.answer = Answer(status={})
+    assert world.round(T0 + 1) == []

@@ -299,7 +299,12 @@ class UnitedDeploymentRule:
                            version=_version(ud, UNITED_DEPLOYMENTS.version),
                            resource=UNITED_DEPLOYMENTS.resource, namespace=node[2], name=node[3],
                            uid=str(metadata.get("uid") or ""))
-        status_patch = merge_patch.diff(ud.get("status") or {}, answer.status)
+        if answer.error is not None:
+            log.warning("uniteddeployment not reconciled",
+                        extra={"uniteddeployment": key, "reason": answer.error})
+        # An empty answer never wipes a written status.
+        status_patch = (merge_patch.diff(ud.get("status") or {}, answer.status)
+                        if answer.status else {})
         if status_patch:
             out.append(Desired(verb="patch_status", target=ud_ref,
                                patch={"status": status_patch},
