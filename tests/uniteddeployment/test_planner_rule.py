@@ -410,4 +410,6 @@ def test_a_reconcile_that_refuses_writes_nothing_and_an_empty_status_wipes_nothi
                                     status={"replicas": 3, "observedGeneration": 1})
     assert world.round() == []
     world.reconcile.answer = Answer(status={})
+    world.put(obj("UnitedDeployment", "ud", status={"replicas": 3, "observedGeneration": 1}))
     assert world.round(T0 + 1) == []
+    assert len(world.reconcile.calls) == 2
