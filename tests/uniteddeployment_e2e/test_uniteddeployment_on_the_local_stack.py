@@ -245,7 +245,15 @@ def test_reserved_pods_get_substitutes_next_door_and_take_their_place_back(
                           if p.metadata.labels.get(SUBSET_LABEL) == "a"} == {"true"}, 30)
 
         stack.kubectl("delete", "deployment", "blocker", "--wait=false")
+        wait_for("the reserved pods to run in zone-a",
+                 lambda: stack.placement("reserving", "node")[("a", "zone-a")] == 3, 60,
+                 lambda: stack.placement("reserving", "node"))
+        running = datetime.now(UTC)
+        assert stack.placement("reserving", "node")[("b", "zone-b")] == 3, (
+            "the substitutes stay until the reserved pods have been Ready for the window"
+        )
         stack.settled("reserving", "node", {("a", "zone-a"): 3}, timeout=window + 60)
+        assert (datetime.now(UTC) - running).total_seconds() >= window - 2
     finally:
         stack.kubectl("delete", "deployment", "blocker", "--ignore-not-found", "--wait=false")
         stack.delete_ud("reserving")
