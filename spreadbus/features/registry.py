@@ -25,10 +25,11 @@ from pydantic_core import PydanticCustomError
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_settings import FeatureSettings, SettingsClash, compose, settings_for
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
+from spreadbus.features.workloadrebalancer.feature import FEATURE as WORKLOADREBALANCER
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
 from spreadbus.runtime.settings import ServiceSettings
 
-BUILTIN: Final[tuple[Feature[Any], ...]] = (WORKLOADSPREAD, UNITEDDEPLOYMENT)
+BUILTIN: Final[tuple[Feature[Any], ...]] = (WORKLOADSPREAD, UNITEDDEPLOYMENT, WORKLOADREBALANCER)
 
 
 class PluginError(ValueError):

@@ -88,9 +88,11 @@ def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
         ("", "pods", "DELETE"),
         ("apps.kruise.io", "workloadspreads", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "UPDATE"),
+        ("apps.karmada.io", "workloadrebalancers", "CREATE"),
+        ("apps.karmada.io", "workloadrebalancers", "UPDATE"),
     }
     paths = {hook["clientConfig"]["service"]["path"] for hook in config["webhooks"]}
-    assert paths == {"/validate-pod", "/validate-workloadspread"}
+    assert paths == {"/validate-pod", "/validate-workloadspread", "/validate-workloadrebalancer"}
 
 
 def test_nats_runs_as_a_three_node_jetstream_cluster(rendered: list[dict[str, Any]]) -> None:

@@ -156,11 +156,14 @@ FEATURE: Final = Feature(
         *workload_kinds().resources(),
         "apps/v1/controllerrevisions",
         "apps.kruise.io/v1alpha1/workloadspreads",
+        "policy/v1/poddisruptionbudgets",  # rebalancing stays within disruption budgets
+        "policy.kruise.io/v1alpha1/podunavailablebudgets",
     ),
     plan_targets=(
         ("patch", "", "pods"),  # deletion cost, matched annotation, subset metadata
         ("patch_status", "apps.kruise.io", "workloadspreads"),  # status
-        ("evict", "", "pods"),  # Adaptive rescheduling
+        ("evict", "", "pods"),  # Adaptive rescheduling, rebalancing
+        ("patch", "apps.kruise.io", "workloadspreads"),  # rebalance handled
     ),
     planner=planner_side,
     webhook=webhook_side,
