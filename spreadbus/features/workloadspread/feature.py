@@ -1,16 +1,16 @@
 """WorkloadSpread as a feature: what the watcher, planner, actuator, webhook and CLI run of it.
 
 - Planner: :class:`~.planning.rule.WorkloadSpreadRule` (status, deletion costs, Adaptive
-  evictions, matched annotations) over the projection, with the reservation bucket's stream folded
-  beside it (:mod:`.planning.reservations`).
+  evictions, matched annotations, rebalancing on request) over the projection, with the
+  reservation bucket's stream folded beside it (:mod:`.planning.reservations`).
 - Webhook: pod CREATE is steered into a subset (``/mutate-pod``), pod DELETE records the freed
   slot (``/validate-pod``), WorkloadSpreads are validated (``/validate-workloadspread``, fail
   closed) and converted between API versions (``/convert``), all from one view of the
   observations (:mod:`.admission`).
 
 Its settings are :class:`~.settings.WorkloadSpreadSettings`: the whitelist (watcher, planner,
-webhook), the Adaptive recovery and the planning interval (planner), the reservation deadline
-(webhook).
+webhook), the Adaptive recovery, the planning interval and the rebalance limit (planner), the
+reservation deadline (webhook).
 """
 
 from __future__ import annotations
@@ -67,6 +67,7 @@ async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSi
         whitelist=ctx.settings.whitelist(),
         recover_after_seconds=ctx.settings.adaptive_recover_seconds,
         min_interval_seconds=ctx.settings.workloadspread_min_interval_seconds,
+        max_unavailable=ctx.settings.max_unavailable(),
     )
 
     def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
