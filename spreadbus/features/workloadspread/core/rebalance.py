@@ -9,8 +9,9 @@ Once nothing more can move, the request is written back as handled.
 
 Room is what the webhook will see: a subset has room when both the status it reads (the observed
 one) and the status about to be written give it missing replicas (``-1``: unlimited) and it is not
-``Schedulable=False``. A higher subset that is closed by Adaptive scheduling but would otherwise
-have room keeps the request open: Adaptive reopens it after its window, and the pods move then.
+``Schedulable=False``. Room the webhook cannot use yet keeps the request open: a subset closed by
+Adaptive scheduling (reopened after its window) or room only the status about to be written shows
+(a raised ``maxReplicas``); the pods move once the webhook can steer them there.
 
 The moves are planned as the webhook will fill: the lowest-priority pods first (within a subset,
 in the order a scale-in removes pods: unscheduled, pending, not ready first), each into the first
@@ -75,7 +76,7 @@ class Rebalance(msgspec.Struct, frozen=True):
     handled: str | None = None
     """The value to write as handled: nothing more can move."""
     waiting_for: str = ""
-    """Why movable pods wait (a budget's name, the unavailable limit, a closed subset)."""
+    """Why movable pods wait (a budget's name, the unavailable limit, room not usable yet)."""
 
 
 def pending_request(ws: WorkloadSpread) -> str:
@@ -94,12 +95,24 @@ def unavailable_limit(max_unavailable: int | str, replicas: int) -> int:
 
 
 def _room(observed: SubsetStatus | None, fresh: SubsetStatus | None) -> tuple[int | None, bool]:
-    """(room: None unlimited, closed by Adaptive)."""
-    if observed is None or fresh is None:
+    """(room the webhook will use: None for unlimited, held: room it cannot use yet).
+
+    Held is room in a subset closed by Adaptive scheduling, or room the status about to be
+    written shows and the written one does not (a raised maxReplicas): the webhook would still
+    steer a replacement elsewhere."""
+    if fresh is None:
         return 0, False
-    closed = observed.unschedulable or fresh.unschedulable
-    values = [s.missing_replicas for s in (observed, fresh) if s.missing_replicas != -1]
-    return (min(values) if values else None), closed
+    room_fresh = None if fresh.missing_replicas == -1 else fresh.missing_replicas
+    if observed is None:
+        return 0, room_fresh != 0
+    room_seen = None if observed.missing_replicas == -1 else observed.missing_replicas
+    values = [r for r in (room_seen, room_fresh) if r is not None]
+    room = min(values) if values else None
+    if observed.unschedulable or fresh.unschedulable:
+        return 0, room != 0
+    if room_seen == 0 and room_fresh != 0:
+        return 0, True
+    return room, False
 
 
 def rebalance(
@@ -120,11 +133,11 @@ def rebalance(
     fresh = {s.name: s for s in status.subset_statuses}
     order = {s.name: i for i, s in enumerate(ws.subsets)}
     room: list[int | None] = []
-    closed: list[bool] = []
+    held: list[bool] = []
     for subset in ws.subsets:
-        free, shut = _room(observed.get(subset.name), fresh.get(subset.name))
+        free, waits = _room(observed.get(subset.name), fresh.get(subset.name))
         room.append(free)
-        closed.append(shut)
+        held.append(waits)
 
     active = [p for p in pods if pod_state.is_active(p)]
 
@@ -141,9 +154,9 @@ def rebalance(
     blocked = False
     for pod in candidates:
         here = rank(pod)
-        target = next((j for j in range(here) if not closed[j] and room[j] != 0), None)
+        target = next((j for j in range(here) if room[j] != 0), None)
         if target is None:
-            blocked = blocked or any(closed[j] and room[j] != 0 for j in range(here))
+            blocked = blocked or any(held[:here])
             continue
         free = room[target]
         if free is not None:
@@ -153,7 +166,7 @@ def rebalance(
                           destination=ws.subsets[target].name))
     if not moves:
         return Rebalance(request=request, handled=None if blocked else request,
-                         waiting_for="a closed subset (Adaptive)" if blocked else "")
+                         waiting_for="room the webhook cannot use yet" if blocked else "")
     ready = {pod_state.key(p) for p in active if pod_state.is_ready(p)}
     leaving = len(ready & set(in_flight))
     unavailable = max(0, replicas - len(ready)) + leaving
