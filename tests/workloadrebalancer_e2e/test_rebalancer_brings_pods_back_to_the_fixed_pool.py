@@ -134,6 +134,16 @@ def annotations(api: client.ApiClient, namespace: str, name: str) -> dict[str, s
     return dict(obj["metadata"].get("annotations") or {})
 
 
+def read_spread(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    custom: Any = client.CustomObjectsApi(api)
+    obj: dict[str, Any] = custom.get_namespaced_custom_object(
+        "apps.kruise.io", "v1alpha1", namespace, "workloadspreads", name)
+    return {"annotations": obj["metadata"].get("annotations"),
+            "generation": obj["metadata"].get("generation"),
+            "maxReplicas": [s.get("maxReplicas") for s in obj["spec"]["subsets"]],
+            "status": obj.get("status")}
+
+
 def read_rebalancer(api: client.ApiClient, name: str) -> dict[str, Any] | None:
     custom: Any = client.CustomObjectsApi(api)
     try:
@@ -175,8 +185,8 @@ def rebalance_and_expire(api: client.ApiClient, namespace: str, app: str, spread
         assert annotations(api, namespace, spread_name)[REQUEST] == uid
         wait_for(f"the pods to move to {wanted}",
                  lambda: running_split(api, namespace, app) == wanted, 90,
-                 lambda: (running_split(api, namespace, app),
-                          spread_status(api, namespace, spread_name).get("subsetStatuses")))
+                 lambda: (running_split(api, namespace, app), read_spread(api, namespace,
+                                                                          spread_name)))
         wait_for("the rebalance to be handled",
                  lambda: annotations(api, namespace, spread_name).get(HANDLED) == uid, 30,
                  lambda: annotations(api, namespace, spread_name))
@@ -228,14 +238,12 @@ def test_a_raised_max_moves_nothing_until_a_rebalancer_fills_it(
              lambda: running_split(api, ns, "svc") == {"fixed": 2, "elastic": 4}, 60,
              lambda: running_split(api, ns, "svc"))
     custom: Any = client.CustomObjectsApi(api)
-    current = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns,
-                                                  "workloadspreads", "ws")
-    current["spec"]["subsets"][0]["maxReplicas"] = 4
-    custom.replace_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns,
-                                            "workloadspreads", "ws", current)
+    raised = elastic_spread("ws", "svc", 4)
+    custom.patch_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns, "workloadspreads",
+                                          "ws", {"spec": {"subsets": raised["spec"]["subsets"]}})
     wait_for("the fixed subset to show room for 2",
-             lambda: subset_field(spread_status(api, ns, "ws"), "missingReplicas")["fixed"] == 2,
-             30)
+             lambda: subset_field(spread_status(api, ns, "ws"), "missingReplicas").get("fixed") == 2,
+             30, lambda: read_spread(api, ns, "ws"))
     time.sleep(3)
     assert running_split(api, ns, "svc") == {"fixed": 2, "elastic": 4}, "nothing moves by itself"
     worst = rebalance_and_expire(api, ns, "svc", "ws", {"fixed": 4, "elastic": 2})
