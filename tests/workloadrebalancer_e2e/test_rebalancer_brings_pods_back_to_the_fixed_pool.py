@@ -242,7 +242,8 @@ def test_a_raised_max_moves_nothing_until_a_rebalancer_fills_it(
     custom.patch_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns, "workloadspreads",
                                           "ws", {"spec": {"subsets": raised["spec"]["subsets"]}})
     wait_for("the fixed subset to show room for 2",
-             lambda: subset_field(spread_status(api, ns, "ws"), "missingReplicas").get("fixed") == 2,
+             lambda: subset_field(spread_status(api, ns, "ws"),
+                                  "missingReplicas").get("fixed") == 2,
              30, lambda: read_spread(api, ns, "ws"))
     time.sleep(3)
     assert running_split(api, ns, "svc") == {"fixed": 2, "elastic": 4}, "nothing moves by itself"
