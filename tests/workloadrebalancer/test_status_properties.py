@@ -35,7 +35,8 @@ outcomes = st.sampled_from(["missing", "delivered", "waiting"])
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[WorkloadRebalancer, dict[WorkloadRef, str]]:
     spec = tuple(draw(st.lists(refs, min_size=1, max_size=6)))
-    previous = tuple(draw(st.lists(entries, max_size=6)))
+    # The controller writes one entry per workload.
+    previous = tuple(draw(st.lists(entries, max_size=6, unique_by=lambda e: e.workload)))
     status = Status(observed_workloads=previous, observed_generation=draw(st.integers(0, 3)),
                     finish_time=draw(st.sampled_from([None, NOW - timedelta(seconds=30)])))
     wr = WorkloadRebalancer(name="r", uid="u", generation=draw(st.integers(1, 3)),

@@ -6,7 +6,8 @@ when the named object is in the input and a placement governs it (it is a United
 WorkloadSpread of the input targets it), else ``Failed``/``ReferencedBindingNotFound``. Offline
 there is no governing feature to deliver the request to, so a governed entry succeeds in this
 one pass; the planner marks it once the governing object carries the request. ``delete`` and
-``requeueAt`` read the TTL from the ``finishTime`` of this very plan.
+``requeueAt`` read the TTL from the ``finishTime`` of this very plan. Without any
+WorkloadRebalancer in the input the key is left out.
 """
 
 from __future__ import annotations
@@ -81,5 +82,5 @@ def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
             lines.append("  delete: TTL expired")
         elif outcome.requeue_at is not None:
             lines.append(f"  delete at {format_time(outcome.requeue_at)}")
-    return OfflinePlan(answer={"workloadRebalancers": answer},
+    return OfflinePlan(answer={"workloadRebalancers": answer} if rebalancers else {},
                        lines=lines)
