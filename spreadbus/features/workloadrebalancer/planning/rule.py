@@ -21,8 +21,9 @@ every resource of its group the watcher streams (a whitelisted custom workload i
 
 from __future__ import annotations
 
+import functools
 import heapq
-from collections.abc import Iterator, Mapping, Set
+from collections.abc import Iterator, Mapping, Sequence, Set
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -41,6 +42,7 @@ from spreadbus.features.workloadrebalancer.core.model import (
 from spreadbus.features.workloadrebalancer.core.placement import (
     KRUISE_GROUP,
     UNITED_DEPLOYMENT,
+    Holds,
     governing,
     holds_request,
 )
@@ -119,10 +121,7 @@ class WorkloadRebalancerRule:
                 self._schedule(okey, None)
                 continue
             holds = holds_request(wr.uid, wr.created, requests)
-
-            def resolve(ref: WorkloadRef, holds: Any = holds) -> Placement | None:
-                return governing(ref, self._find(view, ref), spreads, holds)
-
+            resolve = functools.partial(self._governing, view, spreads, holds)
             outcome = sync(wr, resolve, at)
             if outcome.finished:
                 self._unfinished.discard(okey)
@@ -167,6 +166,10 @@ class WorkloadRebalancerRule:
         return ObjectRef(group=resource.group, version=version, resource=resource.resource,
                          namespace=placement.namespace, name=placement.name,
                          uid=as_str(metadata.get("uid")))
+
+    def _governing(self, view: KubeProjection, spreads: Sequence[Mapping[str, Any]],
+                   holds: Holds, ref: WorkloadRef) -> Placement | None:
+        return governing(ref, self._find(view, ref), spreads, holds)
 
     def _find(self, view: KubeProjection, ref: WorkloadRef) -> Mapping[str, Any] | None:
         """The object ``ref`` names, in any streamed resource of its group."""
