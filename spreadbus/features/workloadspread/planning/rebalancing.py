@@ -11,6 +11,9 @@ only the planner knows is kept here:
   plain JSON from the projection, only while a request is pending;
 - a wake-up ``RECHECK_SECONDS`` later while pods wait to move: budgets and readiness change
   without the WorkloadSpread changing.
+
+Only while a request is pending does a plan cost every pod of the workload (the moves depend on
+all of them) and every budget of the cluster; otherwise rebalancing costs nothing.
 """
 
 from __future__ import annotations
