@@ -28,6 +28,7 @@ from spreadbus.engine.feature_settings import FeatureSettings, SettingsClash, co
 from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
+from spreadbus.features.workloadrebalancer.feature import FEATURE as WORKLOADREBALANCER
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
 from spreadbus.runtime.settings import ServiceSettings
 
@@ -35,6 +36,7 @@ BUILTIN: Final[tuple[Feature[Any], ...]] = (
     WORKLOADSPREAD,
     UNITEDDEPLOYMENT,
     PODUNAVAILABLEBUDGET,
+    WORKLOADREBALANCER,
 )
 
 
