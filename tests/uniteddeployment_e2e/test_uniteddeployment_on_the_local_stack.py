@@ -270,3 +270,39 @@ def test_a_ud_sample_status_is_what_kubectl_shows_as_json(stack: Stack) -> None:
         assert shown["status"]["observedGeneration"] == shown["metadata"]["generation"]
     finally:
         stack.delete_ud("shown")
+
+
+def test_a_workloadrebalancer_moves_an_adaptive_ud_to_its_fresh_placement(stack: Stack) -> None:
+    """Adaptive keeps running pods where they run: a raised maxReplicas moves nothing by itself,
+    and a WorkloadRebalancer naming the UD moves it, step by step, to the placement it would get
+    if created now; the UD records the request as handled."""
+    ud = united("rebalanced", 4, [subset("a", term("node", "zone-a"), maxReplicas=2),
+                                  subset("b", term("node", "zone-b"))])
+    ud["spec"]["topology"]["scheduleStrategy"] = {"type": "Adaptive"}
+    stack.apply(ud)
+    rebalancer = {
+        "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+        "metadata": {"name": "back-to-a"},
+        "spec": {"workloads": [{"apiVersion": "apps.kruise.io/v1alpha1",
+                                "kind": "UnitedDeployment", "name": "rebalanced",
+                                "namespace": "default"}]},
+    }
+    try:
+        stack.settled("rebalanced", "node", {("a", "zone-a"): 2, ("b", "zone-b"): 2})
+        subsets = stack.get_ud("rebalanced")["spec"]["topology"]["subsets"]
+        subsets[0]["maxReplicas"] = 4
+        stack.patch_ud("rebalanced", {"spec": {"topology": {"subsets": subsets}}})
+        time.sleep(3)
+        assert stack.placement("rebalanced", "node") == {("a", "zone-a"): 2, ("b", "zone-b"): 2}
+
+        stack.apply(rebalancer)
+        stack.settled("rebalanced", "node", {("a", "zone-a"): 4})
+        uid = json.loads(stack.kubectl("get", "workloadrebalancer", "back-to-a", "-o",
+                                       "json"))["metadata"]["uid"]
+        wait_for("the request to be handled", lambda: (stack.get_ud("rebalanced")["metadata"]
+                 .get("annotations") or {}).get("rebalance.spreadbus.io/handled") == uid, 30,
+                 lambda: stack.get_ud("rebalanced")["metadata"].get("annotations"))
+    finally:
+        stack.kubectl("delete", "workloadrebalancer", "back-to-a", "--ignore-not-found",
+                      "--wait=false")
+        stack.delete_ud("rebalanced")
