@@ -24,6 +24,12 @@ subset workloads, their ReplicaSets and pods, its ControllerRevisions: see
 Nothing is planned for a UD being deleted: the garbage collector removes its workloads and
 revisions through their owner references.
 
+Work per change. A changed object is linked to its controller owner and walks up to the one UD it
+concerns (:mod:`.family`); only those UDs are reconciled. Each UD's pods are kept between rounds
+as compact summaries of what the reconcile reads (:mod:`.pod_summary`), replaced one by one as
+pods change and rebuilt only when an owner link above them moves, so a round decodes no pod's
+whole JSON; the reconcile itself reads every pod of the UD each round.
+
 Coalescing and time work as in the WorkloadSpread rule: a UD is reconciled at most once per
 ``min_interval`` (changes in between are taken in one round), and the reconcile's ``requeue_at``
 (a pending pod's reschedule deadline, the end of an unschedulable window) is kept per UD and
