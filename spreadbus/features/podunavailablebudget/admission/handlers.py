@@ -1,0 +1,187 @@
+"""The PodUnavailableBudget handlers of one webhook replica.
+
+- ``/validate-pod``: pod DELETE and ``pods/eviction`` CREATE (gated by ``pub_delete_gate``) and
+  pod UPDATE (``pub_update_gate``) are decided by the core's admission rule in Kruise v1.9.0's
+  order; the budget is spent inside a compare-and-set transaction on the PUB's entry of the
+  budget bucket (:mod:`..budget_ledger`), so the decision and the spending are one atomic step
+  over every replica. A refused DELETE or UPDATE is 403 Forbidden as in Kruise; a refused
+  eviction is 429 TooManyRequests, as a PodDisruptionBudget refuses one, so ``kubectl drain`` and
+  other eviction clients wait and retry. Dry-run requests decide without spending.
+- ``/mutate-pod``: pod CREATE gets ``kruise.io/related-pub`` from the first matching PUB of its
+  namespace (the link every later decision follows).
+- ``/validate-podunavailablebudget``: PUB CREATE and UPDATE, Kruise's validation with the other
+  PUBs of the namespace for the conflict check (fail closed).
+
+Errors while spending (NATS unreachable, a contended entry past the deadline) refuse the request:
+the path's handlers fail closed, so a budget is never overspent because the bus was slow.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kubesemantics.field_errors import describe
+from spreadbus.engine.admission_chain import ALLOW, Verdict, deny
+from spreadbus.engine.review import AdmissionRequest, pointer
+from spreadbus.features.podunavailablebudget import budget_ledger
+from spreadbus.features.podunavailablebudget.admission import decisions
+from spreadbus.features.podunavailablebudget.budget_ledger import BudgetEntry
+from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+from spreadbus.runtime.ledger import LedgerStore
+
+log = logging.getLogger(__name__)
+
+
+class Observed(Protocol):
+    """What the handlers read of the cluster (:class:`.view.BudgetView`)."""
+
+    cluster: str
+
+    def budget(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def budgets_in(self, namespace: str) -> list[dict[str, Any]]: ...
+    def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+
+class BudgetAdmission:
+    """Decisions over a view and the budget entries."""
+
+    def __init__(self, *, view: Observed, store: LedgerStore[BudgetEntry],
+                 settings: PodUnavailableBudgetSettings | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.view = view
+        self.store = store
+        self.settings = settings or PodUnavailableBudgetSettings()
+        self.clock = clock
+        self.refused = 0
+        self.spent = 0
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
+
+    # -- pods -------------------------------------------------------------------------------------
+
+    async def validate_pod(self, request: AdmissionRequest) -> Verdict:
+        if request.resource != "pods":
+            return ALLOW
+        operation, pod, old = self._subject(request)
+        if operation is None or pod is None:
+            return ALLOW
+        budget_name = decisions.related_budget(pod if operation != "UPDATE" else request.object)
+        if budget_name is None:
+            return ALLOW
+        namespace = request.namespace or _namespace(pod)
+        budget = self.view.budget(namespace, budget_name)
+        if budget is None:
+            return ALLOW  # Kruise: a budget that is gone protects nothing
+        now = self.now()
+        version = _version(budget)
+        status = budget.get("status") if isinstance(budget.get("status"), Mapping) else {}
+        dry_run = request.dry_run
+
+        def decide(entry: BudgetEntry) -> tuple[decisions.Decision, BudgetEntry | None]:
+            current = budget_ledger.reseeded(entry, status, version, now)
+            decision = decisions.decide(
+                operation, pod, budget, budget_ledger.effective_status(current),
+                old_pod=old, now=now, dry_run=dry_run,
+            )
+            if decision.status is not None:
+                current = budget_ledger.with_decision(current, decision.status)
+            return decision, (None if current == entry else current)
+
+        key = budget_ledger.entry_key(self.view.cluster, namespace, budget_name)
+        decision = await self.store.transact(key, decide)
+        if decision.allowed:
+            if decision.status is not None:
+                self.spent += 1
+            return ALLOW
+        self.refused += 1
+        if operation == "EVICT":
+            return deny(decision.message, code=429, reason="TooManyRequests")
+        return deny(decision.message, code=403, reason="Forbidden")
+
+    def _subject(
+        self, request: AdmissionRequest
+    ) -> tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]:
+        """(operation, the pod whose readiness and budget are checked, the stored pod)."""
+        gates = self.settings
+        if request.operation == "DELETE" and request.sub_resource == "":
+            if not gates.pub_delete_gate:
+                return None, None, None
+            return "DELETE", request.old_object, None
+        if request.operation == "CREATE" and request.sub_resource == "eviction":
+            if not gates.pub_delete_gate:
+                return None, None, None
+            return "EVICT", self.view.pod(request.namespace, request.name), None
+        if request.operation == "UPDATE" and request.sub_resource == "":
+            if not gates.pub_update_gate or request.object is None:
+                return None, None, None
+            return "UPDATE", request.object, request.old_object
+        return None, None, None
+
+    async def mutate_pod(self, request: AdmissionRequest) -> Verdict:
+        if (request.resource, request.sub_resource, request.operation) != ("pods", "", "CREATE"):
+            return ALLOW
+        if request.object is None:
+            return ALLOW
+        gates = self.settings
+        if not (gates.pub_delete_gate or gates.pub_update_gate):
+            return ALLOW
+        pod = request.object
+        namespace = request.namespace or _namespace(pod)
+        budgets = self.view.budgets_in(namespace)
+        if not budgets:
+            return ALLOW
+        name = decisions.matching_budget(pod, budgets, replicaset=self.view.replicaset,
+                                         namespace=namespace)
+        if name is None:
+            return ALLOW
+        annotations = (pod.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, Mapping) and annotations.get(decisions.RELATED) == name:
+            return ALLOW
+        if not isinstance(annotations, Mapping):
+            patch = [{"op": "add", "path": "/metadata/annotations",
+                      "value": {decisions.RELATED: name}}]
+        else:
+            patch = [{"op": "add", "path": pointer("metadata", "annotations", decisions.RELATED),
+                      "value": name}]
+        return Verdict(patch=patch)
+
+    # -- PUBs -------------------------------------------------------------------------------------
+
+    async def validate_budget(self, request: AdmissionRequest) -> Verdict:
+        if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
+            return ALLOW
+        obj = request.object
+        if obj is None:
+            return deny("request.object: required", code=400, reason="BadRequest")
+        namespace = request.namespace or _namespace(obj)
+        errors = decisions.validate(
+            obj,
+            old=request.old_object if request.operation == "UPDATE" else None,
+            others=self.view.budgets_in(namespace),
+        )
+        if not errors:
+            return ALLOW
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        lines = "; ".join(describe(e) for e in errors)
+        message = f'PodUnavailableBudget.policy.kruise.io "{name}" is invalid: {lines}'
+        causes = [{"field": e.field, "reason": f"Field{e.type}", "message": e.to_dict()["message"]}
+                  for e in errors]
+        return deny(message, code=422, reason="Invalid", causes=causes)
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    raw = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(str(raw))
+    except ValueError:
+        return 0
