@@ -24,11 +24,16 @@ from pydantic_core import PydanticCustomError
 
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_settings import FeatureSettings, SettingsClash, compose, settings_for
+from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
 from spreadbus.runtime.settings import ServiceSettings
 
-BUILTIN: Final[tuple[Feature[Any], ...]] = (WORKLOADSPREAD, UNITEDDEPLOYMENT)
+BUILTIN: Final[tuple[Feature[Any], ...]] = (
+    WORKLOADSPREAD,
+    UNITEDDEPLOYMENT,
+    PODUNAVAILABLEBUDGET,
+)
 
 
 class PluginError(ValueError):

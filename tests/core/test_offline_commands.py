@@ -144,7 +144,7 @@ def test_validate_text_output_names_the_field(
     [
         ("a: [unclosed", "not valid YAML or JSON"),
         ("- 1\n- 2\n", "expected an object, got int"),
-        ("kind: Pod\n", "no WorkloadSpread in"),
+        ("kind: Pod\n", "no WorkloadSpread"),
     ],
 )
 def test_unreadable_input_exits_2_with_the_reason(

@@ -40,7 +40,11 @@ from spreadbus.engine.feature import (
     OfflineValidation,
     UnreadableInput,
 )
-from spreadbus.features.workloadspread.core.admission import admit_create, admit_delete
+from spreadbus.features.workloadspread.core.admission import (
+    AdmissionDecision,
+    admit_create,
+    admit_delete,
+)
 from spreadbus.features.workloadspread.core.documents import (
     JSON,
     DocumentError,
@@ -169,8 +173,17 @@ def offline_plan(objects_in: Sequence[JSON], now: datetime) -> OfflinePlan:
 
 
 def offline_admit(
-    pod: JSON, objects_in: Sequence[JSON], *, operation: str, now: datetime
+    pod: JSON,
+    objects_in: Sequence[JSON],
+    *,
+    operation: str,
+    now: datetime,
+    old_pod: JSON | None = None,
 ) -> OfflineAdmission:
+    """An UPDATE is not the WorkloadSpread webhook's business: allowed, unchanged."""
+    if operation == "UPDATE":
+        return OfflineAdmission(allowed=True, answer=AdmissionDecision(
+            allowed=True, pod=dict(pod)).to_json())
     objects = _sorted(objects_in)
     spreads = [from_object(o) for o in objects.workloadspreads]
     lookup = lookup_in(objects.others)
@@ -223,6 +236,8 @@ def offline_admit(
     return OfflineAdmission(
         allowed=decision.allowed,
         message=decision.message,
+        code=400,
+        reason="BadRequest",
         patch=decision.patch,
         answer=decision.to_json(),
         lines=lines,
