@@ -72,7 +72,7 @@ def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
     assert "spreadbus.io/control-plane" in namespace["metadata"]["labels"]
 
 
-def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
+def test_validation_covers_pod_removal_and_update_workloadspreads_and_budgets(
     rendered: list[dict[str, Any]],
 ) -> None:
     (config,) = find(rendered, "ValidatingWebhookConfiguration")
@@ -86,11 +86,17 @@ def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
     }
     assert covered == {
         ("", "pods", "DELETE"),
+        ("", "pods", "UPDATE"),
+        ("", "pods/eviction", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "UPDATE"),
+        ("policy.kruise.io", "podunavailablebudgets", "CREATE"),
+        ("policy.kruise.io", "podunavailablebudgets", "UPDATE"),
     }
-    paths = {hook["clientConfig"]["service"]["path"] for hook in config["webhooks"]}
-    assert paths == {"/validate-pod", "/validate-workloadspread"}
+    paths = {hook["clientConfig"]["service"]["path"]: hook["failurePolicy"]
+             for hook in config["webhooks"]}
+    assert paths == {"/validate-pod": "Ignore", "/validate-workloadspread": "Fail",
+                     "/validate-podunavailablebudget": "Fail"}
 
 
 def test_nats_runs_as_a_three_node_jetstream_cluster(rendered: list[dict[str, Any]]) -> None:

@@ -61,7 +61,8 @@ story = st.lists(st.one_of(st.lists(request, min_size=1, max_size=6), plan),
                  min_size=1, max_size=10)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=story)
 def test_replicas_and_planner_in_any_order_never_overspend(server: NatsServer,
                                                            steps: list[Any]) -> None:

@@ -1,7 +1,9 @@
 """PodUnavailableBudget as a feature: what the watcher, planner, webhook and CLI run of it.
 
 The pure rules live in :mod:`.core` (model, validation, status computation, admission
-decision); :mod:`.offline` answers ``spreadbus validate``, ``plan`` and ``admit``.
+decision); :mod:`.offline` answers ``spreadbus validate``, ``plan`` and ``admit``;
+:mod:`.running` is what the planner (each budget's status) and the webhook (pod DELETE, eviction,
+UPDATE and CREATE, PUB validation) run of it.
 """
 
 from __future__ import annotations
@@ -15,11 +17,26 @@ from spreadbus.features.podunavailablebudget.offline import (
     offline_plan,
     validate_offline,
 )
+from spreadbus.features.podunavailablebudget.planning.rule import WORKLOADS
+from spreadbus.features.podunavailablebudget.running import planner_side, webhook_side
+from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 
 NAME: Final = "podunavailablebudget"
 
 FEATURE: Final = Feature(
     name=NAME,
+    settings=PodUnavailableBudgetSettings,
+    watches=(
+        "v1/pods",
+        *(f"{w.group}/{w.version}/{w.resource}".lstrip("/") for w in WORKLOADS),
+        "policy.kruise.io/v1alpha1/podunavailablebudgets",
+    ),
+    plan_targets=(
+        ("patch_status", GROUP, "podunavailablebudgets"),  # status
+        ("patch", "", "pods"),  # kruise.io/related-pub on pods created before their budget
+    ),
+    planner=planner_side,
+    webhook=webhook_side,
     validators={(GROUP, KIND): validate_offline},
     offline_admit=offline_admit,
     offline_plan=offline_plan,
