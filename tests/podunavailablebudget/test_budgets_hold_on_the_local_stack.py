@@ -166,7 +166,8 @@ def test_a_spread_workload_scaled_down_while_another_actor_deletes_pods_keeps_th
                     core.delete_namespaced_pod(rng.choice(pods).metadata.name, ns)
                     deleted += 1
                 except ApiException as exc:
-                    assert exc.status in (403, 404), exc
+                    if exc.status not in (403, 404):
+                        raise
                     refused += exc.status == 403
             time.sleep(0.05)
 
@@ -177,9 +178,9 @@ def test_a_spread_workload_scaled_down_while_another_actor_deletes_pods_keeps_th
 
         wait_for("6 ready pods", six_ready, 60)
     assert watch.worst <= MAX_UNAVAILABLE, watch.report()
-    assert refused > 0 and deleted > 0, (
-        f"the budget must have both allowed and refused deletions: {deleted} deleted, "
-        f"{refused} refused")
+    counts = f"{deleted} deleted, {refused} refused"
+    assert deleted > 0, f"the budget must have allowed deletions: {counts}"
+    assert refused > 0, f"the budget must have refused deletions: {counts}"
 
 
 def test_two_actors_deleting_the_same_workloads_pods_keep_the_budget(
@@ -207,7 +208,8 @@ def test_two_actors_deleting_the_same_workloads_pods_keep_the_budget(
             except ApiException as exc:
                 if exc.status == 404:
                     continue
-                assert exc.status == 403, exc
+                if exc.status != 403:
+                    raise
                 outcome = "refused"
             with lock:
                 tally[outcome] += 1
@@ -219,4 +221,5 @@ def test_two_actors_deleting_the_same_workloads_pods_keep_the_budget(
         for thread in actors:
             thread.join(timeout=60)
     assert watch.worst <= MAX_UNAVAILABLE, watch.report()
-    assert tally["deleted"] >= MAX_UNAVAILABLE and tally["refused"] > 0, tally
+    assert tally["deleted"] >= MAX_UNAVAILABLE, tally
+    assert tally["refused"] > 0, tally
