@@ -4,7 +4,6 @@ and PUB validation."""
 from __future__ import annotations
 
 import copy
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -33,8 +32,8 @@ def admission_for(nc: Client, view: StaticView, kv: Any,
 
 
 @pytest.fixture
-async def kv(nats_client: Client) -> AsyncIterator[Any]:
-    yield await budget_bucket(nats_client)
+async def kv(nats_client: Client) -> Any:
+    return await budget_bucket(nats_client)
 
 
 def settled_view(total: int = 3, max_unavailable: int = 1) -> tuple[StaticView, list[Any]]:
