@@ -30,6 +30,7 @@ the ledger revision it read, and the records it does not list stay in the entry 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -102,10 +103,16 @@ def _map(status: Mapping[str, Any], key: str) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()}
 
 
+@functools.lru_cache(maxsize=8192)
+def _time(at: str) -> datetime | None:
+    """Record times repeat on every decision over an entry: each is parsed once."""
+    return parse_time(at)
+
+
 def _live(records: Mapping[str, str], expiry: timedelta, now: datetime) -> dict[str, str]:
     out: dict[str, str] = {}
     for pod, at in records.items():
-        when = parse_time(at)
+        when = _time(at)
         if when is not None and when + expiry >= now:
             out[pod] = at
     return out

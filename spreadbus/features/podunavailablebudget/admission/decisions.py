@@ -8,15 +8,22 @@ handed to the core carries that status, so the core's rule spends exactly what t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+import functools
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+import msgspec
+
 from kubesemantics.field_errors import FieldError
+from kubesemantics.timestamps import parse_time
 from spreadbus.features.podunavailablebudget.core import admission
 from spreadbus.features.podunavailablebudget.core.model import (
     RELATED_PUB_ANNOTATION,
+    BudgetStatus,
+    PodUnavailableBudget,
     from_object,
+    status_from_json,
     status_to_json,
 )
 from spreadbus.features.podunavailablebudget.core.validation import validate_budget
@@ -25,12 +32,23 @@ from spreadbus.features.podunavailablebudget.core.workloads import Workloads, co
 RELATED: Final = RELATED_PUB_ANNOTATION
 
 
+SETTLED_WITHOUT_SPENDING: Final = frozenset({
+    "no-protect", "unavailable", "no-budget", "desired-zero", "unprotected-operation",
+    "recorded", "unannotated", "availability-unchanged",
+})
+"""Reasons the core allows for without spending: a decision on an older status that ends with
+one of them cannot change with the spending since (the pod's own state, the budget's spec, or a
+pod already recorded)."""
+
+
 @dataclass(frozen=True)
 class Decision:
     allowed: bool
     message: str = ""
     status: dict[str, Any] | None = None
     """The status with the pod recorded when the decision spent the budget, else None."""
+    settled: bool = False
+    """Allowed for a reason no spending can change (:data:`SETTLED_WITHOUT_SPENDING`)."""
 
 
 def related_budget(pod: Mapping[str, Any] | None) -> str | None:
@@ -40,11 +58,42 @@ def related_budget(pod: Mapping[str, Any] | None) -> str | None:
     return admission.related_pub(pod) or None
 
 
-def decide(operation: str, pod: Mapping[str, Any], budget: Mapping[str, Any],
+def parsed_budget(budget: Mapping[str, Any]) -> PodUnavailableBudget:
+    """The budget's spec as the core reads it; its status is given to :func:`decide`."""
+    return from_object({**budget, "status": {}})
+
+
+@functools.lru_cache(maxsize=8192)
+def _time(at: str) -> datetime | None:
+    """Record times repeat in every decision over a budget: each is parsed once."""
+    return parse_time(at)
+
+
+def _times(value: object) -> dict[str, datetime]:
+    if not isinstance(value, Mapping):
+        return {}
+    out: dict[str, datetime] = {}
+    for pod, at in value.items():
+        when = _time(at) if isinstance(at, str) else None
+        if isinstance(pod, str) and when is not None:
+            out[pod] = when
+    return out
+
+
+def status_of(status: Mapping[str, Any]) -> BudgetStatus:
+    """The core's reading of a status, its record times parsed once per distinct time."""
+    counters = status_from_json({k: v for k, v in status.items()
+                                 if k not in ("disruptedPods", "unavailablePods")})
+    return msgspec.structs.replace(counters,
+                                   disrupted_pods=_times(status.get("disruptedPods")),
+                                   unavailable_pods=_times(status.get("unavailablePods")))
+
+
+def decide(operation: str, pod: Mapping[str, Any], budget: PodUnavailableBudget,
            status: Mapping[str, Any], *, old_pod: Mapping[str, Any] | None, now: datetime,
            dry_run: bool) -> Decision:
     """The core's decision for ``pod`` against ``budget`` holding ``status``."""
-    pub = from_object({**budget, "status": dict(status)})
+    pub = msgspec.structs.replace(budget, status=status_of(status))
 
     def lookup(namespace: str, name: str) -> Any:
         return pub
@@ -60,7 +109,8 @@ def decide(operation: str, pod: Mapping[str, Any], budget: Mapping[str, Any],
     else:
         return Decision(allowed=True)
     spent = None if decided.status is None else status_to_json(decided.status)
-    return Decision(allowed=decided.allowed, message=decided.message, status=spent)
+    return Decision(allowed=decided.allowed, message=decided.message, status=spent,
+                    settled=decided.allowed and decided.why in SETTLED_WITHOUT_SPENDING)
 
 
 def matching_budget(pod: Mapping[str, Any], budgets: Sequence[Mapping[str, Any]], *,

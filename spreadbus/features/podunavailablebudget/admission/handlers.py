@@ -30,6 +30,7 @@ from spreadbus.engine.review import AdmissionRequest, pointer
 from spreadbus.features.podunavailablebudget import budget_ledger
 from spreadbus.features.podunavailablebudget.admission import decisions
 from spreadbus.features.podunavailablebudget.budget_ledger import BudgetEntry
+from spreadbus.features.podunavailablebudget.core.model import PodUnavailableBudget
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 from spreadbus.runtime.ledger import LedgerStore
 
@@ -59,6 +60,7 @@ class BudgetAdmission:
         self.clock = clock
         self.refused = 0
         self.spent = 0
+        self._budgets: dict[tuple[str, str], PodUnavailableBudget] = {}
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(self.clock(), UTC)
@@ -80,13 +82,19 @@ class BudgetAdmission:
             return ALLOW  # Kruise: a budget that is gone protects nothing
         now = self.now()
         version = _version(budget)
-        status = budget.get("status") if isinstance(budget.get("status"), Mapping) else {}
+        raw_status = budget.get("status")
+        status: Mapping[str, Any] = raw_status if isinstance(raw_status, Mapping) else {}
         dry_run = request.dry_run
+        parsed = self._parsed(budget)
+        early = decisions.decide(operation, pod, parsed, status, old_pod=old, now=now,
+                                 dry_run=True)
+        if early.settled:
+            return ALLOW  # the pod's own state or a record: no entry to read
 
         def decide(entry: BudgetEntry) -> tuple[decisions.Decision, BudgetEntry | None]:
             current = budget_ledger.reseeded(entry, status, version, now)
             decision = decisions.decide(
-                operation, pod, budget, budget_ledger.effective_status(current),
+                operation, pod, parsed, budget_ledger.effective_status(current),
                 old_pod=old, now=now, dry_run=dry_run,
             )
             if decision.status is not None:
@@ -103,6 +111,17 @@ class BudgetAdmission:
         if operation == "EVICT":
             return deny(decision.message, code=429, reason="TooManyRequests")
         return deny(decision.message, code=403, reason="Forbidden")
+
+    def _parsed(self, budget: Mapping[str, Any]) -> PodUnavailableBudget:
+        """The budget's spec, parsed once per version of the budget."""
+        metadata = budget.get("metadata") or {}
+        key = (str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or ""))
+        cached = self._budgets.get(key)
+        if cached is None:
+            if len(self._budgets) > 4096:
+                self._budgets.clear()
+            cached = self._budgets[key] = decisions.parsed_budget(budget)
+        return cached
 
     def _subject(
         self, request: AdmissionRequest
