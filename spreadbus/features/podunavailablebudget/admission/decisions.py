@@ -7,8 +7,8 @@ handed to the core carries that status, so the core's rule spends exactly what t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
 import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
