@@ -1,10 +1,10 @@
 """A budget's status, computed as Kruise v1.9.0's PUB controller computes it (reference §2, §3).
 
 1. The pods: a targetRef's workload's pods (targetRef wins over a selector), else the pods of
-   the namespace the selector matches (a missing selector matches nothing); only active pods
-   (not Succeeded/Failed, not terminating) count. The expected count is the workload's replicas
-   (targetRef), or the summed replicas of the distinct workloads of the matched pods (selector);
-   the protect-total-replicas annotation replaces it in both cases.
+   the namespace the selector matches (a missing or unusable selector matches nothing); only
+   active pods (not Succeeded/Failed, not terminating) count. The expected count is the
+   workload's replicas (targetRef), or the summed replicas of the distinct workloads of the
+   matched pods (selector); the protect-total-replicas annotation replaces it.
 2. desiredAvailable: with maxUnavailable, ``max(0, total - scaled)``; else an int minAvailable as
    it is (not capped by the total), a percentage scaled; percentages round up either way.
 3. disruptedPods entries live 20 s and unavailablePods entries 10 s from the time recorded, and
@@ -75,34 +75,35 @@ class BudgetComputation(msgspec.Struct, frozen=True):
     error: str | None = None
 
 
-class SelectionError(ValueError):
-    """The budget's pods cannot be listed (a selector that does not compile)."""
-
-
 def budget_pods(
     pub: PodUnavailableBudget, *, workloads: Workloads, pods: Sequence[JSON]
 ) -> tuple[list[JSON], int]:
-    """The active pods of the budget and the expected count (before the annotation)."""
+    """The active pods of the budget and the expected count.
+
+    As Kruise's ``GetPodsForPub``: a non-empty protect-total-replicas annotation replaces the
+    count of a targetRef (found or not) or of a selector that lists pods; a missing selector or
+    one that does not compile lists nothing and counts 0, the annotation notwithstanding.
+    """
+    total = protect_total_replicas(pub)
     if pub.target_ref is not None:
         ref = pub.target_ref
         workload = workloads.find(pub.namespace, WorkloadId(ref.group, ref.kind, ref.name))
-        if workload is None:
-            return [], 0
-        found, expected = pods_for_workload(workload, pods, workloads)
-        return [p for p in found if pod_health.active(p)], expected
+        found, expected = ([], 0) if workload is None else pods_for_workload(
+            workload, pods, workloads)
+        return [p for p in found if pod_health.active(p)], expected if total is None else total
     if pub.selector is None:
         return [], 0
     try:
         selector = from_label_selector(pub.selector)
-    except SelectorError as exc:
-        raise SelectionError(f"spec.selector: {exc}") from exc
+    except SelectorError:
+        return [], 0
     matched = [
         p for p in pods
         if namespace_of(p) == pub.namespace
         and selector.matches(_string_labels(p))
         and pod_health.active(p)
     ]
-    return matched, expected_for_pods(matched, workloads)
+    return matched, expected_for_pods(matched, workloads) if total is None else total
 
 
 def _string_labels(pod: JSON) -> dict[str, str]:
@@ -189,13 +190,7 @@ def compute_status(
     found; any other objects are ignored); ``pods``: candidate pods (other namespaces ignored).
     """
     index = workloads if isinstance(workloads, Workloads) else Workloads(workloads)
-    try:
-        listed, expected = budget_pods(pub, workloads=index, pods=pods)
-    except SelectionError as exc:
-        return _failure(pub, f"Failed to calculate the number of expected pods: {exc}", now)
-    total = protect_total_replicas(pub)
-    if total is not None:
-        expected = total
+    listed, expected = budget_pods(pub, workloads=index, pods=pods)
     try:
         desired = desired_available(pub, expected)
     except IntOrStrError as exc:

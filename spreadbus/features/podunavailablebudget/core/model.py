@@ -157,10 +157,9 @@ def status_from_json(value: object) -> BudgetStatus:
 
 
 def status_to_json(status: BudgetStatus) -> JSON:
-    """The status as written: the four counters always, the maps only when not empty."""
-    out: JSON = {}
-    if status.observed_generation is not None:
-        out["observedGeneration"] = status.observed_generation
+    """The status as Kruise serialises it: observedGeneration (0 when never set) and the four
+    counters always, the maps only when not empty."""
+    out: JSON = {"observedGeneration": status.observed_generation or 0}
     if status.disrupted_pods:
         out["disruptedPods"] = {
             k: format_time(v) for k, v in sorted(status.disrupted_pods.items())
@@ -231,6 +230,6 @@ def protected_operations(
 
 def protect_total_replicas(pub: PodUnavailableBudget) -> int | None:
     """The annotation's replica count, read as Kruise's controller reads it (a bad value is
-    0), or None when the annotation is absent."""
+    0), or None when the annotation is absent or empty."""
     value = pub.annotations.get(PROTECT_TOTAL_REPLICAS_ANNOTATION)
-    return None if value is None else _go_parse_int32_lenient(value)
+    return _go_parse_int32_lenient(value) if value else None

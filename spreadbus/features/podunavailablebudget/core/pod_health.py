@@ -90,94 +90,124 @@ def _statuses(pod: JSON) -> dict[str, Mapping[str, Any]]:
     }
 
 
-def _with_tag(image: str) -> str:
-    """An image reference with its implicit ``:latest`` tag spelled out."""
-    if "@" in image:
-        return image
-    last = image.rsplit("/", 1)[-1]
-    return image if ":" in last else f"{image}:latest"
+def _with_latest(image: str) -> str:
+    """A spec image without any ``:`` is compared as ``<image>:latest`` (Kruise's rule)."""
+    return image if ":" in image else f"{image}:latest"
 
 
-def _image_id_digest(image_id: str) -> str:
+def _repo_and_digest(image: str) -> tuple[str, str] | None:
+    """``repo[:tag]@digest`` -> (repo, digest); None when the reference has no digest."""
+    name, sep, digest = image.partition("@")
+    if not sep or not digest:
+        return None
+    last_slash = name.rfind("/")
+    colon = name.rfind(":")
+    repo = name[:colon] if colon > last_slash else name
+    return repo, digest
+
+
+def _image_id(status: Mapping[str, Any]) -> str:
     """``docker-pullable://repo@sha256:...`` -> ``repo@sha256:...``."""
-    return image_id.split("://", 1)[-1]
+    image_id = as_str(status.get("imageID"))
+    return image_id.split("://", 1)[1] if "://" in image_id else image_id
 
 
-def _json_annotation(pod: JSON, key: str) -> Mapping[str, Any]:
+def _digest_consistent(image: str, status: Mapping[str, Any] | None) -> bool:
+    """A digest-pinned container runs that digest of that repository."""
+    if status is None:
+        return False
+    wanted, running = _repo_and_digest(image), _repo_and_digest(_image_id(status))
+    return wanted is not None and wanted == running
+
+
+class _Unreadable(Exception):
+    """An in-place update state annotation that does not decode: taken as inconsistent."""
+
+
+def _json_annotation(pod: JSON, key: str) -> Mapping[str, Any] | None:
+    """The decoded annotation; None when absent; raises :class:`_Unreadable`."""
     raw = annotations_of(pod).get(key)
-    if not isinstance(raw, str) or not raw:
-        return {}
+    if raw is None:
+        return None
     try:
-        value = json.loads(raw)
-    except ValueError:
-        return {}
-    return value if isinstance(value, Mapping) else {}
+        value = json.loads(raw) if isinstance(raw, str) else None
+    except ValueError as exc:
+        raise _Unreadable(key) from exc
+    if not isinstance(value, Mapping):
+        raise _Unreadable(key)
+    return value
 
 
-def _stale(container: Mapping[str, Any], status: Mapping[str, Any], last_image_id: str) -> bool:
-    """Still runs the image recorded before the update while its spec names another."""
-    return as_str(status.get("imageID")) == last_image_id and _with_tag(
-        as_str(container.get("image"))
-    ) != _with_tag(as_str(status.get("image")))
+def _env_injected(container: Mapping[str, Any]) -> bool:
+    return any(
+        isinstance(e, Mapping) and e.get("name") == "IS_INJECTED" and e.get("value") == "true"
+        for e in _list(container.get("env"))
+    )
 
 
 def _sidecars_consistent(pod: JSON, statuses: Mapping[str, Mapping[str, Any]]) -> bool:
-    if not annotations_of(pod).get(SIDECARSET_INJECTED_ANNOTATION):
+    """No injected sidecar still runs the image recorded before its SidecarSet's in-place
+    update while its spec names another."""
+    listed = as_str(annotations_of(pod).get(SIDECARSET_INJECTED_ANNOTATION))
+    sidecar_sets = set(listed.split(",")) if listed else set()
+    sidecars = {as_str(c.get("name")): c for c in _containers(pod) if _env_injected(c)}
+    if not sidecar_sets or not sidecars:
         return True
-    sidecars = {
-        as_str(c.get("name")): c
-        for c in _containers(pod)
-        if any(
-            isinstance(e, Mapping) and e.get("name") == "IS_INJECTED" and e.get("value") == "true"
-            for e in _list(c.get("env"))
-        )
-    }
-    if not sidecars:
+    states = _json_annotation(pod, SIDECARSET_STATE_ANNOTATION)
+    if states is None:
         return True
-    for state in _json_annotation(pod, SIDECARSET_STATE_ANNOTATION).values():
-        for container_name, last in as_map(as_map(state).get("lastContainerStatuses")).items():
-            container, status = sidecars.get(container_name), statuses.get(container_name)
-            if container is not None and status is not None and _stale(
-                container, status, as_str(as_map(last).get("imageID"))
-            ):
-                return False
+    last: dict[str, Any] = {}
+    for sidecar_set in sorted(sidecar_sets):
+        last.update(as_map(as_map(states.get(sidecar_set)).get("lastContainerStatuses")))
+    for name, status in statuses.items():
+        if name in sidecars and name in last and as_str(as_map(last[name]).get("imageID")) == (
+            as_str(status.get("imageID"))
+        ) and as_str(sidecars[name].get("image")) != as_str(status.get("image")):
+            return False
     return True
 
 
 def _inplace_consistent(pod: JSON, statuses: Mapping[str, Mapping[str, Any]]) -> bool:
+    """No in-place update in its grace period, pending, or not yet applied by the kubelet."""
     if INPLACE_GRACE_ANNOTATION in annotations_of(pod):
         return False
     state = _json_annotation(pod, INPLACE_STATE_ANNOTATION)
-    if not state:
+    if state is None:
         return True
     if any(state.get(k) for k in ("nextContainerImages", "nextContainerRefMetadata",
                                    "nextContainerResources")):
         return False
-    containers = {as_str(c.get("name")): c for c in _containers(pod)}
-    for container_name, last in as_map(state.get("lastContainerStatuses")).items():
-        status = statuses.get(container_name)
-        if status is None:
+    images = {as_str(c.get("name")): _with_latest(as_str(c.get("image")))
+              for c in _containers(pod)}
+    remaining = dict(as_map(state.get("lastContainerStatuses")))
+    for name, status in statuses.items():
+        if name not in remaining:
+            continue
+        if as_str(as_map(remaining.pop(name)).get("imageID")) == as_str(
+            status.get("imageID")
+        ) and images.get(name) != as_str(status.get("image")):
             return False
-        container = containers.get(container_name)
-        if container is not None and _stale(container, status, as_str(as_map(last).get("imageID"))):
-            return False
-    return True
+    return not remaining
 
 
 def consistent(pod: JSON) -> bool:
-    """Not mid in-place update: digest-pinned containers run exactly their digest; otherwise no
-    sidecar or container still runs the image recorded before an in-place update, and no update
-    is pending or in its grace period."""
-    containers = _containers(pod)
+    """Not mid in-place update: every digest-pinned container runs its digest; when some
+    container is not digest-pinned, no sidecar or container still runs the image recorded
+    before an in-place update, and no update is pending or in its grace period."""
     statuses = _statuses(pod)
-    images = [as_str(c.get("image")) for c in containers]
-    if all("@" in image for image in images):
-        return all(
-            _image_id_digest(as_str(statuses.get(as_str(c.get("name")), {}).get("imageID")))
-            == as_str(c.get("image"))
-            for c in containers
-        )
-    return _sidecars_consistent(pod, statuses) and _inplace_consistent(pod, statuses)
+    all_digests = True
+    for container in _containers(pod):
+        image = as_str(container.get("image"))
+        if _repo_and_digest(image) is None:
+            all_digests = False
+        elif not _digest_consistent(image, statuses.get(as_str(container.get("name")))):
+            return False
+    if all_digests:
+        return True
+    try:
+        return _sidecars_consistent(pod, statuses) and _inplace_consistent(pod, statuses)
+    except _Unreadable:
+        return False
 
 
 def available(pod: JSON) -> bool:
@@ -265,6 +295,11 @@ def _without_resources(spec: object) -> object:
     return out
 
 
+def _static(pod: JSON) -> bool:
+    source = annotations_of(pod).get(CONFIG_SOURCE_ANNOTATION)
+    return source is not None and source != "api"
+
+
 def can_resize_inplace(old: JSON, new: JSON) -> bool:
     """The update only changes cpu or memory of containers, keeps the QoS class and restarts
     nothing: Kruise then judges it as a RESIZE rather than an UPDATE."""
@@ -274,15 +309,18 @@ def can_resize_inplace(old: JSON, new: JSON) -> bool:
         return False
     if _without_resources(old.get("spec")) != _without_resources(new.get("spec")):
         return False
-    source = annotations_of(old).get(CONFIG_SOURCE_ANNOTATION)
-    if source is not None and source != "api":
+    if _static(old) or _static(new):
         return False
     if qos_class(old) != qos_class(new):
         return False
-    old_containers, new_containers = _containers(old), _containers(new)
-    if [c.get("name") for c in old_containers] != [c.get("name") for c in new_containers]:
+    old_containers = {as_str(c.get("name")): c for c in _containers(old)}
+    new_containers = _containers(new)
+    if len(old_containers) != len(new_containers):
         return False
-    for before, after in zip(old_containers, new_containers, strict=True):
+    for after in new_containers:
+        before = old_containers.get(as_str(after.get("name")))
+        if before is None:
+            return False
         old_requests, old_limits = _resource_lists(before)
         new_requests, new_limits = _resource_lists(after)
         changed = _changed(old_requests, new_requests) | _changed(old_limits, new_limits)

@@ -9,7 +9,8 @@ names the UnitedDeployment.
 Replicas: ``spec.replicas`` (absent reads as 1, the API server's default for the built-in
 kinds); a workload being deleted, or not found, has no pods and 0 replicas; a kind whose
 ``spec.replicas`` is not a number has -1 ("unknown", as Kruise's finder answers for a custom
-kind without a scale subresource).
+kind without a scale subresource). A custom kind's pods are those it owns, or, when it owns
+none, those its scale selector picks (a Deployment-like kind that does not own its pods).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any
 import msgspec
 
 from kubesemantics.group_version import api_group
+from kubesemantics.label_selector import Selector, SelectorError, from_label_selector, parse
 from kubesemantics.lenient_json import as_int, as_map, as_str
 
 JSON = Mapping[str, Any]
@@ -138,6 +140,16 @@ class Workloads:
             return WorkloadId("apps", "Deployment", owner.name[: -len(suffix)])
         return owner
 
+    def unlisted_rs_of(self, pod: JSON) -> WorkloadId | None:
+        """The Deployment of a pod whose ReplicaSet is not in the input, read from names."""
+        ref = controller_ref(pod)
+        if ref is None or ref_identity(ref).kind != "ReplicaSet":
+            return None
+        if self.find_ref(namespace_of(pod), ref) is not None:
+            return None
+        workload = self.pod_workload(pod)
+        return workload if workload is not None and workload.kind == "Deployment" else None
+
     def governing(self, namespace: str, workload: WorkloadId) -> WorkloadId | None:
         """The UnitedDeployment controlling a workload, if any."""
         obj = self.find(namespace, workload)
@@ -178,20 +190,38 @@ def pods_for_workload(
     if (ident.group, ident.kind) == ("apps", "Deployment"):
         replicasets = workloads.replicasets_of(workload)
         owners: list[JSON] = replicasets or [workload]
-        found = _owned(same_namespace, owners)
-        if not replicasets:
-            found += [
-                p for p in same_namespace
-                if p not in found and workloads.pod_workload(p) == ident
-            ]
-        return found, count
+        return [
+            p for p in same_namespace
+            if any(owned_by(p, o) for o in owners) or workloads.unlisted_rs_of(p) == ident
+        ], count
     if (ident.group, ident.kind) == UNITED_DEPLOYMENT:
         return [
             p for p in same_namespace
             if (w := workloads.pod_workload(p)) is not None
             and workloads.governing(namespace, w) == ident
         ], count
-    return _owned(same_namespace, [workload]), count
+    owned = _owned(same_namespace, [workload])
+    if owned or (ident.group, ident.kind) in _DEFAULTED_REPLICAS:
+        return owned, count
+    selector = scale_selector(workload)
+    return [p for p in same_namespace if selector is not None and selector.matches(
+        {str(k): v for k, v in as_map(meta(p).get("labels")).items() if isinstance(v, str)}
+    )], count
+
+
+def scale_selector(workload: JSON) -> Selector | None:
+    """The selector a custom kind's scale subresource would report: ``status.selector`` (the
+    string form) or ``spec.selector``; None when neither reads."""
+    try:
+        text = as_map(workload.get("status")).get("selector")
+        if isinstance(text, str) and text:
+            return parse(text)
+        spec_selector = as_map(workload.get("spec")).get("selector")
+        if isinstance(spec_selector, Mapping) and spec_selector:
+            return from_label_selector(spec_selector)
+    except SelectorError:
+        return None
+    return None
 
 
 def expected_for_pods(pods: Sequence[JSON], workloads: Workloads) -> int:
