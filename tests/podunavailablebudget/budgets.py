@@ -75,3 +75,8 @@ class StaticView:
 
     def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None:
         return None
+
+    def synced(self) -> bool:
+        return self.listed
+
+    listed = True

@@ -116,6 +116,10 @@ async def test_a_pod_without_the_link_or_of_a_vanished_budget_is_not_protected(
     assert (await admission.validate_pod(review("DELETE", pod("x", related=None)))).allowed
     assert (await admission.validate_pod(review("DELETE", pod("y", related="gone")))).allowed
     assert (await admission.validate_pod(review("DELETE", pod("z", ready=False)))).allowed
+    # Before the watcher has listed budgets, a missing budget is not known to be gone.
+    view.listed = False
+    early = await admission.validate_pod(review("DELETE", pod("y", related="gone")))
+    assert (early.allowed, early.code) == (False, 403)
 
 
 def budget_review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> AdmissionRequest:

@@ -46,6 +46,7 @@ class Observed(Protocol):
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
     def budgets_in(self, namespace: str) -> list[dict[str, Any]]: ...
     def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def synced(self) -> bool: ...
 
 
 class BudgetAdmission:
@@ -79,6 +80,11 @@ class BudgetAdmission:
         namespace = request.namespace or _namespace(pod)
         budget = self.view.budget(namespace, budget_name)
         if budget is None:
+            if not self.view.synced():
+                # Not known to be gone: the watcher has not listed budgets into this view yet.
+                return deny("spreadbus webhook still syncing PodUnavailableBudgets",
+                            code=429 if operation == "EVICT" else 403,
+                            reason="TooManyRequests" if operation == "EVICT" else "Forbidden")
             return ALLOW  # Kruise: a budget that is gone protects nothing
         now = self.now()
         version = _version(budget)
