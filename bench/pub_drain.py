@@ -113,7 +113,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         data_dir = Path(tmp) / "stack"
         stack = Stack(data_dir=data_dir, cluster="bench",
-                      kubesim_args=["--topology=three-zones", *KUBELET])
+                      kubesim_args=["--topology=three-zones", *KUBELET],
+                      service_env={k: v for k, v in os.environ.items()
+                                   if k.startswith("SPREADBUS_PUB_")})
         try:
             stack.start(120.0)
             api = config.new_client_from_config(  # type: ignore[no-untyped-call]

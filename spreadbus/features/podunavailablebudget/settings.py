@@ -22,5 +22,7 @@ class PodUnavailableBudgetSettings(FeatureSettings):
     PodUnavailableBudgetUpdateGate)."""
     pub_ledger_deadline_seconds: Annotated[float, UsedBy("webhook")] = 2.0
     """How long one admission keeps retrying a contended budget entry before it refuses."""
-    pub_min_interval_seconds: Annotated[float, UsedBy("planner")] = 0.1
-    """Write one budget's status at most this often; changes in between are taken together."""
+    pub_min_interval_seconds: Annotated[float, UsedBy("planner")] = 0.02
+    """Plan one budget's status at most this often; changes in between are taken together. A
+    throttled drain or rollout moves at the pace of the status, so this is short: one status
+    write is in flight at a time anyway."""

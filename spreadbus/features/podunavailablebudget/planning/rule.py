@@ -61,7 +61,7 @@ class BudgetRule:
     name: str = "podunavailablebudget"
 
     def __init__(self, cluster: str, *, records: BudgetRecords | None = None,
-                 min_interval_seconds: float = 0.1) -> None:
+                 min_interval_seconds: float = 0.02) -> None:
         self.cluster = cluster
         self.records = records or BudgetRecords(cluster)
         self.min_interval = min_interval_seconds
