@@ -72,6 +72,9 @@ class BudgetRule:
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
         self._planned_at: dict[str, float] = {}
+        self._members: dict[str, dict[str, set[str]]] = {}
+        """Resource key -> escaped namespace -> object keys: pods and workloads by namespace,
+        kept from ``changed`` (after a restore every key is changed once)."""
 
     # -- time ---------------------------------------------------------------------------------
 
@@ -108,7 +111,17 @@ class BudgetRule:
             if rkey in (self.rk_pubs, BUDGETS_RESOURCE):
                 affected.add(okey)
             elif rkey == self.rk_pods or rkey in self.rk_workloads:
-                namespaces.add(okey.split(".", 1)[0])
+                namespace = okey.split(".", 1)[0]
+                namespaces.add(namespace)
+                members = self._members.setdefault(rkey, {})
+                if view.stored(rkey, okey) is None:
+                    keys = members.get(namespace)
+                    if keys is not None:
+                        keys.discard(okey)
+                        if not keys:
+                            del members[namespace]
+                else:
+                    members.setdefault(namespace, set()).add(okey)
         if namespaces:
             for okey in view.objects(self.cluster, PUBS.group, PUBS.resource):
                 if okey.split(".", 1)[0] in namespaces:
@@ -133,10 +146,10 @@ class BudgetRule:
         if metadata.get("deletionTimestamp"):
             return []
         namespace = str(metadata.get("namespace") or "")
-        prefix = escape(namespace) + "."
-        pods = [pod for key, pod in _in_namespace(view, self.rk_pods, prefix)]
+        escaped = escape(namespace)
+        pods = self._in_namespace(view, self.rk_pods, escaped)
         workloads = [obj for rkey in self.rk_workloads
-                     for _, obj in _in_namespace(view, rkey, prefix)]
+                     for obj in self._in_namespace(view, rkey, escaped)]
         at = datetime.fromtimestamp(now, UTC)
         entry = self.records.entry(okey)
         computed = status_inputs.compute(budget, pods, workloads, _records(entry, at), at)
@@ -157,22 +170,21 @@ class BudgetRule:
                                reason=f"protected by PodUnavailableBudget {namespace}/{name}"))
         return out
 
+    def _in_namespace(self, view: KubeProjection, rkey: str,
+                      namespace: str) -> list[dict[str, Any]]:
+        """The namespace's objects of one resource, in key order."""
+        out: list[dict[str, Any]] = []
+        for okey in sorted(self._members.get(rkey, {}).get(namespace, ())):
+            obj = view.decoded(rkey, okey)
+            if obj is not None:
+                out.append(obj)
+        return out
+
 
 def _records(entry: BudgetEntry, now: datetime) -> dict[str, dict[str, str]]:
     """The webhook's live records not yet in a written status."""
     live = reseeded(entry, None, 0, now)
     return {"disruptedPods": dict(live.disrupted), "unavailablePods": dict(live.unavailable)}
-
-
-def _in_namespace(view: KubeProjection, rkey: str,
-                  prefix: str) -> list[tuple[str, dict[str, Any]]]:
-    out: list[tuple[str, dict[str, Any]]] = []
-    for okey in view.state.objects.get(rkey, {}):
-        if okey.startswith(prefix):
-            obj = view.decoded(rkey, okey)
-            if obj is not None:
-                out.append((okey, obj))
-    return out
 
 
 def _differs(observed: object, wanted: Mapping[str, Any]) -> bool:
