@@ -19,6 +19,7 @@ from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdm
 from spreadbus.features.podunavailablebudget.budget_ledger import entry_key
 from spreadbus.features.podunavailablebudget.planning.status_inputs import compute
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+from spreadbus.runtime.ledger import LedgerConflict
 from tests.podunavailablebudget.budgets import NS, StaticView, budget, pod, review
 
 NOW = datetime(2026, 3, 1, 8, 0, 0, tzinfo=UTC)
@@ -150,3 +151,21 @@ async def test_budgets_are_validated_with_kruises_field_paths_and_conflicts(
     # Its own stored version is not a conflict.
     assert (await admission.validate_budget(
         budget_review(view.budgets["pub"], old=view.budgets["pub"]))).allowed
+
+
+class _Unreachable:
+    conflicts = 0
+
+    async def transact(self, key: str, decide: Any) -> Any:
+        raise LedgerConflict(f"ledger entry {key} kept conflicting")
+
+
+async def test_a_budget_that_cannot_be_spent_refuses_rather_than_lets_go() -> None:
+    view, world = settled_view(total=3, max_unavailable=1)
+    admission = BudgetAdmission(view=view, store=_Unreachable(),  # type: ignore[arg-type]
+                                clock=lambda: NOW.timestamp())
+    deleted = await admission.validate_pod(review("DELETE", world[0]))
+    evicted = await admission.validate_pod(review("CREATE", world[1], sub_resource="eviction"))
+    assert (deleted.allowed, deleted.code) == (False, 403)
+    assert (evicted.allowed, evicted.code) == (False, 429)
+    assert '"pub" could not be spent' in deleted.message

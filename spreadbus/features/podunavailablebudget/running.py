@@ -3,9 +3,9 @@
 - Planner: :class:`~.planning.rule.BudgetRule`, with the budget bucket's stream folded beside the
   observations (:mod:`.planning.budget_records`).
 - Webhook: pod DELETE, eviction and UPDATE decided and spent on the budget bucket
-  (``/validate-pod``, fail closed), pod CREATE linked to its budget (``/mutate-pod``), PUBs
-  validated (``/validate-podunavailablebudget``, fail closed), all from one fold of the
-  observations (:mod:`.admission.view`).
+  (``/validate-pod``; a budget that cannot be spent refuses), pod CREATE linked to its budget
+  (``/mutate-pod``), PUBs validated (``/validate-podunavailablebudget``, fail closed), all from
+  one fold of the observations (:mod:`.admission.view`).
 """
 
 from __future__ import annotations
@@ -61,8 +61,7 @@ class BudgetWebhook(WebhookSide):
         self.view = view
         self.handlers = (
             AdmissionHandler(feature=NAME, path="/mutate-pod", decide=admission.mutate_pod),
-            AdmissionHandler(feature=NAME, path="/validate-pod", decide=admission.validate_pod,
-                             failure_policy="Fail"),
+            AdmissionHandler(feature=NAME, path="/validate-pod", decide=admission.validate_pod),
             AdmissionHandler(feature=NAME, path="/validate-podunavailablebudget",
                              decide=admission.validate_budget, failure_policy="Fail"),
         )

@@ -12,8 +12,9 @@
 - ``/validate-podunavailablebudget``: PUB CREATE and UPDATE, Kruise's validation with the other
   PUBs of the namespace for the conflict check (fail closed).
 
-Errors while spending (NATS unreachable, a contended entry past the deadline) refuse the request:
-the path's handlers fail closed, so a budget is never overspent because the bus was slow.
+Errors while spending (NATS unreachable, a contended entry past the deadline) refuse the request,
+so a budget is never overspent because the bus was slow; the path itself stays fail-open for the
+other features' handlers on it (WorkloadSpread's record of a deletion).
 """
 
 from __future__ import annotations
@@ -82,9 +83,7 @@ class BudgetAdmission:
         if budget is None:
             if not self.view.synced():
                 # Not known to be gone: the watcher has not listed budgets into this view yet.
-                return deny("spreadbus webhook still syncing PodUnavailableBudgets",
-                            code=429 if operation == "EVICT" else 403,
-                            reason="TooManyRequests" if operation == "EVICT" else "Forbidden")
+                return _refusal(operation, "spreadbus webhook still syncing PodUnavailableBudgets")
             return ALLOW  # Kruise: a budget that is gone protects nothing
         now = self.now()
         version = _version(budget)
@@ -108,15 +107,20 @@ class BudgetAdmission:
             return decision, (None if current == entry else current)
 
         key = budget_ledger.entry_key(self.view.cluster, namespace, budget_name)
-        decision = await self.store.transact(key, decide)
+        try:
+            decision = await self.store.transact(key, decide)
+        except Exception as exc:  # NATS unreachable, the entry contended past the deadline
+            log.warning("budget not spent, refusing", extra={"budget": f"{namespace}/"
+                        f"{budget_name}", "pod": request.name, "error": repr(exc)})
+            self.refused += 1
+            return _refusal(operation, f"podunavailablebudget.policy.kruise.io "
+                                       f'"{budget_name}" could not be spent: {exc!r}')
         if decision.allowed:
             if decision.status is not None:
                 self.spent += 1
             return ALLOW
         self.refused += 1
-        if operation == "EVICT":
-            return deny(decision.message, code=429, reason="TooManyRequests")
-        return deny(decision.message, code=403, reason="Forbidden")
+        return _refusal(operation, decision.message)
 
     def _parsed(self, budget: Mapping[str, Any]) -> PodUnavailableBudget:
         """The budget's spec, parsed once per version of the budget."""
@@ -198,6 +202,14 @@ class BudgetAdmission:
         causes = [{"field": e.field, "reason": f"Field{e.type}", "message": e.to_dict()["message"]}
                   for e in errors]
         return deny(message, code=422, reason="Invalid", causes=causes)
+
+
+def _refusal(operation: str, message: str) -> Verdict:
+    """403 as Kruise refuses a DELETE or UPDATE; 429 for an eviction, as a PodDisruptionBudget
+    refuses one, so eviction clients wait and retry."""
+    if operation == "EVICT":
+        return deny(message, code=429, reason="TooManyRequests")
+    return deny(message, code=403, reason="Forbidden")
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:
