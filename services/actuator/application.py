@@ -28,6 +28,12 @@ and the plan's ``propagationPolicy``: a precondition the object no longer meets 
 plan, an object already gone is ``skipped``. A delete plan without a uid fails unsent: a name
 alone could delete an object created again under it.
 
+Before any of this, the plan must be one its rule is granted (:mod:`spreadbus.engine.plan_grants`):
+otherwise it is never sent and fails with reason ``Forbidden`` (status 403), logged and counted
+(``spreadbus_actuator_forbidden_plans_total{rule}``). A grant that names an owner is checked on
+the object as read: such a patch always takes the reading way, and such a delete reads the
+object before deleting it.
+
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
 the plan fails with the last error. Nothing here acks or publishes: the caller records the
@@ -38,14 +44,17 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
 import msgspec
+from prometheus_client import CollectorRegistry, Counter
 
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from kubesemantics import strategic_merge
+from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import (
     Conflict,
@@ -64,6 +73,8 @@ CONTENT_TYPES: Final = {
 }
 _OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
 
+log = logging.getLogger(__name__)
+
 
 class Result(msgspec.Struct, frozen=True, kw_only=True):
     result: ResultKind
@@ -81,19 +92,28 @@ class Applier:
         max_attempts: int = 6,
         backoff_seconds: float = 0.2,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        authority: PlanAuthority,
+        registry: CollectorRegistry | None = None,
     ) -> None:
         self.kube = kube
         self.limiter = limiter
         self.max_attempts = max_attempts
         self.backoff = backoff_seconds
         self.sleep = sleep
+        self.authority = authority
+        self.forbidden = Counter("spreadbus_actuator_forbidden_plans",
+                                 "Plans refused unsent: no grant of their rule covers them",
+                                 ["rule"], registry=registry)
 
     async def apply(self, plan: Plan) -> Result:
+        verdict = self.authority.authorize(plan)
+        if isinstance(verdict, Refused):
+            return self._refuse(plan, verdict.message)
         attempt = 0
         while True:
             attempt += 1
             try:
-                result = await self._once(plan)
+                result = await self._once(plan, verdict)
                 return msgspec.structs.replace(result, attempts=attempt)
             except Conflict:
                 if attempt >= self.max_attempts:
@@ -102,6 +122,15 @@ class Applier:
                 if not exc.retryable or attempt >= self.max_attempts:
                     return self._failed(exc, attempt)
                 await self.sleep(min(10.0, self.backoff * 2 ** (attempt - 1)))
+
+    def _refuse(self, plan: Plan, message: str) -> Result:
+        self.forbidden.labels(plan.rule).inc()
+        t = plan.target
+        log.warning("plan refused: not granted", extra={
+            "plan": plan.id, "rule": plan.rule, "verb": plan.verb,
+            "target": f"{t.resource}.{t.group}/{t.namespace}/{t.name}", "why": message})
+        return Result(result="failed", attempts=0,
+                      error=ApiError(status=403, reason="Forbidden", message=message))
 
     @staticmethod
     def _failed(exc: KubeAPIError, attempts: int) -> Result:
@@ -113,19 +142,20 @@ class Applier:
         body = await self.kube.arequest(method, path, **kwargs)
         return _OBJECT.decode(body) if body else {}
 
-    async def _once(self, plan: Plan) -> Result:
+    async def _once(self, plan: Plan, granted: Granted) -> Result:
         if plan.verb == "evict":
             return await self._evict(plan)
         if plan.verb == "create":
             return await self._create(plan)
         if plan.verb == "delete":
-            return await self._delete(plan)
+            return await self._delete(plan, granted)
         target = plan.target
         path = resource_path(target.group, target.version, target.resource, target.namespace,
                              target.name)
-        written = await self._write_seen(plan, path)
-        if written is not None:
-            return written
+        if granted.owner is None:
+            written = await self._write_seen(plan, path)
+            if written is not None:
+                return written
         current = await self._call("GET", path)
         metadata = current.get("metadata", {})
         want_uid = plan.precondition.uid or target.uid
@@ -134,6 +164,8 @@ class Applier:
                 status=409, reason="Conflict",
                 message=f"uid is {metadata.get('uid')!r}, the plan was for {want_uid!r}",
             ))
+        if granted.owner is not None and not owner_allows(granted.owner, current):
+            return self._refuse(plan, f"{target.name} is not controlled by a {granted.owner[1]}")
         rv = str(metadata.get("resourceVersion", ""))
         if already_true(plan, current):
             return Result(result="skipped", resource_version=rv)
@@ -212,11 +244,21 @@ class Applier:
             return Result(result="skipped", resource_version=_version(current))
         return self._failed(refusal, 1)
 
-    async def _delete(self, plan: Plan) -> Result:
+    async def _delete(self, plan: Plan, granted: Granted) -> Result:
         target = plan.target
         uid = plan.precondition.uid or target.uid
         if not uid:
             return _unsent("a delete plan names no uid")
+        path = resource_path(target.group, target.version, target.resource, target.namespace,
+                             target.name)
+        if granted.owner is not None:
+            try:
+                current = await self._call("GET", path)
+            except NotFound:
+                return Result(result="skipped")
+            if not owner_allows(granted.owner, current):
+                return self._refuse(plan, f"{target.name} is not controlled by a "
+                                          f"{granted.owner[1]}")
         preconditions = {"uid": uid}
         if plan.precondition.resource_version:
             preconditions["resourceVersion"] = plan.precondition.resource_version
@@ -226,8 +268,6 @@ class Applier:
             "preconditions": preconditions,
             "propagationPolicy": plan.propagation_policy,
         }
-        path = resource_path(target.group, target.version, target.resource, target.namespace,
-                             target.name)
         try:
             answer = await self._call("DELETE", path, body=options,
                                       content_type="application/json")

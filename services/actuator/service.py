@@ -9,6 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
 from services.actuator.settings import ActuatorSettings
+from spreadbus.engine.plan_grants import PlanAuthority
+from spreadbus.features.registry import plan_grants
 from spreadbus.runtime.kube_client import KubeAPIError, KubeClient, kube_api_client
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.service import ServiceContext
@@ -40,6 +42,8 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
             limiter=TokenBucket(settings.kube_qps, settings.kube_burst),
             max_attempts=settings.max_attempts,
             backoff_seconds=settings.backoff_seconds,
+            authority=PlanAuthority(plan_grants(settings.features())),
+            registry=ctx.registry,
         )
         consumer = PlanConsumer(ctx.nc, applier, cluster=settings.cluster,
                                 workers=settings.workers,

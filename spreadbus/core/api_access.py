@@ -10,8 +10,9 @@ Only two services talk to the Kubernetes API; the planner and the webhook work f
   subresource's GET would need its own grant, and the main resource carries the same fields) and
   patches ``<resource>/status``; ``evict`` creates ``pods/eviction``; ``create`` creates the
   object and, when the name is taken, reads the object there (is it already ours?); ``delete``
-  deletes it. The resources a plan may target are those the registered features declare
-  (``Feature.plan_targets``, gathered by :func:`spreadbus.features.registry.plan_targets`).
+  deletes it (reading it first when its grant names an owner the object must have). The plans
+  the actuator may apply are those the registered features grant their rules
+  (``Feature.plan_grants``, :mod:`spreadbus.engine.plan_grants`).
 
 A feature whose rules emit a new kind of plan, or a new target, declares it; the test in
 ``tests/deploy`` then fails until ``deploy/rbac/actuator.yaml`` grants it, and fails too if the
@@ -22,6 +23,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import Final, NamedTuple
+
+from spreadbus.engine.plan_grants import PlanGrant
 
 
 class Access(NamedTuple):
@@ -53,10 +56,14 @@ def watch_access(resources: Iterable[str]) -> frozenset[Access]:
     return frozenset(out)
 
 
-def plan_access(targets: Iterable[tuple[str, str, str]]) -> frozenset[Access]:
-    """What applying plans of these (verb, group, resource) needs."""
+def plan_access(grants: Iterable[PlanGrant]) -> frozenset[Access]:
+    """What applying the plans these grants allow needs."""
     out = set()
-    for verb, group, resource in targets:
-        for sub, rbac_verb in PLAN_REQUESTS[verb]:
-            out.add(Access(group, f"{resource}/{sub}" if sub else resource, rbac_verb))
+    for grant in grants:
+        requests = PLAN_REQUESTS[grant.verb]
+        if grant.owner is not None and grant.verb == "delete":
+            requests = (*requests, ("", "get"))  # the owner is checked on the object read
+        for sub, rbac_verb in requests:
+            resource = f"{grant.resource}/{sub}" if sub else grant.resource
+            out.add(Access(grant.group, resource, rbac_verb))
     return frozenset(out)

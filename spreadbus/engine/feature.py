@@ -5,8 +5,9 @@ listed once in :mod:`spreadbus.features`; adding one is a package plus a line th
 brings what each part of the system runs of it, and nothing runs what it does not declare:
 
 - ``watches``: the resources the watcher lists and watches for it (``[group/]version/resource``);
-- ``plan_targets``: every (verb, group, resource) its planner rules may emit, from which the
-  actuator's RBAC is derived;
+- ``plan_grants``: every kind of plan its rules may emit (verb, resource, the paths a patch may
+  write, the owner a target must have): the actuator applies nothing else, and its RBAC is
+  derived from them (:mod:`spreadbus.engine.plan_grants`);
 - ``planner``: builds its planner side (rules, and streams it folds beside the observations);
 - ``webhook``: builds its webhook side (admission handlers, a fold of the observations, routes
   for CRD conversion);
@@ -23,7 +24,7 @@ an empty :class:`~spreadbus.engine.feature_settings.FeatureSettings`.
 
 Signatures::
 
-    Feature(name, settings=None, watches=(), plan_targets=(), planner=None, webhook=None,
+    Feature(name, settings=None, watches=(), plan_grants=(), planner=None, webhook=None,
             validators={}, offline_plan=None)
     PlannerSide(rules, streams=())
     SideStream(stream, fold, reset)
@@ -43,6 +44,7 @@ from kubesemantics.field_errors import FieldError
 from spreadbus.engine.admission_chain import AdmissionHandler
 from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature_settings import FeatureSettings
+from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.projection.planning import Rule
 
 if TYPE_CHECKING:
@@ -177,7 +179,7 @@ class Feature(Generic[FS]):
     settings: type[FS] | None = None
     """Its settings model; each field names the services that use it (``UsedBy``)."""
     watches: tuple[str, ...] = ()
-    plan_targets: tuple[tuple[str, str, str], ...] = ()
+    plan_grants: tuple[PlanGrant, ...] = ()
     planner: Callable[[PlannerContext[FS]], Awaitable[PlannerSide]] | None = None
     webhook: Callable[[WebhookContext[FS]], Awaitable[WebhookSide]] | None = None
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)

@@ -24,6 +24,7 @@ from pydantic_core import PydanticCustomError
 
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_settings import FeatureSettings, SettingsClash, compose, settings_for
+from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
@@ -68,9 +69,14 @@ def watched_resources(chosen: Sequence[Feature[Any]]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(r for f in chosen for r in f.watches))
 
 
+def plan_grants(chosen: Sequence[Feature[Any]]) -> tuple[PlanGrant, ...]:
+    """Every kind of plan the features' rules may emit, in registry order."""
+    return tuple(g for f in chosen for g in f.plan_grants)
+
+
 def plan_targets(chosen: Sequence[Feature[Any]]) -> tuple[tuple[str, str, str], ...]:
     """Every (verb, group, resource) the features' rules may emit, each once."""
-    return tuple(dict.fromkeys(t for f in chosen for t in f.plan_targets))
+    return tuple(dict.fromkeys(g.target for g in plan_grants(chosen)))
 
 
 class FeatureServiceSettings(ServiceSettings):

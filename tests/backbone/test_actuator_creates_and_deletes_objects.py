@@ -28,8 +28,11 @@ from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.backbone.test_actuator_outcomes import publish
+from tests.fixtures.plan_grants import granting
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
+
+AUTHORITY = granting("test", ("", "configmaps"))
 
 
 def config_map(name: str, owner: Any = None) -> dict[str, Any]:
@@ -72,7 +75,8 @@ class Actuator:
     def __init__(self, nc: Client, api: client.ApiClient) -> None:
         self.registry = CollectorRegistry()
         self.consumer = PlanConsumer(
-            nc, Applier(KubeClient(api), limiter=TokenBucket(50, 50), backoff_seconds=0.05),
+            nc, Applier(KubeClient(api), limiter=TokenBucket(50, 50), backoff_seconds=0.05,
+                        authority=AUTHORITY),
             cluster="c1", workers=1, registry=self.registry,
         )
 

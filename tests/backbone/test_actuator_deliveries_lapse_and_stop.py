@@ -30,8 +30,11 @@ from tests.backbone.test_actuator_outcomes import (
     publish,
 )
 from tests.fixtures.observed_generation import ANNOTATION
+from tests.fixtures.plan_grants import granting
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
+
+AUTHORITY = granting("test", ("apps", "deployments"), ("", "pods"), ("", "configmaps"))
 
 
 def _stuck_after_one() -> TokenBucket:
@@ -62,7 +65,8 @@ def _consumer(
     nc: Client, api: client.ApiClient, limiter: TokenBucket, **options: Any
 ) -> PlanConsumer:
     return PlanConsumer(
-        nc, Applier(KubeClient(api), limiter=limiter), cluster="c1", workers=2, **options
+        nc, Applier(KubeClient(api), limiter=limiter, authority=AUTHORITY),
+        cluster="c1", workers=2, **options
     )
 
 
@@ -163,7 +167,7 @@ async def test_a_redelivered_strategic_or_status_plan_already_applied_is_skipped
         "a",
         Precondition(uid=created.metadata.uid, resource_version=created.metadata.resource_version),
     )
-    applier = Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50))
+    applier = Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50), authority=AUTHORITY)
     assert (await applier.apply(strategic)).result == "applied"
     again = await applier.apply(strategic)  # what a redelivery does
     assert again.result == "skipped", again.error
@@ -196,7 +200,7 @@ async def test_a_plan_delivered_more_than_max_deliveries_times_fails_as_given_up
     created = await _create(kube_api_client, "web")
     consumer = PlanConsumer(
         nats_client,
-        Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50)),
+        Applier(KubeClient(kube_api_client), limiter=TokenBucket(50, 50), authority=AUTHORITY),
         cluster="c1",
         workers=1,
         max_deliveries=1,
@@ -261,8 +265,7 @@ async def test_a_retryable_api_error_is_retried_with_growing_backoff_then_fails_
         limiter=TokenBucket(50, 50),
         max_attempts=4,
         backoff_seconds=0.1,
-        sleep=sleep,
-    )
+        sleep=sleep, authority=AUTHORITY)
     result = await applier.apply(annotate("web", created.metadata.uid, "1", "p-retry"))
     assert result.result == "failed"
     assert result.attempts == 4

@@ -18,8 +18,11 @@ from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.observed_generation import ANNOTATION
+from tests.fixtures.plan_grants import granting
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
+
+AUTHORITY = granting("test", ("apps", "deployments"), ("", "pods"))
 
 
 def deployment_body(name: str) -> dict[str, Any]:
@@ -85,7 +88,8 @@ def actuator(
     consumers = [
         PlanConsumer(
             nc,
-            Applier(KubeClient(api), limiter=TokenBucket(50, 50), backoff_seconds=0.05),
+            Applier(KubeClient(api), limiter=TokenBucket(50, 50), backoff_seconds=0.05,
+                    authority=AUTHORITY),
             cluster="c1",
             workers=4,
         )

@@ -19,6 +19,9 @@ from events.messages import ObjectRef, Plan, Precondition
 from services.actuator.application import Applier
 from spreadbus.runtime.kube_client import KubeClient, RequestOptions
 from spreadbus.runtime.rate_limit import TokenBucket
+from tests.fixtures.plan_grants import granting
+
+AUTHORITY = granting("test", ("", "configmaps"))
 
 NOTE = "example.com/cost"
 
@@ -53,7 +56,8 @@ def note(name: str, uid: str, seen: str, value: str) -> Plan:
 
 async def applier_for(api: client.ApiClient) -> tuple[Applier, CountingClient]:
     kube = CountingClient(api)
-    return Applier(kube, limiter=TokenBucket(100, 100), backoff_seconds=0.01), kube
+    return Applier(kube, limiter=TokenBucket(100, 100), backoff_seconds=0.01,
+                   authority=AUTHORITY), kube
 
 
 PATH = "/api/v1/namespaces/default/configmaps"

@@ -29,8 +29,11 @@ from spreadbus.projection.planning import Desired
 from spreadbus.runtime.kube_client import KubeClient, kube_api_client
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.plan_grants import granting
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
+
+AUTHORITY = granting("copies", ("", "configmaps"), owner=("", "ConfigMap"))
 
 CONFIG_MAPS = ResourceRef(group="", version="v1", resource="configmaps")
 
@@ -85,7 +88,8 @@ async def test_a_copy_is_created_deleted_and_created_again_as_its_label_flips(
     planner = Planner(nats_client, cluster="c1", rules=[Copies()])
     await planner.restore()
     planner.set_leader(True)
-    actuator = PlanConsumer(nats_client, Applier(kube, limiter=TokenBucket(50, 50)),
+    actuator = PlanConsumer(nats_client, Applier(kube, limiter=TokenBucket(50, 50),
+                                                 authority=AUTHORITY),
                             cluster="c1", workers=2)
 
     async def label(value: str) -> None:

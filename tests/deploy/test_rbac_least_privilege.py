@@ -8,11 +8,12 @@ import pytest
 
 from events.messages import Verb
 from spreadbus.core.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
-from spreadbus.features.registry import BUILTIN, plan_targets, watched_resources
+from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.registry import BUILTIN, plan_grants, watched_resources
 
 NEEDED = {
     "spreadbus-watcher": watch_access(watched_resources(BUILTIN)),
-    "spreadbus-actuator": plan_access(plan_targets(BUILTIN)),
+    "spreadbus-actuator": plan_access(plan_grants(BUILTIN)),
     "spreadbus-planner": frozenset(),
     "spreadbus-webhook": frozenset(),
 }
@@ -44,7 +45,8 @@ def test_every_plan_verb_on_the_bus_has_its_api_requests_declared() -> None:
 
 
 def test_a_status_plan_may_read_its_object_before_patching_the_status() -> None:
-    needed = plan_access([("patch_status", "apps.kruise.io", "workloadspreads")])
+    needed = plan_access([PlanGrant(rule="r", verb="patch_status", group="apps.kruise.io",
+                                    resource="workloadspreads", writes=(("status",),))])
     assert needed == {
         Access("apps.kruise.io", "workloadspreads", "get"),
         Access("apps.kruise.io", "workloadspreads/status", "patch"),
@@ -62,8 +64,20 @@ def test_the_rendered_rbac_grants_a_service_exactly_what_it_needs(
 
 
 def test_a_create_may_read_the_object_holding_its_name_and_a_delete_only_deletes() -> None:
-    assert plan_access([("create", "apps", "deployments"), ("delete", "", "configmaps")]) == {
+    assert plan_access([
+        PlanGrant(rule="r", verb="create", group="apps", resource="deployments"),
+        PlanGrant(rule="r", verb="delete", group="", resource="configmaps"),
+    ]) == {
         Access("apps", "deployments", "create"),
         Access("apps", "deployments", "get"),
         Access("", "configmaps", "delete"),
+    }
+
+
+def test_a_delete_of_owned_objects_reads_the_owner_first() -> None:
+    owned = PlanGrant(rule="r", verb="delete", group="apps", resource="deployments",
+                      owner=("apps.kruise.io", "UnitedDeployment"))
+    assert plan_access([owned]) == {
+        Access("apps", "deployments", "delete"),
+        Access("apps", "deployments", "get"),
     }

@@ -17,7 +17,7 @@ from spreadbus.features.registry import (
     BUILTIN,
     PluginError,
     features,
-    plan_targets,
+    plan_grants,
     watched_resources,
 )
 from spreadbus.runtime.settings import load_settings
@@ -25,15 +25,17 @@ from tests.fixtures.generation_feature import PLUGIN
 
 
 def test_without_plugins_the_webhook_serves_no_path_of_theirs() -> None:
-    assert [f.name for f in features()] == [f.name for f in BUILTIN] == ["workloadspread"]
+    assert [f.name for f in features()] == [f.name for f in BUILTIN]
+    assert "generation-stamp" not in [f.name for f in BUILTIN]
 
 
 def test_the_watcher_observes_what_a_plugin_reads_and_the_actuator_may_write_its_targets() -> None:
     chosen = features([PLUGIN])
-    assert [f.name for f in chosen] == ["workloadspread", "generation-stamp"]
+    assert [f.name for f in chosen] == [*(f.name for f in BUILTIN), "generation-stamp"]
     assert "apps/v1/deployments" in watched_resources(chosen)
-    assert ("patch", "apps", "deployments") in plan_targets(chosen)
-    assert ("patch", "apps", "deployments") not in plan_targets(BUILTIN)
+    stamp = ("observed-generation", "patch", "apps", "deployments")
+    assert stamp in [(g.rule, *g.target) for g in plan_grants(chosen)]
+    assert stamp not in [(g.rule, *g.target) for g in plan_grants(BUILTIN)]
     settings = load_settings(WatcherSettings, env={"SPREADBUS_FEATURE_PLUGINS": PLUGIN})
     assert isinstance(settings, WatcherSettings)
     assert settings.resources == watched_resources(chosen)

@@ -20,6 +20,7 @@ from spreadbus.features.podunavailablebudget.core.model import (
     format_time,
     from_object,
 )
+from spreadbus.features.podunavailablebudget.core.pod_health import qos_class
 from spreadbus.features.podunavailablebudget.core.workloads import Workloads
 from tests.podunavailablebudget.builders import (
     budget,
@@ -297,3 +298,30 @@ def test_the_decision_time_is_recorded_at_second_precision() -> None:
     decision = decide(pod("p"), pub(1), operation="EVICT", now=NOW + timedelta(seconds=3))
     assert decision.status is not None
     assert decision.status.disrupted_pods["p"] == datetime(2026, 1, 1, 12, 0, 3, tzinfo=UTC)
+
+
+def _resources(*containers: JSON) -> JSON:
+    p = pod("p")
+    p["spec"]["containers"] = [{"name": f"c{i}", "image": "x", "resources": r}
+                               for i, r in enumerate(containers)]
+    return p
+
+
+@pytest.mark.parametrize(("containers", "qos"), [
+    ([{}], "BestEffort"),
+    ([{"requests": {"cpu": "0"}}], "BestEffort"),
+    ([{"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}],
+     "Guaranteed"),
+    ([{"requests": {"cpu": "1000m", "memory": "1024Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}}],
+     "Guaranteed"),
+    ([{"limits": {"cpu": "1", "memory": "1Gi"}}], "Burstable"),
+    ([{"requests": {"cpu": "1"}, "limits": {"cpu": "2", "memory": "1Gi"}},
+      {"requests": {"cpu": "2"}, "limits": {"cpu": "1", "memory": "1Gi"}}], "Burstable"),
+    ([{"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}},
+      {"requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}}],
+     "Guaranteed"),
+    ([{"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+      {"requests": {"cpu": "1"}}], "Burstable"),
+])
+def test_qos_class_as_kubernetes_computes_it(containers: list[JSON], qos: str) -> None:
+    assert qos_class(_resources(*containers)) == qos

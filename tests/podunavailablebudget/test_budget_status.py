@@ -94,7 +94,8 @@ def test_a_failed_computation_keeps_the_counters_and_says_why() -> None:
     (condition,) = written["conditions"]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "Calculated", "False", "CalculateExpectedPodCountFailed")
-    assert result.events[0].reason == "CalculateExpectedPodCountFailed"
+    assert [e.reason for e in result.events] == ["CalculateExpectedPodCountFailed"]
+    assert len(result.pods) == 5
 
 
 def test_recorded_pods_expire_after_20_and_10_seconds() -> None:
@@ -248,10 +249,14 @@ def test_the_total_annotation_counts_only_where_kruise_reads_it() -> None:
     total = {"pub.kruise.io/protect-total-replicas": "7"}
     no_selector = budget(target=None, annotations=total)
     assert compute(no_selector, *seed_objects()).status.total_replicas == 0
-    bad_selector = budget(target=None, annotations=total, selector={
-        "matchExpressions": [{"key": "app", "operator": "In"}]})
-    result = compute(bad_selector, *seed_objects())
+    unknown_operator = budget(target=None, annotations=total, selector={
+        "matchExpressions": [{"key": "app", "operator": "Near"}]})
+    result = compute(unknown_operator, *seed_objects())
     assert (result.pods, result.status.total_replicas, result.error) == ((), 0, None)
+    in_nothing = budget(target=None, annotations=total, selector={
+        "matchExpressions": [{"key": "app", "operator": "In"}]})
+    result = compute(in_nothing, *seed_objects())
+    assert (result.pods, result.status.total_replicas) == ((), 7)
     missing_target = budget(target=("apps/v1", "Deployment", "absent"), annotations=total)
     assert compute(missing_target, *seed_objects()).status.total_replicas == 7
     empty = budget(annotations={"pub.kruise.io/protect-total-replicas": ""})
@@ -270,3 +275,19 @@ def test_a_custom_kind_that_owns_no_pods_lists_them_by_its_scale_selector() -> N
     no_replicas = workload("Rollout", "web-server", replicas=None,
                            api_version="argoproj.io/v1alpha1")
     assert compute(pub, no_replicas, *pods).status.total_replicas == -1
+
+
+def test_an_unvalidated_selector_selects_as_written() -> None:
+    not_in_nothing = budget(target=None, selector={
+        "matchExpressions": [{"key": "app", "operator": "NotIn"}]})
+    assert len(compute(not_in_nothing, *seed_objects()).pods) == 5
+    exists_with_values = budget(target=None, selector={
+        "matchExpressions": [{"key": "app", "operator": "Exists", "values": ["x"]}]})
+    assert len(compute(exists_with_values, *seed_objects()).pods) == 5
+    everything = budget(target=None, selector={})
+    assert compute(everything, *seed_objects(), pod("bare", labels={})).pods[-1] == "bare"
+
+
+def test_a_target_with_an_unparsable_api_version_names_nothing() -> None:
+    result = compute(budget(target=("apps/v1/x", "Deployment", "web-server")), *seed_objects())
+    assert (result.pods, result.status.total_replicas) == ((), 0)

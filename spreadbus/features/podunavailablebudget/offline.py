@@ -5,8 +5,9 @@ other budgets of the input for conflicts; one of the same name is the stored ver
 under test and is skipped. There is no defaulting webhook: ``defaulted`` is the object.
 
 ``plan``: every budget of the input with its whole status after one reconcile at ``now``, whether
-or not it changed (``podUnavailableBudgets: {"ns/name": {"status": ...}}``); the text form adds
-the pods to annotate, the events and the next expiry.
+or not it changed (``podUnavailableBudgets: {"ns/name": {"status": ...}}``, absent when the input
+holds no budget, so that the answer for other inputs is what it was); the text form adds the pods
+to annotate, the events and the next expiry.
 
 ``admit``: CREATE stamps ``kruise.io/related-pub`` from the first matching budget of the pod's
 namespace; DELETE, EVICT and UPDATE (``old_pod`` the stored pod) are decided from the budget

@@ -31,6 +31,7 @@ from spreadbus.engine.feature import (
     WebhookContext,
     WebhookSide,
 )
+from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.workloadspread.admission import conversion
 from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
@@ -157,10 +158,13 @@ FEATURE: Final = Feature(
         "apps/v1/controllerrevisions",
         "apps.kruise.io/v1alpha1/workloadspreads",
     ),
-    plan_targets=(
-        ("patch", "", "pods"),  # deletion cost, matched annotation, subset metadata
-        ("patch_status", "apps.kruise.io", "workloadspreads"),  # status
-        ("evict", "", "pods"),  # Adaptive rescheduling
+    plan_grants=(
+        # Deletion cost, matched annotation, the subset's labels and annotations: metadata only.
+        PlanGrant(rule=WorkloadSpreadRule.name, verb="patch", group="", resource="pods",
+                  writes=(("metadata", "annotations", "*"), ("metadata", "labels", "*"))),
+        PlanGrant(rule=WorkloadSpreadRule.name, verb="patch_status", group="apps.kruise.io",
+                  resource="workloadspreads", writes=(("status",),)),
+        PlanGrant(rule=WorkloadSpreadRule.name, verb="evict", group="", resource="pods"),
     ),
     planner=planner_side,
     webhook=webhook_side,

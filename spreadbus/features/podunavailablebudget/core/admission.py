@@ -36,8 +36,11 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from kubesemantics.label_selector import SelectorError, from_label_selector
 from spreadbus.features.podunavailablebudget.core import pod_health
+from spreadbus.features.podunavailablebudget.core.budget_selector import (
+    compile_selector,
+    string_labels,
+)
 from spreadbus.features.podunavailablebudget.core.model import (
     EVICT,
     NO_PROTECT_ANNOTATION,
@@ -71,7 +74,8 @@ class PodDecision(msgspec.Struct, frozen=True):
     message: str = ""
     why: str = ""
     """Which rule decided (``no-protect``, ``unavailable``, ``no-budget``, ``desired-zero``,
-    ``unprotected-operation``, ``recorded``, ``spent``, ``dry-run``, ``exhausted``, ...)."""
+    ``unprotected-operation``, ``recorded``, ``spent``, ``dry-run``, ``exhausted``,
+    ``too-many-recorded``, ``unannotated``, ``availability-unchanged``)."""
 
 
 def related_pub(pod: JSON) -> str:
@@ -83,11 +87,13 @@ def forbidden_message(budget_name: str, detail: str) -> str:
     return f'{RESOURCE} "{budget_name}" is forbidden: {detail}'
 
 
-def _deny(pub: PodUnavailableBudget, operation: Operation, detail: str) -> PodDecision:
+def _deny(
+    pub: PodUnavailableBudget, operation: Operation, detail: str, why: str
+) -> PodDecision:
     code, reason = (429, "TooManyRequests") if operation == EVICT else (403, "Forbidden")
     return PodDecision(
         allowed=False, budget=pub.key, code=code, reason=reason,
-        message=forbidden_message(pub.name, detail), why="exhausted",
+        message=forbidden_message(pub.name, detail), why=why,
     )
 
 
@@ -117,10 +123,10 @@ def decide(
     if status.records(name):
         return PodDecision(allowed=True, budget=pub.key, why="recorded")
     if status.unavailable_allowed <= 0:
-        return _deny(pub, operation, "pub unavailable allowed is negative")
+        return _deny(pub, operation, "pub unavailable allowed is negative", "exhausted")
     if len(status.disrupted_pods) + len(status.unavailable_pods) > MAX_RECORDED:
         return _deny(pub, operation, "DisruptedPods and UnavailablePods map too big - too many "
-                                     "unavailable not confirmed by PUB controller")
+                     "unavailable not confirmed by PUB controller", "too-many-recorded")
     if dry_run:
         return PodDecision(allowed=True, budget=pub.key, why="dry-run")
     when = truncate(now)
@@ -193,15 +199,11 @@ def admit_update(
 
 
 def _selects(pub: PodUnavailableBudget, pod: JSON) -> bool:
-    selector = pub.selector
-    if not selector or not (selector.get("matchLabels") or selector.get("matchExpressions")):
+    """A selector that is missing, empty or unusable matches no new pod."""
+    selector = compile_selector(pub.selector)
+    if selector is None or selector.empty:
         return False
-    try:
-        compiled = from_label_selector(selector)
-    except SelectorError:
-        return False
-    labels = {str(k): v for k, v in pod_health.labels_of(pod).items() if isinstance(v, str)}
-    return compiled.matches(labels)
+    return selector.matches(string_labels(pod))
 
 
 def budget_for_new_pod(

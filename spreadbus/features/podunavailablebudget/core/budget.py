@@ -28,8 +28,11 @@ from typing import Any, Final
 import msgspec
 
 from kubesemantics.intstr import IntOrStrError, scaled_value
-from kubesemantics.label_selector import SelectorError, from_label_selector
 from spreadbus.features.podunavailablebudget.core import pod_health
+from spreadbus.features.podunavailablebudget.core.budget_selector import (
+    compile_selector,
+    string_labels,
+)
 from spreadbus.features.podunavailablebudget.core.model import (
     RELATED_PUB_ANNOTATION,
     BudgetStatus,
@@ -82,32 +85,30 @@ def budget_pods(
 
     As Kruise's ``GetPodsForPub``: a non-empty protect-total-replicas annotation replaces the
     count of a targetRef (found or not) or of a selector that lists pods; a missing selector or
-    one that does not compile lists nothing and counts 0, the annotation notwithstanding.
+    one with an unknown operator lists nothing and counts 0, the annotation notwithstanding
+    (:mod:`.budget_selector`).
     """
     total = protect_total_replicas(pub)
     if pub.target_ref is not None:
         ref = pub.target_ref
-        workload = workloads.find(pub.namespace, WorkloadId(ref.group, ref.kind, ref.name))
+        workload = workloads.find(
+            pub.namespace, WorkloadId(ref.group, ref.kind, ref.name)
+        ) if ref.parsable else None
         found, expected = ([], 0) if workload is None else pods_for_workload(
             workload, pods, workloads)
         return [p for p in found if pod_health.active(p)], expected if total is None else total
     if pub.selector is None:
         return [], 0
-    try:
-        selector = from_label_selector(pub.selector)
-    except SelectorError:
+    selector = compile_selector(pub.selector)
+    if selector is None:
         return [], 0
     matched = [
         p for p in pods
         if namespace_of(p) == pub.namespace
-        and selector.matches(_string_labels(p))
+        and selector.matches(string_labels(p))
         and pod_health.active(p)
     ]
     return matched, expected_for_pods(matched, workloads) if total is None else total
-
-
-def _string_labels(pod: JSON) -> dict[str, str]:
-    return {str(k): v for k, v in pod_health.labels_of(pod).items() if isinstance(v, str)}
 
 
 def desired_available(pub: PodUnavailableBudget, expected: int) -> int:
@@ -163,7 +164,11 @@ def _same(a: BudgetStatus, b: BudgetStatus) -> bool:
     )
 
 
-def _failure(pub: PodUnavailableBudget, message: str, now: datetime) -> BudgetComputation:
+def _failure(
+    pub: PodUnavailableBudget, message: str, now: datetime, listed: Sequence[JSON],
+    events: Sequence[BudgetEvent],
+) -> BudgetComputation:
+    """The stored counters kept, the reason in a condition; the pods are still linked."""
     status = msgspec.structs.replace(
         pub.status,
         observed_generation=pub.generation,
@@ -172,9 +177,22 @@ def _failure(pub: PodUnavailableBudget, message: str, now: datetime) -> BudgetCo
     return BudgetComputation(
         status=status,
         changed=not _same(status, pub.status),
-        events=(BudgetEvent("Warning", "CalculateExpectedPodCountFailed", message),),
+        pods=_names(listed),
+        pods_to_annotate=_unlinked(listed),
+        events=(*events, BudgetEvent("Warning", "CalculateExpectedPodCountFailed", message)),
         error=message,
     )
+
+
+def _names(listed: Sequence[JSON]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(pod_health.name_of(p) for p in listed))
+
+
+def _unlinked(listed: Sequence[JSON]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(
+        pod_health.name_of(p) for p in listed
+        if not pod_health.annotations_of(p).get(RELATED_PUB_ANNOTATION)
+    ))
 
 
 def compute_status(
@@ -191,17 +209,17 @@ def compute_status(
     """
     index = workloads if isinstance(workloads, Workloads) else Workloads(workloads)
     listed, expected = budget_pods(pub, workloads=index, pods=pods)
+    events: list[BudgetEvent] = []
+    if not listed:
+        events.append(BudgetEvent("Normal", "NoPods", "No matching pods found"))
     try:
         desired = desired_available(pub, expected)
     except IntOrStrError as exc:
         return _failure(
             pub, f"Failed to calculate the number of expected pods: invalid value for "
-            f"IntOrString: {exc}", now,
+            f"IntOrString: {exc}", now, listed, events,
         )
-    names = tuple(dict.fromkeys(pod_health.name_of(p) for p in listed))
-    events: list[BudgetEvent] = []
-    if not listed:
-        events.append(BudgetEvent("Normal", "NoPods", "No matching pods found"))
+    names = _names(listed)
     stored = pub.status
     listed_names = set(names)
     disrupted, gone = _kept(stored.disrupted_pods, listed_names, DISRUPTED_TIMEOUT, now)
@@ -239,10 +257,7 @@ def compute_status(
         status=status,
         changed=not _same(status, stored),
         pods=names,
-        pods_to_annotate=tuple(
-            pod_health.name_of(p) for p in listed
-            if not pod_health.annotations_of(p).get(RELATED_PUB_ANNOTATION)
-        ),
+        pods_to_annotate=_unlinked(listed),
         requeue_at=min(expiries) if expiries else None,
         events=tuple(events),
     )

@@ -27,7 +27,7 @@ from typing import Any, Final
 
 import msgspec
 
-from kubesemantics.group_version import api_group
+from kubesemantics.group_version import api_group, api_version_valid
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from kubesemantics.timestamps import parse_time
 
@@ -89,9 +89,14 @@ class TargetRef(msgspec.Struct, frozen=True):
     def group(self) -> str:
         return api_group(self.api_version)
 
+    @property
+    def parsable(self) -> bool:
+        """An apiVersion Go can parse; a reference with another names nothing."""
+        return api_version_valid(self.api_version)
+
     def names(self, group: str, kind: str, name: str) -> bool:
         """Group, kind and name decide; the version never does."""
-        return (self.group, self.kind, self.name) == (group, kind, name)
+        return self.parsable and (self.group, self.kind, self.name) == (group, kind, name)
 
 
 class BudgetStatus(msgspec.Struct, frozen=True):

@@ -260,26 +260,32 @@ def _changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> set[str]:
 
 
 def qos_class(pod: JSON) -> str:
-    """Kubernetes' QoS class from the containers' cpu and memory requests and limits."""
+    """Kubernetes' ``ComputePodQOS``: cpu and memory requests and limits above zero, summed
+    over containers and init containers; Guaranteed needs both limits on every container and
+    the sums of requests equal to those of limits."""
     spec = as_map(pod.get("spec"))
-    containers = [
-        c for key in ("containers", "initContainers")
-        for c in _list(spec.get(key))
-        if isinstance(c, Mapping)
-    ]
-    any_set, guaranteed = False, True
-    for container in containers:
-        requests, limits = _resource_lists(container)
-        requests = {k: v for k, v in requests.items() if k in ("cpu", "memory")}
-        limits = {k: v for k, v in limits.items() if k in ("cpu", "memory")}
-        any_set = any_set or bool(requests) or bool(limits)
-        if set(limits) != {"cpu", "memory"}:
+    requests: dict[str, Decimal] = {}
+    limits: dict[str, Decimal] = {}
+    guaranteed = True
+    for container in [c for key in ("containers", "initContainers")
+                      for c in _list(spec.get(key)) if isinstance(c, Mapping)]:
+        container_requests, container_limits = _resource_lists(container)
+        for source, total in ((container_requests, requests), (container_limits, limits)):
+            for name, raw in source.items():
+                amount = _quantity(raw)
+                if name in ("cpu", "memory") and isinstance(amount, Decimal) and amount > 0:
+                    total[name] = total.get(name, Decimal(0)) + amount
+        found = {n for n, raw in container_limits.items()
+                 if n in ("cpu", "memory") and isinstance(q := _quantity(raw), Decimal) and q > 0}
+        if found != {"cpu", "memory"}:
             guaranteed = False
-        if any(_quantity(v) != _quantity(limits.get(k)) for k, v in requests.items()):
-            guaranteed = False
-    if not any_set:
+    if not requests and not limits:
         return "BestEffort"
-    return "Guaranteed" if guaranteed else "Burstable"
+    if guaranteed and all(limits.get(n) == amount for n, amount in requests.items()) and len(
+        requests
+    ) == len(limits):
+        return "Guaranteed"
+    return "Burstable"
 
 
 def _without_resources(spec: object) -> object:
