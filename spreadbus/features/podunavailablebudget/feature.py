@@ -11,13 +11,18 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature
-from spreadbus.features.podunavailablebudget.core.model import GROUP, KIND
+from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.podunavailablebudget.core.model import (
+    GROUP,
+    KIND,
+    RELATED_PUB_ANNOTATION,
+)
 from spreadbus.features.podunavailablebudget.offline import (
     offline_admit,
     offline_plan,
     validate_offline,
 )
-from spreadbus.features.podunavailablebudget.planning.rule import WORKLOADS
+from spreadbus.features.podunavailablebudget.planning.rule import WORKLOADS, BudgetRule
 from spreadbus.features.podunavailablebudget.running import planner_side, webhook_side
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 
@@ -31,9 +36,12 @@ FEATURE: Final = Feature(
         *(f"{w.group}/{w.version}/{w.resource}".lstrip("/") for w in WORKLOADS),
         "policy.kruise.io/v1alpha1/podunavailablebudgets",
     ),
-    plan_targets=(
-        ("patch_status", GROUP, "podunavailablebudgets"),  # status
-        ("patch", "", "pods"),  # kruise.io/related-pub on pods created before their budget
+    plan_grants=(
+        PlanGrant(rule=BudgetRule.name, verb="patch_status", group=GROUP,
+                  resource="podunavailablebudgets", writes=(("status",),)),
+        # The link on pods created before their budget, and nothing else of the pod.
+        PlanGrant(rule=BudgetRule.name, verb="patch", group="", resource="pods",
+                  writes=(("metadata", "annotations", RELATED_PUB_ANNOTATION),)),
     ),
     planner=planner_side,
     webhook=webhook_side,
