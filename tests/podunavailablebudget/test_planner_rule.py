@@ -12,12 +12,14 @@ from typing import Any
 
 from events import codec, subjects
 from events.messages import Observation, Plan
+from spreadbus.engine.plan_grants import Granted, PlanAuthority
 from spreadbus.features.podunavailablebudget.budget_ledger import (
     BUCKET,
     BudgetEntry,
     encode,
     entry_key,
 )
+from spreadbus.features.podunavailablebudget.feature import FEATURE
 from spreadbus.features.podunavailablebudget.planning.budget_records import (
     BUDGETS_RESOURCE,
     BudgetRecords,
@@ -88,6 +90,9 @@ def test_status_counts_ready_pods_and_links_the_unlinked() -> None:
     links = [p for p in plans if p.verb == "patch"]
     assert [(p.target.name, p.patch) for p in links] == [
         ("p0", {"metadata": {"annotations": {"kruise.io/related-pub": "pub"}}})]
+    authority = PlanAuthority(FEATURE.plan_grants)
+    assert all(isinstance(authority.authorize(p), Granted) for p in plans), (
+        "the actuator applies every plan the rule makes")
 
 
 def test_the_webhooks_records_are_written_and_gone_pods_stay_listed_until_they_expire() -> None:
