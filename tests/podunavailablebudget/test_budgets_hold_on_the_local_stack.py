@@ -8,10 +8,13 @@ unavailable must stay within the budget's ``maxUnavailable``:
 1. a rollout (the Deployment's template changes) while ``kubectl drain`` empties a node;
 2. a scale-down of a WorkloadSpread-governed Deployment while another actor deletes its pods;
 3. two actors deleting the same workload's pods at once.
+
+And in-place updates of pods (an image change) are budgeted like deletions.
 """
 
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
@@ -223,3 +226,36 @@ def test_two_actors_deleting_the_same_workloads_pods_keep_the_budget(
     assert watch.worst <= MAX_UNAVAILABLE, watch.report()
     assert tally["deleted"] >= MAX_UNAVAILABLE, tally
     assert tally["refused"] > 0, tally
+
+
+def test_in_place_updates_beyond_the_budget_are_refused(
+    stack: tuple[Stack, client.ApiClient],
+) -> None:
+    _, api = stack
+    ns, app = "inplace", "cache"
+    pods = protected_deployment(api, ns, app)
+    core: Any = client.CoreV1Api(api)
+    patch = {"spec": {"containers": [{"name": "app", "image": "nginx:2"}]}}
+
+    def update(name: str) -> str | None:
+        """None when the update went through, else the refusal's message."""
+        try:
+            core.patch_namespaced_pod(name, ns, patch)
+        except ApiException as exc:
+            if exc.status != 403:
+                raise
+            return str(json.loads(exc.body)["message"])
+        return None
+
+    # A replica whose view still holds a status from before every pod was ready refuses
+    # early, as a stale budget should; a controller retries, as here.
+    started = time.monotonic()
+    for pod in pods[:MAX_UNAVAILABLE]:
+        wait_for(f"the budget to let {pod.metadata.name} update",
+                 lambda name=pod.metadata.name: update(name) is None, 8)
+    assert time.monotonic() - started < 9, "the first records must still be live"
+    refusal = update(pods[MAX_UNAVAILABLE].metadata.name)
+    assert refusal is not None, "a third in-place update went through a budget of 2"
+    assert f'podunavailablebudget.policy.kruise.io "{app}-pub" is forbidden' in refusal, refusal
+    # A change of labels only is not the budget's business.
+    core.patch_namespaced_pod(pods[-1].metadata.name, ns, {"metadata": {"labels": {"x": "y"}}})
