@@ -61,7 +61,7 @@ story = st.lists(st.one_of(st.lists(request, min_size=1, max_size=6), plan),
                  min_size=1, max_size=10)
 
 
-@settings(max_examples=30, deadline=None,
+@settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(steps=story)
 @example(steps=[

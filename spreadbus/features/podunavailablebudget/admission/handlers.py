@@ -103,8 +103,12 @@ class BudgetAdmission:
                 old_pod=old, now=now, dry_run=dry_run,
             )
             if decision.status is not None:
-                current = budget_ledger.with_decision(current, decision.status)
-            return decision, (None if current == entry else current)
+                return decision, budget_ledger.with_decision(current, decision.status)
+            # A newer seed alone needs no write: the records the entry holds are exactly those
+            # its older seed does not count. Records dropped (listed, expired) do.
+            pruned = (current.disrupted, current.unavailable) != (entry.disrupted,
+                                                                  entry.unavailable)
+            return decision, (current if pruned else None)
 
         key = budget_ledger.entry_key(self.view.cluster, namespace, budget_name)
         try:
