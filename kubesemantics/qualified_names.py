@@ -22,6 +22,10 @@ _LABEL_VALUE_ERR = (
     "'.', and must start and end with an alphanumeric character"
 )
 _DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_ERR = (
+    "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and "
+    "must start and end with an alphanumeric character"
+)
 DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
 _DNS1123_SUBDOMAIN_ERR = (
     "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or "
@@ -31,6 +35,7 @@ _DNS1123_SUBDOMAIN_ERR = (
 _QUALIFIED_NAME_RE = re.compile(f"^{QUALIFIED_NAME_FMT}$")
 _LABEL_VALUE_RE = re.compile(f"^{LABEL_VALUE_FMT}$")
 _DNS1123_SUBDOMAIN_RE = re.compile(f"^{DNS1123_SUBDOMAIN_FMT}$")
+_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
 
 
 def regex_error(message: str, fmt: str, *examples: str) -> str:
@@ -47,6 +52,16 @@ def regex_error(message: str, fmt: str, *examples: str) -> str:
 
 def max_len_error(length: int) -> str:
     return f"must be no more than {length} characters"
+
+
+def is_dns1123_label(value: str) -> list[str]:
+    """``IsDNS1123Label``: at most 63 characters, lower-case alphanumerics and inner ``-``."""
+    errors: list[str] = []
+    if len(value) > 63:
+        errors.append(max_len_error(63))
+    if not _DNS1123_LABEL_RE.match(value):
+        errors.append(regex_error(_DNS1123_LABEL_ERR, _DNS1123_LABEL_FMT, "my-name", "123-abc"))
+    return errors
 
 
 def is_dns1123_subdomain(value: str) -> list[str]:

@@ -362,6 +362,15 @@ def _builtins() -> list[ResourceType]:
             status=True,
             patch_meta=_META.POD_DISRUPTION_BUDGET,
         ),
+        # Stored and served; kubesim's pods have no network to police.
+        ResourceType(
+            "networking.k8s.io",
+            "v1",
+            "networkpolicies",
+            "NetworkPolicy",
+            True,
+            short_names=("netpol",),
+        ),
         ResourceType(
             "apiextensions.k8s.io",
             "v1",

@@ -12,6 +12,10 @@ registered:
 - ``POST /validate-workloadspread``: WorkloadSpread CREATE and UPDATE.
 - ``POST /convert``: CRD conversion of WorkloadSpreads between ``v1alpha1`` and ``v1beta1``.
 
+With UnitedDeployment registered: ``POST /mutate-uniteddeployment`` (its defaults, as a JSON
+Patch) and ``POST /validate-uniteddeployment`` (CREATE, UPDATE and a protected DELETE), both
+failing closed.
+
 ``/healthz``, ``/readyz`` and ``/metrics`` (with the latency histogram) are served on the plain
 HTTP health port by :class:`spreadbus.runtime.health.HealthServer`, from the same registry.
 

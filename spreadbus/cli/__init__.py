@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "admit": ("spreadbus.cli.admit", "show the webhook's answer for a pod offline"),
     "plan": ("spreadbus.cli.plan", "show what the planner would write, offline"),
     "events": ("spreadbus.cli.events", "event contract tools (JSON Schema)"),
+    "bus-users": ("spreadbus.cli.bus_users", "write the NATS users and seeds of an installation"),
     "demo": ("spreadbus.cli.demo", "run the elastic WorkloadSpread example on the local stack"),
 }
 

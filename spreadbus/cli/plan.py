@@ -2,13 +2,16 @@
 
 Each registered feature adds its part (for WorkloadSpread: every WorkloadSpread's status, the
 deletion costs it wants on its pods and the pods to evict; see
-:mod:`spreadbus.features.workloadspread.offline`). Exit 0, or 2 when the input cannot be read.
+:mod:`spreadbus.features.workloadspread.offline`). A key several features fill (``pods``) is
+merged entry by entry, so one pod can show a WorkloadSpread's deletion cost and a
+UnitedDeployment's labels. Exit 0, or 2 when the input cannot be read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from spreadbus.cli.offline_input import InputError, fail, read_now, read_objects
@@ -20,6 +23,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
     parser.add_argument("--now", help="RFC 3339 time to plan at (default: the clock)")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+
+
+def merge_part(answer: dict[str, Any], part: Mapping[str, Any]) -> None:
+    """Add one feature's keys; where both hold objects, entries merge and their fields too."""
+    for key, value in part.items():
+        mine = answer.get(key)
+        if not (isinstance(mine, dict) and isinstance(value, Mapping)):
+            answer[key] = dict(value) if isinstance(value, Mapping) else value
+            continue
+        for entry, fields in value.items():
+            known = mine.get(entry)
+            if isinstance(known, Mapping) and isinstance(fields, Mapping):
+                mine[entry] = {**known, **fields}
+            else:
+                mine[entry] = fields
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
             part = feature.offline_plan(objects, now)
         except UnreadableInput as exc:
             return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
-        answer.update(part.answer)
+        merge_part(answer, part.answer)
         lines.extend(part.lines)
     if args.output == "json":
         print(json.dumps(answer))

@@ -109,6 +109,10 @@ def run(args: argparse.Namespace) -> int:
         stack.start(args.ready_timeout)
         print(f"kubeconfig: {stack.data_dir / 'kubeconfig'}")
         print(f"nats-url:   {stack.nats.url if stack.nats else ''}")
+        reader = stack.bus_options()
+        print(f"nats-user:  {reader['nkeys_seed']} (read-only nkey seed; "
+              f"inbox prefix {reader['inbox_prefix']}; TLS trusting "
+              f"{stack.data_dir / 'tls' / 'ca.crt'})")
         print("services:")
         for line in stack.status_lines():
             print(line)

@@ -42,6 +42,7 @@ from typing_extensions import TypeVar
 
 from kubesemantics.field_errors import FieldError
 from spreadbus.engine.admission_chain import AdmissionHandler
+from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature_settings import FeatureSettings
 from spreadbus.engine.plan_grants import PlanGrant
@@ -180,6 +181,9 @@ class Feature(Generic[FS]):
     """Its settings model; each field names the services that use it (``UsedBy``)."""
     watches: tuple[str, ...] = ()
     plan_grants: tuple[PlanGrant, ...] = ()
+    bus: Mapping[str, BusAccess] = field(default_factory=dict)
+    """Service name -> what its part of that service does on NATS beyond the core streams: the
+    service's user is allowed exactly that (:mod:`spreadbus.engine.bus_access`)."""
     planner: Callable[[PlannerContext[FS]], Awaitable[PlannerSide]] | None = None
     webhook: Callable[[WebhookContext[FS]], Awaitable[WebhookSide]] | None = None
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)

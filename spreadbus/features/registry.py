@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import functools
 import importlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final, Self, cast
 
 from pydantic import field_validator
 from pydantic_core import PydanticCustomError
 
+from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_settings import FeatureSettings, SettingsClash, compose, settings_for
 from spreadbus.engine.plan_grants import PlanGrant
@@ -67,6 +68,11 @@ def features(plugins: Sequence[str] = ()) -> tuple[Feature[Any], ...]:
 def watched_resources(chosen: Sequence[Feature[Any]]) -> tuple[str, ...]:
     """Every resource the features watch, each once, in registry order."""
     return tuple(dict.fromkeys(r for f in chosen for r in f.watches))
+
+
+def bus_accesses(chosen: Sequence[Feature[Any]]) -> tuple[Mapping[str, BusAccess], ...]:
+    """What each feature does on NATS, by service, in registry order."""
+    return tuple(f.bus for f in chosen)
 
 
 def plan_grants(chosen: Sequence[Feature[Any]]) -> tuple[PlanGrant, ...]:

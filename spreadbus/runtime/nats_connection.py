@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from nats.errors import NoServersError
 from prometheus_client import CollectorRegistry, Counter
 
+from spreadbus.runtime.bus_permissions import inbox_prefix
 from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.raw_delivery import RawDeliveryClient
 from spreadbus.runtime.settings import ServiceSettings
@@ -43,6 +44,9 @@ class NatsOptions:
     tls_ca: str = ""
     tls_cert: str = ""
     tls_key: str = ""
+    inbox_prefix: str = ""
+    """Where replies arrive: the service's own (see :mod:`spreadbus.runtime.bus_permissions`),
+    since with per-service permissions no user may read another's inbox."""
     reconnect_wait_seconds: float = 0.5
     connect_timeout_seconds: float = 2.0
     extra: dict[str, object] = field(default_factory=dict)
@@ -57,6 +61,7 @@ class NatsOptions:
             tls_ca=settings.nats_tls_ca,
             tls_cert=settings.nats_tls_cert,
             tls_key=settings.nats_tls_key,
+            inbox_prefix=inbox_prefix(name),
         )
 
     def tls_context(self) -> ssl.SSLContext | None:
@@ -108,6 +113,8 @@ async def connect_nats(
         kwargs["user_credentials"] = options.creds_file
     if options.nkey_seed_file:
         kwargs["nkeys_seed"] = options.nkey_seed_file
+    if options.inbox_prefix:
+        kwargs["inbox_prefix"] = options.inbox_prefix
     tls = options.tls_context()
     if tls is not None:
         kwargs["tls"] = tls

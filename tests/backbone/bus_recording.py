@@ -32,9 +32,12 @@ from spreadbus.runtime.follower import StreamFollower
 from spreadbus.runtime.stream_setup import ensure_streams
 
 
-async def read_stream(url: str, stream: str) -> list[tuple[int, Any]]:
-    """(sequence, decoded message) of everything the stream holds now, oldest first."""
-    nc = await nats.connect(url)
+async def read_stream(url: str, stream: str, **options: Any) -> list[tuple[int, Any]]:
+    """(sequence, decoded message) of everything the stream holds now, oldest first.
+
+    ``options`` are ``nats.connect``'s: a local stack's reader credentials
+    (:meth:`~spreadbus.cli.local_stack.Stack.bus_options`)."""
+    nc = await nats.connect(url, **options)
     try:
         js = nc.jetstream()
         info = await js.stream_info(stream)
@@ -78,8 +81,9 @@ class KubeRecorder:
     observation is recorded before a newer observation of its object replaces it.
     """
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, **options: Any) -> None:
         self.url = url
+        self.options = options
         self._messages: dict[int, Any] = {}
         self._lock = threading.Lock()
         self._ready = threading.Event()
@@ -105,9 +109,11 @@ class KubeRecorder:
 
     async def _main(self) -> None:
         try:
-            nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+            nc = await nats.connect(self.url, max_reconnect_attempts=-1, reconnect_time_wait=0.2,
+                                    **self.options)
             try:
-                await ensure_streams(nc.jetstream())
+                if not self.options:  # a bare server; a stack's reader may not configure streams
+                    await ensure_streams(nc.jetstream())
                 self._loop = asyncio.get_running_loop()
                 self._follower = StreamFollower(nc, stream=KUBE.name, sink=self._record,
                                                 heartbeat_seconds=0.5)
@@ -134,8 +140,8 @@ class KubeRecorder:
             return sorted(self._messages.items())
 
 
-async def last_seq(url: str, stream: str) -> int:
-    nc = await nats.connect(url)
+async def last_seq(url: str, stream: str, **options: Any) -> int:
+    nc = await nats.connect(url, **options)
     try:
         return int((await nc.jetstream().stream_info(stream)).state.last_seq)
     finally:

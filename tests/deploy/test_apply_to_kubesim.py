@@ -10,6 +10,8 @@ from kubernetes import client
 
 ROOT = Path(__file__).resolve().parents[2]
 KUBECTL = Path(sys.executable).parent / "kubectl"
+CERT_MANAGER = Path(__file__).parent / "data" / "cert-manager-crds.yaml"
+"""The installation uses cert-manager's kinds, which a cluster with cert-manager has."""
 
 
 def kubectl(
@@ -29,8 +31,8 @@ def test_the_installation_passes_a_server_side_dry_run_and_stores_nothing(
 ) -> None:
     # CRDs and the namespace first, for real: a dry run cannot create the kinds and the
     # namespace the rest of the output needs, on kubesim as on a real API server.
-    for path in ("crds", "namespace.yaml"):
-        setup = kubectl(kubeconfig_path, "apply", "-f", str(ROOT / "deploy" / path))
+    for path in (ROOT / "deploy" / "crds", ROOT / "deploy" / "namespace.yaml", CERT_MANAGER):
+        setup = kubectl(kubeconfig_path, "apply", "-f", str(path))
         assert setup.returncode == 0, setup.stderr
     rendered = kubectl(kubeconfig_path, "kustomize", str(ROOT / "deploy"))
     assert rendered.returncode == 0, rendered.stderr

@@ -50,7 +50,7 @@ def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
     rendered: list[dict[str, Any]],
 ) -> None:
     (config,) = find(rendered, "MutatingWebhookConfiguration")
-    (hook,) = config["webhooks"]
+    (hook,) = [h for h in config["webhooks"] if h["name"] == "mpod.spreadbus.io"]
     assert hook["failurePolicy"] == "Ignore"
     assert hook["timeoutSeconds"] <= 5
     assert hook["sideEffects"] == "NoneOnDryRun"
@@ -72,7 +72,25 @@ def test_pod_mutation_fails_open_quickly_and_skips_the_control_plane(
     assert "spreadbus.io/control-plane" in namespace["metadata"]["labels"]
 
 
-def test_validation_covers_pod_removal_and_update_workloadspreads_and_budgets(
+def test_uniteddeployments_are_defaulted_and_validated_failing_closed(
+    rendered: list[dict[str, Any]],
+) -> None:
+    hooks = {
+        hook["clientConfig"]["service"]["path"]: hook
+        for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
+        for hook in find(rendered, kind)[0]["webhooks"]
+    }
+    mutate, validate = hooks["/mutate-uniteddeployment"], hooks["/validate-uniteddeployment"]
+    assert (mutate["failurePolicy"], validate["failurePolicy"]) == ("Fail", "Fail")
+    for hook, operations in ((mutate, ["CREATE", "UPDATE"]),
+                             (validate, ["CREATE", "UPDATE", "DELETE"])):
+        (rule,) = hook["rules"]
+        assert rule["resources"] == ["uniteddeployments"]  # neither /scale nor /status
+        assert rule["operations"] == operations
+        assert rule["apiGroups"] == ["apps.kruise.io"]
+
+
+def test_validation_covers_pod_removal_and_update_workloadspreads_uds_and_budgets(
     rendered: list[dict[str, Any]],
 ) -> None:
     (config,) = find(rendered, "ValidatingWebhookConfiguration")
@@ -90,12 +108,16 @@ def test_validation_covers_pod_removal_and_update_workloadspreads_and_budgets(
         ("", "pods/eviction", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "UPDATE"),
+        ("apps.kruise.io", "uniteddeployments", "CREATE"),
+        ("apps.kruise.io", "uniteddeployments", "UPDATE"),
+        ("apps.kruise.io", "uniteddeployments", "DELETE"),
         ("policy.kruise.io", "podunavailablebudgets", "CREATE"),
         ("policy.kruise.io", "podunavailablebudgets", "UPDATE"),
     }
     paths = {hook["clientConfig"]["service"]["path"]: hook["failurePolicy"]
              for hook in config["webhooks"]}
     assert paths == {"/validate-pod": "Ignore", "/validate-workloadspread": "Fail",
+                     "/validate-uniteddeployment": "Fail",
                      "/validate-podunavailablebudget": "Fail"}
 
 
@@ -220,3 +242,65 @@ def test_the_nats_stop_hook_signals_the_pid_file_the_server_writes(
     directory = pid_file.rsplit("/", 1)[0]
     volumes = {v["name"]: v for v in nats["spec"]["template"]["spec"]["volumes"]}
     assert "emptyDir" in volumes[mounts[directory]], "a writable directory for the pid file"
+
+
+def test_every_service_connects_to_the_bus_as_its_own_user_over_tls(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (config,) = find(rendered, "ConfigMap", "spreadbus-config")
+    settings = config["data"]
+    assert all(url.startswith("tls://") for url in settings["SPREADBUS_NATS_URL"].split(","))
+    for name in SERVICES:
+        (deployment,) = find(rendered, "Deployment", f"spreadbus-{name}")
+        pod = deployment["spec"]["template"]["spec"]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounts = {m["mountPath"]: m["name"] for m in pod["containers"][0]["volumeMounts"]}
+        seed_dir = settings["SPREADBUS_NATS_NKEY_SEED"].rsplit("/", 1)[0]
+        assert volumes[mounts[seed_dir]]["secret"]["secretName"] == f"spreadbus-bus-{name}"
+        ca_dir = settings["SPREADBUS_NATS_TLS_CA"].rsplit("/", 1)[0]
+        ca = volumes[mounts[ca_dir]]["secret"]
+        assert ca["secretName"] == "spreadbus-nats-tls"
+        assert ca["items"] == [{"key": "ca.crt", "path": "ca.crt"}], "the CA only, not the key"
+
+
+def test_the_nats_servers_require_tls_and_the_generated_users(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (config,) = find(rendered, "ConfigMap", "spreadbus-nats")
+    text = config["data"]["nats.conf"]
+    assert "include ./auth/users.conf" in text
+    assert text.count("tls {") == 2, "clients and routes"
+    (nats,) = find(rendered, "StatefulSet", "spreadbus-nats")
+    pod = nats["spec"]["template"]["spec"]
+    secrets = {v["secret"]["secretName"]: v["name"] for v in pod["volumes"] if "secret" in v}
+    mounts = {m["name"]: m["mountPath"] for m in pod["containers"][0]["volumeMounts"]}
+    assert mounts[secrets["spreadbus-nats-users"]] == "/etc/nats/auth"
+    assert mounts[secrets["spreadbus-nats-tls"]] == "/etc/nats/tls"
+
+
+def test_cert_manager_issues_every_certificate_the_pods_mount(
+    rendered: list[dict[str, Any]],
+) -> None:
+    issued = {c["spec"]["secretName"]: c for c in find(rendered, "Certificate")}
+    assert {"spreadbus-webhook-tls", "spreadbus-nats-tls"} <= set(issued)
+    assert "spreadbus-webhook.spreadbus.svc" in issued["spreadbus-webhook-tls"]["spec"]["dnsNames"]
+    nats_names = issued["spreadbus-nats-tls"]["spec"]["dnsNames"]
+    assert "*.spreadbus-nats-headless.spreadbus.svc" in nats_names
+    (webhook_cert,) = find(rendered, "Certificate", "spreadbus-webhook")
+    for config in find(rendered, "MutatingWebhookConfiguration") + find(
+            rendered, "ValidatingWebhookConfiguration"):
+        injected = config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"]
+        assert injected == f"spreadbus/{webhook_cert['metadata']['name']}"
+
+
+def test_only_spreadbus_pods_and_reader_namespaces_reach_the_bus(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (policy,) = find(rendered, "NetworkPolicy", "spreadbus-nats")
+    assert policy["spec"]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "spreadbus-nats"}}
+    (client_rule,) = [r for r in policy["spec"]["ingress"] if r["ports"] == [{"port": 4222}]]
+    assert client_rule["from"] == [
+        {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": "spreadbus"}}},
+        {"namespaceSelector": {"matchLabels": {"spreadbus.io/bus-reader": "true"}}},
+    ]

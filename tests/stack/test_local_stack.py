@@ -18,6 +18,7 @@ import pytest
 from kubernetes import client, config
 
 from events.messages import Observation, Outcome, Plan
+from spreadbus.cli.local_stack import bus_options
 from spreadbus.runtime.parent_death import die_with_parent
 from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
 from tests.fixtures.generation_feature import PLUGIN as GENERATION_PLUGIN
@@ -132,7 +133,8 @@ def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, Path]]:
 
 
 def create_and_annotate(
-    proc: subprocess.Popen[str], kubeconfig: Path, nats_url: str, recorder: KubeRecorder
+    proc: subprocess.Popen[str], kubeconfig: Path, nats_url: str, recorder: KubeRecorder,
+    reader: dict[str, Any],
 ) -> list[tuple[int, Any]]:
     """Create the Deployment, wait for its annotation; what ``KUBE`` carried meanwhile.
 
@@ -168,7 +170,7 @@ def create_and_annotate(
         )
     finally:
         api.close()
-    published = asyncio.run(last_seq(nats_url, "KUBE"))
+    published = asyncio.run(last_seq(nats_url, "KUBE", **reader))
     wait_until(lambda: recorder.last_seq >= published, what=f"KUBE recorded up to {published}")
     return recorder.messages()
 
@@ -184,8 +186,9 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
     nats_url = (data_dir / "nats-url").read_text().strip()
     descendants = children_of(proc.pid)
     assert len(descendants) >= 6, "nats-server, kubesim and four services"
-    with KubeRecorder(nats_url) as recorder:
-        history = create_and_annotate(proc, kubeconfig, nats_url, recorder)
+    with KubeRecorder(nats_url, **bus_options(data_dir)) as recorder:
+        history = create_and_annotate(proc, kubeconfig, nats_url, recorder,
+                                      bus_options(data_dir))
 
     observations = [(seq, o) for seq, o in history if isinstance(o, Observation)]
     deployment_seqs = {
@@ -193,13 +196,16 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
         for seq, o in observations
         if o.resource == "deployments" and o.object["metadata"]["name"] == "web"
     }
-    plans = [p for _, p in asyncio.run(read_stream(nats_url, "PLANS")) if isinstance(p, Plan)]
+    reader = bus_options(data_dir)
+    plans = [p for _, p in asyncio.run(read_stream(nats_url, "PLANS", **reader))
+             if isinstance(p, Plan)]
     web_plans = [p for p in plans if p.target.name == "web" and p.target.resource == "deployments"]
 
     def every_plan_answered() -> list[Outcome] | None:
         # A plan published just before PLANS was read may still be with the actuator.
         outcomes = [
-            o for _, o in asyncio.run(read_stream(nats_url, "OUTCOMES")) if isinstance(o, Outcome)
+            o for _, o in asyncio.run(read_stream(nats_url, "OUTCOMES", **reader))
+            if isinstance(o, Outcome)
         ]
         answered = {o.plan_id for o in outcomes}
         return outcomes if all(p.id in answered for p in web_plans) else None

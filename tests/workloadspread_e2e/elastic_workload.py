@@ -200,10 +200,10 @@ def services_caught_up(stack: Stack) -> bool:
     )
 
 
-async def _bus_counts(url: str) -> tuple[int, int] | None:
+async def _bus_counts(url: str, options: dict[str, Any]) -> tuple[int, int] | None:
     """Plans and outcomes on the bus; None while nats-server cannot answer (a restart)."""
     try:
-        nc = await nats.connect(url, allow_reconnect=False, connect_timeout=2)
+        nc = await nats.connect(url, allow_reconnect=False, connect_timeout=2, **options)
     except (NatsError, OSError, TimeoutError):
         return None
     try:
@@ -230,7 +230,7 @@ def converge(stack: Stack, workload: SpreadWorkload) -> SpreadState:
         if state is None or not services_caught_up(stack):
             first_seen.clear()
             return None
-        counts = asyncio.run(_bus_counts(url))
+        counts = asyncio.run(_bus_counts(url, stack.bus_options()))
         if counts is None or counts[1] < counts[0]:
             first_seen.clear()
             return None

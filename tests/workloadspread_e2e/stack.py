@@ -66,6 +66,10 @@ def running_stack(
         )
         with api:
             yield stack, api
+        assert stack.nats is not None
+        refused = [line for line in stack.nats.log.decode(errors="replace").splitlines()
+                   if "Violation" in line]
+        assert not refused, "the bus refused a service:\n" + "\n".join(refused[:20])
     finally:
         stack.stop()
 

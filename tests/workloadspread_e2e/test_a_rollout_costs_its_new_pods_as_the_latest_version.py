@@ -64,7 +64,8 @@ def test_the_new_pods_of_a_rollout_right_after_a_scale_out_are_never_costed_as_o
             seen(workload.pods())
             workload.apply(("replicas", 3))
             converge(stack, workload)
-        plans = [p for _, p in asyncio.run(read_stream(stack.nats.url, PLANS.name))]
+        reader = stack.bus_options()
+        plans = [p for _, p in asyncio.run(read_stream(stack.nats.url, PLANS.name, **reader))]
 
     ages: dict[str, list[str]] = collections.defaultdict(list)
     for plan in plans:

@@ -170,8 +170,10 @@ def test_kills_at_random_moments_and_a_nats_restart_leave_the_spread_as_a_run_wi
         finally:
             if injector is not None:
                 injector.stop()
-        plans = [p for _, p in asyncio.run(read_stream(stack.nats.url, PLANS.name))]
-        outcomes = [o for _, o in asyncio.run(read_stream(stack.nats.url, OUTCOMES.name))]
+        reader = stack.bus_options()
+        plans = [p for _, p in asyncio.run(read_stream(stack.nats.url, PLANS.name, **reader))]
+        outcomes = [o for _, o in asyncio.run(read_stream(stack.nats.url, OUTCOMES.name,
+                                                           **reader))]
 
     print(f"faults injected: {collections.Counter(injector.done)}")
     print(f"{len(plans)} plans, results: {results(outcomes)}")

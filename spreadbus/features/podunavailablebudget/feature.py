@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Final
 
+from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.podunavailablebudget.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.model import (
     GROUP,
     KIND,
@@ -43,6 +45,11 @@ FEATURE: Final = Feature(
         PlanGrant(rule=BudgetRule.name, verb="patch", group="", resource="pods",
                   writes=(("metadata", "annotations", RELATED_PUB_ANNOTATION),)),
     ),
+    bus={
+        # The webhook spends budgets in their bucket; the planner folds the bucket's stream.
+        "webhook": BusAccess(buckets=(BUCKET,)),
+        "planner": BusAccess(reads=(STREAM,)),
+    },
     planner=planner_side,
     webhook=webhook_side,
     validators={(GROUP, KIND): validate_offline},

@@ -10,6 +10,9 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature
+from spreadbus.features.uniteddeployment.admission.side import webhook_side
+from spreadbus.features.uniteddeployment.offline import offline_plan
+from spreadbus.features.uniteddeployment.offline_validation import validate_offline
 
 NAME: Final = "uniteddeployment"
 
@@ -25,4 +28,7 @@ FEATURE: Final = Feature(
         "apps.kruise.io/v1beta1/statefulsets",
         "apps.kruise.io/v1alpha1/uniteddeployments",
     ),
+    webhook=webhook_side,
+    validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},
+    offline_plan=offline_plan,
 )

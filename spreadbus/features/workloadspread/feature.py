@@ -20,8 +20,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from events import subjects
+from events.reservations import BUCKET as RESERVATIONS_BUCKET
 from events.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.engine.admission_chain import AdmissionHandler
+from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature import (
     Feature,
@@ -36,6 +39,7 @@ from spreadbus.features.workloadspread.admission import conversion
 from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
 from spreadbus.features.workloadspread.admission.reservation_ledger import reservation_store
+from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
 from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
@@ -166,6 +170,12 @@ FEATURE: Final = Feature(
                   resource="workloadspreads", writes=(("status",),)),
         PlanGrant(rule=WorkloadSpreadRule.name, verb="evict", group="", resource="pods"),
     ),
+    bus={
+        # Reservations in their bucket, announced admissions, hints between replicas.
+        "webhook": BusAccess(publish=(f"{subjects.ADMISSIONS}.>", f"{HINTS_PREFIX}.>"),
+                             subscribe=(f"{HINTS_PREFIX}.>",), buckets=(RESERVATIONS_BUCKET,)),
+        "planner": BusAccess(reads=(RESERVATIONS_STREAM,)),
+    },
     planner=planner_side,
     webhook=webhook_side,
     validators={("apps.kruise.io", "WorkloadSpread"): validate_offline},

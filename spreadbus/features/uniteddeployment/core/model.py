@@ -95,7 +95,6 @@ class UpdateStrategy(msgspec.Struct, frozen=True):
     partitions: dict[str, int] | None = None
 
 
-
 class SubsetStatus(msgspec.Struct, frozen=True):
     name: str
     conditions: tuple[Condition, ...] = ()
@@ -142,9 +141,6 @@ class UnitedDeployment(msgspec.Struct, frozen=True):
         return next((s for s in self.subsets if s.name == name), None)
 
 
-
-
-
 def _subset(raw: Mapping[str, Any]) -> Subset:
     term = raw.get("nodeSelectorTerm")
     tolerations = raw.get("tolerations")
@@ -184,7 +180,6 @@ def _update_strategy(raw: Mapping[str, Any]) -> UpdateStrategy:
         if isinstance(partitions, Mapping)
         else None,
     )
-
 
 
 def status_from_json(raw: object) -> Status:

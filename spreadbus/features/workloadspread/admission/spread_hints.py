@@ -59,8 +59,11 @@ _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder(SpreadAllowed)
 
 
+HINTS_PREFIX: Final = "webhook.spreads"
+
+
 def allowed_subject(cluster: str) -> str:
-    return f"webhook.spreads.{subjects.escape(cluster)}"
+    return f"{HINTS_PREFIX}.{subjects.escape(cluster)}"
 
 
 class SpreadHints:

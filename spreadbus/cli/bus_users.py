@@ -1,0 +1,48 @@
+"""``spreadbus bus-users --out DIR``: the bus users of a cluster installation.
+
+Writes one nkey seed per user (``DIR/<user>.nk``; an existing one is kept, so running it again
+after an upgrade only refreshes the permissions) and ``DIR/users.conf``, the nats-server
+``authorization`` block with every user's public key and permissions for the features the
+services run (``--feature-plugins`` as the services are given it). Then prints the ``kubectl``
+commands that store them as the Secrets ``deploy/`` mounts.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from spreadbus.features.registry import PluginError, bus_accesses, features
+from spreadbus.runtime.bus_permissions import SERVICES, server_users
+from spreadbus.runtime.bus_users import ensure_users, seed_file
+
+NAMESPACE = "spreadbus"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", type=Path, required=True, help="directory for the files")
+    parser.add_argument("--feature-plugins", default="",
+                        help="module:attribute,... as the services are given it")
+    parser.add_argument("--snapshot-bucket", default="spreadbus-snapshots",
+                        help="the planner's --snapshot-bucket")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        chosen = features([p for p in args.feature_plugins.split(",") if p])
+    except PluginError as exc:
+        print(f"--feature-plugins: {exc}")
+        return 2
+    out: Path = args.out
+    keys = ensure_users(out)
+    users = out / "users.conf"
+    users.write_text(server_users(keys, bus_accesses(chosen),
+                                  snapshot_bucket=args.snapshot_bucket))
+    print(f"wrote {users} and a seed per user in {out}; store them with:")
+    print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-nats-users "
+          f"--from-file=users.conf={users}")
+    for service in SERVICES:
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{service} "
+              f"--from-file=seed={seed_file(out, service)}")
+    print(f"the read-only user for subscribers: {seed_file(out, 'reader')}")
+    return 0

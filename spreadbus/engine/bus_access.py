@@ -1,0 +1,23 @@
+"""What a feature's part of a service does on NATS, beyond the streams every service uses.
+
+The bus gives each service a user of its own whose permissions allow exactly what that service
+does (:mod:`spreadbus.runtime.bus_permissions`): the services' own streams are known there, and a
+feature adds its own buckets and subjects here, per service (``Feature.bus``). A feature that
+forgets a declaration finds out at once: the server refuses the publish or subscription and the
+local stack and the end-to-end tests run with these permissions.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class BusAccess(msgspec.Struct, frozen=True, kw_only=True):
+    publish: tuple[str, ...] = ()
+    """Subjects it publishes on (wildcards allowed), e.g. a stream's subjects or a core subject."""
+    subscribe: tuple[str, ...] = ()
+    """Core NATS subjects it subscribes to (stream reads go through ``reads``)."""
+    reads: tuple[str, ...] = ()
+    """Streams it reads: consumers, direct gets, acks (a KV bucket ``b`` is stream ``KV_b``)."""
+    buckets: tuple[str, ...] = ()
+    """Key-value buckets it creates and writes (and reads)."""

@@ -1,0 +1,72 @@
+"""Whether a subset workload is created, updated or left alone this round (Kruise's rule).
+
+A spec subset without a workload is created. An existing one is updated when any of these
+differ from what the UD wants: its revision label, its ``spec.replicas``, its partition as read
+back (:func:`.partitions.read_partition`), its ``apps.kruise.io/subset-patch`` annotation; or
+while its own rollout is unfinished (``status.updatedReplicas < status.replicas``). Changes of the
+template that keep the revision (node selector, tolerations, a patch already recorded) are only
+written when one of these triggers fires, exactly as in Kruise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from kubesemantics.lenient_json import as_int, as_map
+from spreadbus.features.uniteddeployment.core.rendering import (
+    REVISION_LABEL,
+    SUBSET_PATCH_ANNOTATION,
+)
+from spreadbus.features.uniteddeployment.core.subset_workloads import labels_of
+
+Action = Literal["create", "update", "none"]
+
+
+def spec_replicas(workload: Mapping[str, Any]) -> int:
+    """``spec.replicas``; the API server defaults an absent value to 1."""
+    value = as_int(as_map(workload.get("spec")).get("replicas"))
+    return 1 if value is None else value
+
+
+def needs_update(
+    workload: Mapping[str, Any],
+    *,
+    revision: str,
+    replicas: int,
+    partition: int,
+    current_partition: int,
+    patch: str,
+) -> bool:
+    status = as_map(workload.get("status"))
+    annotations = as_map(as_map(workload.get("metadata")).get("annotations"))
+    return (
+        labels_of(workload).get(REVISION_LABEL) != revision
+        or spec_replicas(workload) != replicas
+        or current_partition != partition
+        or annotations.get(SUBSET_PATCH_ANNOTATION, "") != patch
+        or (as_int(status.get("updatedReplicas")) or 0) < (as_int(status.get("replicas")) or 0)
+    )
+
+
+def decide(
+    workload: Mapping[str, Any] | None,
+    *,
+    revision: str,
+    replicas: int,
+    partition: int,
+    current_partition: int,
+    patch: str,
+) -> Action:
+    if workload is None:
+        return "create"
+    if needs_update(
+        workload,
+        revision=revision,
+        replicas=replicas,
+        partition=partition,
+        current_partition=current_partition,
+        patch=patch,
+    ):
+        return "update"
+    return "none"

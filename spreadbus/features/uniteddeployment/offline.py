@@ -1,0 +1,115 @@
+"""The UnitedDeployment part of ``spreadbus plan``: one reconcile of every UD in the input.
+
+The input is planned as stored, as the controller sees it: no admission defaults, no
+re-validation. Every UnitedDeployment (``apps.kruise.io``) is reconciled against the workloads,
+ReplicaSets, disruption budgets, pods and ControllerRevisions of its namespace
+(:func:`.core.reconcile.reconcile`),
+and answered under ``unitedDeployments["<ns>/<name>"]``:
+
+- ``subsets``: one entry per spec subset, ``{replicas, partition, action, workload}``;
+- ``deletes``: the subset workloads to delete, as ``"<ns>/<name>"``;
+- ``status``: the status the round writes (the input status when ``error`` is set);
+- ``error``: why the allocation failed, or null;
+- ``requeueAt``: the earliest timed wake-up (RFC 3339), absent when none.
+
+Pods whose labels the planner sets (reserved-pod labels) appear under
+``pods["<ns>/<pod>"].labels``. UDs are answered in key order, so the same input always gives the
+same answer, byte for byte. An input without UnitedDeployments adds no key at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from kubesemantics.group_version import api_group
+from kubesemantics.lenient_json import as_str
+from spreadbus.engine.feature import OfflinePlan
+from spreadbus.features.uniteddeployment.core.conditions import format_time
+from spreadbus.features.uniteddeployment.core.model import GROUP, KIND
+from spreadbus.features.uniteddeployment.core.reconcile import Reconciliation, reconcile
+from spreadbus.features.uniteddeployment.core.subset_workloads import name_of, namespace_of
+
+JSON = dict[str, Any]
+
+_WORKLOAD_KINDS = {
+    "StatefulSet",
+    "CloneSet",
+    "Deployment",
+    "ReplicaSet",
+    "PodDisruptionBudget",
+    "PodUnavailableBudget",
+}
+
+
+def is_uniteddeployment(obj: Mapping[str, Any]) -> bool:
+    return obj.get("kind") == KIND and api_group(as_str(obj.get("apiVersion"))) == GROUP
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{namespace_of(obj)}/{name_of(obj)}"
+
+
+def plan_entry(result: Reconciliation) -> JSON:
+    """The JSON answer for one UD's reconcile."""
+    entry: JSON = {
+        "subsets": {
+            name: {
+                "replicas": decision.replicas,
+                "partition": decision.partition,
+                "action": decision.action,
+                "workload": decision.workload,
+            }
+            for name, decision in result.subsets.items()
+        },
+        "deletes": [_key(w) for w in result.deletes],
+        "status": result.status,
+        "error": result.error,
+    }
+    if result.requeue_at is not None:
+        entry["requeueAt"] = format_time(result.requeue_at)
+    return entry
+
+
+def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
+    uds = sorted((o for o in objects if is_uniteddeployment(o)), key=_key)
+    if not uds:
+        # An input without UnitedDeployments answers as before they existed.
+        return OfflinePlan(answer={})
+    answer: JSON = {"unitedDeployments": {}, "pods": {}}
+    lines: list[str] = []
+    for ud in uds:
+        namespace = namespace_of(ud)
+
+        def here(kinds: set[str], namespace: str = namespace) -> list[JSON]:
+            return [
+                o
+                for o in objects
+                if as_str(o.get("kind")) in kinds and namespace_of(o) == namespace
+            ]
+
+        result = reconcile(
+            ud,
+            workloads=here(_WORKLOAD_KINDS),
+            pods=here({"Pod"}),
+            revisions=here({"ControllerRevision"}),
+            now=now,
+        )
+        key = _key(ud)
+        answer["unitedDeployments"][key] = plan_entry(result)
+        for pod, labels in sorted(result.pod_labels.items()):
+            answer["pods"].setdefault(pod, {}).setdefault("labels", {}).update(labels)
+        lines.append(f"UnitedDeployment {key}" + (f": {result.error}" if result.error else ""))
+        for name, decision in result.subsets.items():
+            lines.append(
+                f"  {name}: replicas={decision.replicas} partition={decision.partition} "
+                f"{decision.action}"
+            )
+        lines.extend(f"  delete {_key(w)}" for w in result.deletes)
+    for pod, value in answer["pods"].items():
+        lines.append(f"pod {pod}: labels {value['labels']}")
+    return OfflinePlan(answer=answer, lines=lines)
+
+
+__all__ = ["offline_plan"]

@@ -1,0 +1,115 @@
+"""Each bus user may publish and read exactly its part, on a real nats-server.
+
+The server runs with the users and permissions the local stack and deploy/ use (built-in features),
+and every user connects with its own nkey seed: a forged plan from the watcher, the webhook or
+the read-only user is refused and never stored, the planner's is; an anonymous client cannot
+connect at all; the reader reads every stream but configures none.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
+
+from events import streams
+from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.runtime.bus_permissions import READER, SERVICES, inbox_prefix, server_users
+from spreadbus.runtime.bus_users import ensure_users, seed_file
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.stream_setup import ensure_streams
+
+
+@pytest.fixture
+def secured(tmp_path: Path) -> Iterator[tuple[NatsServer, Path]]:
+    credentials = tmp_path / "credentials"
+    config = tmp_path / "nats.conf"
+    config.write_text(server_users(ensure_users(credentials), bus_accesses(BUILTIN)))
+    server = NatsServer(store_dir=tmp_path / "store", extra_args=["-c", str(config)]).start()
+    try:
+        yield server, credentials
+    finally:
+        server.stop()
+
+
+async def connect(server: NatsServer, credentials: Path, user: str) -> Client:
+    return await nats.connect(server.url, nkeys_seed=str(seed_file(credentials, user)),
+                              inbox_prefix=inbox_prefix(user), allow_reconnect=False)
+
+
+@pytest.fixture
+async def clients(secured: tuple[NatsServer, Path]) -> AsyncIterator[dict[str, Client]]:
+    server, credentials = secured
+    connected = {user: await connect(server, credentials, user) for user in (*SERVICES, READER)}
+    try:
+        await ensure_streams(connected["planner"].jetstream())
+        yield connected
+    finally:
+        for nc in connected.values():
+            await nc.close()
+
+
+def violations(server: NatsServer) -> list[str]:
+    return [line for line in server.log.decode().splitlines() if "Violation" in line]
+
+
+async def test_only_the_planner_publishes_plans_and_only_the_actuator_outcomes(
+    secured: tuple[NatsServer, Path], clients: dict[str, Client],
+) -> None:
+    server, _ = secured
+    for user, nc in clients.items():
+        await nc.publish(f"plan.c1.patch.apps.deployments.default.{user}", b"{}")
+        await nc.publish(f"outcome.c1.patch.apps.deployments.default.{user}", b"{}")
+        await nc.flush()
+    await asyncio.sleep(0.5)
+    js = clients[READER].jetstream()
+    plans = await js.stream_info(streams.PLANS.name)
+    outcomes = await js.stream_info(streams.OUTCOMES.name)
+    assert (plans.state.messages, outcomes.state.messages) == (1, 1)
+    assert (await js.get_last_msg(streams.PLANS.name, "plan.>")).subject.endswith(".planner")
+    assert (await js.get_last_msg(streams.OUTCOMES.name, "outcome.>")).subject.endswith(
+        ".actuator")
+    refused = violations(server)
+    assert len(refused) == 8, refused
+    assert all("Publish Violation" in line for line in refused)
+
+
+async def test_the_reader_follows_the_bus_but_changes_nothing(
+    secured: tuple[NatsServer, Path], clients: dict[str, Client],
+) -> None:
+    server, _ = secured
+    watcher, reader = clients["watcher"], clients[READER]
+    seen: list[str] = []
+
+    async def note(msg: Msg) -> None:
+        seen.append(msg.subject)
+
+    sub = await reader.subscribe("kube.obs.>", cb=note)
+    await watcher.jetstream().publish("kube.obs.c1.apps.deployments.default.web", b"{}")
+    await reader.flush()
+    await asyncio.sleep(0.2)
+    assert seen == ["kube.obs.c1.apps.deployments.default.web"]
+    stored = await reader.jetstream().get_last_msg(streams.KUBE.name, "kube.obs.>")
+    assert stored.data == b"{}"
+    with pytest.raises((NatsError, asyncio.TimeoutError)):
+        await reader.jetstream().delete_stream(streams.KUBE.name)
+    await sub.unsubscribe()
+    assert any("Publish Violation" in line and "STREAM.DELETE" in line
+               for line in violations(server))
+
+
+async def test_an_anonymous_client_cannot_connect(secured: tuple[NatsServer, Path]) -> None:
+    server, _ = secured
+    anonymous = Client()
+    try:
+        with pytest.raises(NatsError, match="Authorization Violation"):
+            await anonymous.connect(server.url, allow_reconnect=False, max_reconnect_attempts=0,
+                                    connect_timeout=2)
+    finally:
+        await anonymous.close()  # the client keeps its socket after a refused connect

@@ -1,0 +1,90 @@
+"""kubectl against kubesim, which calls the UnitedDeployment webhooks over HTTPS.
+
+Real parts: kubesim with the installation's CRDs and webhook configurations (addressed to the
+local replica by URL), the pinned kubectl, and a webhook replica on a nats-server. kubectl runs in
+a thread, because kubesim's admission calls land on this test's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.fixtures.cluster import SimCluster
+from tests.uniteddeployment.test_validation_rules import base
+from tests.webhook.conftest import RunningWebhook
+from tests.webhook.test_kubesim_calls_the_webhook import local_configurations
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "uniteddeployment" / "cloneset-max-replicas.yaml"
+
+
+@pytest.fixture
+async def api(cluster: SimCluster, webhook: RunningWebhook) -> SimCluster:
+    await asyncio.to_thread(cluster.kubectl, "apply", "-f", str(ROOT / "deploy" / "crds"))
+    manifests = local_configurations(webhook.service.port, webhook.tls.ca.cert_pem)
+    await asyncio.to_thread(
+        cluster.kubectl, "apply", "-f", "-", stdin=yaml.safe_dump_all(manifests))
+    return cluster
+
+
+async def kubectl(cluster: SimCluster, *args: str, stdin: str | None = None) -> tuple[int, str]:
+    result = await asyncio.to_thread(cluster.kubectl, *args, stdin=stdin, check=False)
+    return result.returncode, result.stdout + result.stderr
+
+
+async def stored(cluster: SimCluster, name: str) -> dict[str, Any]:
+    code, out = await kubectl(cluster, "get", "uniteddeployment", name, "-o", "json")
+    assert code == 0, out
+    result: dict[str, Any] = json.loads(out)
+    return result
+
+
+async def test_a_bad_uniteddeployment_is_refused_naming_the_field(api: SimCluster) -> None:
+    bad = base()
+    bad["spec"]["topology"]["subsets"][2]["name"] = "subset-a"
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(bad))
+    assert code != 0
+    # kubectl prints a 422's causes, field by field.
+    assert "spec.topology.subsets[2].name: duplicated subset name subset-a" in out
+    code, out = await kubectl(api, "get", "uniteddeployment", "sample-ud")
+    assert code != 0
+    assert "NotFound" in out
+
+
+async def test_the_maxreplicas_example_is_stored_with_kruises_defaults(api: SimCluster) -> None:
+    code, out = await kubectl(api, "apply", "-f", str(EXAMPLE))
+    assert code == 0, out
+    spec = (await stored(api, "sample-ud"))["spec"]
+    assert spec["replicas"] == 5
+    assert spec["revisionHistoryLimit"] == 10
+    assert spec["updateStrategy"] == {"type": "Manual", "manualUpdate": {}}
+    assert [s.get("minReplicas") for s in spec["topology"]["subsets"]] == [0, 0]
+
+
+async def test_an_update_may_not_move_a_subset_and_a_protected_one_is_not_deleted(
+    api: SimCluster,
+) -> None:
+    ud = base()
+    ud["metadata"]["labels"] = {"policy.kruise.io/delete-protection": "Cascading"}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(ud))
+    assert code == 0, out
+    moved = base()
+    moved["metadata"]["labels"] = ud["metadata"]["labels"]
+    moved["spec"]["topology"]["subsets"][0]["nodeSelectorTerm"]["matchExpressions"][0][
+        "values"] = ["zone-b"]
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(moved))
+    assert code != 0
+    assert "spec.topology.subsets[0].nodeSelectorTerm: may not be changed in an update" in out
+    code, out = await kubectl(api, "delete", "uniteddeployment", "sample-ud")
+    assert code != 0
+    assert "delete-protection=Cascading and replicas 6>0" in out
+    code, out = await kubectl(api, "scale", "uniteddeployment", "sample-ud", "--replicas=0")
+    assert code == 0, out
+    code, out = await kubectl(api, "delete", "uniteddeployment", "sample-ud")
+    assert code == 0, out
