@@ -18,7 +18,9 @@ validation pass). Matching follows upstream:
 - requests for webhook configurations themselves are never sent to webhooks (as upstream).
 
 Calls go over HTTPS only, verified against ``caBundle`` (or the system roots without one) and
-bounded by ``timeoutSeconds``. One :class:`kubesim.webhook_client.WebhookClient` serves every
+bounded by ``timeoutSeconds``; with :attr:`Admission.client_certificate` set (kubesim's
+``--webhook-client-cert``) every call presents it, as the API server's AdmissionConfiguration
+makes it authenticate to webhooks. One :class:`kubesim.webhook_client.WebhookClient` serves every
 webhook: its connections are kept alive and pooled per address, TLS context and server name, at
 most 25 per address, so a burst of pod creations costs a few TLS handshakes, not one per
 request. ``failurePolicy: Ignore`` skips a webhook that cannot be called or answers nonsense;
@@ -63,7 +65,7 @@ import msgspec
 from kubesemantics import label_selector
 from kubesim import errors, jsonpatch
 from kubesim.interface import ApiError
-from kubesim.webhook_client import CallError, WebhookClient
+from kubesim.webhook_client import CallError, ClientCertificate, WebhookClient
 
 if TYPE_CHECKING:
     from kubesim.apiserver import ApiServer
@@ -207,6 +209,8 @@ class Admission:
         self.server = server
         self._client = WebhookClient(connections_per_endpoint=CONNECTIONS_PER_ENDPOINT)
         self._ssl_cache: dict[str, ssl.SSLContext] = {}
+        self.client_certificate: ClientCertificate | None = None
+        """Presented to every webhook and conversion webhook when set."""
         self._url_endpoints: dict[str, _Endpoint] = {}
         self._next_endpoint: dict[tuple[str, str, int], int] = {}
         self._compiled = _Webhooks((0, 0), _Phase([]), _Phase([]))
@@ -385,6 +389,11 @@ class Admission:
                     raise CallFailed(f"invalid caBundle: {e}") from e
             else:
                 ctx = ssl.create_default_context()
+            if self.client_certificate is not None:
+                try:
+                    self.client_certificate.present_with(ctx)
+                except (OSError, ssl.SSLError) as e:
+                    raise CallFailed(f"client certificate not loaded: {e}") from e
             self._ssl_cache[bundle] = ctx
         return ctx
 

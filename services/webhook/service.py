@@ -61,6 +61,11 @@ class WebhookSettings(FeatureServiceSettings):
     """PEM certificate chain; reloaded when the file changes."""
     tls_key: str = ""
     """PEM private key of --tls-cert; reloaded with it."""
+    client_ca: str = ""
+    """PEM bundle of the CAs that certify the API server's client certificate; when set, the
+    review port refuses, in the TLS handshake, every caller without a certificate they signed
+    (the health port is unchanged). Empty: anyone who reaches the port is served, which is
+    unsafe in production (deploy/README.md). Reloaded when the file changes."""
     tls_handshake_timeout_seconds: float = HANDSHAKE_TIMEOUT_SECONDS
     """How long a connection may take to complete its TLS handshake; stopping aborts it."""
     cert_check_seconds: float = 1.0
@@ -93,7 +98,11 @@ class WebhookService:
         self.sides: dict[str, WebhookSide] = {}
         """Each feature's side by feature name, in registry order."""
         self.seq = 0
-        self.certificates = CertificateFiles(Path(settings.tls_cert), Path(settings.tls_key))
+        self.certificates = CertificateFiles(
+            Path(settings.tls_cert),
+            Path(settings.tls_key),
+            Path(settings.client_ca) if settings.client_ca else None,
+        )
         self.port = settings.port
         self.follower: StreamFollower | None = None
         self.reviews: ReviewServer | None = None
@@ -154,7 +163,11 @@ class WebhookService:
         )
         await self.site.start()
         self.port = self.site.port
-        log.info("webhook listening", extra={"port": self.port})
+        log.info("webhook listening", extra={"port": self.port,
+                                             "client_certificates": bool(self.settings.client_ca)})
+        if not self.settings.client_ca:
+            log.warning("no --client-ca: any caller that reaches the review port is served and "
+                        "can spend reservations; set it in production")
 
     def _fold(self, seq: int, subject: str, data: bytes) -> None:
         for side in self.sides.values():
@@ -179,6 +192,11 @@ class WebhookService:
             "spreadbus_webhook_connections_refused": (
                 "New connections closed at once because every kept one was busy",
                 lambda: self.reviews.refused if self.reviews else 0,
+            ),
+            "spreadbus_webhook_tls_handshakes_failed": (
+                "Connections whose TLS handshake failed or timed out (with --client-ca, callers "
+                "without a trusted client certificate among them)",
+                lambda: self.site.failed_handshakes if self.site else 0,
             ),
         }
         for side in self.sides.values():
@@ -245,4 +263,6 @@ def settings_problems(settings: WebhookSettings) -> list[str]:
     problems = []
     if not settings.tls_cert or not settings.tls_key:
         problems.append("--tls-cert and --tls-key are required (the webhook serves HTTPS only)")
+    if settings.client_ca and not Path(settings.client_ca).is_file():
+        problems.append(f"--client-ca: no such file {settings.client_ca}")
     return problems

@@ -9,6 +9,11 @@ supervising, a webhook replica that does not answer ``/readyz`` is moved to the 
 ``notReadyAddresses`` (and back once ready), so the API server stops calling it, as the
 endpoints controller does for a pod failing its readiness probe.
 
+The review paths are authenticated as in a cluster: the webhooks run with ``--client-ca`` (the
+development CA) and kubesim presents a client certificate that CA issued
+(``--webhook-client-cert``, written beside the CA as ``apiserver-client.crt``), so a review
+that does not come from kubesim is refused in its TLS handshake.
+
 Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
 writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
 ``port``), read from the part of the log written since its start. Nothing picks a port ahead of
@@ -114,6 +119,8 @@ PORT_ZERO: Final = "0"
 HEALTH_PORT_ZERO: Final = "--http-port=0"
 HEALTH_LISTENING: Final = "health server listening"
 WEBHOOK_LISTENING: Final = "webhook listening"
+API_SERVER_IDENTITY: Final = "spreadbus-apiserver-webhook-client"
+"""The common name of the client certificate kubesim presents to the webhook."""
 
 
 def webhook_names(replicas: int) -> list[str]:
@@ -277,7 +284,7 @@ class Stack:
         self.nats_backoff.started(time.monotonic())
         tls = self._certificates()
         say("starting kubesim")
-        self._start_kubesim()
+        self._start_kubesim(tls)
         # The webhooks first: the Service's endpoints name their ports, which each binds itself
         # and reports.
         webhooks = [self._service(name, tls) for name in webhook_names(self.webhook_replicas)]
@@ -323,8 +330,10 @@ class Stack:
         return path
 
     def _certificates(self) -> dict[str, Path]:
-        """A development CA (kept across runs) and a fresh serving certificate for the webhook."""
-        from tlsserving import CertKeyPair, issue_server_cert, make_ca
+        """A development CA (kept across runs), a fresh serving certificate for the webhook and
+        a fresh client certificate kubesim authenticates to the webhook with (the webhook
+        trusts the CA's client certificates only, which a caller without it cannot get)."""
+        from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca
 
         directory = self.data_dir / "tls"
         ca_cert, ca_key = directory / "ca.crt", directory / "ca.key"
@@ -335,7 +344,9 @@ class Stack:
             ca.write(directory, "ca")
         hosts = [SERVICE_DNS, "127.0.0.1", "localhost"]
         server = issue_server_cert(ca, hosts).write(directory, "webhook")
-        return {"ca": ca_cert, "cert": server.cert, "key": server.key}
+        client = issue_client_cert(ca, API_SERVER_IDENTITY).write(directory, "apiserver-client")
+        return {"ca": ca_cert, "cert": server.cert, "key": server.key,
+                "client_cert": client.cert, "client_key": client.key}
 
     def _reported(self, child: Child, message: str, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -347,7 +358,7 @@ class Stack:
             time.sleep(0.1)
         return port
 
-    def _start_kubesim(self) -> None:
+    def _start_kubesim(self, tls: dict[str, Path]) -> None:
         self.kubeconfig = self.run_dir / "kubeconfig"
         self.kubeconfig.unlink(missing_ok=True)
         argv = [
@@ -358,6 +369,8 @@ class Stack:
             "0",  # kubesim binds a free port and names it in the kubeconfig it writes
             "--kubeconfig",
             str(self.kubeconfig),
+            f"--webhook-client-cert={tls['client_cert']}",
+            f"--webhook-client-key={tls['client_key']}",
             *self.kubesim_args,
         ]
         self.kubesim = Child("kubesim", argv, self.data_dir / "logs" / "kubesim.log")
@@ -391,6 +404,7 @@ class Stack:
                 f"--port={PORT_ZERO}",
                 f"--tls-cert={tls['cert']}",
                 f"--tls-key={tls['key']}",
+                f"--client-ca={tls['ca']}",
             ]
         return Child(name, argv, self.data_dir / "logs" / f"{name}.log", env=self.service_env)
 
