@@ -21,6 +21,8 @@ A failed handshake is logged at debug level only, as asyncio's own server does: 
 normal noise of a listening port. They are counted (:attr:`HttpsSite.failed_handshakes`): on a
 site that requires client certificates, each is a caller refused before it could say anything.
 
+A connection gets its TLS state (the protocol, OpenSSL's objects and buffers) only once its
+first bytes arrive; until then, and for the whole handshake, ``handshake_timeout`` bounds it.
 Each connection reads TLS records through a buffer of ``READ_BUFFER_BYTES`` rather than asyncio's
 256 KiB, which its TLS protocol allocates (and fills, so it is resident) for every connection,
 idle or not: most of what an idle connection cost. A TLS record holds at most 16 KiB, so the
@@ -53,6 +55,23 @@ class _LeanTls(sslproto.SSLProtocol):
     """asyncio's server-side TLS protocol with a read buffer of ``READ_BUFFER_BYTES``."""
 
     max_size = READ_BUFFER_BYTES
+
+
+async def _first_bytes(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
+    """Wait until the peer sends something (or closes), reading nothing: a connection costs its
+    TLS state only once its ClientHello arrives, so a peer that connects and stays silent holds
+    a socket and this wait, a few KB."""
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(conn.fileno(), ready)
+    try:
+        await readable
+    finally:
+        loop.remove_reader(conn.fileno())
 
 
 class HttpsSite:
@@ -158,9 +177,22 @@ class HttpsSite:
         # handshake ends: completed (then the server's), failed, timed out or cancelled.
         del self._unowned[task]
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._handshake_timeout
+        try:
+            async with asyncio.timeout_at(deadline):
+                await _first_bytes(loop, conn)
+        except BaseException as exc:
+            conn.close()
+            if not isinstance(exc, TimeoutError):
+                raise
+            self.failed_handshakes += 1
+            log.debug("no ClientHello before the handshake timeout")
+            return
         handshaken: asyncio.Future[None] = loop.create_future()
+        # typeshed says int; asyncio takes any positive number of seconds
+        left: float = max(deadline - loop.time(), 0.001)
         tls = _LeanTls(loop, self._protocol(), self._tls, handshaken, server_side=True,
-                       ssl_handshake_timeout=self._handshake_timeout)  # type: ignore[arg-type]
+                       ssl_handshake_timeout=left)  # type: ignore[arg-type]
         try:
             transport, _ = await loop.connect_accepted_socket(lambda: tls, conn)
         except Exception as exc:
