@@ -24,6 +24,7 @@ from kubesim import KubeSimThread
 from kubesim.webhook_client import ClientCertificate
 from services.webhook.service import WebhookService
 from spreadbus.runtime.nats_server import NatsServer
+from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import pod, review
 from tests.webhook.conftest import WebhookShell, WebhookTls, webhook_shell
 from tlsserving import PemPaths, issue_client_cert, make_ca
@@ -183,3 +184,33 @@ async def test_kubesim_without_a_client_certificate_is_refused(
     assert answered(guarded.service) == 0
     assert guarded.service.site is not None
     assert guarded.service.site.failed_handshakes >= 1
+
+
+async def test_a_new_client_ca_is_trusted_once_its_file_changes_and_the_old_one_no_longer(
+    nats_server: NatsServer, webhook_tls: WebhookTls, tmp_path: Path
+) -> None:
+    bundle = tmp_path / "client-ca.crt"
+    old_ca, new_ca = make_ca("old client CA"), make_ca("new client CA")
+    bundle.write_bytes(old_ca.cert_pem)
+    old = issue_client_cert(old_ca, "kube-apiserver").write(tmp_path, "old")
+    new = issue_client_cert(new_ca, "kube-apiserver").write(tmp_path, "new")
+    async with webhook_shell(nats_server, webhook_tls, client_ca=str(bundle),
+                             cert_check_seconds=0.05) as running:
+        port = running.service.port
+
+        async def served(identity: PemPaths) -> bool:
+            try:
+                answer = await post(port, caller(webhook_tls, identity), forged_delete())
+            except (ssl.SSLError, ConnectionError):
+                return False
+            return answer.startswith(b"HTTP/1.1 200 ")
+
+        assert await served(old)
+        assert not await served(new)
+        loads = running.service.certificates.loads
+        bundle.write_bytes(new_ca.cert_pem)
+        await wait_until_async(lambda: running.service.certificates.loads > loads,
+                               what="the new client CA to load")
+        assert await served(new)
+        assert not await served(old)
+        assert await running.stop() == 0
