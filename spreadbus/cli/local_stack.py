@@ -12,7 +12,9 @@ endpoints controller does for a pod failing its readiness probe.
 The review paths are authenticated as in a cluster: the webhooks run with ``--client-ca`` (the
 development CA) and kubesim presents a client certificate that CA issued
 (``--webhook-client-cert``, written beside the CA as ``apiserver-client.crt``), so a review
-that does not come from kubesim is refused in its TLS handshake.
+that does not come from kubesim is refused in its TLS handshake. As kube-apiserver presents no
+client certificate to conversion webhooks, each replica serves conversions on a port of its own
+(``--conversion-port``), the Service's ``conversion`` port.
 
 Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
 writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
@@ -119,6 +121,7 @@ PORT_ZERO: Final = "0"
 HEALTH_PORT_ZERO: Final = "--http-port=0"
 HEALTH_LISTENING: Final = "health server listening"
 WEBHOOK_LISTENING: Final = "webhook listening"
+CONVERSION_LISTENING: Final = "webhook conversion listening"
 API_SERVER_IDENTITY: Final = "spreadbus-apiserver-webhook-client"
 """The common name of the client certificate kubesim presents to the webhook."""
 
@@ -258,6 +261,8 @@ class Stack:
     """Webhook processes, all behind the one webhook Service (``Endpoints`` with a port each)."""
     webhook_ports: list[int] = field(default_factory=list)
     webhook_port: int = 0
+    conversion_ports: list[int] = field(default_factory=list)
+    """Each webhook replica's conversion port (no client certificate asked there)."""
     """The first replica's port."""
     endpoints_ready: tuple[bool, ...] = ()
     """Readiness of each webhook replica as the Service's endpoints last listed it."""
@@ -292,14 +297,19 @@ class Stack:
             webhook.start()
             self.services.append(webhook)
         self.webhook_ports = []
+        self.conversion_ports = []
         for webhook in webhooks:
             port = self._reported(webhook, WEBHOOK_LISTENING, ready_timeout)
+            conversion = self._reported(webhook, CONVERSION_LISTENING, ready_timeout)
             webhook.argv = [a.replace(f"--port={PORT_ZERO}", f"--port={port}")
+                             .replace(f"--conversion-port={PORT_ZERO}",
+                                      f"--conversion-port={conversion}")
                             for a in webhook.argv]
             self.webhook_ports.append(port)
+            self.conversion_ports.append(conversion)
         self.webhook_port = self.webhook_ports[0]
         say("installing CRDs and webhook configurations")
-        install(self.kubeconfig, self.webhook_ports, tls["ca"])
+        install(self.kubeconfig, self.webhook_ports, tls["ca"], self.conversion_ports)
         self.endpoints_ready = (True,) * len(self.webhook_ports)
         for name in SERVICES:
             if name != WEBHOOK:
@@ -405,6 +415,7 @@ class Stack:
                 f"--tls-cert={tls['cert']}",
                 f"--tls-key={tls['key']}",
                 f"--client-ca={tls['ca']}",
+                f"--conversion-port={PORT_ZERO}",
             ]
         return Child(name, argv, self.data_dir / "logs" / f"{name}.log", env=self.service_env)
 
@@ -478,7 +489,7 @@ class Stack:
         if ready == self.endpoints_ready:
             return
         try:
-            write_endpoints(self.kubeconfig, self.webhook_ports, ready)
+            write_endpoints(self.kubeconfig, self.webhook_ports, ready, self.conversion_ports)
         except Exception as exc:  # the API may be busy; the next round tries again
             say(f"webhook endpoints not updated: {exc}")
             return
