@@ -110,3 +110,17 @@ def test_forged_deletions_of_pods_that_stay_free_no_slot_for_the_next_scale_up(
              lambda: split(live_pods(api, NS, "web"), running=True) == settled, 60,
              lambda: split(live_pods(api, NS, "web")))
     assert split(live_pods(api, NS, "web")) == settled, "no pod beyond the subset's maxReplicas"
+
+
+def test_workloadspreads_convert_through_the_port_that_asks_for_no_certificate(
+    stack: tuple[Stack, client.ApiClient],
+) -> None:
+    # kubesim, as kube-apiserver, presents no client certificate to conversion webhooks
+    _, api = stack
+    custom: Any = client.CustomObjectsApi(api)
+    body = spread("ws-converted", "other", [zone_subset("ACK", "ack", 3)])
+    create_spread(api, NS, body)
+    beta = custom.get_namespaced_custom_object("apps.kruise.io", "v1beta1", NS,
+                                               "workloadspreads", "ws-converted")
+    assert beta["spec"]["subsets"][0]["requiredNodeSelector"] == \
+        body["spec"]["subsets"][0]["requiredNodeSelectorTerm"]
