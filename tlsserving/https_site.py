@@ -173,8 +173,9 @@ class HttpsSite:
     async def _handshake(self, conn: socket.socket) -> None:
         task = asyncio.current_task()
         assert task is not None  # run as a task by _accept
-        # From here on the connection's transport owns the socket, and closes it however the
-        # handshake ends: completed (then the server's), failed, timed out or cancelled.
+        # From here on this task owns the socket until the peer's first bytes, then the
+        # connection's transport, which closes it however the handshake ends: completed (then
+        # the server's), failed, timed out or cancelled.
         del self._unowned[task]
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._handshake_timeout
