@@ -109,9 +109,12 @@ def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
         ("apps.kruise.io", "uniteddeployments", "CREATE"),
         ("apps.kruise.io", "uniteddeployments", "UPDATE"),
         ("apps.kruise.io", "uniteddeployments", "DELETE"),
+        ("apps.karmada.io", "workloadrebalancers", "CREATE"),
+        ("apps.karmada.io", "workloadrebalancers", "UPDATE"),
     }
     paths = {hook["clientConfig"]["service"]["path"] for hook in config["webhooks"]}
-    assert paths == {"/validate-pod", "/validate-workloadspread", "/validate-uniteddeployment"}
+    assert paths == {"/validate-pod", "/validate-workloadspread", "/validate-uniteddeployment",
+                     "/validate-workloadrebalancer"}
 
 
 def test_nats_runs_as_a_three_node_jetstream_cluster(rendered: list[dict[str, Any]]) -> None:
