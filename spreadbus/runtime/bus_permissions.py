@@ -6,7 +6,8 @@ an outside subscriber as ``reader``. The server allows each only what it does:
 - every service may read and update the configuration of the core streams (each ensures them at
   start-up, :mod:`spreadbus.runtime.stream_setup`) and reads replies on an inbox of its own
   (``_INBOX_<user>.>``, :func:`inbox_prefix`), so no user can read another's replies;
-- the watcher publishes observations and sync markers and reads ``KUBE`` (what it published
+- the watcher publishes observations, sync markers and pod lifecycle points and status changes
+  (``history.>``) and reads ``KUBE`` (what it published
   before); the planner publishes plans, reads ``KUBE``, ``PLANS`` and ``OUTCOMES`` and keeps its
   lease and snapshots in buckets of its own; the actuator reads ``PLANS`` through its durable
   consumer and publishes outcomes; the webhook reads ``KUBE``;
@@ -37,7 +38,8 @@ SNAPSHOT_BUCKET: Final = "spreadbus-snapshots"
 CORE_STREAMS: Final = tuple(s.name for s in streams.ALL)
 
 _OWN: Final[Mapping[str, BusAccess]] = {
-    "watcher": BusAccess(publish=(f"{subjects.OBSERVATIONS}.>", f"{subjects.SYNC}.>"),
+    "watcher": BusAccess(publish=(f"{subjects.OBSERVATIONS}.>", f"{subjects.SYNC}.>",
+                                  f"{subjects.HISTORY}.>"),
                          reads=(streams.KUBE.name,)),
     "planner": BusAccess(publish=(f"{subjects.PLANS}.>",),
                          reads=(streams.KUBE.name, streams.PLANS.name, streams.OUTCOMES.name),
