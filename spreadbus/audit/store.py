@@ -133,7 +133,11 @@ class AuditStore:
         self.conn = sqlite3.connect(self.path, isolation_level=None)
         self.conn.execute("PRAGMA journal_mode=DELETE")
         self.db = sqlite_utils.Database(self.conn)
+        # Creating the schema is some forty statements, each its own transaction; none of them
+        # needs to reach the disk before the first rows do.
+        self.conn.execute("PRAGMA synchronous=OFF")
         self._create()
+        self.conn.execute("PRAGMA synchronous=FULL")
         row = self.conn.execute(
             "SELECT last_seq, messages, unknown, since, until FROM replay_position "
             "WHERE stream = ?", (STREAM,)).fetchone()
