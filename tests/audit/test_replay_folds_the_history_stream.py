@@ -15,6 +15,7 @@ from spreadbus.audit.store import AuditStore
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.audit.bus_history import publish_all
 from tests.audit.history_messages import story
+from tests.fixtures.polling import wait_until_async
 
 
 async def replay_into(nc: Client, path: Path, **bounds: float) -> int:
@@ -43,7 +44,8 @@ async def test_history_is_replayed_into_sqlite_the_same_way_each_time(
     assert await replay_into(nats_client, second) == len(events)
     assert first.read_bytes() == second.read_bytes()
     assert count(first, "admissions") == 3
-    assert count(first, "plans") == 2 and count(first, "outcomes") == 2
+    assert count(first, "plans") == 2
+    assert count(first, "outcomes") == 2
     assert count(first, "pods") == 3
     with sqlite3.connect(first) as conn:
         row = conn.execute("SELECT subset, node, deleted_seq IS NOT NULL FROM pods "
@@ -68,8 +70,8 @@ async def test_an_interrupted_replay_resumes_to_the_same_file(
     store = AuditStore(resumed)
     task = asyncio.create_task(replay(nats_client, store, batch_seconds=0.5, max_batch=4))
     # Cut the replay off once it has committed its first transaction of four messages.
-    while store.last_seq == 0:
-        await asyncio.sleep(0.001)
+    await wait_until_async(lambda: store.last_seq > 0, what="a first transaction",
+                           interval=0.001)
     task.cancel()
     await asyncio.gather(task, return_exceptions=True)
     store.close()
