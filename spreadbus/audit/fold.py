@@ -124,6 +124,7 @@ def _pod(seq: int, p: PodLifecycle) -> list[Row]:
         spread, subset, key = _matched(p.annotations)
         summary.update(workloadspread=spread, subset=subset,
                        admission_key=key or (p.name if spread else None),
+                       created_deletion_cost=p.annotations.get(DELETION_COST_ANNOTATION),
                        annotations=as_json(p.annotations))
     return [
         Row("pod_events", {

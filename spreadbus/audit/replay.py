@@ -103,8 +103,8 @@ async def replay(
     At most ``max_batch`` messages go into one transaction; the queue is read every
     ``batch_seconds`` while it holds fewer."""
     first, end = await stream_bounds(nc)
-    store.set_range(since if store.last_seq == 0 else store.since,
-                    until if until is not None else store.until)
+    # ``since`` is where the database began; ``until`` bounds this run only.
+    store.set_range(since if store.last_seq == 0 else store.since, until)
     start = store.last_seq + 1
     if store.last_seq == 0 and since is not None:
         found = await first_seq_since(nc, since)

@@ -70,7 +70,7 @@ _TABLES: Final[dict[str, dict[str, Any]]] = {
         "columns": {
             "uid": str, "cluster": str, "namespace": str, "name": str, "owner": str,
             "workloadspread": str, "subset": str, "admission_key": str, "node": str,
-            "annotations": str, "end_reason": str,
+            "annotations": str, "end_reason": str, "created_deletion_cost": str,
             **{f"{point}_{part}": kind
                for point in ("created", "bound", "ready", "unready", "deleting", "deleted")
                for part, kind in (("seq", int), ("ts", float))},

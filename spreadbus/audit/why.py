@@ -43,18 +43,13 @@ def pod_story(conn: sqlite3.Connection, namespace: str, name: str,
     pod = pods[0]
     pod.pop("annotations", None)
     story: Story = {"pod": pod, "admission": None, "events": [], "plans": []}
-    if pod.get("admission_key"):
-        admissions = _rows(conn, "SELECT * FROM admissions WHERE cluster = ? AND namespace = ? "
-                                 "AND pod_key = ? AND ts <= ? ORDER BY seq DESC LIMIT 1",
-                           (pod["cluster"], namespace, pod["admission_key"], limit))
-        if admissions:
-            admission = admissions[0]
-            admission.pop("subsets", None)
-            admission["subsets"] = _rows(
-                conn, "SELECT name, occupancy, subset_limit, minimum, schedulable, chosen "
-                      "FROM admission_subsets WHERE admission_seq = ? ORDER BY position",
-                (admission["seq"],))
-            story["admission"] = admission
+    admission = _admission_of(conn, pod, limit)
+    if admission is not None:
+        admission["subsets"] = _rows(
+            conn, "SELECT name, occupancy, subset_limit, minimum, schedulable, chosen "
+                  "FROM admission_subsets WHERE admission_seq = ? ORDER BY position",
+            (admission["seq"],))
+        story["admission"] = admission
     story["events"] = _rows(conn, "SELECT seq, ts, point, node, reason FROM pod_events "
                                   "WHERE uid = ? AND ts <= ? ORDER BY seq", (pod["uid"], limit))
     story["plans"] = _rows(
@@ -66,6 +61,27 @@ def pod_story(conn: sqlite3.Connection, namespace: str, name: str,
         "AND p.name = ? AND (p.uid IS NULL OR p.uid = ?) AND p.ts <= ? ORDER BY p.seq",
         (pod["cluster"], namespace, name, pod["uid"], limit))
     return story
+
+
+def _admission_of(conn: sqlite3.Connection, pod: Mapping[str, Any],
+                  limit: float) -> dict[str, Any] | None:
+    """The admission that placed the pod: by the reservation key its annotation names, else
+    (a pod admitted into an unlimited subset carries no key) the latest admission into the
+    same subset for its ``generateName`` at or before the pod's creation."""
+    if not pod.get("admission_key"):
+        return None
+    found = _rows(conn, "SELECT * FROM admissions WHERE cluster = ? AND namespace = ? "
+                        "AND pod_key = ? AND ts <= ? ORDER BY seq DESC LIMIT 1",
+                  (pod["cluster"], pod["namespace"], pod["admission_key"], limit))
+    if found:
+        return {**found[0], "matched_by": "key"}
+    found = _rows(conn, "SELECT * FROM admissions WHERE cluster = ? AND namespace = ? "
+                        "AND workload = ? AND subset = ? AND generate_name != '' "
+                        "AND substr(?, 1, length(generate_name)) = generate_name "
+                        "AND ts <= ? ORDER BY seq DESC LIMIT 1",
+                  (pod["cluster"], pod["namespace"], f"WorkloadSpread/{pod['workloadspread']}",
+                   pod["subset"], pod["name"], min(limit, pod.get("created_ts") or limit)))
+    return {**found[0], "matched_by": "time"} if found else None
 
 
 def _count(limit: int | None, occupancy: int) -> str:
@@ -94,6 +110,9 @@ def render_pod(story: Story) -> str:
                         if admission["ledger_revision"] else ""))
         if admission["reason"]:
             lines.append(f"    why         {admission['reason']}")
+        if admission.get("matched_by") == "time":
+            lines.append("    (the latest admission into this subset before the pod was "
+                         "created: a pod of an unlimited subset carries no admission key)")
         if admission["subsets"]:
             held = ", ".join(
                 f"{s['name']} {_count(s['subset_limit'], s['occupancy'])}"
@@ -107,6 +126,8 @@ def render_pod(story: Story) -> str:
         detail = ""
         if event["point"] == "bound":
             detail = f" to node {event['node']}"
+        elif event["point"] == "created" and pod.get("created_deletion_cost") is not None:
+            detail = f" with deletion cost {pod['created_deletion_cost']} from admission"
         elif event["reason"]:
             detail = f": {event['reason']}"
         steps.append((event["seq"], f"  {event['point']:<13} {_at(event)}{detail}"))
