@@ -96,9 +96,6 @@ def serve(db: str, *, host: str, port: int) -> int:
     with tempfile.TemporaryDirectory() as scratch:
         meta = Path(scratch) / "metadata.json"
         meta.write_text(json.dumps(metadata()))
-        pages = Path(scratch) / "pages"
-        pages.mkdir()
-        (pages / "chart.html").write_text(CHART_PAGE)
         templates = Path(scratch) / "templates"
         (templates / "pages").mkdir(parents=True)
         (templates / "pages" / "chart.html").write_text(CHART_PAGE)
