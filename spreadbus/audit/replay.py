@@ -142,7 +142,8 @@ async def replay(
                     done = True
                     break
                 take.append((seq, subject, data))
-            folded += store.apply(take)
+            # Written from a worker thread, so the stream is read while SQLite writes.
+            folded += await asyncio.to_thread(store.apply, take)
             if take and take[-1][0] >= end:
                 done = True
             if progress is not None:
@@ -151,7 +152,7 @@ async def replay(
         follower.stop()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-    store.finish()
+    await asyncio.to_thread(store.finish)
     return ReplayResult(folded, store.last_seq, missed)
 
 
@@ -181,7 +182,7 @@ async def follow(
                 task.result()
                 return
             batch, queue[:] = list(queue), []
-            folded = store.apply(batch)
+            folded = await asyncio.to_thread(store.apply, batch)
             if on_batch is not None and folded:
                 on_batch(folded)
             if caught_up is not None:

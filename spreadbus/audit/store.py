@@ -130,7 +130,9 @@ class AuditStore:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        # Used by one thread at a time: the replay writes from a worker thread while the event
+        # loop reads the stream.
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.conn.execute("PRAGMA journal_mode=DELETE")
         self.db = sqlite_utils.Database(self.conn)
         # Creating the schema is some forty statements, each its own transaction; none of them
@@ -199,17 +201,20 @@ class AuditStore:
         return folded
 
     def _write(self, rows: Sequence[Row]) -> None:
-        """Rows in order; consecutive rows of one statement go in one ``executemany``."""
-        i = 0
-        while i < len(rows):
-            table, columns, mode = rows[i].table, tuple(rows[i].values), rows[i].mode
-            j = i + 1
-            while (j < len(rows) and rows[j].table == table and rows[j].mode == mode
-                   and tuple(rows[j].values) == columns):
-                j += 1
-            self.conn.executemany(self._statement(table, columns, mode),
-                                  [tuple(r.values.values()) for r in rows[i:j]])
-            i = j
+        """Rows of one batch, grouped by statement, each group in the batch's order.
+
+        Only the order within a table decides the file (its rowids); ``fill`` rows always name
+        every column of their table, so all of a table's rows share one statement and keep
+        their order whatever the batch boundaries."""
+        groups: dict[tuple[str, tuple[str, ...], str], list[tuple[Any, ...]]] = {}
+        for row in rows:
+            values = row.values
+            if row.mode == "fill":
+                values = {c: values.get(c) for c in _TABLES[row.table]["columns"]}
+            key = (row.table, tuple(values), row.mode)
+            groups.setdefault(key, []).append(tuple(values.values()))
+        for (table, columns, mode), params in groups.items():
+            self.conn.executemany(self._statement(table, columns, mode), params)
 
     def _statement(self, table: str, columns: tuple[str, ...], mode: str) -> str:
         key = (table, columns, mode)
@@ -247,7 +252,7 @@ class AuditStore:
             settle.execute(f"PRAGMA schema_version = {SCHEMA_COOKIE}")
         settle.close()
         fresh.replace(self.path)
-        self.conn = sqlite3.connect(self.path, isolation_level=None)
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.db = sqlite_utils.Database(self.conn)
 
     def close(self) -> None:
