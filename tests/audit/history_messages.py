@@ -56,7 +56,7 @@ def cost_plan(i: int, cost: int, *, ts: float) -> Plan:
 
 def evict_plan(i: int, *, ts: float) -> Plan:
     return Plan(id=f"evict-{i}", cluster="c", verb="evict", target=pod_ref(i),
-                rule="workloadspread", reason="pod stuck pending past the reschedule timeout",
+                rule="workloadspread", reason="unschedulable for more than 10s in subset elastic",
                 ts=ts)
 
 

@@ -76,7 +76,9 @@ async def test_an_interrupted_replay_resumes_to_the_same_file(
     await asyncio.gather(task, return_exceptions=True)
     store.close()
     with sqlite3.connect(resumed) as conn:
-        assert conn.execute("SELECT last_seq, messages FROM replay_position").fetchone() == (4, 4)
+        cut = conn.execute("SELECT last_seq, messages FROM replay_position").fetchone()
+    # A batch already being written when the replay is cancelled still commits: one or two.
+    assert cut in ((4, 4), (8, 8))
     await replay_into(nats_client, resumed)
     assert resumed.read_bytes() == whole.read_bytes()
 

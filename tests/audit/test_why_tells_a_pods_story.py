@@ -35,7 +35,7 @@ def test_a_pod_in_the_elastic_pool_is_explained_by_the_full_fixed_pool(tmp_path:
     assert "applied" in text
     lines = text.splitlines()
     evicted = next(i for i, line in enumerate(lines) if line.lstrip().startswith("evicted"))
-    assert "pod stuck pending past the reschedule timeout" in lines[evicted]
+    assert "unschedulable for more than 10s in subset elastic" in lines[evicted]  # Adaptive
     assert lines[evicted + 1].lstrip().startswith("deleting")
     assert "Evicted" in lines[evicted + 1]
 
