@@ -100,6 +100,7 @@ class SpreadAdmission:
         clock: Callable[[], float] = time.time,
         stream_drained: Callable[[], bool] = lambda: False,
         max_announcing: int = 1000,
+        replica: str | None = None,
     ) -> None:
         self.view = view
         self.ledger = ledger
@@ -118,7 +119,7 @@ class SpreadAdmission:
             progress=progress, hints=self.hints, whitelist=self.whitelist
         )
         self.announcements = Announcements(
-            nc=nc, cluster=view.cluster, clock=clock, max_pending=max_announcing
+            nc=nc, cluster=view.cluster, clock=clock, max_pending=max_announcing, replica=replica
         )
 
     @property
