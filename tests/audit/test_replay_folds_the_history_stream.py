@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 
 from nats.aio.client import Client
@@ -93,3 +94,14 @@ async def test_until_stops_before_later_messages_and_the_next_run_goes_on(
     folded = await replay_into(nats_client, path, until=1.0)
     assert folded == 0  # every story message is stamped after 1970-01-01T00:00:01
     assert await replay_into(nats_client, path) == len(events)
+
+
+async def test_since_starts_a_new_database_at_the_first_message_stored_from_then(
+    nats_client: Client, tmp_path: Path
+) -> None:
+    await ensure_streams(nats_client.jetstream())
+    events = story()
+    await publish_all(nats_client, events)
+    assert await replay_into(nats_client, tmp_path / "later.db", since=time.time() + 3600) == 0
+    assert await replay_into(nats_client, tmp_path / "hour.db", since=time.time() - 3600) == len(
+        events)
