@@ -95,13 +95,13 @@ async def replay(
     since: float | None = None,
     until: float | None = None,
     progress: Progress | None = None,
-    batch_seconds: float = 0.2,
+    batch_seconds: float = 0.02,
     max_batch: int = 20_000,
 ) -> ReplayResult:
     """Fold ``HISTORY`` from the stored position to the end of the range, then finish.
 
-    At most ``max_batch`` messages go into one transaction; the queue is read every
-    ``batch_seconds`` while it holds fewer."""
+    At most ``max_batch`` messages go into one transaction, each batch what arrived while the
+    previous one was written; an empty queue is looked at again after ``batch_seconds``."""
     first, end = await stream_bounds(nc)
     # ``since`` is where the database began; ``until`` bounds this run only.
     store.set_range(since if store.last_seq == 0 else store.since, until)
@@ -130,8 +130,9 @@ async def replay(
     done = False
     try:
         while not done:
-            # Yields to the follower (and to a cancellation) between transactions either way.
-            await asyncio.sleep(batch_seconds if len(queue) < max_batch else 0)
+            # Whatever arrived while the last batch was written is the next batch; only an empty
+            # queue waits. Either way the follower (and a cancellation) get their turn here.
+            await asyncio.sleep(0 if queue else batch_seconds)
             if task.done():
                 task.result()
                 break
