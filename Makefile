@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 
-.PHONY: install up test lint typecheck unit bench clean
+.PHONY: install up test lint typecheck unit bench clean browser
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "spreadbus needs Python >= 3.11"'
@@ -26,7 +26,12 @@ typecheck: install
 unit: install
 	$(BIN)/pytest -q -n 2 -m "not e2e"
 
-test: lint typecheck
+# Chromium for the audit browser test, where apt can install it; without it that test skips.
+browser:
+	-@command -v chromium >/dev/null || { command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ] \
+	  && apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }
+
+test: lint typecheck browser
 	$(BIN)/pytest -q -n 2
 
 bench: install

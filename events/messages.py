@@ -153,22 +153,94 @@ class Outcome(_Message, frozen=True, kw_only=True, tag="outcome"):
     ts: float = 0.0
 
 
+class SubsetView(msgspec.Struct, frozen=True, kw_only=True):
+    """One subset as an admission decision saw it."""
+
+    name: str
+    occupancy: int = 0
+    """Pods counted in the subset: active, minus those being deleted, plus those being created."""
+    limit: int | None = None
+    """The subset's limit scaled against the workload's replicas; ``None`` is unlimited."""
+    minimum: int = 0
+    schedulable: bool = True
+
+
 class Admission(_Message, frozen=True, kw_only=True, tag="admission"):
-    """A webhook reservation: a pod being created was steered into a subset."""
+    """A webhook decision on a pod being created: the subset it was steered into, and why.
+
+    ``subset`` is empty when no subset had room (the pod is admitted unchanged). The fields from
+    ``reason`` on are the decision's evidence; a webhook older than them leaves them empty.
+    """
 
     cluster: str
     namespace: str
     request_uid: str
     pod_name: str = ""
+    """The pod's name, or the reservation key the webhook generated for a ``generateName`` pod
+    (the key is also written into the pod's ``matched-workloadspread`` annotation)."""
     generate_name: str = ""
     workload: str = ""
     """``<kind>/<name>`` of the spreading resource (e.g. ``WorkloadSpread/ws-a``)."""
     subset: str = ""
     ts: float = 0.0
+    reason: str = ""
+    """Why this subset (or none), in words, e.g. ``fixed is full (100/100); elastic has room``."""
+    subsets: list[SubsetView] = []
+    """Every subset of the spreading resource, in spec order, as the decision counted it."""
+    target: str = ""
+    """``<kind>/<name>`` of the pod's workload (e.g. ``Deployment/web``)."""
+    replicas: int = 0
+    """The workload's replicas percentages were scaled against."""
+    version: str = ""
+    """The pod's workload version the loads were counted for."""
+    replica: str = ""
+    """Which webhook replica decided (its host name)."""
+    ledger_revision: int = 0
+    """The reservation ledger entry's revision after the decision was recorded (0: unknown)."""
 
 
-Event = Observation | SyncMarker | Plan | Outcome | Admission
-EVENT_TYPES: Final[tuple[type[_Message], ...]] = (Observation, SyncMarker, Plan, Outcome, Admission)
+PodPoint = Literal["created", "bound", "ready", "unready", "deleting", "deleted"]
+
+
+class PodLifecycle(_Message, frozen=True, kw_only=True, tag="pod"):
+    """A point in a pod's life, from the watcher: what a placement question needs."""
+
+    cluster: str
+    namespace: str
+    name: str
+    uid: str = ""
+    point: PodPoint
+    node: str = ""
+    owner: str = ""
+    """``<kind>/<name>`` of the pod's controller, if any."""
+    resource_version: str = ""
+    reason: str = ""
+    """``status.reason`` and ``status.message`` when the pod has them (e.g. ``Evicted``)."""
+    annotations: dict[str, str] = {}
+    """The pod's annotations at ``created`` (its placement is written there), else empty."""
+    ts: float = 0.0
+
+
+class StatusChange(_Message, frozen=True, kw_only=True, tag="status"):
+    """A governing object's ``status`` changed (WorkloadSpread, UnitedDeployment, ...)."""
+
+    cluster: str
+    group: str
+    version: str
+    resource: str
+    namespace: str = ""
+    name: str
+    uid: str = ""
+    generation: int = 0
+    resource_version: str = ""
+    status: dict[str, Any] = {}
+    ts: float = 0.0
+
+
+Event = Observation | SyncMarker | Plan | Outcome | Admission | PodLifecycle | StatusChange
+EVENT_TYPES: Final[tuple[type[_Message], ...]] = (
+    Observation, SyncMarker, Plan, Outcome, Admission, PodLifecycle, StatusChange
+)
 TAGS: Final[frozenset[str]] = frozenset(
-    {"observation", "sync", "plan", "outcome", "admission"}
+    {"observation", "sync", "plan", "outcome", "admission", "pod", "status"}
 )

@@ -34,6 +34,13 @@ things:
   so an actuator that dies between publishing an outcome and acking its plan cannot record a
   second outcome for the same plan when the plan is redelivered.
 - ``ADMISSIONS``: ``discard=old``; reservations are short-lived hints.
+- ``HISTORY``: the audit log, ``discard=old`` over a window (:data:`HISTORY_MAX_AGE_SECONDS` and
+  :data:`HISTORY_MAX_BYTES` by default, :func:`history` for others). It holds the watcher's pod
+  lifecycle points and status changes (``history.>``) and *copies* of every admission, plan and
+  outcome, which the server sources from ``ADMISSIONS``, ``PLANS`` and ``OUTCOMES``. Copies
+  rather than references: one stream in one order is what makes a replay deterministic and
+  resumable by a single position, and an admission outlives ``ADMISSIONS``' day. The price is
+  the bytes of each plan twice, bounded by the window.
 
 Stream names stay stable; their limits may change between releases and are updated in place
 (:mod:`spreadbus.runtime.stream_setup`). An older ``KUBE`` (age window, ``discard=old``) is
@@ -69,6 +76,8 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     allow_msg_ttl: bool = False
     duplicate_window_seconds: float = 120.0
     description: str = ""
+    sources: tuple[str, ...] = ()
+    """Streams whose messages the server copies into this one, as they are stored."""
 
 
 KUBE: Final = StreamSpec(
@@ -140,4 +149,33 @@ ADMISSIONS: Final = StreamSpec(
     description="Webhook reservations of subset slots",
 )
 
-ALL: Final = (KUBE, PLANS, OUTCOMES, ADMISSIONS)
+HISTORY_MAX_AGE_SECONDS: Final = 7 * 24 * 3600.0
+HISTORY_MAX_BYTES: Final = 8 << 30
+
+
+def history(
+    max_age_seconds: float = HISTORY_MAX_AGE_SECONDS, max_bytes: int = HISTORY_MAX_BYTES
+) -> StreamSpec:
+    """The audit log kept for ``max_age_seconds`` and at most ``max_bytes`` (oldest go first)."""
+    if not max_age_seconds > 0:
+        raise ValueError(f"history max age must be positive, not {max_age_seconds}")
+    return StreamSpec(
+        name="HISTORY",
+        subjects=(f"{subjects.HISTORY}.>",),
+        discard="old",
+        max_age_seconds=max_age_seconds,
+        max_bytes=max_bytes,
+        duplicate_window_seconds=600.0,
+        sources=(ADMISSIONS.name, PLANS.name, OUTCOMES.name),
+        description="Audit log: pod lifecycle, status changes and copies of every decision",
+    )
+
+
+HISTORY: Final = history()
+
+ALL: Final = (KUBE, PLANS, OUTCOMES, ADMISSIONS, HISTORY)
+
+
+def with_history(max_age_seconds: float, max_bytes: int) -> tuple[StreamSpec, ...]:
+    """:data:`ALL` with the audit log kept for another window."""
+    return (KUBE, PLANS, OUTCOMES, ADMISSIONS, history(max_age_seconds, max_bytes))

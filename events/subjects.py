@@ -15,6 +15,8 @@ Subject layout (``<x>`` is an escaped token, ``<group>`` is ``_`` for the core A
     plan.<cluster>.<verb>.<group>.<resource>.<namespace>.<name> Plan
     outcome.<cluster>.<verb>.<group>.<resource>.<namespace>.<name> Outcome
     admission.<cluster>.<namespace>.<workload>                 Admission
+    history.pod.<cluster>.<namespace>.<name>                   PodLifecycle
+    history.status.<cluster>.<group>.<resource>.<namespace>.<name> StatusChange
 
 A subscriber wanting every Deployment change of cluster ``east`` uses
 ``kube.obs.east.apps.deployments.>``.
@@ -36,6 +38,7 @@ SYNC = "kube.sync"
 PLANS = "plan"
 OUTCOMES = "outcome"
 ADMISSIONS = "admission"
+HISTORY = "history"
 
 
 class SubjectError(ValueError):
@@ -120,6 +123,15 @@ def outcome(cluster: str, verb: str, group: str, resource: str, namespace: str, 
 
 def admission(cluster: str, namespace: str, workload: str) -> str:
     return ".".join((ADMISSIONS, escape(cluster), escape(namespace), escape(workload)))
+
+
+def pod_history(cluster: str, namespace: str, name: str) -> str:
+    return ".".join((HISTORY, "pod", escape(cluster), escape(namespace), escape(name)))
+
+
+def status_history(cluster: str, group: str, resource: str, namespace: str, name: str) -> str:
+    tokens = (cluster, group, resource, namespace, name)
+    return ".".join((HISTORY, "status", *(escape(t) for t in tokens)))
 
 
 def _verb_subject(

@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 from events import subjects
 from events.messages import ResourceRef
 from events.streams import KUBE
+from services.watcher.history import HistoryPoints
 from services.watcher.publisher import ObservationPublisher
 from services.watcher.resource_watch import (
     Change,
@@ -95,9 +96,12 @@ async def prepare_watches(
     publisher = ObservationPublisher(nc, cluster=settings.cluster,
                                      max_in_flight=settings.max_in_flight, on_lost=on_lost,
                                      on_acked=on_acked, registry=registry)
+    audit_points = HistoryPoints(nc, cluster=settings.cluster, registry=registry)
     for ref in refs:
         async def emit(change: Change, ref: ResourceRef = ref) -> None:
-            await publisher.observation(ref, change, time.time())
+            ts = time.time()
+            await publisher.observation(ref, change, ts)
+            await audit_points.publish(ref, change.event, change.uid, change.raw, ts)
 
         async def mark(complete: bool, rv: str, count: int, ref: ResourceRef = ref) -> None:
             await publisher.sync(ref, complete, rv, count, time.time())

@@ -1,15 +1,17 @@
 """Each service's NATS permissions, derived from what the services and features declare.
 
-A service connects as a user of its own (``watcher``, ``planner``, ``actuator``, ``webhook``), and
-an outside subscriber as ``reader``. The server allows each only what it does:
+A service connects as a user of its own (``watcher``, ``planner``, ``actuator``, ``webhook``,
+``audit``), and an outside subscriber as ``reader``. The server allows each only what it does:
 
 - every service may read and update the configuration of the core streams (each ensures them at
   start-up, :mod:`spreadbus.runtime.stream_setup`) and reads replies on an inbox of its own
   (``_INBOX_<user>.>``, :func:`inbox_prefix`), so no user can read another's replies;
-- the watcher publishes observations and sync markers and reads ``KUBE`` (what it published
-  before); the planner publishes plans, reads ``KUBE``, ``PLANS`` and ``OUTCOMES`` and keeps its
-  lease and snapshots in buckets of its own; the actuator reads ``PLANS`` through its durable
-  consumer and publishes outcomes; the webhook reads ``KUBE``;
+- the watcher publishes observations, sync markers, pod lifecycle points and status changes
+  (``history.>``) and reads ``KUBE`` (what it published before); the planner publishes plans,
+  reads ``KUBE``, ``PLANS`` and ``OUTCOMES`` and keeps its lease and snapshots in buckets of its
+  own; the actuator reads ``PLANS`` through its durable consumer and publishes outcomes; the
+  webhook reads ``KUBE``; ``audit`` (``spreadbus audit follow``) reads ``HISTORY`` and
+  publishes nothing;
 - each feature adds, per service, its own subjects and buckets (:class:`BusAccess`);
 - the reader subscribes to every message subject and reads every stream and bucket, but
   publishes nothing except the JetStream API requests that reading needs.
@@ -29,7 +31,7 @@ from typing import Any, Final
 from events import streams, subjects
 from spreadbus.engine.bus_access import BusAccess
 
-SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
+SERVICES: Final = ("watcher", "planner", "actuator", "webhook", "audit")
 READER: Final = "reader"
 USERS: Final = (*SERVICES, READER)
 LEASE_BUCKET: Final = "spreadbus-leases"
@@ -37,13 +39,15 @@ SNAPSHOT_BUCKET: Final = "spreadbus-snapshots"
 CORE_STREAMS: Final = tuple(s.name for s in streams.ALL)
 
 _OWN: Final[Mapping[str, BusAccess]] = {
-    "watcher": BusAccess(publish=(f"{subjects.OBSERVATIONS}.>", f"{subjects.SYNC}.>"),
+    "watcher": BusAccess(publish=(f"{subjects.OBSERVATIONS}.>", f"{subjects.SYNC}.>",
+                                  f"{subjects.HISTORY}.>"),
                          reads=(streams.KUBE.name,)),
     "planner": BusAccess(publish=(f"{subjects.PLANS}.>",),
                          reads=(streams.KUBE.name, streams.PLANS.name, streams.OUTCOMES.name),
                          buckets=(LEASE_BUCKET,)),
     "actuator": BusAccess(publish=(f"{subjects.OUTCOMES}.>",), reads=(streams.PLANS.name,)),
     "webhook": BusAccess(reads=(streams.KUBE.name,)),
+    "audit": BusAccess(reads=(streams.HISTORY.name,)),
 }
 
 

@@ -151,6 +151,11 @@ class LedgerStore(Generic[E]):
             if time.monotonic() > give_up:
                 raise LedgerConflict(f"ledger entry {key} kept conflicting")
 
+    def revision(self, key: str) -> int:
+        """The entry's revision as this store last read or wrote it; 0 when it holds none."""
+        cached = self._cache.get(key)
+        return cached.revision if cached is not None else 0
+
     async def current(self, key: str) -> E:
         """The stored ledger, freshly read."""
         cached = await self._read(key)

@@ -42,6 +42,7 @@ from nats.aio.client import Client
 from nats.js.client import JetStreamContext
 from prometheus_client import CollectorRegistry
 
+from events import streams
 from spreadbus.runtime import heap
 from spreadbus.runtime.health import HealthServer, ReadinessGate
 from spreadbus.runtime.json_logging import configure_logging
@@ -101,7 +102,11 @@ async def run_service(
             NatsOptions.from_settings(settings, name=name), gate=gate, registry=registry
         )
         js = nc.jetstream()
-        await ensure_streams(js, replicas=settings.nats_replicas)
+        await ensure_streams(
+            js,
+            streams.with_history(settings.history_max_age, settings.history_max_bytes),
+            replicas=settings.nats_replicas,
+        )
         return nc, js
 
     try:

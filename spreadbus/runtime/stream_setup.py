@@ -3,9 +3,9 @@
 Every service calls :func:`ensure_streams` before it publishes or follows, so the order in which
 services start does not matter. An existing stream is updated in place when a setting it is
 compared on differs: subjects, discard policy, the age, byte, message and per-subject limits,
-the dedup window and whether per-message TTLs are allowed. An older ``KUBE`` (an age window
-with ``discard=old``) is converted in place this way; the server keeps each subject's latest
-message and drops the rest, which is exactly the new retention.
+the dedup window, whether per-message TTLs are allowed and the streams it sources from. An
+older ``KUBE`` (an age window with ``discard=old``) is converted in place this way; the server
+keeps each subject's latest message and drops the rest, which is exactly the new retention.
 
 What is left alone: retention and storage (the server refuses to change them), the replica
 count (``replicas`` applies to a stream being created; moving an existing stream to another
@@ -30,7 +30,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.api import (
+    DiscardPolicy,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+    StreamSource,
+)
 from nats.js.client import JetStreamContext
 from nats.js.errors import BadRequestError, NotFoundError, ServerError
 
@@ -59,6 +65,7 @@ def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
         allow_msg_ttl=spec.allow_msg_ttl or None,
         duplicate_window=spec.duplicate_window_seconds,
         num_replicas=replicas,
+        sources=[StreamSource(name=name) for name in spec.sources] or None,
     )
 
 
@@ -73,6 +80,7 @@ def _compared(config: StreamConfig) -> dict[str, object]:
         "max_msgs_per_subject": config.max_msgs_per_subject,
         "duplicate_window": float(config.duplicate_window or 0.0),
         "allow_msg_ttl": bool(config.allow_msg_ttl),
+        "sources": sorted(source.name for source in config.sources or []),
     }
 
 

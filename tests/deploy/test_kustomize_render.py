@@ -236,7 +236,7 @@ def test_the_nats_stop_hook_signals_the_pid_file_the_server_writes(
 ) -> None:
     [config] = [d for d in rendered if d["kind"] == "ConfigMap"
                 and d["metadata"]["name"] == "spreadbus-nats"]
-    [nats] = [d for d in rendered if d["kind"] == "StatefulSet"]
+    [nats] = find(rendered, "StatefulSet", "spreadbus-nats")
     [container] = nats["spec"]["template"]["spec"]["containers"]
     command = container["lifecycle"]["preStop"]["exec"]["command"]
     pid_file = command[-1].split("=", 1)[1]
@@ -307,3 +307,21 @@ def test_only_spreadbus_pods_and_reader_namespaces_reach_the_bus(
         {"podSelector": {"matchLabels": {"app.kubernetes.io/part-of": "spreadbus"}}},
         {"namespaceSelector": {"matchLabels": {"spreadbus.io/bus-reader": "true"}}},
     ]
+
+
+def test_the_audit_follower_keeps_its_database_on_a_volume_and_has_no_api_access(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (audit,) = find(rendered, "StatefulSet", "spreadbus-audit")
+    pod = audit["spec"]["template"]["spec"]
+    assert pod["automountServiceAccountToken"] is False
+    assert "serviceAccountName" not in pod
+    container = pod["containers"][0]
+    assert container["args"][:2] == ["audit", "follow"]
+    db = next(a for a in container["args"] if a.startswith("--db="))
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert db.removeprefix("--db=").startswith(mounts["data"] + "/")
+    assert [t["metadata"]["name"] for t in audit["spec"]["volumeClaimTemplates"]] == ["data"]
+    secrets = {v["name"]: v.get("secret", {}).get("secretName") for v in pod["volumes"]}
+    assert secrets["bus"] == "spreadbus-bus-audit"
+    assert not rules_of(rendered, "spreadbus-audit")

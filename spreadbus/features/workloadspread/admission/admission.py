@@ -54,7 +54,7 @@ from events.reservations import ledger_key
 from kubesemantics.field_errors import describe
 from spreadbus.engine.admission_chain import ALLOW, Verdict, deny
 from spreadbus.engine.review import AdmissionRequest
-from spreadbus.features.workloadspread.admission.announcements import Announcements
+from spreadbus.features.workloadspread.admission.announcements import Announcements, Evidence
 from spreadbus.features.workloadspread.admission.governing_spread import GoverningSpread
 from spreadbus.features.workloadspread.admission.ledger_transactions import transact
 from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
@@ -69,6 +69,10 @@ from spreadbus.features.workloadspread.core.admission import (
     admit_delete_for,
     cost_version,
     spread_for_deletion,
+)
+from spreadbus.features.workloadspread.core.admission_reasons import (
+    admission_reason,
+    subsets_seen,
 )
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, api_group
@@ -96,6 +100,7 @@ class SpreadAdmission:
         clock: Callable[[], float] = time.time,
         stream_drained: Callable[[], bool] = lambda: False,
         max_announcing: int = 1000,
+        replica: str | None = None,
     ) -> None:
         self.view = view
         self.ledger = ledger
@@ -114,7 +119,7 @@ class SpreadAdmission:
             progress=progress, hints=self.hints, whitelist=self.whitelist
         )
         self.announcements = Announcements(
-            nc=nc, cluster=view.cluster, clock=clock, max_pending=max_announcing
+            nc=nc, cluster=view.cluster, clock=clock, max_pending=max_announcing, replica=replica
         )
 
     @property
@@ -159,13 +164,11 @@ class SpreadAdmission:
         replicas, warnings = self._replicas(spread, workload)
         latest = cost_version(spread, workload, pod, lookup=self.view.lookup)
         version = pod_state.version(pod)
-        decision = await self._decide(
-            "create",
-            spread,
-            pod,
-            version,
-            now,
-            lambda loads: admit_create_for(
+        counted: list[Mapping[str, SubsetLoad]] = [{}]
+
+        def admit(loads: dict[str, SubsetLoad]) -> AdmissionDecision:
+            counted[0] = loads  # the last run is the one recorded
+            return admit_create_for(
                 spread,
                 pod,
                 replicas=replicas,
@@ -174,14 +177,28 @@ class SpreadAdmission:
                 generated_uid=generated_uid,
                 latest=latest,
                 version=version,
-            ),
-        )
+            )
+
+        decision = await self._decide("create", spread, pod, version, now, admit)
         if not decision.allowed:
             return deny(decision.message, code=400, reason="BadRequest")
         if decision.subset is not None:
             self.steered += 1
-            key = decision.reservation.pod if decision.reservation else pod_state.name(pod)
-            self.announcements.announce(request, spread.name, decision.subset, key)
+        key = decision.reservation.pod if decision.reservation else pod_state.name(pod)
+        seen = subsets_seen(spread, replicas=replicas, loads=counted[0], now=now, version=version)
+        held = decision.subset is not None and decision.reservation is None and bool(
+            pod_state.name(pod)) and any(load.holds(key) for load in counted[0].values())
+        ref = spread.target_ref
+        evidence = Evidence(
+            reason=admission_reason(spread, seen, decision.subset, held=held),
+            subsets=seen,
+            target=f"{ref.kind}/{ref.name}" if ref is not None else "",
+            replicas=replicas,
+            version=version,
+            ledger_revision=self.ledger.revision(
+                ledger_key(self.view.cluster, spread.namespace, spread.name)),
+        )
+        self.announcements.announce(request, spread.name, decision.subset or "", key, evidence)
         return Verdict(patch=decision.patch, warnings=warnings)
 
     def _replicas(

@@ -1,4 +1,8 @@
-"""The audit ``Admission`` event of each steered pod, published without delaying the answer.
+"""The audit ``Admission`` event of each decided pod, published without delaying the answer.
+
+Each event carries the decision's evidence (:class:`Evidence`): the reason, every subset as the
+decision counted it, the workload and its replicas, the ledger revision and this replica's name;
+the server copies it into ``HISTORY`` for the audit log.
 
 The reservation ledger is the record that keeps subsets within their limits
 (:mod:`events.reservations`); the ``Admission`` event on the bus only tells observers which
@@ -18,16 +22,32 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
+import msgspec
 from nats.aio.client import Client
 
 from events import subjects
 from events.codec import encode
-from events.messages import Admission
+from events.messages import Admission, SubsetView
 from spreadbus.engine.review import AdmissionRequest
+from spreadbus.features.workloadspread.core.admission_reasons import SubsetSeen
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """What a decision saw, for the audit log."""
+
+    reason: str
+    subsets: Sequence[SubsetSeen]
+    target: str = ""
+    replicas: int = 0
+    version: str = ""
+    ledger_revision: int = 0
 
 
 class Announcements:
@@ -40,8 +60,10 @@ class Announcements:
         cluster: str,
         clock: Callable[[], float],
         max_pending: int = 1000,
+        replica: str | None = None,
     ) -> None:
         self.nc = nc
+        self.replica = socket.gethostname() if replica is None else replica
         self.cluster = cluster
         self.clock = clock
         self.max_pending = max_pending
@@ -56,8 +78,10 @@ class Announcements:
         """Events queued or being published."""
         return len(self._queue) + self._publishing
 
-    def announce(self, request: AdmissionRequest, spread: str, subset: str, key: str) -> None:
-        """Publish the admission of ``request``'s pod into ``subset`` in the background."""
+    def announce(self, request: AdmissionRequest, spread: str, subset: str, key: str,
+                 evidence: Evidence | None = None) -> None:
+        """Publish the admission of ``request``'s pod into ``subset`` (``""``: none had room)
+        in the background."""
         if self.nc is None or not self.nc.is_connected:
             return
         if self.pending >= self.max_pending:
@@ -74,7 +98,10 @@ class Announcements:
             workload=workload,
             subset=subset,
             ts=self.clock(),
+            replica=self.replica,
         )
+        if evidence is not None:
+            event = _with_evidence(event, evidence)
         subject = subjects.admission(self.cluster, request.namespace, workload)
         self._queue.append((subject, encode(event)))
         if self._publisher is None:
@@ -109,3 +136,17 @@ class Announcements:
             await asyncio.wait({publisher})
             self._queue.clear()
             log.warning("admission events not published at shutdown", extra={"count": count})
+
+
+def _with_evidence(event: Admission, evidence: Evidence) -> Admission:
+    return msgspec.structs.replace(
+        event,
+        reason=evidence.reason,
+        subsets=[SubsetView(name=s.name, occupancy=s.occupancy, limit=s.limit,
+                            minimum=s.minimum, schedulable=s.schedulable)
+                 for s in evidence.subsets],
+        target=evidence.target,
+        replicas=evidence.replicas,
+        version=evidence.version,
+        ledger_revision=evidence.ledger_revision,
+    )

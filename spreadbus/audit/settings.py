@@ -1,0 +1,45 @@
+"""Settings of the audit commands (flags and ``SPREADBUS_*`` variables, as every service's).
+
+Without NATS credentials, a command run next to a local stack (``spreadbus up``'s directory,
+``.spreadbus/`` by default) uses that stack's read-only user and, unless a URL is given, its
+NATS URL: :func:`with_local_stack`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spreadbus.runtime.bus_permissions import READER
+from spreadbus.runtime.bus_users import seed_file
+from spreadbus.runtime.settings import ServiceSettings
+
+
+class AuditSettings(ServiceSettings):
+    """Where the audit database is and which part of the history goes into it."""
+
+    db: str = "audit.db"
+    """Path of the SQLite audit database (created if missing)."""
+    since: str = ""
+    """Fold only messages stored from this time on (ISO 8601, Unix seconds, or e.g. 24h ago);
+    used when the database is new."""
+    until: str = ""
+    """Stop before the first message stamped after this time."""
+    data_dir: str = ".spreadbus"
+    """A local stack's directory, whose reader credentials and NATS URL are used when none
+    are given."""
+
+
+def with_local_stack(settings: AuditSettings, *, user: str = READER) -> AuditSettings:
+    """``settings`` with the local stack's credentials (and URL) when none are set."""
+    base = Path(settings.data_dir)
+    if settings.nats_creds or settings.nats_nkey_seed or not base.is_dir():
+        return settings
+    changes: dict[str, object] = {}
+    seed = seed_file(base / "credentials", user)
+    if seed.is_file():
+        changes["nats_nkey_seed"] = str(seed)
+    url_file = base / "nats-url"
+    default_url = AuditSettings.model_fields["nats_url"].default
+    if settings.nats_url == default_url and url_file.is_file():
+        changes["nats_url"] = (url_file.read_text().strip(),)
+    return settings.model_copy(update=changes) if changes else settings

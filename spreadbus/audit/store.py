@@ -1,0 +1,259 @@
+"""The audit database: its schema, the fold's rows written in order, and the stream position.
+
+Tables (primary key first; ``*_json`` columns hold JSON text, keys sorted):
+
+- ``admissions`` (``seq``) and ``admission_subsets`` (``admission_seq`` -> admissions, position):
+  each webhook decision and every subset as it saw them;
+- ``pod_events`` (``seq``): every pod lifecycle point; ``pods`` (``uid``): one row per pod with
+  the first sequence and time of each point, its node, WorkloadSpread, subset and the key of
+  the admission that placed it (``admission_key`` = ``admissions.pod_key``);
+- ``plans`` (``id``) and ``outcomes`` (``plan_id`` -> plans): every plan and its one outcome;
+  a pod's deletion cost, when a plan sets one, in ``plans.deletion_cost``;
+- ``status_changes`` (``seq``) and ``subset_counts`` (``status_seq`` -> status_changes):
+  governing objects' status transitions and each subset's counts in them;
+- ``unknown_messages`` (``seq``): messages this release cannot decode, kept raw;
+- ``replay_position`` (``stream``): the last sequence folded, and counts.
+
+Foreign keys are declared (Datasette links them, tools can join on them) but not enforced: a
+window can start after a plan and before its outcome.
+
+Determinism: rows are written strictly in stream order, every message once (a sequence at or
+below the stored position is skipped, so redelivery changes nothing), in transactions that end
+with the position. :meth:`AuditStore.finish` rebuilds the full-text indexes and vacuums, so the
+file's bytes depend only on the messages folded, not on how the replay was split into runs or
+batches: the same range gives the same file.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import sqlite_utils
+
+from spreadbus.audit.fold import Row, fold
+
+STREAM: Final = "HISTORY"
+SCHEMA_COOKIE: Final = 1000
+
+_TABLES: Final[dict[str, dict[str, Any]]] = {
+    "admissions": {
+        "columns": {
+            "seq": int, "ts": float, "cluster": str, "namespace": str, "pod_key": str,
+            "generate_name": str, "request_uid": str, "workload": str, "target": str,
+            "subset": str, "reason": str, "replicas": int, "version": str, "replica": str,
+            "ledger_revision": int, "subsets": str,
+        },
+        "pk": "seq",
+        "indexes": [("cluster", "namespace", "pod_key"), ("workload", "ts"), ("subset",)],
+        "fts": ["reason"],
+    },
+    "admission_subsets": {
+        "columns": {"admission_seq": int, "position": int, "name": str, "occupancy": int,
+                    "subset_limit": int, "minimum": int, "schedulable": int, "chosen": int},
+        "pk": ("admission_seq", "position"),
+        "foreign_keys": [("admission_seq", "admissions", "seq")],
+        "indexes": [("name",)],
+    },
+    "pod_events": {
+        "columns": {"seq": int, "ts": float, "cluster": str, "namespace": str, "name": str,
+                    "uid": str, "point": str, "node": str, "owner": str, "reason": str,
+                    "resource_version": str},
+        "pk": "seq",
+        "foreign_keys": [("uid", "pods", "uid")],
+        "indexes": [("namespace", "name"), ("uid",), ("point", "ts")],
+        "fts": ["reason"],
+    },
+    "pods": {
+        "columns": {
+            "uid": str, "cluster": str, "namespace": str, "name": str, "owner": str,
+            "workloadspread": str, "subset": str, "admission_key": str, "node": str,
+            "annotations": str, "end_reason": str, "created_deletion_cost": str,
+            **{f"{point}_{part}": kind
+               for point in ("created", "bound", "ready", "unready", "deleting", "deleted")
+               for part, kind in (("seq", int), ("ts", float))},
+        },
+        "pk": "uid",
+        "indexes": [("namespace", "name"), ("cluster", "namespace", "admission_key"),
+                    ("workloadspread", "subset")],
+    },
+    "plans": {
+        "columns": {"id": str, "seq": int, "ts": float, "cluster": str, "verb": str,
+                    "api_group": str, "resource": str, "namespace": str, "name": str,
+                    "uid": str, "rule": str, "reason": str, "patch": str, "causes": str,
+                    "deletion_cost": str},
+        "pk": "id",
+        "indexes": [("resource", "namespace", "name"), ("uid",), ("seq",), ("rule",)],
+        "fts": ["rule", "reason"],
+    },
+    "outcomes": {
+        "columns": {"plan_id": str, "seq": int, "ts": float, "result": str,
+                    "error_status": int, "error_reason": str, "error_message": str,
+                    "attempts": int, "resource_version": str},
+        "pk": "plan_id",
+        "foreign_keys": [("plan_id", "plans", "id")],
+        "indexes": [("result",), ("seq",)],
+    },
+    "status_changes": {
+        "columns": {"seq": int, "ts": float, "cluster": str, "api_group": str,
+                    "resource": str, "namespace": str, "name": str, "uid": str,
+                    "generation": int, "resource_version": str, "status": str},
+        "pk": "seq",
+        "indexes": [("resource", "namespace", "name", "ts")],
+    },
+    "subset_counts": {
+        "columns": {"status_seq": int, "position": int, "subset": str, "replicas": int,
+                    "missing_replicas": int, "ready_replicas": int},
+        "pk": ("status_seq", "position"),
+        "foreign_keys": [("status_seq", "status_changes", "seq")],
+        "indexes": [("subset",)],
+    },
+    "unknown_messages": {
+        "columns": {"seq": int, "subject": str, "type": str, "kind": str, "error": str,
+                    "data": str},
+        "pk": "seq",
+    },
+    "replay_position": {
+        "columns": {"stream": str, "last_seq": int, "messages": int, "unknown": int,
+                    "since": float, "until": float},
+        "pk": "stream",
+    },
+}
+_ORDER: Final = ("admissions", "admission_subsets", "pods", "pod_events", "plans", "outcomes",
+                 "status_changes", "subset_counts", "unknown_messages", "replay_position")
+
+
+class AuditStore:
+    """One audit database file, opened for folding."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        # Used by one thread at a time: the replay writes from a worker thread while the event
+        # loop reads the stream.
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=DELETE")
+        self.db = sqlite_utils.Database(self.conn)
+        # Creating the schema is some forty statements, each its own transaction; none of them
+        # needs to reach the disk before the first rows do.
+        self.conn.execute("PRAGMA synchronous=OFF")
+        self._create()
+        self.conn.execute("PRAGMA synchronous=FULL")
+        row = self.conn.execute(
+            "SELECT last_seq, messages, unknown, since, until FROM replay_position "
+            "WHERE stream = ?", (STREAM,)).fetchone()
+        self.last_seq: int = row[0] if row else 0
+        self.messages: int = row[1] if row else 0
+        self.unknown: int = row[2] if row else 0
+        self.since: float | None = row[3] if row else None
+        self.until: float | None = row[4] if row else None
+        self._sql: dict[tuple[str, tuple[str, ...], str], str] = {}
+
+    def _create(self) -> None:
+        existing = set(self.db.table_names())
+        for name in _ORDER:
+            spec = _TABLES[name]
+            if name in existing:
+                continue
+            self.db[name].create(spec["columns"], pk=spec["pk"],  # type: ignore[union-attr]
+                                 foreign_keys=spec.get("foreign_keys"))
+            for columns in spec.get("indexes", ()):
+                self.db[name].create_index(list(columns))  # type: ignore[union-attr]
+            if spec.get("fts"):
+                self.db[name].enable_fts(spec["fts"], create_triggers=True)  # type: ignore[union-attr]
+
+    def set_range(self, since: float | None, until: float | None) -> None:
+        """Record the time range a replay was asked for (kept with the position)."""
+        self.since, self.until = since, until
+
+    def apply(self, messages: Iterable[tuple[int, str, bytes]]) -> int:
+        """Fold messages (``seq``, subject, data), in order, in one transaction; returns how many
+        were new. A sequence at or below the position is a redelivery and skipped."""
+        rows: list[Row] = []
+        folded = 0
+        last, unknown = self.last_seq, self.unknown
+        for seq, subject, data in messages:
+            if seq <= last:
+                continue
+            out = fold(seq, subject, data)
+            if out and out[0].table == "unknown_messages":
+                unknown += 1
+            rows += out
+            last = seq
+            folded += 1
+        if not folded:
+            return 0
+        self.conn.execute("BEGIN")
+        try:
+            self._write(rows)
+            self.conn.execute(
+                "INSERT INTO replay_position (stream, last_seq, messages, unknown, since, until) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (stream) DO UPDATE SET "
+                "last_seq = excluded.last_seq, messages = excluded.messages, "
+                "unknown = excluded.unknown, since = excluded.since, until = excluded.until",
+                (STREAM, last, self.messages + folded, unknown, self.since, self.until))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.last_seq, self.messages, self.unknown = last, self.messages + folded, unknown
+        return folded
+
+    def _write(self, rows: Sequence[Row]) -> None:
+        """Rows of one batch, grouped by statement, each group in the batch's order.
+
+        Only the order within a table decides the file (its rowids); ``fill`` rows always name
+        every column of their table, so all of a table's rows share one statement and keep
+        their order whatever the batch boundaries."""
+        groups: dict[tuple[str, tuple[str, ...], str], list[tuple[Any, ...]]] = {}
+        for row in rows:
+            values = row.values
+            if row.mode == "fill":
+                values = {c: values.get(c) for c in _TABLES[row.table]["columns"]}
+            key = (row.table, tuple(values), row.mode)
+            groups.setdefault(key, []).append(tuple(values.values()))
+        for (table, columns, mode), params in groups.items():
+            self.conn.executemany(self._statement(table, columns, mode), params)
+
+    def _statement(self, table: str, columns: tuple[str, ...], mode: str) -> str:
+        key = (table, columns, mode)
+        sql = self._sql.get(key)
+        if sql is None:
+            names = ", ".join(f'"{c}"' for c in columns)
+            marks = ", ".join("?" for _ in columns)
+            if mode == "insert":
+                sql = f'INSERT OR IGNORE INTO "{table}" ({names}) VALUES ({marks})'
+            else:
+                pk = _TABLES[table]["pk"]
+                keys = (pk,) if isinstance(pk, str) else tuple(pk)
+                fills = ", ".join(f'"{c}" = COALESCE("{table}"."{c}", excluded."{c}")'
+                                  for c in columns if c not in keys)
+                sql = (f'INSERT INTO "{table}" ({names}) VALUES ({marks}) '
+                       f'ON CONFLICT ({", ".join(keys)}) DO UPDATE SET {fills}')
+            self._sql[key] = sql
+        return sql
+
+    def finish(self) -> None:
+        """Make the file's bytes a function of its content alone: the full-text indexes are
+        made anew (their segments and counters record how inserts were batched) and the
+        database is rewritten into a fresh file (whose header counts no earlier transactions),
+        which then replaces this one."""
+        for name in _ORDER:
+            if _TABLES[name].get("fts"):
+                self.conn.execute(f'INSERT INTO "{name}_fts"("{name}_fts") VALUES (\'rebuild\')')
+        fresh = self.path.with_name(self.path.name + ".vacuum")
+        fresh.unlink(missing_ok=True)
+        self.conn.execute("VACUUM INTO ?", (str(fresh),))
+        self.conn.close()
+        # Each vacuum counts itself in the schema cookie; the schema is the same whatever the
+        # number of runs, so the cookie is set to one value (no connection has the file open).
+        with sqlite3.connect(fresh) as settle:
+            settle.execute(f"PRAGMA schema_version = {SCHEMA_COOKIE}")
+        settle.close()
+        fresh.replace(self.path)
+        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.db = sqlite_utils.Database(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()

@@ -1,0 +1,89 @@
+"""``spreadbus audit serve``: Datasette on the audit database answers the canned "why" query,
+over HTTP and in a headless Chromium (skipped, saying so, where no Chromium is installed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+
+from events.codec import encode
+from spreadbus.audit.store import AuditStore
+from spreadbus.cli.local_stack import free_port
+from tests.audit.history_messages import story
+from tests.fixtures.polling import wait_until
+
+REASON = "fixed is full (2/2); elastic has room (0/unlimited)"
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[str]:
+    db = tmp_path / "audit.db"
+    store = AuditStore(db)
+    store.apply([(seq, "history.x", encode(e))  # type: ignore[arg-type]
+                 for seq, e in enumerate(story(), start=1)])
+    store.finish()
+    store.close()
+    port = free_port()
+    log = (tmp_path / "serve.log").open("wb")
+    process = subprocess.Popen([sys.executable, "-m", "spreadbus", "audit", "serve", "--db",
+                                str(db), "--port", str(port)], stdout=log, stderr=log)
+    base = f"http://127.0.0.1:{port}"
+
+    def up() -> bool:
+        try:
+            with urllib.request.urlopen(f"{base}/-/versions.json", timeout=1):
+                return True
+        except (urllib.error.URLError, ConnectionError):
+            return False
+
+    try:
+        wait_until(up, what="Datasette answering", timeout=60, interval=0.2)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        log.close()
+
+
+def why_url(base: str, fmt: str = "") -> str:
+    return f"{base}/audit/why_pod{fmt}?" + urlencode({"namespace": "ns", "name": "web-3"})
+
+
+def test_the_why_query_answers_over_http(served: str) -> None:
+    with urllib.request.urlopen(why_url(served, ".json") + "&_shape=array", timeout=10) as r:
+        rows = json.load(r)
+    assert [(row["subset"], row["reason"], row["node"]) for row in rows] == [
+        ("elastic", REASON, "elastic-1")]
+    with urllib.request.urlopen(f"{served}/audit/failed_plans.json?_shape=array",
+                                timeout=10) as r:
+        assert json.load(r) == []
+    with urllib.request.urlopen(f"{served}/chart", timeout=10) as r:
+        assert b"subset_pods_over_time.json" in r.read()
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine "
+                    "(apt-get install chromium); the HTTP test above still runs")
+def test_the_why_query_answers_in_a_headless_browser(served: str, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+         why_url(served)],
+        capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = done.stdout
+    assert "Why is this pod here?" in page
+    assert REASON in page
+    assert "elastic-1" in page
