@@ -1,8 +1,8 @@
 """Settings of the audit commands (flags and ``SPREADBUS_*`` variables, as every service's).
 
 Without NATS credentials, a command run next to a local stack (``spreadbus up``'s directory,
-``.spreadbus/`` by default) uses that stack's read-only user and, unless a URL is given, its
-NATS URL: :func:`with_local_stack`.
+``.spreadbus/`` by default) uses that stack's read-only user, trusts its development CA and,
+unless a URL is given, uses its NATS URL: :func:`with_local_stack`.
 """
 
 from __future__ import annotations
@@ -38,6 +38,9 @@ def with_local_stack(settings: AuditSettings, *, user: str = READER) -> AuditSet
     seed = seed_file(base / "credentials", user)
     if seed.is_file():
         changes["nats_nkey_seed"] = str(seed)
+    ca = base / "tls" / "ca.crt"  # the stack's NATS speaks TLS with a certificate of this CA
+    if ca.is_file() and not settings.nats_tls_ca:
+        changes["nats_tls_ca"] = str(ca)
     url_file = base / "nats-url"
     default_url = AuditSettings.model_fields["nats_url"].default
     if settings.nats_url == default_url and url_file.is_file():
