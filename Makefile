@@ -2,8 +2,11 @@
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
+# The image deploy/ runs, built from the Containerfile by podman (or CONTAINER_ENGINE=docker).
+IMAGE  ?= ghcr.io/spreadbus/spreadbus:0.1.0
+CONTAINER_ENGINE ?= podman
 
-.PHONY: install up test lint typecheck unit bench clean
+.PHONY: install up test lint typecheck unit bench image clean
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "spreadbus needs Python >= 3.11"'
@@ -31,6 +34,9 @@ test: lint typecheck
 
 bench: install
 	$(BIN)/python -m bench $(ARGS)
+
+image:
+	$(CONTAINER_ENGINE) build -f Containerfile -t $(IMAGE) .
 
 clean:
 	rm -rf $(VENV) .spreadbus .pytest_cache .mypy_cache .ruff_cache
