@@ -5,6 +5,7 @@ and a patch larger than :data:`MAX_PATCH_BYTES` is refused whole, naming the lim
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -161,3 +162,8 @@ def test_a_patch_of_exactly_the_limit_is_allowed() -> None:
 def test_a_megabyte_patch_is_refused() -> None:
     patch = {"metadata": {"annotations": {f"k{i}": "v" * 1000 for i in range(1024)}}}
     assert ("spec.subsets[0].patch", "TooLong") in [(f, k) for f, k, _ in errors_of(patch)]
+
+
+def test_the_documented_limit_is_the_one_enforced() -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "workloadspread.md").read_text()
+    assert f"a patch is at most {MAX_PATCH_BYTES // 1024} KiB of JSON" in " ".join(docs.split())
