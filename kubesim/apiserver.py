@@ -69,6 +69,27 @@ _encode = msgspec.json.encode
 # Kinds defaulted and validated as pod-template workloads (selector, template, replicas).
 _WORKLOADS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet", "CloneSet")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+PATCH_ATTEMPTS = 5
+"""How often a patch is applied again when the object changed while webhooks ran."""
+
+
+class ChangedMeanwhile(ApiError):
+    """409: the object was written by another request while this one waited on a webhook."""
+
+    def __init__(self, resource: str, group: str, name: str) -> None:
+        stale = errors.conflict(resource, group, name, errors.STALE)
+        super().__init__(stale.code, stale.reason, stale.message, details=stale.details)
+
+
+def _names_version(patch: Any) -> bool:
+    """Whether a patch states the resourceVersion it applies to (then it must not be retried)."""
+    if isinstance(patch, dict):
+        meta = patch.get("metadata")
+        return isinstance(meta, dict) and bool(meta.get("resourceVersion"))
+    if isinstance(patch, list):
+        return any(isinstance(op, dict) and op.get("path") == "/metadata/resourceVersion"
+                   for op in patch)
+    return False
 
 
 def copy_json(obj: T) -> T:
@@ -774,14 +795,15 @@ class ApiServer:
             )
         if admitted:
             await self.admission.validate(attrs, merged, old)
-            # The object may have changed while webhooks ran.
-            current = self.store.get(rt.storage_key, ns, name)
-            if current is None:
-                raise errors.not_found(rt.plural, rt.group, name)
-            if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
-                raise errors.conflict(rt.plural, rt.group, name, errors.STALE)
         if stored_old is not old:
             merged, old = await self._to_storage(rt, merged), stored_old
+        # The object may have changed while webhooks (admission, conversion) ran: writing the
+        # merge of the version read before would undo that change.
+        current = self.store.get(rt.storage_key, ns, name)
+        if current is None:
+            raise errors.not_found(rt.plural, rt.group, name)
+        if current["metadata"]["resourceVersion"] != old["metadata"]["resourceVersion"]:
+            raise ChangedMeanwhile(rt.plural, rt.group, name)
         if rt.has_generation and _spec_changed(old, merged):
             merged["metadata"]["generation"] = int(old["metadata"].get("generation") or 1) + 1
         merged["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
@@ -860,6 +882,37 @@ class ApiServer:
             scale = self.scale_of(rt, old)
             patched = self._apply_patch(scale, patch, patch_type, strategic_merge.EMPTY)
             return await self._update_scale(rt, ns, name, patched, dry_run=dry_run)
+        for attempt in range(PATCH_ATTEMPTS):
+            try:
+                return await self._patch_once(rt, ns, name, old, patch, patch_type,
+                                              subresource=subresource, dry_run=dry_run,
+                                              field_validation=field_validation,
+                                              warnings=warnings)
+            except ChangedMeanwhile:
+                # Upstream's GuaranteedUpdate: a patch is applied again to the object as it is
+                # now, unless it names the resourceVersion it was meant for.
+                fresh = self.store.get(rt.storage_key, ns, name)
+                if fresh is None:
+                    raise errors.not_found(rt.plural, rt.group, name) from None
+                if _names_version(patch) or attempt == PATCH_ATTEMPTS - 1:
+                    raise
+                old = fresh
+        raise AssertionError("unreachable")
+
+    async def _patch_once(
+        self,
+        rt: ResourceType,
+        ns: str,
+        name: str,
+        old: JsonObject,
+        patch: Any,
+        patch_type: str,
+        *,
+        subresource: str,
+        dry_run: bool,
+        field_validation: str | None,
+        warnings: list[str] | None,
+    ) -> JsonObject:
         (current,) = await self.converted(rt, [self.versioned(rt, old)])
         patched = self._apply_patch(current, patch, patch_type, rt.patch_meta)
         if not isinstance(patched, dict):

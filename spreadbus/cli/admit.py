@@ -1,9 +1,13 @@
-"""``spreadbus admit -f FILE --pod POD [--operation CREATE|DELETE|EVICT] [--now T]``.
+"""``spreadbus admit -f FILE --pod POD [--operation CREATE|UPDATE|DELETE|EVICT] [--old-pod POD]
+[--now T]``.
 
 The pod webhook's answer for POD given the objects in FILE: every registered feature decides in
 registry order, as the webhook's handlers on the pod paths do, and the first denial wins (for
-WorkloadSpread see :mod:`spreadbus.features.workloadspread.offline`). Exit 0 when allowed, 1 when
-denied, 2 on unreadable input.
+WorkloadSpread see :mod:`spreadbus.features.workloadspread.offline`, for PodUnavailableBudget
+:mod:`spreadbus.features.podunavailablebudget.offline`). Each feature sees the pod as the patches
+before it left it, and ``patch`` lists their operations one after another. An UPDATE needs the
+stored pod (``--old-pod``); POD is then the new one. A denial prints ``code`` (the HTTP status)
+and ``message``. Exit 0 when allowed, 1 when denied, 2 on unreadable input.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import json
 import sys
 from typing import Any
 
+from kubesemantics import json_patch
 from spreadbus.cli.offline_input import InputError, fail, read_now, read_objects
 from spreadbus.engine.feature import UnreadableInput
 from spreadbus.features.registry import BUILTIN
@@ -22,38 +27,57 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
     parser.add_argument("--pod", required=True, help="file holding the pod of the request")
     parser.add_argument(
-        "--operation", choices=("CREATE", "DELETE", "EVICT"), default="CREATE", type=str.upper
+        "--operation", choices=("CREATE", "UPDATE", "DELETE", "EVICT"), default="CREATE",
+        type=str.upper,
     )
+    parser.add_argument("--old-pod", help="file holding the stored pod (required for UPDATE)")
     parser.add_argument("--now", help="RFC 3339 time of the request (default: the clock)")
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
 
 
+def _read_pod(path: str) -> dict[str, Any]:
+    pods = [o for o in read_objects(path) if o.get("kind", "Pod") == "Pod"]
+    if not pods:
+        raise InputError(f"no Pod in {path}")
+    return pods[0]
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.operation == "UPDATE" and not args.old_pod:
+        return fail("--old-pod is required with --operation UPDATE")
     try:
         now = read_now(args.now)
         objects = read_objects(args.filename)
-        pods = [o for o in read_objects(args.pod) if o.get("kind", "Pod") == "Pod"]
+        pod = _read_pod(args.pod)
+        old_pod = _read_pod(args.old_pod) if args.old_pod else None
     except InputError as exc:
         return fail(exc)
-    if not pods:
-        return fail(f"no Pod in {args.pod}")
-    pod = pods[0]
+    if args.operation != "UPDATE":
+        old_pod = None
     allowed, message = True, ""
     answer: dict[str, Any] = {}
     lines: list[str] = []
     patch: list[Any] = []
+    current = pod
     for feature in BUILTIN:
         if feature.offline_admit is None:
             continue
         try:
-            decision = feature.offline_admit(pod, objects, operation=args.operation, now=now)
+            decision = feature.offline_admit(
+                current, objects, operation=args.operation, now=now, old_pod=old_pod
+            )
         except UnreadableInput as exc:
             return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
         answer.update(decision.answer)
         lines.extend(decision.lines)
-        patch.extend(decision.patch)
+        if decision.patch:
+            patch.extend(decision.patch)
+            current = json_patch.apply(current, [dict(op) for op in decision.patch])
+            answer["patch"] = list(patch)
         if not decision.allowed:
             allowed, message = False, decision.message
+            answer.update(allowed=False, code=decision.code, message=message)
+            answer.setdefault("reason", decision.reason)
             break
     if args.output == "json":
         print(json.dumps(answer))

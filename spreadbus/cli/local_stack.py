@@ -18,7 +18,8 @@ port it reported before, since the webhook configurations and the status lines n
 The bus is authenticated as a cluster's is (:mod:`spreadbus.runtime.bus_permissions`): each
 service connects as its own nkey user, allowed only what it does, and ``DIR/credentials`` holds
 the seeds (kept across runs), ``reader.nk`` among them: the read-only user for a person or tool
-watching the bus (``spreadbus`` commands find it there).
+watching the bus (``spreadbus`` commands find it there). NATS takes TLS connections only, with a
+certificate from the development CA (``DIR/tls``), as the deployed servers do.
 
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
 ``/readyz``; both are removed again on shutdown. :meth:`Stack.stop` stops the services first
@@ -50,6 +51,7 @@ import contextlib
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import time
@@ -58,7 +60,7 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Final
+from typing import IO, Any, Final
 
 from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
@@ -67,6 +69,7 @@ from spreadbus.runtime.bus_permissions import READER, inbox_prefix, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
+from tlsserving import CertKeyPair, issue_server_cert, make_ca
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
@@ -308,34 +311,41 @@ class Stack:
     def credentials_dir(self) -> Path:
         return self.data_dir / "credentials"
 
-    def bus_options(self, user: str = READER) -> dict[str, str]:
+    def bus_options(self, user: str = READER) -> dict[str, Any]:
         return bus_options(self.data_dir, user)
 
     def _nats_config(self) -> Path:
         """The server settings the local stack shares with ``deploy/nats`` (``max_payload``,
-        a user per service) for the features the services run."""
+        TLS from the development CA, a user per service) for the features the services run."""
         keys = ensure_users(self.credentials_dir)
         plugins = self.service_env.get("SPREADBUS_FEATURE_PLUGINS", "")
         chosen = features([p for p in plugins.split(",") if p])
+        tls = self.data_dir / "tls"
+        issue_server_cert(self._development_ca(), ["127.0.0.1", "localhost"]).write(tls, "nats")
         path = self.run_dir / "nats.conf"
-        path.write_text(f"max_payload: {NATS_MAX_PAYLOAD}\n"
-                        + server_users(keys, bus_accesses(chosen)))
+        path.write_text(
+            f"max_payload: {NATS_MAX_PAYLOAD}\n"
+            f"tls {{\n  cert_file: {json.dumps(str(tls / 'nats.crt'))}\n"
+            f"  key_file: {json.dumps(str(tls / 'nats.key'))}\n}}\n"
+            + server_users(keys, bus_accesses(chosen)))
         return path
 
-    def _certificates(self) -> dict[str, Path]:
-        """A development CA (kept across runs) and a fresh serving certificate for the webhook."""
-        from tlsserving import CertKeyPair, issue_server_cert, make_ca
-
+    def _development_ca(self) -> CertKeyPair:
+        """The CA of the stack's certificates, made once under ``DIR/tls`` and kept."""
         directory = self.data_dir / "tls"
         ca_cert, ca_key = directory / "ca.crt", directory / "ca.key"
         if ca_cert.exists() and ca_key.exists():
-            ca = CertKeyPair(ca_cert.read_bytes(), ca_key.read_bytes(), "ca")
-        else:
-            ca = make_ca("spreadbus development CA")
-            ca.write(directory, "ca")
+            return CertKeyPair(ca_cert.read_bytes(), ca_key.read_bytes(), "ca")
+        ca = make_ca("spreadbus development CA")
+        ca.write(directory, "ca")
+        return ca
+
+    def _certificates(self) -> dict[str, Path]:
+        """A fresh serving certificate for the webhook, from the development CA."""
         hosts = [SERVICE_DNS, "127.0.0.1", "localhost"]
-        server = issue_server_cert(ca, hosts).write(directory, "webhook")
-        return {"ca": ca_cert, "cert": server.cert, "key": server.key}
+        server = issue_server_cert(self._development_ca(), hosts).write(
+            self.data_dir / "tls", "webhook")
+        return {"ca": self.data_dir / "tls" / "ca.crt", "cert": server.cert, "key": server.key}
 
     def _reported(self, child: Child, message: str, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -379,6 +389,7 @@ class Stack:
             f"services.{module}",
             f"--nats-url={self.nats.url}",
             f"--nats-nkey-seed={seed_file(self.credentials_dir, module)}",
+            f"--nats-tls-ca={self.data_dir / 'tls' / 'ca.crt'}",
             f"--cluster={self.cluster}",
             "--http-host=127.0.0.1",
             HEALTH_PORT_ZERO,
@@ -509,11 +520,12 @@ class Stack:
         self.stop()
 
 
-def bus_options(data_dir: Path, user: str = READER) -> dict[str, str]:
+def bus_options(data_dir: Path, user: str = READER) -> dict[str, Any]:
     """How a client connects to the NATS of the stack in ``data_dir`` as ``user``
-    (``nats.connect`` keywords: the user's nkey seed and inbox)."""
+    (``nats.connect`` keywords: the user's nkey seed and inbox, TLS trusting the stack's CA)."""
     return {"nkeys_seed": str(seed_file(data_dir / "credentials", user)),
-            "inbox_prefix": inbox_prefix(user)}
+            "inbox_prefix": inbox_prefix(user),
+            "tls": ssl.create_default_context(cafile=str(data_dir / "tls" / "ca.crt"))}
 
 
 def publish(path: Path, text: str) -> None:

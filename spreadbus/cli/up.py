@@ -111,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"nats-url:   {stack.nats.url if stack.nats else ''}")
         reader = stack.bus_options()
         print(f"nats-user:  {reader['nkeys_seed']} (read-only nkey seed; "
-              f"inbox prefix {reader['inbox_prefix']})")
+              f"inbox prefix {reader['inbox_prefix']}; TLS trusting "
+              f"{stack.data_dir / 'tls' / 'ca.crt'})")
         print("services:")
         for line in stack.status_lines():
             print(line)

@@ -153,14 +153,20 @@ class OfflineAdmission:
 
     allowed: bool
     message: str = ""
+    code: int = 403
+    """HTTP status of a denial (403 Forbidden, 429 TooManyRequests, 400 BadRequest)."""
+    reason: str = "Forbidden"
     patch: Sequence[Mapping[str, Any]] = ()
     answer: Mapping[str, Any] = field(default_factory=dict)
     lines: Sequence[str] = ()
 
 
 class Admit(Protocol):
+    """``old_pod``: the stored pod of an UPDATE (``pod`` is then the new one)."""
+
     def __call__(self, pod: dict[str, Any], objects: Sequence[dict[str, Any]], /, *,
-                 operation: str, now: datetime) -> OfflineAdmission: ...
+                 operation: str, now: datetime,
+                 old_pod: dict[str, Any] | None = None) -> OfflineAdmission: ...
 
 
 class Validator(Protocol):
@@ -184,6 +190,6 @@ class Feature(Generic[FS]):
     """(API group, kind) -> validation of an object of that kind; ``context`` is every other
     object of the input."""
     offline_admit: Admit | None = None
-    """What ``spreadbus admit`` answers for a pod's CREATE, DELETE or EVICT."""
+    """What ``spreadbus admit`` answers for a pod's CREATE, UPDATE, DELETE or EVICT."""
     offline_plan: Callable[[Sequence[dict[str, Any]], datetime], OfflinePlan] | None = None
     """What ``spreadbus plan`` shows for the objects at a time."""

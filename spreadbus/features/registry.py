@@ -26,11 +26,18 @@ from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_settings import FeatureSettings, SettingsClash, compose, settings_for
 from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
+from spreadbus.features.workloadrebalancer.feature import FEATURE as WORKLOADREBALANCER
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
 from spreadbus.runtime.settings import ServiceSettings
 
-BUILTIN: Final[tuple[Feature[Any], ...]] = (WORKLOADSPREAD, UNITEDDEPLOYMENT)
+BUILTIN: Final[tuple[Feature[Any], ...]] = (
+    WORKLOADSPREAD,
+    UNITEDDEPLOYMENT,
+    PODUNAVAILABLEBUDGET,
+    WORKLOADREBALANCER,
+)
 
 
 class PluginError(ValueError):

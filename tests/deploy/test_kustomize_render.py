@@ -90,7 +90,7 @@ def test_uniteddeployments_are_defaulted_and_validated_failing_closed(
         assert rule["apiGroups"] == ["apps.kruise.io"]
 
 
-def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
+def test_validation_covers_pod_removal_and_update_workloadspreads_uds_and_budgets(
     rendered: list[dict[str, Any]],
 ) -> None:
     (config,) = find(rendered, "ValidatingWebhookConfiguration")
@@ -104,14 +104,24 @@ def test_validation_covers_pod_deletion_and_workloadspreads_but_not_evictions(
     }
     assert covered == {
         ("", "pods", "DELETE"),
+        ("", "pods", "UPDATE"),
+        ("", "pods/eviction", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "CREATE"),
         ("apps.kruise.io", "workloadspreads", "UPDATE"),
         ("apps.kruise.io", "uniteddeployments", "CREATE"),
         ("apps.kruise.io", "uniteddeployments", "UPDATE"),
         ("apps.kruise.io", "uniteddeployments", "DELETE"),
+        ("apps.karmada.io", "workloadrebalancers", "CREATE"),
+        ("apps.karmada.io", "workloadrebalancers", "UPDATE"),
+        ("policy.kruise.io", "podunavailablebudgets", "CREATE"),
+        ("policy.kruise.io", "podunavailablebudgets", "UPDATE"),
     }
-    paths = {hook["clientConfig"]["service"]["path"] for hook in config["webhooks"]}
-    assert paths == {"/validate-pod", "/validate-workloadspread", "/validate-uniteddeployment"}
+    paths = {hook["clientConfig"]["service"]["path"]: hook["failurePolicy"]
+             for hook in config["webhooks"]}
+    assert paths == {"/validate-pod": "Ignore", "/validate-workloadspread": "Fail",
+                     "/validate-uniteddeployment": "Fail",
+                     "/validate-workloadrebalancer": "Fail",
+                     "/validate-podunavailablebudget": "Fail"}
 
 
 def test_nats_runs_as_a_three_node_jetstream_cluster(rendered: list[dict[str, Any]]) -> None:

@@ -37,7 +37,7 @@ SERVICES: Final = {
 WORKLOADSPREAD_FIELDS: Final = {
     "watcher": {"workload_whitelist"},
     "planner": {"workload_whitelist", "adaptive_recover_seconds",
-                "workloadspread_min_interval_seconds"},
+                "workloadspread_min_interval_seconds", "rebalance_max_unavailable"},
     "actuator": set(),
     "webhook": {"workload_whitelist", "ledger_deadline_seconds"},
 }

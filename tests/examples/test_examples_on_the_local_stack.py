@@ -10,6 +10,8 @@ skipped until then; the UnitedDeployment example applies, and waits for its cont
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -277,16 +279,22 @@ def test_the_container_resources_example_sets_no_limits_since_it_says_limit(
 
 
 @pytest.mark.parametrize("path", sorted(UNITED.glob("*.yaml")), ids=example_id)
-def test_every_uniteddeployment_example_applies_and_is_stored_as_written_less_its_nulls(
+def test_every_uniteddeployment_example_is_stored_as_the_offline_defaulting_answers(
     cluster: Cluster, path: Path
 ) -> None:
     # The same look-up that skips the CloneSet examples finds a kind kubesim does serve.
     assert cluster.serves("apps.kruise.io", "uniteddeployments")
     (written,) = objects(path)
+    validated = subprocess.run(
+        [sys.executable, "-m", "spreadbus", "validate", "-f", str(path), "-o", "json"],
+        capture_output=True, text=True, timeout=60, check=False)
+    assert validated.returncode == 0, validated.stdout + validated.stderr
+    defaulted = json.loads(validated.stdout)["defaulted"]
+    assert defaulted["spec"] != written["spec"], "the defaulting webhook adds defaults"
     with cluster.applied(path):
         name = written["metadata"]["name"]
         stored = json.loads(cluster.kubectl("get", "uniteddeployment", name, "-o", "json"))
-        assert stored["spec"] == without_nulls(written["spec"])
+        assert stored["spec"] == without_nulls(defaulted["spec"])
 
 
 def without_nulls(value: Any) -> Any:

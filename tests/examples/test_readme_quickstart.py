@@ -117,7 +117,8 @@ def test_the_quickstart_shows_the_elastic_example_filling_ack_then_eci_and_scali
         "get pods -n deploy -L deploy/zone": lambda out: _zone_column(out, {"ack": 100, "": 50}),
         "get ws ws-demo -n deploy -o yaml": lambda out: _status_replicas(out, scaled_in),
         "spreadbus validate": lambda out: _equals(out, "allowed\n"),
-        "spreadbus plan": lambda out: _plans_the_example(out),
+        "spreadbus plan -f objects.yaml": lambda out: _plans_the_example(out),
+        "spreadbus plan -f examples/uniteddeployment": lambda out: _plans_the_subsets(out),
     }
     used: set[str] = set()
     environment = dict(os.environ)
@@ -161,6 +162,13 @@ def _zone_column(out: str, wanted: dict[str, int]) -> None:
 def _status_replicas(out: str, wanted: dict[str, int]) -> None:
     status = yaml.safe_load(out)["status"]
     assert {s["name"]: s["replicas"] for s in status["subsetStatuses"]} == wanted
+
+
+def _plans_the_subsets(out: str) -> None:
+    planned = json.loads(out)["unitedDeployments"]["default/sample-ud"]["subsets"]
+    assert {name: s["replicas"] for name, s in planned.items()} == {
+        "subset-a": 1, "subset-b": 3, "subset-c": 2}
+    assert {s["action"] for s in planned.values()} == {"create"}
 
 
 def _plans_the_example(out: str) -> None:

@@ -45,6 +45,7 @@ class ConversionWebhook:
     ca_bundle: str
     reviews: list[dict[str, Any]] = field(default_factory=list)
     fail: str = ""
+    delay: float = 0.0
 
 
 @pytest.fixture
@@ -58,6 +59,7 @@ async def conversion_webhook(tmp_path: Path) -> AsyncIterator[ConversionWebhook]
     async def convert(request: web.Request) -> web.Response:
         review = await request.json()
         hook.reviews.append(review)
+        await asyncio.sleep(hook.delay)
         req = review["request"]
         desired = req["desiredAPIVersion"]
         if hook.fail:
@@ -225,6 +227,27 @@ async def test_lists_patches_and_updates_in_the_other_version_convert_both_ways(
     assert replaced["metadata"]["generation"] == 1, "same spec once converted: no new generation"
     read = await call(widgets.get_namespaced_custom_object, GROUP, "v1", "default", WIDGETS, "b")
     assert (read["spec"], read["metadata"]["labels"]) == ({"size": 2}, {"tier": "x"})
+
+
+async def test_patches_racing_through_a_slow_webhook_both_land(
+    widgets: client.CustomObjectsApi, conversion_webhook: ConversionWebhook
+) -> None:
+    # Each patch waits on the webhook between reading the object and writing it; the one that
+    # writes second must be applied to what the first wrote, not to what it read before.
+    await call(widgets.create_namespaced_custom_object, GROUP, "v1", "default", WIDGETS,
+               widget_v1("w", 1))
+    conversion_webhook.delay = 0.2
+
+    def patch(body: dict[str, Any]) -> Any:
+        return call(widgets.patch_namespaced_custom_object, GROUP, "v2", "default", WIDGETS,
+                    "w", body)
+
+    await asyncio.gather(patch({"spec": {"dimensions": {"size": 5}}}),
+                         patch({"metadata": {"labels": {"tier": "x"}}}))
+    conversion_webhook.delay = 0.0
+    read = await call(widgets.get_namespaced_custom_object, GROUP, "v1", "default", WIDGETS, "w")
+    assert (read["spec"], read["metadata"].get("labels")) == ({"size": 5}, {"tier": "x"})
+    assert read["metadata"]["generation"] == 2
 
 
 async def test_watch_events_arrive_converted_to_the_watched_version(

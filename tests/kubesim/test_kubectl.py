@@ -132,6 +132,26 @@ def test_get_prints_built_in_and_crd_printer_columns(
     assert out[1].split()[:2] == ["cs", "4"]
 
 
+def test_get_workloadrebalancer_prints_progress_columns(kubeconfig_path: Path) -> None:
+    _apply_crds(kubeconfig_path)
+    kubectl(
+        kubeconfig_path,
+        "apply",
+        "-f",
+        "-",
+        stdin=(
+            "apiVersion: apps.karmada.io/v1alpha1\nkind: WorkloadRebalancer\n"
+            "metadata:\n  name: wr\nspec:\n  ttlSecondsAfterFinished: 60\n  workloads:\n"
+            "  - {apiVersion: apps/v1, kind: Deployment, name: web, namespace: default}\n"
+        ),
+    )
+    out = kubectl(kubeconfig_path, "get", "workloadrebalancer").stdout.splitlines()
+    assert out[0].split() == ["NAME", "FINISHED", "TTL", "OBSERVED", "AGE"]
+    # Not finished yet: FINISHED and OBSERVED are empty cells.
+    assert out[1].split()[:2] == ["wr", "60"]
+    assert out[1].index("60") > out[0].index("TTL") - 2
+
+
 def test_get_watch_streams_changes(
     kubeconfig_path: Path, kube_api_client: client.ApiClient
 ) -> None:

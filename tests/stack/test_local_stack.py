@@ -134,7 +134,7 @@ def stack(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, Path]]:
 
 def create_and_annotate(
     proc: subprocess.Popen[str], kubeconfig: Path, nats_url: str, recorder: KubeRecorder,
-    reader: dict[str, str],
+    reader: dict[str, Any],
 ) -> list[tuple[int, Any]]:
     """Create the Deployment, wait for its annotation; what ``KUBE`` carried meanwhile.
 

@@ -200,7 +200,7 @@ def services_caught_up(stack: Stack) -> bool:
     )
 
 
-async def _bus_counts(url: str, options: dict[str, str]) -> tuple[int, int] | None:
+async def _bus_counts(url: str, options: dict[str, Any]) -> tuple[int, int] | None:
     """Plans and outcomes on the bus; None while nats-server cannot answer (a restart)."""
     try:
         nc = await nats.connect(url, allow_reconnect=False, connect_timeout=2, **options)

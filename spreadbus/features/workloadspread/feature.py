@@ -1,16 +1,16 @@
 """WorkloadSpread as a feature: what the watcher, planner, actuator, webhook and CLI run of it.
 
 - Planner: :class:`~.planning.rule.WorkloadSpreadRule` (status, deletion costs, Adaptive
-  evictions, matched annotations) over the projection, with the reservation bucket's stream folded
-  beside it (:mod:`.planning.reservations`).
+  evictions, matched annotations, rebalancing on request) over the projection, with the
+  reservation bucket's stream folded beside it (:mod:`.planning.reservations`).
 - Webhook: pod CREATE is steered into a subset (``/mutate-pod``), pod DELETE records the freed
   slot (``/validate-pod``), WorkloadSpreads are validated (``/validate-workloadspread``, fail
   closed) and converted between API versions (``/convert``), all from one view of the
   observations (:mod:`.admission`).
 
 Its settings are :class:`~.settings.WorkloadSpreadSettings`: the whitelist (watcher, planner,
-webhook), the Adaptive recovery and the planning interval (planner), the reservation deadline
-(webhook).
+webhook), the Adaptive recovery, the planning interval and the rebalance limit (planner), the
+reservation deadline (webhook).
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from spreadbus.features.workloadspread.admission.reservation_ledger import reser
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
 from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
+from spreadbus.features.workloadspread.core.rebalance import HANDLED_ANNOTATION
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from spreadbus.features.workloadspread.offline import (
     offline_admit,
@@ -72,6 +73,7 @@ async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSi
         whitelist=ctx.settings.whitelist(),
         recover_after_seconds=ctx.settings.adaptive_recover_seconds,
         min_interval_seconds=ctx.settings.workloadspread_min_interval_seconds,
+        max_unavailable=ctx.settings.max_unavailable(),
     )
 
     def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
@@ -161,6 +163,8 @@ FEATURE: Final = Feature(
         *workload_kinds().resources(),
         "apps/v1/controllerrevisions",
         "apps.kruise.io/v1alpha1/workloadspreads",
+        "policy/v1/poddisruptionbudgets",  # rebalancing stays within disruption budgets
+        "policy.kruise.io/v1alpha1/podunavailablebudgets",
     ),
     plan_grants=(
         # Deletion cost, matched annotation, the subset's labels and annotations: metadata only.
@@ -168,7 +172,11 @@ FEATURE: Final = Feature(
                   writes=(("metadata", "annotations", "*"), ("metadata", "labels", "*"))),
         PlanGrant(rule=WorkloadSpreadRule.name, verb="patch_status", group="apps.kruise.io",
                   resource="workloadspreads", writes=(("status",),)),
+        # Adaptive rescheduling, rebalancing.
         PlanGrant(rule=WorkloadSpreadRule.name, verb="evict", group="", resource="pods"),
+        PlanGrant(rule=WorkloadSpreadRule.name, verb="patch", group="apps.kruise.io",
+                  resource="workloadspreads",
+                  writes=(("metadata", "annotations", HANDLED_ANNOTATION),)),
     ),
     bus={
         # Reservations in their bucket, announced admissions, hints between replicas.

@@ -23,7 +23,10 @@ wants on every pod it governs, the pods to evict for adaptive rescheduling; plus
 WorkloadSpread, the annotations for pre-existing pods matched to a subset and the time of the next
 wake-up. The planner itself writes only the costs that differ from a pod's annotation
 (``Plan.deletion_costs``); here every wanted value is shown (``Plan.wanted_costs``), including
-those a pod already carries.
+those a pod already carries. A WorkloadSpread with a pending rebalance request adds the moves it
+starts now to ``evictions`` (within the default unavailable limit and the PodDisruptionBudgets
+and PodUnavailableBudgets of the input, nothing being in flight) and, once nothing can move,
+``rebalanceHandled``: the request to record as handled.
 """
 
 from __future__ import annotations
@@ -40,7 +43,12 @@ from spreadbus.engine.feature import (
     OfflineValidation,
     UnreadableInput,
 )
-from spreadbus.features.workloadspread.core.admission import admit_create, admit_delete
+from spreadbus.features.workloadspread.core.admission import (
+    AdmissionDecision,
+    admit_create,
+    admit_delete,
+)
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.documents import (
     JSON,
     DocumentError,
@@ -49,6 +57,7 @@ from spreadbus.features.workloadspread.core.documents import (
     sort_objects,
 )
 from spreadbus.features.workloadspread.core.model import (
+    Status,
     WorkloadSpread,
     api_group,
     format_time,
@@ -59,6 +68,12 @@ from spreadbus.features.workloadspread.core.occupancy import (
     SubsetLoad,
     loads_from_pods,
     reservations_from_status,
+)
+from spreadbus.features.workloadspread.core.rebalance import (
+    Rebalance,
+    budgets_for,
+    pending_request,
+    rebalance,
 )
 from spreadbus.features.workloadspread.core.reconcile import (
     latest_version,
@@ -154,6 +169,13 @@ def offline_plan(objects_in: Sequence[JSON], now: datetime) -> OfflinePlan:
         for pod_key, cost in plan.wanted_costs.items():
             result["pods"][pod_key] = {"deletionCost": cost}
         result["evictions"].extend({"pod": e.pod, "reason": e.reason} for e in plan.evictions)
+        if pending_request(ws):
+            step = _rebalance_step(ws, plan.status, workload, pods, objects, whitelist)
+            if step.handled is not None:
+                entry["rebalanceHandled"] = step.handled
+            busy = {e.pod for e in plan.evictions}
+            result["evictions"].extend({"pod": m.pod, "reason": m.reason}
+                                       for m in step.evictions if m.pod not in busy)
     lines: list[str] = []
     for key, entry in result["workloadSpreads"].items():
         lines.append(f"WorkloadSpread {key}")
@@ -168,9 +190,37 @@ def offline_plan(objects_in: Sequence[JSON], now: datetime) -> OfflinePlan:
     return OfflinePlan(answer=result, lines=lines)
 
 
+def _rebalance_step(ws: WorkloadSpread, status: Status, workload: Mapping[str, Any] | None,
+                    pods: Sequence[Mapping[str, Any]], objects: ObjectSet,
+                    whitelist: Whitelist) -> Rebalance:
+    """The moves a pending rebalance request starts now, nothing being in flight."""
+    try:
+        replicas = workload_replicas(ws, workload, whitelist=whitelist)
+    except ReplicasPathError:
+        return Rebalance(request=pending_request(ws))
+    ref = ws.target_ref
+    budgets = budgets_for(
+        pods, namespace=ws.namespace,
+        target=(ref.group, ref.kind, ref.name) if ref is not None else None,
+        disruption_budgets=[o for o in objects.others if o.get("kind") == "PodDisruptionBudget"],
+        unavailable_budgets=[o for o in objects.others
+                             if o.get("kind") == "PodUnavailableBudget"],
+    )
+    return rebalance(ws, status=status, pods=pods, replicas=replicas, budgets=budgets)
+
+
 def offline_admit(
-    pod: JSON, objects_in: Sequence[JSON], *, operation: str, now: datetime
+    pod: JSON,
+    objects_in: Sequence[JSON],
+    *,
+    operation: str,
+    now: datetime,
+    old_pod: JSON | None = None,
 ) -> OfflineAdmission:
+    """An UPDATE is not the WorkloadSpread webhook's business: allowed, unchanged."""
+    if operation == "UPDATE":
+        return OfflineAdmission(allowed=True, answer=AdmissionDecision(
+            allowed=True, pod=dict(pod)).to_json())
     objects = _sorted(objects_in)
     spreads = [from_object(o) for o in objects.workloadspreads]
     lookup = lookup_in(objects.others)
@@ -223,6 +273,8 @@ def offline_admit(
     return OfflineAdmission(
         allowed=decision.allowed,
         message=decision.message,
+        code=400,
+        reason="BadRequest",
         patch=decision.patch,
         answer=decision.to_json(),
         lines=lines,

@@ -15,7 +15,12 @@ into :class:`~spreadbus.projection.planning.Desired` writes:
   while they start; a late write of an older cost, after an actuator redelivery, is observed like
   any change and corrected by the next plan);
 - an eviction (Eviction API) for every pod stuck longer than ``rescheduleCriticalSeconds``, once
-  the observed status already shows its subset ``Schedulable=False``.
+  the observed status already shows its subset ``Schedulable=False``;
+- while a rebalance is requested (``rebalance.spreadbus.io/request`` differs from ``.../handled``),
+  evictions of pods that can move to a higher-priority subset, within the unavailability limit
+  and the disruption budgets, and the ``handled`` annotation once nothing more can move
+  (:mod:`spreadbus.features.workloadspread.core.rebalance`,
+  :mod:`spreadbus.features.workloadspread.planning.rebalancing`).
 
 Adaptive order. The core evicts a subset's stuck pods only once the observed status shows the subset
 ``Schedulable=False`` (see :mod:`spreadbus.features.workloadspread.core.reconcile`): a round plans
@@ -76,9 +81,11 @@ from spreadbus.features.workloadspread.core.model import (
     from_object,
     status_to_json,
 )
+from spreadbus.features.workloadspread.core.rebalance import DEFAULT_MAX_UNAVAILABLE
 from spreadbus.features.workloadspread.core.reschedule import RECOVER_AFTER
 from spreadbus.features.workloadspread.core.target import Lookup
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
+from spreadbus.features.workloadspread.planning.rebalancing import Rebalancing
 from spreadbus.features.workloadspread.planning.reservations import (
     RESERVATIONS_RESOURCE,
     ReservationLedgers,
@@ -119,12 +126,14 @@ class WorkloadSpreadRule:
         whitelist: Whitelist | None = None,
         recover_after_seconds: float = RECOVER_AFTER.total_seconds(),
         min_interval_seconds: float = 0.25,
+        max_unavailable: int | str = DEFAULT_MAX_UNAVAILABLE,
     ) -> None:
         self.cluster = cluster
         self.reservations = reservations or ReservationLedgers(cluster)
         self.whitelist = whitelist or Whitelist()
         self.recover_after_seconds = recover_after_seconds
         self.min_interval = min_interval_seconds
+        self.rebalancing = Rebalancing(cluster, self.whitelist, max_unavailable)
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
         self.index = SpreadIndex(cluster, workload_kinds(self.whitelist))
@@ -214,6 +223,7 @@ class WorkloadSpreadRule:
     def _forget(self, okey: str) -> None:
         self._tallies.pop(okey, None)
         self._pending.pop(okey, None)
+        self.rebalancing.forget(okey)
 
     # -- planning one WorkloadSpread ---------------------------------------------------------------
 
@@ -266,14 +276,28 @@ class WorkloadSpreadRule:
             nodes=nodes,
             recover_after_seconds=self.recover_after_seconds,
         )
-        requeue = plan.requeue_at
-        self._schedule(okey, requeue.timestamp() if requeue is not None else None)
+        step = self.rebalancing.step(view, okey, ws, status=plan.status, tally=tally,
+                                     workload=workload, now=now,
+                                     busy={e.pod for e in plan.evictions})
+        wakes = [t for t in (plan.requeue_at.timestamp() if plan.requeue_at else None,
+                             step.wake_at) if t is not None]
+        self._schedule(okey, min(wakes) if wakes else None)
         return [
             self._status_desired(ws, obj, plan.status),
             *self._pod_desired(ws.key, plan, tally),
             *(self._eviction(e, pod) for e in plan.evictions
               if (pod := tally.pod(e.pod)) is not None),
+            *(Desired(verb="evict", target=self._ref(PODS, pod), reason=move.reason)
+              for move in step.evictions if (pod := tally.pod(move.pod)) is not None),
+            *([Desired(verb="patch", target=self._ref(self._spread_resource(obj), obj),
+                       patch=step.handled, reason=f"rebalance of {ws.key} handled")]
+              if step.handled is not None else []),
         ]
+
+    def _spread_resource(self, obj: Mapping[str, Any]) -> ResourceRef:
+        api_version = str(obj.get("apiVersion") or WORKLOADSPREADS.group + "/v1alpha1")
+        return ResourceRef(group=WORKLOADSPREADS.group, version=api_version.split("/", 1)[-1],
+                           resource=WORKLOADSPREADS.resource)
 
     def _tally(
         self,

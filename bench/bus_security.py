@@ -1,0 +1,152 @@
+"""What the authenticated, encrypted bus costs against an open one, measured in the same run.
+
+Two nats-servers run side by side: one open (no users, plain TCP), one as the local stack and
+deploy/ run it (TLS only, an nkey user per service with the permissions of
+:mod:`spreadbus.runtime.bus_permissions`). On each, in alternation, best of three:
+
+- connect: a service's connection (nkey signature, TLS handshake on the secured one);
+- publish: the watcher's user publishes N observations into ``KUBE`` and waits for the stream to
+  hold them all;
+- replay: the planner's user replays the stream with the services' follower until caught up.
+
+Printed: seconds per side and ``ratio`` secured/open per phase. Goal: replay and publish within
+1.25 of the open bus (the client, not the server, limits the rate; TLS adds a copy and a
+cipher per message), connect whatever the handshake costs (once per process start).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client
+
+from bench._bus import full_size, observation
+from events.streams import KUBE
+from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.runtime.bus_permissions import inbox_prefix, server_users
+from spreadbus.runtime.bus_users import ensure_users, seed_file
+from spreadbus.runtime.follower import StreamFollower
+from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.stream_setup import ensure_streams
+from tlsserving import issue_server_cert, make_ca
+
+CONNECTS = 20
+
+
+class Bus:
+    def __init__(self, root: Path, *, secured: bool) -> None:
+        self.secured = secured
+        self.root = root
+        args: list[str] = []
+        if secured:
+            ca = make_ca("bench CA")
+            ca.write(root, "ca")
+            issue_server_cert(ca, ["127.0.0.1"]).write(root, "server")
+            config = root / "nats.conf"
+            config.write_text(
+                f'tls {{\n  cert_file: "{root / "server.crt"}"\n'
+                f'  key_file: "{root / "server.key"}"\n}}\n'
+                + server_users(ensure_users(root / "users"), bus_accesses(BUILTIN)))
+            args = ["-c", str(config)]
+        self.server = NatsServer(store_dir=root / "store", extra_args=args).start()
+
+    def options(self, user: str) -> dict[str, Any]:
+        if not self.secured:
+            return {}
+        return {"nkeys_seed": str(seed_file(self.root / "users", user)),
+                "inbox_prefix": inbox_prefix(user),
+                "tls": ssl.create_default_context(cafile=str(self.root / "ca.crt"))}
+
+    async def connect(self, user: str) -> Client:
+        return await nats.connect(self.server.url, **self.options(user))
+
+
+async def connect_seconds(bus: Bus) -> float:
+    started = time.perf_counter()
+    for _ in range(CONNECTS):
+        nc = await bus.connect("planner")
+        await nc.close()
+    return (time.perf_counter() - started) / CONNECTS
+
+
+async def publish_seconds(bus: Bus, messages: list[tuple[str, bytes]]) -> float:
+    admin = await bus.connect("planner")
+    js = admin.jetstream()
+    await ensure_streams(js)
+    # Each run replaces the previous run's messages (one per subject): wait for N more.
+    wanted = (await js.stream_info(KUBE.name)).state.last_seq + len(messages)
+    watcher = await bus.connect("watcher")
+    started = time.perf_counter()
+    for subject, data in messages:
+        await watcher.publish(subject, data)
+    await watcher.flush()
+    while (await js.stream_info(KUBE.name)).state.last_seq < wanted:  # noqa: ASYNC110
+        await asyncio.sleep(0.005)
+    elapsed = time.perf_counter() - started
+    await watcher.close()
+    await admin.close()
+    return elapsed
+
+
+async def replay_seconds(bus: Bus, expected: int) -> float:
+    nc = await bus.connect("planner")
+    count = 0
+
+    def sink(seq: int, subject: str, data: bytes) -> None:
+        nonlocal count
+        count += 1
+
+    follower = StreamFollower(nc, stream=KUBE.name, sink=sink)
+    started = time.perf_counter()
+    task = asyncio.create_task(follower.run())
+    await follower.wait_caught_up()
+    elapsed = time.perf_counter() - started
+    follower.stop()
+    await task
+    await nc.close()
+    assert count == expected, (count, expected)
+    return elapsed
+
+
+async def best(runs: int, measure: Callable[[], Awaitable[float]]) -> float:
+    return min([await measure() for _ in range(runs)])
+
+
+async def main() -> None:
+    n = 200_000 if full_size() else 50_000
+    messages = [observation(i, n)[:2] for i in range(n)]
+    print(f"{n} observations of {sum(len(d) for _, d in messages) // n} bytes on average")
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
+        buses = {"open": Bus(Path(tmp) / "open", secured=False),
+                 "secured": Bus(Path(tmp) / "secured", secured=True)}
+        try:
+            results: dict[str, dict[str, float]] = {name: {} for name in buses}
+            for phase in ("connect", "publish", "replay"):
+                for name, bus in buses.items():
+                    if phase == "connect":
+                        value = await best(3, lambda b=bus: connect_seconds(b))  # type: ignore[misc]
+                    elif phase == "publish":
+                        value = await best(3, lambda b=bus: publish_seconds(b, messages))  # type: ignore[misc]
+                    else:
+                        value = await best(3, lambda b=bus: replay_seconds(b, n))  # type: ignore[misc]
+                    results[name][phase] = value
+            for phase in ("connect", "publish", "replay"):
+                opened, secured = results["open"][phase], results["secured"][phase]
+                unit = "ms" if phase == "connect" else "s"
+                scale = 1000.0 if phase == "connect" else 1.0
+                print(f"{phase:8} open {opened * scale:8.3f} {unit}  secured "
+                      f"{secured * scale:8.3f} {unit}  ratio {secured / opened:.3f}")
+        finally:
+            for bus in buses.values():
+                bus.server.stop()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

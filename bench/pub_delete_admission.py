@@ -1,0 +1,225 @@
+"""Answer latency of the pod webhook for pod DELETE under a PodUnavailableBudget, at 200/s.
+
+The webhook runs as ``spreadbus up`` runs it (its own process, real TLS, its view following the
+bus, budgets spent by compare-and-set on the NATS key-value bucket). Each of ``--budgets``
+namespaces holds a Deployment of 30 ready pods under a budget with ``maxUnavailable: 25``, its
+status written by the planner. DELETE reviews (the stored pod as ``oldObject``, ready and linked
+to the budget) are sent open loop, round robin over the namespaces and over each Deployment's 30
+pods (the pods are not deleted: the API server would do that only after the answer): the first
+review of 25 pods per budget is allowed and spends the budget (a compare-and-set write on NATS),
+the other 5 pods are refused on the spent entry, and a repeated review of a recorded pod is
+allowed without spending, which is the steady state of a drain or a rollout that a budget
+throttles and whose clients retry. Latency runs from the scheduled send time to the answer.
+
+Printed: p50, p99 and max over all answers and for the allowed and refused ones, the webhook
+process's CPU per review, and ``ratio`` p99 against the 5 ms limit.
+Run: ``python -m bench.pub_delete_admission [--seconds 5] [--budgets 10]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import ssl
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+from kubernetes import client, config
+
+from bench.webhook_admission import cpu_seconds
+from spreadbus.cli.local_stack import Stack
+
+LIMIT_MS = 5.0
+RATE = 200
+PODS = 30
+MAX_UNAVAILABLE = 25
+KUBELET = ["--create-delay=0.01", "--start-delay=0.02", "--ready-delay=0.01", "--no-events"]
+
+
+def budget() -> dict[str, Any]:
+    return {
+        "apiVersion": "policy.kruise.io/v1alpha1",
+        "kind": "PodUnavailableBudget",
+        "metadata": {"name": "bench"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "bench"},
+                 "maxUnavailable": MAX_UNAVAILABLE},
+    }
+
+
+def deployment() -> dict[str, Any]:
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "bench"},
+        "spec": {
+            "replicas": PODS,
+            "selector": {"matchLabels": {"app": "bench"}},
+            "template": {"metadata": {"labels": {"app": "bench"}},
+                         "spec": {"containers": [{"name": "app", "image": "nginx:1",
+                                                  "resources": {"requests": {"cpu": "1m"}}}]}},
+        },
+    }
+
+
+def review(namespace: str, name: str) -> bytes:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"app": "bench"},
+                     "annotations": {"kruise.io/related-pub": "bench"}},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1"}]},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    body = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": str(uuid.uuid4()),
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "operation": "DELETE",
+            "namespace": namespace,
+            "name": name,
+            "userInfo": {"username": "bench"},
+            "oldObject": pod,
+            "dryRun": False,
+        },
+    }
+    return json.dumps(body).encode()
+
+
+def prepare(api: client.ApiClient, namespace: str) -> None:
+    core: Any = client.CoreV1Api(api)
+    custom: Any = client.CustomObjectsApi(api)
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
+    custom.create_namespaced_custom_object("policy.kruise.io", "v1alpha1", namespace,
+                                           "podunavailablebudgets", budget())
+    client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment())
+
+
+def pod_names(api: client.ApiClient, namespace: str) -> list[str]:
+    core: Any = client.CoreV1Api(api)
+    return sorted(p.metadata.name for p in core.list_namespaced_pod(namespace).items)
+
+
+def settle(api: client.ApiClient, namespaces: list[str]) -> None:
+    custom: Any = client.CustomObjectsApi(api)
+    deadline = time.monotonic() + 120
+    for namespace in namespaces:
+        while True:
+            obj = custom.get_namespaced_custom_object("policy.kruise.io", "v1alpha1", namespace,
+                                                      "podunavailablebudgets", "bench")
+            if (obj.get("status") or {}).get("unavailableAllowed") == MAX_UNAVAILABLE:
+                break
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"budget in {namespace} never settled: {obj.get('status')}")
+            time.sleep(0.2)
+
+
+def percentiles(values: list[float]) -> tuple[float, float, float]:
+    if not values:
+        return (0.0, 0.0, 0.0)
+    ordered = sorted(values)
+    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+    return ordered[len(ordered) // 2] * 1000, p99 * 1000, ordered[-1] * 1000
+
+
+async def run(url: str, ca: Path, pods: dict[str, list[str]], seconds: float,
+              webhook_pid: int) -> dict[str, Any]:
+    namespaces = sorted(pods)
+    context = ssl.create_default_context(cafile=str(ca))
+    connector = aiohttp.TCPConnector(ssl=context, limit=64)
+    headers = {"Content-Type": "application/json"}
+    async with aiohttp.ClientSession(connector=connector) as session:
+        for i in range(50):  # warm the connection pool; unlinked pods cost no budget
+            body = json.loads(review(namespaces[0], f"warm-{i}"))
+            body["request"]["oldObject"]["metadata"]["annotations"] = {}
+            async with session.post(url, data=json.dumps(body), headers=headers) as response:
+                await response.read()
+        for namespace in namespaces:  # a first spend per budget, as the WorkloadSpread bench
+            # warms its ledgers (a pod that does not exist costs the budget nothing for long)
+            async with session.post(url, data=review(namespace, "warm"),
+                                    headers=headers) as response:
+                await response.read()
+        await asyncio.sleep(1.0)
+        count = int(RATE * seconds)
+        bodies = []
+        for i in range(count):
+            namespace = namespaces[i % len(namespaces)]
+            names = pods[namespace]
+            bodies.append(review(namespace, names[(i // len(namespaces)) % len(names)]))
+        allowed: list[float] = []
+        refused: list[float] = []
+
+        async def send(body: bytes, scheduled: float) -> None:
+            async with session.post(url, data=body, headers=headers) as response:
+                answer = await response.json()
+            took = time.perf_counter() - scheduled
+            (allowed if answer["response"]["allowed"] else refused).append(took)
+
+        tasks = []
+        cpu_before = cpu_seconds(webhook_pid)
+        started = time.perf_counter()
+        for i, body in enumerate(bodies):
+            scheduled = started + i / RATE
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.create_task(send(body, scheduled)))
+        await asyncio.gather(*tasks)
+        elapsed = time.perf_counter() - started
+        cpu = cpu_seconds(webhook_pid) - cpu_before
+    return {"count": count, "all": percentiles(allowed + refused),
+            "allowed": percentiles(allowed), "refused": percentiles(refused),
+            "n_allowed": len(allowed), "n_refused": len(refused),
+            "achieved": count / elapsed, "cpu_us": cpu / count * 1e6}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--budgets", type=int, default=10,
+                        help="budgets (namespaces) the reviews are spread over")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
+        data_dir = Path(tmp) / "stack"
+        stack = Stack(data_dir=data_dir, cluster="bench",
+                      kubesim_args=["--topology=three-zones", *KUBELET])
+        try:
+            stack.start(120.0)
+            url = f"https://127.0.0.1:{stack.webhook_port}/validate-pod"
+            webhook = next(s.process for s in stack.services if s.name == "webhook")
+            assert webhook is not None
+            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(data_dir / "kubeconfig"))
+            with api:
+                namespaces = [f"bench-{i}" for i in range(args.budgets)]
+                for namespace in namespaces:
+                    prepare(api, namespace)
+                settle(api, namespaces)
+                pods = {namespace: pod_names(api, namespace) for namespace in namespaces}
+                time.sleep(1.0)  # the webhook's view follows the written status
+                result = asyncio.run(run(url, data_dir / "tls" / "ca.crt", pods,
+                                         args.seconds, webhook.pid))
+        finally:
+            stack.stop()
+    print(f"cores: {os.cpu_count()}, DELETE reviews at {RATE}/s over {args.budgets} budgets "
+          f"for {args.seconds:.0f} s ({result['count']} reviews: {result['n_allowed']} allowed, "
+          f"{result['n_refused']} refused), achieved {result['achieved']:.0f}/s, "
+          f"webhook CPU {result['cpu_us']:.0f} us per review")
+    for label in ("all", "allowed", "refused"):
+        p50, p99, worst = result[label]
+        print(f"{label}: p50 {p50:.2f} ms, p99 {p99:.2f} ms, max {worst:.2f} ms")
+    print(f"ratio p99/limit at {RATE}/s: {result['all'][1] / LIMIT_MS:.3f} "
+          f"(limit {LIMIT_MS:.0f} ms)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,178 @@
+"""Draining a 100-pod node under a 10% PodUnavailableBudget: how close to the budget's own pace.
+
+The budget lets 10 of the Deployment's 100 pods be unavailable, so a drain must go in waves: ten
+evictions, then wait until their replacements are ready elsewhere and the planner has written a
+status counting them, then the next ten. The pace the budget itself forces is therefore
+``(waves - 1) x T_replace``, with ``T_replace`` the time the Deployment takes to replace a deleted
+pod with a ready one on this stack (its controllers, scheduler and kubelet, no budget involved),
+measured in the same run by deleting three of its pods one at a time (the Deployment has 103
+replicas on the node, so 100 remain there). The benchmark drains the node the way ``kubectl
+drain`` does (cordon, then evict every pod in parallel through the Eviction API, retrying each
+refused eviction) but retries every 100 ms where kubectl waits 5 s, so the ratio measures
+spreadbus (watcher, planner, actuator, webhook) rather than kubectl's retry timer.
+
+Printed: the drain time, ``T_replace``, the forced time and ``ratio`` drain/forced (goal under 1.2).
+Run: ``python -m bench.pub_drain``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import statistics
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+from spreadbus.cli.local_stack import Stack
+
+PODS = 100
+PROBES = 3
+PERCENT = 10
+GOAL = 1.2
+NS = "drain"
+KUBELET = ["--create-delay=0.2", "--start-delay=0.5", "--ready-delay=0.8",
+           "--max-termination-grace=0.2", "--no-events"]
+
+
+def deployment() -> dict[str, Any]:
+    container = {"name": "app", "image": "nginx:1", "resources": {"requests": {"cpu": "1m"}}}
+    return {
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "app"},
+        "spec": {"replicas": PODS + PROBES, "selector": {"matchLabels": {"app": "app"}},
+                 "template": {"metadata": {"labels": {"app": "app"}},
+                              "spec": {"terminationGracePeriodSeconds": 0,
+                                       "containers": [container]}}},
+    }
+
+
+def budget() -> dict[str, Any]:
+    return {"apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+            "metadata": {"name": "app"},
+            "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "app"},
+                     "maxUnavailable": f"{PERCENT}%"}}
+
+
+def ready(pod: Any) -> bool:
+    return pod.metadata.deletion_timestamp is None and any(
+        c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def wait(what: str, check: Any, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while not check():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.05)
+
+
+def cordon(core: Any, node: str, unschedulable: bool) -> None:
+    core.patch_node(node, {"spec": {"unschedulable": unschedulable}})
+
+
+def ready_count(core: Any) -> int:
+    return sum(1 for p in core.list_namespaced_pod(NS, label_selector="app=app").items
+               if ready(p))
+
+
+def time_to_replace(core: Any, node: str) -> float:
+    """Deletion of one of the Deployment's pods on ``node`` to its replacement ready."""
+    (victim, *_) = [p.metadata.name for p in core.list_namespaced_pod(
+        NS, field_selector=f"spec.nodeName={node}").items if ready(p)]
+    started = time.monotonic()
+    core.delete_namespaced_pod(victim, NS)
+    wait("the pod to go", lambda: ready_count(core) < PODS + PROBES, 30)
+    wait("its replacement ready", lambda: ready_count(core) == PODS + PROBES, 60)
+    return time.monotonic() - started
+
+
+def evict_until_gone(core: Any, name: str) -> None:
+    body = {"apiVersion": "policy/v1", "kind": "Eviction",
+            "metadata": {"name": name, "namespace": NS}}
+    while True:
+        try:
+            core.create_namespaced_pod_eviction(name, NS, body)
+            return
+        except ApiException as exc:
+            if exc.status == 404:
+                return
+            if exc.status != 429:
+                raise
+        time.sleep(0.1)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
+        data_dir = Path(tmp) / "stack"
+        stack = Stack(data_dir=data_dir, cluster="bench",
+                      kubesim_args=["--topology=three-zones", *KUBELET],
+                      service_env={k: v for k, v in os.environ.items()
+                                   if k.startswith("SPREADBUS_PUB_")})
+        try:
+            stack.start(120.0)
+            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+                config_file=str(data_dir / "kubeconfig"))
+            with api:
+                result = run(api)
+        finally:
+            stack.stop()
+    drained, t_ready, forced, allowed = result
+    print(f"cores: {os.cpu_count()}, {PODS} pods on one node, budget maxUnavailable {PERCENT}%")
+    print(f"drain {drained:.2f} s; T_replace {t_ready:.2f} s; forced by the budget "
+          f"{forced:.2f} s ({allowed} at a time)")
+    print(f"ratio drain/forced: {drained / forced:.3f} (goal under {GOAL})")
+    return 0
+
+
+def run(api: client.ApiClient) -> tuple[float, float, float, int]:
+    core: Any = client.CoreV1Api(api)
+    nodes = sorted(n.metadata.name for n in core.list_node().items)
+    target, others = nodes[0], nodes[1:]
+    core.create_namespace({"metadata": {"name": NS}})
+    for node in others:
+        cordon(core, node, True)
+    client.CustomObjectsApi(api).create_namespaced_custom_object(
+        "policy.kruise.io", "v1alpha1", NS, "podunavailablebudgets", budget())
+    client.AppsV1Api(api).create_namespaced_deployment(NS, deployment())
+
+    def all_ready_on_target() -> bool:
+        pods = core.list_namespaced_pod(NS, label_selector="app=app").items
+        return sum(1 for p in pods if ready(p) and p.spec.node_name == target) == PODS + PROBES
+
+    wait("the ready pods on one node", all_ready_on_target, 180)
+    allowed = math.ceil((PODS + PROBES) * PERCENT / 100)
+
+    def settled() -> bool:
+        obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
+            "policy.kruise.io", "v1alpha1", NS, "podunavailablebudgets", "app")
+        return (obj.get("status") or {}).get("unavailableAllowed") == allowed
+
+    wait("the budget to settle", settled, 60)
+    for node in others:
+        cordon(core, node, False)
+    cordon(core, target, True)
+    t_ready = statistics.median(time_to_replace(core, target) for _ in range(PROBES))
+    wait("the budget to settle again", settled, 60)
+    names = [p.metadata.name for p in core.list_namespaced_pod(
+        NS, field_selector=f"spec.nodeName={target}").items]
+    started = time.monotonic()
+    with ThreadPoolExecutor(max_workers=len(names)) as pool:
+        list(pool.map(lambda name: evict_until_gone(core, name), names))
+        wait("the node to empty", lambda: not core.list_namespaced_pod(
+            NS, field_selector=f"spec.nodeName={target}").items, 600)
+    drained = time.monotonic() - started
+    assert len(names) == PODS, f"{len(names)} pods on the node"
+    waves = math.ceil(PODS / allowed)
+    return drained, t_ready, (waves - 1) * t_ready, allowed
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

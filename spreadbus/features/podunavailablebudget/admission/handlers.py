@@ -1,0 +1,228 @@
+"""The PodUnavailableBudget handlers of one webhook replica.
+
+- ``/validate-pod``: pod DELETE and ``pods/eviction`` CREATE (gated by ``pub_delete_gate``) and
+  pod UPDATE (``pub_update_gate``) are decided by the core's admission rule in Kruise v1.9.0's
+  order; the budget is spent inside a compare-and-set transaction on the PUB's entry of the
+  budget bucket (:mod:`..budget_ledger`), so the decision and the spending are one atomic step
+  over every replica. A refused DELETE or UPDATE is 403 Forbidden as in Kruise; a refused
+  eviction is 429 TooManyRequests, as a PodDisruptionBudget refuses one, so ``kubectl drain`` and
+  other eviction clients wait and retry. Dry-run requests decide without spending.
+- ``/mutate-pod``: pod CREATE gets ``kruise.io/related-pub`` from the first matching PUB of its
+  namespace (the link every later decision follows).
+- ``/validate-podunavailablebudget``: PUB CREATE and UPDATE, Kruise's validation with the other
+  PUBs of the namespace for the conflict check (fail closed).
+
+Errors while spending (NATS unreachable, a contended entry past the deadline) refuse the request,
+so a budget is never overspent because the bus was slow; the path itself stays fail-open for the
+other features' handlers on it (WorkloadSpread's record of a deletion).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from kubesemantics.field_errors import describe
+from spreadbus.engine.admission_chain import ALLOW, Verdict, deny
+from spreadbus.engine.review import AdmissionRequest, pointer
+from spreadbus.features.podunavailablebudget import budget_ledger
+from spreadbus.features.podunavailablebudget.admission import decisions
+from spreadbus.features.podunavailablebudget.budget_ledger import BudgetEntry
+from spreadbus.features.podunavailablebudget.core.model import PodUnavailableBudget
+from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+from spreadbus.runtime.ledger import LedgerStore
+
+log = logging.getLogger(__name__)
+
+
+class Observed(Protocol):
+    """What the handlers read of the cluster (:class:`.view.BudgetView`)."""
+
+    cluster: str
+
+    def budget(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def budgets_in(self, namespace: str) -> list[dict[str, Any]]: ...
+    def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def synced(self) -> bool: ...
+
+
+class BudgetAdmission:
+    """Decisions over a view and the budget entries."""
+
+    def __init__(self, *, view: Observed, store: LedgerStore[BudgetEntry],
+                 settings: PodUnavailableBudgetSettings | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.view = view
+        self.store = store
+        self.settings = settings or PodUnavailableBudgetSettings()
+        self.clock = clock
+        self.refused = 0
+        self.spent = 0
+        self._budgets: dict[tuple[str, str], PodUnavailableBudget] = {}
+
+    def now(self) -> datetime:
+        return datetime.fromtimestamp(self.clock(), UTC)
+
+    # -- pods -------------------------------------------------------------------------------------
+
+    async def validate_pod(self, request: AdmissionRequest) -> Verdict:
+        if request.resource != "pods":
+            return ALLOW
+        operation, pod, old = self._subject(request)
+        if operation is None or pod is None:
+            return ALLOW
+        budget_name = decisions.related_budget(pod if operation != "UPDATE" else request.object)
+        if budget_name is None:
+            return ALLOW
+        namespace = request.namespace or _namespace(pod)
+        budget = self.view.budget(namespace, budget_name)
+        if budget is None:
+            if not self.view.synced():
+                # Not known to be gone: the watcher has not listed budgets into this view yet.
+                return _refusal(operation, "spreadbus webhook still syncing PodUnavailableBudgets")
+            return ALLOW  # Kruise: a budget that is gone protects nothing
+        now = self.now()
+        version = _version(budget)
+        raw_status = budget.get("status")
+        status: Mapping[str, Any] = raw_status if isinstance(raw_status, Mapping) else {}
+        dry_run = request.dry_run
+        parsed = self._parsed(budget)
+        early = decisions.decide(operation, pod, parsed, status, old_pod=old, now=now,
+                                 dry_run=True)
+        if early.settled:
+            return ALLOW  # the pod's own state or a record: no entry to read
+
+        def decide(entry: BudgetEntry) -> tuple[decisions.Decision, BudgetEntry | None]:
+            current = budget_ledger.reseeded(entry, status, version, now)
+            decision = decisions.decide(
+                operation, pod, parsed, budget_ledger.effective_status(current),
+                old_pod=old, now=now, dry_run=dry_run,
+            )
+            if decision.status is not None:
+                return decision, budget_ledger.with_decision(current, decision.status)
+            # A newer seed alone needs no write: the records the entry holds are exactly those
+            # its older seed does not count. Records dropped (listed, expired) do.
+            pruned = (current.disrupted, current.unavailable) != (entry.disrupted,
+                                                                  entry.unavailable)
+            return decision, (current if pruned else None)
+
+        key = budget_ledger.entry_key(self.view.cluster, namespace, budget_name)
+        try:
+            decision = await self.store.transact(key, decide)
+        except Exception as exc:  # NATS unreachable, the entry contended past the deadline
+            log.warning("budget not spent, refusing", extra={"budget": f"{namespace}/"
+                        f"{budget_name}", "pod": request.name, "error": repr(exc)})
+            self.refused += 1
+            return _refusal(operation, f"podunavailablebudget.policy.kruise.io "
+                                       f'"{budget_name}" could not be spent: {exc!r}')
+        if decision.allowed:
+            if decision.status is not None:
+                self.spent += 1
+            return ALLOW
+        self.refused += 1
+        return _refusal(operation, decision.message)
+
+    def _parsed(self, budget: Mapping[str, Any]) -> PodUnavailableBudget:
+        """The budget's spec, parsed once per version of the budget."""
+        metadata = budget.get("metadata") or {}
+        key = (str(metadata.get("uid") or ""), str(metadata.get("resourceVersion") or ""))
+        cached = self._budgets.get(key)
+        if cached is None:
+            if len(self._budgets) > 4096:
+                self._budgets.clear()
+            cached = self._budgets[key] = decisions.parsed_budget(budget)
+        return cached
+
+    def _subject(
+        self, request: AdmissionRequest
+    ) -> tuple[str | None, dict[str, Any] | None, dict[str, Any] | None]:
+        """(operation, the pod whose readiness and budget are checked, the stored pod)."""
+        gates = self.settings
+        if request.operation == "DELETE" and request.sub_resource == "":
+            if not gates.pub_delete_gate:
+                return None, None, None
+            return "DELETE", request.old_object, None
+        if request.operation == "CREATE" and request.sub_resource == "eviction":
+            if not gates.pub_delete_gate:
+                return None, None, None
+            return "EVICT", self.view.pod(request.namespace, request.name), None
+        if request.operation == "UPDATE" and request.sub_resource == "":
+            if not gates.pub_update_gate or request.object is None:
+                return None, None, None
+            return "UPDATE", request.object, request.old_object
+        return None, None, None
+
+    async def mutate_pod(self, request: AdmissionRequest) -> Verdict:
+        if (request.resource, request.sub_resource, request.operation) != ("pods", "", "CREATE"):
+            return ALLOW
+        if request.object is None:
+            return ALLOW
+        gates = self.settings
+        if not (gates.pub_delete_gate or gates.pub_update_gate):
+            return ALLOW
+        pod = request.object
+        namespace = request.namespace or _namespace(pod)
+        budgets = self.view.budgets_in(namespace)
+        if not budgets:
+            return ALLOW
+        name = decisions.matching_budget(pod, budgets, replicaset=self.view.replicaset,
+                                         namespace=namespace)
+        if name is None:
+            return ALLOW
+        annotations = (pod.get("metadata") or {}).get("annotations")
+        if isinstance(annotations, Mapping) and annotations.get(decisions.RELATED) == name:
+            return ALLOW
+        if not isinstance(annotations, Mapping):
+            patch = [{"op": "add", "path": "/metadata/annotations",
+                      "value": {decisions.RELATED: name}}]
+        else:
+            patch = [{"op": "add", "path": pointer("metadata", "annotations", decisions.RELATED),
+                      "value": name}]
+        return Verdict(patch=patch)
+
+    # -- PUBs -------------------------------------------------------------------------------------
+
+    async def validate_budget(self, request: AdmissionRequest) -> Verdict:
+        if request.operation not in ("CREATE", "UPDATE") or request.sub_resource:
+            return ALLOW
+        obj = request.object
+        if obj is None:
+            return deny("request.object: required", code=400, reason="BadRequest")
+        namespace = request.namespace or _namespace(obj)
+        errors = decisions.validate(
+            obj,
+            old=request.old_object if request.operation == "UPDATE" else None,
+            others=self.view.budgets_in(namespace),
+        )
+        if not errors:
+            return ALLOW
+        name = str((obj.get("metadata") or {}).get("name") or "")
+        lines = "; ".join(describe(e) for e in errors)
+        message = f'PodUnavailableBudget.policy.kruise.io "{name}" is invalid: {lines}'
+        causes = [{"field": e.field, "reason": f"Field{e.type}", "message": e.to_dict()["message"]}
+                  for e in errors]
+        return deny(message, code=422, reason="Invalid", causes=causes)
+
+
+def _refusal(operation: str, message: str) -> Verdict:
+    """403 as Kruise refuses a DELETE or UPDATE; 429 for an eviction, as a PodDisruptionBudget
+    refuses one, so eviction clients wait and retry."""
+    if operation == "EVICT":
+        return deny(message, code=429, reason="TooManyRequests")
+    return deny(message, code=403, reason="Forbidden")
+
+
+def _namespace(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("namespace") or "")
+
+
+def _version(obj: Mapping[str, Any]) -> int:
+    raw = (obj.get("metadata") or {}).get("resourceVersion")
+    try:
+        return int(str(raw))
+    except ValueError:
+        return 0

@@ -1,0 +1,67 @@
+"""The webhook's own fold of what a budget decision reads: PUBs, pods and their owners.
+
+An eviction's review carries the Eviction, not the pod, and Kruise then reads the pod from its
+informer; here the pod comes from this fold of the observation stream. Budgets are read the same
+way: the webhook trusts the status the planner last wrote, as Kruise's trusts its informer's.
+Pod CREATE needs the pod's workload for a targetRef budget (a ReplicaSet resolves to its
+Deployment), so ReplicaSets are kept too.
+
+Only these resources are kept (other observations are skipped before decoding); objects stay the
+raw JSON the watcher published and are decoded when a decision asks for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, Final
+
+from events.subjects import escape
+from spreadbus.projection.kube_state import KubeProjection, decode_object
+
+PUB_GROUP: Final = "policy.kruise.io"
+PUB_RESOURCE: Final = "podunavailablebudgets"
+KEPT: Final = frozenset({escape("pods"), escape(PUB_RESOURCE), escape("replicasets")})
+
+
+class BudgetView:
+    """Pods, PUBs and ReplicaSets of one cluster as last observed."""
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.projection = KubeProjection()
+
+    @property
+    def seq(self) -> int:
+        return self.projection.last_seq
+
+    def apply_message(self, seq: int, subject: str, data: bytes) -> None:
+        tokens = subject.split(".", 6)
+        if len(tokens) >= 5 and tokens[4] not in KEPT:
+            if seq > self.projection.state.last_seq:
+                self.projection.state.last_seq = seq
+            return
+        self.projection.apply(seq, subject, data)
+        self.projection.changed.clear()
+
+    def synced(self) -> bool:
+        return all(self.projection.synced(self.cluster, group, resource)
+                   for group, resource in (("", "pods"), (PUB_GROUP, PUB_RESOURCE)))
+
+    def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.projection.get(self.cluster, "", "pods", namespace, name)
+
+    def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.projection.get(self.cluster, "apps", "replicasets", namespace, name)
+
+    def budget(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.projection.get(self.cluster, PUB_GROUP, PUB_RESOURCE, namespace, name)
+
+    def budgets_in(self, namespace: str) -> list[dict[str, Any]]:
+        """The namespace's PUBs in name order (Kruise lists them from its cache)."""
+        prefix = escape(namespace) + "."
+        found = self.projection.objects(self.cluster, PUB_GROUP, PUB_RESOURCE)
+        return [decode_object(found[key]) for key in sorted(found) if key.startswith(prefix)]
+
+    def all_budgets(self) -> Iterator[dict[str, Any]]:
+        for _, obj in self.projection.iter_decoded(self.cluster, PUB_GROUP, PUB_RESOURCE):
+            yield obj

@@ -1,0 +1,58 @@
+"""PodUnavailableBudget as a feature: what the watcher, planner, webhook and CLI run of it.
+
+The pure rules live in :mod:`.core` (model, validation, status computation, admission
+decision); :mod:`.offline` answers ``spreadbus validate``, ``plan`` and ``admit``;
+:mod:`.running` is what the planner (each budget's status) and the webhook (pod DELETE, eviction,
+UPDATE and CREATE, PUB validation) run of it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from spreadbus.engine.bus_access import BusAccess
+from spreadbus.engine.feature import Feature
+from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.podunavailablebudget.budget_ledger import BUCKET, STREAM
+from spreadbus.features.podunavailablebudget.core.model import (
+    GROUP,
+    KIND,
+    RELATED_PUB_ANNOTATION,
+)
+from spreadbus.features.podunavailablebudget.offline import (
+    offline_admit,
+    offline_plan,
+    validate_offline,
+)
+from spreadbus.features.podunavailablebudget.planning.rule import WORKLOADS, BudgetRule
+from spreadbus.features.podunavailablebudget.running import planner_side, webhook_side
+from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+
+NAME: Final = "podunavailablebudget"
+
+FEATURE: Final = Feature(
+    name=NAME,
+    settings=PodUnavailableBudgetSettings,
+    watches=(
+        "v1/pods",
+        *(f"{w.group}/{w.version}/{w.resource}".lstrip("/") for w in WORKLOADS),
+        "policy.kruise.io/v1alpha1/podunavailablebudgets",
+    ),
+    plan_grants=(
+        PlanGrant(rule=BudgetRule.name, verb="patch_status", group=GROUP,
+                  resource="podunavailablebudgets", writes=(("status",),)),
+        # The link on pods created before their budget, and nothing else of the pod.
+        PlanGrant(rule=BudgetRule.name, verb="patch", group="", resource="pods",
+                  writes=(("metadata", "annotations", RELATED_PUB_ANNOTATION),)),
+    ),
+    bus={
+        # The webhook spends budgets in their bucket; the planner folds the bucket's stream.
+        "webhook": BusAccess(buckets=(BUCKET,)),
+        "planner": BusAccess(reads=(STREAM,)),
+    },
+    planner=planner_side,
+    webhook=webhook_side,
+    validators={(GROUP, KIND): validate_offline},
+    offline_admit=offline_admit,
+    offline_plan=offline_plan,
+)

@@ -1,0 +1,212 @@
+"""The PodUnavailableBudget rule: each budget's status, and the link annotation on its pods.
+
+For every budget touched by a change (the budget itself; any pod or workload of its namespace; its
+entry in the budget bucket) the rule hands the core's status computation the budget, the pods and
+workloads of its namespace and ``now``, and turns the answer into:
+
+- the status through the status subresource (``patch_status``), with the observed
+  ``resourceVersion`` as precondition and one write in flight at a time (``serial``): a status
+  computed from an older budget never lands, which the webhook's spending relies on
+  (:mod:`spreadbus.features.podunavailablebudget.budget_ledger`);
+- a ``kruise.io/related-pub`` patch for each of its pods that has none, as Kruise's controller
+  stamps the pods created before the budget.
+
+The webhook's records since the last written status come from the budget bucket
+(:mod:`.budget_records`) and are merged into the budget's status maps before the computation, so
+the written status counts those pods as disrupted; a record whose pod is already gone (the
+computation drops it) is still listed until it expires, so every replica sees a status that
+accounts for it and stops spending it twice.
+
+A budget is planned at most once per ``min_interval``; changes in between are taken together.
+The computation's earliest expiry (a record running out) wakes the rule without any event.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping, Set
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from events.messages import ObjectRef, ResourceRef
+from events.subjects import escape
+from spreadbus.features.podunavailablebudget.budget_ledger import BudgetEntry, reseeded
+from spreadbus.features.podunavailablebudget.planning import status_inputs
+from spreadbus.features.podunavailablebudget.planning.budget_records import (
+    BUDGETS_RESOURCE,
+    BudgetRecords,
+)
+from spreadbus.projection.kube_state import KubeProjection, resource_key
+from spreadbus.projection.planning import Desired
+
+PUBS: Final = ResourceRef(group="policy.kruise.io", version="v1alpha1",
+                          resource="podunavailablebudgets")
+PODS: Final = ResourceRef(group="", version="v1", resource="pods")
+WORKLOADS: Final = (
+    ResourceRef(group="apps", version="v1", resource="deployments"),
+    ResourceRef(group="apps", version="v1", resource="replicasets"),
+    ResourceRef(group="apps", version="v1", resource="statefulsets"),
+    ResourceRef(group="apps.kruise.io", version="v1alpha1", resource="clonesets"),
+    ResourceRef(group="apps.kruise.io", version="v1beta1", resource="statefulsets"),
+    ResourceRef(group="apps.kruise.io", version="v1alpha1", resource="uniteddeployments"),
+)
+RELATED: Final = "kruise.io/related-pub"
+_AFTER_EXPIRY: Final = 0.5
+"""A record is kept while its expiry is not before now: look again just after it."""
+
+Key = tuple[str, str]
+
+
+class BudgetRule:
+    name: str = "podunavailablebudget"
+
+    def __init__(self, cluster: str, *, records: BudgetRecords | None = None,
+                 min_interval_seconds: float = 0.02) -> None:
+        self.cluster = cluster
+        self.records = records or BudgetRecords(cluster)
+        self.min_interval = min_interval_seconds
+        self.resources: tuple[ResourceRef, ...] = (PUBS, PODS, *WORKLOADS)
+        self.rk_pubs = resource_key(cluster, PUBS.group, PUBS.resource)
+        self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
+        self.rk_workloads = {resource_key(cluster, w.group, w.resource): w for w in WORKLOADS}
+        self._wake: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []
+        self._planned_at: dict[str, float] = {}
+        self._members: dict[str, dict[str, set[str]]] = {}
+        """Resource key -> escaped namespace -> object keys: pods and workloads by namespace,
+        kept from ``changed`` (after a restore every key is changed once)."""
+
+    # -- time ---------------------------------------------------------------------------------
+
+    def due(self, now: float) -> set[Key]:
+        out: set[Key] = set()
+        while self._heap and self._heap[0][0] <= now:
+            at, okey = heapq.heappop(self._heap)
+            if self._wake.get(okey) == at:
+                del self._wake[okey]
+                out.add((self.rk_pubs, okey))
+        return out
+
+    def next_wake(self) -> float | None:
+        while self._heap and self._wake.get(self._heap[0][1]) != self._heap[0][0]:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
+
+    def _schedule(self, okey: str, at: float | None) -> None:
+        if at is None:
+            self._wake.pop(okey, None)
+            return
+        current = self._wake.get(okey)
+        if current is not None and current <= at:
+            return
+        self._wake[okey] = at
+        heapq.heappush(self._heap, (at, okey))
+
+    # -- the rule -----------------------------------------------------------------------------
+
+    def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
+        affected: set[str] = set()
+        namespaces: set[str] = set()
+        for rkey, okey in changed:
+            if rkey in (self.rk_pubs, BUDGETS_RESOURCE):
+                affected.add(okey)
+            elif rkey == self.rk_pods or rkey in self.rk_workloads:
+                namespace = okey.split(".", 1)[0]
+                namespaces.add(namespace)
+                members = self._members.setdefault(rkey, {})
+                if view.stored(rkey, okey) is None:
+                    keys = members.get(namespace)
+                    if keys is not None:
+                        keys.discard(okey)
+                        if not keys:
+                            del members[namespace]
+                else:
+                    members.setdefault(namespace, set()).add(okey)
+        if namespaces:
+            for okey in view.objects(self.cluster, PUBS.group, PUBS.resource):
+                if okey.split(".", 1)[0] in namespaces:
+                    affected.add(okey)
+        out: list[Desired] = []
+        for okey in sorted(affected):
+            last = self._planned_at.get(okey)
+            if last is not None and now - last < self.min_interval:
+                self._schedule(okey, last + self.min_interval)
+                continue
+            self._planned_at[okey] = now
+            out.extend(self._plan(view, okey, now))
+        return out
+
+    def _plan(self, view: KubeProjection, okey: str, now: float) -> list[Desired]:
+        budget = view.decoded(self.rk_pubs, okey)
+        if budget is None:
+            self._planned_at.pop(okey, None)
+            self._schedule(okey, None)
+            return []
+        metadata = budget.get("metadata") or {}
+        if metadata.get("deletionTimestamp"):
+            return []
+        namespace = str(metadata.get("namespace") or "")
+        escaped = escape(namespace)
+        pods = self._in_namespace(view, self.rk_pods, escaped)
+        workloads = [obj for rkey in self.rk_workloads
+                     for obj in self._in_namespace(view, rkey, escaped)]
+        at = datetime.fromtimestamp(now, UTC)
+        entry = self.records.entry(okey)
+        computed = status_inputs.compute(budget, pods, workloads, _records(entry, at), at)
+        self._schedule(okey, None if computed.requeue_at is None
+                       else computed.requeue_at.timestamp() + _AFTER_EXPIRY)
+        out = [Desired(
+            verb="patch_status",
+            target=_ref(PUBS, budget),
+            patch={"status": _status_patch(budget.get("status"), computed.status)},
+            reason=f"status of {namespace}/{metadata.get('name')}",
+            precondition="resource_version",
+            serial=True,
+        )] if _differs(budget.get("status"), computed.status) else []
+        name = str(metadata.get("name") or "")
+        for pod in computed.unlinked:
+            out.append(Desired(verb="patch", target=_ref(PODS, pod),
+                               patch={"metadata": {"annotations": {RELATED: name}}},
+                               reason=f"protected by PodUnavailableBudget {namespace}/{name}"))
+        return out
+
+    def _in_namespace(self, view: KubeProjection, rkey: str,
+                      namespace: str) -> list[dict[str, Any]]:
+        """The namespace's objects of one resource, in key order."""
+        out: list[dict[str, Any]] = []
+        for okey in sorted(self._members.get(rkey, {}).get(namespace, ())):
+            obj = view.decoded(rkey, okey)
+            if obj is not None:
+                out.append(obj)
+        return out
+
+
+def _records(entry: BudgetEntry, now: datetime) -> dict[str, dict[str, str]]:
+    """The webhook's live records not yet in a written status."""
+    live = reseeded(entry, None, 0, now)
+    return {"disruptedPods": dict(live.disrupted), "unavailablePods": dict(live.unavailable)}
+
+
+def _differs(observed: object, wanted: Mapping[str, Any]) -> bool:
+    """A whole status is replaced: any difference, including a map entry to drop."""
+    return observed != wanted
+
+
+def _status_patch(observed: object, wanted: Mapping[str, Any]) -> dict[str, Any]:
+    """A JSON merge patch from ``observed`` to exactly ``wanted``: what it drops is nulled."""
+    old = observed if isinstance(observed, Mapping) else {}
+    patch: dict[str, Any] = {key: None for key in old if key not in wanted}
+    for key, value in wanted.items():
+        previous = old.get(key)
+        if isinstance(value, Mapping) and isinstance(previous, Mapping):
+            patch[key] = {**{k: None for k in previous if k not in value}, **value}
+        else:
+            patch[key] = value
+    return patch
+
+
+def _ref(resource: ResourceRef, obj: Mapping[str, Any]) -> ObjectRef:
+    metadata = obj.get("metadata") or {}
+    return ObjectRef(group=resource.group, version=resource.version, resource=resource.resource,
+                     namespace=str(metadata.get("namespace") or ""),
+                     name=str(metadata.get("name") or ""), uid=str(metadata.get("uid") or ""))

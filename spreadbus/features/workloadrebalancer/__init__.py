@@ -1,0 +1,1 @@
+"""Karmada's WorkloadRebalancer (``apps.karmada.io/v1alpha1``) on spreadbus placements."""

@@ -1,0 +1,1 @@
+"""Pure WorkloadRebalancer rules: the model, validation, the status sync and the TTL."""

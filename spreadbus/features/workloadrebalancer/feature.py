@@ -1,0 +1,73 @@
+"""WorkloadRebalancer as a feature: what the watcher, planner, actuator, webhook and CLI run of it.
+
+- Planner: :class:`~.planning.rule.WorkloadRebalancerRule` writes the status, sets the
+  rebalance request on the governing UnitedDeployment or WorkloadSpread (which that feature
+  carries out) and deletes the rebalancer once its TTL has passed.
+- Webhook: WorkloadRebalancers are validated (``/validate-workloadrebalancer``, fail closed).
+- CLI: ``spreadbus plan`` shows ``workloadRebalancers``, ``spreadbus validate`` checks the kind.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from spreadbus.engine.admission_chain import AdmissionHandler
+from spreadbus.engine.feature import (
+    Feature,
+    PlannerContext,
+    PlannerSide,
+    WebhookContext,
+    WebhookSide,
+)
+from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.workloadrebalancer import admission
+from spreadbus.features.workloadrebalancer.core.model import (
+    GROUP,
+    KIND,
+    REQUEST_ANNOTATION,
+    RESOURCE,
+)
+from spreadbus.features.workloadrebalancer.offline import offline_plan, validate_offline
+from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalancerRule
+
+NAME: Final = "workloadrebalancer"
+
+
+async def planner_side(ctx: PlannerContext) -> PlannerSide:
+    return PlannerSide(rules=[WorkloadRebalancerRule(ctx.cluster)])
+
+
+class RebalancerWebhook(WebhookSide):
+    handlers = (AdmissionHandler(feature=NAME, path="/validate-workloadrebalancer",
+                                 decide=admission.validate, failure_policy="Fail"),)
+
+
+async def webhook_side(ctx: WebhookContext) -> RebalancerWebhook:
+    return RebalancerWebhook()
+
+
+FEATURE: Final = Feature(
+    name=NAME,
+    watches=(
+        f"{GROUP}/v1alpha1/{RESOURCE}",
+        "apps.kruise.io/v1alpha1/workloadspreads",
+        "apps.kruise.io/v1alpha1/uniteddeployments",
+        "apps/v1/deployments",
+        "apps/v1/replicasets",
+        "apps/v1/statefulsets",
+    ),
+    plan_grants=(
+        PlanGrant(rule=WorkloadRebalancerRule.name, verb="patch_status", group=GROUP,
+                  resource=RESOURCE, writes=(("status",),)),
+        # ttlSecondsAfterFinished
+        PlanGrant(rule=WorkloadRebalancerRule.name, verb="delete", group=GROUP, resource=RESOURCE),
+        # The rebalance request, on the governing placement.
+        *(PlanGrant(rule=WorkloadRebalancerRule.name, verb="patch", group="apps.kruise.io",
+                    resource=resource, writes=(("metadata", "annotations", REQUEST_ANNOTATION),))
+          for resource in ("workloadspreads", "uniteddeployments")),
+    ),
+    planner=planner_side,
+    webhook=webhook_side,
+    validators={(GROUP, KIND): validate_offline},
+    offline_plan=offline_plan,
+)

@@ -1,0 +1,1 @@
+"""The WorkloadRebalancer rule over the planner's projection."""

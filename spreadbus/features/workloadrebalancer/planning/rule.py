@@ -1,0 +1,185 @@
+"""The WorkloadRebalancer rule: status, requests on the governing objects, deletion after the TTL.
+
+For every WorkloadRebalancer touched by a change (and every unfinished one whenever anything else
+changed: the governing object may have just been seen carrying the request), the rule runs
+:func:`~spreadbus.features.workloadrebalancer.core.status.sync` over the projection and turns
+the answer into writes:
+
+- the status through the status subresource (``patch_status``) with the observed
+  ``resourceVersion`` as precondition (it is derived from the spec and the previous status, and
+  ``finishTime`` is now: a write decided on an older object must not land), one at a time;
+- ``rebalance.spreadbus.io/request: <uid>`` on each governing UnitedDeployment or WorkloadSpread
+  that does not carry this request yet (uid precondition: the value stands by itself); the entry
+  waits without a result until the object is seen carrying it, then turns ``Successful``;
+- a ``delete`` of the rebalancer once ``finishTime + ttlSecondsAfterFinished`` has passed, read
+  from the status this very round decides, and a wake-up at that time otherwise
+  (:class:`~spreadbus.projection.planning.Timed`), so no event is needed to expire it.
+
+The named object is looked up in the projection by API group, namespace, name and kind, among
+every resource of its group the watcher streams (a whitelisted custom workload included).
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from collections.abc import Iterator, Mapping, Sequence, Set
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from events.messages import ObjectRef, ResourceRef
+from events.subjects import escape
+from kubesemantics.group_version import api_group
+from kubesemantics.lenient_json import as_map, as_str
+from spreadbus.features.workloadrebalancer.core.model import (
+    GROUP,
+    REQUEST_ANNOTATION,
+    RESOURCE,
+    WorkloadRebalancer,
+    WorkloadRef,
+    from_object,
+)
+from spreadbus.features.workloadrebalancer.core.placement import (
+    KRUISE_GROUP,
+    UNITED_DEPLOYMENT,
+    Holds,
+    governing,
+    holds_request,
+)
+from spreadbus.features.workloadrebalancer.core.status import Placement, Sync, sync
+from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.planning import Desired
+
+Key = tuple[str, str]
+
+REBALANCERS: Final = ResourceRef(group=GROUP, version="v1alpha1", resource=RESOURCE)
+WORKLOADSPREADS: Final = ResourceRef(group=KRUISE_GROUP, version="v1alpha1",
+                                     resource="workloadspreads")
+UNITEDDEPLOYMENTS: Final = ResourceRef(group=KRUISE_GROUP, version="v1alpha1",
+                                       resource="uniteddeployments")
+APPS: Final = tuple(ResourceRef(group="apps", version="v1", resource=r)
+                    for r in ("deployments", "replicasets", "statefulsets"))
+
+
+class WorkloadRebalancerRule:
+    name: str = "workloadrebalancer"
+
+    def __init__(self, cluster: str) -> None:
+        self.cluster = cluster
+        self.resources: tuple[ResourceRef, ...] = (REBALANCERS, WORKLOADSPREADS,
+                                                   UNITEDDEPLOYMENTS, *APPS)
+        self.rk_rebalancers = resource_key(cluster, GROUP, RESOURCE)
+        self.rk_spreads = resource_key(cluster, KRUISE_GROUP, WORKLOADSPREADS.resource)
+        self._unfinished: set[str] = set()
+        self._wake: dict[str, float] = {}
+        self._heap: list[tuple[float, str]] = []
+
+    # -- the planner's time seam ------------------------------------------------------------------
+
+    def due(self, now: float) -> set[Key]:
+        out: set[Key] = set()
+        while self._heap and self._heap[0][0] <= now:
+            at, okey = heapq.heappop(self._heap)
+            if self._wake.get(okey) == at:
+                del self._wake[okey]
+                out.add((self.rk_rebalancers, okey))
+        return out
+
+    def next_wake(self) -> float | None:
+        while self._heap and self._wake.get(self._heap[0][1]) != self._heap[0][0]:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
+
+    def _schedule(self, okey: str, at: datetime | None) -> None:
+        if at is None:
+            self._wake.pop(okey, None)
+            return
+        when = at.timestamp()
+        if self._wake.get(okey) != when:
+            self._wake[okey] = when
+            heapq.heappush(self._heap, (when, okey))
+
+    # -- the rule ---------------------------------------------------------------------------------
+
+    def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
+        names = {okey for rkey, okey in changed if rkey == self.rk_rebalancers}
+        if any(rkey != self.rk_rebalancers for rkey, _ in changed):
+            names |= self._unfinished
+        if not names:
+            return []
+        rebalancers = {okey: from_object(obj)
+                       for okey, obj in view.iter_decoded(self.cluster, GROUP, RESOURCE)}
+        requests = {wr.uid: (wr.created, wr.uid) for wr in rebalancers.values() if wr.uid}
+        spreads = [obj for _, obj in view.iter_decoded(self.cluster, KRUISE_GROUP,
+                                                       WORKLOADSPREADS.resource)]
+        at = datetime.fromtimestamp(now, UTC)
+        out: list[Desired] = []
+        for okey in sorted(names):
+            wr = rebalancers.get(okey)
+            if wr is None or wr.deleting:
+                self._unfinished.discard(okey)
+                self._schedule(okey, None)
+                continue
+            holds = holds_request(wr.uid, wr.created, requests)
+            resolve = functools.partial(self._governing, view, spreads, holds)
+            outcome = sync(wr, resolve, at)
+            if outcome.finished:
+                self._unfinished.discard(okey)
+            else:
+                self._unfinished.add(okey)
+            self._schedule(okey, outcome.requeue_at)
+            out.extend(self._writes(view, wr, okey, outcome))
+        return out
+
+    def _writes(self, view: KubeProjection, wr: WorkloadRebalancer, okey: str,
+                outcome: Sync) -> Iterator[Desired]:
+        obj = view.decoded(self.rk_rebalancers, okey) or {}
+        target = ObjectRef(group=GROUP, version=as_str(obj.get("apiVersion")).split("/")[-1]
+                           or REBALANCERS.version, resource=RESOURCE, name=wr.name,
+                           uid=wr.uid)
+        if outcome.write:
+            yield Desired(verb="patch_status", target=target,
+                          patch={"status": outcome.status.to_json()},
+                          reason=f"status of WorkloadRebalancer {wr.name} at generation "
+                                 f"{wr.generation}",
+                          precondition="resource_version", serial=True)
+        for trigger in outcome.triggers:
+            governor = self._governor_ref(view, trigger.placement)
+            if governor is not None:
+                yield Desired(
+                    verb="patch", target=governor,
+                    patch={"metadata": {"annotations": {REQUEST_ANNOTATION: wr.uid}}},
+                    reason=f"WorkloadRebalancer {wr.name} asks a fresh placement of "
+                           f"{trigger.workload.describe()}")
+        if outcome.delete:
+            yield Desired(verb="delete", target=target,
+                          reason=f"WorkloadRebalancer {wr.name}: ttlSecondsAfterFinished passed")
+
+    def _governor_ref(self, view: KubeProjection, placement: Placement) -> ObjectRef | None:
+        resource = UNITEDDEPLOYMENTS if placement.kind == UNITED_DEPLOYMENT else WORKLOADSPREADS
+        obj = view.get(self.cluster, resource.group, resource.resource, placement.namespace,
+                       placement.name)
+        if obj is None:
+            return None
+        metadata = as_map(obj.get("metadata"))
+        version = as_str(obj.get("apiVersion")).split("/")[-1] or resource.version
+        return ObjectRef(group=resource.group, version=version, resource=resource.resource,
+                         namespace=placement.namespace, name=placement.name,
+                         uid=as_str(metadata.get("uid")))
+
+    def _governing(self, view: KubeProjection, spreads: Sequence[Mapping[str, Any]],
+                   holds: Holds, ref: WorkloadRef) -> Placement | None:
+        return governing(ref, self._find(view, ref), spreads, holds)
+
+    def _find(self, view: KubeProjection, ref: WorkloadRef) -> Mapping[str, Any] | None:
+        """The object ``ref`` names, in any streamed resource of its group."""
+        if not ref.namespace:
+            return None  # cluster-scoped: nothing spreadbus places
+        prefix = f"{escape(self.cluster)}.{escape(api_group(ref.api_version))}."
+        okey = object_key(ref.namespace, ref.name)
+        for rkey, bucket in view.state.objects.items():
+            if rkey.startswith(prefix) and okey in bucket:
+                obj = view.decoded(rkey, okey)
+                if obj is not None and obj.get("kind") == ref.kind:
+                    return obj
+        return None

@@ -1,0 +1,76 @@
+"""Each bus user's permissions are what the services and features declare, and no more."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+from spreadbus.engine.bus_access import BusAccess
+from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.runtime.bus_permissions import READER, SERVICES, USERS, permissions
+
+TOKEN = re.compile(r"^(\*|>|[^\s.*>]+)$")
+DATA = ("kube.obs.>", "kube.sync.>", "plan.>", "outcome.>", "admission.>")
+
+
+def allowed(user: str, kind: str, features: Any = None) -> list[str]:
+    chosen = bus_accesses(BUILTIN) if features is None else features
+    result: list[str] = permissions(user, chosen)[kind]["allow"]
+    return result
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_every_permission_is_a_valid_subject_pattern_listed_once(user: str) -> None:
+    for kind in ("publish", "subscribe"):
+        subjects = allowed(user, kind)
+        assert len(subjects) == len(set(subjects))
+        for subject in subjects:
+            tokens = subject.split(".")
+            assert all(TOKEN.match(t) for t in tokens), subject
+            assert ">" not in tokens[:-1], subject
+
+
+def test_each_message_subject_has_exactly_one_publisher() -> None:
+    publishers = {subject: [u for u in USERS if subject in allowed(u, "publish")]
+                  for subject in DATA}
+    assert publishers == {
+        "kube.obs.>": ["watcher"], "kube.sync.>": ["watcher"], "plan.>": ["planner"],
+        "outcome.>": ["actuator"], "admission.>": ["webhook"],
+    }
+
+
+def test_the_reader_publishes_only_jetstream_reads_and_subscribes_to_every_message() -> None:
+    for subject in allowed(READER, "publish"):
+        assert subject.startswith(("$JS.API.", "$JS.ACK.", "$JS.FC.")), subject
+        assert not re.search(r"\.(CREATE|UPDATE|PURGE|DELETE)\.[A-Z_a-z-]+$", subject) or \
+            "CONSUMER" in subject, subject
+    assert set(DATA) <= set(allowed(READER, "subscribe"))
+
+
+@pytest.mark.parametrize("user", SERVICES)
+def test_replies_reach_each_user_on_its_own_inbox_only(user: str) -> None:
+    inboxes = [s for u in USERS for s in allowed(u, "subscribe") if s.startswith("_INBOX")]
+    assert f"_INBOX_{user}.>" in allowed(user, "subscribe")
+    assert inboxes.count(f"_INBOX_{user}.>") == 1
+
+
+def test_a_features_declaration_reaches_its_service_and_no_other() -> None:
+    extra = {"planner": BusAccess(publish=("extra.>",), subscribe=("hints.>",),
+                                  buckets=("extra-bucket",), reads=("EXTRA",))}
+    features = (*bus_accesses(BUILTIN), extra)
+    planner = allowed("planner", "publish", features)
+    assert {"extra.>", "$KV.extra-bucket.>", "$JS.API.STREAM.CREATE.KV_extra-bucket",
+            "$JS.API.CONSUMER.MSG.NEXT.EXTRA.>"} <= set(planner)
+    assert "hints.>" in allowed("planner", "subscribe", features)
+    for other in ("watcher", "actuator", "webhook"):
+        assert "extra.>" not in allowed(other, "publish", features)
+        assert "$KV.extra-bucket.>" not in allowed(other, "publish", features)
+    assert "$KV.extra-bucket.>" in allowed(READER, "subscribe", features)
+    assert "$JS.API.CONSUMER.MSG.NEXT.KV_extra-bucket.>" in allowed(READER, "publish", features)
+
+
+def test_an_unknown_user_is_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="no bus user 'stranger'"):
+        permissions("stranger", bus_accesses(BUILTIN))

@@ -1,0 +1,171 @@
+"""The PodUnavailableBudget handlers on a real nats-server: CREATE links, UPDATE spends, the gates,
+and PUB validation."""
+
+from __future__ import annotations
+
+import copy
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from nats.aio.client import Client
+
+from spreadbus.engine.review import AdmissionRequest
+from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
+    budget_bucket,
+    budget_store,
+)
+from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
+from spreadbus.features.podunavailablebudget.budget_ledger import entry_key
+from spreadbus.features.podunavailablebudget.planning.status_inputs import compute
+from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+from spreadbus.runtime.ledger import LedgerConflict
+from tests.podunavailablebudget.budgets import NS, StaticView, budget, pod, review
+
+NOW = datetime(2026, 3, 1, 8, 0, 0, tzinfo=UTC)
+
+
+def admission_for(nc: Client, view: StaticView, kv: Any,
+                  **gates: bool) -> BudgetAdmission:
+    return BudgetAdmission(view=view, store=budget_store(kv),
+                           settings=PodUnavailableBudgetSettings(**gates),
+                           clock=lambda: NOW.timestamp())
+
+
+@pytest.fixture
+async def kv(nats_client: Client) -> Any:
+    return await budget_bucket(nats_client)
+
+
+def settled_view(total: int = 3, max_unavailable: int = 1) -> tuple[StaticView, list[Any]]:
+    view = StaticView()
+    world = [pod(f"p{i}") for i in range(total)]
+    status = compute(budget(total=total, max_unavailable=max_unavailable), world, [], {},
+                     NOW).status
+    view.budgets = {"pub": budget(total=total, max_unavailable=max_unavailable, status=status)}
+    view.pods = {p["metadata"]["name"]: p for p in world}
+    return view, world
+
+
+def create(new_pod: dict[str, Any]) -> AdmissionRequest:
+    return AdmissionRequest(
+        uid="c", api_version="admission.k8s.io/v1", operation="CREATE", group="", version="v1",
+        resource="pods", sub_resource="", namespace=NS, name="", dry_run=False, object=new_pod,
+        old_object=None,
+    )
+
+
+async def test_a_new_pod_is_linked_to_the_first_budget_that_selects_it(
+    nats_client: Client, kv: Any,
+) -> None:
+    view, _ = settled_view()
+    other = budget("other", total=3)
+    other["spec"]["selector"] = {"matchLabels": {"app": "elsewhere"}}
+    view.budgets["other"] = other
+    admission = admission_for(nats_client, view, kv)
+    fresh = pod("new", related=None)
+    verdict = await admission.mutate_pod(create(fresh))
+    assert list(verdict.patch) == [
+        {"op": "add", "path": "/metadata/annotations/kruise.io~1related-pub", "value": "pub"}]
+    stranger = pod("new", related=None)
+    stranger["metadata"]["labels"] = {"app": "unprotected"}
+    assert not (await admission.mutate_pod(create(stranger))).patch
+    off = admission_for(nats_client, view, kv, pub_delete_gate=False, pub_update_gate=False)
+    assert not (await off.mutate_pod(create(fresh))).patch
+
+
+async def test_an_update_that_changes_the_spec_spends_and_a_label_change_does_not(
+    nats_client: Client, kv: Any,
+) -> None:
+    view, world = settled_view(total=3, max_unavailable=1)
+    admission = admission_for(nats_client, view, kv)
+    relabelled = copy.deepcopy(world[0])
+    relabelled["metadata"]["labels"]["tier"] = "web"
+    assert (await admission.validate_pod(review("UPDATE", world[0], new=relabelled))).allowed
+    new_image = copy.deepcopy(world[0])
+    new_image["spec"]["containers"][0]["image"] = "nginx:2"
+    assert (await admission.validate_pod(review("UPDATE", world[0], new=new_image))).allowed
+    entry = await admission.store.current(entry_key("c1", NS, "pub"))
+    assert list(entry.unavailable) == ["p0"]
+    assert not entry.disrupted
+    other = copy.deepcopy(world[1])
+    other["spec"]["containers"][0]["image"] = "nginx:2"
+    refused = await admission.validate_pod(review("UPDATE", world[1], new=other))
+    assert (refused.allowed, refused.code) == (False, 403)
+    # With the update gate off, the same update is not the budget's business.
+    ungated = admission_for(nats_client, view, kv, pub_update_gate=False)
+    assert (await ungated.validate_pod(review("UPDATE", world[1], new=other))).allowed
+
+
+async def test_with_the_delete_gate_off_deletions_and_evictions_are_not_checked(
+    nats_client: Client, kv: Any,
+) -> None:
+    view, world = settled_view(total=2, max_unavailable=0)
+    gated = admission_for(nats_client, view, kv)
+    assert not (await gated.validate_pod(review("DELETE", world[0]))).allowed
+    ungated = admission_for(nats_client, view, kv, pub_delete_gate=False)
+    assert (await ungated.validate_pod(review("DELETE", world[0]))).allowed
+    assert (await ungated.validate_pod(review("CREATE", world[1],
+                                              sub_resource="eviction"))).allowed
+
+
+async def test_a_pod_without_the_link_or_of_a_vanished_budget_is_not_protected(
+    nats_client: Client, kv: Any,
+) -> None:
+    view, _ = settled_view(total=2, max_unavailable=0)
+    admission = admission_for(nats_client, view, kv)
+    assert (await admission.validate_pod(review("DELETE", pod("x", related=None)))).allowed
+    assert (await admission.validate_pod(review("DELETE", pod("y", related="gone")))).allowed
+    assert (await admission.validate_pod(review("DELETE", pod("z", ready=False)))).allowed
+    # Before the watcher has listed budgets, a missing budget is not known to be gone.
+    view.listed = False
+    early = await admission.validate_pod(review("DELETE", pod("y", related="gone")))
+    assert (early.allowed, early.code) == (False, 403)
+
+
+def budget_review(obj: dict[str, Any], old: dict[str, Any] | None = None) -> AdmissionRequest:
+    return AdmissionRequest(
+        uid="b", api_version="admission.k8s.io/v1", operation="UPDATE" if old else "CREATE",
+        group="policy.kruise.io", version="v1alpha1", resource="podunavailablebudgets",
+        sub_resource="", namespace=NS, name=obj["metadata"]["name"], dry_run=False, object=obj,
+        old_object=old,
+    )
+
+
+async def test_budgets_are_validated_with_kruises_field_paths_and_conflicts(
+    nats_client: Client, kv: Any,
+) -> None:
+    view, _ = settled_view()
+    admission = admission_for(nats_client, view, kv)
+    both = budget("both", total=3)
+    both["spec"]["selector"] = {"matchLabels": {"app": "both"}}
+    both["spec"]["targetRef"] = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}
+    verdict = await admission.validate_budget(budget_review(both))
+    assert (verdict.allowed, verdict.code, verdict.reason) == (False, 422, "Invalid")
+    assert [c["field"] for c in verdict.causes] == ["spec.selector, targetRef"]
+    assert 'PodUnavailableBudget.policy.kruise.io "both" is invalid' in verdict.message
+    twin = budget("twin", total=3)  # the same selector as "pub", already in the namespace
+    conflict = await admission.validate_budget(budget_review(twin))
+    assert [c["field"] for c in conflict.causes] == ["spec.selector"]
+    assert "in conflict with other PodUnavailableBudget pub" in conflict.message
+    # Its own stored version is not a conflict.
+    assert (await admission.validate_budget(
+        budget_review(view.budgets["pub"], old=view.budgets["pub"]))).allowed
+
+
+class _Unreachable:
+    conflicts = 0
+
+    async def transact(self, key: str, decide: Any) -> Any:
+        raise LedgerConflict(f"ledger entry {key} kept conflicting")
+
+
+async def test_a_budget_that_cannot_be_spent_refuses_rather_than_lets_go() -> None:
+    view, world = settled_view(total=3, max_unavailable=1)
+    admission = BudgetAdmission(view=view, store=_Unreachable(),  # type: ignore[arg-type]
+                                clock=lambda: NOW.timestamp())
+    deleted = await admission.validate_pod(review("DELETE", world[0]))
+    evicted = await admission.validate_pod(review("CREATE", world[1], sub_resource="eviction"))
+    assert (deleted.allowed, deleted.code) == (False, 403)
+    assert (evicted.allowed, evicted.code) == (False, 429)
+    assert '"pub" could not be spent' in deleted.message
