@@ -1,4 +1,5 @@
-"""``spreadbus validate`` refuses an object for unknown fields exactly when the API server does.
+"""``spreadbus validate`` refuses an object for unknown fields exactly when the API server does,
+for every kind a feature validates.
 
 Online is kubesim serving the CRDs of ``deploy/crds``, written to with the pinned kubectl's
 default (``--validate=strict``: the server decodes with ``fieldValidation=Strict``) as a server
@@ -35,8 +36,24 @@ def first(path: Path, kind: str) -> dict[str, Any]:
     return dict(found)
 
 
-SPREAD = first(EXAMPLES / "workloadspread" / "demo-deployment.yaml", "WorkloadSpread")
-UNITED = first(EXAMPLES / "uniteddeployment" / "subset-patch.yaml", "UnitedDeployment")
+def in_default(obj: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "namespace": "default"}}
+
+
+SPREAD = in_default(first(EXAMPLES / "workloadspread" / "demo-deployment.yaml", "WorkloadSpread"))
+UNITED = in_default(first(EXAMPLES / "uniteddeployment" / "subset-patch.yaml", "UnitedDeployment"))
+BUDGET: dict[str, Any] = {
+    "apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+    "metadata": {"name": "web-pub", "namespace": "default"},
+    "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+             "maxUnavailable": "60%"},
+}
+REBALANCER: dict[str, Any] = {  # cluster-scoped
+    "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+    "metadata": {"name": "back-to-fixed"},
+    "spec": {"ttlSecondsAfterFinished": 60, "workloads": [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "default"}]},
+}
 Edit = Callable[[dict[str, Any]], None]
 
 
@@ -96,12 +113,22 @@ CASES: list[tuple[str, dict[str, Any], Edit, list[str]]] = [
     ("ud two unknown fields", UNITED,
      lambda o: (o["spec"].update({"replica": 3}), o["spec"]["topology"].update({"x": 1})),
      ["spec.replica", "spec.topology.x"]),
+    ("pub as written", BUDGET, lambda o: None, []),
+    ("pub typo in spec", BUDGET,
+     lambda o: o["spec"].update({"maxUnavailible": 1}), ["spec.maxUnavailible"]),
+    ("pub target field at spec level", BUDGET,
+     lambda o: o["spec"].update({"name": "web"}), ["spec.name"]),
+    ("wr as written", REBALANCER, lambda o: None, []),
+    ("wr typo in a workload", REBALANCER,
+     lambda o: o["spec"]["workloads"][0].update({"namespaces": ["a"]}),
+     ["spec.workloads[0].namespaces"]),
+    ("wr ttl at the root", REBALANCER,
+     lambda o: o.update({"ttlSecondsAfterFinished": 5}), ["ttlSecondsAfterFinished"]),
 ]
 
 
 def case(edit: Edit, obj: dict[str, Any]) -> dict[str, Any]:
     changed = copy.deepcopy(obj)
-    changed["metadata"] = {**changed["metadata"], "namespace": "default"}
     edit(changed)
     return changed
 
@@ -162,3 +189,10 @@ def test_without_the_crds_offline_says_unknown_fields_go_unchecked(
     path.write_text(json.dumps(case(lambda o: o["spec"].update({"x": 1}), SPREAD)))
     assert main(["validate", "-f", str(path), "--crds", str(tmp_path / "none")]) == 0
     assert "unknown fields are not checked" in capsys.readouterr().err
+
+
+def test_the_table_covers_every_kind_spreadbus_validates() -> None:
+    from spreadbus.features.registry import BUILTIN
+
+    validated = {kind for feature in BUILTIN for (_, kind) in feature.validators}
+    assert {o["kind"] for _, o, _, _ in CASES} == validated
