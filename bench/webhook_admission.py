@@ -148,6 +148,8 @@ def cpu_seconds(pid: int) -> float:
 async def run_rate(url: str, ca: Path, targets: list[tuple[str, tuple[str, str]]], rate: int,
                    seconds: float, webhook_pid: int) -> dict[str, float]:
     context = ssl.create_default_context(cafile=str(ca))
+    # the stack's webhook serves only the certificate kubesim presents as the API server
+    context.load_cert_chain(ca.parent / "apiserver-client.crt", ca.parent / "apiserver-client.key")
     connector = aiohttp.TCPConnector(ssl=context, limit=64)
     headers = {"Content-Type": "application/json"}
     async with aiohttp.ClientSession(connector=connector) as session:

@@ -18,13 +18,16 @@ validation pass). Matching follows upstream:
 - requests for webhook configurations themselves are never sent to webhooks (as upstream).
 
 Calls go over HTTPS only, verified against ``caBundle`` (or the system roots without one) and
-bounded by ``timeoutSeconds``. One :class:`kubesim.webhook_client.WebhookClient` serves every
-webhook: its connections are kept alive and pooled per address, TLS context and server name, at
-most 25 per address, so a burst of pod creations costs a few TLS handshakes, not one per
-request. ``failurePolicy: Ignore`` skips a webhook that cannot be called or answers nonsense;
-``Fail`` turns that into a 500 ``InternalError``. A denial becomes the webhook's ``status`` with
-``admission webhook "x" denied the request: ...``. Mutating webhooks run in order and may return
-a base64 JSONPatch;
+bounded by ``timeoutSeconds``; with :attr:`Admission.client_certificate` set (kubesim's
+``--webhook-client-cert``) every admission call presents it, as the API server's
+AdmissionConfiguration makes it authenticate to webhooks; conversion calls never do (upstream's
+AdmissionConfiguration does not reach them). One :class:`kubesim.webhook_client.WebhookClient`
+serves every webhook: its connections are kept alive and pooled per address, TLS context and
+server name, at most 25 per address, so a burst of pod creations costs a few TLS handshakes, not
+one per request. ``failurePolicy: Ignore`` skips a webhook that cannot be called or answers
+nonsense; ``Fail`` turns that into a 500 ``InternalError``. A denial becomes the webhook's
+``status`` with ``admission webhook "x" denied the request: ...``. Mutating webhooks run in
+order and may return a base64 JSONPatch;
 ``reinvocationPolicy: IfNeeded`` webhooks run once more if a later webhook changed the object.
 Validating webhooks run concurrently. ``dryRun`` requests are refused for webhooks whose
 ``sideEffects`` are not None/NoneOnDryRun.
@@ -63,7 +66,7 @@ import msgspec
 from kubesemantics import label_selector
 from kubesim import errors, jsonpatch
 from kubesim.interface import ApiError
-from kubesim.webhook_client import CallError, WebhookClient
+from kubesim.webhook_client import CallError, ClientCertificate, WebhookClient
 
 if TYPE_CHECKING:
     from kubesim.apiserver import ApiServer
@@ -206,7 +209,9 @@ class Admission:
     def __init__(self, server: ApiServer) -> None:
         self.server = server
         self._client = WebhookClient(connections_per_endpoint=CONNECTIONS_PER_ENDPOINT)
-        self._ssl_cache: dict[str, ssl.SSLContext] = {}
+        self._ssl_cache: dict[tuple[str, bool], ssl.SSLContext] = {}
+        self.client_certificate: ClientCertificate | None = None
+        """Presented to every admission webhook when set."""
         self._url_endpoints: dict[str, _Endpoint] = {}
         self._next_endpoint: dict[tuple[str, str, int], int] = {}
         self._compiled = _Webhooks((0, 0), _Phase([]), _Phase([]))
@@ -373,9 +378,11 @@ class Admission:
         target = int(tp) if isinstance(tp, int) or str(tp).isdigit() else port
         return _Endpoint(_https(address, target, path), address, target, path, server_name)
 
-    def _ssl(self, w: JsonObject) -> ssl.SSLContext:
+    def _ssl(self, w: JsonObject, authenticate: bool) -> ssl.SSLContext:
         bundle = (w.get("clientConfig") or {}).get("caBundle") or ""
-        ctx = self._ssl_cache.get(bundle)
+        identity = self.client_certificate if authenticate else None
+        key = (bundle, identity is not None)
+        ctx = self._ssl_cache.get(key)
         if ctx is None:
             if bundle:
                 try:
@@ -385,22 +392,29 @@ class Admission:
                     raise CallFailed(f"invalid caBundle: {e}") from e
             else:
                 ctx = ssl.create_default_context()
-            self._ssl_cache[bundle] = ctx
+            if identity is not None:
+                try:
+                    identity.present_with(ctx)
+                except (OSError, ssl.SSLError) as e:
+                    raise CallFailed(f"client certificate not loaded: {e}") from e
+            self._ssl_cache[key] = ctx
         return ctx
 
     async def post(
-        self, w: JsonObject, review: JsonObject, timeout: float, *, timeout_in_url: bool = False
+        self, w: JsonObject, review: JsonObject, timeout: float, *, timeout_in_url: bool = False,
+        authenticate: bool = True,
     ) -> Any:
         """POST a review to ``w``'s clientConfig over verified HTTPS; the decoded JSON answer.
 
         Shared with CRD conversion webhooks; failures raise :class:`CallFailed` with the
         wording upstream uses. ``timeout_in_url`` tells the webhook its deadline as upstream's
-        admission calls do (``/path?timeout=10s``).
+        admission calls do (``/path?timeout=10s``); ``authenticate`` presents
+        :attr:`client_certificate` (conversion calls present none).
         """
         endpoint = self._endpoint(w)
         if timeout_in_url:
             endpoint = endpoint.with_query(f"timeout={timeout:g}s")
-        context = self._ssl(w)
+        context = self._ssl(w, authenticate)
         try:
             status, body = await self._client.post(
                 host=endpoint.host,

@@ -11,11 +11,13 @@ import asyncio
 import contextlib
 import logging
 import signal
+import ssl
 import sys
 from pathlib import Path
 
 from kubesim import behaviour
 from kubesim.server import KubeSim
+from kubesim.webhook_client import ClientCertificate
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -60,11 +62,45 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="seconds between watch BOOKMARK events (default 60)",
     )
+    parser.add_argument(
+        "--webhook-client-cert",
+        type=Path,
+        metavar="FILE",
+        help="PEM client certificate presented to every admission and conversion webhook, as "
+        "the API server's AdmissionConfiguration kubeconfig names one (with --webhook-client-key)",
+    )
+    parser.add_argument(
+        "--webhook-client-key",
+        type=Path,
+        metavar="FILE",
+        help="PEM private key of --webhook-client-cert",
+    )
     parser.add_argument("--log-level", default="WARNING", help="logging level (default WARNING)")
     behaviour.add_arguments(parser)
 
 
+def webhook_client_certificate(args: argparse.Namespace) -> ClientCertificate | None:
+    """The client certificate the flags name, checked to load; :class:`ValueError` says why
+    not."""
+    cert, key = args.webhook_client_cert, args.webhook_client_key
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ValueError("--webhook-client-cert and --webhook-client-key go together")
+    identity = ClientCertificate(cert, key)
+    try:
+        identity.present_with(ssl.create_default_context())
+    except (OSError, ssl.SSLError) as e:
+        raise ValueError(f"--webhook-client-cert: cannot load {cert} with {key}: {e}") from e
+    return identity
+
+
 async def serve(args: argparse.Namespace) -> int:
+    try:
+        identity = webhook_client_certificate(args)
+    except ValueError as e:
+        print(f"kubesim: {e}", file=sys.stderr)
+        return 2
     sim = KubeSim(
         host=args.host,
         port=args.port,
@@ -76,6 +112,7 @@ async def serve(args: argparse.Namespace) -> int:
         behaviours=behaviour.build_behaviours(args),
         # The behaviour's flag plays the apiserver's --default-*-toleration-seconds.
         default_toleration_seconds=args.sim_default_toleration_seconds,
+        webhook_client_certificate=identity,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

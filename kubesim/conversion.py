@@ -113,7 +113,7 @@ class Converter:
         }
         target = {"name": "conversion", "clientConfig": webhook.get("clientConfig") or {}}
         try:
-            body = await self.admission.post(target, review, TIMEOUT_SECONDS)
+            body = await self.admission.post(target, review, TIMEOUT_SECONDS, authenticate=False)
         except CallFailed as e:
             raise _ConversionFailed(str(e)) from e
         response = body.get("response") if isinstance(body, dict) else None

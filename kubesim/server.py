@@ -30,6 +30,7 @@ from kubesim.apiserver import ApiServer, Clock
 from kubesim.http import HttpApi
 from kubesim.interface import Behaviour, Cluster
 from kubesim.kinds import DEFAULT_TOLERATION_SECONDS
+from kubesim.webhook_client import ClientCertificate
 from tlsserving import issue_server_cert, make_ca
 from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 
@@ -55,6 +56,7 @@ class KubeSim:
         require_token: bool = True,
         default_toleration_seconds: float = DEFAULT_TOLERATION_SECONDS,
         tls_handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
+        webhook_client_certificate: ClientCertificate | None = None,
     ) -> None:
         self.host = host
         self.tls_handshake_timeout = tls_handshake_timeout
@@ -69,6 +71,7 @@ class KubeSim:
             max_watch_queue=max_watch_queue,
             default_toleration_seconds=default_toleration_seconds,
         )
+        self.api.admission.client_certificate = webhook_client_certificate
         self.http = HttpApi(self.api, token=self.token, bookmark_interval=bookmark_interval)
         self.ca_file: str | None = None
         self.url = ""

@@ -25,6 +25,10 @@ new connection anyway.
 and the answer. A call that times out or is cancelled with its request in flight aborts its
 connection: a late answer would otherwise be read as the next call's.
 
+Contexts made to present a :class:`ClientCertificate` authenticate every connection they open,
+as kube-apiserver does for the webhooks its AdmissionConfiguration's kubeconfig names a
+``client-certificate`` for; kubesim has one for every webhook (the kubeconfig's ``*`` entry).
+
 Failures raise :class:`CallError` with Go's wording where a webhook author would look for it
 (``dial tcp 127.0.0.1:1: connect: connection refused``, ``tls: failed to verify certificate:
 ...``); a timeout raises :class:`TimeoutError`.
@@ -36,11 +40,26 @@ import asyncio
 import errno
 import ssl
 from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 MAX_HEADER_BYTES: Final = 64 * 1024
 MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 """Answers above this size are refused rather than buffered (a webhook's answer is small)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClientCertificate:
+    """The certificate and key (PEM files) the client authenticates to webhooks with."""
+
+    cert: Path
+    key: Path
+
+    def present_with(self, context: ssl.SSLContext) -> None:
+        """Make ``context`` present this certificate; raises :class:`OSError` or
+        :class:`ssl.SSLError` when the files cannot be read or do not match."""
+        context.load_cert_chain(self.cert, self.key)
 
 
 class CallError(Exception):

@@ -3,13 +3,15 @@
 A package of its own because both the product and its test cluster serve HTTPS the same way, and
 neither may import the other.
 
-Certificates: a throw-away CA and server certificates signed by it.
+Certificates: a throw-away CA, and server and client certificates signed by it.
 
 kubesim serves HTTPS with these, and the spreadbus webhook uses the same functions for the
-certificate the API server verifies against a ``caBundle``. Keys are ECDSA P-256 (fast to
-generate, accepted by every client). Everything is in memory until :meth:`CertKeyPair.write`.
+certificate the API server verifies against a ``caBundle``; the local stack's kubesim presents a
+client certificate to the webhook, as an API server configured to authenticate to webhooks does.
+Keys are ECDSA P-256 (fast to generate, accepted by every client). Everything is in memory until
+:meth:`CertKeyPair.write`.
 """
 
-from tlsserving.certs import CertKeyPair, PemPaths, issue_server_cert, make_ca
+from tlsserving.certs import CertKeyPair, PemPaths, issue_client_cert, issue_server_cert, make_ca
 
-__all__ = ["CertKeyPair", "PemPaths", "issue_server_cert", "make_ca"]
+__all__ = ["CertKeyPair", "PemPaths", "issue_client_cert", "issue_server_cert", "make_ca"]

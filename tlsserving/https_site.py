@@ -18,7 +18,15 @@ completed belongs to the protocol factory from then on, which closes it (the web
 ``ReviewServer.close``, an aiohttp runner's clean-up).
 
 A failed handshake is logged at debug level only, as asyncio's own server does: they are the
-normal noise of a listening port.
+normal noise of a listening port. They are counted (:attr:`HttpsSite.failed_handshakes`): on a
+site that requires client certificates, each is a caller refused before it could say anything.
+
+A connection gets its TLS state (the protocol, OpenSSL's objects and buffers) only once its
+first bytes arrive; until then, and for the whole handshake, ``handshake_timeout`` bounds it.
+Each connection reads TLS records through a buffer of ``READ_BUFFER_BYTES`` rather than asyncio's
+256 KiB, which its TLS protocol allocates (and fills, so it is resident) for every connection,
+idle or not: most of what an idle connection cost. A TLS record holds at most 16 KiB, so the
+smaller buffer costs a large body a few more reads and nothing else.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import contextlib
 import logging
 import socket
 import ssl
+from asyncio import sslproto
 from collections.abc import Callable
 from typing import Final
 
@@ -38,6 +47,31 @@ HANDSHAKE_TIMEOUT_SECONDS: Final = 10.0
 beyond any handshake a client of kubesim waits for."""
 ACCEPT_RETRY_SECONDS: Final = 1.0
 """Pause after a failed accept (out of file descriptors, say), as asyncio's own server makes."""
+READ_BUFFER_BYTES: Final = 32 * 1024
+"""Encrypted bytes read from the socket at once: two TLS records of the largest size."""
+
+
+class _LeanTls(sslproto.SSLProtocol):
+    """asyncio's server-side TLS protocol with a read buffer of ``READ_BUFFER_BYTES``."""
+
+    max_size = READ_BUFFER_BYTES
+
+
+async def _first_bytes(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
+    """Wait until the peer sends something (or closes), reading nothing: a connection costs its
+    TLS state only once its ClientHello arrives, so a peer that connects and stays silent holds
+    a socket and this wait, a few KB."""
+    readable: asyncio.Future[None] = loop.create_future()
+
+    def ready() -> None:
+        if not readable.done():
+            readable.set_result(None)
+
+    loop.add_reader(conn.fileno(), ready)
+    try:
+        await readable
+    finally:
+        loop.remove_reader(conn.fileno())
 
 
 class HttpsSite:
@@ -67,6 +101,9 @@ class HttpsSite:
         self._unowned: dict[asyncio.Task[None], socket.socket] = {}
         """Accepted sockets whose handshake task has not started yet (so no transport owns
         them): closed here if that task is cancelled before it starts."""
+        self.failed_handshakes = 0
+        """Connections closed because their TLS handshake failed or timed out (a client
+        certificate missing or not trusted among them)."""
 
     @property
     def name(self) -> str:
@@ -136,16 +173,41 @@ class HttpsSite:
     async def _handshake(self, conn: socket.socket) -> None:
         task = asyncio.current_task()
         assert task is not None  # run as a task by _accept
-        # From here on the connection's transport owns the socket, and closes it however the
-        # handshake ends: completed (then the server's), failed, timed out or cancelled.
+        # From here on this task owns the socket until the peer's first bytes, then the
+        # connection's transport, which closes it however the handshake ends: completed (then
+        # the server's), failed, timed out or cancelled.
         del self._unowned[task]
         loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._handshake_timeout
         try:
-            await loop.connect_accepted_socket(
-                self._protocol, conn, ssl=self._tls, ssl_handshake_timeout=self._handshake_timeout
-            )
+            async with asyncio.timeout_at(deadline):
+                await _first_bytes(loop, conn)
+        except BaseException as exc:
+            conn.close()
+            if not isinstance(exc, TimeoutError):
+                raise
+            self.failed_handshakes += 1
+            log.debug("no ClientHello before the handshake timeout")
+            return
+        handshaken: asyncio.Future[None] = loop.create_future()
+        # typeshed says int; asyncio takes any positive number of seconds
+        left: float = max(deadline - loop.time(), 0.001)
+        tls = _LeanTls(loop, self._protocol(), self._tls, handshaken, server_side=True,
+                       ssl_handshake_timeout=left)  # type: ignore[arg-type]
+        try:
+            transport, _ = await loop.connect_accepted_socket(lambda: tls, conn)
         except Exception as exc:
+            log.debug("accepted connection lost", extra={"error": repr(exc)})
+            return
+        try:
+            await handshaken
+        except Exception as exc:
+            # the TLS protocol has aborted the connection already
+            self.failed_handshakes += 1
             log.debug("TLS handshake failed", extra={"error": repr(exc)})
+        except BaseException:
+            transport.abort()
+            raise
 
     async def stop(self) -> None:
         """Stop listening and abort every connection still in its handshake."""

@@ -12,6 +12,13 @@ server was started with) hands every new handshake the current context from its 
 which OpenSSL runs for every ClientHello, with or without a server name. A refused pair changes
 nothing: the old pair keeps serving and the next change is tried again, so a rotation can never
 take the webhook down. Open keep-alive connections carry on with the pair they started with.
+
+With a client CA (``--client-ca``), every context requires a client certificate and verifies it
+against that bundle, so a caller the CA did not certify is refused in the handshake, before a
+byte of its request is read: only the API server (which presents its client certificate, see
+deploy/README.md) can spend reservations. The bundle is reloaded with the pair, the same way,
+when its file changes. Without one, any caller that reaches the port is served: fit for a
+local cluster, unsafe in production.
 """
 
 from __future__ import annotations
@@ -28,18 +35,22 @@ Fingerprint = tuple[tuple[int, int, int], ...]
 
 
 def _server_context() -> ssl.SSLContext:
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    # Not create_default_context: it would add the system's CAs to those a client certificate
+    # may chain to, and any certificate a public CA issued would pass.
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.set_alpn_protocols(["http/1.1"])
     return context
 
 
 class CertificateFiles:
-    """A server ``SSLContext`` bound to a certificate and key file pair."""
+    """A server ``SSLContext`` bound to a certificate and key file pair, and to the bundle of CAs
+    a client certificate must chain to when ``client_ca`` is given."""
 
-    def __init__(self, cert_file: Path, key_file: Path) -> None:
+    def __init__(self, cert_file: Path, key_file: Path, client_ca: Path | None = None) -> None:
         self.cert_file = cert_file
         self.key_file = key_file
+        self.client_ca = client_ca
         self.loads = 0
         self._seen: Fingerprint | None = self._fingerprint()
         self.current = self._load()
@@ -51,13 +62,23 @@ class CertificateFiles:
 
     def _fingerprint(self) -> Fingerprint:
         # st_ino catches an atomic rename; mtime_ns and size catch an in-place rewrite.
-        stats = [os.stat(p) for p in (self.cert_file, self.key_file)]
+        stats = [os.stat(p) for p in self._files()]
         return tuple((s.st_ino, s.st_mtime_ns, s.st_size) for s in stats)
 
+    def _files(self) -> list[Path]:
+        files = [self.cert_file, self.key_file]
+        return files if self.client_ca is None else [*files, self.client_ca]
+
     def _load(self) -> ssl.SSLContext:
-        """A scratch context with the pair on disk; raises if the pair does not load."""
+        """A scratch context with the files on disk; raises if the pair does not load or the
+        client CA bundle holds no certificate."""
         scratch = _server_context()
         scratch.load_cert_chain(self.cert_file, self.key_file)
+        if self.client_ca is not None:
+            scratch.load_verify_locations(cafile=self.client_ca)
+            if not scratch.get_ca_certs():
+                raise ssl.SSLError(f"no CA certificate in {self.client_ca}")
+            scratch.verify_mode = ssl.CERT_REQUIRED
         self.loads += 1
         return scratch
 

@@ -28,6 +28,7 @@ from events import streams, subjects
 from services.webhook.certificates import CertificateFiles
 from services.webhook.review_protocol import MAX_CONNECTIONS, ReviewServer
 from services.webhook.server import MAX_BODY, Metrics, build_routes
+from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature import WebhookContext, WebhookSide
 from spreadbus.features.registry import FeatureServiceSettings
 from spreadbus.runtime.follower import (
@@ -61,6 +62,15 @@ class WebhookSettings(FeatureServiceSettings):
     """PEM certificate chain; reloaded when the file changes."""
     tls_key: str = ""
     """PEM private key of --tls-cert; reloaded with it."""
+    client_ca: str = ""
+    """PEM bundle of the CAs that certify the API server's client certificate; when set, the
+    review port refuses, in the TLS handshake, every caller without a certificate they signed
+    (the health port is unchanged). Empty: anyone who reaches the port is served, which is
+    unsafe in production (deploy/README.md). Reloaded when the file changes."""
+    conversion_port: int = Field(default=-1, ge=-1)
+    """HTTPS port serving the conversion paths alone, and without client certificates
+    (kube-apiserver presents none to conversion webhooks, only to admission ones); they then
+    leave --port. 0 picks a free one; -1 (the default) serves them on --port."""
     tls_handshake_timeout_seconds: float = HANDSHAKE_TIMEOUT_SECONDS
     """How long a connection may take to complete its TLS handshake; stopping aborts it."""
     cert_check_seconds: float = 1.0
@@ -93,11 +103,19 @@ class WebhookService:
         self.sides: dict[str, WebhookSide] = {}
         """Each feature's side by feature name, in registry order."""
         self.seq = 0
-        self.certificates = CertificateFiles(Path(settings.tls_cert), Path(settings.tls_key))
+        self.certificates = CertificateFiles(
+            Path(settings.tls_cert),
+            Path(settings.tls_key),
+            Path(settings.client_ca) if settings.client_ca else None,
+        )
         self.port = settings.port
+        self.conversion_port = settings.conversion_port
         self.follower: StreamFollower | None = None
         self.reviews: ReviewServer | None = None
         self.site: HttpsSite | None = None
+        self.conversions: ReviewServer | None = None
+        """The conversion paths' own server, with --conversion-port."""
+        self.conversion_site: HttpsSite | None = None
         self.follower_task: asyncio.Task[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
 
@@ -136,10 +154,12 @@ class WebhookService:
         self._tasks.append(
             asyncio.create_task(self.certificates.watch(self.settings.cert_check_seconds))
         )
+        conversions = {path: convert for side in self.sides.values()
+                       for path, convert in side.conversions.items()}
+        apart = self.settings.conversion_port >= 0
         routes = build_routes(
             [handler for side in self.sides.values() for handler in side.handlers],
-            conversions={path: convert for side in self.sides.values()
-                         for path, convert in side.conversions.items()},
+            conversions={} if apart else conversions,
             metrics=self.metrics,
             answer_timeout=self.settings.answer_timeout_seconds,
         )
@@ -154,7 +174,32 @@ class WebhookService:
         )
         await self.site.start()
         self.port = self.site.port
-        log.info("webhook listening", extra={"port": self.port})
+        log.info("webhook listening", extra={"port": self.port,
+                                             "client_certificates": bool(self.settings.client_ca)})
+        if apart:
+            await self._serve_conversions(conversions)
+        if not self.settings.client_ca:
+            log.warning("no --client-ca: any caller that reaches the review port is served and "
+                        "can spend reservations; set it in production")
+        elif conversions and not apart:
+            log.warning("--client-ca without --conversion-port: kube-apiserver presents no "
+                        "client certificate to conversion webhooks, so its conversions fail")
+
+    async def _serve_conversions(self, conversions: dict[str, Convert]) -> None:
+        """The conversion paths on their own port, with the serving pair and no client CA:
+        converting an object spends nothing, and the API server cannot authenticate there."""
+        serving = CertificateFiles(Path(self.settings.tls_cert), Path(self.settings.tls_key))
+        self._tasks.append(asyncio.create_task(serving.watch(self.settings.cert_check_seconds)))
+        self.conversions = ReviewServer(
+            build_routes([], conversions=conversions, metrics=self.metrics),
+            max_body=MAX_BODY, max_connections=self.settings.max_connections)
+        self.conversion_site = HttpsSite(
+            self.conversions, self.settings.host, self.settings.conversion_port,
+            ssl_context=serving.context,
+            handshake_timeout=self.settings.tls_handshake_timeout_seconds)
+        await self.conversion_site.start()
+        self.conversion_port = self.conversion_site.port
+        log.info("webhook conversion listening", extra={"port": self.conversion_port})
 
     def _fold(self, seq: int, subject: str, data: bytes) -> None:
         for side in self.sides.values():
@@ -180,6 +225,11 @@ class WebhookService:
                 "New connections closed at once because every kept one was busy",
                 lambda: self.reviews.refused if self.reviews else 0,
             ),
+            "spreadbus_webhook_tls_handshakes_failed": (
+                "Connections whose TLS handshake failed or timed out (with --client-ca, callers "
+                "without a trusted client certificate among them)",
+                lambda: self.site.failed_handshakes if self.site else 0,
+            ),
         }
         for side in self.sides.values():
             readers.update(side.gauges())
@@ -198,10 +248,12 @@ class WebhookService:
     async def stop(self) -> None:
         if self.follower is not None:
             self.follower.stop()
-        if self.site is not None:
-            await self.site.stop()
-        if self.reviews is not None:
-            await self.reviews.close(SHUTDOWN_GRACE_SECONDS)
+        for site in (self.site, self.conversion_site):
+            if site is not None:
+                await site.stop()
+        for server in (self.reviews, self.conversions):
+            if server is not None:
+                await server.close(SHUTDOWN_GRACE_SECONDS)
         for side in self.sides.values():
             await side.stop()
         for task in self._tasks:
@@ -245,4 +297,6 @@ def settings_problems(settings: WebhookSettings) -> list[str]:
     problems = []
     if not settings.tls_cert or not settings.tls_key:
         problems.append("--tls-cert and --tls-key are required (the webhook serves HTTPS only)")
+    if settings.client_ca and not Path(settings.client_ca).is_file():
+        problems.append(f"--client-ca: no such file {settings.client_ca}")
     return problems

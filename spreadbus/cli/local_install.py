@@ -7,9 +7,10 @@ object listing every replica's port on 127.0.0.1, one subset each, under the Ser
 name. The API server (kubesim) then spreads its calls over the replicas as it would over a
 Service's ready pods, and the webhook configurations keep their ``clientConfig.service``, with
 the development CA injected as ``caBundle``; a CRD with several versions converts through the
-same Service, as the installation's does. The serving certificate must therefore name
-:data:`SERVICE_DNS`. Installing is create-or-replace, so a restarted stack on the same data
-directory updates what it finds.
+same Service's ``conversion`` port, as the installation's does (each replica serves conversions
+on a port of their own, where no client certificate is asked for). The serving certificate must
+therefore name :data:`SERVICE_DNS`. Installing is create-or-replace, so a restarted stack on the
+same data directory updates what it finds.
 """
 
 from __future__ import annotations
@@ -31,10 +32,21 @@ SERVICE_NAMESPACE: Final[str] = SERVICE["metadata"]["namespace"]
 SERVICE_DNS: Final = f"{SERVICE_NAME}.{SERVICE_NAMESPACE}.svc"
 """The name the API server verifies a webhook's certificate against."""
 LOCAL_ADDRESS: Final = "127.0.0.1"
+REVIEWS: Final = "https"
+CONVERSION: Final = "conversion"
+"""The names of the Service's ports for admission reviews and for CRD conversion."""
 
 
-def install(kubeconfig: Path, webhook_ports: Sequence[int], ca_file: Path) -> None:
-    """The namespace, the webhook Service and its endpoints, the CRDs, the configurations."""
+def service_port(name: str) -> dict[str, Any]:
+    """The webhook Service's port named ``name``."""
+    port: dict[str, Any] = next(p for p in SERVICE["spec"]["ports"] if p.get("name") == name)
+    return port
+
+
+def install(kubeconfig: Path, webhook_ports: Sequence[int], ca_file: Path,
+            conversion_ports: Sequence[int] = ()) -> None:
+    """The namespace, the webhook Service and its endpoints, the CRDs, the configurations;
+    ``conversion_ports``, one per replica, when the replicas serve conversions apart."""
     from kubernetes import client, config
 
     api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
@@ -54,7 +66,8 @@ def install(kubeconfig: Path, webhook_ports: Sequence[int], ca_file: Path) -> No
             local_service(),
             keep=_keep_cluster_ip,
         )
-        _replace_endpoints(core, local_endpoints(webhook_ports))
+        _replace_endpoints(core, local_endpoints(webhook_ports,
+                                                 conversion_ports=conversion_ports))
         extensions = client.ApiextensionsV1Api(api)
         ca_bundle = base64.b64encode(ca_file.read_bytes()).decode()
         for path in sorted((DEPLOY / "crds").glob("*.yaml")):
@@ -64,7 +77,7 @@ def install(kubeconfig: Path, webhook_ports: Sequence[int], ca_file: Path) -> No
                         extensions.create_custom_resource_definition,
                         extensions.replace_custom_resource_definition,
                         extensions.read_custom_resource_definition,
-                        service_conversion(doc, ca_bundle),
+                        service_conversion(doc, ca_bundle, apart=bool(conversion_ports)),
                     )
         admission = client.AdmissionregistrationV1Api(api)
         for path, create, replace, read in (
@@ -91,15 +104,23 @@ def local_service() -> dict[str, Any]:
     return {**SERVICE, "spec": spec}
 
 
-def local_endpoints(ports: Sequence[int], ready: Sequence[bool] | None = None) -> dict[str, Any]:
-    """One subset per local replica, each under the Service's port name.
+def local_endpoints(ports: Sequence[int], ready: Sequence[bool] | None = None, *,
+                    conversion_ports: Sequence[int] = ()) -> dict[str, Any]:
+    """One subset per local replica, its review port (and conversion port, when given) under
+    the Service's port names.
 
     A replica that is not ready is listed under ``notReadyAddresses``, as the endpoints
     controller lists a pod that fails its readiness probe, so no call is sent to it.
     """
-    (service_port,) = SERVICE["spec"]["ports"]
-    name = service_port.get("name", "")
     flags = list(ready) if ready is not None else [True] * len(ports)
+    conversions = list(conversion_ports) or [0] * len(ports)
+
+    def named(port: int, conversion: int) -> list[dict[str, Any]]:
+        out = [{"name": REVIEWS, "port": port, "protocol": "TCP"}]
+        if conversion:
+            out.append({"name": CONVERSION, "port": conversion, "protocol": "TCP"})
+        return out
+
     return {
         "apiVersion": "v1",
         "kind": "Endpoints",
@@ -107,14 +128,15 @@ def local_endpoints(ports: Sequence[int], ready: Sequence[bool] | None = None) -
         "subsets": [
             {
                 "addresses" if up else "notReadyAddresses": [{"ip": LOCAL_ADDRESS}],
-                "ports": [{"name": name, "port": port, "protocol": "TCP"}],
+                "ports": named(port, conversion),
             }
-            for port, up in zip(ports, flags, strict=True)
+            for port, up, conversion in zip(ports, flags, conversions, strict=True)
         ],
     }
 
 
-def write_endpoints(kubeconfig: Path, ports: Sequence[int], ready: Sequence[bool]) -> None:
+def write_endpoints(kubeconfig: Path, ports: Sequence[int], ready: Sequence[bool],
+                    conversion_ports: Sequence[int] = ()) -> None:
     """Replace the webhook Service's endpoints with the replicas' current readiness."""
     from kubernetes import client, config
 
@@ -122,7 +144,8 @@ def write_endpoints(kubeconfig: Path, ports: Sequence[int], ready: Sequence[bool
         config_file=str(kubeconfig)
     )
     with api:
-        _replace_endpoints(client.CoreV1Api(api), local_endpoints(ports, ready))
+        _replace_endpoints(client.CoreV1Api(api),
+                           local_endpoints(ports, ready, conversion_ports=conversion_ports))
 
 
 def _replace_endpoints(core: Any, endpoints: dict[str, Any]) -> None:
@@ -146,14 +169,16 @@ def with_ca_bundle(doc: dict[str, Any], ca_bundle: str) -> dict[str, Any]:
     return doc
 
 
-def service_conversion(crd: dict[str, Any], ca_bundle: str) -> dict[str, Any]:
-    """A multi-version CRD converts through the webhook Service, as the installation's does."""
-    (service_port,) = SERVICE["spec"]["ports"]
+def service_conversion(crd: dict[str, Any], ca_bundle: str, *, apart: bool = True
+                       ) -> dict[str, Any]:
+    """A multi-version CRD converts through the webhook Service, as the installation's does:
+    on its conversion port, or on the review port when the replicas do not serve conversions
+    ``apart``."""
     service = {
         "namespace": SERVICE_NAMESPACE,
         "name": SERVICE_NAME,
         "path": "/convert",
-        "port": service_port["port"],
+        "port": service_port(CONVERSION if apart else REVIEWS)["port"],
     }
     return _converting_through(crd, {"service": service, "caBundle": ca_bundle})
 

@@ -9,6 +9,13 @@ supervising, a webhook replica that does not answer ``/readyz`` is moved to the 
 ``notReadyAddresses`` (and back once ready), so the API server stops calling it, as the
 endpoints controller does for a pod failing its readiness probe.
 
+The review paths are authenticated as in a cluster: the webhooks run with ``--client-ca`` (the
+development CA) and kubesim presents a client certificate that CA issued
+(``--webhook-client-cert``, written beside the CA as ``apiserver-client.crt``), so a review
+that does not come from kubesim is refused in its TLS handshake. As kube-apiserver presents no
+client certificate to conversion webhooks, each replica serves conversions on a port of its own
+(``--conversion-port``), the Service's ``conversion`` port.
+
 Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
 writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
 ``port``), read from the part of the log written since its start. Nothing picks a port ahead of
@@ -69,7 +76,7 @@ from spreadbus.runtime.bus_permissions import READER, inbox_prefix, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
-from tlsserving import CertKeyPair, issue_server_cert, make_ca
+from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
@@ -117,6 +124,9 @@ PORT_ZERO: Final = "0"
 HEALTH_PORT_ZERO: Final = "--http-port=0"
 HEALTH_LISTENING: Final = "health server listening"
 WEBHOOK_LISTENING: Final = "webhook listening"
+CONVERSION_LISTENING: Final = "webhook conversion listening"
+API_SERVER_IDENTITY: Final = "spreadbus-apiserver-webhook-client"
+"""The common name of the client certificate kubesim presents to the webhook."""
 
 
 def webhook_names(replicas: int) -> list[str]:
@@ -254,6 +264,8 @@ class Stack:
     """Webhook processes, all behind the one webhook Service (``Endpoints`` with a port each)."""
     webhook_ports: list[int] = field(default_factory=list)
     webhook_port: int = 0
+    conversion_ports: list[int] = field(default_factory=list)
+    """Each webhook replica's conversion port (no client certificate asked there)."""
     """The first replica's port."""
     endpoints_ready: tuple[bool, ...] = ()
     """Readiness of each webhook replica as the Service's endpoints last listed it."""
@@ -280,7 +292,7 @@ class Stack:
         self.nats_backoff.started(time.monotonic())
         tls = self._certificates()
         say("starting kubesim")
-        self._start_kubesim()
+        self._start_kubesim(tls)
         # The webhooks first: the Service's endpoints name their ports, which each binds itself
         # and reports.
         webhooks = [self._service(name, tls) for name in webhook_names(self.webhook_replicas)]
@@ -288,14 +300,19 @@ class Stack:
             webhook.start()
             self.services.append(webhook)
         self.webhook_ports = []
+        self.conversion_ports = []
         for webhook in webhooks:
             port = self._reported(webhook, WEBHOOK_LISTENING, ready_timeout)
+            conversion = self._reported(webhook, CONVERSION_LISTENING, ready_timeout)
             webhook.argv = [a.replace(f"--port={PORT_ZERO}", f"--port={port}")
+                             .replace(f"--conversion-port={PORT_ZERO}",
+                                      f"--conversion-port={conversion}")
                             for a in webhook.argv]
             self.webhook_ports.append(port)
+            self.conversion_ports.append(conversion)
         self.webhook_port = self.webhook_ports[0]
         say("installing CRDs and webhook configurations")
-        install(self.kubeconfig, self.webhook_ports, tls["ca"])
+        install(self.kubeconfig, self.webhook_ports, tls["ca"], self.conversion_ports)
         self.endpoints_ready = (True,) * len(self.webhook_ports)
         for name in SERVICES:
             if name != WEBHOOK:
@@ -341,11 +358,16 @@ class Stack:
         return ca
 
     def _certificates(self) -> dict[str, Path]:
-        """A fresh serving certificate for the webhook, from the development CA."""
+        """From the development CA, a fresh serving certificate for the webhook and a fresh
+        client certificate kubesim authenticates to the webhook with (the webhook trusts the
+        CA's client certificates only, which a caller without the CA's key cannot get)."""
         hosts = [SERVICE_DNS, "127.0.0.1", "localhost"]
-        server = issue_server_cert(self._development_ca(), hosts).write(
-            self.data_dir / "tls", "webhook")
-        return {"ca": self.data_dir / "tls" / "ca.crt", "cert": server.cert, "key": server.key}
+        ca = self._development_ca()
+        server = issue_server_cert(ca, hosts).write(self.data_dir / "tls", "webhook")
+        client = issue_client_cert(ca, API_SERVER_IDENTITY).write(self.data_dir / "tls",
+                                                                  "apiserver-client")
+        return {"ca": self.data_dir / "tls" / "ca.crt", "cert": server.cert, "key": server.key,
+                "client_cert": client.cert, "client_key": client.key}
 
     def _reported(self, child: Child, message: str, timeout: float) -> int:
         deadline = time.monotonic() + timeout
@@ -357,7 +379,7 @@ class Stack:
             time.sleep(0.1)
         return port
 
-    def _start_kubesim(self) -> None:
+    def _start_kubesim(self, tls: dict[str, Path]) -> None:
         self.kubeconfig = self.run_dir / "kubeconfig"
         self.kubeconfig.unlink(missing_ok=True)
         argv = [
@@ -368,6 +390,8 @@ class Stack:
             "0",  # kubesim binds a free port and names it in the kubeconfig it writes
             "--kubeconfig",
             str(self.kubeconfig),
+            f"--webhook-client-cert={tls['client_cert']}",
+            f"--webhook-client-key={tls['client_key']}",
             *self.kubesim_args,
         ]
         self.kubesim = Child("kubesim", argv, self.data_dir / "logs" / "kubesim.log")
@@ -402,6 +426,8 @@ class Stack:
                 f"--port={PORT_ZERO}",
                 f"--tls-cert={tls['cert']}",
                 f"--tls-key={tls['key']}",
+                f"--client-ca={tls['ca']}",
+                f"--conversion-port={PORT_ZERO}",
             ]
         return Child(name, argv, self.data_dir / "logs" / f"{name}.log", env=self.service_env)
 
@@ -475,7 +501,7 @@ class Stack:
         if ready == self.endpoints_ready:
             return
         try:
-            write_endpoints(self.kubeconfig, self.webhook_ports, ready)
+            write_endpoints(self.kubeconfig, self.webhook_ports, ready, self.conversion_ports)
         except Exception as exc:  # the API may be busy; the next round tries again
             say(f"webhook endpoints not updated: {exc}")
             return

@@ -49,3 +49,10 @@ def test_a_whitelist_that_is_not_json_is_reported_with_its_setting() -> None:
 def test_a_whitelist_of_the_wrong_shape_is_refused_at_start_naming_the_field() -> None:
     stderr = refused_whitelist('{"workloads": [{"Group": "g", "Kind": "K"}, "Y"]}')
     assert "workloads[1]: expected object, got string" in stderr
+
+
+def test_a_client_ca_that_is_not_a_file_is_refused_at_start_naming_the_flag() -> None:
+    result = run("--tls-cert=/nonexistent.crt", "--tls-key=/nonexistent.key",
+                 env={"SPREADBUS_CLIENT_CA": "/nonexistent/ca.crt"})
+    assert result.returncode == 2
+    assert "--client-ca: no such file /nonexistent/ca.crt" in result.stderr

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from spreadbus.cli.local_install import SERVICE_NAME, SERVICE_NAMESPACE
+from spreadbus.cli.local_install import CONVERSION, REVIEWS, SERVICE_NAME, SERVICE_NAMESPACE
 from spreadbus.cli.local_stack import Stack
 from tests.workloadspread_e2e.stack import running_stack, wait_for
 
@@ -28,14 +28,14 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stack, cli
         yield running
 
 
-def listed(api: client.ApiClient) -> tuple[list[int], list[int]]:
-    """Ports listed as ready and as not ready."""
+def listed(api: client.ApiClient, name: str = REVIEWS) -> tuple[list[int], list[int]]:
+    """Ports named ``name`` listed as ready and as not ready."""
     core: Any = client.CoreV1Api(api)
     endpoints = core.read_namespaced_endpoints(SERVICE_NAME, SERVICE_NAMESPACE)
     ready: list[int] = []
     unready: list[int] = []
     for subset in endpoints.subsets or []:
-        ports = [p.port for p in subset.ports or []]
+        ports = [p.port for p in subset.ports or [] if p.name == name]
         ready += ports * len(subset.addresses or [])
         unready += ports * len(subset.not_ready_addresses or [])
     return sorted(ready), sorted(unready)
@@ -61,3 +61,4 @@ def test_a_stopped_replica_is_not_ready_in_the_service_until_it_is_back(
     wait_for("the restarted replica ready again on its port",
              lambda: supervised((sorted([first, second]), [])), 60, lambda: listed(api))
     assert replica.backoff.restarts == 1
+    assert listed(api, CONVERSION) == (sorted(running.conversion_ports), [])

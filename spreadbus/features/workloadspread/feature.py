@@ -74,6 +74,7 @@ async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSi
         recover_after_seconds=ctx.settings.adaptive_recover_seconds,
         min_interval_seconds=ctx.settings.workloadspread_min_interval_seconds,
         max_unavailable=ctx.settings.max_unavailable(),
+        repair_unsteered=ctx.settings.repair_unsteered_pods,
     )
 
     def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:

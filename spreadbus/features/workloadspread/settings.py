@@ -61,6 +61,10 @@ class WorkloadSpreadSettings(FeatureSettings):
     ] = DEFAULT_MAX_UNAVAILABLE
     """While a rebalance moves a workload's pods, at most this many of its replicas unavailable
     at once (an integer or a percentage of the replicas, rounded down; never less than 1)."""
+    repair_unsteered_pods: Annotated[bool, UsedBy("planner")] = True
+    """Move pods admitted while no webhook steered them (the pod webhook fails open) to where
+    the webhook would have put them, within the same limits as a rebalance
+    (``--repair-unsteered-pods=false`` leaves them where they landed)."""
     ledger_deadline_seconds: Annotated[float, UsedBy("webhook")] = 2.0
     """How long one admission keeps retrying a contended reservation."""
 

@@ -31,6 +31,7 @@ from spreadbus.features.workloadspread.core.model import (
     IGNORE_PATCH_EXISTING_ANNOTATION,
     JSON,
     MATCHED_ANNOTATION,
+    UNSTEERED_ANNOTATION,
     Subset,
     WorkloadSpread,
 )
@@ -115,7 +116,7 @@ def match_score(pod: Pod, node: Mapping[str, Any], subset: Subset, quota: int) -
     return preferred * 100 + (10 if _patch_is_noop(pod, subset) else 0) + (1 if quota > 0 else 0)
 
 
-def _existing_pod_patch(ws: WorkloadSpread, subset: Subset) -> JSON:
+def _existing_pod_patch(ws: WorkloadSpread, subset: Subset, pod: Pod) -> JSON:
     metadata: JSON = {}
     ignore = ws.annotations.get(IGNORE_PATCH_EXISTING_ANNOTATION, "").lower() == "true"
     if subset.patch is not None and not ignore:
@@ -127,7 +128,18 @@ def _existing_pod_patch(ws: WorkloadSpread, subset: Subset) -> JSON:
         annotations = {}
         metadata["annotations"] = annotations
     annotations[MATCHED_ANNOTATION] = Matched(name=ws.name, subset=subset.name).to_annotation()
+    if unsteered_at_creation(ws, pod):
+        annotations[UNSTEERED_ANNOTATION] = "true"
     return {"metadata": metadata}
+
+
+def unsteered_at_creation(ws: WorkloadSpread, pod: Pod) -> bool:
+    """Was ``pod`` created after ``ws`` (so its admission should have steered it)?
+
+    A pod made before its WorkloadSpread is matched where it runs and left there, as Kruise
+    does; one made after it and still unmatched was admitted while no webhook answered."""
+    created = pod_state.creation_time(pod)
+    return ws.created is not None and created is not None and created > ws.created
 
 
 def initial_quota(ws: WorkloadSpread, replicas: int) -> dict[str, int]:
@@ -163,7 +175,7 @@ def best_subset(
 
 def matched_pod(ws: WorkloadSpread, pod: Pod, subset: Subset) -> tuple[JSON, JSON]:
     """The patch that annotates ``pod`` for ``subset``, and the pod as it reads once patched."""
-    patch = _existing_pod_patch(ws, subset)
+    patch = _existing_pod_patch(ws, subset, pod)
     updated = strategic_merge.apply(pod, patch, strategic_merge.meta_for_kind("Pod"))
     return patch, updated if isinstance(updated, dict) else dict(pod)
 

@@ -34,6 +34,9 @@ JSON = dict[str, Any]
 GROUP = "apps.kruise.io"
 KIND = "WorkloadSpread"
 MATCHED_ANNOTATION = "apps.kruise.io/matched-workloadspread"
+UNSTEERED_ANNOTATION = "spreadbus.io/unsteered"
+"""On a pod matched to a subset by the planner although it was created after its WorkloadSpread:
+its admission was not steered (the pod webhook fails open), so the planner may move it."""
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 IGNORE_PATCH_EXISTING_ANNOTATION = "workloadspread.kruise.io/ignore-patch-existing-pods-metadata"
 FAKE_SUBSET = "kruise.io/workloadspread-fake-subset-name"
@@ -134,6 +137,7 @@ class WorkloadSpread(msgspec.Struct, frozen=True):
     uid: str = ""
     generation: int = 0
     annotations: dict[str, str] = msgspec.field(default_factory=dict)
+    created: datetime | None = None
     deleting: bool = False
     target_ref: TargetRef | None = None
     target_filter: TargetFilter | None = None
@@ -260,6 +264,7 @@ def from_object(obj: Mapping[str, Any]) -> WorkloadSpread:
         uid=as_str(meta.get("uid")),
         generation=as_int(meta.get("generation")) or 0,
         annotations=annotations,
+        created=parse_time(meta.get("creationTimestamp")),
         deleting=bool(meta.get("deletionTimestamp")),
         target_ref=target_ref,
         target_filter=target_filter,

@@ -18,6 +18,14 @@ in the order a scale-in removes pods: unscheduled, pending, not ready first), ea
 subset above it with room left. Evictions already sent and not yet seen (``in_flight``) are
 planned first and never sent twice.
 
+Repair works the same way without a request (on unless the planner's
+``--no-repair-unsteered-pods``): a pod admitted while no webhook steered it (the pod webhook
+fails open) is matched to a subset by its node afterwards and marked
+``spreadbus.io/unsteered`` (:func:`~.existing_pods.unsteered_at_creation`); such a pod moves up
+to a subset with room as a requested rebalance would move it, and leaves a subset holding more
+than its ``maxReplicas``. Pods the webhook steered, and pods made before their WorkloadSpread,
+stay where they are: only a request moves them.
+
 Availability is spent carefully: at most ``max(1, maxUnavailable)`` of the workload's replicas
 unavailable at once (``maxUnavailable`` an int or a percentage of the replicas, rounded down,
 25% by default), and never more evictions than any PodDisruptionBudget
@@ -39,7 +47,13 @@ from kubesemantics.intstr import IntOrStrError, scaled_value
 from kubesemantics.label_selector import matches
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.workloadspread.core import pod_state
-from spreadbus.features.workloadspread.core.model import Status, SubsetStatus, WorkloadSpread
+from spreadbus.features.workloadspread.core.existing_pods import initial_quota
+from spreadbus.features.workloadspread.core.model import (
+    UNSTEERED_ANNOTATION,
+    Status,
+    SubsetStatus,
+    WorkloadSpread,
+)
 from spreadbus.features.workloadspread.core.pod_state import Pod
 
 REQUEST_ANNOTATION: Final = "rebalance.spreadbus.io/request"
@@ -59,11 +73,12 @@ class Move(msgspec.Struct, frozen=True):
     pod: str  # namespace/name
     source: str  # subset name, "" for none
     destination: str
+    why: str = "rebalance"
 
     @property
     def reason(self) -> str:
         source = f"subset {self.source}" if self.source else "no subset"
-        return f"rebalance: from {source} to subset {self.destination}, which has room"
+        return f"{self.why}: from {source} to subset {self.destination}, which has room"
 
 
 class Rebalance(msgspec.Struct, frozen=True):
@@ -115,6 +130,14 @@ def _room(observed: SubsetStatus | None, fresh: SubsetStatus | None) -> tuple[in
     return room, False
 
 
+def is_unsteered(ws: WorkloadSpread, pod: Pod) -> bool:
+    """Matched to ``ws`` by the planner, although its admission should have steered it."""
+    match = pod_state.matched(pod)
+    return (match is not None and match.name == ws.name
+            and pod_state.metadata(pod).get("annotations", {}).get(UNSTEERED_ANNOTATION)
+            == "true")
+
+
 def rebalance(
     ws: WorkloadSpread,
     *,
@@ -124,10 +147,12 @@ def rebalance(
     max_unavailable: int | str = DEFAULT_MAX_UNAVAILABLE,
     budgets: Sequence[Budget] = (),
     in_flight: Collection[str] = (),
+    repair: bool = False,
 ) -> Rebalance:
-    """What to move now for the pending request; ``status`` is the one about to be written."""
+    """What to move now for the pending request, or for repair (unsteered pods only);
+    ``status`` is the one about to be written."""
     request = pending_request(ws)
-    if not request:
+    if not request and not repair:
         return Rebalance(request="")
     observed = {s.name: s for s in ws.status.subset_statuses}
     fresh = {s.name: s for s in status.subset_statuses}
@@ -147,25 +172,40 @@ def rebalance(
             return len(order)
         return order.get(match.subset, len(order))
 
-    candidates = sorted(active, key=lambda p: (pod_state.key(p) not in in_flight, -rank(p),
-                                               pod_state.deletion_order_key(p),
-                                               pod_state.key(p)))
+    counts = [0] * len(ws.subsets)
+    for pod in active:
+        if (here := rank(pod)) < len(ws.subsets):
+            counts[here] += 1
+    limits = initial_quota(ws, replicas)
+    over = [max(0, counts[i] - limits.get(s.name, counts[i])) for i, s in enumerate(ws.subsets)]
+    eligible = active if request else [p for p in active if is_unsteered(ws, p)]
+    candidates = sorted(eligible, key=lambda p: (pod_state.key(p) not in in_flight, -rank(p),
+                                                 pod_state.deletion_order_key(p),
+                                                 pod_state.key(p)))
     moves: list[Move] = []
     blocked = False
     for pod in candidates:
         here = rank(pod)
         target = next((j for j in range(here) if room[j] != 0), None)
+        if target is None and not request and here < len(ws.subsets) and over[here] > 0:
+            # Repair: out of a subset beyond its maxReplicas, into any subset with room.
+            target = next((j for j in range(len(ws.subsets)) if j != here and room[j] != 0),
+                          None)
         if target is None:
             blocked = blocked or any(held[:here])
             continue
         free = room[target]
         if free is not None:
             room[target] = free - 1
+        if here < len(ws.subsets):
+            over[here] = max(0, over[here] - 1)
         source = ws.subsets[here].name if here < len(ws.subsets) else ""
         moves.append(Move(pod=pod_state.key(pod), source=source,
-                          destination=ws.subsets[target].name))
+                          destination=ws.subsets[target].name,
+                          why="rebalance" if request else "repair of an unsteered pod"))
     if not moves:
-        return Rebalance(request=request, handled=None if blocked else request,
+        handled = request if request and not blocked else None
+        return Rebalance(request=request, handled=handled,
                          waiting_for="room the webhook cannot use yet" if blocked else "")
     ready = {pod_state.key(p) for p in active if pod_state.is_ready(p)}
     leaving = len(ready & set(in_flight))

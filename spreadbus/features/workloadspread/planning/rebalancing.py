@@ -12,8 +12,9 @@ only the planner knows is kept here:
 - a wake-up ``RECHECK_SECONDS`` later while pods wait to move: budgets and readiness change
   without the WorkloadSpread changing.
 
-Only while a request is pending does a plan cost every pod of the workload (the moves depend on
-all of them) and every budget of the cluster; otherwise rebalancing costs nothing.
+Only while a request is pending, or an unsteered pod is to be put right (repair, on by
+default), does a plan cost every pod of the workload (the moves depend on all of them) and every
+budget of the cluster; otherwise rebalancing costs one look at each pod's annotations.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from spreadbus.features.workloadspread.core.rebalance import (
     HANDLED_ANNOTATION,
     Move,
     budgets_for,
+    is_unsteered,
     pending_request,
     rebalance,
 )
@@ -56,6 +58,8 @@ class Rebalancing:
     cluster: str
     whitelist: Whitelist
     max_unavailable: int | str = DEFAULT_MAX_UNAVAILABLE
+    repair: bool = True
+    """Move unsteered pods without a request (:mod:`~.core.rebalance`)."""
     _moving: dict[str, dict[str, float]] = field(default_factory=dict)
     """WorkloadSpread key -> pod key -> when its eviction was planned."""
 
@@ -66,14 +70,15 @@ class Rebalancing:
              tally: SpreadTally, workload: Mapping[str, Any] | None, now: float,
              busy: set[str]) -> Step:
         """This plan's moves; ``busy``: pods another decision of the same plan evicts."""
-        if not pending_request(ws) or ws.target_ref is None:
+        pods = tally.pods()
+        repairing = self.repair and any(is_unsteered(ws, p) for p in pods)
+        if not (pending_request(ws) or repairing) or ws.target_ref is None:
             self.forget(okey)
             return Step()
         try:
             replicas = workload_replicas(ws, workload, whitelist=self.whitelist)
         except ReplicasPathError:
             return Step()
-        pods = tally.pods()
         moving = {key: at for key, at in self._moving.get(okey, {}).items()
                   if now - at < IN_FLIGHT_SECONDS
                   and (pod := tally.pod(key)) is not None and pod_state.is_active(pod)}
@@ -85,7 +90,7 @@ class Rebalancing:
         )
         outcome = rebalance(ws, status=status, pods=pods, replicas=replicas,
                             max_unavailable=self.max_unavailable, budgets=budgets,
-                            in_flight=set(moving) | busy)
+                            in_flight=set(moving) | busy, repair=repairing)
         evictions = tuple(m for m in outcome.evictions if m.pod not in busy)
         for move in evictions:
             moving[move.pod] = now

@@ -127,13 +127,15 @@ class WorkloadSpreadRule:
         recover_after_seconds: float = RECOVER_AFTER.total_seconds(),
         min_interval_seconds: float = 0.25,
         max_unavailable: int | str = DEFAULT_MAX_UNAVAILABLE,
+        repair_unsteered: bool = True,
     ) -> None:
         self.cluster = cluster
         self.reservations = reservations or ReservationLedgers(cluster)
         self.whitelist = whitelist or Whitelist()
         self.recover_after_seconds = recover_after_seconds
         self.min_interval = min_interval_seconds
-        self.rebalancing = Rebalancing(cluster, self.whitelist, max_unavailable)
+        self.rebalancing = Rebalancing(cluster, self.whitelist, max_unavailable,
+                                       repair=repair_unsteered)
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
         self.index = SpreadIndex(cluster, workload_kinds(self.whitelist))

@@ -1,0 +1,142 @@
+"""3,000 idle TLS connections against one webhook replica leave it under its memory limit.
+
+The replica runs as its own process, as deployed, without ``--client-ca`` (the worst case:
+every connection completes its handshake; with it, a caller without a certificate is dropped in
+the handshake). Its resident memory is read from ``/proc``. Two floods: connections that
+complete the TLS handshake and send nothing (the replica keeps ``--max-connections`` of them and
+evicts the longest idle for each new one), and connections that open TCP and never send a
+ClientHello (held only until the handshake timeout). After each, a review is still answered
+promptly. The figures are printed (``pytest -s``).
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from spreadbus.cli.local_stack import Child
+from spreadbus.runtime.nats_server import NatsServer
+from tests.webhook.admission_reviews import pod, review
+from tlsserving import PemPaths, issue_server_cert, make_ca
+
+FLOOD = 3_000
+KEPT = 500
+LIMIT_BYTES = 512 * 1024 * 1024
+"""The webhook container's memory limit in deploy/services/webhook.yaml."""
+
+
+class Replica:
+    def __init__(self, child: Child, port: int, health_port: int, ca_file: Path) -> None:
+        self.child = child
+        self.port = port
+        self.health_port = health_port
+        self.ca_file = ca_file
+
+    def rss(self) -> int:
+        """Resident memory in bytes, from ``/proc/<pid>/status``."""
+        assert self.child.process is not None
+        status = Path(f"/proc/{self.child.process.pid}/status").read_text()
+        line = next(x for x in status.splitlines() if x.startswith("VmRSS:"))
+        return int(line.split()[1]) * 1024
+
+    def metric(self, name: str) -> float:
+        url = f"http://127.0.0.1:{self.health_port}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            for line in response.read().decode().splitlines():
+                if line.startswith(name + " "):
+                    return float(line.split()[1])
+        raise AssertionError(f"no metric {name}")
+
+    def context(self) -> ssl.SSLContext:
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def review_seconds(self) -> float:
+        """Time to answer one pod review on a new connection, handshake included."""
+        body = json.dumps(review(operation="CREATE", resource="pods",
+                                 obj=pod(generate_name="web-"))).encode()
+        started = time.perf_counter()
+        with (socket.create_connection(("127.0.0.1", self.port), timeout=10) as raw,
+              self.context().wrap_socket(raw, server_hostname="127.0.0.1") as tls):
+            tls.sendall(b"POST /mutate-pod HTTP/1.1\r\nHost: w\r\nContent-Length: %d\r\n"
+                        b"Connection: close\r\n\r\n%s" % (len(body), body))
+            answer = b""
+            while chunk := tls.recv(65536):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:200]
+        return time.perf_counter() - started
+
+
+@pytest.fixture
+def replica(nats_server: NatsServer, tmp_path: Path) -> Iterator[Replica]:
+    ca = make_ca("flood CA")
+    ca_file = ca.write(tmp_path, "ca").cert
+    server: PemPaths = issue_server_cert(ca, ["127.0.0.1"]).write(tmp_path, "webhook")
+    argv = [sys.executable, "-m", "services.webhook", f"--nats-url={nats_server.url}",
+            "--cluster=c1", "--host=127.0.0.1", "--port=0", "--http-host=127.0.0.1",
+            "--http-port=0", f"--tls-cert={server.cert}", f"--tls-key={server.key}",
+            f"--max-connections={KEPT}", "--tls-handshake-timeout-seconds=5"]
+    child = Child("webhook", argv, tmp_path / "webhook.log")
+    child.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not (child.reported_port("webhook listening") and child.ready()):
+            assert child.running, child.log_tail()
+            assert time.monotonic() < deadline, child.log_tail()
+            time.sleep(0.1)
+        yield Replica(child, child.reported_port("webhook listening"), child.health_port,
+                      ca_file)
+    finally:
+        child.terminate()
+        child.wait_or_kill(time.monotonic() + 10)
+
+
+def test_idle_tls_connections_beyond_the_cap_evict_the_longest_idle_and_memory_stays_low(
+    replica: Replica,
+) -> None:
+    before = replica.rss()
+    context = replica.context()
+    with ExitStack() as held:
+        for _ in range(FLOOD):
+            raw = held.enter_context(socket.create_connection(("127.0.0.1", replica.port)))
+            held.enter_context(context.wrap_socket(raw, server_hostname="127.0.0.1"))
+        time.sleep(0.5)  # the last handshakes' protocols are made after the client's finish
+        flooded = replica.rss()
+        kept = replica.metric("spreadbus_webhook_connections")
+        evicted = replica.metric("spreadbus_webhook_connections_evicted")
+        answer = replica.review_seconds()
+    print(f"\n{FLOOD} idle TLS connections: RSS {before / 2**20:.1f} MiB -> "
+          f"{flooded / 2**20:.1f} MiB; kept {kept:.0f}, evicted {evicted:.0f}; "
+          f"a review then took {answer * 1000:.1f} ms")
+    assert kept <= KEPT
+    assert evicted >= FLOOD - KEPT
+    assert flooded < LIMIT_BYTES / 4, "far below the limit: the cap bounds what is held"
+    assert answer < 1.0
+
+
+def test_connections_that_never_say_hello_are_dropped_at_the_handshake_timeout(
+    replica: Replica,
+) -> None:
+    before = replica.rss()
+    with ExitStack() as held:
+        for _ in range(FLOOD):
+            held.enter_context(socket.create_connection(("127.0.0.1", replica.port)))
+        time.sleep(1.0)
+        flooded = replica.rss()
+        answer = replica.review_seconds()
+        time.sleep(5.5)  # the handshake timeout
+        failed = replica.metric("spreadbus_webhook_tls_handshakes_failed")
+    print(f"\n{FLOOD} silent TCP connections: RSS {before / 2**20:.1f} MiB -> "
+          f"{flooded / 2**20:.1f} MiB; a review meanwhile took {answer * 1000:.1f} ms; "
+          f"{failed:.0f} handshakes timed out")
+    assert flooded < LIMIT_BYTES / 4
+    assert failed >= FLOOD
+    assert answer < 1.0
