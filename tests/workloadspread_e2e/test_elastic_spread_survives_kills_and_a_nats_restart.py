@@ -13,9 +13,8 @@ the faults unchanged.
 
 A second case also kills the webhook with SIGKILL during the first scale-out of the faulted run
 and starts it again once that scale-out's pods exist: they were admitted unsteered (the pod
-webhook fails open, as it must), and until something moves such pods to the subset the webhook
-would have chosen, the spread cannot settle as the run without faults does. That case is
-expected to fail (strictly: it must fail until the repair exists).
+webhook fails open, as it must), and the spread still settles as the run without faults does,
+because the planner moves such pods to the subset the webhook would have chosen.
 
 After each change the driver waits for the spread to converge: the Deployment rolled out, every
 pod running with a subset and a deletion cost, the status counting those pods with no admission
@@ -55,7 +54,10 @@ from tests.workloadspread_e2e.elastic_workload import (
     converge,
     elastic_example,
 )
-from tests.workloadspread_e2e.stack import node_zones, running_stack, wait_for
+from tests.workloadspread_e2e.stack import node_zones, running_stack, subset_of, wait_for
+
+UNSTEERED = "spreadbus.io/unsteered"
+"""The planner's mark on a pod that was admitted while no webhook steered it."""
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.chaos]
 
@@ -84,6 +86,10 @@ def replicas_after(changes: list[Change]) -> list[int]:
     return out
 
 
+def at_least(pods: list[Any], count: int) -> list[Any] | None:
+    return pods if len(pods) >= count else None
+
+
 def webhook_down_while_scaling(webhook: KilledChild, workload: SpreadWorkload,
                                change: Change) -> None:
     """Kill the webhook, apply ``change``, and start the webhook again once all of the
@@ -91,8 +97,12 @@ def webhook_down_while_scaling(webhook: KilledChild, workload: SpreadWorkload,
     webhook.kill()
     print(f"{workload.namespace}: {webhook.name} killed for {change}")
     workload.apply(change)
-    wait_for(f"{change[1]} pods created while the webhook is down",
-             lambda: len(workload.pods()) >= change[1] or None, 60)
+    pods = wait_for(f"{change[1]} pods created while the webhook is down",
+                    lambda: at_least(workload.pods(), change[1]), 60)
+    unsteered = [p for p in pods if subset_of(p) == "(none)"
+                 or (p.metadata.annotations or {}).get(UNSTEERED) == "true"]
+    assert unsteered, "the scale-out admitted no pod unsteered: the webhook was not down"
+    print(f"{workload.namespace}: {len(unsteered)} of {len(pods)} pods admitted unsteered")
     webhook.start()
     wait_for("the webhook ready again", lambda: webhook.child.ready() or None, 60)
 
@@ -156,17 +166,9 @@ def results(outcomes: list[Any]) -> dict[tuple[str, str, int], int]:
         (o.result, o.target.resource, o.error.status if o.error else 0) for o in outcomes))
 
 
-UNSTEERED_PODS_STAY = (
-    "pods admitted without a subset while the webhook is down are not yet moved to the subset "
-    "the webhook would have chosen (evicting them within the disruption budgets)"
-)
-
-
 @pytest.mark.parametrize("kill_webhook", [
     pytest.param(False, id="services-and-nats"),
-    pytest.param(True, id="and-the-webhook-during-a-scale-out",
-                 marks=pytest.mark.xfail(strict=True, raises=AssertionError,
-                                         reason=UNSTEERED_PODS_STAY)),
+    pytest.param(True, id="and-the-webhook-during-a-scale-out"),
 ])
 def test_kills_at_random_moments_and_a_nats_restart_leave_the_spread_as_a_run_without_faults(
     tmp_path: Path, kill_webhook: bool,
