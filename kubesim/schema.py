@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from kubesemantics import structural_schema
 from kubesim import errors
 from kubesim.errors import FieldError
 
@@ -99,26 +100,9 @@ def _copy(v: Any) -> Any:
 
 
 def unknown_fields(schema: Schema, value: Any, path: str = "", *, root: bool = False) -> list[str]:
-    """Paths of fields that pruning would drop (for ``fieldValidation=Strict``)."""
-    out: list[str] = []
-    if isinstance(value, dict):
-        props: Mapping[str, Any] = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        preserve = bool(schema.get("x-kubernetes-preserve-unknown-fields"))
-        for k, v in value.items():
-            p = f"{path}.{k}" if path else k
-            if root and k in _ROOT_KEEP:
-                continue
-            if k in props:
-                out.extend(unknown_fields(props[k], v, p))
-            elif isinstance(extra, Mapping):
-                out.extend(unknown_fields(extra, v, p))
-            elif not (preserve or extra is True):
-                out.append(p)
-    elif isinstance(value, list) and isinstance(schema.get("items"), Mapping):
-        for i, v in enumerate(value):
-            out.extend(unknown_fields(schema["items"], v, f"{path}[{i}]"))
-    return out
+    """Paths of fields that pruning would drop (for ``fieldValidation=Strict``), ``metadata``
+    included; shared with ``spreadbus validate`` so both refuse the same objects."""
+    return structural_schema.unknown_fields(schema, value, path, root=root)
 
 
 def validate(schema: Schema, value: Any, path: str = "", *, root: bool = False) -> list[FieldError]:

@@ -1,9 +1,9 @@
 """Crashes converge: kill -9 of planner, actuator and watcher at random moments during 500
 changes (Deployments scaled, and a CloneSet-template UnitedDeployment scaled now and then), and
-one nats-server restart, end in the same state as a run without faults driven by the same
-changes, with one outcome per plan, no change applied twice, no older generation ever written over
-a newer one, and exactly one workload per UnitedDeployment subset (a create decided again after a
-crash finds the workload the first one made).
+one kill -9 of nats-server (started again on its store), end in the same state as a run without
+faults driven by the same changes, with one outcome per plan, no change applied twice, no older
+generation ever written over a newer one, and exactly one workload per UnitedDeployment subset (a
+create decided again after a crash finds the workload the first one made).
 
 The faults come from a background thread on a seeded schedule
 (:class:`~tests.fixtures.fault_injection.FaultInjector`; the seed is printed, and
@@ -211,6 +211,7 @@ def annotations_seen(kube: list[Any]) -> dict[str, list[tuple[int, int, int]]]:
 
 @pytest.mark.e2e
 @pytest.mark.slow
+@pytest.mark.chaos
 def test_kills_at_random_moments_and_a_nats_restart_end_as_a_run_without_faults(
     nats_server: NatsServer, kubesim_factory: Callable[..., KubeSimThread], tmp_path: Path
 ) -> None:

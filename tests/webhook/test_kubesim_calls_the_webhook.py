@@ -22,6 +22,8 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from spreadbus.cli import main
+from spreadbus.features.workloadspread.core.validation import MAX_PATCH_BYTES
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
 from tests.fixtures.cluster import SimCluster
@@ -140,6 +142,34 @@ async def test_an_invalid_workloadspread_is_refused_by_the_api_server(wired: Sim
         await asyncio.to_thread(create_spread, wired, bad)
     assert refused.value.status == 422
     assert "duplicated subset name zone-a" in str(refused.value.body)
+
+
+async def test_a_patch_no_pod_could_take_is_refused_online_with_the_offline_errors(
+    wired: SimCluster, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Too large a patch and resources no pod may have: the API server's answer (through the
+    webhook) names the same fields and limits as ``spreadbus validate``."""
+    too_large = zone_subset("zone-a", 2)
+    too_large["patch"] = {"spec": {"containers": [
+        {"name": "web", "env": [{"name": "X", "value": "x" * MAX_PATCH_BYTES}]}]}}
+    impossible = zone_subset("zone-b")
+    impossible["patch"] = {"spec": {"containers": [
+        {"name": "web", "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}}}]}}
+    bad = spread([too_large, impossible])
+    (tmp_path / "ws.json").write_text(json.dumps(bad))
+    assert main(["validate", "-f", str(tmp_path / "ws.json"), "-o", "json"]) == 1
+    offline = json.loads(capsys.readouterr().out)["errors"]
+    assert [(e["field"], e["type"]) for e in offline] == [
+        ("spec.subsets[0].patch", "TooLong"),
+        ("spec.subsets[1].patch.spec.containers[0].resources.requests", "Invalid"),
+    ]
+    with pytest.raises(ApiException) as refused:
+        await asyncio.to_thread(create_spread, wired, bad)
+    assert refused.value.status == 422
+    body = str(refused.value.body)
+    for error in offline:
+        assert error["field"] in body
+        assert error["message"] in body
 
 
 async def test_pods_of_a_deployment_are_steered_into_subsets_by_the_api_servers_calls(

@@ -17,7 +17,12 @@ merge rules (so a container without its ``name`` merge key fails as in Kruise), 
 containers of the result (present, named, unique, with an image): a narrower check than Kruise's
 full ``ValidatePodSpec``. The labels and annotations a patch gives its pods are checked whether or
 not the workload exists yet, with the API server's rules for a pod's metadata (qualified keys,
-label values, the annotations' total size), since every pod of the subset would carry them.
+label values, the annotations' total size), since every pod of the subset would carry them; so
+are the ``resources`` of each container the patch names, merged with that container's template
+resources when the workload is known (quantities parse, requests within limits, ...), since a
+pod the API server refuses for them would refuse every pod of the subset. A patch is at most
+:data:`MAX_PATCH_BYTES` of JSON: every pod of the subset carries it, and the WorkloadSpread
+travels whole on the bus.
 
 The module is long because the checks are one ordered pass that shares state (the first
 maxReplicas type, the running percentage sum, early returns), as Kruise's single function does;
@@ -27,6 +32,7 @@ the Kubernetes scheduling-field checks it calls live in :mod:`.scheduling_valida
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -41,6 +47,7 @@ from kubesemantics.field_errors import (
 from kubesemantics.intstr import IntOrStrError, is_int, scaled_value
 from kubesemantics.nesting import MAX_DEPTH, shorten, too_deep
 from kubesemantics.qualified_names import is_qualified_name, is_valid_label_value
+from kubesemantics.resource_requirements import validate_resource_requirements
 from kubesemantics.scheduling_validation import (
     label_selector_error,
     type_error,
@@ -149,6 +156,60 @@ def _patch_metadata_errors(patch: object, path: Path) -> list[FieldError]:
     return errors
 
 
+MAX_PATCH_BYTES = 512 * 1024
+"""Bytes of compact JSON one subset patch may take: twice the annotations a pod may carry, so
+every patch a pod could take fits, and a WorkloadSpread with a few such subsets stays far below
+the bus's 8 MB ``max_payload`` (the API server's own object limit, 1.5 MiB, is lower still)."""
+
+
+def _patch_size_errors(patch: object, path: Path) -> list[FieldError]:
+    try:
+        size = len(json.dumps(patch, separators=(",", ":"), ensure_ascii=False).encode())
+    except (TypeError, ValueError):  # not JSON at all: the other checks name it
+        return []
+    if size <= MAX_PATCH_BYTES:
+        return []
+    return [FieldError(str(path), "TooLong",
+                       f"may not be more than {MAX_PATCH_BYTES} bytes of JSON (it is {size})")]
+
+
+def _named_containers(spec: object, list_name: str) -> list[tuple[int, str, Mapping[str, Any]]]:
+    items = spec.get(list_name) if isinstance(spec, Mapping) else None
+    if not isinstance(items, list):
+        return []
+    return [
+        (i, c["name"], c)
+        for i, c in enumerate(items)
+        if isinstance(c, Mapping) and isinstance(c.get("name"), str)
+    ]
+
+
+def _patch_resource_errors(
+    patch: object, path: Path, workload: Mapping[str, Any] | None
+) -> list[FieldError]:
+    """The resources of every container the patch names, as the pods will have them: the
+    patch merged onto the workload's template (onto nothing when the workload is unknown)."""
+    if not isinstance(patch, Mapping):
+        return []
+    base: JSON = _pod_template(workload) if workload is not None else {"metadata": {}, "spec": {}}
+    try:
+        merged = strategic_merge.apply(base, patch, strategic_merge.meta_for_kind("Pod"))
+    except (strategic_merge.PatchError, TypeError, ValueError, AttributeError):
+        return []  # reported by the merge check when the workload is known
+    merged_spec = merged.get("spec") if isinstance(merged, Mapping) else None
+    errors: list[FieldError] = []
+    for list_name in ("initContainers", "containers"):
+        result = {name: c for _, name, c in _named_containers(merged_spec, list_name)}
+        for i, name, _ in _named_containers(patch.get("spec"), list_name):
+            container = result.get(name)
+            if container is not None:
+                errors.extend(validate_resource_requirements(
+                    container.get("resources"),
+                    path.child("spec", list_name).index(i).child("resources"),
+                ))
+    return errors
+
+
 def _patch_errors(patch: object, path: Path, workload: Mapping[str, Any]) -> list[FieldError]:
     """Merge the patch onto the workload's pod template, then check the containers it yields."""
     if not isinstance(patch, Mapping):
@@ -241,10 +302,14 @@ def _subsets_errors(
             )
         if subset.get("tolerations") is not None:
             errors.extend(validate_tolerations(subset["tolerations"], p.child("tolerations")))
-        if subset.get("patch") is not None:
-            errors.extend(_patch_metadata_errors(subset["patch"], p.child("patch")))
+        patch = subset.get("patch")
+        too_big = _patch_size_errors(patch, p.child("patch")) if patch is not None else []
+        errors.extend(too_big)
+        if patch is not None and not too_big:
+            errors.extend(_patch_metadata_errors(patch, p.child("patch")))
+            errors.extend(_patch_resource_errors(patch, p.child("patch"), workload))
             if workload is not None:
-                errors.extend(_patch_errors(subset["patch"], p.child("patch"), workload))
+                errors.extend(_patch_errors(patch, p.child("patch"), workload))
         errors.extend(_min_replicas_errors(subset, p.child("minReplicas")))
 
         maximum = subset.get("maxReplicas")
