@@ -60,7 +60,7 @@ from spreadbus.engine.feature import SideStream
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
-from spreadbus.projection.planning import Rule, Timed, plans_for
+from spreadbus.projection.planning import PLAN_LOST_SECONDS, Rule, Timed, plans_for
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -322,6 +322,9 @@ class Planner:
     async def _decide(self) -> int:
         now = self.clock()
         changed = self.projection.take_changed() | self._due(now)
+        for slot in self.decisions.lost_holds(now, PLAN_LOST_SECONDS):
+            cluster, group, resource, namespace, name = slot_target(slot)
+            changed.add((resource_key(cluster, group, resource), object_key(namespace, name)))
         newly_ready = any(r.name in self._waiting_rules and self.rule_ready(r) for r in self.rules)
         retry_due = any(retry.at <= now for retry in self._retries.values())
         if not changed and not newly_ready and not retry_due:

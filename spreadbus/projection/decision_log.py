@@ -117,6 +117,15 @@ class DecisionLog:
         is answered."""
         self.held.add(slot)
 
+    def lost_holds(self, now: float, after: float) -> list[str]:
+        """Held slots whose newest plan has waited longer than ``after`` seconds for its answer:
+        the bus lost it, so the slot is decided again (and held no more)."""
+        lost = [slot for slot in self.held
+                if (record := self.state.latest.get(slot)) is not None
+                and record.status == "in_flight" and now - record.ts > after]
+        self.held.difference_update(lost)
+        return lost
+
     def apply_plan(self, seq: int, subject: str, data: bytes) -> None:
         state = self.state
         if seq <= state.plans_seq:

@@ -53,7 +53,9 @@ hold what it wants.
 ``Desired.serial`` keeps one plan per object in flight (a status is rewritten as a whole, so
 planning the next one before the previous landed only makes the previous fail). The planner
 offers the object again when that plan is answered (:meth:`DecisionLog.apply_outcome` names the
-slot), and whenever a plan fails.
+slot), and whenever a plan fails. A plan unanswered for :data:`PLAN_LOST_SECONDS` is taken as
+lost by the bus and decided again under a new id (the planner offers held objects again then:
+:meth:`DecisionLog.lost_holds`).
 
 Signatures::
 
@@ -134,6 +136,16 @@ class Timed(Protocol):
     def next_wake(self) -> float | None: ...
 
 
+PLAN_LOST_SECONDS: Final = 60.0
+"""A plan still unanswered this long after it was decided is taken as lost and decided again.
+
+An actuator answers every plan it is given (after at most ``max_deliveries`` deliveries of
+``ack_wait``, 75 s by default, it gives a plan up as failed), so a plan without an answer this
+long after it was decided is one the bus lost: nats-server killed before its last writes reached
+its store, the plan or its outcome with them. Without this, a serial plan (a status) lost that way
+would hold its object's next decision forever. Deciding again is safe: every verb is idempotent
+under its precondition, and a plan that was only late is answered ``skipped`` or ``failed``.
+"""
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 _INTENT_DIGITS: Final = 16
 """Hex digits of :func:`intent_id`, which begin every plan id."""
@@ -213,10 +225,14 @@ def plans_for(
                     and newest.id[:_INTENT_DIGITS] == intent_id(cluster, rule.name, want)):
                 continue  # refused; decided again once the log forgets the refusal
             basis = f"after:{newest.id}"
+        lost = (newest is not None and newest.status == "in_flight"
+                and now - newest.ts > PLAN_LOST_SECONDS)
+        if lost and newest is not None and not creating:
+            basis = f"{basis}:after:{newest.id}"  # its id may still be in the dedup window
         pid = plan_id(cluster, rule.name, want, basis)
         if log.status(slot, pid) is not None:
             continue  # in flight, or already answered for this very observation
-        if newest is not None and newest.status == "in_flight":
+        if newest is not None and newest.status == "in_flight" and not lost:
             if want.serial:
                 log.hold(slot)  # decided again once the previous plan is answered
                 continue
