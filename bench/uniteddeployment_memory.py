@@ -70,10 +70,10 @@ def side(name: str, pods: int) -> dict[str, float]:
     feed = Feed()
     head, stream = objects(pods)
     if name == "planner":
-        from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+        from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
         from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
 
-        rule = UnitedDeploymentRule("bench", reconcile=reconcile, min_interval_seconds=0.0)
+        rule = UnitedDeploymentRule("bench", reconcile=reconcile_grouped, min_interval_seconds=0.0)
         apply = feed.view.apply
     else:
         from spreadbus.features.workloadspread.admission.view import View

@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from bench._united import SUBSETS, Feed, cloneset, realistic_pod, revision_of, united
-from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.planning import plans_for
@@ -45,7 +45,7 @@ def rounds(pods: int, count: int) -> tuple[float, float, float]:
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
-            return reconcile(*args, **kwargs)
+            return reconcile_grouped(*args, **kwargs)
         finally:
             in_reconcile.append(time.perf_counter() - started)
 

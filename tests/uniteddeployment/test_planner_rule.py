@@ -18,6 +18,7 @@ from typing import Any, Literal
 from events import codec, subjects
 from events.messages import Observation
 from kubesemantics import merge_patch
+from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerPods
 from spreadbus.features.uniteddeployment.planning.rule import (
     HANDLED_ANNOTATION,
     RETRY_SECONDS,
@@ -72,11 +73,12 @@ class Recorder:
         self.answer: Answer = Answer()
 
     def __call__(self, ud: Mapping[str, Any], *, workloads: Sequence[Mapping[str, Any]],
-                 pods: Sequence[Mapping[str, Any]], revisions: Sequence[Mapping[str, Any]],
-                 now: datetime) -> Answer:
+                 pod_groups: Mapping[OwnerKey, OwnerPods],
+                 revisions: Sequence[Mapping[str, Any]], now: datetime) -> Answer:
         self.calls.append({"ud": ud["metadata"]["name"],
                            "workloads": sorted(w["metadata"]["name"] for w in workloads),
-                           "pods": sorted(p["metadata"]["name"] for p in pods),
+                           "pods": sorted(f.name for group in pod_groups.values()
+                                          for f in group.pods.values()),
                            "revisions": sorted(r["metadata"]["name"] for r in revisions),
                            "now": now})
         return self.answer
