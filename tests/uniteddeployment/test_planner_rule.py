@@ -186,6 +186,22 @@ def test_an_object_released_by_the_ud_leaves_its_family() -> None:
     assert call["pods"] == ["b-0", "b-1"]
 
 
+def test_only_pods_under_a_ud_are_followed_and_a_released_deployment_takes_its_pods() -> None:
+    world = World()
+    family(world)
+    world.round()
+    assert len(world.rule.pods) == 3, "the stray pod is not followed"
+    world.reconcile.calls.clear()
+    world.put(obj("Deployment", "ud-b-yyyyy", None, spec={"replicas": 2}))
+    world.round(T0 + 1)
+    (call,) = world.reconcile.calls
+    assert call["pods"] == ["a-0"]
+    assert len(world.rule.pods) == 1
+    world.put(obj("Deployment", "ud-b-yyyyy", UD_OWNER, spec={"replicas": 2}))
+    world.round(T0 + 2)
+    assert world.reconcile.calls[-1]["pods"] == ["a-0", "b-0", "b-1"]
+
+
 def test_a_fresh_rule_offered_every_key_sees_the_same_family() -> None:
     world = World()
     family(world)
