@@ -6,8 +6,9 @@ publishes them and fed one message at a time, so what the process holds afterwar
 keeps, not the input:
 
 - **planner**: the projection of the ``KUBE`` stream (every object's JSON as published) and the
-  UnitedDeployment rule after a round over every key (its owner index and the summaries of the
-  pods it reconciles, :mod:`spreadbus.features.uniteddeployment.planning.pod_summary`);
+  UnitedDeployment rule after a round over every key (its owner index and the counted facts and
+  summaries of the pods it follows,
+  :mod:`spreadbus.features.uniteddeployment.planning.followed_pods`);
 - **webhook**: the WorkloadSpread admission view, the part of a webhook replica that folds pods
   (the UnitedDeployment handlers read UnitedDeployments only).
 
@@ -70,10 +71,10 @@ def side(name: str, pods: int) -> dict[str, float]:
     feed = Feed()
     head, stream = objects(pods)
     if name == "planner":
-        from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+        from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
         from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
 
-        rule = UnitedDeploymentRule("bench", reconcile=reconcile, min_interval_seconds=0.0)
+        rule = UnitedDeploymentRule("bench", reconcile=reconcile_grouped, min_interval_seconds=0.0)
         apply = feed.view.apply
     else:
         from spreadbus.features.workloadspread.admission.view import View

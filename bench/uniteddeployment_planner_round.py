@@ -4,7 +4,7 @@ The projection holds a three-subset CloneSet-template UD, its CloneSets and its 
 (realistic pods, as the watcher publishes them). The rule is primed by one round over every key
 (what a restart does); then, ``--rounds`` times, one pod's observation changes and the rule runs a
 round over what changed, through the planner's diff (``plans_for``). Printed: the median round at
-each size, split into the rule's gathering (index, pod summaries), the reconcile, and the diff, and
+each size, split into the rule's gathering (index, followed pods), the reconcile, and the diff, and
 the ``ratio`` of the large UD's round to the small one's (goal: about 1, work follows the change).
 Run: ``python -m bench.uniteddeployment_planner_round [--small 100] [--large 10000]
 [--rounds 50]``.
@@ -18,7 +18,7 @@ import time
 from typing import Any
 
 from bench._united import SUBSETS, Feed, cloneset, realistic_pod, revision_of, united
-from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.planning import plans_for
@@ -45,7 +45,7 @@ def rounds(pods: int, count: int) -> tuple[float, float, float]:
     def timed(*args: Any, **kwargs: Any) -> Any:
         started = time.perf_counter()
         try:
-            return reconcile(*args, **kwargs)
+            return reconcile_grouped(*args, **kwargs)
         finally:
             in_reconcile.append(time.perf_counter() - started)
 

@@ -18,6 +18,7 @@ from typing import Any, Literal
 from events import codec, subjects
 from events.messages import Observation
 from kubesemantics import merge_patch
+from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerPods
 from spreadbus.features.uniteddeployment.planning.rule import (
     HANDLED_ANNOTATION,
     RETRY_SECONDS,
@@ -72,11 +73,12 @@ class Recorder:
         self.answer: Answer = Answer()
 
     def __call__(self, ud: Mapping[str, Any], *, workloads: Sequence[Mapping[str, Any]],
-                 pods: Sequence[Mapping[str, Any]], revisions: Sequence[Mapping[str, Any]],
-                 now: datetime) -> Answer:
+                 pod_groups: Mapping[OwnerKey, OwnerPods],
+                 revisions: Sequence[Mapping[str, Any]], now: datetime) -> Answer:
         self.calls.append({"ud": ud["metadata"]["name"],
                            "workloads": sorted(w["metadata"]["name"] for w in workloads),
-                           "pods": sorted(p["metadata"]["name"] for p in pods),
+                           "pods": sorted(f.name for group in pod_groups.values()
+                                          for f in group.pods.values()),
                            "revisions": sorted(r["metadata"]["name"] for r in revisions),
                            "now": now})
         return self.answer
@@ -182,6 +184,22 @@ def test_an_object_released_by_the_ud_leaves_its_family() -> None:
     (call,) = world.reconcile.calls
     assert call["workloads"] == ["ud-b-yyyyy", "ud-b-yyyyy-1"]
     assert call["pods"] == ["b-0", "b-1"]
+
+
+def test_only_pods_under_a_ud_are_followed_and_a_released_deployment_takes_its_pods() -> None:
+    world = World()
+    family(world)
+    world.round()
+    assert len(world.rule.pods) == 3, "the stray pod is not followed"
+    world.reconcile.calls.clear()
+    world.put(obj("Deployment", "ud-b-yyyyy", None, spec={"replicas": 2}))
+    world.round(T0 + 1)
+    (call,) = world.reconcile.calls
+    assert call["pods"] == ["a-0"]
+    assert len(world.rule.pods) == 1
+    world.put(obj("Deployment", "ud-b-yyyyy", UD_OWNER, spec={"replicas": 2}))
+    world.round(T0 + 2)
+    assert world.reconcile.calls[-1]["pods"] == ["a-0", "b-0", "b-1"]
 
 
 def test_a_fresh_rule_offered_every_key_sees_the_same_family() -> None:

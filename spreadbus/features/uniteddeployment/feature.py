@@ -12,7 +12,7 @@ from typing import Final
 from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
 from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.uniteddeployment.admission.side import webhook_side
-from spreadbus.features.uniteddeployment.core.reconcile import reconcile
+from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
 from spreadbus.features.uniteddeployment.offline import offline_plan
 from spreadbus.features.uniteddeployment.offline_validation import validate_offline
@@ -27,7 +27,7 @@ NAME: Final = "uniteddeployment"
 
 async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> PlannerSide:
     rule = UnitedDeploymentRule(
-        ctx.cluster, reconcile=reconcile,
+        ctx.cluster, reconcile=reconcile_grouped,
         min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
     )
     return PlannerSide(rules=[rule])

@@ -86,18 +86,23 @@ def _unschedulable_condition(pod: Mapping[str, Any]) -> bool:
     )
 
 
+def unschedulable_pending(pod: Mapping[str, Any]) -> bool:
+    """Pending, unbound, not being deleted and marked ``Unschedulable``: a pod whose creation
+    time alone decides whether it is stuck."""
+    meta = as_map(pod.get("metadata"))
+    return (
+        meta.get("deletionTimestamp") is None
+        and as_str(as_map(pod.get("status")).get("phase")) == "Pending"
+        and not as_str(as_map(pod.get("spec")).get("nodeName"))
+        and _unschedulable_condition(pod)
+    )
+
+
 def pending_timeout(pod: Mapping[str, Any], timeout: timedelta, now: datetime) -> PendingCheck:
     """Whether the pod has failed to schedule for longer than ``timeout`` since its creation."""
-    meta = as_map(pod.get("metadata"))
-    if meta.get("deletionTimestamp") is not None:
+    if not unschedulable_pending(pod):
         return PendingCheck(False)
-    if as_str(as_map(pod.get("status")).get("phase")) != "Pending":
-        return PendingCheck(False)
-    if as_str(as_map(pod.get("spec")).get("nodeName")):
-        return PendingCheck(False)
-    if not _unschedulable_condition(pod):
-        return PendingCheck(False)
-    deadline = time_of(meta.get("creationTimestamp")) + timeout
+    deadline = time_of(as_map(pod.get("metadata")).get("creationTimestamp")) + timeout
     if deadline < now:
         return PendingCheck(True)
     return PendingCheck(False, deadline - now)

@@ -17,7 +17,7 @@ workload to decide whether the workload needs an update:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from kubesemantics.intstr import IntOrStrError, scaled_value
@@ -75,12 +75,23 @@ def read_partition(
     kind: WorkloadKind, workload: Mapping[str, Any], pods: Sequence[Mapping[str, Any]]
 ) -> int:
     """The partition the workload holds now, as Kruise reads it back."""
+    return read_partition_counted(
+        kind,
+        workload,
+        lambda revision: sum(1 for p in pods if labels_of(p).get(REVISION_LABEL, "") != revision),
+    )
+
+
+def read_partition_counted(
+    kind: WorkloadKind, workload: Mapping[str, Any], off_revision: Callable[[str], int]
+) -> int:
+    """:func:`read_partition` where ``off_revision(r)`` counts the pods not on revision ``r``
+    (the only thing it reads of them), so counted pods need not be listed."""
     spec = as_map(workload.get("spec"))
     strategy = as_map(spec.get("updateStrategy"))
     if kind in (STATEFUL_SET, ADVANCED_STATEFUL_SET):
         if as_str(strategy.get("type")) == ON_DELETE:
-            revision = labels_of(workload).get(REVISION_LABEL, "")
-            return sum(1 for p in pods if labels_of(p).get(REVISION_LABEL, "") != revision)
+            return off_revision(labels_of(workload).get(REVISION_LABEL, ""))
         return as_int(as_map(strategy.get("rollingUpdate")).get("partition")) or 0
     if kind == CLONE_SET:
         value = strategy.get("partition")

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from kubesemantics.lenient_json import as_map, as_str
@@ -59,8 +60,19 @@ from spreadbus.features.uniteddeployment.core.model import (
 )
 from spreadbus.features.uniteddeployment.core.partitions import (
     computed_partitions,
-    read_partition,
+    read_partition_counted,
 )
+from spreadbus.features.uniteddeployment.core.pod_groups import (
+    PodGroups,
+    all_pods,
+    group_pods,
+    groups_by_subset,
+    judged_pods,
+    off_revision,
+    pending_pods,
+    updated_counts,
+)
+from spreadbus.features.uniteddeployment.core.rebalance import pending_request
 from spreadbus.features.uniteddeployment.core.rendering import (
     PatchError,
     patch_text,
@@ -75,11 +87,10 @@ from spreadbus.features.uniteddeployment.core.scheduling import (
 from spreadbus.features.uniteddeployment.core.status import (
     SubsetCounts,
     compute_status,
-    subset_counts,
+    counts_of,
 )
 from spreadbus.features.uniteddeployment.core.subset_workloads import (
     discover,
-    pods_by_subset,
     workload_kind,
 )
 from spreadbus.features.uniteddeployment.core.update_decision import (
@@ -157,6 +168,21 @@ def reconcile(
     owner reference and label, ReplicaSets lead to a Deployment's pods, PodDisruptionBudgets and
     PodUnavailableBudgets bound a rebalance, the rest is ignored.
     """
+    return reconcile_grouped(
+        ud, workloads=workloads, pod_groups=group_pods(pods), revisions=revisions, now=now
+    )
+
+
+def reconcile_grouped(
+    ud: Mapping[str, Any],
+    *,
+    workloads: Sequence[Mapping[str, Any]],
+    pod_groups: PodGroups,
+    revisions: Sequence[Mapping[str, Any]],
+    now: datetime,
+) -> Reconciliation:
+    """:func:`reconcile` over pods kept grouped and counted (:mod:`.pod_groups`), so a round
+    reads the pods it must judge, not all of them."""
     model = from_object(ud)
     old_status = dict(as_map(ud.get("status")))
     kind = workload_kind(model)
@@ -177,14 +203,28 @@ def reconcile(
     )
 
     found = discover(model, workloads)
-    pods_of = pods_by_subset(model, found.by_subset, workloads, pods)
+    groups_of = groups_by_subset(model, found.by_subset, workloads, pod_groups)
+    strategy = model.schedule_strategy
+    ud_updated = find_condition(ud_conditions, UNITED_UPDATED)
+    judged: dict[str, list[dict[str, Any]]] = {}
+    for name, groups in groups_of.items():
+        if strategy.reservation:
+            judged[name] = judged_pods(
+                groups,
+                updated_revision=expected,
+                ud_updated_condition=ud_updated,
+                timeout=timedelta(seconds=strategy.reschedule_critical),
+                now=now,
+            )
+        elif strategy.adaptive:
+            judged[name] = pending_pods(groups)
     scheduling = schedule_round(
         model,
         subset_conditions,
         found.by_subset,
-        pods_of,
+        judged,
         updated_revision=expected,
-        ud_updated_condition=find_condition(ud_conditions, UNITED_UPDATED),
+        ud_updated_condition=ud_updated,
         now=now,
     )
     allocation = allocate(model, scheduling.workloads)
@@ -198,12 +238,21 @@ def reconcile(
             revision_updates=revisions_plan.updates,
             revision_deletes=revisions_plan.deletes,
         )
+    annotations = as_map(ud.get("metadata")).get("annotations")
     allocation, rebalance_handled = rebalance_allocation(
         model,
-        as_map(ud.get("metadata")).get("annotations"),
+        annotations,
         scheduling,
         allocation,
-        disruptions_allowed=disruption_allowance(model, workloads, found.by_subset, pods_of),
+        # Budgets match pods by labels: every pod is read, but only while a rebalance is asked.
+        disruptions_allowed=disruption_allowance(
+            model,
+            workloads,
+            found.by_subset,
+            {name: all_pods(groups) for name, groups in groups_of.items()},
+        )
+        if pending_request(annotations) is not None
+        else None,
     )
     scheduling = after_allocation(model, scheduling, allocation, now=now)
 
@@ -238,7 +287,9 @@ def reconcile(
             revision=expected,
             replicas=replicas,
             partition=partition,
-            current_partition=read_partition(kind, existing, pods_of.get(subset.name, ()))
+            current_partition=read_partition_counted(
+                kind, existing, partial(off_revision, groups_of.get(subset.name, []))
+            )
             if existing is not None
             else 0,
             patch=patch_text(subset),
@@ -275,10 +326,9 @@ def reconcile(
         ud_conditions = set_ud_condition(ud_conditions, SUBSET_UPDATED, TRUE, "", "", now=now)
 
     counts: dict[str, SubsetCounts] = {
-        name: subset_counts(
+        name: counts_of(
             workload,
-            pods_of.get(name, ()),
-            expected_revision=expected,
+            *updated_counts(groups_of.get(name, []), expected),
             reserved_pods=scheduling.workloads[name].reserved_pods,
         )
         for name, workload in found.by_subset.items()
@@ -311,4 +361,4 @@ def reconcile(
     )
 
 
-__all__ = ["Reconciliation", "SubsetDecision", "reconcile"]
+__all__ = ["Reconciliation", "SubsetDecision", "reconcile", "reconcile_grouped"]

@@ -79,18 +79,31 @@ def subset_counts(
     expected_revision: str,
     reserved_pods: int = 0,
 ) -> SubsetCounts:
-    status = as_map(workload.get("status"))
     updated = [
         p
         for p in pods
         if (label_of(p, REVISION_LABEL) or "") == expected_revision and pod_active(p)
     ]
+    return counts_of(
+        workload,
+        len(updated),
+        sum(1 for p in updated if pod_ready(p)),
+        reserved_pods=reserved_pods,
+    )
+
+
+def counts_of(
+    workload: Mapping[str, Any], updated: int, updated_ready: int, *, reserved_pods: int = 0
+) -> SubsetCounts:
+    """:func:`subset_counts` from the pods already counted: active on the expected revision,
+    and of those Ready."""
+    status = as_map(workload.get("status"))
     return SubsetCounts(
         replicas=as_int(status.get("replicas")) or 0,
         ready_replicas=as_int(status.get("readyReplicas")) or 0,
         reserved_pods=reserved_pods,
-        updated_replicas=len(updated),
-        updated_ready_replicas=sum(1 for p in updated if pod_ready(p)),
+        updated_replicas=updated,
+        updated_ready_replicas=updated_ready,
     )
 
 

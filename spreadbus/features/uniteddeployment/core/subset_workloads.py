@@ -183,17 +183,15 @@ def discover(ud: UnitedDeployment, workloads: Sequence[JSON]) -> Discovery:
     return found
 
 
-def pods_by_subset(
-    ud: UnitedDeployment,
-    subsets: Mapping[str, JSON],
-    workloads: Sequence[JSON],
-    pods: Sequence[JSON],
-) -> dict[str, list[JSON]]:
-    """Each subset workload's pods (by name), a Deployment's through its ReplicaSets.
+Owners = dict[tuple[str, str], list[tuple[JSON, str]]]
+"""(kind, name) -> the objects that directly control a subset's pods, with their subset."""
 
-    Owners are indexed by kind and name, so the cost follows the number of pods.
-    """
-    owners: dict[tuple[str, str], list[tuple[JSON, str]]] = {}
+
+def subset_owners(
+    ud: UnitedDeployment, subsets: Mapping[str, JSON], workloads: Sequence[JSON]
+) -> Owners:
+    """The direct owners of each subset's pods: the workload, or a Deployment's ReplicaSets."""
+    owners: Owners = {}
     deployments = {name_of(w): s for s, w in subsets.items() if DEPLOYMENT.holds(w)}
     for subset, workload in subsets.items():
         if not DEPLOYMENT.holds(workload):
@@ -207,13 +205,34 @@ def pods_by_subset(
         owning = deployments.get(as_str(ref.get("name"))) if ref is not None else None
         if owning is not None and controlled_by(rs, subsets[owning]):
             owners.setdefault((REPLICA_SET.kind, name_of(rs)), []).append((rs, owning))
+    return owners
+
+
+def subset_of(ud: UnitedDeployment, owners: Owners, pod: JSON) -> str | None:
+    """The subset whose workload controls ``pod``, if any."""
+    ref = controller_ref(pod)
+    if ref is None or namespace_of(pod) != ud.namespace:
+        return None
+    for owner, subset in owners.get((as_str(ref.get("kind")), as_str(ref.get("name"))), []):
+        if controlled_by(pod, owner):
+            return subset
+    return None
+
+
+def pods_by_subset(
+    ud: UnitedDeployment,
+    subsets: Mapping[str, JSON],
+    workloads: Sequence[JSON],
+    pods: Sequence[JSON],
+) -> dict[str, list[JSON]]:
+    """Each subset workload's pods (by name), a Deployment's through its ReplicaSets.
+
+    Owners are indexed by kind and name, so the cost follows the number of pods.
+    """
+    owners = subset_owners(ud, subsets, workloads)
     found: dict[str, list[JSON]] = {subset: [] for subset in subsets}
     for pod in pods:
-        ref = controller_ref(pod)
-        if ref is None or namespace_of(pod) != ud.namespace:
-            continue
-        for owner, subset in owners.get((as_str(ref.get("kind")), as_str(ref.get("name"))), []):
-            if controlled_by(pod, owner):
-                found[subset].append(pod)
-                break
+        subset = subset_of(ud, owners, pod)
+        if subset is not None:
+            found[subset].append(pod)
     return {subset: sorted(found[subset], key=name_of) for subset in subsets}

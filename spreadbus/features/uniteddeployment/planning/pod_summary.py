@@ -1,14 +1,15 @@
 """A pod as the UnitedDeployment reconcile reads it, and nothing more.
 
-A UD's plan reads every one of its pods, and a UD may have thousands: the rule keeps what it
-needs of each pod it follows between rounds, so a round does not decode every pod's JSON again.
+A UD may have thousands of pods: the rule keeps what it needs of each pod it follows between
+rounds, so a round does not decode any pod's whole JSON again.
 Keeping whole pods decoded would cost many times their JSON (a realistic pod's spec and
 annotations become thousands of small Python objects), and even a decoded summary costs more
 than the JSON it came from. The reconcile reads only who the pod is (name, namespace, labels,
 owners), whether and since when it is deleted or created, its phase, its conditions and its node:
 :func:`summary` picks just those fields out of the watcher's JSON (msgspec skips the rest
-without building it) and keeps them as compact JSON, a fifth of the pod's; :func:`decode_all`
-turns a UD's summaries into the pods the reconcile reads, in one decode.
+without building it) and keeps them as compact JSON, a fifth of the pod's, beside the pod's
+counted facts (:mod:`.followed_pods`), to be decoded only when the pod must be judged;
+:func:`decode_all` turns summaries into pods in one decode.
 """
 
 from __future__ import annotations

@@ -25,10 +25,12 @@ Nothing is planned for a UD being deleted: the garbage collector removes its wor
 revisions through their owner references.
 
 Work per change. A changed object is linked to its controller owner and walks up to the one UD it
-concerns (:mod:`.family`); only those UDs are reconciled. Each UD's pods are kept between rounds
-as compact summaries of what the reconcile reads (:mod:`.pod_summary`), replaced one by one as
-pods change and rebuilt only when an owner link above them moves, so a round decodes no pod's
-whole JSON; the reconcile itself reads every pod of the UD each round.
+concerns (:mod:`.family`); only those UDs are reconciled. The pods under any UD are kept between
+rounds as facts counted per controller owner (:mod:`.followed_pods`), each replaced as its pod
+changes; a pod starts or stops being followed when it or an owner above it is linked or unlinked.
+The reconcile takes the counts of the UD's owners
+(:func:`~spreadbus.features.uniteddeployment.core.reconcile.reconcile_grouped`), so a round costs
+what changed and the pods it must judge one by one, not the size of the UD.
 
 Coalescing and time work as in the WorkloadSpread rule: a UD is reconciled at most once per
 ``min_interval`` (changes in between are taken in one round), and the reconcile's ``requeue_at``
@@ -47,9 +49,11 @@ from typing import Any, Final, Literal, Protocol
 from events.messages import ObjectRef, ResourceRef
 from kubesemantics import merge_patch
 from kubesemantics.group_version import api_group
+from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerPods
 from spreadbus.features.uniteddeployment.planning.family import (
     CONTROLLER_REVISIONS,
     KINDS,
+    POD_KIND,
     PODS,
     UD_KIND,
     UNITED_DEPLOYMENTS,
@@ -57,7 +61,10 @@ from spreadbus.features.uniteddeployment.planning.family import (
     FamilyIndex,
     Node,
 )
-from spreadbus.features.uniteddeployment.planning.pod_summary import decode_all, summary
+from spreadbus.features.uniteddeployment.planning.followed_pods import (
+    FollowedPods,
+    facts_from_json,
+)
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
 from spreadbus.projection.kube_state import KubeProjection, object_key
 from spreadbus.projection.planning import Desired
@@ -110,8 +117,8 @@ class Reconciliation(Protocol):
 
 class Reconcile(Protocol):
     def __call__(self, ud: Mapping[str, Any], *, workloads: Sequence[Mapping[str, Any]],
-                 pods: Sequence[Mapping[str, Any]], revisions: Sequence[Mapping[str, Any]],
-                 now: datetime) -> Reconciliation: ...
+                 pod_groups: Mapping[OwnerKey, OwnerPods],
+                 revisions: Sequence[Mapping[str, Any]], now: datetime) -> Reconciliation: ...
 
 
 class UnitedDeploymentRule:
@@ -127,11 +134,8 @@ class UnitedDeploymentRule:
         self._wake: dict[str, float] = {}
         self._heap: list[tuple[float, str]] = []
         self._planned_at: dict[str, float] = {}
-        self._pods: dict[str, dict[Node, tuple[int, bytes]]] = {}
-        """UD -> its pods' summaries (:mod:`.pod_summary`) with the stream position of each,
-        kept from the changed pods alone; rebuilt from the family (reusing the summaries that
-        are still current) when an owner link above the pods changed (:attr:`_relinked`)."""
-        self._relinked: set[str] = set()
+        self.pods = FollowedPods()
+        """Every pod under some UD, counted per controller owner."""
 
     # -- the planner's time seam ------------------------------------------------------------------
 
@@ -169,10 +173,10 @@ class UnitedDeploymentRule:
             before, after = index.index(view, rkey, okey)
             affected |= before | after
             if rkey == index.rk_pods:
-                self._pod_changed(view, rkey, okey, before, after)
+                self._pod_changed(view, rkey, okey, after)
             elif index.relinked:
                 # A workload or ReplicaSet came, went or moved: its pods move with it.
-                self._relinked |= before | after
+                self._follow_below(view, rkey, okey)
         out: list[Desired] = []
         for okey in sorted(affected):
             last = self._planned_at.get(okey)
@@ -197,7 +201,6 @@ class UnitedDeploymentRule:
         ud = view.decoded(index.rk_uds, okey)
         if ud is None or (ud.get("metadata") or {}).get("deletionTimestamp"):
             self._schedule(okey, None)
-            self._pods.pop(okey, None)
             if ud is None:
                 self._planned_at.pop(okey, None)
             return []
@@ -205,8 +208,7 @@ class UnitedDeploymentRule:
         assert node is not None
         workloads: list[dict[str, Any]] = []
         revisions: list[dict[str, Any]] = []
-        members = self._members(view, okey, node)
-        pods = decode_all(pod for _, pod in members.values())
+        pod_groups: dict[OwnerKey, OwnerPods] = {}
         for member in sorted(index.family(node, pods=False)):
             kind = (member[0], member[1])
             obj = index.decode(view, member)
@@ -216,50 +218,34 @@ class UnitedDeploymentRule:
                 revisions.append(obj)
             else:
                 workloads.append(obj)
-        answer = self.reconcile(ud, workloads=workloads, pods=pods, revisions=revisions,
-                                now=datetime.fromtimestamp(now, UTC))
+                pod_groups.update(self.pods.owned_by(member))
+        answer = self.reconcile(ud, workloads=workloads, pod_groups=pod_groups,
+                                revisions=revisions, now=datetime.fromtimestamp(now, UTC))
         requeue = answer.requeue_at
         self._schedule(okey, requeue.timestamp() if requeue is not None else None)
         return self.writes(view, ud, node, answer)
 
-    def _pod_changed(self, view: KubeProjection, rkey: str, okey: str, before: set[str],
+    def _pod_changed(self, view: KubeProjection, rkey: str, okey: str,
                      after: set[str]) -> None:
-        node = self.index.node(rkey, okey)
-        assert node is not None
-        for ud in before - after:
-            self._pods.get(ud, {}).pop(node, None)
-        stored = view.stored(rkey, okey)
-        for ud in after:
-            members = self._pods.get(ud)
-            if members is None:
-                continue  # built whole when the UD is planned
-            if stored is None:
-                members.pop(node, None)
-            else:
-                members[node] = (stored.seq, summary(stored.raw))
+        stored = view.stored(rkey, okey) if after else None
+        self.pods.put(okey, None if stored is None else facts_from_json(stored.raw))
 
-    def _members(self, view: KubeProjection, okey: str,
-                 node: Node) -> dict[Node, tuple[int, bytes]]:
-        """The UD's pods, kept up to date; built from its family when first needed or when an
-        owner link above its pods changed."""
-        members = self._pods.get(okey)
-        if members is not None and okey not in self._relinked:
-            return members
-        self._relinked.discard(okey)
-        old = members or {}
-        members = {}
-        rk_pods = self.index.rk_pods
+    def _follow_below(self, view: KubeProjection, rkey: str, okey: str) -> None:
+        """Follow the pods below a relinked owner that are now under a UD, and stop following
+        those that no longer are."""
+        node = self.index.node(rkey, okey)
+        if node is None:
+            return
         for member in self.index.family(node):
-            if member[1] != "Pod" or member[0] != "":
+            if (member[0], member[1]) != POD_KIND:
                 continue
-            stored = view.stored(rk_pods, object_key(member[2], member[3]))
-            if stored is None:
-                continue
-            kept = old.get(member)
-            members[member] = (kept if kept is not None and kept[0] == stored.seq
-                               else (stored.seq, summary(stored.raw)))
-        self._pods[okey] = members
-        return members
+            pod = object_key(member[2], member[3])
+            if not self.index.uds_above(member):
+                self.pods.put(pod, None)
+            elif pod not in self.pods:
+                stored = view.stored(self.index.rk_pods, pod)
+                if stored is not None:
+                    self.pods.put(pod, facts_from_json(stored.raw))
 
     def writes(self, view: KubeProjection, ud: Mapping[str, Any], node: Node,
                answer: Reconciliation) -> list[Desired]:
