@@ -171,7 +171,7 @@ class View:
         at = (namespace, name)
         if pod is None:
             if self._kept.pop(at, None) is not None or at in self._pods:
-                self._index_pod(namespace, name, None)
+                self._index_pod(at, None)
             return
         kept = KeptPod.of(pod, name, namespace)
         if self._kept.get(at) == kept:
@@ -180,10 +180,12 @@ class View:
                 self._trace(namespace, name, reading, reading, pod)
             return
         self._kept[at] = kept
-        self._index_pod(namespace, name, pod)
+        self._index_pod(at, pod)
 
-    def _index_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
-        previous = self._pods.pop((namespace, name), None)
+    def _index_pod(self, at: tuple[str, str], pod: dict[str, Any] | None) -> None:
+        """Replace the pod's reading and index entries; ``at`` is shared by every store."""
+        namespace, name = at
+        previous = self._pods.pop(at, None)
         found = occupant(pod) if pod is not None else None
         if found is not None:
             found = found._replace(version=sys.intern(found.version))
@@ -201,7 +203,7 @@ class View:
                 self._slots.get((namespace, spread), {}).get(slot, set()).discard(name)
         if found is None:
             return
-        self._pods[(namespace, name)] = found
+        self._pods[at] = found
         self._keys.setdefault(namespace, {})[found.key] = name
         claim = found.claim
         if claim is not None:
