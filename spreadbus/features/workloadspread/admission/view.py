@@ -8,8 +8,8 @@ namespace, exactly what an admission decision reads:
   :mod:`spreadbus.features.workloadspread.core.workload_kinds` (the table the watcher watches),
   whitelisted custom kinds included;
 - pods, each kept as the fields a decision reads
-  (:class:`~spreadbus.features.workloadspread.admission.kept_pod.KeptPod`, a few hundred bytes
-  where the decoded pod takes tens of kilobytes) and read once per change by the counting rule
+  (:class:`~spreadbus.features.workloadspread.admission.kept_pod.KeptPod`, about a hundred
+  bytes where a realistic pod decoded takes 18 kB) and read once per change by the counting rule
   (:func:`spreadbus.features.workloadspread.core.occupancy.occupant`), with two indexes of those
   readings kept current on every pod event so that a decision costs O(subsets), never O(pods):
   the active pods each spread's annotations claim per ``(version, subset)``, and the reservation
