@@ -9,8 +9,10 @@ keeps, not the input:
   UnitedDeployment rule after a round over every key (its owner index and the counted facts and
   summaries of the pods it follows,
   :mod:`spreadbus.features.uniteddeployment.planning.followed_pods`);
-- **webhook**: the WorkloadSpread admission view, the part of a webhook replica that folds pods
-  (the UnitedDeployment handlers read UnitedDeployments only).
+- **webhook**: the WorkloadSpread admission view, which folds pods to count them (the
+  UnitedDeployment handlers read UnitedDeployments only);
+- **budget-webhook**: the PodUnavailableBudget admission view, which folds pods for evictions.
+  A replica serving both features holds the two.
 
 Printed per side: the growth of resident memory (``VmRSS``) over the pods, per pod, and its
 ``ratio`` to the pods' JSON size (goal under 2). Run: ``python -m bench.uniteddeployment_memory
@@ -33,6 +35,7 @@ import msgspec
 from bench._united import NS, SUBSETS, Feed, cloneset, realistic_pod, revision_of, united
 
 GOAL = 2.0
+SIDES = ("planner", "webhook", "budget-webhook")
 UDS = 10
 
 
@@ -76,6 +79,10 @@ def side(name: str, pods: int) -> dict[str, float]:
 
         rule = UnitedDeploymentRule("bench", reconcile=reconcile_grouped, min_interval_seconds=0.0)
         apply = feed.view.apply
+    elif name == "budget-webhook":
+        from spreadbus.features.podunavailablebudget.admission.view import BudgetView
+
+        apply = BudgetView("bench").apply_message
     else:
         from spreadbus.features.workloadspread.admission.view import View
         from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
@@ -107,12 +114,12 @@ def side(name: str, pods: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--pods", type=int, default=100_000)
-    parser.add_argument("--side", choices=("planner", "webhook"), help=argparse.SUPPRESS)
+    parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.side:
         print(json.dumps(side(args.side, args.pods)))
         return 0
-    for name in ("planner", "webhook"):
+    for name in SIDES:
         out = subprocess.run([sys.executable, "-m", "bench.uniteddeployment_memory",
                               "--pods", str(args.pods), "--side", name],
                              capture_output=True, text=True, check=True)

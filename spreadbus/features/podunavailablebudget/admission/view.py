@@ -6,8 +6,10 @@ way: the webhook trusts the status the planner last wrote, as Kruise's trusts it
 Pod CREATE needs the pod's workload for a targetRef budget (a ReplicaSet resolves to its
 Deployment), so ReplicaSets are kept too.
 
-Only these resources are kept (other observations are skipped before decoding); objects stay the
-raw JSON the watcher published and are decoded when a decision asks for them.
+Only these resources are kept (other observations are skipped before decoding). PUBs and
+ReplicaSets stay the raw JSON the watcher published and are decoded when a decision asks for
+them; a pod is kept as what an eviction reads of it (:func:`.kept_pod.kept`), encoded: every
+replica holds every pod, so its whole JSON would be the bulk of the replica's memory.
 """
 
 from __future__ import annotations
@@ -15,12 +17,18 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
+import msgspec
+
+from events import codec
+from events.messages import Observation
 from events.subjects import escape
+from spreadbus.features.podunavailablebudget.admission.kept_pod import kept
 from spreadbus.projection.kube_state import KubeProjection, decode_object
 
 PUB_GROUP: Final = "policy.kruise.io"
 PUB_RESOURCE: Final = "podunavailablebudgets"
-KEPT: Final = frozenset({escape("pods"), escape(PUB_RESOURCE), escape("replicasets")})
+PODS: Final = escape("pods")
+KEPT: Final = frozenset({PODS, escape(PUB_RESOURCE), escape("replicasets")})
 
 
 class BudgetView:
@@ -29,6 +37,8 @@ class BudgetView:
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster
         self.projection = KubeProjection()
+        self.pods: dict[tuple[str, str], bytes] = {}
+        """(namespace, name) -> the pod as kept, encoded."""
 
     @property
     def seq(self) -> int:
@@ -37,18 +47,47 @@ class BudgetView:
     def apply_message(self, seq: int, subject: str, data: bytes) -> None:
         tokens = subject.split(".", 6)
         if len(tokens) >= 5 and tokens[4] not in KEPT:
-            if seq > self.projection.state.last_seq:
-                self.projection.state.last_seq = seq
+            self._passed(seq)
+            return
+        if len(tokens) == 7 and tokens[4] == PODS:
+            self._fold_pod(data)
+            self._passed(seq)
             return
         self.projection.apply(seq, subject, data)
         self.projection.changed.clear()
+
+    def _passed(self, seq: int) -> None:
+        if seq > self.projection.state.last_seq:
+            self.projection.state.last_seq = seq
+
+    def _fold_pod(self, data: bytes) -> None:
+        event = codec.decode(data)
+        if not isinstance(event, Observation) or event.cluster != self.cluster:
+            return
+        if (event.group, event.resource) != ("", "pods"):
+            return
+        metadata = event.object.get("metadata")
+        if not isinstance(metadata, dict):
+            return
+        name, namespace = metadata.get("name"), metadata.get("namespace") or ""
+        if not isinstance(name, str) or not isinstance(namespace, str):
+            return
+        if event.event == "DELETED":
+            self.pods.pop((namespace, name), None)
+        else:
+            self.pods[(namespace, name)] = msgspec.json.encode(kept(event.object))
 
     def synced(self) -> bool:
         return all(self.projection.synced(self.cluster, group, resource)
                    for group, resource in (("", "pods"), (PUB_GROUP, PUB_RESOURCE)))
 
     def pod(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.projection.get(self.cluster, "", "pods", namespace, name)
+        """The pod as kept: what an eviction's decision reads of it."""
+        found = self.pods.get((namespace, name))
+        if found is None:
+            return None
+        pod: dict[str, Any] = msgspec.json.decode(found)
+        return pod
 
     def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.projection.get(self.cluster, "apps", "replicasets", namespace, name)

@@ -7,15 +7,16 @@ namespace, exactly what an admission decision reads:
   pod's owner chain walks through: every kind of
   :mod:`spreadbus.features.workloadspread.core.workload_kinds` (the table the watcher watches),
   whitelisted custom kinds included;
-- pods, each read once per change by the counting rule
+- pods, each kept as the fields a decision reads
+  (:class:`~spreadbus.features.workloadspread.admission.kept_pod.KeptPod`, about a hundred
+  bytes where a realistic pod decoded takes 18 kB) and read once per change by the counting rule
   (:func:`spreadbus.features.workloadspread.core.occupancy.occupant`), with two indexes of those
   readings kept current on every pod event so that a decision costs O(subsets), never O(pods):
   the active pods each spread's annotations claim per ``(version, subset)``, and the reservation
   key of every pod present, which tells that a reservation has been observed. :meth:`occupied`
   hands them to the rule (:func:`~spreadbus.features.workloadspread.core.occupancy.count_loads`)
-  as a full scan of the pods would. An event that changes nothing the rule reads
-  (:func:`~spreadbus.features.workloadspread.core.occupancy.reads_alike`; most are status
-  updates) keeps the pod's reading and entries as they are.
+  as a full scan of the pods would. An event that changes nothing the view keeps (most are
+  status updates) keeps the pod's reading and entries as they are.
 
 Owners the view cannot see. A workload kind is *followed* once its resource has completed a
 list (a sync marker) in this view. :meth:`owner_lookup` answers an owner of a kind that is not
@@ -32,21 +33,17 @@ writer's view had reached, and a reader behind it waits until it catches up.
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from events import codec
 from events.messages import Observation, SyncMarker
+from spreadbus.features.workloadspread.admission.kept_pod import KeptPod, KeptPods
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
-from spreadbus.features.workloadspread.core.occupancy import (
-    Occupant,
-    Occupied,
-    Slot,
-    occupant,
-    reads_alike,
-)
+from spreadbus.features.workloadspread.core.occupancy import Occupant, Occupied, Slot, occupant
 from spreadbus.features.workloadspread.core.workload_kinds import WorkloadKinds, workload_kinds
 
 log = logging.getLogger(__name__)
@@ -88,7 +85,8 @@ class View:
     cluster: str
     kinds: WorkloadKinds = field(default_factory=workload_kinds)
     """Workload kinds an owner chain may pass through (built-in and whitelisted)."""
-    objects: dict[tuple[str, str], Objects] = field(default_factory=dict)
+    stores: dict[tuple[str, str], Objects] = field(default_factory=dict)
+    """Every resource kept but pods, as observed."""
     spreads: dict[tuple[str, str], WorkloadSpread] = field(default_factory=dict)
     seq: int = 0
     synced: set[tuple[str, str]] = field(default_factory=set)
@@ -102,12 +100,21 @@ class View:
     """namespace -> reservation key -> the name of the pod present with it."""
     _pods: dict[tuple[str, str], Occupant] = field(default_factory=dict)
     """Each pod's reading by the counting rule, which the indexes are made of."""
+    _kept: dict[tuple[str, str], KeptPod] = field(default_factory=dict)
+    """Each pod as kept: what a decision reads of it."""
     _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
     """:meth:`spreads_in` answers, sorted once per WorkloadSpread change, not per admission."""
 
     def __post_init__(self) -> None:
         kinds = {(k.group, k.resource) for k in self.kinds}
         self.watched = frozenset({POD_KEY, SPREAD_KEY} | kinds)
+
+    @property
+    def objects(self) -> Mapping[tuple[str, str], Mapping[tuple[str, str], Mapping[str, Any]]]:
+        """Objects by resource; pods as kept (:meth:`KeptPod.to_object`)."""
+        if not self._kept:
+            return self.stores
+        return {**self.stores, POD_KEY: KeptPods(self._kept)}
 
     # -- folding ------------------------------------------------------------------------------
 
@@ -138,20 +145,16 @@ class View:
         if not isinstance(name, str) or not isinstance(namespace, str):
             self.skipped += 1
             return
-        store = self.objects.setdefault(key, {})
         gone = event.event == "DELETED"
-        if gone:
-            previous = store.pop((namespace, name), None)
-        else:
-            previous = store.get((namespace, name))
-            store[(namespace, name)] = event.object
         if key == POD_KEY:
-            if gone or previous is None or not reads_alike(previous, event.object):
-                self._index_pod(namespace, name, None if gone else event.object)
-            elif log.isEnabledFor(logging.DEBUG):
-                kept = self._pods.get((namespace, name))
-                self._trace(namespace, name, kept, kept, event.object)
-        elif key == SPREAD_KEY:
+            self._fold_pod(namespace, name, None if gone else event.object)
+            return
+        store = self.stores.setdefault(key, {})
+        if gone:
+            store.pop((namespace, name), None)
+        else:
+            store[(namespace, name)] = event.object
+        if key == SPREAD_KEY:
             log.debug(
                 "workloadspread observed",
                 extra={"workloadspread": f"{namespace}/{name}", "event": event.event,
@@ -163,9 +166,29 @@ class View:
                 self.spreads[(namespace, name)] = from_object(event.object)
             self._spreads_by_namespace.pop(namespace, None)
 
-    def _index_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
-        previous = self._pods.pop((namespace, name), None)
+    def _fold_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
+        """Keep the pod (or forget it) and re-read it unless what is kept stayed the same."""
+        at = (namespace, name)
+        if pod is None:
+            if self._kept.pop(at, None) is not None or at in self._pods:
+                self._index_pod(at, None)
+            return
+        kept = KeptPod.of(pod, name, namespace)
+        if self._kept.get(at) == kept:
+            if log.isEnabledFor(logging.DEBUG):
+                reading = self._pods.get(at)
+                self._trace(namespace, name, reading, reading, pod)
+            return
+        self._kept[at] = kept
+        self._index_pod(at, pod)
+
+    def _index_pod(self, at: tuple[str, str], pod: dict[str, Any] | None) -> None:
+        """Replace the pod's reading and index entries; ``at`` is shared by every store."""
+        namespace, name = at
+        previous = self._pods.pop(at, None)
         found = occupant(pod) if pod is not None else None
+        if found is not None:
+            found = found._replace(version=sys.intern(found.version))
         if log.isEnabledFor(logging.DEBUG):
             self._trace(namespace, name, previous, found, pod)
         if previous is not None:
@@ -180,7 +203,7 @@ class View:
                 self._slots.get((namespace, spread), {}).get(slot, set()).discard(name)
         if found is None:
             return
-        self._pods[(namespace, name)] = found
+        self._pods[at] = found
         self._keys.setdefault(namespace, {})[found.key] = name
         claim = found.claim
         if claim is not None:
@@ -211,8 +234,14 @@ class View:
 
     # -- reading ------------------------------------------------------------------------------
 
-    def get(self, group: str, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.objects.get((group, resource), {}).get((namespace, name))
+    def get(
+        self, group: str, resource: str, namespace: str, name: str
+    ) -> Mapping[str, Any] | None:
+        """An object this view holds (a pod as kept: :meth:`KeptPod.to_object`), or ``None``."""
+        if (group, resource) == POD_KEY:
+            kept = self._kept.get((namespace, name))
+            return None if kept is None else kept.to_object()
+        return self.stores.get((group, resource), {}).get((namespace, name))
 
     def lookup(self, namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:
         """A workload this view holds, or ``None``."""
@@ -249,7 +278,7 @@ class View:
 
     def spread_objects_in(self, namespace: str) -> list[dict[str, Any]]:
         """WorkloadSpread objects of one namespace, in name order (the API's list order)."""
-        store = self.objects.get(SPREAD_KEY, {})
+        store = self.stores.get(SPREAD_KEY, {})
         return [store[k] for k in sorted(k for k in store if k[0] == namespace)]
 
     def spreads_in(self, namespace: str) -> list[WorkloadSpread]:
