@@ -68,17 +68,25 @@ async def test_only_the_planner_publishes_plans_and_only_the_actuator_outcomes(
         await nc.publish(f"plan.c1.patch.apps.deployments.default.{user}", b"{}")
         await nc.publish(f"outcome.c1.patch.apps.deployments.default.{user}", b"{}")
         await nc.flush()
-    await asyncio.sleep(0.5)
+    # Each user but one is refused each of the two; the planner and the actuator one each.
+    expected = 2 * (len(clients) - 1)
+    await wait_until_async(lambda: len(violations(server)) >= expected,
+                           what=f"{expected} refusals in the server's log")
     js = clients[READER].jetstream()
-    plans = await js.stream_info(streams.PLANS.name)
-    outcomes = await js.stream_info(streams.OUTCOMES.name)
-    assert (plans.state.messages, outcomes.state.messages) == (1, 1)
+
+    async def stored() -> tuple[int, int] | None:
+        counts = ((await js.stream_info(streams.PLANS.name)).state.messages,
+                  (await js.stream_info(streams.OUTCOMES.name)).state.messages)
+        return counts if counts == (1, 1) else None
+
+    await wait_until_async(stored, what="the planner's plan and the actuator's outcome stored",
+                           timeout=10)
+    assert (await js.stream_info(streams.PLANS.name)).state.messages == 1
     assert (await js.get_last_msg(streams.PLANS.name, "plan.>")).subject.endswith(".planner")
     assert (await js.get_last_msg(streams.OUTCOMES.name, "outcome.>")).subject.endswith(
         ".actuator")
     refused = violations(server)
-    # Each user but one is refused each of the two; the planner and the actuator one each.
-    assert len(refused) == 2 * (len(clients) - 1), refused
+    assert len(refused) == expected, refused
     assert all("Publish Violation" in line for line in refused)
 
 
@@ -95,7 +103,7 @@ async def test_the_reader_follows_the_bus_but_changes_nothing(
     sub = await reader.subscribe("kube.obs.>", cb=note)
     await watcher.jetstream().publish("kube.obs.c1.apps.deployments.default.web", b"{}")
     await reader.flush()
-    await asyncio.sleep(0.2)
+    await wait_until_async(lambda: seen, what="the reader to hear the observation")
     assert seen == ["kube.obs.c1.apps.deployments.default.web"]
     stored = await reader.jetstream().get_last_msg(streams.KUBE.name, "kube.obs.>")
     assert stored.data == b"{}"
