@@ -1,10 +1,9 @@
 """The seed's elastic example on the local stack, explained from the audit log.
 
-At a tenth of the seed's scale (a fixed pool of 10, then 15 pods, then 8): the placement rule is
-the same at any size, and fifteen pods keep the run within seconds on a shared machine. The log
-is replayed with ``spreadbus audit replay`` (the local stack's reader found by default), and
-``spreadbus why pod`` names the subset and the reason for a pod of each pool: the eleventh pod
-went elastic because the fixed pool was full at 10. A replay cut off half-way and run again
+At the seed's scale: a fixed pool of 100, then 150 pods (100/50), then 80. The log is replayed
+with ``spreadbus audit replay`` (the local stack's reader found by default), and ``spreadbus why
+pod`` names the subset and the reason for a pod of each pool: the 101st pod went elastic because
+the fixed pool was full at 100. A replay cut off half-way and run again
 gives the same database, byte for byte, as one replay of the whole log.
 """
 
@@ -37,7 +36,9 @@ from tests.workloadspread_e2e.stack import (
 
 pytestmark = pytest.mark.e2e
 NS = "elastic"
-FIXED = 10
+FIXED = 100
+SCALED_OUT = 150
+SCALED_IN = 80
 WORKLOADSPREAD = spread("ws-demo", "workload-xxx", [
     zone_subset("ACK", "ack", FIXED),
     {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
@@ -82,15 +83,15 @@ def test_why_names_each_pods_subset_and_reason(
     create_spread(api, NS, WORKLOADSPREAD)
     apps: Any = client.AppsV1Api(api)
     apps.create_namespaced_deployment(NS, deployment("workload-xxx", 0))
-    apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": 15}})
-    pods = wait_for("15 pods running 10/5", lambda: (
+    apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": SCALED_OUT}})
+    pods = wait_for(f"{SCALED_OUT} pods running {FIXED}/{SCALED_OUT - FIXED}", lambda: (
         found if split(found := live_pods(api, NS, "workload-xxx"), running=True)
-        == {"ACK": FIXED, "ECI": 5} else None), 90,
+        == {"ACK": FIXED, "ECI": SCALED_OUT - FIXED} else None), 180,
         lambda: split(live_pods(api, NS, "workload-xxx")))
-    apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": 8}})
-    wait_for("8 pods, all fixed", lambda: split(live_pods(api, NS, "workload-xxx"),
-                                                running=True) == {"ACK": 8}, 90,
-             lambda: split(live_pods(api, NS, "workload-xxx")))
+    apps.patch_namespaced_deployment("workload-xxx", NS, {"spec": {"replicas": SCALED_IN}})
+    wait_for(f"{SCALED_IN} pods, all fixed", lambda: split(
+        live_pods(api, NS, "workload-xxx"), running=True) == {"ACK": SCALED_IN}, 180,
+        lambda: split(live_pods(api, NS, "workload-xxx")))
 
     db = tmp_path / "audit.db"
 
@@ -100,7 +101,7 @@ def test_why_names_each_pods_subset_and_reason(
             admitted = conn.execute("SELECT COUNT(*) FROM admissions").fetchone()[0]
             deleted = conn.execute("SELECT COUNT(*) FROM pods WHERE deleted_seq IS NOT NULL "
                                    "AND namespace = ?", (NS,)).fetchone()[0]
-        return bool(admitted >= 15 and deleted >= 7)
+        return bool(admitted >= SCALED_OUT and deleted >= SCALED_OUT - SCALED_IN)
 
     wait_for("the whole story in the history", everything_recorded, 60)
 
@@ -127,7 +128,7 @@ def test_why_names_each_pods_subset_and_reason(
 
     counts = json.loads(spreadbus("why", "workloadspread", f"{NS}/ws-demo", "--db", str(db),
                                   "-o", "json"))
-    assert {p["subset"]: p["pods"] for p in counts["pods"]} == {"ACK": 8}
+    assert {p["subset"]: p["pods"] for p in counts["pods"]} == {"ACK": SCALED_IN}
 
     # A replay cut off at a time half-way, then resumed, ends as one whole replay does.
     for _ in range(5):
@@ -135,8 +136,8 @@ def test_why_names_each_pods_subset_and_reason(
         whole.unlink(missing_ok=True)
         cut.unlink(missing_ok=True)
         with sqlite3.connect(db) as conn:
-            half = conn.execute("SELECT ts FROM admissions ORDER BY seq LIMIT 1 OFFSET 12"
-                                ).fetchone()[0]
+            half = conn.execute("SELECT ts FROM admissions ORDER BY seq LIMIT 1 OFFSET ?",
+                                (SCALED_OUT // 2,)).fetchone()[0]
         replay(local, cut, "--until", str(half))
         assert 0 < position(cut) < position(db)
         replay(local, cut)
