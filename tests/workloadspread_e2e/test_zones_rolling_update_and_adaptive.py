@@ -4,6 +4,9 @@ Adaptive rescheduling out of a full zone and back after the window."""
 from __future__ import annotations
 
 import json
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -41,11 +44,16 @@ a few seconds late fails this."""
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[client.ApiClient, Path]]:
     data_dir: Path = tmp_path_factory.mktemp("zones-stack")
     env = {"SPREADBUS_ADAPTIVE_RECOVER_SECONDS": str(RECOVER_SECONDS)}
     with local_stack(data_dir, "three-zones", env) as api:
-        yield api
+        yield api, data_dir
+
+
+@pytest.fixture
+def api(stack: tuple[client.ApiClient, Path]) -> client.ApiClient:
+    return stack[0]
 
 
 def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
@@ -108,8 +116,9 @@ def test_the_multi_domain_example_keeps_100_per_zone_through_a_rolling_update(
 
 
 def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the_window(
-    api: client.ApiClient,
+    stack: tuple[client.ApiClient, Path], tmp_path: Path,
 ) -> None:
+    api, data_dir = stack
     ns = "adaptive"
     create_spread(api, ns, spread("ws-adaptive", "big", [
         zone_subset("zone-c", "zone-c"), zone_subset("zone-a", "zone-a"),
@@ -157,6 +166,35 @@ def test_adaptive_moves_pods_stuck_in_a_full_zone_and_the_zone_returns_after_the
     assert back["reason"] == "Sufficient"
     assert moment(back["lastTransitionTime"]) >= turned_false + timedelta(seconds=RECOVER_SECONDS)
     assert split(live_pods(api, ns, "big"), running=True) == {"zone-c": 4, "zone-a": 2}
+    explains_the_adaptive_evictions(data_dir, tmp_path / "audit.db", ns)
+
+
+def explains_the_adaptive_evictions(data_dir: Path, db: Path, ns: str) -> None:
+    """The audit log tells each evicted pod's story: Adaptive rescheduling moved it."""
+
+    def evicted() -> list[str]:
+        spreadbus("audit", "replay", "--db", str(db), "--data-dir", str(data_dir), "--quiet")
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT name FROM plans WHERE verb = 'evict' AND namespace = ?",
+                                (ns,)).fetchall()
+        return [name for (name,) in rows]
+
+    names = wait_for("the evictions in the audit log", lambda: len(found := evicted()) == 2
+                     and found, 60)
+    for name in names:
+        told = json.loads(spreadbus("why", "pod", f"{ns}/{name}", "--db", str(db), "-o", "json"))
+        assert told["pod"]["subset"] == "zone-c", told["pod"]
+        reasons = [p["reason"] for p in told["plans"] if p["verb"] == "evict"]
+        assert reasons == [f"unschedulable for more than {CRITICAL_SECONDS}s in subset zone-c"]
+        text = spreadbus("why", "pod", f"{ns}/{name}", "--db", str(db))
+        assert f"unschedulable for more than {CRITICAL_SECONDS}s in subset zone-c" in text
+
+
+def spreadbus(*args: str) -> str:
+    done = subprocess.run([sys.executable, "-m", "spreadbus", *args], capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert done.returncode == 0, f"spreadbus {' '.join(args)}: {done.stderr}"
+    return done.stdout
 
 
 def moment(text: str) -> datetime:
