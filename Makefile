@@ -35,7 +35,7 @@ browser:
 	  && apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1; }
 
 test: lint typecheck browser
-	$(BIN)/pytest -q -n 2
+	$(BIN)/pytest -q -n 2 -m "not chaos_only"
 
 # The fault tests: kill -9 of the services, the webhook and nats-server at seeded random moments
 # on the local stack. `make chaos SEED=n` replays one schedule (each test prints its seed).
