@@ -117,6 +117,7 @@ def test_the_quickstart_shows_the_elastic_example_filling_ack_then_eci_and_scali
         "get pods -n deploy -L deploy/zone": lambda out: _zone_column(out, {"ack": 100, "": 50}),
         "get ws ws-demo -n deploy -o yaml": lambda out: _status_replicas(out, scaled_in),
         "spreadbus validate": lambda out: _equals(out, "allowed\n"),
+        "spreadbus why pod": lambda out: _tells_a_fixed_pods_story(out),
         "spreadbus plan -f objects.yaml": lambda out: _plans_the_example(out),
         "spreadbus plan -f examples/uniteddeployment": lambda out: _plans_the_subsets(out),
     }
@@ -162,6 +163,10 @@ def _zone_column(out: str, wanted: dict[str, int]) -> None:
 def _status_replicas(out: str, wanted: dict[str, int]) -> None:
     status = yaml.safe_load(out)["status"]
     assert {s["name"]: s["replicas"] for s in status["subsetStatuses"]} == wanted
+
+
+def _tells_a_fixed_pods_story(out: str) -> None:
+    assert "ACK has room" in out, out  # after the scale-in every pod left is in the fixed pool
 
 
 def _plans_the_subsets(out: str) -> None:
