@@ -23,7 +23,6 @@ The computation's earliest expiry (a record running out) wakes the rule without 
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Set
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -38,6 +37,7 @@ from spreadbus.features.podunavailablebudget.planning.budget_records import (
 )
 from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.projection.planning import Desired
+from spreadbus.projection.wake_schedule import WakeSchedule
 
 PUBS: Final = ResourceRef(group="policy.kruise.io", version="v1alpha1",
                           resource="podunavailablebudgets")
@@ -69,8 +69,7 @@ class BudgetRule:
         self.rk_pubs = resource_key(cluster, PUBS.group, PUBS.resource)
         self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
         self.rk_workloads = {resource_key(cluster, w.group, w.resource): w for w in WORKLOADS}
-        self._wake: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
+        self._wakes = WakeSchedule()
         self._planned_at: dict[str, float] = {}
         self._members: dict[str, dict[str, set[str]]] = {}
         """Resource key -> escaped namespace -> object keys: pods and workloads by namespace,
@@ -79,28 +78,17 @@ class BudgetRule:
     # -- time ---------------------------------------------------------------------------------
 
     def due(self, now: float) -> set[Key]:
-        out: set[Key] = set()
-        while self._heap and self._heap[0][0] <= now:
-            at, okey = heapq.heappop(self._heap)
-            if self._wake.get(okey) == at:
-                del self._wake[okey]
-                out.add((self.rk_pubs, okey))
-        return out
+        return {(self.rk_pubs, okey) for okey in self._wakes.due(now)}
 
     def next_wake(self) -> float | None:
-        while self._heap and self._wake.get(self._heap[0][1]) != self._heap[0][0]:
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else None
+        return self._wakes.next_wake()
 
     def _schedule(self, okey: str, at: float | None) -> None:
+        """The earliest wake-up asked for wins; ``None`` cancels."""
         if at is None:
-            self._wake.pop(okey, None)
-            return
-        current = self._wake.get(okey)
-        if current is not None and current <= at:
-            return
-        self._wake[okey] = at
-        heapq.heappush(self._heap, (at, okey))
+            self._wakes.set(okey, None)
+        else:
+            self._wakes.earliest(okey, at)
 
     # -- the rule -----------------------------------------------------------------------------
 

@@ -40,7 +40,6 @@ handed back by :meth:`UnitedDeploymentRule.due`.
 
 from __future__ import annotations
 
-import heapq
 import logging
 from collections.abc import Mapping, Sequence, Set
 from datetime import UTC, datetime
@@ -68,6 +67,7 @@ from spreadbus.features.uniteddeployment.planning.followed_pods import (
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
 from spreadbus.projection.kube_state import KubeProjection, object_key
 from spreadbus.projection.planning import Desired
+from spreadbus.projection.wake_schedule import WakeSchedule
 
 log = logging.getLogger(__name__)
 
@@ -131,8 +131,7 @@ class UnitedDeploymentRule:
         self.min_interval = min_interval_seconds
         self.resources: tuple[ResourceRef, ...] = tuple(KINDS.values())
         self.index = FamilyIndex(cluster)
-        self._wake: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
+        self._wakes = WakeSchedule()
         self._planned_at: dict[str, float] = {}
         self.pods = FollowedPods()
         """Every pod under some UD, counted per controller owner."""
@@ -140,27 +139,13 @@ class UnitedDeploymentRule:
     # -- the planner's time seam ------------------------------------------------------------------
 
     def due(self, now: float) -> set[Key]:
-        out: set[Key] = set()
-        while self._heap and self._heap[0][0] <= now:
-            at, okey = heapq.heappop(self._heap)
-            if self._wake.get(okey) == at:
-                del self._wake[okey]
-                out.add((self.index.rk_uds, okey))
-        return out
+        return {(self.index.rk_uds, okey) for okey in self._wakes.due(now)}
 
     def next_wake(self) -> float | None:
-        while self._heap and self._wake.get(self._heap[0][1]) != self._heap[0][0]:
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else None
+        return self._wakes.next_wake()
 
     def _schedule(self, okey: str, at: float | None) -> None:
-        if at is None:
-            self._wake.pop(okey, None)
-            return
-        if self._wake.get(okey) == at:
-            return
-        self._wake[okey] = at
-        heapq.heappush(self._heap, (at, okey))
+        self._wakes.set(okey, at)
 
     # -- the rule -------------------------------------------------------------------------------
 
@@ -182,8 +167,7 @@ class UnitedDeploymentRule:
             last = self._planned_at.get(okey)
             if last is not None and now - last < self.min_interval:
                 soon = last + self.min_interval
-                current = self._wake.get(okey)
-                self._schedule(okey, soon if current is None else min(current, soon))
+                self._wakes.earliest(okey, soon)
                 continue
             self._planned_at[okey] = now
             try:

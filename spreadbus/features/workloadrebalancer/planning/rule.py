@@ -22,7 +22,6 @@ every resource of its group the watcher streams (a whitelisted custom workload i
 from __future__ import annotations
 
 import functools
-import heapq
 from collections.abc import Iterator, Mapping, Sequence, Set
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -49,6 +48,7 @@ from spreadbus.features.workloadrebalancer.core.placement import (
 from spreadbus.features.workloadrebalancer.core.status import Placement, Sync, sync
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 from spreadbus.projection.planning import Desired
+from spreadbus.projection.wake_schedule import WakeSchedule
 
 Key = tuple[str, str]
 
@@ -71,33 +71,18 @@ class WorkloadRebalancerRule:
         self.rk_rebalancers = resource_key(cluster, GROUP, RESOURCE)
         self.rk_spreads = resource_key(cluster, KRUISE_GROUP, WORKLOADSPREADS.resource)
         self._unfinished: set[str] = set()
-        self._wake: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
+        self._wakes = WakeSchedule()
 
     # -- the planner's time seam ------------------------------------------------------------------
 
     def due(self, now: float) -> set[Key]:
-        out: set[Key] = set()
-        while self._heap and self._heap[0][0] <= now:
-            at, okey = heapq.heappop(self._heap)
-            if self._wake.get(okey) == at:
-                del self._wake[okey]
-                out.add((self.rk_rebalancers, okey))
-        return out
+        return {(self.rk_rebalancers, okey) for okey in self._wakes.due(now)}
 
     def next_wake(self) -> float | None:
-        while self._heap and self._wake.get(self._heap[0][1]) != self._heap[0][0]:
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else None
+        return self._wakes.next_wake()
 
     def _schedule(self, okey: str, at: datetime | None) -> None:
-        if at is None:
-            self._wake.pop(okey, None)
-            return
-        when = at.timestamp()
-        if self._wake.get(okey) != when:
-            self._wake[okey] = when
-            heapq.heappush(self._heap, (when, okey))
+        self._wakes.set(okey, None if at is None else at.timestamp())
 
     # -- the rule ---------------------------------------------------------------------------------
 

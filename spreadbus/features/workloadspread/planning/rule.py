@@ -64,7 +64,6 @@ planning it now could count neither the reservation nor the pod that replaced it
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -102,6 +101,7 @@ from spreadbus.features.workloadspread.planning.spread_index import (
 from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally, TallyPlan
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
+from spreadbus.projection.wake_schedule import WakeSchedule
 
 
 def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
@@ -139,9 +139,7 @@ class WorkloadSpreadRule:
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
         self.index = SpreadIndex(cluster, workload_kinds(self.whitelist))
-        # Wake-ups: WorkloadSpread key -> time, and a heap of (time, key) with stale entries.
-        self._wake: dict[str, float] = {}
-        self._heap: list[tuple[float, str]] = []
+        self._wakes = WakeSchedule()
         self._planned_at: dict[str, float] = {}
         # Per WorkloadSpread: its pods' tally and what it was built for; the pods and whether
         # workloads changed since its last plan.
@@ -152,27 +150,13 @@ class WorkloadSpreadRule:
 
     def due(self, now: float) -> set[Key]:
         """Keys to re-plan because their time has come; each is handed out once."""
-        out: set[Key] = set()
-        while self._heap and self._heap[0][0] <= now:
-            at, okey = heapq.heappop(self._heap)
-            if self._wake.get(okey) == at:
-                del self._wake[okey]
-                out.add((self.index.rk_spreads, okey))
-        return out
+        return {(self.index.rk_spreads, okey) for okey in self._wakes.due(now)}
 
     def next_wake(self) -> float | None:
-        while self._heap and self._wake.get(self._heap[0][1]) != self._heap[0][0]:
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else None
+        return self._wakes.next_wake()
 
     def _schedule(self, okey: str, at: float | None) -> None:
-        if at is None:
-            self._wake.pop(okey, None)
-            return
-        if self._wake.get(okey) == at:
-            return
-        self._wake[okey] = at
-        heapq.heappush(self._heap, (at, okey))
+        self._wakes.set(okey, at)
 
     # -- the rule -------------------------------------------------------------------------------
 
@@ -208,9 +192,7 @@ class WorkloadSpreadRule:
             last = self._planned_at.get(okey)
             if last is not None and now - last < self.min_interval:
                 # Planned moments ago: the changes since are taken in one go a little later.
-                soon = last + self.min_interval
-                current = self._wake.get(okey)
-                self._schedule(okey, soon if current is None else min(current, soon))
+                self._wakes.earliest(okey, last + self.min_interval)
                 continue
             self._planned_at[okey] = now
             out.extend(self._plan(view, okey, now))
