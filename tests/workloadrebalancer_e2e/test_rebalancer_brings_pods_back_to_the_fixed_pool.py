@@ -28,6 +28,7 @@ from tests.workloadspread_e2e.stack import (
     FAST_ACTUATOR,
     FAST_KUBELET,
     VIRTUAL_NODE_TOLERATIONS,
+    create_namespace,
     create_spread,
     deployment,
     live_pods,
@@ -38,6 +39,7 @@ from tests.workloadspread_e2e.stack import (
     subset_field,
     wait_for,
     zone_subset,
+    zone_term,
 )
 
 pytestmark = pytest.mark.e2e
@@ -249,3 +251,106 @@ def test_a_raised_max_moves_nothing_until_a_rebalancer_fills_it(
     assert running_split(api, ns, "svc") == {"fixed": 2, "elastic": 4}, "nothing moves by itself"
     worst = rebalance_and_expire(api, ns, "svc", "ws", {"fixed": 4, "elastic": 2})
     assert worst <= BUDGET, f"{worst} replicas unavailable at once"
+
+
+UD_WINDOW_SECONDS = 6
+"""The UnitedDeployment's unschedulableDuration: how long a subset stays closed once marked."""
+
+
+def united_failover(name: str) -> dict[str, Any]:
+    """An Adaptive UnitedDeployment: the fixed pool first (room for all), the elastic pool after."""
+    labels = {"app": name}
+    template = deployment(name, REPLICAS)
+    return {
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": REPLICAS,
+            "selector": {"matchLabels": labels},
+            "template": {"deploymentTemplate": {
+                "metadata": {"labels": labels},
+                "spec": {"selector": {"matchLabels": labels},
+                         "template": template["spec"]["template"]}}},
+            "topology": {
+                "subsets": [
+                    {"name": "fixed", "nodeSelectorTerm": zone_term("ack"),
+                     "maxReplicas": REPLICAS},
+                    {"name": "elastic", "nodeSelectorTerm": zone_term("eci"),
+                     "tolerations": VIRTUAL_NODE_TOLERATIONS},
+                ],
+                "scheduleStrategy": {"type": "Adaptive", "adaptive": {
+                    "rescheduleCriticalSeconds": CRITICAL_SECONDS,
+                    "unschedulableDuration": UD_WINDOW_SECONDS}},
+            },
+        },
+    }
+
+
+def pools(api: client.ApiClient, namespace: str, app: str) -> dict[str, int]:
+    """Running, ready pods of ``app`` by the zone of their node (when all replicas are up)."""
+    zones = node_zones(api)
+    pods = live_pods(api, namespace, app)
+    if len(pods) != REPLICAS:
+        return {}
+    out: dict[str, int] = {}
+    for pod in pods:
+        if pod.status.phase != "Running" or not pod.spec.node_name:
+            return {}
+        zone = zones.get(pod.spec.node_name, "")
+        out[zone] = out.get(zone, 0) + 1
+    return out
+
+
+def read_ud(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    custom: Any = client.CustomObjectsApi(api)
+    found: dict[str, Any] = custom.get_namespaced_custom_object(
+        "apps.kruise.io", "v1alpha1", namespace, "uniteddeployments", name)
+    return found
+
+
+def test_the_same_failover_for_an_adaptive_uniteddeployment(api: client.ApiClient) -> None:
+    ns, app = "ud-failover", "web-ud"
+    create_namespace(api, ns)
+    custom: Any = client.CustomObjectsApi(api)
+    custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns, "uniteddeployments",
+                                           united_failover(app))
+    wait_for("every pod in the fixed pool", lambda: pools(api, ns, app) == {"ack": REPLICAS},
+             90, lambda: pools(api, ns, app))
+    fixed_nodes = sorted(n for n, zone in node_zones(api).items() if zone == "ack")
+    for node in fixed_nodes:
+        set_ready(api, node, False)
+    wait_for("Adaptive to move every pod to the elastic pool",
+             lambda: pools(api, ns, app) == {"eci": REPLICAS}, 120,
+             lambda: (pools(api, ns, app), read_ud(api, ns, app).get("status")))
+    for node in fixed_nodes:
+        set_ready(api, node, True)
+
+    def reopened() -> bool:
+        statuses = read_ud(api, ns, app).get("status", {}).get("subsetStatuses", [])
+        fixed = next((s for s in statuses if s["name"] == "fixed"), {})
+        return any(c["type"] == "Schedulable" and c["status"] == "True"
+                   for c in fixed.get("conditions", []))
+
+    wait_for("the fixed subset to be schedulable again", reopened, UD_WINDOW_SECONDS + 60,
+             lambda: read_ud(api, ns, app).get("status"))
+    time.sleep(3)
+    assert pools(api, ns, app) == {"eci": REPLICAS}, "nothing moves by itself"
+
+    name = f"rebalance-{ns}"
+    body = rebalancer(name, ns, app)
+    body["spec"]["workloads"] = [{"apiVersion": "apps.kruise.io/v1alpha1",
+                                  "kind": "UnitedDeployment", "name": app, "namespace": ns}]
+    with UnavailableSampler(api, ns, app) as sampler:
+        uid = create_rebalancer(api, body)["metadata"]["uid"]
+        wait_for("the pods back in the fixed pool",
+                 lambda: pools(api, ns, app) == {"ack": REPLICAS}, 120,
+                 lambda: (pools(api, ns, app), read_ud(api, ns, app).get("status")))
+        wait_for("the rebalance to be handled", lambda: (
+            read_ud(api, ns, app)["metadata"].get("annotations") or {}).get(HANDLED) == uid, 30,
+            lambda: read_ud(api, ns, app)["metadata"].get("annotations"))
+    status = read_rebalancer(api, name)
+    assert status is None or status["status"]["observedWorkloads"][0]["result"] == "Successful"
+    assert sampler.samples >= 10, "too few samples to judge"
+    assert sampler.worst <= BUDGET, f"{sampler.worst} replicas unavailable at once"
+    wait_for("the rebalancer to be deleted by its TTL",
+             lambda: read_rebalancer(api, name) is None, TTL_SECONDS + 30)
