@@ -7,55 +7,20 @@ as ``Quantity.MilliValue`` does) and whole units for everything else (rounded up
 from __future__ import annotations
 
 import math
-import re
 from fractions import Fraction
 
-_SUFFIXES: dict[str, Fraction] = {
-    "": Fraction(1),
-    "n": Fraction(1, 10**9),
-    "u": Fraction(1, 10**6),
-    "m": Fraction(1, 1000),
-    "k": Fraction(10**3),
-    "M": Fraction(10**6),
-    "G": Fraction(10**9),
-    "T": Fraction(10**12),
-    "P": Fraction(10**15),
-    "E": Fraction(10**18),
-    "Ki": Fraction(2**10),
-    "Mi": Fraction(2**20),
-    "Gi": Fraction(2**30),
-    "Ti": Fraction(2**40),
-    "Pi": Fraction(2**50),
-    "Ei": Fraction(2**60),
-}
-_QUANTITY = re.compile(
-    r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?:([eE][+-]?[0-9]+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$"
-)
+from kubesemantics.quantity import QuantityError
+from kubesemantics.quantity import parse_quantity as read_quantity
 
-
-class QuantityError(ValueError):
-    """A string that is not a Kubernetes quantity."""
-
+__all__ = ["QuantityError", "format_milli", "milli_value", "parse_quantity", "value"]
 
 def parse_quantity(text: str | int | float) -> Fraction:
-    """The exact value of a quantity; raises :class:`QuantityError` when malformed."""
-    if isinstance(text, bool):
-        raise QuantityError(f"quantities must match the regular expression, got {text!r}")
-    if isinstance(text, int):
-        return Fraction(text)
-    if isinstance(text, float):
-        return Fraction(str(text))
-    match = _QUANTITY.match(text.strip())
-    if not match:
-        raise QuantityError(
-            f"quantities must match the regular expression "
-            f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$', got {text!r}"
-        )
-    number, exponent, suffix = match.groups()
-    value = Fraction(number)
-    if exponent:
-        return value * Fraction(10) ** int(exponent[1:])
-    return value * _SUFFIXES[suffix or ""]
+    """The exact value of a quantity (read by :mod:`kubesemantics.quantity`, as spreadbus
+    validation reads it); raises :class:`QuantityError` naming the value when malformed."""
+    try:
+        return read_quantity(text.strip() if isinstance(text, str) else text)
+    except QuantityError as exc:
+        raise QuantityError(f"{exc}, got {text!r}") from None
 
 
 def milli_value(text: str | int | float) -> int:
