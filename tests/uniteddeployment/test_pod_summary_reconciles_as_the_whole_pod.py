@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -13,12 +14,17 @@ import msgspec
 import pytest
 
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile
-from spreadbus.features.uniteddeployment.planning.pod_summary import decode_all, summary
+from spreadbus.features.uniteddeployment.planning.pod_summary import summary
 
 NOW = datetime(2027, 3, 1, 12, 0, tzinfo=UTC)
 SUBSET = "apps.kruise.io/subset-name"
 REVISION = "apps.kruise.io/controller-revision-hash"
 RESERVED = "apps.kruise.io/united-deployment-reserved-pod"
+
+
+def decode_all(summaries: Iterable[bytes]) -> list[dict[str, Any]]:
+    """The pods of these summaries, as the reconcile is given them."""
+    return [msgspec.json.decode(s) for s in summaries]
 
 
 def stamp(seconds_ago: float) -> str:

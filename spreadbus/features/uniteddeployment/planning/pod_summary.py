@@ -8,14 +8,12 @@ than the JSON it came from. The reconcile reads only who the pod is (name, names
 owners), whether and since when it is deleted or created, its phase, its conditions and its node:
 :func:`summary` picks just those fields out of the watcher's JSON (msgspec skips the rest
 without building it) and keeps them as compact JSON, a fifth of the pod's, beside the pod's
-counted facts (:mod:`.followed_pods`), to be decoded only when the pod must be judged;
-:func:`decode_all` turns summaries into pods in one decode.
+counted facts (:mod:`.followed_pods`), to be decoded only when the pod must be judged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, Final
+from typing import Final
 
 import msgspec
 
@@ -64,7 +62,6 @@ class _Pod(msgspec.Struct, omit_defaults=True, gc=False):
 
 _DECODER: Final = msgspec.json.Decoder(_Pod)
 _ENCODER: Final = msgspec.json.Encoder()
-_PODS: Final = msgspec.json.Decoder(list[dict[str, Any]])
 
 
 def summary(raw: bytes) -> bytes:
@@ -77,8 +74,3 @@ def summary(raw: bytes) -> bytes:
     if conditions:
         pod.status.conditions = [c for c in conditions if c.type in READ_CONDITIONS]
     return _ENCODER.encode(pod)
-
-
-def decode_all(summaries: Iterable[bytes]) -> list[dict[str, Any]]:
-    """The pods of these summaries, each a fresh JSON object."""
-    return _PODS.decode(b"[" + b",".join(summaries) + b"]")

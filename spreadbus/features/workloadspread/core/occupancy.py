@@ -38,7 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Container, Iterable, Mapping
 from datetime import datetime, timedelta
-from typing import Any, Literal, NamedTuple, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -46,7 +46,6 @@ from kubesemantics.intstr import IntOrStrError, scaled_value
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import (
     FAKE_SUBSET,
-    MATCHED_ANNOTATION,
     Subset,
     SubsetStatus,
     WorkloadSpread,
@@ -190,36 +189,6 @@ def occupant(
     if annotation is None:
         return Occupant(name, key, "", "", version, active)
     return Occupant(name, key, annotation.name, annotation.subset, version, active)
-
-
-def reads_alike(old: Pod, new: Pod) -> bool:
-    """Whether two versions of a pod agree on every field :func:`occupant` reads (the kind, the
-    matched annotation, labels, owners, whether the phase has ended, deletion).
-
-    The fast path of a cache that re-reads a pod on every event: most events are status updates
-    that change none of these, and comparing them is cheaper than the reading. Two versions that
-    read alike have the same :class:`Occupant` (a property test checks it), so a change to what
-    :func:`occupant` reads must be made here too.
-    """
-    if old.get("kind") != new.get("kind") or _ended(old) != _ended(new):
-        return False
-    before, after = pod_state.metadata(old), pod_state.metadata(new)
-    return (
-        _matched_text(before) == _matched_text(after)
-        and before.get("deletionTimestamp") == after.get("deletionTimestamp")
-        and before.get("labels") == after.get("labels")
-        and before.get("ownerReferences") == after.get("ownerReferences")
-    )
-
-
-def _ended(pod: Pod) -> bool:
-    """All :func:`pod_state.is_active` reads of the phase: a pod starting reads alike."""
-    return pod_state.phase(pod) in pod_state.ENDED_PHASES
-
-
-def _matched_text(metadata: Mapping[str, Any]) -> object:
-    annotations = metadata.get("annotations")
-    return annotations.get(MATCHED_ANNOTATION) if isinstance(annotations, dict) else None
 
 
 def pod_slot(
