@@ -2,46 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import re
 import shlex
 from pathlib import Path
 
 import pytest
 
-from spreadbus.cli import main
+from tests.fixtures.doc_pages import commands, run_documented
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "workloadspread.md"
-FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.M | re.S)
-
-
-def _blocks() -> list[tuple[str, str, str]]:
-    return [(m.group(1), m.group(2).strip(), m.group(3)) for m in FENCE.finditer(DOC.read_text())]
-
-
-def _files() -> dict[str, str]:
-    return {
-        attrs.removeprefix("file="): body
-        for lang, attrs, body in _blocks()
-        if lang == "yaml" and attrs.startswith("file=")
-    }
-
-
-def _commands() -> list[tuple[str, str]]:
-    out = []
-    for lang, _, body in _blocks():
-        if lang == "console":
-            first, _, rest = body.partition("\n")
-            out.append((first.removeprefix("$ "), rest))
-    return out
+PAGE = "workloadspread.md"
 
 
 def test_the_page_has_examples_of_all_three_commands() -> None:
-    used = {shlex.split(cmd)[1] for cmd, _ in _commands()}
+    used = {shlex.split(cmd)[1] for cmd, _ in commands(PAGE)}
     assert used == {"validate", "admit", "plan"}
 
 
-@pytest.mark.parametrize(("command", "expected"), _commands(), ids=lambda v: str(v)[:40])
+@pytest.mark.parametrize(("command", "expected"), commands(PAGE), ids=lambda v: str(v)[:40])
 def test_documented_command_output(
     command: str,
     expected: str,
@@ -49,19 +25,4 @@ def test_documented_command_output(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    for name, body in _files().items():
-        (tmp_path / name).write_text(body)
-    monkeypatch.chdir(tmp_path)
-    argv = shlex.split(command)
-    assert argv[0] == "spreadbus"
-    code = main(argv[1:])
-    out = capsys.readouterr().out
-    try:
-        wanted = json.loads(expected)
-    except ValueError:
-        assert out == expected
-        denied = expected.startswith("denied")
-    else:
-        assert json.loads(out) == wanted
-        denied = wanted.get("allowed") is False
-    assert code == (1 if denied else 0)
+    run_documented(PAGE, command, expected, tmp_path, monkeypatch, capsys)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -11,17 +10,12 @@ from typing import Any
 import pytest
 
 from spreadbus.cli import main
-
-DOC = Path(__file__).resolve().parents[2] / "docs" / "uniteddeployment.md"
-FENCE = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.M | re.S)
+from tests.fixtures.doc_pages import blocks as page_blocks
 
 
-def blocks(lang: str, attrs: str) -> list[str]:
-    return [
-        m.group(3)
-        for m in FENCE.finditer(DOC.read_text())
-        if m.group(1) == lang and m.group(2).strip() == attrs
-    ]
+def blocks(lang: str, info: str) -> list[str]:
+    return [body for found, attrs, body in page_blocks("uniteddeployment.md")
+            if found == lang and attrs == info]
 
 
 def contains(whole: Any, part: Any, path: str = "") -> None:
