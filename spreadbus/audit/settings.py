@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from spreadbus.runtime.bus_permissions import READER
-from spreadbus.runtime.bus_users import seed_file
+from spreadbus.runtime.bus_users import local_ca, local_seed
 from spreadbus.runtime.settings import ServiceSettings
 
 
@@ -35,10 +35,10 @@ def with_local_stack(settings: AuditSettings, *, user: str = READER) -> AuditSet
     if settings.nats_creds or settings.nats_nkey_seed or not base.is_dir():
         return settings
     changes: dict[str, object] = {}
-    seed = seed_file(base / "credentials", user)
+    seed = local_seed(base, user)
     if seed.is_file():
         changes["nats_nkey_seed"] = str(seed)
-    ca = base / "tls" / "ca.crt"  # the stack's NATS speaks TLS with a certificate of this CA
+    ca = local_ca(base)  # the stack's NATS speaks TLS with a certificate of this CA
     if ca.is_file() and not settings.nats_tls_ca:
         changes["nats_tls_ca"] = str(ca)
     url_file = base / "nats-url"

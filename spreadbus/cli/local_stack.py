@@ -73,7 +73,7 @@ from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.features.registry import bus_accesses, features
 from spreadbus.runtime.bus_permissions import READER, inbox_prefix, server_users
-from spreadbus.runtime.bus_users import ensure_users, seed_file
+from spreadbus.runtime.bus_users import ensure_users, local_ca, local_seed, seed_file
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
 from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca
@@ -366,7 +366,7 @@ class Stack:
         server = issue_server_cert(ca, hosts).write(self.data_dir / "tls", "webhook")
         client = issue_client_cert(ca, API_SERVER_IDENTITY).write(self.data_dir / "tls",
                                                                   "apiserver-client")
-        return {"ca": self.data_dir / "tls" / "ca.crt", "cert": server.cert, "key": server.key,
+        return {"ca": local_ca(self.data_dir), "cert": server.cert, "key": server.key,
                 "client_cert": client.cert, "client_key": client.key}
 
     def _reported(self, child: Child, message: str, timeout: float) -> int:
@@ -413,7 +413,7 @@ class Stack:
             f"services.{module}",
             f"--nats-url={self.nats.url}",
             f"--nats-nkey-seed={seed_file(self.credentials_dir, module)}",
-            f"--nats-tls-ca={self.data_dir / 'tls' / 'ca.crt'}",
+            f"--nats-tls-ca={local_ca(self.data_dir)}",
             f"--cluster={self.cluster}",
             "--http-host=127.0.0.1",
             HEALTH_PORT_ZERO,
@@ -549,9 +549,9 @@ class Stack:
 def bus_options(data_dir: Path, user: str = READER) -> dict[str, Any]:
     """How a client connects to the NATS of the stack in ``data_dir`` as ``user``
     (``nats.connect`` keywords: the user's nkey seed and inbox, TLS trusting the stack's CA)."""
-    return {"nkeys_seed": str(seed_file(data_dir / "credentials", user)),
+    return {"nkeys_seed": str(local_seed(data_dir, user)),
             "inbox_prefix": inbox_prefix(user),
-            "tls": ssl.create_default_context(cafile=str(data_dir / "tls" / "ca.crt"))}
+            "tls": ssl.create_default_context(cafile=str(local_ca(data_dir)))}
 
 
 def publish(path: Path, text: str) -> None:

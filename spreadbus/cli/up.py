@@ -25,6 +25,7 @@ from types import FrameType
 
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
+from spreadbus.runtime.bus_users import local_ca
 
 SHIPPED_TOPOLOGIES = ("three-zones", "elastic", "seed-examples", "bench-100")
 """The topologies kubesim ships (``kubesim/topologies/``), named here for ``--help``."""
@@ -112,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
         reader = stack.bus_options()
         print(f"nats-user:  {reader['nkeys_seed']} (read-only nkey seed; "
               f"inbox prefix {reader['inbox_prefix']}; TLS trusting "
-              f"{stack.data_dir / 'tls' / 'ca.crt'})")
+              f"{local_ca(stack.data_dir)})")
         print("services:")
         for line in stack.status_lines():
             print(line)

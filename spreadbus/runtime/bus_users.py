@@ -22,6 +22,16 @@ def seed_file(directory: Path, user: str) -> Path:
     return directory / f"{user}.nk"
 
 
+def local_seed(data_dir: Path, user: str) -> Path:
+    """Where a local stack (``spreadbus up --data-dir``) keeps ``user``'s seed."""
+    return seed_file(data_dir / "credentials", user)
+
+
+def local_ca(data_dir: Path) -> Path:
+    """The development CA a local stack's NATS certificate is issued from."""
+    return data_dir / "tls" / "ca.crt"
+
+
 def ensure_users(directory: Path, users: Iterable[str] = USERS) -> dict[str, str]:
     """User -> nkey public key; a user without a seed file gets a new one (mode 0600)."""
     directory.mkdir(parents=True, exist_ok=True)
