@@ -25,13 +25,13 @@ import os
 import ssl
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 from kubernetes import client, config
 
+from bench._reviews import pod_review
 from bench.webhook_admission import cpu_seconds
 from spreadbus.cli.local_stack import Stack
 
@@ -76,22 +76,7 @@ def review(namespace: str, name: str) -> bytes:
         "spec": {"containers": [{"name": "app", "image": "nginx:1"}]},
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
     }
-    body = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "operation": "DELETE",
-            "namespace": namespace,
-            "name": name,
-            "userInfo": {"username": "bench"},
-            "oldObject": pod,
-            "dryRun": False,
-        },
-    }
-    return json.dumps(body).encode()
+    return pod_review(pod, operation="DELETE", username="bench")
 
 
 def prepare(api: client.ApiClient, namespace: str) -> None:

@@ -38,6 +38,7 @@ from typing import Any
 import aiohttp
 from kubernetes import client, config
 
+from bench._reviews import pod_review
 from spreadbus.cli.local_stack import Stack
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
 
@@ -92,22 +93,8 @@ def review(namespace: str, owner: tuple[str, str], name: str) -> bytes:
         "spec": {"containers": [{"name": "app", "image": "nginx:1"}]},
         "status": {"phase": "Pending"},
     }
-    body = {
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "request": {
-            "uid": str(uuid.uuid4()),
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "operation": "CREATE",
-            "namespace": namespace,
-            "name": name,
-            "userInfo": {"username": "system:serviceaccount:kube-system:replicaset-controller"},
-            "object": pod,
-            "dryRun": False,
-        },
-    }
-    return json.dumps(body).encode()
+    return pod_review(pod, operation="CREATE",
+                      username="system:serviceaccount:kube-system:replicaset-controller")
 
 
 def prepare(api: client.ApiClient, namespace: str) -> tuple[str, str]:
