@@ -101,8 +101,8 @@ async def test_the_reader_follows_the_bus_but_changes_nothing(
         seen.append(msg.subject)
 
     sub = await reader.subscribe("kube.obs.>", cb=note)
+    await reader.flush()  # the server knows the interest before anything is published
     await watcher.jetstream().publish("kube.obs.c1.apps.deployments.default.web", b"{}")
-    await reader.flush()
     await wait_until_async(lambda: seen, what="the reader to hear the observation")
     assert seen == ["kube.obs.c1.apps.deployments.default.web"]
     stored = await reader.jetstream().get_last_msg(streams.KUBE.name, "kube.obs.>")
