@@ -11,9 +11,9 @@ Only two services talk to the Kubernetes API; the planner and the webhook work f
   patches ``<resource>/status``; ``evict`` creates ``pods/eviction``; ``create`` creates the
   object and, when the name is taken, reads the object there (is it already ours?); ``delete``
   deletes it (reading it first when its grant names an owner the object must have). A grant
-that relates the target to its governor by a read (``governed``, ``named``) also reads the
-target before an eviction, and reads the governor and the links of the target's controller chain
-it may pass through (:meth:`~spreadbus.engine.plan_grants.PlanGrant.reads`). The plans
+  that relates the target to its governor by a read (``governed``, ``named``) also reads the
+  target before an eviction, and reads the governor and the links of the target's controller
+  chain it may pass through (:meth:`~spreadbus.engine.plan_grants.PlanGrant.reads`). The plans
   the actuator may apply are those the registered features grant their rules
   (``Feature.plan_grants``, :mod:`spreadbus.engine.plan_grants`).
 
@@ -64,7 +64,7 @@ def plan_access(grants: Iterable[PlanGrant]) -> frozenset[Access]:
     out = set()
     for grant in grants:
         requests = PLAN_REQUESTS[grant.verb]
-        if grant.verb in ("delete", "evict") and (grant.owner is not None
+        if grant.verb in ("delete", "evict") and (grant.controller is not None
                                                    or grant.relation in READ_RELATIONS):
             requests = (*requests, ("", "get"))  # the target is checked as read
         for sub, rbac_verb in requests:

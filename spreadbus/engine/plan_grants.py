@@ -107,6 +107,14 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     def target(self) -> tuple[str, str, str]:
         return (self.verb, self.group, self.resource)
 
+    @property
+    def controller(self) -> tuple[str, str] | None:
+        """(API group, kind) the target's controller owner must have: the governor's kind for
+        ``controlled``, else ``owner``."""
+        if self.relation == "controlled" and self.governor is not None:
+            return (self.governor.group, self.governor.kind)
+        return self.owner
+
     def reads(self) -> frozenset[tuple[str, str]]:
         """(API group, resource) the actuator reads to check this grant's relation, besides the
         target: the governor (for a ``reach``, a ``selector`` or ``names``) and ``via``."""
@@ -170,7 +178,7 @@ def _granted(grant: PlanGrant, plan: Plan) -> Granted:
     scoped = grant.governor is not None and plan.governor is not None
     name = plan.governor.name if scoped and plan.governor is not None else ""
     uid = plan.governor.uid if scoped and plan.governor is not None else ""
-    return Granted(owner=grant.owner, owner_name=name, owner_uid=uid,
+    return Granted(owner=grant.controller, owner_name=name, owner_uid=uid,
                    grant=grant if scoped and grant.relation in READ_RELATIONS else None)
 
 
@@ -186,12 +194,13 @@ def _check(grant: PlanGrant, plan: Plan) -> str:
     problem = _scope(grant, plan)
     if problem:
         return problem
-    if plan.verb == "create" and grant.owner is not None:
+    controller = grant.controller
+    if plan.verb == "create" and controller is not None:
         governor = plan.governor if grant.governor is not None else None
-        if not owner_allows(grant.owner, plan.object or {},
+        if not owner_allows(controller, plan.object or {},
                             name=governor.name if governor else "",
                             uid=governor.uid if governor else ""):
-            return (f"the object must be controlled by a {grant.owner[1]}"
+            return (f"the object must be controlled by a {controller[1]}"
                     + (f" named {governor.name!r}" if governor else ""))
     return ""
 

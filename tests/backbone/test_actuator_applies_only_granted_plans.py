@@ -221,6 +221,18 @@ class Cluster:
             "apiVersion": "v1", "kind": "Pod", "metadata": metadata,
             "spec": {"containers": [{"name": "c", "image": "web:1"}]}})
 
+    def united(self, name: str) -> dict[str, Any]:
+        labels = {"app": name}
+        template = {"metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "c", "image": "web:1"}]}}
+        return self.make(f"/apis/{KRUISE}/namespaces/default/uniteddeployments", {
+            "apiVersion": KRUISE, "kind": "UnitedDeployment", "metadata": {"name": name},
+            "spec": {"replicas": 1, "selector": {"matchLabels": labels},
+                     "template": {"statefulSetTemplate": {
+                         "metadata": {"labels": labels},
+                         "spec": {"selector": {"matchLabels": labels}, "template": template}}},
+                     "topology": {"subsets": [{"name": "a"}]}}})
+
     def spread(self, name: str, target: str) -> dict[str, Any]:
         return self.make(f"/apis/{KRUISE}/namespaces/default/workloadspreads", {
             "apiVersion": KRUISE, "kind": "WorkloadSpread", "metadata": {"name": name},
@@ -266,16 +278,7 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
         api_rs = made.replicaset("default", "api-1", made.deployment("default", "api"))
         elsewhere_rs = made.replicaset("other", "web-1", made.deployment("other", "web"))
         rs_owner = owner("apps/v1", "ReplicaSet", web_rs)
-        ud = made.make(f"/apis/{KRUISE}/namespaces/default/uniteddeployments", {
-            "apiVersion": KRUISE, "kind": "UnitedDeployment", "metadata": {"name": "ud"},
-            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "ud"}},
-                     "template": {"statefulSetTemplate": {
-                         "metadata": {"labels": {"app": "ud"}},
-                         "spec": {"selector": {"matchLabels": {"app": "ud"}},
-                                  "template": {"metadata": {"labels": {"app": "ud"}},
-                                               "spec": {"containers": [
-                                                   {"name": "c", "image": "web:1"}]}}}}},
-                     "topology": {"subsets": [{"name": "a"}]}}})
+        ud = made.united("ud")
         subset = made.make("/apis/apps/v1/namespaces/default/statefulsets", {
             "apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": "ud-a", "ownerReferences": [
@@ -284,7 +287,16 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
                      "selector": {"matchLabels": {"app": "ud"}},
                      "template": {"metadata": {"labels": {"app": "ud"}},
                                   "spec": {"containers": [{"name": "c", "image": "web:1"}]}}}})
+        foreign = made.make("/apis/apps/v1/namespaces/default/statefulsets", {
+            "apiVersion": "apps/v1", "kind": "StatefulSet",
+            "metadata": {"name": "someone-a", "ownerReferences": [owner(
+                KRUISE, "UnitedDeployment", made.united("someone"))]},
+            "spec": {"replicas": 1, "serviceName": "ud",
+                     "selector": {"matchLabels": {"app": "ud"}},
+                     "template": {"metadata": {"labels": {"app": "ud"}},
+                                  "spec": {"containers": [{"name": "c", "image": "web:1"}]}}}})
         return {
+            "foreign-subset": foreign,
             "ws": made.spread("ws", "web"),
             "ws-api": made.spread("ws-api", "api"),
             "ud": ud,
@@ -324,6 +336,8 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
                pod_ref(objects["web-a"]), ud, reserve),
         scoped("request-on-an-unnamed-spread", "workloadrebalancer", "patch", ws_api, wr,
                request),
+        scoped("delete-another-uds-subset", "uniteddeployment", "delete",
+               as_ref(objects["foreign-subset"], "apps", "v1", "statefulsets"), ud),
     ]
     granted = [
         scoped("cost-on-its-pod", "workloadspread", "patch", pod_ref(objects["web-a"]), ws, cost),
@@ -351,8 +365,9 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
             # What the checks read: nothing for another namespace or no governor; the pod,
             # the WorkloadSpread and the pod's ReplicaSet (3) for another spread's pod, twice;
             # the pod and the WorkloadSpread for an ownerless pod (2); the pod, its ReplicaSet
-            # and Deployment for the UnitedDeployment (3); the spread and the rebalancer (2).
-            assert len(kube.methods) == 13, kube.methods
+            # and Deployment for the UnitedDeployment (3); the spread and the rebalancer (2);
+            # the StatefulSet another UnitedDeployment controls (1).
+            assert len(kube.methods) == 14, kube.methods
             for plan in granted:
                 await publish(planner, plan)
             await wait_until_async(lambda: _stored(reader, len(refused) + len(granted)),
@@ -376,7 +391,10 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
     forbidden = {rule: registry.get_sample_value("spreadbus_actuator_forbidden_plans_total",
                                                  {"rule": rule})
                  for rule in ("workloadspread", "uniteddeployment", "workloadrebalancer")}
-    assert forbidden == {"workloadspread": 5, "uniteddeployment": 1, "workloadrebalancer": 1}
+    assert forbidden == {"workloadspread": 5, "uniteddeployment": 2, "workloadrebalancer": 1}
+    assert results["delete-another-uds-subset"].error is not None
+    assert results["delete-another-uds-subset"].error.message == (
+        "someone-a is not controlled by a UnitedDeployment 'ud'")
 
     def metadata(path: str) -> dict[str, Any]:
         found: dict[str, Any] = get(api, path)["metadata"]
@@ -394,7 +412,8 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
     assert REQUEST not in (await asyncio.to_thread(
         metadata, f"{spreads}/ws-api")).get("annotations", {})
     assert (await asyncio.to_thread(metadata, f"{spreads}/ws"))["annotations"][REQUEST] == "r1"
-    for still in (f"{pods}/loner", "/api/v1/namespaces/other/pods/web-1-a"):
+    for still in (f"{pods}/loner", "/api/v1/namespaces/other/pods/web-1-a",
+                  "/apis/apps/v1/namespaces/default/statefulsets/someone-a"):
         assert not (await asyncio.to_thread(metadata, still)).get("deletionTimestamp"), still
 
 

@@ -51,7 +51,7 @@ _WORKLOAD_WRITES: Final = (("metadata", "labels"), ("metadata", "annotations"),
 
 def _owned(group: str, resource: str, writes: tuple[tuple[str, ...], ...]) -> tuple[PlanGrant, ...]:
     """Create, update and delete objects of a resource that a UnitedDeployment controls."""
-    return tuple(PlanGrant(rule=_RULE, verb=verb, group=group, resource=resource, owner=_OWNER,
+    return tuple(PlanGrant(rule=_RULE, verb=verb, group=group, resource=resource,
                            writes=writes if verb == "patch" else (), governor=_GOVERNOR,
                            relation="controlled")
                  for verb in ("create", "patch", "delete"))
