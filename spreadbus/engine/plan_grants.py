@@ -21,9 +21,9 @@ Every grant of a built-in feature also names the kind of object whose decisions 
 plan's target must relate to it (``relation``):
 
 - ``itself``: the target is the governor (its status, its own annotations, its deletion);
-- ``controlled``: the target's controller owner reference is the governor, by name and (when the
-  plan knows it) uid; for ``create`` the object carries that reference, for the other verbs the
-  actuator reads the target;
+- ``controlled``: the target's controller owner reference is the governor, by kind, name and
+  (when the plan knows it) uid; for ``create`` the object carries that reference, for the other
+  verbs the actuator reads the target (:attr:`PlanGrant.controller` stands in for ``owner``);
 - ``governed``: the target (a pod) is governed by the governor, as the actuator reads it: the
   pod matches the governor's label selector (``selector``, a dot path such as
   ``spec.selector``), or its chain of controller owner references reaches the workload the
