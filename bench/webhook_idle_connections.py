@@ -9,7 +9,8 @@ real steering decision). Rounds alternate:
 - **quiet**: the reviews alone;
 - **held**: the same, while ``--idle`` TLS connections (3,000) that completed their handshake
   and send nothing and ``--slow`` connections that send a request head one byte per second
-  are held open (:class:`tests.fixtures.connection_flood.ConnectionFlood`).
+  are held open, from a process of their own
+  (:class:`tests.fixtures.connection_flood.FloodProcess`).
 
 The flood presents the client certificate kubesim presents, the worst case for the webhook:
 every handshake completes, as a caller without a certificate is dropped in its handshake.
@@ -26,7 +27,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import ssl
 import statistics
 import tempfile
 import time
@@ -38,7 +38,7 @@ from kubernetes import config
 
 from bench.webhook_admission import KUBELET, prepare, run_rate
 from spreadbus.cli.local_stack import Stack
-from tests.fixtures.connection_flood import ConnectionFlood
+from tests.fixtures.connection_flood import FloodProcess
 
 GOAL = 1.1
 LIMIT_BYTES = 512 * 1024 * 1024
@@ -84,20 +84,20 @@ def main(argv: list[str] | None = None) -> int:
             pid, health = webhook.process.pid, webhook.health_port
             tls = data_dir / "tls"
             url = f"https://127.0.0.1:{stack.webhook_port}/mutate-pod"
-            flood_context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
-            flood_context.load_cert_chain(tls / "apiserver-client.crt",
-                                          tls / "apiserver-client.key")
             api: Any = config.new_client_from_config(  # type: ignore[no-untyped-call]
                 config_file=str(data_dir / "kubeconfig"))
             with api:
                 started_rss = memory(pid)[0]
                 for number in range(args.rounds):
-                    for kind in ("quiet", "held"):
+                    # each kind goes first in every other round
+                    for kind in ("quiet", "held") if number % 2 == 0 else ("held", "quiet"):
                         targets = [(ns, prepare(api, ns)) for ns in
                                    (f"bench-{kind}-{number}-{i}" for i in range(args.spreads))]
-                        flood = ConnectionFlood(stack.webhook_port, flood_context,
-                                                idle=args.idle if kind == "held" else 0,
-                                                slow=args.slow if kind == "held" else 0)
+                        flood = FloodProcess(stack.webhook_port, tls / "ca.crt",
+                                             tls / "apiserver-client.crt",
+                                             tls / "apiserver-client.key",
+                                             idle=args.idle if kind == "held" else 0,
+                                             slow=args.slow if kind == "held" else 0)
                         opened = time.perf_counter()
                         with flood:
                             took = time.perf_counter() - opened
