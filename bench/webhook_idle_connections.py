@@ -1,25 +1,27 @@
 """Pod-review latency and memory of the webhook while 3,000 idle and some slow connections are held.
 
-The webhook runs as ``spreadbus up`` runs it (its own process, real TLS, ``--max-connections``
-and the idle and handshake timeouts at their defaults, slots reserved on the NATS key-value
-bucket) and is sent pod CREATE reviews as :mod:`bench.webhook_admission` sends them (open loop
-at ``--rate``, over keep-alive HTTPS, round robin over fresh WorkloadSpreads, each review a
-real steering decision). Rounds alternate:
+Two webhook replicas run as ``spreadbus up`` runs them (their own processes behind one Service,
+real TLS, ``--max-connections`` and the idle and handshake timeouts at their defaults, slots
+reserved on the NATS key-value bucket). In each round, one of them (each in every other round)
+has ``--idle`` TLS connections (3,000) that completed their handshake and send nothing and
+``--slow`` connections that send a request head one byte per second held open against it, from a
+process of their own (:class:`tests.fixtures.connection_flood.FloodProcess`); the other is
+left alone. The flood presents the client certificate kubesim presents, the worst case for the
+webhook: every handshake completes (a caller without one is dropped in its handshake).
 
-- **quiet**: the reviews alone;
-- **held**: the same, while ``--idle`` TLS connections (3,000) that completed their handshake
-  and send nothing and ``--slow`` connections that send a request head one byte per second
-  are held open, from a process of their own
-  (:class:`tests.fixtures.connection_flood.FloodProcess`).
+Both replicas are then sent pod CREATE reviews as :mod:`bench.webhook_admission` sends them
+(open loop at ``--rate`` to each, over keep-alive HTTPS, round robin over fresh WorkloadSpreads,
+each review a real steering decision) in one schedule, their turns interleaved
+(:mod:`bench._interleaved`), so what a busy host takes from the processes falls on both alike;
+then ``--one-at-a-time`` reviews each, taking turns, each sent once the one before is answered
+(each review's own time, without the queueing an open loop adds when the host falls behind).
 
-The flood presents the client certificate kubesim presents, the worst case for the webhook:
-every handshake completes, as a caller without a certificate is dropped in its handshake.
-
-Printed: each round's p50/p99, the median of each kind, ``ratio`` lines held/quiet for p50 and
-p99 (the issue's "within its p99": goal under 1.1), the webhook's peak resident memory against
-the deploy limit (512 Mi, ``deploy/services/webhook.yaml``), and its connection counters
-(kept, evicted, refused). Run: ``python -m bench.webhook_idle_connections [--idle 3000]
-[--slow 100] [--rate 200] [--seconds 5] [--rounds 3]``.
+Printed: each round's p50/p99, the median of each kind over the rounds, ``ratio`` lines
+held/quiet for p50 and p99 (the issue's "within its p99": goal under 1.1), the flooded
+replica's peak resident memory against the deploy limit (512 Mi,
+``deploy/services/webhook.yaml``), and the connection counters (kept, evicted, refused).
+Run: ``python -m bench.webhook_idle_connections [--idle 3000] [--slow 100] [--rate 100]
+[--seconds 5] [--one-at-a-time 300] [--rounds 3]``.
 """
 
 from __future__ import annotations
@@ -36,7 +38,8 @@ from typing import Any
 
 from kubernetes import config
 
-from bench.webhook_admission import KUBELET, prepare, run_rate
+from bench._interleaved import Lane, interleaved, one_at_a_time
+from bench.webhook_admission import KUBELET, prepare
 from spreadbus.cli.local_stack import Stack
 from tests.fixtures.connection_flood import FloodProcess
 
@@ -65,76 +68,86 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=int, default=3000, help="idle TLS connections held")
     parser.add_argument("--slow", type=int, default=100,
                         help="connections sending a request head one byte per second")
-    parser.add_argument("--rate", type=int, default=200, help="reviews per second")
+    parser.add_argument("--rate", type=int, default=100, help="reviews per second to each")
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each round")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each kind, alternating")
+    parser.add_argument("--one-at-a-time", type=int, default=300,
+                        help="then this many reviews each, one at a time, the two taking turns")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="rounds; the replica flooded alternates")
     parser.add_argument("--spreads", type=int, default=20,
-                        help="WorkloadSpreads (namespaces) each round's reviews are spread over")
+                        help="WorkloadSpreads (namespaces) each replica's reviews are spread over")
     args = parser.parse_args(argv)
     results: dict[str, list[dict[str, float]]] = {"quiet": [], "held": []}
     peak = 0
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         data_dir = Path(tmp) / "stack"
-        stack = Stack(data_dir=data_dir, cluster="bench",
+        stack = Stack(data_dir=data_dir, cluster="bench", webhook_replicas=2,
                       kubesim_args=["--topology=three-zones", *KUBELET])
         try:
             stack.start(120.0)
-            webhook = next(s for s in stack.services if s.name == "webhook")
-            assert webhook.process is not None
-            pid, health = webhook.process.pid, webhook.health_port
+            replicas = [s for s in stack.services if s.name.startswith("webhook")]
+            pids = [r.process.pid for r in replicas if r.process is not None]
             tls = data_dir / "tls"
-            url = f"https://127.0.0.1:{stack.webhook_port}/mutate-pod"
             api: Any = config.new_client_from_config(  # type: ignore[no-untyped-call]
                 config_file=str(data_dir / "kubeconfig"))
             with api:
-                started_rss = memory(pid)[0]
+                started_rss = max(memory(pid)[0] for pid in pids)
                 for number in range(args.rounds):
-                    # each kind goes first in every other round
-                    for kind in ("quiet", "held") if number % 2 == 0 else ("held", "quiet"):
-                        targets = [(ns, prepare(api, ns)) for ns in
-                                   (f"bench-{kind}-{number}-{i}" for i in range(args.spreads))]
-                        flood = FloodProcess(stack.webhook_port, tls / "ca.crt",
-                                             tls / "apiserver-client.crt",
-                                             tls / "apiserver-client.key",
-                                             idle=args.idle if kind == "held" else 0,
-                                             slow=args.slow if kind == "held" else 0)
-                        opened = time.perf_counter()
-                        with flood:
-                            took = time.perf_counter() - opened
-                            r = asyncio.run(run_rate(url, tls / "ca.crt", targets, args.rate,
-                                                     args.seconds, pid))
-                            r["rss"], hwm = memory(pid)
-                            r["kept"] = metric(health, "spreadbus_webhook_connections")
-                            r["closed_by_webhook"] = flood.closed_by_server()
-                            r["opened"] = flood.opened
-                            peak = max(peak, hwm)
+                    flooded = number % 2  # each replica is the flooded one in every other round
+                    lanes = [Lane(f"https://127.0.0.1:{port}/mutate-pod", tls,
+                                  [(ns, prepare(api, ns)) for ns in
+                                   (f"bench-{number}-{i}-{j}" for j in range(args.spreads))],
+                                  pid)
+                             for i, (port, pid) in enumerate(zip(stack.webhook_ports, pids,
+                                                                 strict=True))]
+                    flood = FloodProcess(stack.webhook_ports[flooded], tls / "ca.crt",
+                                         tls / "apiserver-client.crt",
+                                         tls / "apiserver-client.key",
+                                         idle=args.idle, slow=args.slow)
+                    opened = time.perf_counter()
+                    with flood:
+                        took = time.perf_counter() - opened
+                        loop = asyncio.run(interleaved(lanes, args.rate, args.seconds))
+                        single = asyncio.run(one_at_a_time(lanes, args.one_at_a_time))
+                        rss, hwm = memory(pids[flooded])
+                        health = replicas[flooded].health_port
+                        kept = metric(health, "spreadbus_webhook_connections")
+                        closed = flood.closed_by_server()
+                        peak = max(peak, hwm)
+                    for i, (r, one) in enumerate(zip(loop, single, strict=True)):
+                        r.update({f"one_{key}": value for key, value in one.items()})
+                        kind = "held" if i == flooded else "quiet"
                         results[kind].append(r)
-                        line = (f"round {number + 1}, {kind}: p50 {r['p50_ms']:.2f} ms, "
-                                f"p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.2f} ms, "
-                                f"not steered {r['not_steered']:.0f}, "
-                                f"RSS {r['rss'] / 2**20:.0f} MiB")
-                        if kind == "held":
-                            line += (f"; flood of {flood.opened} opened in {took:.1f} s, "
-                                     f"{r['closed_by_webhook']:.0f} closed by the webhook, "
-                                     f"{r['kept']:.0f} kept")
-                        print(line, flush=True)
-                evicted = metric(health, "spreadbus_webhook_connections_evicted")
-                refused = metric(health, "spreadbus_webhook_connections_refused")
+                        print(f"round {number + 1}, {replicas[i].name} ({kind}): at "
+                              f"{args.rate}/s p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
+                              f"max {r['max_ms']:.2f} ms; one at a time p50 "
+                              f"{one['p50_ms']:.2f} ms, p99 {one['p99_ms']:.2f} ms; not steered "
+                              f"{r['not_steered'] + one['not_steered']:.0f}", flush=True)
+                    print(f"  flood of {flood.opened} opened in {took:.1f} s; {closed} closed by "
+                          f"the webhook, {kept:.0f} kept; RSS {rss / 2**20:.0f} MiB", flush=True)
+                evicted = sum(metric(r.health_port, "spreadbus_webhook_connections_evicted")
+                              for r in replicas)
+                refused = sum(metric(r.health_port, "spreadbus_webhook_connections_refused")
+                              for r in replicas)
         finally:
             stack.stop()
-    print(f"cores: {os.cpu_count()}, {args.rate} reviews/s for {args.seconds:.0f} s per round, "
-          f"{args.rounds} round(s) of each; held: {args.idle} idle and {args.slow} slow "
-          f"connections")
-    median = {kind: {key: statistics.median(r[key] for r in runs)
-                     for key in ("p50_ms", "p99_ms", "not_steered")}
+    print(f"cores: {os.cpu_count()}, {args.rate} reviews/s to each replica for "
+          f"{args.seconds:.0f} s, then {args.one_at_a_time} one at a time, per round; "
+          f"{args.rounds} round(s); held: {args.idle} idle and {args.slow} slow connections")
+    keys = ("p50_ms", "p99_ms", "one_p50_ms", "one_p99_ms", "not_steered", "one_not_steered")
+    median = {kind: {key: statistics.median(r[key] for r in runs) for key in keys}
               for kind, runs in results.items()}
     for kind, m in median.items():
-        print(f"{kind}, median of the rounds: p50 {m['p50_ms']:.2f} ms, p99 {m['p99_ms']:.2f} ms, "
-              f"not steered {m['not_steered']:.0f}")
-    for key, what in (("p50_ms", "p50"), ("p99_ms", "p99")):
+        print(f"{kind}, median of the rounds: at {args.rate}/s p50 {m['p50_ms']:.2f} ms, p99 "
+              f"{m['p99_ms']:.2f} ms; one at a time p50 {m['one_p50_ms']:.2f} ms, p99 "
+              f"{m['one_p99_ms']:.2f} ms; not steered "
+              f"{m['not_steered'] + m['one_not_steered']:.0f}")
+    for key, what in (("p50_ms", f"p50 at {args.rate}/s"), ("p99_ms", f"p99 at {args.rate}/s"),
+                      ("one_p50_ms", "p50 one at a time"), ("one_p99_ms", "p99 one at a time")):
         ratio = median["held"][key] / median["quiet"][key]
         print(f"ratio {what} held/quiet: {ratio:.3f} (goal under {GOAL}: {ratio / GOAL:.3f} of it)")
-    print(f"webhook memory: {started_rss / 2**20:.0f} MiB at start, peak {peak / 2**20:.0f} MiB")
+    print(f"webhook memory: {started_rss / 2**20:.0f} MiB at start, peak of a flooded replica "
+          f"{peak / 2**20:.0f} MiB")
     print(f"ratio peak memory/limit: {peak / LIMIT_BYTES:.3f} (limit 512 MiB)")
     print(f"connections evicted {evicted:.0f}, refused {refused:.0f} over the run")
     return 0
