@@ -7,7 +7,9 @@ deploy/ run it (TLS only, an nkey user per service with the permissions of
 - connect: a service's connection (nkey signature, TLS handshake on the secured one);
 - publish: the watcher's user publishes N observations into ``KUBE`` and waits for the stream to
   hold them all;
-- replay: the planner's user replays the stream with the services' follower until caught up.
+- replay: the planner's user replays the stream with the services' follower until caught up;
+- reserve: the webhook's user gets a key of the reservation bucket and writes it back by
+  compare-and-set, 1,000 times, as a pod review reserves its slot (time per round trip).
 
 Printed: seconds per side and ``ratio`` secured/open per phase. Goal: replay and publish within
 1.25 of the open bus (the client, not the server, limits the rate; TLS adds a copy and a
@@ -17,6 +19,7 @@ cipher per message), connect whatever the handshake costs (once per process star
 from __future__ import annotations
 
 import asyncio
+import os
 import ssl
 import tempfile
 import time
@@ -28,8 +31,10 @@ import nats
 from nats.aio.client import Client
 
 from bench._bus import full_size, observation
+from events.reservations import ledger_key
 from events.streams import KUBE
 from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
 from spreadbus.runtime.bus_permissions import inbox_prefix, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
 from spreadbus.runtime.follower import StreamFollower
@@ -38,11 +43,13 @@ from spreadbus.runtime.stream_setup import ensure_streams
 from tlsserving import issue_server_cert, make_ca
 
 CONNECTS = 20
+PHASES = ("connect", "publish", "replay", "reserve")
 
 
 class Bus:
-    def __init__(self, root: Path, *, secured: bool) -> None:
+    def __init__(self, root: Path, *, secured: bool, name: str) -> None:
         self.secured = secured
+        self.name = name
         self.root = root
         args: list[str] = []
         if secured:
@@ -115,6 +122,36 @@ async def replay_seconds(bus: Bus, expected: int) -> float:
     return elapsed
 
 
+RESERVATIONS = 1000
+
+
+def process_cpu() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+async def reserve_seconds(bus: Bus, cpu: dict[str, float]) -> float:
+    """Seconds per key-value get and compare-and-set, as the webhook reserves a pod's slot; this
+    process's CPU per round trip (its NATS client's) is kept in ``cpu`` at the bus's name, the
+    least of the calls."""
+    admin = await bus.connect("planner")
+    await ensure_streams(admin.jetstream())
+    nc = await bus.connect("webhook")
+    bucket = await reservation_bucket(nc)
+    key = ledger_key("bench", "default", "bench")
+    await bucket.put(key, b"{}")
+    cpu_before, started = process_cpu(), time.perf_counter()
+    for i in range(RESERVATIONS):
+        entry = await bucket.get(key)
+        await bucket.update(key, b'{"pod-%d":1}' % i, last=entry.revision)
+    elapsed = time.perf_counter() - started
+    used = (process_cpu() - cpu_before) / RESERVATIONS
+    cpu[bus.name] = min(cpu.get(bus.name, used), used)
+    await nc.close()
+    await admin.close()
+    return elapsed / RESERVATIONS
+
+
 async def best(runs: int, measure: Callable[[], Awaitable[float]]) -> float:
     return min([await measure() for _ in range(runs)])
 
@@ -124,25 +161,31 @@ async def main() -> None:
     messages = [observation(i, n)[:2] for i in range(n)]
     print(f"{n} observations of {sum(len(d) for _, d in messages) // n} bytes on average")
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
-        buses = {"open": Bus(Path(tmp) / "open", secured=False),
-                 "secured": Bus(Path(tmp) / "secured", secured=True)}
+        buses = {"open": Bus(Path(tmp) / "open", secured=False, name="open"),
+                 "secured": Bus(Path(tmp) / "secured", secured=True, name="secured")}
         try:
             results: dict[str, dict[str, float]] = {name: {} for name in buses}
-            for phase in ("connect", "publish", "replay"):
+            cpu: dict[str, float] = {}
+            for phase in PHASES:
                 for name, bus in buses.items():
                     if phase == "connect":
                         value = await best(3, lambda b=bus: connect_seconds(b))  # type: ignore[misc]
+                    elif phase == "reserve":
+                        value = await best(3, lambda b=bus: reserve_seconds(b, cpu))  # type: ignore[misc]
                     elif phase == "publish":
                         value = await best(3, lambda b=bus: publish_seconds(b, messages))  # type: ignore[misc]
                     else:
                         value = await best(3, lambda b=bus: replay_seconds(b, n))  # type: ignore[misc]
                     results[name][phase] = value
-            for phase in ("connect", "publish", "replay"):
+            for phase in PHASES:
                 opened, secured = results["open"][phase], results["secured"][phase]
-                unit = "ms" if phase == "connect" else "s"
-                scale = 1000.0 if phase == "connect" else 1.0
+                unit = "ms" if phase in ("connect", "reserve") else "s"
+                scale = 1000.0 if phase in ("connect", "reserve") else 1.0
                 print(f"{phase:8} open {opened * scale:8.3f} {unit}  secured "
                       f"{secured * scale:8.3f} {unit}  ratio {secured / opened:.3f}")
+            opened, secured = cpu["open"], cpu["secured"]
+            print(f"reserve: the client's CPU per round trip open {opened * 1e6:.0f} us, "
+                  f"secured {secured * 1e6:.0f} us, ratio {secured / opened:.3f}")
         finally:
             for bus in buses.values():
                 bus.server.stop()

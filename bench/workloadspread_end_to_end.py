@@ -201,11 +201,13 @@ def baseline(replicas: int, workdir: Path, cores: str) -> tuple[float, Cpu]:
 
 
 def spread(replicas: int, workdir: Path, cores: str, *,
-           with_spread: bool = True) -> tuple[float, float, Cpu]:
-    """Seconds to Ready and to converged, and each process's CPU until Ready."""
+           with_spread: bool = True, secured_bus: bool = True) -> tuple[float, float, Cpu]:
+    """Seconds to Ready and to converged, and each process's CPU until Ready; on an open bus
+    (no users, no TLS) when not ``secured_bus``, to measure what securing it costs."""
     data_dir = workdir / ("stack" if with_spread else "plain-stack")
     stack = Stack(data_dir=data_dir, cluster="bench",
-                  kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET], service_env=ACTUATOR)
+                  kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET], service_env=ACTUATOR,
+                  secured_bus=secured_bus)
     try:
         stack.start(120.0)
         api = config.new_client_from_config(  # type: ignore[no-untyped-call]

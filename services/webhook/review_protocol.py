@@ -18,6 +18,9 @@ both ways, connections kept alive), and this protocol speaks exactly that:
   server keeps idle connections 90 s; a request that never completes is dropped the same way);
 - at most ``max_connections`` are kept: one more evicts the connection idle the longest (no
   request under way), and is itself refused (closed at once) when every connection is busy.
+  A request still arriving ``STALLED_SECONDS`` after its first byte counts as idle (the API
+  server sends a request whole), so clients that send a byte now and then cannot keep the slots
+  from it either.
   Each connection holds its TLS state and buffers (a few hundred KB), so clients that open
   connections and send nothing cannot take the memory of a replica; the API server's
   connections carry requests and are the last to be idle long;
@@ -53,6 +56,8 @@ IDLE_TIMEOUT_SECONDS: Final = 75.0
 """Below the API server's 90 s for idle connections, so the webhook is the side that closes."""
 MAX_CONNECTIONS: Final = 500
 """Connections kept at once; an API server keeps a few dozen to each webhook."""
+STALLED_SECONDS: Final = 2.0
+"""A request arriving for longer than this makes its connection evictable, as an idle one is."""
 _CRLF2: Final = b"\r\n\r\n"
 _REASONS: Final = {
     200: "OK",
@@ -176,7 +181,8 @@ class ReviewServer:
         """Keep a new connection, evicting the longest idle one when full; ``False`` when every
         kept connection is busy and the new one must go."""
         if len(self._live) >= self.max_connections:
-            idle = [c for c in self._live if c.idle]
+            stalled_since = asyncio.get_running_loop().time() - STALLED_SECONDS
+            idle = [c for c in self._live if c.idle or c.stalled(stalled_since)]
             if not idle:
                 self.refused += 1
                 return False
@@ -206,6 +212,8 @@ class _Connection(asyncio.Protocol):
         self.answering: asyncio.Task[None] | None = None
         self.idle_since = 0.0
         """Loop time of the last answer, or of the connection's start."""
+        self.receiving_since: float | None = None
+        """Loop time of the first byte of the request not yet whole, if one is arriving."""
 
     # -- asyncio.Protocol ----------------------------------------------------------------------
 
@@ -218,6 +226,8 @@ class _Connection(asyncio.Protocol):
         self._wait_idle()
 
     def data_received(self, data: bytes) -> None:
+        if self.receiving_since is None and data:
+            self.receiving_since = asyncio.get_running_loop().time()
         self._buffer += data
         if self.answering is None:
             self._advance()
@@ -265,6 +275,8 @@ class _Connection(asyncio.Protocol):
         body = bytes(self._buffer[:head.length])
         del self._buffer[:head.length]
         self._head = self._route = None
+        # what is left is the start of a pipelined request
+        self.receiving_since = asyncio.get_running_loop().time() if self._buffer else None
         if self._idle is not None:
             self._idle.cancel()
             self._idle = None
@@ -332,6 +344,11 @@ class _Connection(asyncio.Protocol):
     def idle(self) -> bool:
         """No request under way: nothing answering and no part of one received."""
         return self.answering is None and self._head is None and not self._buffer
+
+    def stalled(self, started_before: float) -> bool:
+        """A request is arriving (nothing answering) since before ``started_before``."""
+        return (self.answering is None and self.receiving_since is not None
+                and self.receiving_since < started_before)
 
     def _wait_idle(self) -> None:
         self.idle_since = asyncio.get_running_loop().time()

@@ -27,6 +27,9 @@ service connects as its own nkey user, allowed only what it does, and ``DIR/cred
 the seeds (kept across runs), ``reader.nk`` among them: the read-only user for a person or tool
 watching the bus (``spreadbus`` commands find it there). NATS takes TLS connections only, with a
 certificate from the development CA (``DIR/tls``), as the deployed servers do.
+``Stack(secured_bus=False)`` runs the bus open instead (no users, no TLS; the webhooks keep their
+TLS and client certificates): only for measuring what securing the bus costs, never the default,
+and no ``spreadbus up`` option selects it.
 
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
 ``/readyz``; both are removed again on shutdown. :meth:`Stack.stop` stops the services first
@@ -42,7 +45,7 @@ handle is closed before its next start.
 Signatures::
 
     Stack(data_dir: Path, cluster: str, kubesim_args: list[str], webhook_replicas: int = 1,
-          service_env: dict[str, str] = {})
+          service_env: dict[str, str] = {}, secured_bus: bool = True)
         .start(ready_timeout: float) -> None        # raises StackError naming the part
         .supervise() -> None ; .status_lines() -> Iterator[str] ; .stop() -> None
     Child(name, argv, log_path, env={}) ; .reported_port(message: str) -> int
@@ -272,6 +275,9 @@ class Stack:
     service_env: dict[str, str] = field(default_factory=dict)
     """Settings (``SPREADBUS_*``) for the four services, restarts included; this process's own
     environment is left as it is."""
+    secured_bus: bool = True
+    """Users, permissions and TLS on the bus. ``False`` (benchmarks only) runs nats-server open
+    to anyone who reaches its port, to measure the secured bus against."""
 
     @property
     def run_dir(self) -> Path:
@@ -329,17 +335,21 @@ class Stack:
         return self.data_dir / "credentials"
 
     def bus_options(self, user: str = READER) -> dict[str, Any]:
-        return bus_options(self.data_dir, user)
+        return bus_options(self.data_dir, user) if self.secured_bus else {}
 
     def _nats_config(self) -> Path:
         """The server settings the local stack shares with ``deploy/nats`` (``max_payload``,
-        TLS from the development CA, a user per service) for the features the services run."""
+        TLS from the development CA, a user per service) for the features the services run;
+        ``max_payload`` alone on an open bus."""
+        path = self.run_dir / "nats.conf"
+        if not self.secured_bus:
+            path.write_text(f"max_payload: {NATS_MAX_PAYLOAD}\n")
+            return path
         keys = ensure_users(self.credentials_dir)
         plugins = self.service_env.get("SPREADBUS_FEATURE_PLUGINS", "")
         chosen = features([p for p in plugins.split(",") if p])
         tls = self.data_dir / "tls"
         issue_server_cert(self._development_ca(), ["127.0.0.1", "localhost"]).write(tls, "nats")
-        path = self.run_dir / "nats.conf"
         path.write_text(
             f"max_payload: {NATS_MAX_PAYLOAD}\n"
             f"tls {{\n  cert_file: {json.dumps(str(tls / 'nats.crt'))}\n"
@@ -412,12 +422,13 @@ class Stack:
             "-m",
             f"services.{module}",
             f"--nats-url={self.nats.url}",
-            f"--nats-nkey-seed={seed_file(self.credentials_dir, module)}",
-            f"--nats-tls-ca={local_ca(self.data_dir)}",
             f"--cluster={self.cluster}",
             "--http-host=127.0.0.1",
             HEALTH_PORT_ZERO,
         ]
+        if self.secured_bus:
+            argv += [f"--nats-nkey-seed={seed_file(self.credentials_dir, module)}",
+                     f"--nats-tls-ca={local_ca(self.data_dir)}"]
         if name in ("watcher", "actuator"):
             argv.append(f"--kubeconfig={self.kubeconfig}")
         if module == WEBHOOK:
