@@ -34,10 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import random
-import signal
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +45,7 @@ from events.streams import OUTCOMES, PLANS
 from spreadbus.cli.local_stack import Child, Stack
 from tests.backbone.bus_recording import read_stream
 from tests.fixtures.fault_injection import FaultInjector, fault_seed, replay_hint
+from tests.fixtures.stack_victims import KilledChild, standby
 from tests.workloadspread_e2e.elastic_workload import (
     FIXED_POOL,
     Change,
@@ -124,38 +122,6 @@ def drive(stack: Stack, workload: SpreadWorkload, changes: list[Change],
     print(f"{workload.namespace}: {len(changes)} changes converged in "
           f"{time.monotonic() - started:.1f} s")
     return steps
-
-
-@dataclass
-class KilledChild:
-    """A stack process as a fault victim: SIGKILL, no clean-up, and started again at once on
-    the health port it had."""
-
-    child: Child
-
-    @property
-    def name(self) -> str:
-        return self.child.name
-
-    def kill(self) -> None:
-        process = self.child.process
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-            process.wait(10)
-
-    def start(self) -> None:
-        self.child.start()
-
-
-def standby(stack: Stack, name: str) -> Child:
-    """A second replica of the stack's service ``name``, stopped with the stack."""
-    original = next(c for c in stack.services if c.name == name)
-    assert original.argv[:3] == [sys.executable, "-m", f"services.{name}"]
-    child = Child(f"{name}-standby", list(original.argv),
-                  stack.data_dir / "logs" / f"{name}-standby.log", env=original.env)
-    stack.services.append(child)
-    child.start()
-    return child
 
 
 def log_tails(children: list[Child]) -> str:
