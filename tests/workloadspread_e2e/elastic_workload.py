@@ -125,16 +125,18 @@ class SpreadWorkload:
             self.namespace, label_selector=f"app={WORKLOAD}").items
         return pods
 
-    def status(self) -> list[dict[str, Any]]:
-        """The subsets' status; none while the API cannot read the WorkloadSpread (its
+    def whole_status(self) -> dict[str, Any]:
+        """The WorkloadSpread's status; empty while the API cannot read the WorkloadSpread (its
         conversion webhook down: a fault test kills it)."""
         try:
-            found = spread_status(self.api, self.namespace, NAME)
+            return spread_status(self.api, self.namespace, NAME)
         except ApiException as exc:
             if exc.status is None or exc.status < 500:
                 raise
-            return []
-        subsets: list[dict[str, Any]] = found.get("subsetStatuses") or []
+            return {}
+
+    def status(self) -> list[dict[str, Any]]:
+        subsets: list[dict[str, Any]] = self.whole_status().get("subsetStatuses") or []
         return subsets
 
     def rolled_out_pods(self) -> list[Any] | None:
@@ -167,8 +169,13 @@ class SpreadWorkload:
                    (p.metadata.annotations or {}).get(DELETION_COST)) for p in pods]
         if any(cost is None for _, _, cost in places):
             return None
-        status = self.status()
-        if any(s.get("creatingPods") or s.get("deletingPods") for s in status):
+        whole = self.whole_status()
+        status: list[dict[str, Any]] = whole.get("subsetStatuses") or []
+        # Reservations in flight are written per version only (as Kruise's webhook writes
+        # them): one of a webhook killed before it answered holds its slot until it expires.
+        versioned = [s for subsets in (whole.get("versionedSubsetStatuses") or {}).values()
+                     for s in subsets]
+        if any(s.get("creatingPods") or s.get("deletingPods") for s in [*status, *versioned]):
             return None
         split = collections.Counter(subset for subset, _, _ in places)
         counted = {s["name"]: int(s.get("replicas") or 0) for s in status}
@@ -192,7 +199,7 @@ class SpreadWorkload:
             for p in self.pods()
         )
         return (f"{self.namespace}: pods (subset, zone, phase, terminating, cost): "
-                f"{dict(places)}; status: {self.status()}")
+                f"{dict(places)}; status: {self.whole_status()}")
 
 
 def _metric(child: Child, name: str) -> float | None:
