@@ -136,8 +136,11 @@ def results(outcomes: list[Any]) -> dict[tuple[str, str, int], int]:
 
 @pytest.mark.parametrize("kill_webhook", [
     pytest.param(False, id="services-and-nats"),
-    # Run by `make chaos` only: it converged in 7 of 8 runs on a loaded 2-core machine; the
-    # eighth left the WorkloadSpread status counting pods the repair had evicted.
+    # Run by `make chaos` only: it converged in 7 of 8 runs on a loaded 2-core machine, then in
+    # 15 of 16; the failures left the WorkloadSpread status counting a pod the repair had
+    # evicted. In the one examined, KUBE held the pod's DELETED and the leading planner's own
+    # projection (its snapshot) no longer had the pod, yet it planned no status after it: the
+    # change was lost between the projection and the rule, not on the bus.
     pytest.param(True, id="and-the-webhook-during-a-scale-out", marks=pytest.mark.chaos_only),
 ])
 def test_kills_at_random_moments_and_a_nats_restart_leave_the_spread_as_a_run_without_faults(
