@@ -34,10 +34,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import random
-import signal
-import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +45,7 @@ from events.streams import OUTCOMES, PLANS
 from spreadbus.cli.local_stack import Child, Stack
 from tests.backbone.bus_recording import read_stream
 from tests.fixtures.fault_injection import FaultInjector, fault_seed, replay_hint
+from tests.fixtures.stack_victims import KilledChild, standby
 from tests.workloadspread_e2e.elastic_workload import (
     FIXED_POOL,
     Change,
@@ -126,38 +124,6 @@ def drive(stack: Stack, workload: SpreadWorkload, changes: list[Change],
     return steps
 
 
-@dataclass
-class KilledChild:
-    """A stack process as a fault victim: SIGKILL, no clean-up, and started again at once on
-    the health port it had."""
-
-    child: Child
-
-    @property
-    def name(self) -> str:
-        return self.child.name
-
-    def kill(self) -> None:
-        process = self.child.process
-        if process is not None and process.poll() is None:
-            process.send_signal(signal.SIGKILL)
-            process.wait(10)
-
-    def start(self) -> None:
-        self.child.start()
-
-
-def standby(stack: Stack, name: str) -> Child:
-    """A second replica of the stack's service ``name``, stopped with the stack."""
-    original = next(c for c in stack.services if c.name == name)
-    assert original.argv[:3] == [sys.executable, "-m", f"services.{name}"]
-    child = Child(f"{name}-standby", list(original.argv),
-                  stack.data_dir / "logs" / f"{name}-standby.log", env=original.env)
-    stack.services.append(child)
-    child.start()
-    return child
-
-
 def log_tails(children: list[Child]) -> str:
     return "\n".join(f"--- {c.name}:\n{c.log_tail(40)}" for c in children)
 
@@ -170,8 +136,11 @@ def results(outcomes: list[Any]) -> dict[tuple[str, str, int], int]:
 
 @pytest.mark.parametrize("kill_webhook", [
     pytest.param(False, id="services-and-nats"),
-    # Run by `make chaos` only: it converged in 7 of 8 runs on a loaded 2-core machine; the
-    # eighth left the WorkloadSpread status counting pods the repair had evicted.
+    # Run by `make chaos` only: it converged in 7 of 8 runs on a loaded 2-core machine, then in
+    # 15 of 16; the failures left the WorkloadSpread status counting a pod the repair had
+    # evicted. In the one examined, KUBE held the pod's DELETED and the leading planner's own
+    # projection (its snapshot) no longer had the pod, yet it planned no status after it: the
+    # change was lost between the projection and the rule, not on the bus.
     pytest.param(True, id="and-the-webhook-during-a-scale-out", marks=pytest.mark.chaos_only),
 ])
 def test_kills_at_random_moments_and_a_nats_restart_leave_the_spread_as_a_run_without_faults(
