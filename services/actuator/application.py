@@ -48,6 +48,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -57,7 +58,8 @@ from prometheus_client import CollectorRegistry, Counter
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from kubesemantics import strategic_merge
-from services.actuator.scope_check import Stale, judge
+from services.actuator.scope_cache import ScopeCache
+from services.actuator.scope_check import Stale
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import (
@@ -98,6 +100,7 @@ class Applier:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         authority: PlanAuthority,
         registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.kube = kube
         self.limiter = limiter
@@ -108,6 +111,10 @@ class Applier:
         self.forbidden = Counter("spreadbus_actuator_forbidden_plans",
                                  "Plans refused unsent: no grant of their rule covers them",
                                  ["rule"], registry=registry)
+        self.requests = Counter("spreadbus_actuator_api_requests",
+                                "Kubernetes API requests sent, by method", ["method"],
+                                registry=registry)
+        self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock)
 
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)
@@ -143,6 +150,7 @@ class Applier:
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         await self.limiter.acquire()
+        self.requests.labels(method).inc()
         body = await self.kube.arequest(method, path, **kwargs)
         return _OBJECT.decode(body) if body else {}
 
@@ -204,7 +212,7 @@ class Applier:
             return self._refuse(plan, f"{name} is not controlled by a {granted.owner[1]}{named}")
         if granted.grant is None:
             return None
-        verdict = await judge(plan, granted.grant, current, lambda p: self._call("GET", p))
+        verdict = await self.scope.judge(plan, granted.grant, current)
         if isinstance(verdict, Stale):
             return Result(result="failed", error=ApiError(status=409, reason="Conflict",
                                                           message=verdict.message))
