@@ -58,7 +58,7 @@ from prometheus_client import CollectorRegistry, Counter
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from kubesemantics import strategic_merge
-from services.actuator.scope_cache import ScopeCache
+from services.actuator.scope_cache import KEPT_AS_DEFAULT, ScopeCache, ScopeLimits
 from services.actuator.scope_check import Stale
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
 from spreadbus.projection.planning import patch_satisfied
@@ -101,6 +101,7 @@ class Applier:
         authority: PlanAuthority,
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
+        scope: ScopeLimits = KEPT_AS_DEFAULT,
     ) -> None:
         self.kube = kube
         self.limiter = limiter
@@ -114,7 +115,7 @@ class Applier:
         self.requests = Counter("spreadbus_actuator_api_requests",
                                 "Kubernetes API requests sent, by method", ["method"],
                                 registry=registry)
-        self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock)
+        self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock, limits=scope)
 
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)

@@ -34,13 +34,28 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from events.messages import Plan
-from services.actuator.scope_check import Get, OutOfScope, Stale, judge
+from services.actuator.scope_check import Get, OutOfScope, Stale, Uncached, judge
 from spreadbus.engine.plan_grants import PlanGrant
 
 GOVERNOR_SECONDS: Final = 3.0
 LINK_SECONDS: Final = 30.0
-MAX_GOVERNORS: Final = 64
-MAX_LINKS: Final = 1024
+
+
+@dataclass(frozen=True)
+class ScopeLimits:
+    """How long and how many reads are kept; both times 0: none, every read is sent."""
+
+    governor_seconds: float = GOVERNOR_SECONDS
+    link_seconds: float = LINK_SECONDS
+    max_governors: int = 64
+    max_links: int = 1024
+
+    @property
+    def keeps(self) -> bool:
+        return self.governor_seconds > 0 or self.link_seconds > 0
+
+
+KEPT_AS_DEFAULT: Final = ScopeLimits()
 
 Accept = Callable[[dict[str, Any]], bool]
 
@@ -130,15 +145,19 @@ class ScopeCache:
     """The scope check's governor and chain-link reads, shared by the plans of a burst."""
 
     def __init__(self, get: Get, *, clock: Callable[[], float] = time.monotonic,
-                 governor_seconds: float = GOVERNOR_SECONDS, link_seconds: float = LINK_SECONDS,
-                 max_governors: int = MAX_GOVERNORS, max_links: int = MAX_LINKS) -> None:
-        self.governors = _Shelf(get, clock, governor_seconds, max_governors, lambda o: o)
-        self.links = _Shelf(get, clock, link_seconds, max_links, _link_facts)
+                 limits: ScopeLimits = KEPT_AS_DEFAULT) -> None:
+        self._get = get
+        self._keeps = limits.keeps
+        self.governors = _Shelf(get, clock, limits.governor_seconds, limits.max_governors,
+                                lambda o: o)
+        self.links = _Shelf(get, clock, limits.link_seconds, limits.max_links, _link_facts)
 
     async def judge(self, plan: Plan, grant: PlanGrant,
                     target: dict[str, Any]) -> OutOfScope | Stale | None:
         """:func:`~services.actuator.scope_check.judge`, a refusal made on kept objects
         confirmed on fresh reads."""
+        if not self._keeps:
+            return await judge(plan, grant, target, Uncached(self._get))
         reads = _Reads(self, fresh=False)
         verdict = await judge(plan, grant, target, reads)
         if verdict is None or not reads.reused:

@@ -13,7 +13,12 @@ from typing import Any
 import pytest
 
 from events.messages import ObjectRef, Plan
-from services.actuator.scope_cache import GOVERNOR_SECONDS, LINK_SECONDS, ScopeCache
+from services.actuator.scope_cache import (
+    GOVERNOR_SECONDS,
+    LINK_SECONDS,
+    ScopeCache,
+    ScopeLimits,
+)
 from services.actuator.scope_check import OutOfScope, Stale, Uncached, judge
 from spreadbus.features.registry import BUILTIN, plan_grants
 from spreadbus.runtime.kube_client import NotFound, resource_path
@@ -94,7 +99,7 @@ class Clock:
 
 
 def cached(cluster: Cluster, clock: Clock, **limits: Any) -> ScopeCache:
-    return ScopeCache(cluster.get, clock=clock, **limits)
+    return ScopeCache(cluster.get, clock=clock, limits=ScopeLimits(**limits))
 
 
 async def check_all(cache: ScopeCache, pods: list[dict[str, Any]], workers: int = 8) -> list[Any]:
@@ -122,6 +127,10 @@ async def test_150_pod_plans_under_one_workloadspread_read_it_and_each_replicase
     for pod in BURST:
         assert await judge(cost_plan(pod), COST, pod, Uncached(uncached.get)) is None
     assert uncached.total == 300, "without keeping: a governor and a ReplicaSet per plan"
+    off = Cluster()
+    keeping_off = cached(off, Clock(), governor_seconds=0, link_seconds=0)
+    assert await check_all(keeping_off, BURST) == [None] * 150
+    assert off.total == 300, "both times 0: every read is sent"
 
 
 async def test_the_governor_expires_after_seconds_and_a_link_after_its_own_bound() -> None:
