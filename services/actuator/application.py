@@ -35,7 +35,8 @@ the target to the plan's governor by what the target is (a pod the governor gove
 it names), is checked on the object as read (:mod:`services.actuator.scope_check`): such a patch
 always takes the reading way, and such a delete or eviction reads the object first (an eviction
 of a pod gone, or replaced under its name, is ``skipped``). A governor or chain link replaced
-since the decision (another uid) fails the plan with Conflict instead.
+since the decision (another uid) fails the plan with Conflict instead. The governor and chain
+reads are kept briefly and shared by a burst of plans (:mod:`services.actuator.scope_cache`).
 
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
