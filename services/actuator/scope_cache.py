@@ -5,7 +5,10 @@ WorkloadSpread's deletion-cost patch on a Deployment's pod from one API request 
 WorkloadSpread, the pod, its ReplicaSet, the write). At the actuator's default 20 requests/s the
 costs of 150 pods took about 30 s instead of about 7.5 s. The pod must be read for each plan,
 but 150 pods share one WorkloadSpread and a few ReplicaSets: kept here, those cost one read each
-per burst, and the 150 plans about 150 + 1 + 3 reads before their writes instead of 450.
+per burst, and the 150 plans about 150 + 1 + 3 reads before their writes instead of 450. On the
+local stack (``python -m bench.actuator_scope_reads``: the elastic example's WorkloadSpread created
+over 150 running pods) the actuator went from 1,024 requests and 29 s to every cost to about 450
+and 14 s.
 
 - A governor is kept ``governor_seconds`` (3 s) after its read was sent, so a burst of plans
   from one governor reads it once.
