@@ -35,7 +35,8 @@ the target to the plan's governor by what the target is (a pod the governor gove
 it names), is checked on the object as read (:mod:`services.actuator.scope_check`): such a patch
 always takes the reading way, and such a delete or eviction reads the object first (an eviction
 of a pod gone, or replaced under its name, is ``skipped``). A governor or chain link replaced
-since the decision (another uid) fails the plan with Conflict instead.
+since the decision (another uid) fails the plan with Conflict instead. The governor and chain
+reads are kept briefly and shared by a burst of plans (:mod:`services.actuator.scope_cache`).
 
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
@@ -48,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Final
 
@@ -57,7 +59,8 @@ from prometheus_client import CollectorRegistry, Counter
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from kubesemantics import strategic_merge
-from services.actuator.scope_check import Stale, judge
+from services.actuator.scope_cache import KEPT_AS_DEFAULT, ScopeCache, ScopeLimits
+from services.actuator.scope_check import Stale
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import (
@@ -98,6 +101,8 @@ class Applier:
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         authority: PlanAuthority,
         registry: CollectorRegistry | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        scope: ScopeLimits = KEPT_AS_DEFAULT,
     ) -> None:
         self.kube = kube
         self.limiter = limiter
@@ -108,6 +113,10 @@ class Applier:
         self.forbidden = Counter("spreadbus_actuator_forbidden_plans",
                                  "Plans refused unsent: no grant of their rule covers them",
                                  ["rule"], registry=registry)
+        self.requests = Counter("spreadbus_actuator_api_requests",
+                                "Kubernetes API requests sent, by method", ["method"],
+                                registry=registry)
+        self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock, limits=scope)
 
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)
@@ -143,6 +152,7 @@ class Applier:
 
     async def _call(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         await self.limiter.acquire()
+        self.requests.labels(method).inc()
         body = await self.kube.arequest(method, path, **kwargs)
         return _OBJECT.decode(body) if body else {}
 
@@ -204,7 +214,7 @@ class Applier:
             return self._refuse(plan, f"{name} is not controlled by a {granted.owner[1]}{named}")
         if granted.grant is None:
             return None
-        verdict = await judge(plan, granted.grant, current, lambda p: self._call("GET", p))
+        verdict = await self.scope.judge(plan, granted.grant, current)
         if isinstance(verdict, Stale):
             return Result(result="failed", error=ApiError(status=409, reason="Conflict",
                                                           message=verdict.message))

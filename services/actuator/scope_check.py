@@ -4,14 +4,15 @@
 plan: the governor, when the grant needs one of its fields (a WorkloadSpread's ``targetRef``, a
 budget's selector, a rebalancer's list), plus one read per link of the target's controller chain
 that is not yet the one sought (a ReplicaSet for a Deployment's pod). The target itself is read
-by the caller, which needs it anyway.
+by the caller, which needs it anyway. Those reads go through :class:`Reads`: straight to the
+API (:class:`Uncached`) or through :class:`services.actuator.scope_cache.ScopeCache`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from events.messages import ObjectRef, Plan
 from spreadbus.engine.plan_grants import PlanGrant
@@ -19,6 +20,31 @@ from spreadbus.engine.plan_scope import MAX_HOPS, Read, chain_end, named, select
 from spreadbus.runtime.kube_client import resource_path
 
 Get = Callable[[str], Awaitable[dict[str, Any]]]
+
+
+class Reads(Protocol):
+    """Where the check's reads come from."""
+
+    async def governor(self, path: str) -> dict[str, Any]:
+        """The governor at ``path``."""
+        ...
+
+    async def link(self, path: str, uid: str) -> dict[str, Any]:
+        """The chain link at ``path`` that an owner reference names with ``uid``."""
+        ...
+
+
+@dataclass(frozen=True)
+class Uncached:
+    """Every read sent to the API."""
+
+    get: Get
+
+    async def governor(self, path: str) -> dict[str, Any]:
+        return await self.get(path)
+
+    async def link(self, path: str, uid: str) -> dict[str, Any]:
+        return await self.get(path)
 
 
 @dataclass(frozen=True)
@@ -36,7 +62,7 @@ class Stale:
 
 
 async def judge(plan: Plan, grant: PlanGrant, target: dict[str, Any],
-                get: Get) -> OutOfScope | Stale | None:
+                reads: Reads) -> OutOfScope | Stale | None:
     """None when the plan's governor governs ``target`` (the plan's target as read)."""
     ref = plan.governor
     kind = grant.governor
@@ -45,8 +71,8 @@ async def judge(plan: Plan, grant: PlanGrant, target: dict[str, Any],
     who = f"{kind.kind} {_name(ref)}"
     governor: dict[str, Any] | None = None
     if grant.reach or grant.selector or grant.names:
-        governor = await get(resource_path(ref.group, ref.version, ref.resource, ref.namespace,
-                                           ref.name))
+        governor = await reads.governor(resource_path(ref.group, ref.version, ref.resource,
+                                                      ref.namespace, ref.name))
         uid = str(governor.get("metadata", {}).get("uid", ""))
         if ref.uid and uid != ref.uid:
             return Stale(f"the governing {who} is now uid {uid!r}, the plan was for {ref.uid!r}")
@@ -69,7 +95,7 @@ async def judge(plan: Plan, grant: PlanGrant, target: dict[str, Any],
             return OutOfScope(f"it is not governed by the {who}: {verdict}")
         if hop == MAX_HOPS:
             break
-        obj = await get(_path(verdict, namespace))
+        obj = await reads.link(_path(verdict, namespace), verdict.uid)
         uid = str(obj.get("metadata", {}).get("uid", ""))
         if verdict.uid and uid != verdict.uid:
             return Stale(f"{verdict.resource} {verdict.name!r} is now uid {uid!r}, its "

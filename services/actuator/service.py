@@ -8,6 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
+from services.actuator.scope_cache import ScopeLimits
 from services.actuator.settings import ActuatorSettings
 from spreadbus.engine.plan_grants import PlanAuthority
 from spreadbus.features.registry import plan_grants
@@ -44,6 +45,7 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
             backoff_seconds=settings.backoff_seconds,
             authority=PlanAuthority(plan_grants(settings.features())),
             registry=ctx.registry,
+            scope=ScopeLimits(settings.scope_governor_seconds, settings.scope_link_seconds),
         )
         consumer = PlanConsumer(ctx.nc, applier, cluster=settings.cluster,
                                 workers=settings.workers,

@@ -24,3 +24,7 @@ class ActuatorSettings(FeatureServiceSettings):
     """Deliveries of one plan (crashes mid-apply) before it is given up as failed."""
     backoff_seconds: float = 0.2
     """First retry delay; doubles per attempt, capped at 10 s."""
+    scope_governor_seconds: float = 3.0
+    """How long a governor read for the scope check is reused (0 with the next: never)."""
+    scope_link_seconds: float = 30.0
+    """How long an owner (a ReplicaSet ...) read for the scope check is reused, same uid only."""
