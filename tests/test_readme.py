@@ -15,7 +15,7 @@ README = (ROOT / "README.md").read_text()
 
 
 def test_every_spreadbus_command_in_the_readme_exists() -> None:
-    named = set(re.findall(r"(?:`|bin/)spreadbus (\w+)", README))
+    named = set(re.findall(r"(?:`|bin/)spreadbus ([\w-]+)", README))
     assert named, "the README names spreadbus commands"
     assert named <= set(COMMANDS), named - set(COMMANDS)
 
@@ -58,7 +58,7 @@ def test_the_quickstart_starts_kubesim_on_nodes_every_example_it_applies_can_use
     (topology,) = re.findall(r"^\.venv/bin/spreadbus up --topology ([\w-]+)", README, re.MULTILINE)
     assert topology in shipped_topologies()
     nodes = load_topology(topology).nodes("2026-01-01T00:00:00Z")
-    applied = re.findall(r"kubectl apply -f (examples/\S+)", README)
+    applied = re.findall(r"kubectl apply -f (examples/\S+?\.yaml)", README)
     assert applied
     for path in applied:
         for where, term, _ in node_terms(ROOT / path):
