@@ -51,16 +51,12 @@ from tests.fixtures.stack_outages import (
     one_outcome_per_plan,
     outcome_results,
     plans_and_outcomes,
+    stack_with_kubelet,
     standby,
 )
 from tests.podunavailablebudget.disruption_watch import ready
 from tests.workloadspread_e2e.elastic_workload import services_caught_up
-from tests.workloadspread_e2e.stack import (
-    create_namespace,
-    deployment,
-    running_stack,
-    wait_for,
-)
+from tests.workloadspread_e2e.stack import create_namespace, deployment, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.chaos, pytest.mark.chaos_only]
 
@@ -77,13 +73,17 @@ EVICT_EVERY = 0.1
 REFUSED_PAUSE = 0.3
 """How long the driver waits after a 429, as an eviction client backs off."""
 SERVICE_ENV = {"SPREADBUS_LEASE_TTL_SECONDS": "3"}
+READY_DELAY = 1.0
+"""Seconds a started pod takes to be ready. With the fast kubelet's 0.02 s a replacement is
+ready before the next eviction and the driver never reaches the budget; with a second, evictions
+at ``EVICT_EVERY`` keep the budget spent and the webhook refusing."""
 EPISODE_BOUND = 10.0
 """Seconds more than ``maxUnavailable`` pods may stay unavailable. Only an eviction admitted
 without the budget makes such an episode: one sent to a replica killed a moment ago that the
 Service still lists (the webhook fails open; the endpoints drop it within a round of 0.2 s and
 a /readyz probe of at most 1 s), or of a pod created while its mutating call failed and not yet
-linked to the budget. Each such pod is replaced by its ReplicaSet at once and ready a fraction
-of a second later in kubesim; 10 s leaves room for two loaded cores, and no service of
+linked to the budget. Each such pod is replaced by its ReplicaSet at once and ready
+``READY_DELAY`` later in kubesim; 10 s leaves room for two loaded cores, and no service of
 spreadbus takes part in the replacement, so no fault of theirs lengthens it."""
 REFUSAL_MARK = f'podunavailablebudget.policy.kruise.io "{BUDGET}"'
 SYNCING = "spreadbus webhook still syncing PodUnavailableBudgets"
@@ -162,6 +162,8 @@ class Evictor(threading.Thread):
     namespace: str
     rng: random.Random
     evicted: int = 0
+    admitted: list[tuple[float, str, bool]] = field(default_factory=list)
+    """(wall-clock time, pod, linked to the budget when listed) of each eviction let through."""
     refusals: list[str] = field(default_factory=list)
     strange: list[str] = field(default_factory=list)
     """Answers that are neither an eviction, a 429, nor a pod already gone."""
@@ -180,12 +182,15 @@ class Evictor(threading.Thread):
                 continue
             if not pods:
                 continue
-            name = self.rng.choice(pods).metadata.name
+            chosen = self.rng.choice(pods)
+            name = chosen.metadata.name
+            linked = (chosen.metadata.annotations or {}).get("kruise.io/related-pub") == BUDGET
             eviction = client.V1Eviction(metadata=client.V1ObjectMeta(
                 name=name, namespace=self.namespace))
             try:
                 core.create_namespaced_pod_eviction(name, self.namespace, eviction)
                 self.evicted += 1
+                self.admitted.append((time.time(), name, linked))
             except ApiException as exc:
                 if exc.status == 429:
                     self.refusals.append(str(json.loads(exc.body or "{}").get("message")))
@@ -209,9 +214,9 @@ class UnavailableMonitor(threading.Thread):
     period: float = 0.05
     worst: int = 0
     samples: int = 0
-    episodes: list[tuple[float, int]] = field(default_factory=list)
-    """(seconds, most unavailable) of each episode over the budget."""
-    since: tuple[float, int] | None = None
+    episodes: list[tuple[float, int, float]] = field(default_factory=list)
+    """(seconds, most unavailable, wall-clock start) of each episode over the budget."""
+    since: tuple[float, int, float] | None = None
     halt: threading.Event = field(default_factory=threading.Event)
 
     def __post_init__(self) -> None:
@@ -232,23 +237,29 @@ class UnavailableMonitor(threading.Thread):
             self.samples += 1
             self.worst = max(self.worst, unavailable)
             if unavailable > MAX_UNAVAILABLE:
-                start, most = self.since or (now, 0)
-                self.since = (start, max(most, unavailable))
+                start, most, wall = self.since or (now, 0, time.time())
+                self.since = (start, max(most, unavailable), wall)
             elif self.since is not None:
-                self.episodes.append((now - self.since[0], self.since[1]))
+                self.episodes.append((now - self.since[0], self.since[1], self.since[2]))
                 self.since = None
 
     def stop(self) -> None:
         self.halt.set()
         self.join(10)
         if self.since is not None:
-            self.episodes.append((time.monotonic() - self.since[0], self.since[1]))
+            self.episodes.append((time.monotonic() - self.since[0], self.since[1],
+                                  self.since[2]))
             self.since = None
 
     def report(self) -> str:
-        shown = ", ".join(f"{most} for {seconds:.2f}s" for seconds, most in self.episodes)
+        shown = ", ".join(f"{most} for {seconds:.2f}s from {clock(wall)}"
+                          for seconds, most, wall in self.episodes)
         return (f"{self.namespace}: at most {self.worst} unavailable in {self.samples} samples; "
                 f"{len(self.episodes)} episodes over {MAX_UNAVAILABLE}: {shown or 'none'}")
+
+
+def clock(wall: float) -> str:
+    return f"{time.strftime('%H:%M:%S', time.localtime(wall))}.{int(wall * 1000) % 1000:03d}"
 
 
 @dataclass
@@ -261,6 +272,15 @@ class Run:
     def report(self) -> str:
         return (f"{self.monitor.report()}; {self.evictor.evicted} evicted, "
                 f"{len(self.evictor.refusals)} refused in {self.seconds:.0f} s")
+
+    def before_episodes(self) -> str:
+        """The evictions let through in the 2 s before each episode began."""
+        lines = []
+        for _, most, wall in self.monitor.episodes:
+            let = [f"{clock(t)} {name}{'' if linked else ' (not linked)'}"
+                   for t, name, linked in self.evictor.admitted if wall - 2 <= t <= wall]
+            lines.append(f"  {most} unavailable from {clock(wall)}, after: {', '.join(let)}")
+        return "\n".join(lines)
 
 
 def drive(api: client.ApiClient, namespace: str, rng: random.Random,
@@ -303,7 +323,9 @@ def test_a_budget_under_evictions_holds_through_kills_an_outage_and_a_nats_resta
     rng = random.Random(seed)
     started = time.monotonic()
 
-    with running_stack(tmp_path, "three-zones", SERVICE_ENV, webhook_replicas=3) as (stack, api):
+    with stack_with_kubelet(tmp_path, "three-zones", SERVICE_ENV,
+                            [f"--ready-delay={READY_DELAY}"],
+                            webhook_replicas=3) as (stack, api):
         assert stack.nats is not None
         keeper = EndpointsKeeper(stack)
         keeper.start()
@@ -351,6 +373,7 @@ def test_a_budget_under_evictions_holds_through_kills_an_outage_and_a_nats_resta
     print(f"{len(plans)} plans, results: {outcome_results(outcomes)}")
     for run in (calm, faulted):
         print(run.report())
+        print(run.before_episodes())
     print(f"refusals: {collections.Counter(m[:90] for m in faulted.evictor.refusals)}")
     print(f"run took {time.monotonic() - started:.0f} s")
     assert len(injector.done) == FAULTS
@@ -367,6 +390,7 @@ def test_a_budget_under_evictions_holds_through_kills_an_outage_and_a_nats_resta
         long = [e for e in run.monitor.episodes if e[0] > EPISODE_BOUND]
         assert not long, f"seed {seed}: {run.report()}"
     assert not calm.monitor.episodes, f"over the budget without faults: {calm.report()}"
+    assert calm.monitor.worst == MAX_UNAVAILABLE, f"the budget was never spent: {calm.report()}"
     assert plans, "the planner published plans"
     problems = one_outcome_per_plan(plans, outcomes)
     assert not problems, f"seed {seed}: " + "; ".join(problems)
