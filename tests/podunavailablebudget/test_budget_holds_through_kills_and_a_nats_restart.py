@@ -58,6 +58,7 @@ from tests.podunavailablebudget.disruption_watch import ready
 from tests.workloadspread_e2e.elastic_workload import services_caught_up
 from tests.workloadspread_e2e.stack import create_namespace, deployment, wait_for
 
+# Run by `make chaos` only: 85-110 s on a loaded 2-core machine.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.chaos, pytest.mark.chaos_only]
 
 APP = "shop"
