@@ -23,7 +23,8 @@ on at its time without any new event. Time is the injected ``clock``.
 Deciding happens only when every follower is caught up and this replica holds the lease, so a
 replay never re-issues stale plans and standbys stay warm without acting; each rule decides
 once every resource it reads has a complete sync marker (a rule whose resources are not watched
-waits without holding back the others, and is offered every object when it can start). Every
+waits without holding back the others, and is offered every object when it can start, with
+the objects deleted while it waited). Every
 object that changed since the last decision (every object, after a restore or on becoming
 leader) is offered to the rules. Plans are published with
 ``Nats-Msg-Id`` = plan id; the next decision waits until the plans follower has folded them back,
