@@ -128,6 +128,11 @@ class Plan(_Message, frozen=True, kw_only=True, tag="plan"):
     (or an equal one) already created from one that someone else holds the name with."""
     propagation_policy: PropagationPolicy = "Background"
     """How a ``delete`` treats the object's dependents (Kubernetes ``DeleteOptions``)."""
+    governor: ObjectRef | None = None
+    """The object whose decision this plan carries out (a WorkloadSpread, a UnitedDeployment,
+    ...). The actuator applies a plan only within what its governor may touch: the governor
+    itself, objects of its namespace it controls or governs, or (a cluster-scoped governor)
+    the objects it names; a plan without one is refused."""
 
 
 class ApiError(msgspec.Struct, frozen=True, kw_only=True):

@@ -30,9 +30,12 @@ alone could delete an object created again under it.
 
 Before any of this, the plan must be one its rule is granted (:mod:`spreadbus.engine.plan_grants`):
 otherwise it is never sent and fails with reason ``Forbidden`` (status 403), logged and counted
-(``spreadbus_actuator_forbidden_plans_total{rule}``). A grant that names an owner is checked on
-the object as read: such a patch always takes the reading way, and such a delete reads the
-object before deleting it.
+(``spreadbus_actuator_forbidden_plans_total{rule}``). A grant that names an owner, or relates
+the target to the plan's governor by what the target is (a pod the governor governs, an object
+it names), is checked on the object as read (:mod:`services.actuator.scope_check`): such a patch
+always takes the reading way, and such a delete or eviction reads the object first (an eviction
+of a pod gone, or replaced under its name, is ``skipped``). A governor or chain link replaced
+since the decision (another uid) fails the plan with Conflict instead.
 
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
@@ -54,6 +57,7 @@ from prometheus_client import CollectorRegistry, Counter
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from kubesemantics import strategic_merge
+from services.actuator.scope_check import Stale, judge
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import (
@@ -144,7 +148,7 @@ class Applier:
 
     async def _once(self, plan: Plan, granted: Granted) -> Result:
         if plan.verb == "evict":
-            return await self._evict(plan)
+            return await self._evict(plan, granted)
         if plan.verb == "create":
             return await self._create(plan)
         if plan.verb == "delete":
@@ -152,7 +156,7 @@ class Applier:
         target = plan.target
         path = resource_path(target.group, target.version, target.resource, target.namespace,
                              target.name)
-        if granted.owner is None:
+        if not granted.reads_target:
             written = await self._write_seen(plan, path)
             if written is not None:
                 return written
@@ -164,8 +168,9 @@ class Applier:
                 status=409, reason="Conflict",
                 message=f"uid is {metadata.get('uid')!r}, the plan was for {want_uid!r}",
             ))
-        if granted.owner is not None and not owner_allows(granted.owner, current):
-            return self._refuse(plan, f"{target.name} is not controlled by a {granted.owner[1]}")
+        refused = await self._out_of_scope(plan, granted, current)
+        if refused is not None:
+            return refused
         rv = str(metadata.get("resourceVersion", ""))
         if already_true(plan, current):
             return Result(result="skipped", resource_version=rv)
@@ -189,8 +194,40 @@ class Applier:
         new_rv = str(updated.get("metadata", {}).get("resourceVersion", ""))
         return Result(result="applied", resource_version=new_rv)
 
-    async def _evict(self, plan: Plan) -> Result:
+    async def _out_of_scope(self, plan: Plan, granted: Granted,
+                            current: dict[str, Any]) -> Result | None:
+        """The refusal (or failure) of a plan whose target, as read, is not its governor's."""
+        name = plan.target.name
+        if granted.owner is not None and not owner_allows(
+                granted.owner, current, name=granted.owner_name, uid=granted.owner_uid):
+            named = f" {granted.owner_name!r}" if granted.owner_name else ""
+            return self._refuse(plan, f"{name} is not controlled by a {granted.owner[1]}{named}")
+        if granted.grant is None:
+            return None
+        verdict = await judge(plan, granted.grant, current, lambda p: self._call("GET", p))
+        if isinstance(verdict, Stale):
+            return Result(result="failed", error=ApiError(status=409, reason="Conflict",
+                                                          message=verdict.message))
+        if verdict is not None:
+            return self._refuse(plan, f"the rule {plan.rule!r} may not {plan.verb} "
+                                      f"{plan.target.resource} {name}: {verdict.message}")
+        return None
+
+    async def _evict(self, plan: Plan, granted: Granted) -> Result:
         target = plan.target
+        if granted.reads_target:
+            try:
+                current = await self._call("GET", resource_path(
+                    "", "v1", "pods", target.namespace, target.name))
+            except NotFound:
+                return Result(result="skipped")
+            want_uid = plan.precondition.uid or target.uid
+            found = current.get("metadata", {}).get("uid")
+            if want_uid and found != want_uid:
+                return Result(result="skipped")  # that pod is gone; another holds its name
+            refused = await self._out_of_scope(plan, granted, current)
+            if refused is not None:
+                return refused
         path = resource_path("", "v1", "pods", target.namespace, target.name, "eviction")
         eviction: dict[str, Any] = {
             "apiVersion": "policy/v1",
@@ -251,14 +288,14 @@ class Applier:
             return _unsent("a delete plan names no uid")
         path = resource_path(target.group, target.version, target.resource, target.namespace,
                              target.name)
-        if granted.owner is not None:
+        if granted.reads_target:
             try:
                 current = await self._call("GET", path)
             except NotFound:
                 return Result(result="skipped")
-            if not owner_allows(granted.owner, current):
-                return self._refuse(plan, f"{target.name} is not controlled by a "
-                                          f"{granted.owner[1]}")
+            refused = await self._out_of_scope(plan, granted, current)
+            if refused is not None:
+                return refused
         preconditions = {"uid": uid}
         if plan.precondition.resource_version:
             preconditions["resourceVersion"] = plan.precondition.resource_version

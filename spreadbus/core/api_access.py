@@ -10,7 +10,10 @@ Only two services talk to the Kubernetes API; the planner and the webhook work f
   subresource's GET would need its own grant, and the main resource carries the same fields) and
   patches ``<resource>/status``; ``evict`` creates ``pods/eviction``; ``create`` creates the
   object and, when the name is taken, reads the object there (is it already ours?); ``delete``
-  deletes it (reading it first when its grant names an owner the object must have). The plans
+  deletes it (reading it first when its grant names an owner the object must have). A grant
+  that relates the target to its governor by a read (``governed``, ``named``) also reads the
+  target before an eviction, and reads the governor and the links of the target's controller
+  chain it may pass through (:meth:`~spreadbus.engine.plan_grants.PlanGrant.reads`). The plans
   the actuator may apply are those the registered features grant their rules
   (``Feature.plan_grants``, :mod:`spreadbus.engine.plan_grants`).
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Final, NamedTuple
 
-from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.engine.plan_grants import READ_RELATIONS, PlanGrant
 
 
 class Access(NamedTuple):
@@ -61,9 +64,11 @@ def plan_access(grants: Iterable[PlanGrant]) -> frozenset[Access]:
     out = set()
     for grant in grants:
         requests = PLAN_REQUESTS[grant.verb]
-        if grant.owner is not None and grant.verb == "delete":
-            requests = (*requests, ("", "get"))  # the owner is checked on the object read
+        if grant.verb in ("delete", "evict") and (grant.controller is not None
+                                                   or grant.relation in READ_RELATIONS):
+            requests = (*requests, ("", "get"))  # the target is checked as read
         for sub, rbac_verb in requests:
             resource = f"{grant.resource}/{sub}" if sub else grant.resource
             out.add(Access(grant.group, resource, rbac_verb))
+        out |= {Access(group, resource, "get") for group, resource in grant.reads()}
     return frozenset(out)

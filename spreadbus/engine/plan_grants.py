@@ -16,6 +16,29 @@ declares them in ``Feature.plan_grants``) and applies a plan only when one grant
   (:func:`owner_allows`), so a rule that manages the objects it created cannot touch anyone
   else's.
 
+Every grant of a built-in feature also names the kind of object whose decisions it serves
+(``governor``), and every plan names that object (``Plan.governor``); the grant says how the
+plan's target must relate to it (``relation``):
+
+- ``itself``: the target is the governor (its status, its own annotations, its deletion);
+- ``controlled``: the target's controller owner reference is the governor, by kind, name and
+  (when the plan knows it) uid; for ``create`` the object carries that reference, for the other
+  verbs the actuator reads the target (:attr:`PlanGrant.controller` stands in for ``owner``);
+- ``governed``: the target (a pod) is governed by the governor, as the actuator reads it: the
+  pod matches the governor's label selector (``selector``, a dot path such as
+  ``spec.selector``), or its chain of controller owner references reaches the workload the
+  governor names (``reach``, e.g. ``spec.targetRef``) or, without ``reach``, the governor
+  itself. The chain passes only through the kinds in ``via`` (a ReplicaSet between a pod and its
+  Deployment), each read once, at most :data:`~spreadbus.engine.plan_scope.MAX_HOPS` of them;
+- ``named``: the governor lists the target (``names``, e.g. ``spec.workloads`` of a
+  WorkloadRebalancer), or lists the workload the target's ``names_through`` field names.
+
+A namespaced governor's plans touch only its own namespace: the target's namespace must be the
+governor's, checked before anything is read. A cluster-scoped governor touches other namespaces
+only through ``named``. A plan that names no governor, or another kind of governor than its grant
+serves, is refused. A grant without ``governor`` scopes nothing (the tests' own rules); every
+built-in grant names one.
+
 The same grants give the actuator's RBAC (:func:`spreadbus.core.api_access.plan_access`), so the
 deployment allows the API exactly what some rule may ask for. A refused plan is never sent: its
 outcome is ``failed`` with reason ``Forbidden`` (see :mod:`services.actuator.application`).
@@ -26,14 +49,31 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 
-from events.messages import Plan, Verb
+from events.messages import ObjectRef, Plan, Verb
 
 Path = tuple[str, ...]
 PATCH_VERBS: Final = frozenset({"patch", "patch_status"})
+Relation = Literal["itself", "controlled", "governed", "named"]
+READ_RELATIONS: Final = frozenset({"governed", "named"})
+"""Relations the actuator checks on objects it reads (``controlled`` too, except on create)."""
+
+
+class Kind(msgspec.Struct, frozen=True):
+    """An API kind and the resource it is served as."""
+
+    group: str
+    kind: str
+    resource: str
+
+
+class Governor(Kind, frozen=True, kw_only=True):
+    """The kind of object whose decisions a grant's plans carry out."""
+
+    namespaced: bool = True
 
 
 class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
@@ -47,10 +87,41 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     """For patches: the paths the patch may write (see the module docstring)."""
     owner: tuple[str, str] | None = None
     """(API group, kind) the target's controller owner must have; ``None``: any object."""
+    governor: Governor | None = None
+    """The kind of object the plans serve; ``None``: not scoped (see the module docstring)."""
+    relation: Relation = "itself"
+    """How the target relates to the plan's governor."""
+    reach: str = ""
+    """``governed``: dot path of the governor's reference to the workload whose pods it governs
+    (``apiVersion``, ``kind``, ``name``); empty: the chain must reach the governor itself."""
+    selector: str = ""
+    """``governed``: dot path of a label selector in the governor; a pod it matches is governed."""
+    via: tuple[Kind, ...] = ()
+    """``governed``: the kinds a controller chain may pass through (each one a read)."""
+    names: str = ""
+    """``named``: dot path of the governor's list of object references."""
+    names_through: str = ""
+    """``named``: dot path of a reference in the target; the target is named when it is."""
 
     @property
     def target(self) -> tuple[str, str, str]:
         return (self.verb, self.group, self.resource)
+
+    @property
+    def controller(self) -> tuple[str, str] | None:
+        """(API group, kind) the target's controller owner must have: the governor's kind for
+        ``controlled``, else ``owner``."""
+        if self.relation == "controlled" and self.governor is not None:
+            return (self.governor.group, self.governor.kind)
+        return self.owner
+
+    def reads(self) -> frozenset[tuple[str, str]]:
+        """(API group, resource) the actuator reads to check this grant's relation, besides the
+        target: the governor (for a ``reach``, a ``selector`` or ``names``) and ``via``."""
+        out = {(k.group, k.resource) for k in self.via}
+        if self.governor is not None and (self.reach or self.selector or self.names):
+            out.add((self.governor.group, self.governor.resource))
+        return frozenset(out)
 
 
 @dataclass(frozen=True)
@@ -62,9 +133,19 @@ class Refused:
 
 @dataclass(frozen=True)
 class Granted:
-    """The plan may be applied; ``owner``: the controller owner kind its target must have."""
+    """The plan may be applied. ``owner``: the controller owner kind its target must have
+    (``owner_name`` and ``owner_uid`` too, when the grant is scoped to the plan's governor);
+    ``grant``: set when the target's relation to the governor is checked on objects read."""
 
     owner: tuple[str, str] | None = None
+    owner_name: str = ""
+    owner_uid: str = ""
+    grant: PlanGrant | None = None
+
+    @property
+    def reads_target(self) -> bool:
+        """Must the target be read (and checked) before it is written?"""
+        return self.owner is not None or self.grant is not None
 
 
 class PlanAuthority:
@@ -89,8 +170,16 @@ class PlanAuthority:
         for grant in matching:
             problem = _check(grant, plan)
             if not problem:
-                return Granted(owner=grant.owner)
+                return _granted(grant, plan)
         return Refused(f"the rule {plan.rule!r} may not {what}: {problem}")
+
+
+def _granted(grant: PlanGrant, plan: Plan) -> Granted:
+    scoped = grant.governor is not None and plan.governor is not None
+    name = plan.governor.name if scoped and plan.governor is not None else ""
+    uid = plan.governor.uid if scoped and plan.governor is not None else ""
+    return Granted(owner=grant.controller, owner_name=name, owner_uid=uid,
+                   grant=grant if scoped and grant.relation in READ_RELATIONS else None)
 
 
 def _check(grant: PlanGrant, plan: Plan) -> str:
@@ -102,14 +191,62 @@ def _check(grant: PlanGrant, plan: Plan) -> str:
         for path in written:
             if not any(_under(path, allowed) for allowed in grant.writes):
                 return f"it may not write {_show(path)}"
-    if (plan.verb == "create" and grant.owner is not None
-            and not owner_allows(grant.owner, plan.object or {})):
-        return f"the object must be controlled by a {grant.owner[1]}"
+    problem = _scope(grant, plan)
+    if problem:
+        return problem
+    controller = grant.controller
+    if plan.verb == "create" and controller is not None:
+        governor = plan.governor if grant.governor is not None else None
+        if not owner_allows(controller, plan.object or {},
+                            name=governor.name if governor else "",
+                            uid=governor.uid if governor else ""):
+            return (f"the object must be controlled by a {controller[1]}"
+                    + (f" named {governor.name!r}" if governor else ""))
     return ""
 
 
-def owner_allows(owner: tuple[str, str], obj: Mapping[str, Any]) -> bool:
-    """Does ``obj`` have a controller owner reference of this (API group, kind)?"""
+def _scope(grant: PlanGrant, plan: Plan) -> str:
+    """What is wrong with where the plan reaches from its governor, as far as the plan tells."""
+    kind = grant.governor
+    if kind is None:
+        return ""
+    governor = plan.governor
+    if governor is None:
+        return f"it names no governing {kind.kind}"
+    if (governor.group, governor.resource) != (kind.group, kind.resource):
+        named = governor.resource + (f".{governor.group}" if governor.group else "")
+        return f"it serves a {kind.kind}, not {named}"
+    if not governor.name:
+        return f"the governing {kind.kind} has no name"
+    target = plan.target
+    if kind.namespaced:
+        if not governor.namespace:
+            return f"the governing {kind.kind} names no namespace"
+        if target.namespace != governor.namespace:
+            where = repr(target.namespace) if target.namespace else "no namespace"
+            return (f"the target is in {where}, the governing {kind.kind} "
+                    f"{governor.namespace}/{governor.name} in {governor.namespace!r}")
+    elif governor.namespace:
+        return f"a {kind.kind} is cluster-scoped, the plan names it in {governor.namespace!r}"
+    if grant.relation == "itself" and not _same(target, governor):
+        return f"it may touch only the governing {kind.kind} {_name(governor)} itself"
+    return ""
+
+
+def _same(a: ObjectRef, b: ObjectRef) -> bool:
+    return ((a.group, a.resource, a.namespace, a.name) == (b.group, b.resource, b.namespace,
+                                                            b.name)
+            and (not a.uid or not b.uid or a.uid == b.uid))
+
+
+def _name(ref: ObjectRef) -> str:
+    return f"{ref.namespace}/{ref.name}" if ref.namespace else ref.name
+
+
+def owner_allows(owner: tuple[str, str], obj: Mapping[str, Any], *, name: str = "",
+                 uid: str = "") -> bool:
+    """Does ``obj`` have a controller owner reference of this (API group, kind), and of this
+    ``name`` and ``uid`` where given?"""
     metadata = obj.get("metadata")
     refs = metadata.get("ownerReferences") if isinstance(metadata, Mapping) else None
     for ref in refs if isinstance(refs, list) else ():
@@ -117,8 +254,10 @@ def owner_allows(owner: tuple[str, str], obj: Mapping[str, Any]) -> bool:
             continue
         api_version = str(ref.get("apiVersion") or "")
         group = api_version.rpartition("/")[0]
-        if (group, str(ref.get("kind") or "")) == owner:
-            return True
+        if (group, str(ref.get("kind") or "")) != owner:
+            continue
+        return ((not name or ref.get("name") == name)
+                and (not uid or ref.get("uid") == uid))
     return False
 
 

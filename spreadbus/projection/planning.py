@@ -114,6 +114,8 @@ class Desired(msgspec.Struct, frozen=True, kw_only=True):
     """The whole object a ``create`` makes (with its controller owner reference)."""
     propagation_policy: PropagationPolicy = "Background"
     """How a ``delete`` treats the object's dependents."""
+    governor: ObjectRef | None = None
+    """The object whose decision this is; the plan carries it (see ``Plan.governor``)."""
 
 
 class Rule(Protocol):
@@ -258,6 +260,7 @@ def plans_for(
                 ts=now,
                 object=_named(want) if creating else None,
                 propagation_policy=want.propagation_policy,
+                governor=want.governor,
             )
         )
     return plans

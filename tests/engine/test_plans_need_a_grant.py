@@ -138,3 +138,119 @@ def test_the_built_in_features_grant_only_rules_they_run() -> None:
         if grant.verb in ("patch", "patch_status"):
             assert grant.writes, f"{grant.rule} {grant.verb} {grant.resource} writes nothing"
         assert ("*",) not in grant.writes, f"{grant.rule} may write anything"
+
+
+# -- scoped to the governing object -----------------------------------------------------------
+
+BUILT_IN = PlanAuthority(plan_grants(BUILTIN))
+WS = ("apps.kruise.io", "v1alpha1", "workloadspreads")
+UD = ("apps.kruise.io", "v1alpha1", "uniteddeployments")
+WR = ("apps.karmada.io", "v1alpha1", "workloadrebalancers")
+POD = ("", "v1", "pods")
+
+
+def ref(kind: tuple[str, str, str], namespace: str, name: str, uid: str = "") -> ObjectRef:
+    return ObjectRef(group=kind[0], version=kind[1], resource=kind[2], namespace=namespace,
+                     name=name, uid=uid)
+
+
+def governed(rule: str, verb: Verb, target: ObjectRef, governor: ObjectRef | None,
+             patch: Any = None, obj: dict[str, Any] | None = None) -> Plan:
+    return Plan(id="p", cluster="c1", verb=verb, rule=rule, target=target, patch=patch,
+                governor=governor, object=obj)
+
+
+COST = {"metadata": {"annotations": {"controller.kubernetes.io/pod-deletion-cost": "1"}}}
+STATUS_PATCH = {"status": {"observedGeneration": 1}}
+
+
+@pytest.mark.parametrize(("plan_", "problem"), [
+    (governed("workloadspread", "evict", ref(POD, "shop", "web-1"), ref(WS, "shop", "ws")),
+     ""),
+    (governed("workloadspread", "patch", ref(POD, "shop", "web-1"), ref(WS, "shop", "ws"),
+              COST), ""),
+    (governed("workloadspread", "evict", ref(POD, "shop", "web-1"), None),
+     "it names no governing WorkloadSpread"),
+    (governed("workloadspread", "evict", ref(POD, "kube-system", "dns-1"),
+              ref(WS, "shop", "ws")),
+     "the target is in 'kube-system', the governing WorkloadSpread shop/ws in 'shop'"),
+    (governed("workloadspread", "evict", ref(POD, "shop", "web-1"), ref(UD, "shop", "ud")),
+     "it serves a WorkloadSpread, not uniteddeployments.apps.kruise.io"),
+    (governed("workloadspread", "patch_status", ref(WS, "shop", "ws-b"), ref(WS, "shop", "ws"),
+              STATUS_PATCH),
+     "it may touch only the governing WorkloadSpread shop/ws itself"),
+    (governed("workloadspread", "patch_status", ref(WS, "shop", "ws", "u2"),
+              ref(WS, "shop", "ws", "u1"), STATUS_PATCH),
+     "it may touch only the governing WorkloadSpread shop/ws itself"),
+    (governed("workloadspread", "patch_status", ref(WS, "shop", "ws", "u1"),
+              ref(WS, "shop", "ws", "u1"), STATUS_PATCH), ""),
+    (governed("uniteddeployment", "create", ref(("apps", "v1", "deployments"), "shop", "ud-a"),
+              ref(UD, "shop", "ud", "u1"), obj=owned_by("UnitedDeployment")), ""),
+    (governed("uniteddeployment", "create", ref(("apps", "v1", "deployments"), "shop", "ud-a"),
+              ref(UD, "shop", "other", "u9"), obj=owned_by("UnitedDeployment")),
+     "the object must be controlled by a UnitedDeployment named 'other'"),
+    (governed("uniteddeployment", "patch", ref(POD, "other", "web-1"), ref(UD, "shop", "ud"),
+              {"metadata": {"labels": {"apps.kruise.io/united-deployment-reserved-pod": "true"}}}),
+     "the target is in 'other', the governing UnitedDeployment shop/ud in 'shop'"),
+    (governed("workloadrebalancer", "patch", ref(WS, "any", "ws"), ref(WR, "", "wr"),
+              {"metadata": {"annotations": {"rebalance.spreadbus.io/request": "u"}}}), ""),
+    (governed("workloadrebalancer", "patch_status", ref(WR, "", "wr"), ref(WR, "shop", "wr"),
+              STATUS_PATCH),
+     "a WorkloadRebalancer is cluster-scoped, the plan names it in 'shop'"),
+    (governed("workloadrebalancer", "delete", ref(WR, "", "other"), ref(WR, "", "wr")),
+     "it may touch only the governing WorkloadRebalancer wr itself"),
+    (governed("podunavailablebudget", "patch", ref(POD, "shop", "web-1"),
+              ref(("policy.kruise.io", "v1alpha1", "podunavailablebudgets"), "shop", "pub"),
+              {"metadata": {"annotations": {"kruise.io/related-pub": "pub"}}}), ""),
+])
+def test_a_built_in_plan_stays_in_its_governors_namespace_and_kind(plan_: Plan,
+                                                                    problem: str) -> None:
+    verdict = BUILT_IN.authorize(plan_)
+    if not problem:
+        assert isinstance(verdict, Granted), verdict
+    else:
+        assert isinstance(verdict, Refused)
+        assert verdict.message.endswith(problem), verdict.message
+
+
+def test_pod_plans_are_granted_only_for_a_check_on_the_pod_as_read() -> None:
+    verdict = BUILT_IN.authorize(
+        governed("workloadspread", "evict", ref(POD, "shop", "web-1"), ref(WS, "shop", "ws")))
+    assert isinstance(verdict, Granted)
+    assert verdict.grant is not None
+    assert verdict.grant.relation == "governed"
+    assert verdict.reads_target
+
+
+NAMESPACES = st.sampled_from(["shop", "other", "kube-system", ""])
+GOVERNOR_KINDS = st.sampled_from([WS, UD, WR])
+
+
+@given(target_ns=NAMESPACES, governor_ns=NAMESPACES, kind=GOVERNOR_KINDS,
+       named=st.booleans(), verb=st.sampled_from(["evict", "patch"]))
+def test_a_workloadspread_pod_plan_is_granted_exactly_when_namespace_and_governor_agree(
+        target_ns: str, governor_ns: str, kind: tuple[str, str, str], named: bool,
+        verb: Verb) -> None:
+    governor = ref(kind, governor_ns, "ws") if named else None
+    verdict = BUILT_IN.authorize(governed("workloadspread", verb, ref(POD, target_ns, "p"),
+                                          governor, COST if verb == "patch" else None))
+    agree = named and kind == WS and bool(governor_ns) and target_ns == governor_ns
+    assert isinstance(verdict, Granted) == agree, verdict
+
+
+@given(target_ns=NAMESPACES, governor_ns=NAMESPACES, target_name=st.sampled_from(["a", "b"]),
+       rule=st.sampled_from(["workloadspread", "uniteddeployment"]))
+def test_a_status_is_written_only_on_the_governor_itself(
+        target_ns: str, governor_ns: str, target_name: str, rule: str) -> None:
+    kind = WS if rule == "workloadspread" else UD
+    verdict = BUILT_IN.authorize(governed(rule, "patch_status", ref(kind, target_ns, target_name),
+                                          ref(kind, governor_ns, "a"), STATUS_PATCH))
+    itself = target_ns == governor_ns != "" and target_name == "a"
+    assert isinstance(verdict, Granted) == itself, verdict
+
+
+def test_every_built_in_grant_names_its_governor() -> None:
+    for grant in plan_grants(BUILTIN):
+        assert grant.governor is not None, f"{grant.rule} {grant.verb} {grant.resource}"
+        if not grant.governor.namespaced:
+            assert grant.relation in ("itself", "named"), grant

@@ -31,6 +31,7 @@ from tests.workloadspread_e2e.stack import (
     create_namespace,
     create_spread,
     deployment,
+    forbidden_plans,
     live_pods,
     node_zones,
     split,
@@ -67,6 +68,8 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.ApiClient]:
             config_file=str(data_dir / "kubeconfig"))
         with api:
             yield api
+        forbidden = forbidden_plans(stack)
+        assert not forbidden, "the actuator refused plans:\n" + "\n".join(forbidden[:20])
     finally:
         stack.stop()
 

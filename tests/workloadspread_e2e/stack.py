@@ -14,6 +14,8 @@ import json
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -70,8 +72,32 @@ def running_stack(
         refused = [line for line in stack.nats.log.decode(errors="replace").splitlines()
                    if "Violation" in line]
         assert not refused, "the bus refused a service:\n" + "\n".join(refused[:20])
+        forbidden = forbidden_plans(stack)
+        assert not forbidden, "the actuator refused plans:\n" + "\n".join(forbidden[:20])
     finally:
         stack.stop()
+
+
+def forbidden_plans(stack: Stack) -> list[str]:
+    """Every plan an actuator refused as beyond its rule's grants: the log lines of every run
+    (a restarted actuator's count starts again) and the running ones' nonzero counters."""
+    found: list[str] = []
+    for child in stack.services:
+        if not child.name.startswith("actuator"):
+            continue
+        if child.log_path.exists():
+            found += [line for line in child.log_path.read_text(errors="replace").splitlines()
+                      if "plan refused" in line]
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{child.health_port}/metrics",
+                                        timeout=2) as response:
+                text = response.read().decode()
+        except (urllib.error.URLError, OSError):
+            continue
+        found += [line for line in text.splitlines()
+                  if line.startswith("spreadbus_actuator_forbidden_plans_total{")
+                  and float(line.rsplit(" ", 1)[1]) != 0.0]
+    return found
 
 
 KUBECTL = str(Path(sys.executable).with_name("kubectl"))

@@ -12,7 +12,7 @@ from typing import Final
 
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
-from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
 from spreadbus.features.podunavailablebudget.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.model import (
     GROUP,
@@ -29,6 +29,16 @@ from spreadbus.features.podunavailablebudget.running import planner_side, webhoo
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 
 NAME: Final = "podunavailablebudget"
+_GOVERNOR: Final = Governor(group=GROUP, kind=KIND, resource="podunavailablebudgets")
+_WORKLOAD_CHAIN: Final = (
+    Kind("apps", "ReplicaSet", "replicasets"),
+    Kind("apps", "Deployment", "deployments"),
+    Kind("apps", "StatefulSet", "statefulsets"),
+    Kind("apps.kruise.io", "StatefulSet", "statefulsets"),
+    Kind("apps.kruise.io", "CloneSet", "clonesets"),
+)
+"""What may lie between a pod and the workload a budget targets (a UnitedDeployment's pods sit
+below a subset workload)."""
 
 FEATURE: Final = Feature(
     name=NAME,
@@ -40,10 +50,14 @@ FEATURE: Final = Feature(
     ),
     plan_grants=(
         PlanGrant(rule=BudgetRule.name, verb="patch_status", group=GROUP,
-                  resource="podunavailablebudgets", writes=(("status",),)),
-        # The link on pods created before their budget, and nothing else of the pod.
+                  resource="podunavailablebudgets", writes=(("status",),), governor=_GOVERNOR),
+        # The link on pods created before their budget, and nothing else of the pod; a pod of
+        # the budget: its selector matches the pod, or the pod's controller chain reaches the
+        # budget's targetRef.
         PlanGrant(rule=BudgetRule.name, verb="patch", group="", resource="pods",
-                  writes=(("metadata", "annotations", RELATED_PUB_ANNOTATION),)),
+                  writes=(("metadata", "annotations", RELATED_PUB_ANNOTATION),),
+                  governor=_GOVERNOR, relation="governed", reach="spec.targetRef",
+                  selector="spec.selector", via=_WORKLOAD_CHAIN),
     ),
     bus={
         # The webhook spends budgets in their bucket; the planner folds the bucket's stream.

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
-from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
 from spreadbus.features.uniteddeployment.admission.side import webhook_side
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
@@ -34,6 +34,15 @@ async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> Planner
 
 
 _OWNER: Final = ("apps.kruise.io", "UnitedDeployment")
+_GOVERNOR: Final = Governor(group=_OWNER[0], kind=_OWNER[1], resource="uniteddeployments")
+_SUBSET_CHAIN: Final = (
+    Kind("apps", "ReplicaSet", "replicasets"),
+    Kind("apps", "Deployment", "deployments"),
+    Kind("apps", "StatefulSet", "statefulsets"),
+    Kind("apps.kruise.io", "StatefulSet", "statefulsets"),
+    Kind("apps.kruise.io", "CloneSet", "clonesets"),
+)
+"""What lies between a subset's pod and its UnitedDeployment."""
 _RULE: Final = UnitedDeploymentRule.name
 _WORKLOAD_WRITES: Final = (("metadata", "labels"), ("metadata", "annotations"),
                            ("metadata", "ownerReferences"), ("spec",))
@@ -42,8 +51,9 @@ _WORKLOAD_WRITES: Final = (("metadata", "labels"), ("metadata", "annotations"),
 
 def _owned(group: str, resource: str, writes: tuple[tuple[str, ...], ...]) -> tuple[PlanGrant, ...]:
     """Create, update and delete objects of a resource that a UnitedDeployment controls."""
-    return tuple(PlanGrant(rule=_RULE, verb=verb, group=group, resource=resource, owner=_OWNER,
-                           writes=writes if verb == "patch" else ())
+    return tuple(PlanGrant(rule=_RULE, verb=verb, group=group, resource=resource,
+                           writes=writes if verb == "patch" else (), governor=_GOVERNOR,
+                           relation="controlled")
                  for verb in ("create", "patch", "delete"))
 
 
@@ -67,12 +77,14 @@ FEATURE: Final = Feature(
         *_owned("apps.kruise.io", "statefulsets", _WORKLOAD_WRITES),
         *_owned("apps.kruise.io", "clonesets", _WORKLOAD_WRITES),
         *_owned("apps", "controllerrevisions", (("revision",),)),  # a rollback renumbers one
+        # The pods of its subset workloads: their controller chain reaches the UnitedDeployment.
         PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
-                  writes=(("metadata", "labels", RESERVED_POD_LABEL),)),
+                  writes=(("metadata", "labels", RESERVED_POD_LABEL),), governor=_GOVERNOR,
+                  relation="governed", via=_SUBSET_CHAIN),
         PlanGrant(rule=_RULE, verb="patch_status", group="apps.kruise.io",
-                  resource="uniteddeployments", writes=(("status",),)),
+                  resource="uniteddeployments", writes=(("status",),), governor=_GOVERNOR),
         PlanGrant(rule=_RULE, verb="patch", group="apps.kruise.io", resource="uniteddeployments",
-                  writes=(("metadata", "annotations", HANDLED_ANNOTATION),)),
+                  writes=(("metadata", "annotations", HANDLED_ANNOTATION),), governor=_GOVERNOR),
     ),
     webhook=webhook_side,
     validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},

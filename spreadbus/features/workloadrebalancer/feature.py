@@ -19,7 +19,7 @@ from spreadbus.engine.feature import (
     WebhookContext,
     WebhookSide,
 )
-from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.engine.plan_grants import Governor, PlanGrant
 from spreadbus.features.workloadrebalancer import admission
 from spreadbus.features.workloadrebalancer.core.model import (
     GROUP,
@@ -31,6 +31,7 @@ from spreadbus.features.workloadrebalancer.offline import offline_plan, validate
 from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalancerRule
 
 NAME: Final = "workloadrebalancer"
+_GOVERNOR: Final = Governor(group=GROUP, kind=KIND, resource=RESOURCE, namespaced=False)
 
 
 async def planner_side(ctx: PlannerContext) -> PlannerSide:
@@ -58,12 +59,17 @@ FEATURE: Final = Feature(
     ),
     plan_grants=(
         PlanGrant(rule=WorkloadRebalancerRule.name, verb="patch_status", group=GROUP,
-                  resource=RESOURCE, writes=(("status",),)),
+                  resource=RESOURCE, writes=(("status",),), governor=_GOVERNOR),
         # ttlSecondsAfterFinished
-        PlanGrant(rule=WorkloadRebalancerRule.name, verb="delete", group=GROUP, resource=RESOURCE),
-        # The rebalance request, on the governing placement.
+        PlanGrant(rule=WorkloadRebalancerRule.name, verb="delete", group=GROUP, resource=RESOURCE,
+                  governor=_GOVERNOR),
+        # The rebalance request, on the governing placement of a workload the rebalancer names:
+        # a UnitedDeployment it names, or a WorkloadSpread whose targetRef it names (any
+        # namespace: a rebalancer is cluster-scoped).
         *(PlanGrant(rule=WorkloadRebalancerRule.name, verb="patch", group="apps.kruise.io",
-                    resource=resource, writes=(("metadata", "annotations", REQUEST_ANNOTATION),))
+                    resource=resource, writes=(("metadata", "annotations", REQUEST_ANNOTATION),),
+                    governor=_GOVERNOR, relation="named", names="spec.workloads",
+                    names_through="spec.targetRef")
           for resource in ("workloadspreads", "uniteddeployments")),
     ),
     planner=planner_side,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from events import subjects
+from events.messages import Verb
 from events.reservations import BUCKET as RESERVATIONS_BUCKET
 from events.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.engine.admission_chain import AdmissionHandler
@@ -34,7 +35,7 @@ from spreadbus.engine.feature import (
     WebhookContext,
     WebhookSide,
 )
-from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
 from spreadbus.features.workloadspread.admission import conversion
 from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
@@ -59,6 +60,23 @@ from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 log = logging.getLogger(__name__)
 
 NAME: Final = "workloadspread"
+_GOVERNOR: Final = Governor(group="apps.kruise.io", kind="WorkloadSpread",
+                            resource="workloadspreads")
+
+
+def _itself(verb: Verb, writes: tuple[tuple[str, ...], ...]) -> PlanGrant:
+    """A write of the WorkloadSpread the plan is for."""
+    return PlanGrant(rule=WorkloadSpreadRule.name, verb=verb, group=_GOVERNOR.group,
+                     resource=_GOVERNOR.resource, writes=writes, governor=_GOVERNOR)
+
+
+def _its_pods(verb: Verb, writes: tuple[tuple[str, ...], ...] = ()) -> PlanGrant:
+    """A plan on a pod whose controller chain reaches the workload the WorkloadSpread targets
+    (a Deployment's through its ReplicaSet), whatever its annotations say: an unsteered pod has
+    none."""
+    return PlanGrant(rule=WorkloadSpreadRule.name, verb=verb, group="", resource="pods",
+                     writes=writes, governor=_GOVERNOR, relation="governed",
+                     reach="spec.targetRef", via=(Kind("apps", "ReplicaSet", "replicasets"),))
 LISTEN_TIMEOUT_SECONDS: Final = 5.0
 """How long start-up waits to hear other replicas before serving anyway (a warning says so)."""
 
@@ -169,15 +187,11 @@ FEATURE: Final = Feature(
     ),
     plan_grants=(
         # Deletion cost, matched annotation, the subset's labels and annotations: metadata only.
-        PlanGrant(rule=WorkloadSpreadRule.name, verb="patch", group="", resource="pods",
-                  writes=(("metadata", "annotations", "*"), ("metadata", "labels", "*"))),
-        PlanGrant(rule=WorkloadSpreadRule.name, verb="patch_status", group="apps.kruise.io",
-                  resource="workloadspreads", writes=(("status",),)),
-        # Adaptive rescheduling, rebalancing.
-        PlanGrant(rule=WorkloadSpreadRule.name, verb="evict", group="", resource="pods"),
-        PlanGrant(rule=WorkloadSpreadRule.name, verb="patch", group="apps.kruise.io",
-                  resource="workloadspreads",
-                  writes=(("metadata", "annotations", HANDLED_ANNOTATION),)),
+        _its_pods("patch", (("metadata", "annotations", "*"), ("metadata", "labels", "*"))),
+        _itself("patch_status", (("status",),)),
+        # Adaptive rescheduling, rebalancing, unsteered pods put right.
+        _its_pods("evict"),
+        _itself("patch", (("metadata", "annotations", HANDLED_ANNOTATION),)),
     ),
     bus={
         # Reservations in their bucket, announced admissions, hints between replicas.

@@ -143,9 +143,11 @@ class BudgetRule:
         computed = status_inputs.compute(budget, pods, workloads, _records(entry, at), at)
         self._schedule(okey, None if computed.requeue_at is None
                        else computed.requeue_at.timestamp() + _AFTER_EXPIRY)
+        governor = _ref(PUBS, budget)
         out = [Desired(
             verb="patch_status",
-            target=_ref(PUBS, budget),
+            target=governor,
+            governor=governor,
             patch={"status": _status_patch(budget.get("status"), computed.status)},
             reason=f"status of {namespace}/{metadata.get('name')}",
             precondition="resource_version",
@@ -153,7 +155,7 @@ class BudgetRule:
         )] if _differs(budget.get("status"), computed.status) else []
         name = str(metadata.get("name") or "")
         for pod in computed.unlinked:
-            out.append(Desired(verb="patch", target=_ref(PODS, pod),
+            out.append(Desired(verb="patch", target=_ref(PODS, pod), governor=governor,
                                patch={"metadata": {"annotations": {RELATED: name}}},
                                reason=f"protected by PodUnavailableBudget {namespace}/{name}"))
         return out

@@ -45,6 +45,8 @@ from collections.abc import Mapping, Sequence, Set
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, Protocol
 
+import msgspec
+
 from events.messages import ObjectRef, ResourceRef
 from kubesemantics import merge_patch
 from kubesemantics.group_version import api_group
@@ -294,7 +296,7 @@ class UnitedDeploymentRule:
                                                     answer.rebalance_handled}}},
                 reason=f"{key}: rebalance {answer.rebalance_handled} done",
             ))
-        return out
+        return [msgspec.structs.replace(want, governor=ud_ref) for want in out]
 
     def _create(self, key: str, namespace: str, uid: str, subset: str,
                 workload: Mapping[str, Any]) -> Desired:

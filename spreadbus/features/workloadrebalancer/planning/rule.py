@@ -123,21 +123,21 @@ class WorkloadRebalancerRule:
                            or REBALANCERS.version, resource=RESOURCE, name=wr.name,
                            uid=wr.uid)
         if outcome.write:
-            yield Desired(verb="patch_status", target=target,
+            yield Desired(verb="patch_status", target=target, governor=target,
                           patch={"status": outcome.status.to_json()},
                           reason=f"status of WorkloadRebalancer {wr.name} at generation "
                                  f"{wr.generation}",
                           precondition="resource_version", serial=True)
         for trigger in outcome.triggers:
-            governor = self._governor_ref(view, trigger.placement)
-            if governor is not None:
+            placement = self._governor_ref(view, trigger.placement)
+            if placement is not None:
                 yield Desired(
-                    verb="patch", target=governor,
+                    verb="patch", target=placement, governor=target,
                     patch={"metadata": {"annotations": {REQUEST_ANNOTATION: wr.uid}}},
                     reason=f"WorkloadRebalancer {wr.name} asks a fresh placement of "
                            f"{trigger.workload.describe()}")
         if outcome.delete:
-            yield Desired(verb="delete", target=target,
+            yield Desired(verb="delete", target=target, governor=target,
                           reason=f"WorkloadRebalancer {wr.name}: ttlSecondsAfterFinished passed")
 
     def _governor_ref(self, view: KubeProjection, placement: Placement) -> ObjectRef | None:

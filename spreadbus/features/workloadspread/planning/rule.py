@@ -69,6 +69,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
+
 from events.messages import ObjectRef, ResourceRef
 from events.subjects import unescape
 from spreadbus.features.workloadspread.core import pod_state, reconcile
@@ -266,7 +268,8 @@ class WorkloadSpreadRule:
         wakes = [t for t in (plan.requeue_at.timestamp() if plan.requeue_at else None,
                              step.wake_at) if t is not None]
         self._schedule(okey, min(wakes) if wakes else None)
-        return [
+        governor = self._ref(self._spread_resource(obj), obj)
+        wanted = [
             self._status_desired(ws, obj, plan.status),
             *self._pod_desired(ws.key, plan, tally),
             *(self._eviction(e, pod) for e in plan.evictions
@@ -277,6 +280,7 @@ class WorkloadSpreadRule:
                        patch=step.handled, reason=f"rebalance of {ws.key} handled")]
               if step.handled is not None else []),
         ]
+        return [msgspec.structs.replace(want, governor=governor) for want in wanted]
 
     def _spread_resource(self, obj: Mapping[str, Any]) -> ResourceRef:
         api_version = str(obj.get("apiVersion") or WORKLOADSPREADS.group + "/v1alpha1")
