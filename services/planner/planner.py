@@ -23,7 +23,8 @@ on at its time without any new event. Time is the injected ``clock``.
 Deciding happens only when every follower is caught up and this replica holds the lease, so a
 replay never re-issues stale plans and standbys stay warm without acting; each rule decides
 once every resource it reads has a complete sync marker (a rule whose resources are not watched
-waits without holding back the others, and is offered every object when it can start). Every
+waits without holding back the others, and is offered every object when it can start, with
+the objects deleted while it waited). Every
 object that changed since the last decision (every object, after a restore or on becoming
 leader) is offered to the rules. Plans are published with
 ``Nats-Msg-Id`` = plan id; the next decision waits until the plans follower has folded them back,
@@ -148,7 +149,10 @@ class Planner:
         self.leader = False
         self.restored_from = "nothing"
         self._wake = asyncio.Event()
-        self._waiting_rules: set[str] = set()
+        self._waiting_rules: dict[str, set[tuple[str, str]]] = {}
+        """Rules waiting for their resources' sync, each with the objects deleted while it
+        waited (kept only for rules in ``_decided``, the ones that may hold state about them)."""
+        self._decided: set[str] = set()
         self._retries: dict[str, _RuleRetry] = {}
         self._followers: list[StreamFollower] = []
         self._followers_ran = False
@@ -334,15 +338,21 @@ class Planner:
         everything: set[tuple[str, str]] | None = None
         for rule in self.rules:
             if not self.rule_ready(rule):
-                self._waiting_rules.add(rule.name)
+                # The objects deleted meanwhile are kept for it (a relist publishes the
+                # deletions the watcher missed while its resource is not synced): a rule that
+                # keeps state between rounds must hear of them, and the objects still there
+                # are offered to it anyway once it can decide.
+                missed = self._waiting_rules.setdefault(rule.name, set())
+                if rule.name in self._decided:
+                    missed.update(k for k in changed if self.projection.stored(*k) is None)
                 continue
             offered = changed
             if rule.name in self._waiting_rules:
+                missed = self._waiting_rules.pop(rule.name)
                 # It could not decide until now: every object is new to it.
-                self._waiting_rules.discard(rule.name)
                 if everything is None:
                     everything = changed | self.projection.all_keys()
-                offered = everything
+                offered = everything | missed
             retry = self._retries.pop(rule.name, None)
             if retry is not None:
                 if retry.at > now:
@@ -352,6 +362,7 @@ class Planner:
                     continue
                 offered = offered | retry.keys
             try:
+                self._decided.add(rule.name)
                 desired = rule.desired(self.projection, offered, now)
                 plans = plans_for(rule, self.projection, self.decisions, desired,
                                   cluster=self.cluster, now=now)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from services.webhook.service import CAUGHT_UP, WebhookSettings, main, settings_problems
+from spreadbus.runtime.nats_connection import NATS_CONDITION
 from spreadbus.runtime.service import service_main
 from spreadbus.runtime.settings import add_settings_arguments, load_settings
 
@@ -22,7 +23,11 @@ def run(args: argparse.Namespace) -> int:
             print(f"webhook: bad setting {problem}", file=sys.stderr)
         if problems:
             return 2
-    return service_main("webhook", WebhookSettings, args, main, conditions=(CAUGHT_UP,))
+    # Once serving, a replica stays in the Service through a NATS restart or a follower that
+    # starts over: its handlers decide without the bus (a budget that cannot be spent is
+    # refused), where leaving it would let every review through unchecked (failurePolicy).
+    return service_main("webhook", WebhookSettings, args, main, conditions=(CAUGHT_UP,),
+                        held=(NATS_CONDITION, CAUGHT_UP))
 
 
 def command(argv: list[str] | None = None) -> int:

@@ -7,7 +7,10 @@ the sides registered (:func:`services.webhook.server.build_routes`).
 It runs in the shared service shell (:mod:`spreadbus.runtime.service`: JSON logs, health server,
 NATS, signals). ``/readyz`` says ready only once NATS is connected and the view has caught up
 with the observation stream, so a rollout never shifts traffic to a replica that would decide
-from an empty view; until then the API server's ``failurePolicy`` applies.
+from an empty view; until then the API server's ``failurePolicy`` applies. Once ready it stays
+ready through a NATS restart or a follower starting over (``held`` conditions of the readiness
+gate): every replica loses the bus together, and leaving the Service then would let every pod
+deletion through unchecked instead of refusing what cannot be spent.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Final
 
 from aiohttp import web
@@ -60,18 +60,29 @@ class ReadinessGate:
 
     ``on_first_ready`` runs once, the first time every condition holds: the moment a service
     has folded its replay and starts serving.
+
+    ``held`` conditions gate only that first time: once every condition has held, one of them
+    turning false is shown in ``conditions`` but leaves the service ready. A webhook replica
+    keeps answering through a NATS restart (its handlers decide safely without the bus) instead
+    of leaving the Service together with every other replica, which would hand every review
+    to the API server's ``failurePolicy``.
     """
 
-    def __init__(self, *conditions: str, on_first_ready: Callable[[], None] | None = None) -> None:
+    def __init__(self, *conditions: str, on_first_ready: Callable[[], None] | None = None,
+                 held: Collection[str] = ()) -> None:
         self._conditions = dict.fromkeys(conditions, False)
         self._notes: dict[str, str] = {}
         self._on_first_ready = on_first_ready
+        self._held = frozenset(held)
+        self._was_ready = False
 
     def set(self, name: str, ok: bool) -> None:
         previous = self._conditions.get(name)
         self._conditions[name] = ok
         if previous != ok:
             log.info("readiness changed", extra={"condition": name, "ok": ok})
+        if not self._was_ready and all(self._conditions.values()):
+            self._was_ready = True
         if self._on_first_ready is not None and self.ready:
             first, self._on_first_ready = self._on_first_ready, None
             first()
@@ -92,6 +103,8 @@ class ReadinessGate:
 
     @property
     def ready(self) -> bool:
+        if self._was_ready:
+            return all(ok for name, ok in self._conditions.items() if name not in self._held)
         return all(self._conditions.values())
 
     @property

@@ -85,11 +85,14 @@ async def run_service(
     main: ServiceMain,
     *,
     conditions: Sequence[str] = (),
+    held: Sequence[str] = (),
     stopping: asyncio.Event | None = None,
     on_first_ready: Callable[[], None] | None = None,
 ) -> int:
+    """``held``: conditions that gate readiness only until the service is first ready
+    (:class:`ReadinessGate`)."""
     registry = CollectorRegistry()
-    gate = ReadinessGate(NATS_CONDITION, *conditions, on_first_ready=on_first_ready)
+    gate = ReadinessGate(NATS_CONDITION, *conditions, on_first_ready=on_first_ready, held=held)
     health = HealthServer(gate, registry, host=settings.http_host, port=settings.http_port)
     await health.start()
     stopping = stopping or install_shutdown_handlers()
@@ -230,6 +233,7 @@ def service_main(
     main: Callable[[Settings, ServiceContext], Awaitable[None]],
     *,
     conditions: Sequence[str] = (),
+    held: Sequence[str] = (),
 ) -> int:
     """Load settings (printing every error and exiting 2 on bad ones), then run the service
     with the process's garbage collection tuned for it (:mod:`spreadbus.runtime.heap`)."""
@@ -246,5 +250,6 @@ def service_main(
 
     heap.tune()
     return run_until_stopped(
-        run_service(name, settings, bound, conditions=conditions, on_first_ready=heap.settle)
+        run_service(name, settings, bound, conditions=conditions, held=held,
+                    on_first_ready=heap.settle)
     )
