@@ -144,7 +144,7 @@ async def replay(
                     break
                 take.append((seq, subject, data))
             # Written from a worker thread, so the stream is read while SQLite writes.
-            folded += await asyncio.to_thread(store.apply, take)
+            folded += await write_batch(store, take)
             if take and take[-1][0] >= end:
                 done = True
             if progress is not None:
@@ -155,6 +155,21 @@ async def replay(
         await asyncio.gather(task, return_exceptions=True)
     await asyncio.to_thread(store.finish)
     return ReplayResult(folded, store.last_seq, missed)
+
+
+async def write_batch(store: AuditStore, batch: list[tuple[int, str, bytes]]) -> int:
+    """Fold ``batch`` on a worker thread; a cancellation waits for a write under way.
+
+    The thread cannot be stopped, and the caller may close the store as soon as the replay
+    ends: closing SQLite under a write crashes the process, so the write finishes first (its
+    transaction commits) and the cancellation goes on after it.
+    """
+    job = asyncio.ensure_future(asyncio.to_thread(store.apply, batch))
+    try:
+        return await asyncio.shield(job)
+    except asyncio.CancelledError:
+        await asyncio.gather(job, return_exceptions=True)
+        raise
 
 
 async def follow(
@@ -183,7 +198,7 @@ async def follow(
                 task.result()
                 return
             batch, queue[:] = list(queue), []
-            folded = await asyncio.to_thread(store.apply, batch)
+            folded = await write_batch(store, batch)
             if on_batch is not None and folded:
                 on_batch(folded)
             if caught_up is not None:

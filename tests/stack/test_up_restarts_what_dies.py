@@ -101,7 +101,10 @@ def test_a_killed_nats_server_is_restarted_and_the_services_are_ready_again(
         )
         assert restarted != first
         assert "nats-server exited" in log_path.read_text()
-        assert f"nats-server restarted on {url}" in log_path.read_text()
+        # said once the new server answers, which may come after its process is seen
+        announced = f"nats-server restarted on {url}"
+        wait_until(while_up(proc, lambda: announced in log_path.read_text()),
+                   what="the restart announced", timeout=60, interval=0.2)
         health = sorted(set(_health_ports(log_path)))
         assert health, "the services' health ports are in the log"
         wait_until(while_up(proc, lambda: all(_ready(port) for port in health)),
