@@ -47,18 +47,14 @@ from spreadbus.cli.local_stack import Stack
 from tests.fixtures.fault_injection import fault_seed, replay_hint
 from tests.fixtures.stack_outages import (
     EndpointsKeeper,
-    KilledChild,
     OutageInjector,
-    log_tails,
     one_outcome_per_plan,
-    outcome_results,
     plans_and_outcomes,
-    stack_with_kubelet,
-    standby,
 )
+from tests.fixtures.stack_victims import KilledChild, log_tails, outcome_results, standby
 from tests.podunavailablebudget.disruption_watch import ready
 from tests.workloadspread_e2e.elastic_workload import services_caught_up
-from tests.workloadspread_e2e.stack import create_namespace, deployment, wait_for
+from tests.workloadspread_e2e.stack import create_namespace, deployment, running_stack, wait_for
 
 # Run by `make chaos` only: 85-110 s on a loaded 2-core machine.
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.chaos, pytest.mark.chaos_only,
@@ -331,9 +327,8 @@ def test_a_budget_under_evictions_holds_through_kills_an_outage_and_a_nats_resta
     rng = random.Random(seed)
     started = time.monotonic()
 
-    with stack_with_kubelet(tmp_path, "three-zones", SERVICE_ENV,
-                            [f"--ready-delay={READY_DELAY}"],
-                            webhook_replicas=3) as (stack, api):
+    with running_stack(tmp_path, "three-zones", SERVICE_ENV, webhook_replicas=3,
+                       kubelet=[f"--ready-delay={READY_DELAY}"]) as (stack, api):
         assert stack.nats is not None
         keeper = EndpointsKeeper(stack)
         keeper.start()

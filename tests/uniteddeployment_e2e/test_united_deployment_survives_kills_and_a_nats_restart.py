@@ -46,18 +46,14 @@ from kubernetes.client.exceptions import ApiException
 from spreadbus.cli.local_stack import Stack
 from tests.fixtures.fault_injection import fault_seed, replay_hint
 from tests.fixtures.stack_outages import (
-    KilledChild,
     OutageInjector,
-    bus_counts,
-    log_tails,
     one_outcome_per_plan,
-    outcome_results,
     plans_and_outcomes,
     say,
-    standby,
 )
+from tests.fixtures.stack_victims import KilledChild, log_tails, outcome_results, standby
 from tests.uniteddeployment_e2e.united import SUBSET_LABEL, subset, term, united
-from tests.workloadspread_e2e.elastic_workload import services_caught_up
+from tests.workloadspread_e2e.elastic_workload import bus_counts, services_caught_up
 from tests.workloadspread_e2e.stack import create_namespace, running_stack, wait_for
 
 # Run by `make chaos` only: 50-110 s a run on a loaded 2-core machine. It once settled after the

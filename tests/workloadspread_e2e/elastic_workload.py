@@ -223,6 +223,12 @@ def services_caught_up(stack: Stack) -> bool:
     )
 
 
+def bus_counts(stack: Stack) -> tuple[int, int] | None:
+    """Plans and outcomes on the bus; None while nats-server cannot answer (a restart)."""
+    assert stack.nats is not None
+    return asyncio.run(_bus_counts(stack.nats.url, stack.bus_options()))
+
+
 async def _bus_counts(url: str, options: dict[str, Any]) -> tuple[int, int] | None:
     """Plans and outcomes on the bus; None while nats-server cannot answer (a restart)."""
     try:

@@ -17,7 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
@@ -55,11 +55,13 @@ def local_stack(
 
 @contextmanager
 def running_stack(
-    data_dir: Path, topology: str, env: Mapping[str, str], *, webhook_replicas: int = 1
+    data_dir: Path, topology: str, env: Mapping[str, str], *, webhook_replicas: int = 1,
+    kubelet: Sequence[str] = (),
 ) -> Iterator[tuple[Stack, client.ApiClient]]:
-    """The stack itself too, for scenarios that read its processes (ports, metrics)."""
+    """The stack itself too, for scenarios that read its processes (ports, metrics);
+    ``kubelet``: kubesim flags that replace the fast kubelet delays (a later flag wins)."""
     stack = Stack(data_dir=data_dir, cluster="local",
-                  kubesim_args=[f"--topology={topology}", *FAST_KUBELET],
+                  kubesim_args=[f"--topology={topology}", *FAST_KUBELET, *kubelet],
                   webhook_replicas=webhook_replicas, service_env={**FAST_ACTUATOR, **env})
     try:
         stack.start(120.0)

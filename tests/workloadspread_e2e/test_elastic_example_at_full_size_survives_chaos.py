@@ -23,14 +23,14 @@ import math
 import random
 import time
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import pytest
 from kubernetes import client, config
 
 from events.messages import Outcome, Plan
 from events.streams import OUTCOMES, PLANS
-from spreadbus.cli.local_stack import Child, Stack
+from spreadbus.cli.local_stack import Stack
 from spreadbus.features.workloadspread.core.rebalance import (
     DEFAULT_MAX_UNAVAILABLE,
     unavailable_limit,
@@ -45,7 +45,7 @@ from tests.fixtures.fault_injection import (
     fault_seed,
     replay_hint,
 )
-from tests.fixtures.stack_victims import KilledChild, standby
+from tests.fixtures.stack_victims import KilledChild, log_tails, outcome_results, standby
 from tests.workloadspread_e2e.elastic_workload import (
     NAME,
     SEED_FIXED_POOL,
@@ -112,16 +112,6 @@ def drive(stack: Stack, workload: SpreadWorkload, faults: PhasedFaults | None = 
         print(f"{workload.namespace}: {change} converged at "
               f"{time.monotonic() - started:.1f} s: {steps[-1].brief()}")
     return steps
-
-
-def log_tails(children: list[Child]) -> str:
-    return "\n".join(f"--- {c.name}:\n{c.log_tail(40)}" for c in children)
-
-
-def results(outcomes: list[Any]) -> dict[tuple[str, str, int], int]:
-    """Outcomes by result, target resource and API status (0 when none)."""
-    return dict(collections.Counter(
-        (o.result, o.target.resource, o.error.status if o.error else 0) for o in outcomes))
 
 
 def test_the_elastic_example_at_150_pods_converges_through_kills_of_every_part(
@@ -193,7 +183,7 @@ def test_the_elastic_example_at_150_pods_converges_through_kills_of_every_part(
     kills = injector.kills()
     print(f"without faults: {calm_seconds:.1f} s; with faults: {faulted_seconds:.1f} s")
     print(f"kills: {dict(kills)}")
-    print(f"{len(plans)} plans, results: {results(outcomes)}")
+    print(f"{len(plans)} plans, results: {outcome_results(outcomes)}")
     print(f"monitor: {monitor.samples} samples, {monitor.failures} failed, highest "
           f"{monitor.highest}, {len(monitor.episodes)} episodes over a maximum")
     for episode in monitor.episodes:

@@ -42,10 +42,10 @@ import pytest
 
 from events.messages import Outcome, Plan
 from events.streams import OUTCOMES, PLANS
-from spreadbus.cli.local_stack import Child, Stack
+from spreadbus.cli.local_stack import Stack
 from tests.backbone.bus_recording import read_stream
 from tests.fixtures.fault_injection import FaultInjector, fault_seed, replay_hint
-from tests.fixtures.stack_victims import KilledChild, standby
+from tests.fixtures.stack_victims import KilledChild, log_tails, outcome_results, standby
 from tests.workloadspread_e2e.elastic_workload import (
     FIXED_POOL,
     Change,
@@ -124,16 +124,6 @@ def drive(stack: Stack, workload: SpreadWorkload, changes: list[Change],
     return steps
 
 
-def log_tails(children: list[Child]) -> str:
-    return "\n".join(f"--- {c.name}:\n{c.log_tail(40)}" for c in children)
-
-
-def results(outcomes: list[Any]) -> dict[tuple[str, str, int], int]:
-    """Outcomes by result, target resource and API status (0 when none)."""
-    return dict(collections.Counter(
-        (o.result, o.target.resource, o.error.status if o.error else 0) for o in outcomes))
-
-
 @pytest.mark.parametrize("kill_webhook", [
     pytest.param(False, id="services-and-nats"),
     # Run by `make chaos` only: it converged in 7 of 8 runs on a loaded 2-core machine, then in
@@ -188,7 +178,7 @@ def test_kills_at_random_moments_and_a_nats_restart_leave_the_spread_as_a_run_wi
                                                            **reader))]
 
     print(f"faults injected: {collections.Counter(injector.done)}")
-    print(f"{len(plans)} plans, results: {results(outcomes)}")
+    print(f"{len(plans)} plans, results: {outcome_results(outcomes)}")
     assert len(injector.done) == FAULTS
 
     # Without faults every change ends as the elastic example says.
