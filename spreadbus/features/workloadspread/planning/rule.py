@@ -381,10 +381,15 @@ class WorkloadSpreadRule:
             if key in plan.pod_patches:
                 _merge(patch, plan.pod_patches[key])
                 reasons.append(f"matched to {spread}")
-            if key in plan.updates:
-                cost = {DELETION_COST_ANNOTATION: plan.updates[key]}
+            # A match is planned again until it is observed; it carries the cost not observed
+            # yet, as when it was first planned, so it repeats that write (which the decision
+            # log holds back) rather than becoming a second one found already true.
+            value = (plan.updates[key] if key in plan.updates
+                     else tally.cost_to_carry(key) if key in plan.pod_patches else None)
+            if value is not None:
+                cost = {DELETION_COST_ANNOTATION: value}
                 _merge(patch, {"metadata": {"annotations": cost}})
-                reasons.append(f"deletion cost {plan.updates[key]}")
+                reasons.append(f"deletion cost {value}")
             out.append(Desired(verb="patch", target=self._ref(PODS, pod), patch=patch,
                                reason="; ".join(reasons)))
         return out

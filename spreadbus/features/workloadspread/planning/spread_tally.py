@@ -428,6 +428,17 @@ class SpreadTally:
         caller = self._by_key.get(key)
         return None if caller is None else self._pods[caller].obj
 
+    def cost_to_carry(self, key: str) -> str | None:
+        """The deletion cost the pod ``namespace/name`` does not carry yet, handed out or not.
+
+        A write that is repeated until observed (a match's ``pod_patches``) carries it too, so
+        it repeats the write that was handed out instead of becoming a second, different one.
+        """
+        caller = self._by_key.get(key)
+        if caller is None:
+            return None
+        return cost_to_write(self._current(caller).cost, self._costs.get(key))
+
     def pods(self) -> list[Pod]:
         """Every governed pod, in key order (the order the full computation is given)."""
         return [f.obj for f in sorted(self._pods.values(), key=lambda f: f.key)]
