@@ -264,8 +264,16 @@ def test_a_ud_sample_status_is_what_kubectl_shows_as_json(stack: Stack) -> None:
     stack.apply(ud)
     try:
         stack.settled("shown", "node", {("a", "zone-a"): 2})
-        listed = json.loads(stack.kubectl("get", "ud", "-o", "json"))
-        (shown,) = [u for u in listed["items"] if u["metadata"]["name"] == "shown"]
+
+        def listed() -> dict[str, Any] | None:
+            """The UD as `kubectl get ud -o json` lists it, once its status counts the pods
+            (written after them: it may trail the placement by a planner round)."""
+            items = json.loads(stack.kubectl("get", "ud", "-o", "json"))["items"]
+            (ud,) = [u for u in items if u["metadata"]["name"] == "shown"]
+            found: dict[str, Any] = ud
+            return found if found.get("status", {}).get("readyReplicas") == 2 else None
+
+        shown = wait_for("the status to count both pods", listed, 30)
         assert shown["status"]["subsetReplicas"] == {"a": 2}
         assert shown["status"]["observedGeneration"] == shown["metadata"]["generation"]
     finally:
