@@ -37,8 +37,10 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from events.messages import Plan
+from kubesemantics.lenient_json import as_map
 from services.actuator.scope_check import Get, OutOfScope, Stale, Uncached, judge
 from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.engine.plan_scope import uid_of
 
 GOVERNOR_SECONDS: Final = 3.0
 LINK_SECONDS: Final = 30.0
@@ -132,16 +134,10 @@ def _retrieve(task: asyncio.Task[dict[str, Any]]) -> None:
 
 def _link_facts(obj: dict[str, Any]) -> dict[str, Any]:
     """What the chain check reads of a link; the rest (a pod template ...) is not kept."""
-    metadata = obj.get("metadata")
-    metadata = metadata if isinstance(metadata, dict) else {}
+    metadata = as_map(obj.get("metadata"))
     return {"apiVersion": obj.get("apiVersion"), "kind": obj.get("kind"),
             "metadata": {k: metadata[k] for k in ("name", "namespace", "uid", "ownerReferences")
                          if k in metadata}}
-
-
-def _uid(obj: dict[str, Any]) -> str:
-    metadata = obj.get("metadata")
-    return str(metadata.get("uid", "")) if isinstance(metadata, dict) else ""
 
 
 class ScopeCache:
@@ -180,7 +176,7 @@ class _Reads:
         return await self._read(self._cache.governors, path, lambda _: True)
 
     async def link(self, path: str, uid: str) -> dict[str, Any]:
-        return await self._read(self._cache.links, path, lambda o: not uid or _uid(o) == uid)
+        return await self._read(self._cache.links, path, lambda o: not uid or uid_of(o) == uid)
 
     async def _read(self, shelf: _Shelf, path: str, accept: Accept) -> dict[str, Any]:
         if self._fresh:

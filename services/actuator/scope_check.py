@@ -16,7 +16,15 @@ from typing import Any, Protocol
 
 from events.messages import ObjectRef, Plan
 from spreadbus.engine.plan_grants import PlanGrant
-from spreadbus.engine.plan_scope import MAX_HOPS, Read, chain_end, named, selected, step
+from spreadbus.engine.plan_scope import (
+    MAX_HOPS,
+    Read,
+    chain_end,
+    named,
+    selected,
+    step,
+    uid_of,
+)
 from spreadbus.runtime.kube_client import resource_path
 
 Get = Callable[[str], Awaitable[dict[str, Any]]]
@@ -73,7 +81,7 @@ async def judge(plan: Plan, grant: PlanGrant, target: dict[str, Any],
     if grant.reach or grant.selector or grant.names:
         governor = await reads.governor(resource_path(ref.group, ref.version, ref.resource,
                                                       ref.namespace, ref.name))
-        uid = str(governor.get("metadata", {}).get("uid", ""))
+        uid = uid_of(governor)
         if ref.uid and uid != ref.uid:
             return Stale(f"the governing {who} is now uid {uid!r}, the plan was for {ref.uid!r}")
     namespace = plan.target.namespace
@@ -96,7 +104,7 @@ async def judge(plan: Plan, grant: PlanGrant, target: dict[str, Any],
         if hop == MAX_HOPS:
             break
         obj = await reads.link(_path(verdict, namespace), verdict.uid)
-        uid = str(obj.get("metadata", {}).get("uid", ""))
+        uid = uid_of(obj)
         if verdict.uid and uid != verdict.uid:
             return Stale(f"{verdict.resource} {verdict.name!r} is now uid {uid!r}, its "
                          f"owner reference names {verdict.uid!r}")

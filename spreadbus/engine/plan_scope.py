@@ -56,6 +56,10 @@ def field(obj: Mapping[str, Any] | None, path: str) -> Any:
     return value
 
 
+def uid_of(obj: Mapping[str, Any] | None) -> str:
+    return as_str(field(obj, "metadata.uid"))
+
+
 def chain_end(grant: PlanGrant, governor_name: str, governor_uid: str,
               governor: Mapping[str, Any] | None) -> Reach | None:
     """What the target's controller chain must reach; None: the governor names nothing."""
