@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.kubesim",
     "tests.fixtures.cluster",
     "tests.fixtures.processes",
+    "tests.fixtures.secured_bus",
 ]

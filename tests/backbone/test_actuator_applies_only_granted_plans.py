@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nats
-import pytest
 import yaml
 from kubernetes import client
 from nats.aio.client import Client
@@ -26,9 +23,8 @@ from events.messages import ObjectRef, Plan, Precondition, Verb
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
 from spreadbus.engine.plan_grants import PlanAuthority
-from spreadbus.features.registry import BUILTIN, bus_accesses, plan_grants
-from spreadbus.runtime.bus_permissions import READER, inbox_prefix, server_users
-from spreadbus.runtime.bus_users import ensure_users, seed_file
+from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.runtime.bus_permissions import READER
 from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.rate_limit import TokenBucket
@@ -38,6 +34,7 @@ from tests.backbone.test_actuator_writes_without_reading import CountingClient
 from tests.fixtures.plan_grants import granting
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.running import running
+from tests.fixtures.secured_bus import connect_as
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 
@@ -163,24 +160,6 @@ CRDS = ("apps.kruise.io_workloadspreads.yaml", "apps.kruise.io_uniteddeployments
 COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"
 RESERVED = "apps.kruise.io/united-deployment-reserved-pod"
 REQUEST = "rebalance.spreadbus.io/request"
-
-
-@pytest.fixture
-def secured_bus(tmp_path: Path) -> Iterator[tuple[NatsServer, Path]]:
-    """nats-server with the users and permissions of the local stack and deploy/."""
-    credentials = tmp_path / "credentials"
-    config = tmp_path / "nats.conf"
-    config.write_text(server_users(ensure_users(credentials), bus_accesses(BUILTIN)))
-    server = NatsServer(store_dir=tmp_path / "store", extra_args=["-c", str(config)]).start()
-    try:
-        yield server, credentials
-    finally:
-        server.stop()
-
-
-async def connect_as(server: NatsServer, credentials: Path, user: str) -> Client:
-    return await nats.connect(server.url, nkeys_seed=str(seed_file(credentials, user)),
-                              inbox_prefix=inbox_prefix(user), allow_reconnect=False)
 
 
 def owner(api_version: str, kind: str, made: dict[str, Any]) -> dict[str, Any]:

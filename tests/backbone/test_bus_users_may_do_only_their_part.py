@@ -9,45 +9,26 @@ connect at all; the reader reads every stream but configures none.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
 from events import streams
-from spreadbus.features.registry import BUILTIN, bus_accesses
-from spreadbus.runtime.bus_permissions import READER, SERVICES, inbox_prefix, server_users
-from spreadbus.runtime.bus_users import ensure_users, seed_file
+from spreadbus.runtime.bus_permissions import READER, SERVICES
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.polling import wait_until_async
+from tests.fixtures.secured_bus import connect_as
 
 
 @pytest.fixture
-def secured(tmp_path: Path) -> Iterator[tuple[NatsServer, Path]]:
-    credentials = tmp_path / "credentials"
-    config = tmp_path / "nats.conf"
-    config.write_text(server_users(ensure_users(credentials), bus_accesses(BUILTIN)))
-    server = NatsServer(store_dir=tmp_path / "store", extra_args=["-c", str(config)]).start()
-    try:
-        yield server, credentials
-    finally:
-        server.stop()
-
-
-async def connect(server: NatsServer, credentials: Path, user: str) -> Client:
-    return await nats.connect(server.url, nkeys_seed=str(seed_file(credentials, user)),
-                              inbox_prefix=inbox_prefix(user), allow_reconnect=False)
-
-
-@pytest.fixture
-async def clients(secured: tuple[NatsServer, Path]) -> AsyncIterator[dict[str, Client]]:
-    server, credentials = secured
-    connected = {user: await connect(server, credentials, user) for user in (*SERVICES, READER)}
+async def clients(secured_bus: tuple[NatsServer, Path]) -> AsyncIterator[dict[str, Client]]:
+    server, credentials = secured_bus
+    connected = {user: await connect_as(server, credentials, user) for user in (*SERVICES, READER)}
     try:
         await ensure_streams(connected["planner"].jetstream())
         yield connected
@@ -61,9 +42,9 @@ def violations(server: NatsServer) -> list[str]:
 
 
 async def test_only_the_planner_publishes_plans_and_only_the_actuator_outcomes(
-    secured: tuple[NatsServer, Path], clients: dict[str, Client],
+    secured_bus: tuple[NatsServer, Path], clients: dict[str, Client],
 ) -> None:
-    server, _ = secured
+    server, _ = secured_bus
     for user, nc in clients.items():
         await nc.publish(f"plan.c1.patch.apps.deployments.default.{user}", b"{}")
         await nc.publish(f"outcome.c1.patch.apps.deployments.default.{user}", b"{}")
@@ -91,9 +72,9 @@ async def test_only_the_planner_publishes_plans_and_only_the_actuator_outcomes(
 
 
 async def test_the_reader_follows_the_bus_but_changes_nothing(
-    secured: tuple[NatsServer, Path], clients: dict[str, Client],
+    secured_bus: tuple[NatsServer, Path], clients: dict[str, Client],
 ) -> None:
-    server, _ = secured
+    server, _ = secured_bus
     watcher, reader = clients["watcher"], clients[READER]
     seen: list[str] = []
 
@@ -114,8 +95,8 @@ async def test_the_reader_follows_the_bus_but_changes_nothing(
                for line in violations(server))
 
 
-async def test_an_anonymous_client_cannot_connect(secured: tuple[NatsServer, Path]) -> None:
-    server, _ = secured
+async def test_an_anonymous_client_cannot_connect(secured_bus: tuple[NatsServer, Path]) -> None:
+    server, _ = secured_bus
     anonymous = Client()
     try:
         with pytest.raises(NatsError, match="Authorization Violation"):
@@ -126,9 +107,9 @@ async def test_an_anonymous_client_cannot_connect(secured: tuple[NatsServer, Pat
 
 
 async def test_the_audit_user_reads_the_history_and_publishes_nothing(
-    secured: tuple[NatsServer, Path], clients: dict[str, Client],
+    secured_bus: tuple[NatsServer, Path], clients: dict[str, Client],
 ) -> None:
-    server, _ = secured
+    server, _ = secured_bus
     watcher, audit = clients["watcher"], clients["audit"]
     await watcher.publish("history.pod.c1.default.web-1", b'{"type":"pod"}')
     await watcher.flush()
