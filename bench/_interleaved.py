@@ -19,6 +19,7 @@ from pathlib import Path
 
 import aiohttp
 
+from bench._reviews import latency_ms
 from bench.webhook_admission import cpu_seconds, review, steered
 
 HEADERS = {"Content-Type": "application/json"}
@@ -101,13 +102,9 @@ async def interleaved(lanes: list[Lane], rate: int, seconds: float) -> list[dict
             await session.close()
     out = []
     for j, lane_latencies in enumerate(latencies):
-        lane_latencies.sort()
         out.append({
             "count": count,
-            "p50_ms": lane_latencies[len(lane_latencies) // 2] * 1000,
-            "p99_ms": lane_latencies[min(len(lane_latencies) - 1,
-                                         int(len(lane_latencies) * 0.99))] * 1000,
-            "max_ms": lane_latencies[-1] * 1000,
+            **latency_ms(lane_latencies),
             "achieved": count / elapsed,
             "not_steered": failures[j],
             "cpu_us": cpu[j] / count * 1e6,
@@ -138,14 +135,5 @@ async def one_at_a_time(lanes: list[Lane], count: int) -> list[dict[str, float]]
     finally:
         for session in sessions:
             await session.close()
-    out = []
-    for j, lane_latencies in enumerate(latencies):
-        lane_latencies.sort()
-        out.append({
-            "p50_ms": lane_latencies[len(lane_latencies) // 2] * 1000,
-            "p99_ms": lane_latencies[min(len(lane_latencies) - 1,
-                                         int(len(lane_latencies) * 0.99))] * 1000,
-            "max_ms": lane_latencies[-1] * 1000,
-            "not_steered": failures[j],
-        })
-    return out
+    return [{**latency_ms(lane), "not_steered": failures[j]}
+            for j, lane in enumerate(latencies)]

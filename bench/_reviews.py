@@ -1,4 +1,5 @@
-"""An AdmissionReview of a pod as the API server sends it, for the admission benchmarks."""
+"""An AdmissionReview of a pod as the API server sends it, and the latencies of its answers,
+for the admission benchmarks."""
 
 from __future__ import annotations
 
@@ -26,3 +27,11 @@ def pod_review(pod: dict[str, Any], *, operation: str, username: str) -> bytes:
         },
     }
     return json.dumps(body).encode()
+
+
+def latency_ms(latencies: list[float]) -> dict[str, float]:
+    """p50, p99 and max of ``latencies`` (seconds, at least one) in milliseconds."""
+    ordered = sorted(latencies)
+    return {"p50_ms": ordered[len(ordered) // 2] * 1000,
+            "p99_ms": ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000,
+            "max_ms": ordered[-1] * 1000}

@@ -31,7 +31,7 @@ from typing import Any
 import aiohttp
 from kubernetes import client, config
 
-from bench._reviews import pod_review
+from bench._reviews import latency_ms, pod_review
 from bench.webhook_admission import cpu_seconds
 from spreadbus.cli.local_stack import Stack
 
@@ -110,9 +110,8 @@ def settle(api: client.ApiClient, namespaces: list[str]) -> None:
 def percentiles(values: list[float]) -> tuple[float, float, float]:
     if not values:
         return (0.0, 0.0, 0.0)
-    ordered = sorted(values)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return ordered[len(ordered) // 2] * 1000, p99 * 1000, ordered[-1] * 1000
+    shown = latency_ms(values)
+    return shown["p50_ms"], shown["p99_ms"], shown["max_ms"]
 
 
 async def run(url: str, ca: Path, pods: dict[str, list[str]], seconds: float,

@@ -38,7 +38,7 @@ from typing import Any
 import aiohttp
 from kubernetes import client, config
 
-from bench._reviews import pod_review
+from bench._reviews import latency_ms, pod_review
 from spreadbus.cli.local_stack import Stack
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
 
@@ -182,12 +182,9 @@ async def run_rate(url: str, ca: Path, targets: list[tuple[str, tuple[str, str]]
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
         cpu = cpu_seconds(webhook_pid) - cpu_before
-    latencies.sort()
     return {
         "count": count,
-        "p50_ms": latencies[len(latencies) // 2] * 1000,
-        "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        "max_ms": latencies[-1] * 1000,
+        **latency_ms(latencies),
         "achieved": count / elapsed,
         "not_steered": failures,
         "cpu_us": cpu / count * 1e6,
