@@ -33,16 +33,14 @@ from kubernetes import client
 from spreadbus.cli.local_stack import Child, Stack
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
-    VIRTUAL_NODE_TOLERATIONS,
     create_namespace,
     create_spread,
     deployment,
+    elastic_spread,
     live_pods,
     running_stack,
     split,
-    spread,
     wait_for,
-    zone_subset,
 )
 
 NS = "elastic"
@@ -95,10 +93,7 @@ def quiet_counts(stack: Stack) -> Counts:
 
 
 def elastic(namespace: str, fixed: int) -> dict[str, Any]:
-    body = spread("ws-demo", "workload-xxx", [
-        zone_subset("ACK", "ack", fixed),
-        {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
-    ])
+    body = elastic_spread("ws-demo", "workload-xxx", fixed)
     body["metadata"]["namespace"] = namespace
     return body
 

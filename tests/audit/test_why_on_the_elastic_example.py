@@ -22,16 +22,14 @@ from kubernetes import client
 
 from spreadbus.cli.local_stack import Stack
 from tests.workloadspread_e2e.stack import (
-    VIRTUAL_NODE_TOLERATIONS,
     create_spread,
     deployment,
+    elastic_spread,
     live_pods,
     running_stack,
     split,
-    spread,
     subset_of,
     wait_for,
-    zone_subset,
 )
 
 pytestmark = pytest.mark.e2e
@@ -39,10 +37,7 @@ NS = "elastic"
 FIXED = 100
 SCALED_OUT = 150
 SCALED_IN = 80
-WORKLOADSPREAD = spread("ws-demo", "workload-xxx", [
-    zone_subset("ACK", "ack", FIXED),
-    {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
-])
+WORKLOADSPREAD = elastic_spread("ws-demo", "workload-xxx", FIXED)
 
 
 @pytest.fixture(scope="module")

@@ -29,14 +29,12 @@ from events.streams import OUTCOMES, PLANS
 from spreadbus.cli.local_stack import Child, Stack
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
-    VIRTUAL_NODE_TOLERATIONS,
     create_spread,
     deployment,
-    spread,
+    elastic_spread,
     spread_status,
     subset_of,
     wait_for,
-    zone_subset,
 )
 
 NAME = "ws-demo"
@@ -50,14 +48,6 @@ TEMPLATE_REVISION = "example.spreadbus.io/revision"
 
 SEED_FIXED_POOL = 100
 """The fixed pool of the seed's own example (``maxReplicas: 100``)."""
-
-
-def elastic_spread(fixed_pool: int) -> dict[str, Any]:
-    """The example's WorkloadSpread with a fixed pool of ``fixed_pool`` pods."""
-    return spread(NAME, WORKLOAD, [
-        zone_subset("ACK", "ack", fixed_pool),
-        {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
-    ])
 
 
 Change = tuple[str, int]
@@ -105,7 +95,7 @@ class SpreadWorkload:
     fixed_pool: int = FIXED_POOL
 
     def create(self) -> None:
-        create_spread(self.api, self.namespace, elastic_spread(self.fixed_pool))
+        create_spread(self.api, self.namespace, elastic_spread(NAME, WORKLOAD, self.fixed_pool))
         apps: Any = client.AppsV1Api(self.api)
         apps.create_namespaced_deployment(self.namespace, deployment(WORKLOAD, 0))
 

@@ -174,6 +174,15 @@ def zone_subset(name: str, zone: str, max_replicas: int | None = None) -> dict[s
     return out
 
 
+def elastic_spread(name: str, target: str, fixed: int) -> dict[str, Any]:
+    """The seed's elastic shape: a fixed pool ``ACK`` of at most ``fixed`` pods in zone ack, the
+    rest in the unlimited ``ECI`` of virtual nodes in zone eci."""
+    return spread(name, target, [
+        zone_subset("ACK", "ack", fixed),
+        {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
+    ])
+
+
 def create_spread(api: client.ApiClient, namespace: str, body: dict[str, Any]) -> None:
     """Create the WorkloadSpread ``body``, and its namespace if it does not exist yet."""
     create_namespace(api, namespace)

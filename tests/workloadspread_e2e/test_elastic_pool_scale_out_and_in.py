@@ -16,28 +16,23 @@ from tests.fixtures.pod_watch import PodWatch
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
     MATCHED,
-    VIRTUAL_NODE_TOLERATIONS,
     create_namespace,
     create_spread,
     deployment,
+    elastic_spread,
     live_pods,
     local_stack,
     node_zones,
     split,
-    spread,
     spread_status,
     subset_field,
     wait_for,
-    zone_subset,
 )
 
 pytestmark = pytest.mark.e2e
 NS = "elastic"
 
-WORKLOADSPREAD = spread("ws-demo", "workload-xxx", [
-    zone_subset("ACK", "ack", 100),
-    {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
-])
+WORKLOADSPREAD = elastic_spread("ws-demo", "workload-xxx", 100)
 
 
 @pytest.fixture(scope="module")
@@ -148,10 +143,7 @@ def test_a_deployment_no_workloadspread_targets_gets_nothing_from_spreadbus(
         p for p in live_pods(api, "plain", "plain") if p.status.phase == "Running"]) == 3, 60)
     # A governed workload created afterwards: once its pods have their deletion costs, the
     # planner has decided on everything observed before them, the plain pods included.
-    create_spread(api, "plain", spread("governed", "governed", [
-        zone_subset("ACK", "ack", 1),
-        {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
-    ]))
+    create_spread(api, "plain", elastic_spread("governed", "governed", 1))
     apps.create_namespaced_deployment("plain", deployment("governed", 2))
     wait_for("the governed pods' deletion costs", lambda: (
         pods := live_pods(api, "plain", "governed")) and len(pods) == 2 and all(

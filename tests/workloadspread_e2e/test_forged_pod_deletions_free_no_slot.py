@@ -22,9 +22,9 @@ from kubernetes import client
 
 from spreadbus.cli.local_stack import Stack
 from tests.workloadspread_e2e.stack import (
-    VIRTUAL_NODE_TOLERATIONS,
     create_spread,
     deployment,
+    elastic_spread,
     live_pods,
     running_stack,
     split,
@@ -38,10 +38,7 @@ NS = "forged"
 FIXED = 10
 FORGED = 5
 
-WORKLOADSPREAD = spread("ws-forged", "web", [
-    zone_subset("ACK", "ack", FIXED),
-    {**zone_subset("ECI", "eci"), "tolerations": VIRTUAL_NODE_TOLERATIONS},
-])
+WORKLOADSPREAD = elastic_spread("ws-forged", "web", FIXED)
 
 
 @pytest.fixture(scope="module")
