@@ -57,6 +57,7 @@ class KubeSim:
         default_toleration_seconds: float = DEFAULT_TOLERATION_SECONDS,
         tls_handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
         webhook_client_certificate: ClientCertificate | None = None,
+        webhook_client_certificate_for_conversions: bool = False,
     ) -> None:
         self.host = host
         self.tls_handshake_timeout = tls_handshake_timeout
@@ -72,6 +73,7 @@ class KubeSim:
             default_toleration_seconds=default_toleration_seconds,
         )
         self.api.admission.client_certificate = webhook_client_certificate
+        self.api.admission.certificate_for_conversions = webhook_client_certificate_for_conversions
         self.http = HttpApi(self.api, token=self.token, bookmark_interval=bookmark_interval)
         self.ca_file: str | None = None
         self.url = ""

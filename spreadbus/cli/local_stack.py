@@ -12,9 +12,11 @@ endpoints controller does for a pod failing its readiness probe.
 The review paths are authenticated as in a cluster: the webhooks run with ``--client-ca`` (the
 development CA) and kubesim presents a client certificate that CA issued
 (``--webhook-client-cert``, written beside the CA as ``apiserver-client.crt``), so a review
-that does not come from kubesim is refused in its TLS handshake. As kube-apiserver presents no
-client certificate to conversion webhooks, each replica serves conversions on a port of its own
-(``--conversion-port``), the Service's ``conversion`` port.
+that does not come from kubesim is refused in its TLS handshake. Each replica serves conversions
+on a port of its own (``--conversion-port``, the Service's ``conversion`` port), which asks for
+the same certificate: kubesim presents it there too (``--webhook-client-cert-for-conversions``),
+which kube-apiserver has no setting for (a cluster's installation serves that port without, see
+deploy/README.md).
 
 Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
 writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
@@ -268,7 +270,7 @@ class Stack:
     webhook_ports: list[int] = field(default_factory=list)
     webhook_port: int = 0
     conversion_ports: list[int] = field(default_factory=list)
-    """Each webhook replica's conversion port (no client certificate asked there)."""
+    """Each webhook replica's conversion port (asking kubesim's client certificate too)."""
     """The first replica's port."""
     endpoints_ready: tuple[bool, ...] = ()
     """Readiness of each webhook replica as the Service's endpoints last listed it."""
@@ -402,6 +404,7 @@ class Stack:
             str(self.kubeconfig),
             f"--webhook-client-cert={tls['client_cert']}",
             f"--webhook-client-key={tls['client_key']}",
+            "--webhook-client-cert-for-conversions",
             *self.kubesim_args,
         ]
         self.kubesim = Child("kubesim", argv, self.data_dir / "logs" / "kubesim.log")
