@@ -83,7 +83,8 @@ from spreadbus.runtime.bus_permissions import READER, inbox_prefix, server_users
 from spreadbus.runtime.bus_users import ensure_users, local_ca, local_seed, seed_file
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
-from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca, write_secret
+from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca
+from tlsserving.secret_files import write_secret
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
