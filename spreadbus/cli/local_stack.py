@@ -34,17 +34,19 @@ TLS and client certificates): only for measuring what securing the bus costs, ne
 and no ``spreadbus up`` option selects it.
 
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
-``/readyz``; both are removed again on shutdown. Every file holding a secret (the kubeconfigs, with
-kubesim's token; the nkey seeds; the private keys under ``DIR/tls``) is created mode 0600
-(:func:`tlsserving.write_secret`), never widened first and narrowed after. :meth:`Stack.stop` stops
-the services first (SIGTERM, then SIGKILL after a grace period), then kubesim, then nats-server; it
-is safe at any point of start-up. A service that exits on its own is restarted with a growing delay
+``/readyz``; both are removed again on shutdown. :meth:`Stack.stop` stops the services first
+(SIGTERM, then SIGKILL after a grace period), then kubesim, then nats-server; it is safe at any
+point of start-up. A service that exits on its own is restarted with a growing delay
 (:meth:`Stack.supervise`), as a Deployment's pod would be, and the delay starts again from its
 shortest once the service has stayed up for ``HEALTHY_RESET_SECONDS`` (Kubernetes resets a
-container's back-off after ten minutes of running; a local stack is restarted by hand long before
-that). nats-server is supervised the same way and restarted on its port and store, so the services
-reconnect to it; each restart is said on the terminal. Each child's log file handle is closed
-before its next start.
+container's back-off after ten minutes of running; a local stack is restarted by hand long
+before that). nats-server is supervised the same way and restarted on its port and store, so
+the services reconnect to it; each restart is said on the terminal. Each child's log file
+handle is closed before its next start.
+
+Every file holding a secret (the kubeconfigs, with kubesim's token; the nkey seeds; the private
+keys under ``DIR/tls``) is created mode 0600 (:func:`tlsserving.write_secret`), never widened
+first and narrowed after.
 
 Signatures::
 
