@@ -20,8 +20,10 @@ validation pass). Matching follows upstream:
 Calls go over HTTPS only, verified against ``caBundle`` (or the system roots without one) and
 bounded by ``timeoutSeconds``; with :attr:`Admission.client_certificate` set (kubesim's
 ``--webhook-client-cert``) every admission call presents it, as the API server's
-AdmissionConfiguration makes it authenticate to webhooks; conversion calls never do (upstream's
-AdmissionConfiguration does not reach them). One :class:`kubesim.webhook_client.WebhookClient`
+AdmissionConfiguration makes it authenticate to webhooks; conversion calls do not (upstream's
+AdmissionConfiguration does not reach them) unless :attr:`Admission.certificate_for_conversions`
+is set (``--webhook-client-cert-for-conversions``), for a webhook that asks for it on its
+conversion port as well. One :class:`kubesim.webhook_client.WebhookClient`
 serves every webhook: its connections are kept alive and pooled per address, TLS context and
 server name, at most 25 per address, so a burst of pod creations costs a few TLS handshakes, not
 one per request. ``failurePolicy: Ignore`` skips a webhook that cannot be called or answers
@@ -212,6 +214,9 @@ class Admission:
         self._ssl_cache: dict[tuple[str, bool], ssl.SSLContext] = {}
         self.client_certificate: ClientCertificate | None = None
         """Presented to every admission webhook when set."""
+        self.certificate_for_conversions = False
+        """Whether conversion webhooks are shown :attr:`client_certificate` too, which
+        kube-apiserver has no setting for (``--webhook-client-cert-for-conversions``)."""
         self._url_endpoints: dict[str, _Endpoint] = {}
         self._next_endpoint: dict[tuple[str, str, int], int] = {}
         self._compiled = _Webhooks((0, 0), _Phase([]), _Phase([]))
@@ -409,7 +414,8 @@ class Admission:
         Shared with CRD conversion webhooks; failures raise :class:`CallFailed` with the
         wording upstream uses. ``timeout_in_url`` tells the webhook its deadline as upstream's
         admission calls do (``/path?timeout=10s``); ``authenticate`` presents
-        :attr:`client_certificate` (conversion calls present none).
+        :attr:`client_certificate` (conversion calls present it only with
+        :attr:`certificate_for_conversions`).
         """
         endpoint = self._endpoint(w)
         if timeout_in_url:

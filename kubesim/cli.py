@@ -66,8 +66,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--webhook-client-cert",
         type=Path,
         metavar="FILE",
-        help="PEM client certificate presented to every admission and conversion webhook, as "
-        "the API server's AdmissionConfiguration kubeconfig names one (with --webhook-client-key)",
+        help="PEM client certificate presented to every admission webhook, as the API "
+        "server's AdmissionConfiguration kubeconfig names one (with --webhook-client-key)",
+    )
+    parser.add_argument(
+        "--webhook-client-cert-for-conversions",
+        action="store_true",
+        help="present --webhook-client-cert to CRD conversion webhooks too; kube-apiserver has "
+        "no setting for this and presents none there",
     )
     parser.add_argument(
         "--webhook-client-key",
@@ -84,6 +90,8 @@ def webhook_client_certificate(args: argparse.Namespace) -> ClientCertificate | 
     not."""
     cert, key = args.webhook_client_cert, args.webhook_client_key
     if cert is None and key is None:
+        if args.webhook_client_cert_for_conversions:
+            raise ValueError("--webhook-client-cert-for-conversions needs --webhook-client-cert")
         return None
     if cert is None or key is None:
         raise ValueError("--webhook-client-cert and --webhook-client-key go together")
@@ -113,6 +121,7 @@ async def serve(args: argparse.Namespace) -> int:
         # The behaviour's flag plays the apiserver's --default-*-toleration-seconds.
         default_toleration_seconds=args.sim_default_toleration_seconds,
         webhook_client_certificate=identity,
+        webhook_client_certificate_for_conversions=args.webhook_client_cert_for_conversions,
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

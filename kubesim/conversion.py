@@ -9,7 +9,10 @@ only. With ``strategy: Webhook`` kubesim does what the upstream API server does:
   current object a patch applies to) is converted to the requested version;
 - a conversion is one ``ConversionReview`` (``apiextensions.k8s.io/v1``) POSTed over HTTPS to
   ``clientConfig`` (a URL, or a Service resolved as for admission webhooks), verified against
-  ``caBundle``, with every object of the read in one request;
+  ``caBundle``, with every object of the read in one request, presenting no client certificate
+  (as upstream, which has no setting for one) unless
+  :attr:`kubesim.admission.Admission.certificate_for_conversions` says to present the admission
+  webhooks' one;
 - the answer must carry the request's uid, ``result.status: Success``, as many objects as were
   sent, each of the desired version; a converted object may change only its labels and
   annotations in ``metadata`` (the rest is restored from the original, as upstream's
@@ -113,7 +116,9 @@ class Converter:
         }
         target = {"name": "conversion", "clientConfig": webhook.get("clientConfig") or {}}
         try:
-            body = await self.admission.post(target, review, TIMEOUT_SECONDS, authenticate=False)
+            body = await self.admission.post(
+                target, review, TIMEOUT_SECONDS,
+                authenticate=self.admission.certificate_for_conversions)
         except CallFailed as e:
             raise _ConversionFailed(str(e)) from e
         response = body.get("response") if isinstance(body, dict) else None

@@ -89,6 +89,12 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
+def too_deep(limit: int) -> ApiError:
+    """A body nesting objects and arrays beyond ``limit`` (:mod:`kubesim.nesting`)."""
+    return bad_request(f"the request body nests objects and arrays more than {limit} levels "
+                       "deep: exceeded max depth")
+
+
 def method_not_allowed(message: str) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 

@@ -28,6 +28,7 @@ from aiohttp import web
 from kubesim import discovery, errors, openapi, protobuf, tables
 from kubesim.apiserver import ApiServer, ListOptions
 from kubesim.interface import ApiError
+from kubesim.nesting import MAX_DEPTH, deeper_than, may_be_deeper_than
 from kubesim.registry import ResourceType
 from kubesim.store import Event
 
@@ -215,17 +216,27 @@ class HttpApi:
             raise errors.bad_request("the body of the request was empty")
         if "yaml" in ctype:
             try:
-                return yaml.safe_load(raw)
+                body = yaml.safe_load(raw)
             except yaml.YAMLError as e:
                 raise errors.bad_request(f"error decoding YAML: {e}") from e
+            except RecursionError:
+                raise errors.too_deep(MAX_DEPTH) from None
+            if deeper_than(body, MAX_DEPTH):  # block style nests without a bracket
+                raise errors.too_deep(MAX_DEPTH)
+            return body
         if ctype == protobuf.CONTENT_TYPE:
             return protobuf.decode(raw)
         if "protobuf" in ctype or "cbor" in ctype:
             raise errors.unsupported_media_type(ctype, ["application/json", "application/yaml"])
         try:
-            return _decode(raw)
+            body = _decode(raw)
         except msgspec.DecodeError as e:
             raise errors.bad_request(f"couldn't get version/kind; json parse error: {e}") from e
+        except RecursionError:
+            raise errors.too_deep(MAX_DEPTH) from None
+        if may_be_deeper_than(raw, MAX_DEPTH) and deeper_than(body, MAX_DEPTH):
+            raise errors.too_deep(MAX_DEPTH)
+        return body
 
     async def _resource(self, request: web.Request, t: Target) -> web.StreamResponse:
         q = request.query

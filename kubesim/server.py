@@ -31,7 +31,7 @@ from kubesim.http import HttpApi
 from kubesim.interface import Behaviour, Cluster
 from kubesim.kinds import DEFAULT_TOLERATION_SECONDS
 from kubesim.webhook_client import ClientCertificate
-from tlsserving import issue_server_cert, make_ca
+from tlsserving import issue_server_cert, make_ca, write_secret
 from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
 
 T = TypeVar("T")
@@ -57,6 +57,7 @@ class KubeSim:
         default_toleration_seconds: float = DEFAULT_TOLERATION_SECONDS,
         tls_handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
         webhook_client_certificate: ClientCertificate | None = None,
+        webhook_client_certificate_for_conversions: bool = False,
     ) -> None:
         self.host = host
         self.tls_handshake_timeout = tls_handshake_timeout
@@ -72,6 +73,7 @@ class KubeSim:
             default_toleration_seconds=default_toleration_seconds,
         )
         self.api.admission.client_certificate = webhook_client_certificate
+        self.api.admission.certificate_for_conversions = webhook_client_certificate_for_conversions
         self.http = HttpApi(self.api, token=self.token, bookmark_interval=bookmark_interval)
         self.ca_file: str | None = None
         self.url = ""
@@ -191,10 +193,8 @@ class KubeSim:
     def write_kubeconfig(self, path: str | Path) -> Path:
         p = Path(path)
         p.parent.mkdir(parents=True, exist_ok=True)
-        tmp = p.with_name(p.name + ".tmp")
-        tmp.write_text(yaml.safe_dump(self.kubeconfig(), sort_keys=False))
-        tmp.chmod(0o600)
-        tmp.replace(p)
+        # it holds the bearer token
+        write_secret(p, yaml.safe_dump(self.kubeconfig(), sort_keys=False).encode())
         return p
 
     def kube_configuration(self) -> Any:

@@ -7,13 +7,13 @@ older resourceVersion is compacted, so clients relist, as they would after an et
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
 import msgspec
 
 from kubesim.apiserver import ApiServer
+from tlsserving import write_secret
 
 FORMAT = 1
 
@@ -29,9 +29,7 @@ def save(server: ApiServer, path: Path) -> None:
             if bucket
         ],
     }
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(msgspec.json.encode(doc))
-    os.replace(tmp, path)
+    write_secret(path, msgspec.json.encode(doc))  # Secrets among the objects
 
 
 def load(server: ApiServer, path: Path) -> bool:

@@ -9,9 +9,12 @@ kubesim serves HTTPS with these, and the spreadbus webhook uses the same functio
 certificate the API server verifies against a ``caBundle``; the local stack's kubesim presents a
 client certificate to the webhook, as an API server configured to authenticate to webhooks does.
 Keys are ECDSA P-256 (fast to generate, accepted by every client). Everything is in memory until
-:meth:`CertKeyPair.write`.
+:meth:`CertKeyPair.write`. Keys and other secrets reach the disk through
+:func:`~tlsserving.secret_files.write_secret`, readable by their owner alone.
 """
 
 from tlsserving.certs import CertKeyPair, PemPaths, issue_client_cert, issue_server_cert, make_ca
+from tlsserving.secret_files import write_secret
 
-__all__ = ["CertKeyPair", "PemPaths", "issue_client_cert", "issue_server_cert", "make_ca"]
+__all__ = ["CertKeyPair", "PemPaths", "issue_client_cert", "issue_server_cert", "make_ca",
+           "write_secret"]

@@ -13,6 +13,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from tlsserving.secret_files import write_secret
+
 
 @dataclass(frozen=True, slots=True)
 class PemPaths:
@@ -29,14 +31,14 @@ class CertKeyPair:
     name: str = "tls"
 
     def write(self, directory: Path | str, name: str | None = None) -> PemPaths:
-        """Write ``<name>.crt`` and ``<name>.key`` (mode 0600) into ``directory``."""
+        """Write ``<name>.crt`` and ``<name>.key`` into ``directory``, the key created 0600
+        (:func:`~tlsserving.secret_files.write_secret`)."""
         d = Path(directory)
         d.mkdir(parents=True, exist_ok=True)
         base = name or self.name
         cert, key = d / f"{base}.crt", d / f"{base}.key"
         cert.write_bytes(self.cert_pem)
-        key.touch(mode=0o600)
-        key.write_bytes(self.key_pem)
+        write_secret(key, self.key_pem)
         return PemPaths(cert, key)
 
     def certificate(self) -> x509.Certificate:

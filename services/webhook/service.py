@@ -67,13 +67,20 @@ class WebhookSettings(FeatureServiceSettings):
     """PEM private key of --tls-cert; reloaded with it."""
     client_ca: str = ""
     """PEM bundle of the CAs that certify the API server's client certificate; when set, the
-    review port refuses, in the TLS handshake, every caller without a certificate they signed
-    (the health port is unchanged). Empty: anyone who reaches the port is served, which is
-    unsafe in production (deploy/README.md). Reloaded when the file changes."""
+    review port and the conversion port refuse, in the TLS handshake, every caller without a
+    certificate they signed (the health port is unchanged). Empty: anyone who reaches the ports
+    is served, which is unsafe in production (deploy/README.md). Reloaded when the file
+    changes."""
     conversion_port: int = Field(default=-1, ge=-1)
-    """HTTPS port serving the conversion paths alone, and without client certificates
-    (kube-apiserver presents none to conversion webhooks, only to admission ones); they then
-    leave --port. 0 picks a free one; -1 (the default) serves them on --port."""
+    """HTTPS port serving the conversion paths alone; they then leave --port. 0 picks a free
+    one; -1 (the default) serves them on --port."""
+    conversion_client_certificate: bool = True
+    """With --client-ca and --conversion-port: whether the conversion port, like the review
+    port, requires the API server's client certificate. kube-apiserver has no setting that
+    makes it present one to conversion webhooks, so a deployment on a real cluster sets false
+    (deploy/README.md): converting an object spends and reads nothing, but anyone who reaches
+    the port may then use it. kubesim presents its certificate there too
+    (--webhook-client-cert-for-conversions), as `spreadbus up` runs it."""
     tls_handshake_timeout_seconds: float = HANDSHAKE_TIMEOUT_SECONDS
     """How long a connection may take to complete its TLS handshake; stopping aborts it."""
     cert_check_seconds: float = 1.0
@@ -187,22 +194,35 @@ class WebhookService:
         elif conversions and not apart:
             log.warning("--client-ca without --conversion-port: kube-apiserver presents no "
                         "client certificate to conversion webhooks, so its conversions fail")
+        elif conversions and not self.settings.conversion_client_certificate:
+            log.warning("--conversion-client-certificate=false: the conversion port serves "
+                        "callers without a client certificate")
 
     async def _serve_conversions(self, conversions: dict[str, Convert]) -> None:
-        """The conversion paths on their own port, with the serving pair and no client CA:
-        converting an object spends nothing, and the API server cannot authenticate there."""
-        serving = CertificateFiles(Path(self.settings.tls_cert), Path(self.settings.tls_key))
-        self._tasks.append(asyncio.create_task(serving.watch(self.settings.cert_check_seconds)))
+        """The conversion paths on their own port, asking the review port's client certificate
+        unless --conversion-client-certificate=false (for kube-apiserver, which has none to
+        present there)."""
+        settings = self.settings
+        authenticated = bool(settings.client_ca) and settings.conversion_client_certificate
+        if authenticated:
+            context = self.certificates.context
+        else:
+            serving = CertificateFiles(Path(self.settings.tls_cert), Path(self.settings.tls_key))
+            self._tasks.append(
+                asyncio.create_task(serving.watch(self.settings.cert_check_seconds)))
+            context = serving.context
         self.conversions = ReviewServer(
             build_routes([], conversions=conversions, metrics=self.metrics),
             max_body=MAX_BODY, max_connections=self.settings.max_connections)
         self.conversion_site = HttpsSite(
             self.conversions, self.settings.host, self.settings.conversion_port,
-            ssl_context=serving.context,
+            ssl_context=context,
             handshake_timeout=self.settings.tls_handshake_timeout_seconds)
         await self.conversion_site.start()
         self.conversion_port = self.conversion_site.port
-        log.info("webhook conversion listening", extra={"port": self.conversion_port})
+        log.info("webhook conversion listening", extra={
+            "port": self.conversion_port,
+            "client_certificates": authenticated})
 
     def _fold(self, seq: int, subject: str, data: bytes) -> None:
         for side in self.sides.values():
@@ -232,6 +252,11 @@ class WebhookService:
                 "Connections whose TLS handshake failed or timed out (with --client-ca, callers "
                 "without a trusted client certificate among them)",
                 lambda: self.site.failed_handshakes if self.site else 0,
+            ),
+            "spreadbus_webhook_conversion_tls_handshakes_failed": (
+                "Connections to the conversion port (--conversion-port) whose TLS handshake "
+                "failed or timed out",
+                lambda: self.conversion_site.failed_handshakes if self.conversion_site else 0,
             ),
         }
         for side in self.sides.values():

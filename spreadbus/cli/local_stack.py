@@ -12,9 +12,11 @@ endpoints controller does for a pod failing its readiness probe.
 The review paths are authenticated as in a cluster: the webhooks run with ``--client-ca`` (the
 development CA) and kubesim presents a client certificate that CA issued
 (``--webhook-client-cert``, written beside the CA as ``apiserver-client.crt``), so a review
-that does not come from kubesim is refused in its TLS handshake. As kube-apiserver presents no
-client certificate to conversion webhooks, each replica serves conversions on a port of its own
-(``--conversion-port``), the Service's ``conversion`` port.
+that does not come from kubesim is refused in its TLS handshake. Each replica serves conversions
+on a port of its own (``--conversion-port``, the Service's ``conversion`` port), which asks for
+the same certificate: kubesim presents it there too (``--webhook-client-cert-for-conversions``),
+which kube-apiserver has no setting for (a cluster's installation serves that port without, see
+deploy/README.md).
 
 Ports. Every child binds port 0 and reports the port it got: kubesim in the kubeconfig it
 writes, a service in its JSON log (``health server listening`` and ``webhook listening``, with
@@ -41,6 +43,10 @@ container's back-off after ten minutes of running; a local stack is restarted by
 before that). nats-server is supervised the same way and restarted on its port and store, so
 the services reconnect to it; each restart is said on the terminal. Each child's log file
 handle is closed before its next start.
+
+Every file holding a secret (the kubeconfigs, with kubesim's token; the nkey seeds; the private
+keys under ``DIR/tls``) is created mode 0600 (:func:`tlsserving.write_secret`), never widened
+first and narrowed after.
 
 Signatures::
 
@@ -80,6 +86,7 @@ from spreadbus.runtime.bus_users import ensure_users, local_ca, local_seed, seed
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
 from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca
+from tlsserving.secret_files import write_secret
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
@@ -268,7 +275,7 @@ class Stack:
     webhook_ports: list[int] = field(default_factory=list)
     webhook_port: int = 0
     conversion_ports: list[int] = field(default_factory=list)
-    """Each webhook replica's conversion port (no client certificate asked there)."""
+    """Each webhook replica's conversion port (asking kubesim's client certificate too)."""
     """The first replica's port."""
     endpoints_ready: tuple[bool, ...] = ()
     """Readiness of each webhook replica as the Service's endpoints last listed it."""
@@ -327,7 +334,8 @@ class Stack:
                 self.services.append(child)
         say("waiting for the services to be ready")
         self._wait_ready(ready_timeout)
-        publish(self.data_dir / "kubeconfig", self.kubeconfig.read_text())
+        # kubesim's bearer token: the owner's alone (no one else on the host runs the cluster)
+        write_secret(self.data_dir / "kubeconfig", self.kubeconfig.read_bytes())
         publish(self.data_dir / "nats-url", self.nats.url + "\n")
 
     @property
@@ -402,6 +410,7 @@ class Stack:
             str(self.kubeconfig),
             f"--webhook-client-cert={tls['client_cert']}",
             f"--webhook-client-key={tls['client_key']}",
+            "--webhook-client-cert-for-conversions",
             *self.kubesim_args,
         ]
         self.kubesim = Child("kubesim", argv, self.data_dir / "logs" / "kubesim.log")

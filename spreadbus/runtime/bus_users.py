@@ -33,8 +33,9 @@ def local_ca(data_dir: Path) -> Path:
 
 
 def ensure_users(directory: Path, users: Iterable[str] = USERS) -> dict[str, str]:
-    """User -> nkey public key; a user without a seed file gets a new one (mode 0600)."""
-    directory.mkdir(parents=True, exist_ok=True)
+    """User -> nkey public key; a user without a seed file gets a new one, created 0600 (in a
+    directory created 0700)."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     keys: dict[str, str] = {}
     for user in users:
         path = seed_file(directory, user)

@@ -2,7 +2,8 @@
 
 Its review port requires a client certificate from a CA that issues nothing else; the Secret
 the API server's certificate is in comes from cert-manager; CRD conversion, for which
-kube-apiserver presents no certificate, reaches a port of its own.
+kube-apiserver has no setting to present a certificate, reaches a port of its own, the one port
+told to serve callers without one.
 """
 
 from __future__ import annotations
@@ -59,6 +60,8 @@ def test_conversion_reaches_the_port_served_without_client_certificates(
     (container_port,) = [p for p in container["ports"] if p["name"] == port["targetPort"]]
     assert int(flag(container["args"], "conversion-port")) == container_port["containerPort"]
     assert int(flag(container["args"], "port")) != container_port["containerPort"]
+    # the webhook would ask the conversion port for the client certificate too by default
+    assert flag(container["args"], "conversion-client-certificate") == "false"
     for config in find(rendered, "MutatingWebhookConfiguration") + find(
             rendered, "ValidatingWebhookConfiguration"):
         for hook in config["webhooks"]:

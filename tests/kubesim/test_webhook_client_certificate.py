@@ -2,8 +2,9 @@
 
 kube-apiserver authenticates to admission webhooks with the client certificate its
 AdmissionConfiguration's kubeconfig names, and to conversion webhooks with nothing; kubesim's
-``--webhook-client-cert`` does the same. The webhook here asks for a certificate without
-requiring one and records the subject each call presented.
+``--webhook-client-cert`` does the same, and ``--webhook-client-cert-for-conversions`` presents
+it to conversion webhooks too. The webhook here asks for a certificate without requiring one
+and records the subject each call presented.
 """
 
 from __future__ import annotations
@@ -144,6 +145,18 @@ async def test_admission_calls_present_the_certificate_and_conversion_calls_none
     assert set(recorder.presented["/convert"]) == {""}
 
 
+async def test_for_conversions_too_both_calls_present_the_certificate(
+    recorder: Recorder, tmp_path: Path, kubesim_factory: Callable[..., KubeSimThread],
+) -> None:
+    paths = issue_client_cert(recorder.ca, IDENTITY).write(tmp_path, "apiserver")
+    sim = kubesim_factory(webhook_client_certificate=ClientCertificate(paths.cert, paths.key),
+                          webhook_client_certificate_for_conversions=True)
+    await asyncio.to_thread(exercise, sim, recorder)
+    assert set(recorder.presented["/pods"]) == {IDENTITY}
+    assert recorder.presented["/convert"]
+    assert set(recorder.presented["/convert"]) == {IDENTITY}
+
+
 async def test_without_the_flag_no_call_presents_a_certificate(
     recorder: Recorder, kubesim_factory: Callable[..., KubeSimThread],
 ) -> None:
@@ -158,6 +171,7 @@ def test_the_flags_go_together_and_must_load(tmp_path: Path) -> None:
         ([f"--webhook-client-cert={paths.cert}"], "go together"),
         ([f"--webhook-client-cert={paths.cert}", f"--webhook-client-key={other.key}"],
          "cannot load"),
+        (["--webhook-client-cert-for-conversions"], "needs --webhook-client-cert"),
     ):
         done = subprocess.run([sys.executable, "-m", "kubesim", "--port=0", *args],
                               capture_output=True, text=True, timeout=60, check=False)

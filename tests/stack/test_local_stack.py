@@ -7,6 +7,7 @@ import contextlib
 import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -19,6 +20,7 @@ from kubernetes import client, config
 
 from events.messages import Observation, Outcome, Plan
 from spreadbus.cli.local_stack import bus_options
+from spreadbus.runtime.bus_permissions import USERS
 from spreadbus.runtime.parent_death import die_with_parent
 from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
 from tests.fixtures.generation_feature import PLUGIN as GENERATION_PLUGIN
@@ -77,6 +79,15 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def secret_files(data_dir: Path) -> dict[str, int]:
+    """The mode of every file of ``data_dir`` that holds a token, a key or a seed."""
+    return {
+        str(path.relative_to(data_dir)): stat.S_IMODE(path.stat().st_mode)
+        for path in data_dir.rglob("*")
+        if path.is_file() and (path.name == "kubeconfig" or path.suffix in (".key", ".nk"))
+    }
 
 
 def while_up(proc: subprocess.Popen[str], check: Callable[[], T | None]) -> Callable[[], T | None]:
@@ -186,6 +197,11 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
     nats_url = (data_dir / "nats-url").read_text().strip()
     descendants = children_of(proc.pid)
     assert len(descendants) >= 6, "nats-server, kubesim and four services"
+    assert secret_files(data_dir) == {
+        "kubeconfig": 0o600, "run/kubeconfig": 0o600, "tls/ca.key": 0o600,
+        "tls/webhook.key": 0o600, "tls/apiserver-client.key": 0o600, "tls/nats.key": 0o600,
+        **{f"credentials/{user}.nk": 0o600 for user in USERS},
+    }
     with KubeRecorder(nats_url, **bus_options(data_dir)) as recorder:
         history = create_and_annotate(proc, kubeconfig, nats_url, recorder,
                                       bus_options(data_dir))
