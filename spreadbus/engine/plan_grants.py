@@ -148,7 +148,10 @@ class Granted:
 
     @property
     def reads_target(self) -> bool:
-        """Must the target be read (and checked) before it is written?"""
+        """Is the target's relation to its owner or governor checked on the object as read?
+        (The actuator reads every target before writing it; only a plan without such a check
+        may take the uid-testing write that reads nothing, see
+        :meth:`services.actuator.application.Applier._write_seen`.)"""
         return self.owner is not None or self.grant is not None
 
 
