@@ -2,7 +2,9 @@
 
 Field validation quotes these messages verbatim (``IsQualifiedName``, ``IsValidLabelValue``,
 ``IsDNS1123Subdomain``), including their odd double spaces before ``or``, so users see the text
-kubectl would show them.
+kubectl would show them. The actuator checks every name a plan would put into a URL with the same
+functions (``IsDNS1123Label`` for namespaces, ``IsDNS1123Subdomain`` for object names,
+``IsValidPathSegmentName`` for any path segment).
 """
 
 from __future__ import annotations
@@ -112,3 +114,14 @@ def is_valid_label_value(value: str) -> list[str]:
             regex_error(_LABEL_VALUE_ERR, LABEL_VALUE_FMT, "MyValue", "my_value", "12345")
         )
     return errors
+
+
+def is_valid_path_segment_name(value: str) -> list[str]:
+    """``IsValidPathSegmentName``: what any name placed in an API path must be, whatever its kind.
+
+    ``.`` and ``..`` would move the path up when a client or server normalizes it; ``/`` and
+    ``%`` would split or re-encode it once the server decodes the path.
+    """
+    if value in (".", ".."):
+        return [f"may not be '{value}'"]
+    return [f"may not contain '{c}'" for c in ("/", "%") if c in value]

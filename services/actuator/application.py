@@ -1,42 +1,50 @@
 """Applying one plan to the Kubernetes API, idempotently, ending in exactly one result.
 
-Two kinds of plans are first written without reading: one with a ``resource_version``
-precondition is sent onto exactly that version; a planner's uid-only plan that only sets or
-removes annotations or labels (a deletion cost) is sent as a JSON patch that tests the uid and
-writes only those keys (see :meth:`Applier._write_seen`). A refusal sends either the reading way,
-described next; a redelivered plan of the second kind that finds its change made is applied
-again rather than skipped (the write changes nothing).
+Nothing is sent for a plan whose names are not Kubernetes names or that no grant of its rule
+covers (:mod:`spreadbus.engine.plan_grants`): it fails with reason ``Forbidden`` (status 403),
+logged and counted (``spreadbus_actuator_forbidden_plans_total{rule}``), the message naming the
+field or the grant. Every URL comes from :func:`~spreadbus.runtime.kube_client.resource_path`,
+which escapes each segment, so a plan reaches only the object its target names.
 
-For ``patch`` and ``patch_status`` the object is read first: gone or replaced (another uid) means
-the plan can never apply (``failed``); a patch that would change nothing means ``skipped`` (an
-earlier delivery, or someone else, already made it true). "Would change nothing" is worked out
-the way the server would apply the patch: JSON merge, or strategic merge with the kind's merge
-keys; for ``patch_status`` only the patch's ``status`` counts, since the status endpoint ignores
-the rest. JSON patches are never taken as already true. An object that moved past the version
-the plan was decided on (its ``resourceVersion`` precondition) fails the plan as stale, and the
-planner decides again from the newer observation. Otherwise the patch is sent with the read
-``resourceVersion`` as precondition, so it lands on exactly the version we checked. A 409 (the
-object moved on in between) reads again and retries, as client-go's ``RetryOnConflict`` does.
-``evict`` posts an Eviction with the pod's uid as precondition; a pod already gone is ``skipped``.
+Before any write of an existing object, for every verb and grant, that object is read and must be
+the one the plan names: its API group, namespace and name (else the plan is refused as above) and
+its uid (another uid: it was replaced). The one exception is a planner's uid-only plan that only
+sets or removes annotations or labels (a deletion cost) on an object its rule may touch without
+reading (the governor itself): it is sent as a JSON patch to the object's own path that tests the
+uid and writes only those keys (see :meth:`Applier._write_seen`); a refusal sends it the reading
+way, and a redelivery that finds its change made is applied again rather than skipped (the write
+changes nothing).
 
-``create`` posts the plan's object under the target's name; its precondition is that nothing
-holds that name. AlreadyExists reads the object there: the same controller owner reference (uid)
-as the plan's object means this plan, a redelivery of it or an equal one already made it
-(``skipped``); anything else fails the plan with the API's refusal. ``delete`` deletes with the
-target's uid (and ``resource_version``, if the plan names one) as ``DeleteOptions`` preconditions
-and the plan's ``propagationPolicy``: a precondition the object no longer meets (409) fails the
-plan, an object already gone is ``skipped``. A delete plan without a uid fails unsent: a name
-alone could delete an object created again under it.
+For ``patch`` and ``patch_status``: gone or replaced (another uid) means the plan can never apply
+(``failed``); a patch that would change nothing means ``skipped`` (an earlier delivery, or someone
+else, already made it true). "Would change nothing" is worked out the way the server would apply
+the patch: JSON merge, or strategic merge with the kind's merge keys; for ``patch_status`` only
+the patch's ``status`` counts, since the status endpoint ignores the rest. JSON patches are never
+taken as already true. An object that moved past the version the plan was decided on (its
+``resourceVersion`` precondition) fails the plan as stale, and the planner decides again from the
+newer observation. Otherwise the patch is sent with the read ``resourceVersion`` as precondition,
+so it lands on exactly the version we checked.
 
-Before any of this, the plan must be one its rule is granted (:mod:`spreadbus.engine.plan_grants`):
-otherwise it is never sent and fails with reason ``Forbidden`` (status 403), logged and counted
-(``spreadbus_actuator_forbidden_plans_total{rule}``). A grant that names an owner, or relates
-the target to the plan's governor by what the target is (a pod the governor governs, an object
-it names), is checked on the object as read (:mod:`services.actuator.scope_check`): such a patch
-always takes the reading way, and such a delete or eviction reads the object first (an eviction
-of a pod gone, or replaced under its name, is ``skipped``). A governor or chain link replaced
-since the decision (another uid) fails the plan with Conflict instead. The governor and chain
-reads are kept briefly and shared by a burst of plans (:mod:`services.actuator.scope_cache`).
+``evict`` reads the pod (gone, or replaced under its name: ``skipped``) and posts an Eviction
+whose ``deleteOptions.preconditions`` are the uid and ``resourceVersion`` just read and checked.
+``delete`` reads the object (gone: ``skipped``; another uid, or moved past the plan's
+``resourceVersion`` precondition: ``failed``) and deletes with the same two preconditions and the
+plan's ``propagationPolicy``. A delete plan without a uid fails unsent: a name alone could delete
+an object created again under it. So an owner or anything else that changes between the check and
+the write is caught: the 409 reads again and retries, as client-go's ``RetryOnConflict`` does
+(a patch's 409 too).
+
+``create`` posts the plan's object under the target's name to the target's collection; its
+precondition is that nothing holds that name. AlreadyExists reads the object there: the same
+controller owner reference (uid) as the plan's object means this plan, a redelivery of it or an
+equal one already made it (``skipped``); anything else fails the plan with the API's refusal.
+
+A grant that names an owner, or relates the target to the plan's governor by what the target is
+(a pod the governor governs, an object it names), is checked on the object as read
+(:mod:`services.actuator.scope_check`). A governor or chain link replaced since the decision
+(another uid) fails the plan with Conflict instead. The governor and chain reads are kept briefly
+and shared by a burst of plans (:mod:`services.actuator.scope_cache`); the target's own read is
+never kept.
 
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
@@ -62,8 +70,10 @@ from kubesemantics import strategic_merge
 from services.actuator.scope_cache import KEPT_AS_DEFAULT, ScopeCache, ScopeLimits
 from services.actuator.scope_check import Stale
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
+from spreadbus.engine.plan_names import misnamed
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import (
+    BadPath,
     Conflict,
     KubeAPIError,
     KubeClient,
@@ -157,6 +167,12 @@ class Applier:
         return _OBJECT.decode(body) if body else {}
 
     async def _once(self, plan: Plan, granted: Granted) -> Result:
+        try:
+            return await self._verb(plan, granted)
+        except BadPath as exc:  # the names were checked before: no path is ever guessed at
+            return _unsent(str(exc))
+
+    async def _verb(self, plan: Plan, granted: Granted) -> Result:
         if plan.verb == "evict":
             return await self._evict(plan, granted)
         if plan.verb == "create":
@@ -171,13 +187,13 @@ class Applier:
             if written is not None:
                 return written
         current = await self._call("GET", path)
+        wrong = self._not_named(plan, current)
+        if wrong is not None:
+            return wrong
         metadata = current.get("metadata", {})
         want_uid = plan.precondition.uid or target.uid
         if want_uid and metadata.get("uid") != want_uid:
-            return Result(result="failed", error=ApiError(
-                status=409, reason="Conflict",
-                message=f"uid is {metadata.get('uid')!r}, the plan was for {want_uid!r}",
-            ))
+            return _replaced(metadata.get("uid"), want_uid)
         refused = await self._out_of_scope(plan, granted, current)
         if refused is not None:
             return refused
@@ -185,12 +201,13 @@ class Applier:
         if already_true(plan, current):
             return Result(result="skipped", resource_version=rv)
         if plan.precondition.resource_version and rv != plan.precondition.resource_version:
-            return Result(result="failed", error=ApiError(
-                status=409, reason="Conflict",
-                message=f"resourceVersion is {rv}, the plan required "
-                        f"{plan.precondition.resource_version}",
-            ))
+            return _stale(rv, plan.precondition.resource_version)
         return await self._patch(plan, path, rv)
+
+    def _not_named(self, plan: Plan, current: dict[str, Any]) -> Result | None:
+        """The refusal of a plan whose target, as read, is another object than it names."""
+        wrong = misnamed(plan.target, current)
+        return self._refuse(plan, wrong) if wrong else None
 
     async def _patch(self, plan: Plan, path: str, rv: str) -> Result:
         """Send the patch, for merge and strategic patches only onto resourceVersion ``rv``."""
@@ -225,16 +242,19 @@ class Applier:
 
     async def _evict(self, plan: Plan, granted: Granted) -> Result:
         target = plan.target
+        try:
+            current = await self._call("GET", resource_path(
+                "", "v1", "pods", target.namespace, target.name))
+        except NotFound:
+            return Result(result="skipped")
+        wrong = self._not_named(plan, current)
+        if wrong is not None:
+            return wrong
+        want_uid = plan.precondition.uid or target.uid
+        found = str(current.get("metadata", {}).get("uid", ""))
+        if want_uid and found != want_uid:
+            return Result(result="skipped")  # that pod is gone; another holds its name
         if granted.reads_target:
-            try:
-                current = await self._call("GET", resource_path(
-                    "", "v1", "pods", target.namespace, target.name))
-            except NotFound:
-                return Result(result="skipped")
-            want_uid = plan.precondition.uid or target.uid
-            found = current.get("metadata", {}).get("uid")
-            if want_uid and found != want_uid:
-                return Result(result="skipped")  # that pod is gone; another holds its name
             refused = await self._out_of_scope(plan, granted, current)
             if refused is not None:
                 return refused
@@ -243,16 +263,13 @@ class Applier:
             "apiVersion": "policy/v1",
             "kind": "Eviction",
             "metadata": {"name": target.name, "namespace": target.namespace},
+            "deleteOptions": {"preconditions": _preconditions(found, _version(current))},
         }
-        uid = plan.precondition.uid or target.uid
-        if uid:
-            eviction["deleteOptions"] = {"preconditions": {"uid": uid}}
         try:
             await self._call("POST", path, body=eviction, content_type="application/json")
-        except KubeAPIError as exc:
-            if exc.http_status == 404:
-                return Result(result="skipped")
-            raise
+        except NotFound:
+            return Result(result="skipped")
+        # A 409: the pod changed since it was checked; the caller reads it again.
         return Result(result="applied")
 
     async def _create(self, plan: Plan) -> Result:
@@ -298,21 +315,27 @@ class Applier:
             return _unsent("a delete plan names no uid")
         path = resource_path(target.group, target.version, target.resource, target.namespace,
                              target.name)
+        try:
+            current = await self._call("GET", path)
+        except NotFound:
+            return Result(result="skipped")
+        wrong = self._not_named(plan, current)
+        if wrong is not None:
+            return wrong
+        found = str(current.get("metadata", {}).get("uid", ""))
+        if found != uid:
+            return _replaced(found, uid)
         if granted.reads_target:
-            try:
-                current = await self._call("GET", path)
-            except NotFound:
-                return Result(result="skipped")
             refused = await self._out_of_scope(plan, granted, current)
             if refused is not None:
                 return refused
-        preconditions = {"uid": uid}
-        if plan.precondition.resource_version:
-            preconditions["resourceVersion"] = plan.precondition.resource_version
+        rv = _version(current)
+        if plan.precondition.resource_version and rv != plan.precondition.resource_version:
+            return _stale(rv, plan.precondition.resource_version)
         options = {
             "apiVersion": "v1",
             "kind": "DeleteOptions",
-            "preconditions": preconditions,
+            "preconditions": _preconditions(uid, rv),
             "propagationPolicy": plan.propagation_policy,
         }
         try:
@@ -320,40 +343,39 @@ class Applier:
                                       content_type="application/json")
         except NotFound:
             return Result(result="skipped")
-        except Conflict as exc:
-            return self._failed(exc, 1)  # the object there is not the one the plan names
+        # A 409: the object changed since it was checked; the caller reads it again.
         return Result(result="applied", resource_version=_version(answer))
 
     async def _write_seen(self, plan: Plan, path: str) -> Result | None:
         """Write without reading first when the plan allows it; None: read first.
 
-        - A ``resource_version`` precondition: the patch is sent onto exactly that version.
-        - A planner's uid-only plan (it names ``seen_version``: the planner found the uid and the
-          patch not yet true there) that only sets or removes annotations or labels: a JSON
-          patch that tests the uid and then writes just those keys, valid on any later version
-          of the same object, as the uid precondition says.
+        Only a planner's uid-only plan (it names ``seen_version``: the planner found the uid and
+        the patch not yet true there) that only sets or removes annotations or labels: a JSON
+        patch that tests the uid and then writes just those keys, valid on any later version of
+        the same object, as the uid precondition says. It reaches only the object the plan
+        names: ``path`` is that object's own (names checked, every segment escaped), and the
+        server applies nothing unless the object there has the plan's uid.
 
         A refusal (409, or 422 for a failed test, a missing map or a missing key) sends the plan
         the reading way, which tells applied, skipped and failed apart as usual.
         """
         pre = plan.precondition
         patch = plan.patch
-        if not isinstance(patch, dict) or plan.patch_type not in ("merge", "strategic"):
+        uid = pre.uid or plan.target.uid
+        if (plan.verb != "patch" or plan.patch_type not in ("merge", "strategic")
+                or not isinstance(patch, dict) or pre.resource_version or not pre.seen_version
+                or not uid):
             return None
+        ops = metadata_ops(patch)
+        if ops is None:
+            return None
+        test: dict[str, Any] = {"op": "test", "path": "/metadata/uid", "value": uid}
         try:
-            if pre.resource_version:
-                return await self._patch(plan, path, pre.resource_version)
-            uid = pre.uid or plan.target.uid
-            ops = metadata_ops(patch)
-            if pre.seen_version and uid and plan.verb == "patch" and ops is not None:
-                test: dict[str, Any] = {"op": "test", "path": "/metadata/uid", "value": uid}
-                updated = await self._call("PATCH", path, body=[test, *ops],
-                                           content_type=CONTENT_TYPES["json"])
-                new_rv = str(updated.get("metadata", {}).get("resourceVersion", ""))
-                return Result(result="applied", resource_version=new_rv)
+            updated = await self._call("PATCH", path, body=[test, *ops],
+                                       content_type=CONTENT_TYPES["json"])
         except (Conflict, Unprocessable):
             return None
-        return None
+        return Result(result="applied", resource_version=_version(updated))
 
 
 def controller_uid(obj: dict[str, Any]) -> str:
@@ -369,6 +391,24 @@ def _version(answer: dict[str, Any]) -> str:
     if answer.get("kind") == "Status":
         return ""
     return str(answer.get("metadata", {}).get("resourceVersion", ""))
+
+
+def _preconditions(uid: str, resource_version: str) -> dict[str, str]:
+    """``DeleteOptions.preconditions``: the uid and version checked, as far as known."""
+    return {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+
+
+def _replaced(found: object, wanted: str) -> Result:
+    """Another object holds the target's name now: the plan can never apply."""
+    return Result(result="failed", error=ApiError(
+        status=409, reason="Conflict", message=f"uid is {found!r}, the plan was for {wanted!r}"))
+
+
+def _stale(found: str, wanted: str) -> Result:
+    """The object moved past the version the plan was decided on."""
+    return Result(result="failed", error=ApiError(
+        status=409, reason="Conflict",
+        message=f"resourceVersion is {found}, the plan required {wanted}"))
 
 
 def _unsent(message: str) -> Result:

@@ -1,7 +1,9 @@
 """What a rule's plans may do, declared by its feature; the actuator applies nothing else.
 
 A plan names the rule that made it. The actuator looks up that rule's grants (every feature
-declares them in ``Feature.plan_grants``) and applies a plan only when one grant covers it:
+declares them in ``Feature.plan_grants``) and applies a plan only when its names are Kubernetes
+names (:func:`spreadbus.engine.plan_names.invalid_name`: a refusal names the field) and one grant
+covers it:
 
 - the same rule, verb, API group and resource;
 - for ``patch`` and ``patch_status``, every path the patch writes lies under one of the grant's
@@ -22,7 +24,8 @@ plan's target must relate to it (``relation``):
 
 - ``itself``: the target is the governor (its status, its own annotations, its deletion);
 - ``controlled``: the target's controller owner reference is the governor, by kind, name and
-  (when the plan knows it) uid; for ``create`` the object carries that reference, for the other
+  uid (a plan whose governor names no uid is refused: a name alone would also match an object
+  created again under it); for ``create`` the object carries that reference, for the other
   verbs the actuator reads the target (:attr:`PlanGrant.controller` stands in for ``owner``);
 - ``governed``: the target (a pod) is governed by the governor, as the actuator reads it: the
   pod matches the governor's label selector (``selector``, a dot path such as
@@ -54,6 +57,7 @@ from typing import Any, Final, Literal
 import msgspec
 
 from events.messages import ObjectRef, Plan, Verb
+from spreadbus.engine.plan_names import invalid_name
 
 Path = tuple[str, ...]
 PATCH_VERBS: Final = frozenset({"patch", "patch_status"})
@@ -144,7 +148,10 @@ class Granted:
 
     @property
     def reads_target(self) -> bool:
-        """Must the target be read (and checked) before it is written?"""
+        """Is the target's relation to its owner or governor checked on the object as read?
+        (The actuator reads every target before writing it; only a plan without such a check
+        may take the uid-testing write that reads nothing, see
+        :meth:`services.actuator.application.Applier._write_seen`.)"""
         return self.owner is not None or self.grant is not None
 
 
@@ -157,6 +164,9 @@ class PlanAuthority:
             self.by_rule.setdefault(grant.rule, []).append(grant)
 
     def authorize(self, plan: Plan) -> Granted | Refused:
+        invalid = invalid_name(plan)
+        if invalid:
+            return Refused(invalid)
         rule_grants = self.by_rule.get(plan.rule)
         if not rule_grants:
             return Refused(f"no feature declares the rule {plan.rule!r}")
@@ -218,6 +228,8 @@ def _scope(grant: PlanGrant, plan: Plan) -> str:
         return f"it serves a {kind.kind}, not {named}"
     if not governor.name:
         return f"the governing {kind.kind} has no name"
+    if grant.relation == "controlled" and not governor.uid:
+        return f"the governing {kind.kind} {_name(governor)} names no uid"
     target = plan.target
     if kind.namespaced:
         if not governor.namespace:

@@ -5,6 +5,9 @@ The checks of :mod:`spreadbus.engine.plan_grants` that the plan alone cannot set
 objects (the governor, the target, each link of a controller chain) and asks again after each
 read (:func:`step`), so a chain costs one read per link and never more than :data:`MAX_HOPS`.
 
+A link is read only under a name the API server could have given it: an owner reference is
+the owner's own writing, and its name becomes a URL.
+
 Ownership, not annotations, decides: a pod admitted while no webhook answered carries no
 WorkloadSpread annotation, yet its WorkloadSpread must be able to move it.
 """
@@ -18,6 +21,7 @@ from typing import Any, Final, Literal
 from kubesemantics.group_version import api_group
 from kubesemantics.label_selector import SelectorError, from_label_selector
 from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.qualified_names import is_dns1123_label, is_dns1123_subdomain
 from spreadbus.engine.plan_grants import PlanGrant
 
 MAX_HOPS: Final = 3
@@ -114,7 +118,10 @@ def step(grant: PlanGrant, end: Reach, obj: Mapping[str, Any]) -> Literal[True] 
     link = next((k for k in grant.via if (k.group, k.kind) == (group, kind)), None)
     if link is None:
         return f"{here} is controlled by {kind} {name!r}, not below {end}"
-    return Read(group, api_version.rpartition("/")[2], link.resource, name, uid)
+    version = api_version.rpartition("/")[2]
+    if is_dns1123_subdomain(name) or is_dns1123_label(version):
+        return f"{here} names its controller by {api_version!r} {name!r}, which no object has"
+    return Read(group, version, link.resource, name, uid)
 
 
 def named(grant: PlanGrant, governor: Mapping[str, Any] | None, target: Mapping[str, Any],

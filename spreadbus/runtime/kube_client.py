@@ -12,12 +12,17 @@ callers which are worth another try (429, 5xx, connection failures).
 Calls are synchronous (urllib3 underneath); async services wrap them in ``asyncio.to_thread``
 (see :meth:`KubeClient.arequest`).
 
+Every API path is built by :func:`resource_path`, which refuses a segment that is not a valid
+path segment (``.``, ``..``, or with ``/`` or ``%``: urllib3 collapses dot segments before
+sending, and the API server decodes the path before splitting it) and percent-encodes the rest,
+so a name can only ever address the object of that name.
+
 Signatures::
 
     kube_api_client(kubeconfig: str = "", context: str = "", *,
                     connections: int | None = None) -> kubernetes.client.ApiClient
     resource_path(group: str, version: str, resource: str, namespace: str = "",
-                  name: str = "", subresource: str = "") -> str
+                  name: str = "", subresource: str = "") -> str      # raises BadPath
     KubeClient(api: ApiClient, *, executor: concurrent.futures.Executor | None = None)
         .request(method: str, path: str, *, query: Mapping[str, str] | None = None,
                  body: Any = None, content_type: str | None = None,
@@ -36,12 +41,15 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Executor
 from typing import Any, ClassVar, TypedDict, Unpack
+from urllib.parse import quote
 
 import msgspec
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.client.exceptions import ApiException
 from urllib3.exceptions import HTTPError as Urllib3Error
+
+from kubesemantics.qualified_names import is_valid_path_segment_name
 
 log = logging.getLogger(__name__)
 
@@ -148,6 +156,10 @@ def kube_api_client(kubeconfig: str = "", context: str = "", *,
     return k8s.ApiClient(configuration)
 
 
+class BadPath(ValueError):
+    """A name that cannot be one segment of an API path; nothing was sent."""
+
+
 def resource_path(
     group: str,
     version: str,
@@ -156,14 +168,29 @@ def resource_path(
     name: str = "",
     subresource: str = "",
 ) -> str:
-    base = f"/api/{version}" if not group else f"/apis/{group}/{version}"
+    """The API path of a collection (no ``name``) or of one object, every segment escaped.
+
+    The only place that builds API paths. A segment the server could read as more than one
+    (``.``, ``..``, ``/``, ``%``: clients collapse dot segments, the server decodes before it
+    splits) raises :class:`BadPath`, naming the part; the rest is percent-encoded as a whole.
+    """
+    parts = [("version", version), ("resource", resource)]
+    if group:
+        parts.insert(0, ("group", group))
     if namespace:
-        base += f"/namespaces/{namespace}"
-    base += f"/{resource}"
-    if name:
-        base += f"/{name}"
-    if subresource:
-        base += f"/{subresource}"
+        parts.insert(-1, ("namespace", namespace))
+    parts += [("name", name)] if name else []
+    parts += [("subresource", subresource)] if subresource else []
+    for part, segment in parts:
+        problems = is_valid_path_segment_name(segment) or (["may not be empty"]
+                                                           if not segment else [])
+        if problems:
+            raise BadPath(f"{part} {segment[:64]!r}: {', '.join(problems)}")
+    base = "/apis" if group else "/api"
+    for part, segment in parts:
+        if part == "namespace":
+            base += "/namespaces"
+        base += "/" + quote(segment, safe="")
     return base
 
 

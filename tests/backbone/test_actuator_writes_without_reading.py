@@ -1,9 +1,10 @@
 """Plans the actuator can write without reading the object first, and when it reads after all.
 
 Against kubesim over HTTP: a planner's annotation plan is a JSON patch that tests the uid (any
-later version of the same object takes it); a plan with a resourceVersion precondition is sent
-onto that version. A refusal (another uid, no annotation map, a version that moved on) sends the
-plan the reading way, which answers applied, failed or skipped as before.
+later version of the same object takes it). A refusal (another uid, no annotation map) sends the
+plan the reading way, which answers applied, failed or skipped as before. A plan with a
+resourceVersion precondition is not written blind: the object is read and checked, then the
+patch is sent onto that version.
 """
 
 from __future__ import annotations
@@ -125,7 +126,7 @@ async def test_a_replaced_object_fails_and_is_left_untouched(
     assert untouched["annotations"] == {"owner": "team-b"}
 
 
-async def test_a_version_precondition_is_written_onto_that_version_or_read_when_stale(
+async def test_a_version_precondition_is_read_and_checked_then_written_onto_that_version(
     kube_api_client: client.ApiClient,
 ) -> None:
     core = client.CoreV1Api(kube_api_client)
@@ -134,11 +135,11 @@ async def test_a_version_precondition_is_written_onto_that_version_or_read_when_
     pinned = msgspec.structs.replace(note("pinned", made["uid"], "", "100"), precondition=(
         Precondition(uid=made["uid"], resource_version=made["resourceVersion"])))
     assert (await applier.apply(pinned)).result == "applied"
-    assert kube.methods == ["PATCH"]
+    assert kube.methods == ["GET", "PATCH"]  # the object is read before it is written
     kube.methods.clear()
     stale = msgspec.structs.replace(pinned, id="p-stale", patch={
         "metadata": {"annotations": {NOTE: "200"}}})
     result = await applier.apply(stale)
     assert result.result == "failed"  # decided on a version that moved on: stale
-    assert kube.methods == ["PATCH", "GET"]
+    assert kube.methods == ["GET"], "the read tells it is stale; nothing is sent"
     assert (await applier.apply(pinned)).result == "skipped"  # redelivered, already made
