@@ -46,8 +46,8 @@ outcome is ``failed`` with reason ``Forbidden`` (see :mod:`services.actuator.app
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Final, Literal
 
@@ -56,6 +56,10 @@ import msgspec
 from events.messages import ObjectRef, Plan, Verb
 
 Path = tuple[str, ...]
+Follows = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None], str]
+"""``(governor, written, before) -> why not``: does the object a create or patch leaves
+(``written``; ``before``: the object the patch was applied to, ``None`` for a create) follow
+from the governor as the API server holds it? ``""`` when it does. Pure: no I/O."""
 PATCH_VERBS: Final = frozenset({"patch", "patch_status"})
 Relation = Literal["itself", "controlled", "governed", "named"]
 READ_RELATIONS: Final = frozenset({"governed", "named"})
@@ -102,6 +106,10 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     """``named``: dot path of the governor's list of object references."""
     names_through: str = ""
     """``named``: dot path of a reference in the target; the target is named when it is."""
+    follows: Follows | None = None
+    """For ``create`` and ``patch``: the check that what is written follows from the governor as
+    read (:mod:`spreadbus.engine.governor_check`); ``None``: the grant's relation and ``writes``
+    say all there is (a status, an annotation, a label, an eviction, a deletion)."""
 
     @property
     def target(self) -> tuple[str, str, str]:
@@ -141,6 +149,8 @@ class Granted:
     owner_name: str = ""
     owner_uid: str = ""
     grant: PlanGrant | None = None
+    covered_by: PlanGrant | None = field(default=None, compare=False)
+    """The grant that covers the plan (its governor and ``follows`` are checked on reads)."""
 
     @property
     def reads_target(self) -> bool:
@@ -179,7 +189,8 @@ def _granted(grant: PlanGrant, plan: Plan) -> Granted:
     name = plan.governor.name if scoped and plan.governor is not None else ""
     uid = plan.governor.uid if scoped and plan.governor is not None else ""
     return Granted(owner=grant.controller, owner_name=name, owner_uid=uid,
-                   grant=grant if scoped and grant.relation in READ_RELATIONS else None)
+                   grant=grant if scoped and grant.relation in READ_RELATIONS else None,
+                   covered_by=grant)
 
 
 def _check(grant: PlanGrant, plan: Plan) -> str:
