@@ -135,7 +135,9 @@ class Applier:
         while True:
             attempt += 1
             try:
-                result = await self._governed(plan, verdict) or await self._once(plan, verdict)
+                result = await self._governed(plan, verdict)
+                if result is None:
+                    result = await self._once(plan, verdict)
                 return msgspec.structs.replace(result, attempts=attempt)
             except Conflict:
                 if attempt >= self.max_attempts:

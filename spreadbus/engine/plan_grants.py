@@ -39,6 +39,12 @@ only through ``named``. A plan that names no governor, or another kind of govern
 serves, is refused. A grant without ``governor`` scopes nothing (the tests' own rules); every
 built-in grant names one.
 
+Whatever the grant, a governed plan is applied only while its governor, as the actuator reads it
+from the API server, is the one the plan was decided on (uid and generation), and a grant whose
+creates or patches write more than a label, an annotation or a status declares ``follows``: a
+pure check, given by the feature, that the object written follows from the governor as read
+(:mod:`spreadbus.engine.governor_check`).
+
 The same grants give the actuator's RBAC (:func:`spreadbus.core.api_access.plan_access`), so the
 deployment allows the API exactly what some rule may ask for. A refused plan is never sent: its
 outcome is ``failed`` with reason ``Forbidden`` (see :mod:`services.actuator.application`).

@@ -22,6 +22,7 @@ from spreadbus.engine.governor_check import (
     written_object,
 )
 from spreadbus.engine.plan_grants import Governor, PlanGrant
+from spreadbus.features.registry import BUILTIN, plan_grants
 
 KIND = Governor(group="apps.kruise.io", kind="UnitedDeployment", resource="uniteddeployments")
 TARGET = ObjectRef(group="apps", version="v1", resource="statefulsets", namespace="default",
@@ -156,3 +157,11 @@ def test_what_does_not_follow_is_refused_naming_the_governor() -> None:
     plain = PlanGrant(rule="united", verb="patch", group="apps", resource="statefulsets",
                       governor=KIND)
     assert judge_written(plan(patch={}), plain, governor(), before) is None
+
+
+def test_every_builtin_create_or_spec_patch_is_checked_against_its_governor() -> None:
+    grants = plan_grants(BUILTIN)
+    assert all(g.governor is not None for g in grants)
+    checked = [g for g in grants if g.verb == "create" or ("spec",) in g.writes]
+    assert checked, "the UnitedDeployment creates and updates its subset workloads"
+    assert [g.target for g in checked if g.follows is None] == []
