@@ -133,6 +133,11 @@ class Plan(_Message, frozen=True, kw_only=True, tag="plan"):
     ...). The actuator applies a plan only within what its governor may touch: the governor
     itself, objects of its namespace it controls or governs, or (a cluster-scoped governor)
     the objects it names; a plan without one is refused."""
+    governor_generation: int = 0
+    """The governor's ``metadata.generation`` the plan was decided on. The actuator reads the
+    governor before anything else: a plan whose governor is gone, or has moved on to a later
+    generation, is dropped unsent (``failed``, and decided again from the newer state); one
+    naming a generation the governor never reached is refused."""
 
 
 class ApiError(msgspec.Struct, frozen=True, kw_only=True):

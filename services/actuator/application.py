@@ -46,6 +46,12 @@ A grant that names an owner, or relates the target to the plan's governor by wha
 and shared by a burst of plans (:mod:`services.actuator.scope_cache`); the target's own read is
 never kept.
 
+Before the target is touched, a plan that carries out a governor's decision reads the governor
+(:mod:`services.actuator.governor_check`): gone, replaced, or moved on to a later generation, the
+plan fails unsent and is decided again; a generation it never reached, or a create or patch whose
+object does not follow from the governor as read (a UnitedDeployment's subset workload with
+another template, namespace, owner or more replicas), is refused like an ungranted plan.
+
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
 (429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
 the plan fails with the last error. Nothing here acks or publishes: the caller records the
@@ -67,8 +73,10 @@ from prometheus_client import CollectorRegistry, Counter
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from kubesemantics import strategic_merge
+from services.actuator.governor_check import GovernorCheck
 from services.actuator.scope_cache import KEPT_AS_DEFAULT, ScopeCache, ScopeLimits
 from services.actuator.scope_check import Stale
+from spreadbus.engine.governor_check import Dropped, Refusal
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
 from spreadbus.engine.plan_names import misnamed
 from spreadbus.projection.planning import patch_satisfied
@@ -127,6 +135,7 @@ class Applier:
                                 "Kubernetes API requests sent, by method", ["method"],
                                 registry=registry)
         self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock, limits=scope)
+        self.governors = GovernorCheck(self.scope, lambda path: self._call("GET", path))
 
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)
@@ -136,7 +145,9 @@ class Applier:
         while True:
             attempt += 1
             try:
-                result = await self._once(plan, verdict)
+                result = await self._governed(plan, verdict)
+                if result is None:
+                    result = await self._once(plan, verdict)
                 return msgspec.structs.replace(result, attempts=attempt)
             except Conflict:
                 if attempt >= self.max_attempts:
@@ -145,6 +156,18 @@ class Applier:
                 if not exc.retryable or attempt >= self.max_attempts:
                     return self._failed(exc, attempt)
                 await self.sleep(min(10.0, self.backoff * 2 ** (attempt - 1)))
+
+    async def _governed(self, plan: Plan, granted: Granted) -> Result | None:
+        """The outcome of a plan its governor, as the API server holds it, does not ask for."""
+        verdict = await self.governors.judge(plan, granted)
+        if isinstance(verdict, Refusal):
+            return self._refuse(plan, f"the rule {plan.rule!r} may not {plan.verb} "
+                                      f"{plan.target.resource} {plan.target.name}: "
+                                      f"{verdict.message}")
+        if isinstance(verdict, Dropped):
+            return Result(result="failed", error=ApiError(
+                status=verdict.status, reason=verdict.reason, message=verdict.message))
+        return None
 
     def _refuse(self, plan: Plan, message: str) -> Result:
         self.forbidden.labels(plan.rule).inc()

@@ -42,6 +42,12 @@ only through ``named``. A plan that names no governor, or another kind of govern
 serves, is refused. A grant without ``governor`` scopes nothing (the tests' own rules); every
 built-in grant names one.
 
+Whatever the grant, a governed plan is applied only while its governor, as the actuator reads it
+from the API server, is the one the plan was decided on (uid and generation), and a grant whose
+creates or patches write more than a label, an annotation or a status declares ``follows``: a
+pure check, given by the feature, that the object written follows from the governor as read
+(:mod:`spreadbus.engine.governor_check`).
+
 The same grants give the actuator's RBAC (:func:`spreadbus.core.api_access.plan_access`), so the
 deployment allows the API exactly what some rule may ask for. A refused plan is never sent: its
 outcome is ``failed`` with reason ``Forbidden`` (see :mod:`services.actuator.application`).
@@ -49,8 +55,8 @@ outcome is ``failed`` with reason ``Forbidden`` (see :mod:`services.actuator.app
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from typing import Any, Final, Literal
 
@@ -60,6 +66,10 @@ from events.messages import ObjectRef, Plan, Verb
 from spreadbus.engine.plan_names import invalid_name
 
 Path = tuple[str, ...]
+Follows = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | None], str]
+"""``(governor, written, before) -> why not``: does the object a create or patch leaves
+(``written``; ``before``: the object the patch was applied to, ``None`` for a create) follow
+from the governor as the API server holds it? ``""`` when it does. Pure: no I/O."""
 PATCH_VERBS: Final = frozenset({"patch", "patch_status"})
 Relation = Literal["itself", "controlled", "governed", "named"]
 READ_RELATIONS: Final = frozenset({"governed", "named"})
@@ -106,6 +116,10 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     """``named``: dot path of the governor's list of object references."""
     names_through: str = ""
     """``named``: dot path of a reference in the target; the target is named when it is."""
+    follows: Follows | None = None
+    """For ``create`` and ``patch``: the check that what is written follows from the governor as
+    read (:mod:`spreadbus.engine.governor_check`); ``None``: the grant's relation and ``writes``
+    say all there is (a status, an annotation, a label, an eviction, a deletion)."""
 
     @property
     def target(self) -> tuple[str, str, str]:
@@ -145,6 +159,8 @@ class Granted:
     owner_name: str = ""
     owner_uid: str = ""
     grant: PlanGrant | None = None
+    covered_by: PlanGrant | None = field(default=None, compare=False)
+    """The grant that covers the plan (its governor and ``follows`` are checked on reads)."""
 
     @property
     def reads_target(self) -> bool:
@@ -189,7 +205,8 @@ def _granted(grant: PlanGrant, plan: Plan) -> Granted:
     name = plan.governor.name if scoped and plan.governor is not None else ""
     uid = plan.governor.uid if scoped and plan.governor is not None else ""
     return Granted(owner=grant.controller, owner_name=name, owner_uid=uid,
-                   grant=grant if scoped and grant.relation in READ_RELATIONS else None)
+                   grant=grant if scoped and grant.relation in READ_RELATIONS else None,
+                   covered_by=grant)
 
 
 def _check(grant: PlanGrant, plan: Plan) -> str:

@@ -43,6 +43,11 @@ Every plan also names the resourceVersion it was decided on (``precondition.seen
 a condition, but what lets the actuator write a uid-only plan without reading the object first
 (see :mod:`services.actuator.application`).
 
+A plan that carries out a governor's decision names the governor's ``metadata.generation`` the
+rule read (``Desired.governor_generation``). The actuator drops a plan whose governor has moved on
+to a later generation (``failed``); the generation is part of the intent, so the decision made
+again on the newer generation is a new plan, never the dropped one's id (a create included).
+
 A rule can also state its precondition inside the patch: a JSON patch (``patch_type="json"``)
 whose ``test`` ops name exactly what must still hold, followed by the write (observed-generation
 tests ``/metadata/generation`` and adds the annotation). Unrelated changes then do not fail it, and
@@ -116,6 +121,10 @@ class Desired(msgspec.Struct, frozen=True, kw_only=True):
     """How a ``delete`` treats the object's dependents."""
     governor: ObjectRef | None = None
     """The object whose decision this is; the plan carries it (see ``Plan.governor``)."""
+    governor_generation: int = 0
+    """The governor's ``metadata.generation`` the decision was made on (see
+    ``Plan.governor_generation``); part of the intent, so a decision made again on a newer
+    generation is a new plan."""
 
 
 class Rule(Protocol):
@@ -161,6 +170,8 @@ def intent_id(cluster: str, rule: str, desired: Desired) -> str:
         parts.append(desired.object)
     elif desired.verb == "delete":
         parts.append(desired.propagation_policy)
+    if desired.governor_generation:
+        parts.append(desired.governor_generation)
     return hashlib.sha256(_CANONICAL.encode(parts)).hexdigest()[:_INTENT_DIGITS]
 
 
@@ -261,6 +272,7 @@ def plans_for(
                 object=_named(want) if creating else None,
                 propagation_policy=want.propagation_policy,
                 governor=want.governor,
+                governor_generation=want.governor_generation,
             )
         )
     return plans

@@ -232,9 +232,11 @@ def pod_ref(made: dict[str, Any]) -> ObjectRef:
 
 
 def scoped(plan_id: str, rule: str, verb: Verb, target: ObjectRef, governor: ObjectRef | None,
-           patch: Any = None) -> Plan:
+           patch: Any = None, *, generation: int = 1) -> Plan:
+    """A plan decided on ``generation`` of its governor (a governor just made is at 1)."""
     return Plan(id=plan_id, cluster="c1", verb=verb, rule=rule, target=target, patch=patch,
-                governor=governor, precondition=Precondition(uid=target.uid))
+                governor=governor, governor_generation=generation,
+                precondition=Precondition(uid=target.uid))
 
 
 async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_governs(
@@ -331,7 +333,8 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
     kube = CountingClient(api)
     registry = CollectorRegistry()
     applier = Applier(kube, limiter=TokenBucket(100, 100), backoff_seconds=0.05,
-                      authority=PlanAuthority(plan_grants(BUILTIN)), registry=registry)
+                      authority=PlanAuthority(plan_grants(BUILTIN)), registry=registry,
+                      clock=lambda: 0.0)  # nothing kept expires: the reads counted are exact
     consumer = PlanConsumer(actuator_nc, applier, cluster="c1", workers=1)
     try:
         await ensure_streams(planner.jetstream())
@@ -341,12 +344,15 @@ async def test_a_credentialed_planner_reaches_only_what_each_plans_governor_gove
             await wait_until_async(lambda: _stored(reader, len(refused)),
                                    what="an outcome of every refused plan")
             assert set(kube.methods) <= {"GET"}, f"refused plans wrote: {kube.methods}"
-            # What the checks read: nothing for another namespace or no governor; the pod,
-            # the WorkloadSpread and the pod's ReplicaSet (3) for another spread's pod, twice;
-            # the pod and the WorkloadSpread for an ownerless pod (2); the pod, its ReplicaSet
-            # and Deployment for the UnitedDeployment (3); the spread and the rebalancer (2);
-            # the StatefulSet another UnitedDeployment controls (1).
-            assert len(kube.methods) == 14, kube.methods
+            # What the checks read: nothing for another namespace or no governor. Each
+            # governor the first time, then kept: the WorkloadSpread, the UnitedDeployment, the
+            # rebalancer (3). A refusal reached on kept objects reads them again fresh: another
+            # spread's pod, the pod and its ReplicaSet, then the spread and the ReplicaSet (4),
+            # the second time the pod, the spread and the ReplicaSet (3); an ownerless pod and
+            # the spread (2); the rebalancer's unnamed spread and the rebalancer (2). The pod,
+            # its ReplicaSet and Deployment for the UnitedDeployment (3); the StatefulSet
+            # another UnitedDeployment controls (1).
+            assert len(kube.methods) == 18, "\n".join(kube.paths)
             for plan in granted:
                 await publish(planner, plan)
             await wait_until_async(lambda: _stored(reader, len(refused) + len(granted)),

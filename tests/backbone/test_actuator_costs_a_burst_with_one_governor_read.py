@@ -1,6 +1,7 @@
 """Against kubesim over HTTP: a burst of WorkloadSpread deletion-cost plans on a Deployment's
 pods costs a read of each pod, one of the WorkloadSpread and one of each ReplicaSet, then the
-writes; and a plan the kept WorkloadSpread would refuse is applied once read fresh.
+writes; and a plan decided on a newer WorkloadSpread than the one kept is applied once it is
+read fresh.
 """
 
 from __future__ import annotations
@@ -41,10 +42,10 @@ async def install_spread_crd(api: client.ApiClient) -> None:
                             crd)
 
 
-def cost(plan_id: str, pod: dict[str, Any], ws: dict[str, Any]) -> Plan:
+def cost(plan_id: str, pod: dict[str, Any], ws: dict[str, Any], generation: int = 1) -> Plan:
     return scoped(plan_id, "workloadspread", "patch", pod_ref(pod),
                   as_ref(ws, "apps.kruise.io", "v1alpha1", "workloadspreads"),
-                  {"metadata": {"annotations": {COST_ANNOTATION: "100"}}})
+                  {"metadata": {"annotations": {COST_ANNOTATION: "100"}}}, generation=generation)
 
 
 async def apply_all(applier: Applier, plans: list[Plan], workers: int = 8) -> list[Result]:
@@ -102,8 +103,8 @@ async def test_150_cost_plans_read_the_workloadspread_once_and_each_replicaset_o
                                      "name": "api"}}},
         content_type="application/merge-patch+json"))
     kube.methods.clear()
-    [result] = await apply_all(applier, [cost("cost-stray", stray, ws)])
+    [result] = await apply_all(applier, [cost("cost-stray", stray, ws, generation=2)])
     assert result.result == "applied", result.error
-    assert kube.methods == ["GET", "GET", "GET", "GET", "PATCH"], (
-        "the pod and its ReplicaSet (the kept governor refuses it), then the WorkloadSpread "
-        "and the ReplicaSet fresh, then the write")
+    assert kube.methods == ["GET", "GET", "GET", "PATCH"], (
+        "the WorkloadSpread fresh (the kept one is older than the plan's generation), the pod "
+        "and its ReplicaSet, then the write")

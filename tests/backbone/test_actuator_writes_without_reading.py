@@ -33,9 +33,11 @@ class CountingClient(KubeClient):
     def __init__(self, api: client.ApiClient) -> None:
         super().__init__(api)
         self.methods: list[str] = []
+        self.paths: list[str] = []
 
     def request(self, method: str, path: str, **options: Unpack[RequestOptions]) -> bytes:
         self.methods.append(method)
+        self.paths.append(path)
         return super().request(method, path, **options)
 
 

@@ -203,6 +203,29 @@ def test_patch_ids_are_what_they_were_before_create_and_delete() -> None:
     assert intent_id("c1", "fixed", want) == hashlib.sha256(material).hexdigest()[:16]
 
 
+def test_a_create_dropped_for_an_older_governor_is_decided_again_on_the_newer_one() -> None:
+    view, log = KubeProjection(), DecisionLog()
+    at = {"governor": ref("owner"), "governor_generation": 3}
+    [dropped] = decide(view, log, msgspec.structs.replace(create("web-a"), **at))
+    assert dropped.governor_generation == 3
+    record(log, dropped, 1)
+    answer(log, dropped, 1, "failed")  # the actuator found the governor at generation 4
+    assert decide(view, log, msgspec.structs.replace(create("web-a"), **at)) == [], (
+        "decided again on the same generation, the dropped plan is not repeated")
+    [again] = decide(view, log, msgspec.structs.replace(create("web-a"), governor=ref("owner"),
+                                                        governor_generation=4))
+    assert again.governor_generation == 4
+    assert again.id[:16] != dropped.id[:16]
+
+
+def test_ids_without_a_governor_generation_are_what_they_were() -> None:
+    want = create("web-a")
+    assert intent_id("c1", "fixed", want) == intent_id(
+        "c1", "fixed", msgspec.structs.replace(want, governor=ref("owner")))
+    assert intent_id("c1", "fixed", want) != intent_id(
+        "c1", "fixed", msgspec.structs.replace(want, governor_generation=1))
+
+
 NAMES = st.sampled_from(["a", "b", "c", "d", "e"])
 
 

@@ -2,16 +2,23 @@
 
 The planner reconciles every UnitedDeployment into one workload per subset (created, updated and
 deleted by plans), its ControllerRevisions, its pods' reservation labels and its status; the
-webhook defaults and validates UnitedDeployments as Kruise's webhooks do.
+webhook defaults and validates UnitedDeployments as Kruise's webhooks do. The actuator writes a
+subset workload or a ControllerRevision only as the UD it reads asks for it
+(:mod:`.core.derived_writes`).
 """
 
 from __future__ import annotations
 
 from typing import Final
 
+from events.messages import Verb
 from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
-from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
+from spreadbus.engine.plan_grants import Follows, Governor, Kind, PlanGrant
 from spreadbus.features.uniteddeployment.admission.side import webhook_side
+from spreadbus.features.uniteddeployment.core.derived_writes import (
+    revision_follows,
+    workload_follows,
+)
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
 from spreadbus.features.uniteddeployment.offline import offline_plan
@@ -49,12 +56,22 @@ _WORKLOAD_WRITES: Final = (("metadata", "labels"), ("metadata", "annotations"),
 """What a subset workload's update writes: the rendered labels, annotations, owners and spec."""
 
 
-def _owned(group: str, resource: str, writes: tuple[tuple[str, ...], ...]) -> tuple[PlanGrant, ...]:
-    """Create, update and delete objects of a resource that a UnitedDeployment controls."""
+def _owned(group: str, resource: str, writes: tuple[tuple[str, ...], ...], *,
+           follows: Follows, patch_follows: Follows | None) -> tuple[PlanGrant, ...]:
+    """Create, update and delete objects of a resource that a UnitedDeployment controls; what a
+    create (and, given ``patch_follows``, a patch) writes must follow from the UD as read."""
+    checks: dict[Verb, Follows | None] = {"create": follows, "patch": patch_follows,
+                                          "delete": None}
     return tuple(PlanGrant(rule=_RULE, verb=verb, group=group, resource=resource,
                            writes=writes if verb == "patch" else (), governor=_GOVERNOR,
-                           relation="controlled")
-                 for verb in ("create", "patch", "delete"))
+                           relation="controlled", follows=check)
+                 for verb, check in checks.items())
+
+
+def _workloads(group: str, resource: str) -> tuple[PlanGrant, ...]:
+    """A subset workload: its template, namespace, owner and replicas are the UD's."""
+    return _owned(group, resource, _WORKLOAD_WRITES, follows=workload_follows,
+                  patch_follows=workload_follows)
 
 
 FEATURE: Final = Feature(
@@ -72,11 +89,13 @@ FEATURE: Final = Feature(
     ),
     planner=planner_side,
     plan_grants=(
-        *_owned("apps", "statefulsets", _WORKLOAD_WRITES),
-        *_owned("apps", "deployments", _WORKLOAD_WRITES),
-        *_owned("apps.kruise.io", "statefulsets", _WORKLOAD_WRITES),
-        *_owned("apps.kruise.io", "clonesets", _WORKLOAD_WRITES),
-        *_owned("apps", "controllerrevisions", (("revision",),)),  # a rollback renumbers one
+        *_workloads("apps", "statefulsets"),
+        *_workloads("apps", "deployments"),
+        *_workloads("apps.kruise.io", "statefulsets"),
+        *_workloads("apps.kruise.io", "clonesets"),
+        # A revision records the UD's template; a rollback renumbers one, nothing else.
+        *_owned("apps", "controllerrevisions", (("revision",),), follows=revision_follows,
+                patch_follows=None),
         # The pods of its subset workloads: their controller chain reaches the UnitedDeployment.
         PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
                   writes=(("metadata", "labels", RESERVED_POD_LABEL),), governor=_GOVERNOR,

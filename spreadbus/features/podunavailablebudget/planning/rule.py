@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from events.messages import ObjectRef, ResourceRef
 from events.subjects import escape
+from kubesemantics.lenient_json import as_int
 from spreadbus.features.podunavailablebudget.budget_ledger import BudgetEntry, reseeded
 from spreadbus.features.podunavailablebudget.planning import status_inputs
 from spreadbus.features.podunavailablebudget.planning.budget_records import (
@@ -144,10 +145,12 @@ class BudgetRule:
         self._schedule(okey, None if computed.requeue_at is None
                        else computed.requeue_at.timestamp() + _AFTER_EXPIRY)
         governor = _ref(PUBS, budget)
+        generation = as_int(metadata.get("generation")) or 0
         out = [Desired(
             verb="patch_status",
             target=governor,
             governor=governor,
+            governor_generation=generation,
             patch={"status": _status_patch(budget.get("status"), computed.status)},
             reason=f"status of {namespace}/{metadata.get('name')}",
             precondition="resource_version",
@@ -156,6 +159,7 @@ class BudgetRule:
         name = str(metadata.get("name") or "")
         for pod in computed.unlinked:
             out.append(Desired(verb="patch", target=_ref(PODS, pod), governor=governor,
+                               governor_generation=generation,
                                patch={"metadata": {"annotations": {RELATED: name}}},
                                reason=f"protected by PodUnavailableBudget {namespace}/{name}"))
         return out

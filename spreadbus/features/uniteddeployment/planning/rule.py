@@ -50,6 +50,7 @@ import msgspec
 from events.messages import ObjectRef, ResourceRef
 from kubesemantics import merge_patch
 from kubesemantics.group_version import api_group
+from kubesemantics.lenient_json import as_int
 from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerPods
 from spreadbus.features.uniteddeployment.planning.family import (
     CONTROLLER_REVISIONS,
@@ -296,7 +297,9 @@ class UnitedDeploymentRule:
                                                     answer.rebalance_handled}}},
                 reason=f"{key}: rebalance {answer.rebalance_handled} done",
             ))
-        return [msgspec.structs.replace(want, governor=ud_ref) for want in out]
+        generation = as_int(metadata.get("generation")) or 0
+        return [msgspec.structs.replace(want, governor=ud_ref, governor_generation=generation)
+                for want in out]
 
     def _create(self, key: str, namespace: str, uid: str, subset: str,
                 workload: Mapping[str, Any]) -> Desired:

@@ -124,6 +124,7 @@ class WorkloadRebalancerRule:
                            uid=wr.uid)
         if outcome.write:
             yield Desired(verb="patch_status", target=target, governor=target,
+                          governor_generation=wr.generation,
                           patch={"status": outcome.status.to_json()},
                           reason=f"status of WorkloadRebalancer {wr.name} at generation "
                                  f"{wr.generation}",
@@ -133,11 +134,13 @@ class WorkloadRebalancerRule:
             if placement is not None:
                 yield Desired(
                     verb="patch", target=placement, governor=target,
+                    governor_generation=wr.generation,
                     patch={"metadata": {"annotations": {REQUEST_ANNOTATION: wr.uid}}},
                     reason=f"WorkloadRebalancer {wr.name} asks a fresh placement of "
                            f"{trigger.workload.describe()}")
         if outcome.delete:
             yield Desired(verb="delete", target=target, governor=target,
+                          governor_generation=wr.generation,
                           reason=f"WorkloadRebalancer {wr.name}: ttlSecondsAfterFinished passed")
 
     def _governor_ref(self, view: KubeProjection, placement: Placement) -> ObjectRef | None:

@@ -73,6 +73,7 @@ import msgspec
 
 from events.messages import ObjectRef, ResourceRef
 from events.subjects import unescape
+from kubesemantics.lenient_json import as_int, as_map
 from spreadbus.features.workloadspread.core import pod_state, reconcile
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import (
@@ -280,7 +281,9 @@ class WorkloadSpreadRule:
                        patch=step.handled, reason=f"rebalance of {ws.key} handled")]
               if step.handled is not None else []),
         ]
-        return [msgspec.structs.replace(want, governor=governor) for want in wanted]
+        generation = as_int(as_map(obj.get("metadata")).get("generation")) or 0
+        return [msgspec.structs.replace(want, governor=governor, governor_generation=generation)
+                for want in wanted]
 
     def _spread_resource(self, obj: Mapping[str, Any]) -> ResourceRef:
         api_version = str(obj.get("apiVersion") or WORKLOADSPREADS.group + "/v1alpha1")

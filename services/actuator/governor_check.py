@@ -1,0 +1,76 @@
+"""Reading a plan's governor, and a checked patch's target, before the plan is applied.
+
+:mod:`spreadbus.engine.governor_check` decides; this reads what it asks for. Every plan of a
+grant with a governor reads that governor, through :class:`~services.actuator.scope_cache.
+ScopeCache` (kept 3 s, so a burst of plans of one governor reads it once; the scope check of a
+pod plan then finds it kept too). A patch whose grant checks what it writes (a UnitedDeployment's
+subset workload) also reads its target, fresh, since the check judges the object the patch
+leaves. A governor not found is never kept: a plan is dropped as "gone" only on a read sent for
+it. Any verdict reached with a kept governor (or one another check's read brought) is checked
+again on a fresh read, as the scope check does, so a governor changed within the keeping time
+neither refuses nor drops a plan decided on the change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events.messages import Plan
+from services.actuator.scope_cache import ScopeCache
+from services.actuator.scope_check import Get
+from spreadbus.engine.governor_check import (
+    CHECKED_VERBS,
+    Dropped,
+    Refusal,
+    governed,
+    judge_governor,
+    judge_written,
+)
+from spreadbus.engine.plan_grants import Granted, PlanGrant
+from spreadbus.runtime.kube_client import NotFound, resource_path
+
+Verdict = Dropped | Refusal | None
+
+
+class GovernorCheck:
+    """The governor of each plan, and a checked patch's target, read and judged."""
+
+    def __init__(self, scope: ScopeCache, get: Get) -> None:
+        self._scope = scope
+        self._get = get
+
+    async def judge(self, plan: Plan, granted: Granted) -> Verdict:
+        """None when the plan may go on to be applied."""
+        grant = granted.covered_by
+        if grant is None or not governed(plan, grant):
+            return None
+        verdict, reused = await self._judge(plan, grant, fresh=False)
+        if verdict is not None and reused:
+            verdict, _ = await self._judge(plan, grant, fresh=True)
+        return verdict
+
+    async def _judge(self, plan: Plan, grant: PlanGrant, *, fresh: bool) -> tuple[Verdict, bool]:
+        ref = plan.governor
+        assert ref is not None  # governed()
+        assert grant.governor is not None
+        path = resource_path(ref.group, ref.version, ref.resource, ref.namespace, ref.name)
+        governor: dict[str, Any] | None
+        try:
+            governor, reused = await self._scope.governor(path, fresh=fresh)
+        except NotFound:
+            governor, reused = None, False
+        verdict = judge_governor(plan, grant.governor, governor)
+        if verdict is not None or governor is None:
+            return verdict, reused
+        if grant.follows is None or plan.verb not in CHECKED_VERBS:
+            return None, reused
+        before: dict[str, Any] | None = None
+        if plan.verb == "patch":
+            target = plan.target
+            try:
+                before = await self._get(resource_path(target.group, target.version,
+                                                       target.resource, target.namespace,
+                                                       target.name))
+            except NotFound as exc:
+                return Dropped(404, "NotFound", exc.message), reused
+        return judge_written(plan, grant, governor, before), reused
