@@ -6,12 +6,13 @@ is only a claim: a forged observation or plan can name a governor that does not 
 real one's uid, or ask for more than the real one does. So the actuator reads the governor before
 anything is written (:mod:`services.actuator.governor_check`) and decides here, purely:
 
-- :func:`judge_governor`: the governor must exist, with the plan's uid and the plan's
-  generation. Gone, replaced (another uid) or moved on to a later generation: the plan is
-  dropped unsent (:class:`Dropped`, an outcome ``failed`` the planner answers by deciding again
-  from the newer state; the generation is part of a plan's intent, see
-  :mod:`spreadbus.projection.planning`). Naming no uid, or a generation the governor never
-  reached: refused (:class:`Refusal`), since no planner that read the API server decided it.
+- :func:`judge_governor`: the governor must exist, be the object the plan names (the API server
+  answered its path with it), with the plan's uid and the plan's generation. Gone, replaced
+  (another uid) or moved on to a later generation: the plan is dropped unsent
+  (:class:`Dropped`, an outcome ``failed`` the planner answers by deciding again from the newer
+  state; the generation is part of a plan's intent, see :mod:`spreadbus.projection.planning`).
+  Naming no uid, or a generation the governor never reached: refused (:class:`Refusal`), since
+  no planner that read the API server decided it.
 - :func:`judge_written`: for a grant that declares how (``PlanGrant.follows``, pure, given by the
   feature), the object a ``create`` makes or a ``patch`` leaves (:func:`written_object`) must
   follow from the governor as read: a UnitedDeployment's subset workload has its template, its
@@ -35,6 +36,7 @@ from events.messages import ObjectRef, Plan
 from kubesemantics import json_patch, merge_patch, strategic_merge
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.engine.plan_grants import Governor, PlanGrant
+from spreadbus.engine.plan_names import misnamed
 
 CHECKED_VERBS = frozenset({"create", "patch"})
 """The verbs whose written object a grant's ``follows`` judges."""
@@ -72,6 +74,9 @@ def judge_governor(plan: Plan, kind: Governor,
         return Refusal(f"it names no uid of {who}")
     if governor is None:
         return Dropped(404, "NotFound", f"{who} no longer exists: the plan is dropped unsent")
+    wrong = misnamed(ref, governor)
+    if wrong:
+        return Refusal(wrong)
     metadata = as_map(governor.get("metadata"))
     uid = as_str(metadata.get("uid"))
     if uid != ref.uid:

@@ -45,7 +45,8 @@ def governor(uid: str = "ud-uid", generation: int | None = 2) -> dict[str, Any]:
     metadata: dict[str, Any] = {"name": "ud", "namespace": "default", "uid": uid}
     if generation is not None:
         metadata["generation"] = generation
-    return {"metadata": metadata}
+    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+            "metadata": metadata}
 
 
 @given(planned=st.integers(0, 9), held=st.integers(0, 9))
@@ -165,3 +166,13 @@ def test_every_builtin_create_or_spec_patch_is_checked_against_its_governor() ->
     checked = [g for g in grants if g.verb == "create" or ("spec",) in g.writes]
     assert checked, "the UnitedDeployment creates and updates its subset workloads"
     assert [g.target for g in checked if g.follows is None] == []
+
+
+def test_a_governor_read_that_is_another_object_is_refused() -> None:
+    """The API server's answer at the governor's path must be that governor (a traversal would
+    reach another object)."""
+    other = governor()
+    other["apiVersion"], other["kind"] = "v1", "Secret"
+    verdict = judge_governor(plan(), KIND, other)
+    assert isinstance(verdict, Refusal)
+    assert verdict.message.startswith("the object read is Secret default/'ud'")
