@@ -78,7 +78,7 @@ from services.actuator.scope_cache import KEPT_AS_DEFAULT, ScopeCache, ScopeLimi
 from services.actuator.scope_check import Stale
 from spreadbus.engine.governor_check import Dropped, Refusal
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused, owner_allows
-from spreadbus.engine.plan_names import misnamed
+from spreadbus.engine.plan_names import misnamed, shown
 from spreadbus.projection.planning import patch_satisfied
 from spreadbus.runtime.kube_client import (
     BadPath,
@@ -174,7 +174,8 @@ class Applier:
         t = plan.target
         log.warning("plan refused: not granted", extra={
             "plan": plan.id, "rule": plan.rule, "verb": plan.verb,
-            "target": f"{t.resource}.{t.group}/{t.namespace}/{t.name}", "why": message})
+            "target": shown(f"{t.resource}.{t.group}/{t.namespace}/{t.name}", 320),
+            "why": shown(message, 512)})
         return Result(result="failed", attempts=0,
                       error=ApiError(status=403, reason="Forbidden", message=message))
 

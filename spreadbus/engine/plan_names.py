@@ -77,4 +77,9 @@ def _where(group: str, namespace: str, name: str) -> str:
 
 
 def _show(value: str) -> str:
-    return repr(value if len(value) <= SHOWN else value[:SHOWN] + "...")
+    return repr(shown(value))
+
+
+def shown(value: str, limit: int = SHOWN) -> str:
+    """``value`` cut to ``limit`` characters: a forged name of a megabyte is logged as a line."""
+    return value if len(value) <= limit else value[:limit] + "..."
