@@ -7,7 +7,10 @@ names the observed object version it was decided from, so:
 - an equal plan while one is in flight is never re-emitted;
 - after an ``applied`` outcome, the same observation cannot produce the plan again; the next
   observation of the object (with the change in it) makes the desired state true instead;
-- after a ``failed`` outcome, the plan stays failed until the object changes.
+- after a ``failed`` outcome, the plan stays failed until the object changes, unless a
+  disruption budget refused it for now (:mod:`spreadbus.projection.refusal_backoff`): then the
+  record counts the refusals in a row of its slot, and the slot is decided again after a backoff
+  (:meth:`DecisionLog.due_retries`), as ``kubectl drain`` retries a refused eviction.
 
 Only the newest plan per (target, rule, verb) is kept, and :meth:`DecisionLog.prune` drops the
 slots whose target is gone from the projection and whose plan is settled, so the log stays as
@@ -29,7 +32,8 @@ be decided again.
 
 The two streams are folded independently (each with its own position) because their relative
 order is not defined; an outcome that arrives before its plan is held and matched when the plan
-arrives.
+arrives. A plan's first answer settles it: a redelivered outcome (another message for the same
+plan) changes no count, so replaying the log, with any duplicates it holds, gives the same state.
 """
 
 from __future__ import annotations
@@ -43,6 +47,8 @@ from events import codec
 from events.messages import Outcome, Plan
 from events.streams import OUTCOMES
 from events.subjects import SubjectError, unescape
+from spreadbus.projection.refusal_backoff import refused_by_budget, retry_at
+from spreadbus.projection.wake_schedule import WakeSchedule
 
 PlanStatus = Literal["in_flight", "applied", "failed", "skipped"]
 
@@ -57,6 +63,18 @@ class PlanRecord(msgspec.Struct, frozen=True, array_like=True):
     seq: int
     ts: float = 0.0
     """The plan's ``ts`` (the planner's clock when it decided)."""
+    refusals: int = 0
+    """Budget refusals in a row of this slot's plans, this one's included once it is answered
+    (0 after any other answer)."""
+
+    @property
+    def refused(self) -> bool:
+        """Failed because a budget refused it for now: decided again after a backoff."""
+        return self.status == "failed" and self.refusals > 0
+
+    def retry_at(self) -> float:
+        """When a refused plan is decided again."""
+        return retry_at(self.id, self.ts, self.refusals)
 
 
 class DecisionState(msgspec.Struct, kw_only=True):
@@ -68,6 +86,8 @@ class DecisionState(msgspec.Struct, kw_only=True):
     """plan id -> slot, for the plans in ``latest``."""
     early: dict[str, PlanStatus] = {}
     """Outcomes whose plan has not been folded yet: plan id -> result."""
+    early_refused: dict[str, bool] = {}
+    """Those of them that are budget refusals: plan id -> True."""
     retired: dict[str, int] = {}
     """In-flight plans replaced by a newer plan for their slot: id -> plan seq, until answered."""
     skipped: int = 0
@@ -81,9 +101,22 @@ class _PlanHead(msgspec.Struct, tag="plan", tag_field="type"):
     ts: float = 0.0
 
 
+class _ErrorHead(msgspec.Struct):
+    status: int = 0
+    message: str = ""
+
+
 class _OutcomeHead(msgspec.Struct, tag="outcome", tag_field="type"):
     plan_id: str
     result: Literal["applied", "failed", "skipped"]
+    verb: str = ""
+    error: _ErrorHead | None = None
+
+    @property
+    def refused(self) -> bool:
+        error = self.error
+        return (self.result == "failed" and error is not None
+                and refused_by_budget(self.verb, error.status, error.message))
 
 
 _PLAN: Final = msgspec.json.Decoder(_PlanHead)
@@ -111,6 +144,19 @@ class DecisionLog:
         self.held: set[str] = set()
         """Slots whose next plan waits for the newest one's answer (not in snapshots: after a
         restore every object is offered to the rules anyway)."""
+        self.retries = WakeSchedule()
+        """Slots whose newest plan a budget refused, at the time they are decided again
+        (derived from ``state``, rebuilt here)."""
+        for slot, record in self.state.latest.items():
+            if record.refused:
+                self.retries.set(slot, record.retry_at())
+
+    def due_retries(self, now: float) -> list[str]:
+        """Slots whose refused plan's backoff is over at ``now`` (each handed out once)."""
+        return self.retries.due(now)
+
+    def next_retry(self) -> float | None:
+        return self.retries.next_wake()
 
     def hold(self, slot: str) -> None:
         """A plan for ``slot`` was held back; :meth:`apply_outcome` names the slot once it
@@ -159,8 +205,13 @@ class DecisionLog:
             if previous.status == "in_flight":
                 state.retired[previous.id] = previous.seq
         status: PlanStatus = state.early.pop(head.id, "in_flight")
-        state.latest[slot] = PlanRecord(head.id, status, seq, head.ts)
+        refusals = previous.refusals if previous is not None else 0
+        if status != "in_flight":
+            refusals = refusals + 1 if state.early_refused.pop(head.id, False) else 0
+        record = PlanRecord(head.id, status, seq, head.ts, refusals)
+        state.latest[slot] = record
         state.slots[head.id] = slot
+        self.retries.set(slot, record.retry_at() if record.refused else None)
 
     def apply_outcome(self, seq: int, subject: str, data: bytes) -> str | None:
         """Fold one outcome; the slot to decide again, if any: its newest plan failed, or a
@@ -176,14 +227,26 @@ class DecisionLog:
             if not isinstance(event, Outcome):
                 state.skipped += 1
                 return None
-            head = _OutcomeHead(plan_id=event.plan_id, result=event.result)
+            error = event.error
+            head = _OutcomeHead(
+                plan_id=event.plan_id, result=event.result, verb=event.verb,
+                error=_ErrorHead(error.status, error.message) if error is not None else None)
         slot = state.slots.get(head.plan_id)
         if slot is None:
-            if state.retired.pop(head.plan_id, None) is None:
+            if (state.retired.pop(head.plan_id, None) is None
+                    and head.plan_id not in state.early):
                 state.early[head.plan_id] = head.result
+                if head.refused:
+                    state.early_refused[head.plan_id] = True
             return None
         record = state.latest[slot]
-        state.latest[slot] = PlanRecord(record.id, head.result, record.seq, record.ts)
+        if record.status != "in_flight":
+            return None  # answered already: a redelivered outcome changes nothing
+        refusals = record.refusals + 1 if head.refused else 0
+        record = PlanRecord(record.id, head.result, record.seq, record.ts, refusals)
+        state.latest[slot] = record
+        if record.refused:
+            self.retries.set(slot, record.retry_at())
         if head.result == "failed" or slot in self.held:
             self.held.discard(slot)
             return slot
@@ -205,6 +268,7 @@ class DecisionLog:
             record = state.latest.pop(slot)
             state.slots.pop(record.id, None)
             self.held.discard(slot)
+            self.retries.set(slot, None)
         return len(gone)
 
     def status(self, slot: str, plan_id: str) -> PlanStatus | None:
