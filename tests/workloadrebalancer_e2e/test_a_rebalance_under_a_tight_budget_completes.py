@@ -3,14 +3,16 @@
 The elastic WorkloadSpread keeps the fixed pool at its maxReplicas and the rest of the workload in
 the elastic pool; a PodUnavailableBudget allows few of the workload's pods unavailable at once.
 The fixed pool's maxReplicas is raised to the whole workload and a WorkloadRebalancer asks for a
-fresh placement: the rebalance evicts elastic pods faster than their replacements become ready, so
-the budget refuses some evictions (429). Each refused eviction is decided again after a backoff
+fresh placement: the rebalance reads the budget's allowance from its status, which trails the
+webhook's spending of it, so the budget refuses some evictions (429). Each refused eviction is decided again after a backoff
 until the budget allows it: every pod ends in the fixed pool, and the workload never has more pods
 unavailable than the budget allows (sampled continuously while they move).
 
-The actuator gives a refused eviction up at its first answer here (``max_attempts`` 1), so
-that a refusal reaches the planner at once whenever the budget is short, not only when it stays
-short for the actuator's whole retry span; that makes refusals certain on a small workload.
+Two settings make refusals certain on a small workload, where the defaults make them rare (a
+race between the budget's status and the webhook's spending of it): the budget's status is
+planned at most every 2 s, so the rebalance reads an allowance the webhook has already spent, and
+the actuator gives a refused eviction up at its first answer (``max_attempts`` 1) instead of
+retrying it for about 6 s, so each refusal reaches the planner.
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from tests.workloadspread_e2e.stack import (
 )
 
 pytestmark = pytest.mark.e2e
-REPLICAS = 40
-ELASTIC = 20
+REPLICAS = 20
+ELASTIC = 10
 MAX_UNAVAILABLE = 2
 NS, APP, SPREAD = "tight", "web", "ws"
 SETTINGS = {"SPREADBUS_MAX_ATTEMPTS": "1", "SPREADBUS_PUB_MIN_INTERVAL_SECONDS": "2"}
