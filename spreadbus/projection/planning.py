@@ -249,6 +249,10 @@ def plans_for(
             if now < newest.retry_at():
                 continue  # a budget refused it: decided again after the backoff
             basis = f"{basis}:retry:{newest.id}"
+        elif (newest is not None and not creating and newest.status != "in_flight"
+              and newest.seen == version
+              and newest.id[:_INTENT_DIGITS] == intent_id(cluster, rule.name, want)):
+            continue  # answered for this very observation (a retry's id covers its chain)
         lost = (newest is not None and newest.status == "in_flight"
                 and now - newest.ts > PLAN_LOST_SECONDS)
         if lost and newest is not None and not creating:
