@@ -150,6 +150,12 @@ def target_key(cluster: str, verb: str, target: dict[str, str]) -> str:
                         target.get("namespace", ""), target.get("name", "")))
 
 
+def _run_target(key: str) -> tuple[str, str, str, str, str]:
+    """(cluster, group, resource, namespace, name) of a :func:`target_key`."""
+    cluster, _verb, group, resource, namespace, name = key.split("\x1f")
+    return cluster, group, resource, namespace, name
+
+
 def slot_verb(slot: str) -> str:
     return slot.split("\x1f")[2]
 
@@ -297,7 +303,9 @@ class DecisionLog:
               now: float | None = None) -> int:
         """Forget settled slots whose target ``exists(cluster, group, resource, namespace,
         name)`` denies; returns how many were dropped. A create's slot also needs its plan
-        older than :data:`CREATE_MEMORY_SECONDS` at ``now`` (never, without ``now``)."""
+        older than :data:`CREATE_MEMORY_SECONDS` at ``now`` (never, without ``now``). The
+        refusal runs of objects that are gone go too: one created again under the name is
+        another object, whose refusals count afresh."""
         state = self.state
         gone = [
             slot for slot, record in state.latest.items()
@@ -310,6 +318,8 @@ class DecisionLog:
             state.slots.pop(record.id, None)
             self.held.discard(slot)
             self.retries.set(slot, None)
+        for key in [k for k in state.refusal_runs if not exists(*_run_target(k))]:
+            del state.refusal_runs[key]
         return len(gone)
 
     def status(self, slot: str, plan_id: str) -> PlanStatus | None:

@@ -265,3 +265,16 @@ def test_replaying_the_log_in_any_interleaving_gives_the_same_state(
             replay.apply_outcome(*outcomes.pop(0))
     assert state_bytes(replay) == state_bytes(world.log)
     assert replay.next_retry() == world.log.next_retry()
+
+
+def test_a_refused_eviction_of_a_pod_that_went_is_forgotten() -> None:
+    world = World()
+    [first] = world.decide(100.0)
+    world.answer(first, PUB_REFUSAL)
+    assert world.log.state.refusal_runs
+    assert world.log.prune(lambda *_: True, 200.0) == 0, "the pod is still there"
+    assert world.log.next_retry() is not None
+    assert world.log.prune(lambda *_: False, 200.0) == 1
+    assert world.log.state.refusal_runs == {}
+    assert world.log.next_retry() is None
+    assert world.log.due_retries(10_000.0) == []

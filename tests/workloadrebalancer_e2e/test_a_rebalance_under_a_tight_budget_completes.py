@@ -4,9 +4,10 @@ The elastic WorkloadSpread keeps the fixed pool at its maxReplicas and the rest 
 the elastic pool; a PodUnavailableBudget allows few of the workload's pods unavailable at once.
 The fixed pool's maxReplicas is raised to the whole workload and a WorkloadRebalancer asks for a
 fresh placement: the rebalance reads the budget's allowance from its status, which trails the
-webhook's spending of it, so the budget refuses some evictions (429). Each refused eviction is decided again after a backoff
-until the budget allows it: every pod ends in the fixed pool, and the workload never has more pods
-unavailable than the budget allows (sampled continuously while they move).
+webhook's spending of it, so the budget refuses some evictions (429). Each refused eviction is
+decided again after a backoff until the budget allows it: every pod ends in the fixed pool, and
+the workload never has more pods unavailable than the budget allows (sampled continuously while
+they move).
 
 Two settings make refusals certain on a small workload, where the defaults make them rare (a
 race between the budget's status and the webhook's spending of it): the budget's status is
