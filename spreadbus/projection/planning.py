@@ -249,10 +249,6 @@ def plans_for(
             if now < newest.retry_at():
                 continue  # a budget refused it: decided again after the backoff
             basis = f"{basis}:retry:{newest.id}"
-        elif (newest is not None and not creating and newest.status != "in_flight"
-              and newest.seen == version
-              and newest.id[:_INTENT_DIGITS] == intent_id(cluster, rule.name, want)):
-            continue  # answered for this very observation (a retry's id covers its chain)
         lost = (newest is not None and newest.status == "in_flight"
                 and now - newest.ts > PLAN_LOST_SECONDS)
         if lost and newest is not None and not creating:
@@ -260,6 +256,10 @@ def plans_for(
         pid = plan_id(cluster, rule.name, want, basis)
         if log.status(slot, pid) is not None:
             continue  # in flight, or already answered for this very observation
+        if (newest is not None and not creating and newest.status != "in_flight"
+                and not newest.refused and newest.seen == version
+                and newest.id[:_INTENT_DIGITS] == pid[:_INTENT_DIGITS]):
+            continue  # answered under another id (a retry's, a lost plan's) for this observation
         if newest is not None and newest.status == "in_flight" and not lost:
             if want.serial:
                 log.hold(slot)  # decided again once the previous plan is answered
