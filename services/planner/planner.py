@@ -15,6 +15,9 @@ snapshot's last position and its time.
   WorkloadSpread reservation bucket's: one entry per key), from their start on every start, each
   change marking the key its fold names changed.
 
+An eviction or deletion a budget refused is decided again after its backoff
+(:meth:`DecisionLog.due_retries` names the object; the engine sleeps no longer than until then).
+
 Time-based decisions: a rule may expose ``due(now) -> set of keys`` and ``next_wake() -> float |
 None`` (:class:`spreadbus.projection.planning.Timed`); the engine adds due keys to ``changed`` on
 every round and sleeps no longer than until the next wake-up, so an expiry or a timeout is acted
@@ -61,7 +64,13 @@ from spreadbus.engine.feature import SideStream
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
-from spreadbus.projection.planning import PLAN_LOST_SECONDS, Rule, Timed, plans_for
+from spreadbus.projection.planning import (
+    PLAN_LOST_SECONDS,
+    ReadsPlans,
+    Rule,
+    Timed,
+    plans_for,
+)
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -135,6 +144,8 @@ class Planner:
         self.rules = list(rules)
         # A runtime protocol check costs a walk of the protocol's attributes; asked twice a round.
         self._timed: list[Timed] = [rule for rule in self.rules if isinstance(rule, Timed)]
+        self._reading: list[ReadsPlans] = [rule for rule in self.rules
+                                           if isinstance(rule, ReadsPlans)]
         self.snapshots = snapshots
         self.snapshot_name = snapshot_name or f"planner.{subjects.escape(cluster)}"
         self.snapshot_every = snapshot_every
@@ -242,6 +253,8 @@ class Planner:
         """How long until a rule wants to look again, if any rule does."""
         wakes = [w for rule in self._timed if (w := rule.next_wake()) is not None]
         wakes += [retry.at for retry in self._retries.values()]
+        if (refused := self.decisions.next_retry()) is not None:
+            wakes.append(refused)
         return max(0.0, min(wakes) - self.clock()) if wakes else None
 
     def rule_ready(self, rule: Rule) -> bool:
@@ -326,13 +339,16 @@ class Planner:
     async def _decide(self) -> int:
         now = self.clock()
         changed = self.projection.take_changed() | self._due(now)
-        for slot in self.decisions.lost_holds(now, PLAN_LOST_SECONDS):
+        for slot in (*self.decisions.lost_holds(now, PLAN_LOST_SECONDS),
+                     *self.decisions.due_retries(now)):
             cluster, group, resource, namespace, name = slot_target(slot)
             changed.add((resource_key(cluster, group, resource), object_key(namespace, name)))
         newly_ready = any(r.name in self._waiting_rules and self.rule_ready(r) for r in self.rules)
         retry_due = any(retry.at <= now for retry in self._retries.values())
         if not changed and not newly_ready and not retry_due:
             return 0
+        for reader in self._reading:
+            reader.read_plans(self.decisions)  # the log restore() may have replaced
         js = self.nc.jetstream()
         published = 0
         everything: set[tuple[str, str]] | None = None

@@ -7,7 +7,12 @@ names the observed object version it was decided from, so:
 - an equal plan while one is in flight is never re-emitted;
 - after an ``applied`` outcome, the same observation cannot produce the plan again; the next
   observation of the object (with the change in it) makes the desired state true instead;
-- after a ``failed`` outcome, the plan stays failed until the object changes.
+- after a ``failed`` outcome, the plan stays failed until the object changes, unless a
+  disruption budget refused it for now (:mod:`spreadbus.projection.refusal_backoff`): then the
+  slot is decided again after a backoff (:meth:`DecisionLog.due_retries`), as ``kubectl drain``
+  retries a refused eviction. The backoff grows with the refusals in a row of the same verb on the
+  same object, counted in the order of ``OUTCOMES`` alone (``refusal_runs``), so that however a
+  replay interleaves the two streams, every record gets the same count.
 
 Only the newest plan per (target, rule, verb) is kept, and :meth:`DecisionLog.prune` drops the
 slots whose target is gone from the projection and whose plan is settled, so the log stays as
@@ -29,7 +34,8 @@ be decided again.
 
 The two streams are folded independently (each with its own position) because their relative
 order is not defined; an outcome that arrives before its plan is held and matched when the plan
-arrives.
+arrives. A plan's first answer settles it: a redelivered outcome (another message for a plan already
+answered as the newest of its slot, or in the current run of refusals) changes nothing.
 """
 
 from __future__ import annotations
@@ -43,12 +49,16 @@ from events import codec
 from events.messages import Outcome, Plan
 from events.streams import OUTCOMES
 from events.subjects import SubjectError, unescape
+from spreadbus.projection.refusal_backoff import refused_by_budget, retry_at
+from spreadbus.projection.wake_schedule import WakeSchedule
 
 PlanStatus = Literal["in_flight", "applied", "failed", "skipped"]
 
 
 CREATE_MEMORY_SECONDS: Final = OUTCOMES.duplicate_window_seconds
 """How long a settled create of an absent object is remembered after its plan."""
+REFUSAL_RUN_KEPT: Final = 16
+"""Refused plan ids kept per run: the backoff reaches its bound long before."""
 
 
 class PlanRecord(msgspec.Struct, frozen=True, array_like=True):
@@ -57,6 +67,20 @@ class PlanRecord(msgspec.Struct, frozen=True, array_like=True):
     seq: int
     ts: float = 0.0
     """The plan's ``ts`` (the planner's clock when it decided)."""
+    refusals: int = 0
+    """When a budget refused this plan: the refusals in a row of its verb on its object, this
+    one included (at most :data:`REFUSAL_RUN_KEPT`); 0 for any other answer, or none yet."""
+    seen: str = ""
+    """The object's resourceVersion the plan was decided on (``precondition.seen_version``)."""
+
+    @property
+    def refused(self) -> bool:
+        """Failed because a budget refused it for now: decided again after a backoff."""
+        return self.status == "failed" and self.refusals > 0
+
+    def retry_at(self) -> float:
+        """When a refused plan is decided again."""
+        return retry_at(self.id, self.ts, self.refusals)
 
 
 class DecisionState(msgspec.Struct, kw_only=True):
@@ -68,9 +92,18 @@ class DecisionState(msgspec.Struct, kw_only=True):
     """plan id -> slot, for the plans in ``latest``."""
     early: dict[str, PlanStatus] = {}
     """Outcomes whose plan has not been folded yet: plan id -> result."""
+    early_refused: dict[str, int] = {}
+    """Those of them that are budget refusals: plan id -> its refusals (as ``PlanRecord``)."""
+    refusal_runs: dict[str, list[str]] = {}
+    """:func:`target_key` -> the plans a budget refused in a row (the newest last); any other
+    answer about the same verb and object ends the run."""
     retired: dict[str, int] = {}
     """In-flight plans replaced by a newer plan for their slot: id -> plan seq, until answered."""
     skipped: int = 0
+
+
+class _PreconditionHead(msgspec.Struct, frozen=True):
+    seen_version: str = ""
 
 
 class _PlanHead(msgspec.Struct, tag="plan", tag_field="type"):
@@ -79,11 +112,27 @@ class _PlanHead(msgspec.Struct, tag="plan", tag_field="type"):
     verb: str
     target: dict[str, str]
     ts: float = 0.0
+    precondition: _PreconditionHead = _PreconditionHead()
+
+
+class _ErrorHead(msgspec.Struct):
+    status: int = 0
+    message: str = ""
 
 
 class _OutcomeHead(msgspec.Struct, tag="outcome", tag_field="type"):
     plan_id: str
     result: Literal["applied", "failed", "skipped"]
+    cluster: str = ""
+    verb: str = ""
+    target: dict[str, str] = {}
+    error: _ErrorHead | None = None
+
+    @property
+    def refused(self) -> bool:
+        error = self.error
+        return (self.result == "failed" and error is not None
+                and refused_by_budget(self.verb, error.status, error.message))
 
 
 _PLAN: Final = msgspec.json.Decoder(_PlanHead)
@@ -93,6 +142,18 @@ _OUTCOME: Final = msgspec.json.Decoder(_OutcomeHead)
 def slot_of(cluster: str, rule: str, verb: str, group: str, resource: str, namespace: str,
             name: str) -> str:
     return "\x1f".join((cluster, rule, verb, group, resource, namespace, name))
+
+
+def target_key(cluster: str, verb: str, target: dict[str, str]) -> str:
+    """One verb on one object, whichever rule plans it: what a refusal run is counted for."""
+    return "\x1f".join((cluster, verb, target.get("group", ""), target.get("resource", ""),
+                        target.get("namespace", ""), target.get("name", "")))
+
+
+def _run_target(key: str) -> tuple[str, str, str, str, str]:
+    """(cluster, group, resource, namespace, name) of a :func:`target_key`."""
+    cluster, _verb, group, resource, namespace, name = key.split("\x1f")
+    return cluster, group, resource, namespace, name
 
 
 def slot_verb(slot: str) -> str:
@@ -111,6 +172,19 @@ class DecisionLog:
         self.held: set[str] = set()
         """Slots whose next plan waits for the newest one's answer (not in snapshots: after a
         restore every object is offered to the rules anyway)."""
+        self.retries = WakeSchedule()
+        """Slots whose newest plan a budget refused, at the time they are decided again
+        (derived from ``state``, rebuilt here)."""
+        for slot, record in self.state.latest.items():
+            if record.refused:
+                self.retries.set(slot, record.retry_at())
+
+    def due_retries(self, now: float) -> list[str]:
+        """Slots whose refused plan's backoff is over at ``now`` (each handed out once)."""
+        return self.retries.due(now)
+
+    def next_retry(self) -> float | None:
+        return self.retries.next_wake()
 
     def hold(self, slot: str) -> None:
         """A plan for ``slot`` was held back; :meth:`apply_outcome` names the slot once it
@@ -144,6 +218,7 @@ class DecisionLog:
                 target={"group": event.target.group, "resource": event.target.resource,
                         "namespace": event.target.namespace, "name": event.target.name},
                 ts=event.ts,
+                precondition=_PreconditionHead(event.precondition.seen_version),
             )
             cluster = event.cluster
         target = head.target
@@ -159,8 +234,11 @@ class DecisionLog:
             if previous.status == "in_flight":
                 state.retired[previous.id] = previous.seq
         status: PlanStatus = state.early.pop(head.id, "in_flight")
-        state.latest[slot] = PlanRecord(head.id, status, seq, head.ts)
+        record = PlanRecord(head.id, status, seq, head.ts, state.early_refused.pop(head.id, 0),
+                            head.precondition.seen_version)
+        state.latest[slot] = record
         state.slots[head.id] = slot
+        self.retries.set(slot, record.retry_at() if record.refused else None)
 
     def apply_outcome(self, seq: int, subject: str, data: bytes) -> str | None:
         """Fold one outcome; the slot to decide again, if any: its newest plan failed, or a
@@ -176,24 +254,58 @@ class DecisionLog:
             if not isinstance(event, Outcome):
                 state.skipped += 1
                 return None
-            head = _OutcomeHead(plan_id=event.plan_id, result=event.result)
+            error = event.error
+            t = event.target
+            head = _OutcomeHead(
+                plan_id=event.plan_id, result=event.result, cluster=event.cluster,
+                verb=event.verb, target={"group": t.group, "resource": t.resource,
+                                         "namespace": t.namespace, "name": t.name},
+                error=_ErrorHead(error.status, error.message) if error is not None else None)
+        refusals = self._count_refusal(head)  # from OUTCOMES alone, before any plan is read
+        if refusals is None:
+            return None  # in the current run already: redelivered
         slot = state.slots.get(head.plan_id)
-        if slot is None:
-            if state.retired.pop(head.plan_id, None) is None:
+        record = state.latest[slot] if slot is not None else None
+        if record is not None and record.status != "in_flight":
+            return None  # answered already: a redelivered outcome changes nothing else
+        if slot is None or record is None:
+            if (state.retired.pop(head.plan_id, None) is None
+                    and head.plan_id not in state.early):
                 state.early[head.plan_id] = head.result
+                if refusals:
+                    state.early_refused[head.plan_id] = refusals
             return None
-        record = state.latest[slot]
-        state.latest[slot] = PlanRecord(record.id, head.result, record.seq, record.ts)
+        record = msgspec.structs.replace(record, status=head.result, refusals=refusals)
+        state.latest[slot] = record
+        if record.refused:
+            self.retries.set(slot, record.retry_at())
         if head.result == "failed" or slot in self.held:
             self.held.discard(slot)
             return slot
         return None
 
+    def _count_refusal(self, head: _OutcomeHead) -> int | None:
+        """Fold one answer into its object's refusal run: the run's length if a budget refused
+        it, 0 if not (the run ends), ``None`` if the run holds it already."""
+        runs = self.state.refusal_runs
+        key = target_key(head.cluster, head.verb, head.target)
+        run = runs.get(key, [])
+        if head.plan_id in run:
+            return None
+        if not head.refused:
+            runs.pop(key, None)
+            return 0
+        run = [*run, head.plan_id][-REFUSAL_RUN_KEPT:]
+        runs[key] = run
+        return len(run)
+
     def prune(self, exists: Callable[[str, str, str, str, str], bool],
               now: float | None = None) -> int:
         """Forget settled slots whose target ``exists(cluster, group, resource, namespace,
         name)`` denies; returns how many were dropped. A create's slot also needs its plan
-        older than :data:`CREATE_MEMORY_SECONDS` at ``now`` (never, without ``now``)."""
+        older than :data:`CREATE_MEMORY_SECONDS` at ``now`` (never, without ``now``). The
+        refusal runs of objects that are gone go too: one created again under the name is
+        another object, whose refusals count afresh."""
         state = self.state
         gone = [
             slot for slot, record in state.latest.items()
@@ -205,6 +317,9 @@ class DecisionLog:
             record = state.latest.pop(slot)
             state.slots.pop(record.id, None)
             self.held.discard(slot)
+            self.retries.set(slot, None)
+        for key in [k for k in state.refusal_runs if not exists(*_run_target(k))]:
+            del state.refusal_runs[key]
         return len(gone)
 
     def status(self, slot: str, plan_id: str) -> PlanStatus | None:

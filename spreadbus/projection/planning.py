@@ -62,6 +62,12 @@ slot), and whenever a plan fails. A plan unanswered for :data:`PLAN_LOST_SECONDS
 lost by the bus and decided again under a new id (the planner offers held objects again then:
 :meth:`DecisionLog.lost_holds`).
 
+An eviction or deletion a disruption budget refused (:mod:`spreadbus.projection.refusal_backoff`)
+is not re-planned while its backoff runs, whatever the object does meanwhile; once it is over (the
+planner offers the object again then: :meth:`DecisionLog.due_retries`), a rule that still wants it
+gets a plan under a new id, covering the refused one, as ``kubectl drain`` retries. A rule that
+no longer wants it (the pod went, the rebalance ended) simply does not ask.
+
 Signatures::
 
     class Rule(Protocol):
@@ -75,6 +81,9 @@ Signatures::
     class Timed(Protocol):                        # optional, for time-based transitions
         def due(self, now: float) -> set[tuple[str, str]]: ...
         def next_wake(self) -> float | None: ...
+
+    class ReadsPlans(Protocol):                   # optional, for rules that read their plans
+        def read_plans(self, log: DecisionLog) -> None: ...
 
     plan_id(cluster: str, rule: str, desired: Desired, observed_version: str) -> str
     patch_satisfied(observed: Any, patch: Any) -> bool        # JSON merge patch semantics
@@ -145,6 +154,15 @@ class Timed(Protocol):
         ...
 
     def next_wake(self) -> float | None: ...
+
+
+@runtime_checkable
+class ReadsPlans(Protocol):
+    """A rule whose decisions also depend on what became of its plans (on their way, refused):
+    the planner hands it the decision log before every round. It reads it like the projection,
+    never writes it."""
+
+    def read_plans(self, log: DecisionLog) -> None: ...
 
 
 PLAN_LOST_SECONDS: Final = 60.0
@@ -238,6 +256,10 @@ def plans_for(
                     and newest.id[:_INTENT_DIGITS] == intent_id(cluster, rule.name, want)):
                 continue  # refused; decided again once the log forgets the refusal
             basis = f"after:{newest.id}"
+        if newest is not None and newest.refused and not creating:
+            if now < newest.retry_at():
+                continue  # a budget refused it: decided again after the backoff
+            basis = f"{basis}:retry:{newest.id}"
         lost = (newest is not None and newest.status == "in_flight"
                 and now - newest.ts > PLAN_LOST_SECONDS)
         if lost and newest is not None and not creating:
@@ -245,6 +267,10 @@ def plans_for(
         pid = plan_id(cluster, rule.name, want, basis)
         if log.status(slot, pid) is not None:
             continue  # in flight, or already answered for this very observation
+        if (newest is not None and not creating and newest.status != "in_flight"
+                and not newest.refused and newest.seen == version
+                and newest.id[:_INTENT_DIGITS] == pid[:_INTENT_DIGITS]):
+            continue  # answered under another id (a retry's, a lost plan's) for this observation
         if newest is not None and newest.status == "in_flight" and not lost:
             if want.serial:
                 log.hold(slot)  # decided again once the previous plan is answered

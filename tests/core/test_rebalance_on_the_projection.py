@@ -1,6 +1,7 @@
 """The WorkloadSpread rule carrying out a rebalance request on the projection: one eviction at a
-time, never sent twice while in flight, budgets read from the projection, and ``handled``
-written once nothing more can move."""
+time, never sent twice while in flight (as the decision log says), budgets read from the
+projection, an eviction a budget refused decided again after its backoff, and ``handled`` written
+once nothing more can move."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ import json
 from typing import Any
 
 from events import codec, subjects
-from events.messages import Observation
+from events.messages import ApiError, Observation, Outcome, Plan
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
 from spreadbus.features.workloadspread.core.rebalance import (
     HANDLED_ANNOTATION,
     REQUEST_ANNOTATION,
 )
 from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
-from spreadbus.projection.kube_state import KubeProjection
-from spreadbus.projection.planning import Desired
+from spreadbus.projection.decision_log import DecisionLog, slot_target
+from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.planning import Desired, plans_for
+from spreadbus.projection.refusal_backoff import backoff_seconds
 
 T0 = 1_800_000_000.0
 KINDS = {"Pod": ("", "v1", "pods"), "Deployment": ("apps", "v1", "deployments"),
@@ -29,7 +32,13 @@ class World:
     def __init__(self) -> None:
         self.view = KubeProjection()
         self.rule = WorkloadSpreadRule("c1", min_interval_seconds=0.0)
+        self.log = DecisionLog()
+        self.rule.read_plans(self.log)
         self.seq = 0
+        self.plan_seq = 0
+        self.outcome_seq = 0
+        self.plans: list[Plan] = []
+        """The plans of the last round, folded into the log as the planner folds them."""
 
     def put(self, obj: dict[str, Any]) -> None:
         self.seq += 1
@@ -43,7 +52,30 @@ class World:
         self.view.apply(self.seq, subject, codec.encode(message))
 
     def round(self, at: float) -> list[Desired]:
-        return self.rule.desired(self.view, self.view.take_changed() | self.rule.due(at), at)
+        changed = self.view.take_changed() | self.rule.due(at)
+        for slot in self.log.due_retries(at):  # as the planner offers them
+            cluster, group, resource, namespace, name = slot_target(slot)
+            changed.add((resource_key(cluster, group, resource), object_key(namespace, name)))
+        desired = self.rule.desired(self.view, changed, at)
+        self.plans = plans_for(self.rule, self.view, self.log, desired, cluster="c1", now=at)
+        for plan in self.plans:
+            self.plan_seq += 1
+            t = plan.target
+            self.log.apply_plan(self.plan_seq, subjects.plan("c1", plan.verb, t.group,
+                                                             t.resource, t.namespace, t.name),
+                                codec.encode(plan))
+        return desired
+
+    def answer(self, plan: Plan, error: ApiError | None) -> None:
+        self.outcome_seq += 1
+        t = plan.target
+        outcome = Outcome(plan_id=plan.id, cluster="c1", verb=plan.verb, target=t,
+                          result="failed" if error else "applied", error=error)
+        slot = self.log.apply_outcome(self.outcome_seq, subjects.outcome(
+            "c1", plan.verb, t.group, t.resource, t.namespace, t.name), codec.encode(outcome))
+        if slot is not None:  # offered again, as the planner offers a failed plan's object
+            self.view.changed.add((resource_key("c1", t.group, t.resource),
+                                   object_key(t.namespace, t.name)))
 
 
 def spread(*, fixed_max: int, fixed_replicas: int, annotations: dict[str, str]) -> dict[str, Any]:
@@ -100,6 +132,10 @@ def evictions(desired: list[Desired]) -> list[str]:
     return sorted(d.target.name for d in desired if d.verb == "evict")
 
 
+def evicting(plans: list[Plan]) -> list[Plan]:
+    return [p for p in plans if p.verb == "evict"]
+
+
 def handled(desired: list[Desired]) -> list[Any]:
     return [d.patch for d in desired
             if d.verb == "patch" and d.target.resource == "workloadspreads"]
@@ -153,3 +189,28 @@ def test_a_disruption_budget_on_the_projection_holds_moves_back() -> None:
     assert evictions(desired) == []
     assert handled(desired) == []
     assert world.rule.next_wake() is not None, "looked at again while pods wait"
+
+
+def test_an_eviction_a_budget_refused_is_not_on_its_way_and_is_decided_again_after_backoff(
+) -> None:
+    world = setup({REQUEST_ANNOTATION: "r1"})
+    world.round(T0)
+    [plan] = evicting(world.plans)
+    world.answer(plan, ApiError(status=429, reason="TooManyRequests",
+                                message="Cannot evict pod as it would violate the pod's "
+                                        "disruption budget."))
+    # Refused: the pod is not leaving, so the rebalance still wants it, and holds it back
+    # only for the backoff.
+    assert evictions(world.round(T0 + 0.1)) == [plan.target.name]
+    assert evicting(world.plans) == [], "still backing off"
+    retry = T0 + backoff_seconds(plan.id, 1)
+    assert world.rule.next_wake() is not None, "looked at again while the pod waits"
+    assert evictions(world.round(retry)) == [plan.target.name]
+    [again] = evicting(world.plans)
+    assert again.target == plan.target
+    assert again.id != plan.id
+    # On its way now: not sent twice.
+    world.put(spread(fixed_max=3, fixed_replicas=1, annotations={REQUEST_ANNOTATION: "r1"}))
+    assert evictions(world.round(retry + 0.1)) == []
+    world.answer(again, None)
+    assert evictions(world.round(retry + 0.2)) == [], "applied: leaving until it is seen gone"

@@ -102,6 +102,7 @@ from spreadbus.features.workloadspread.planning.spread_index import (
     SpreadIndex,
 )
 from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally, TallyPlan
+from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
 from spreadbus.projection.wake_schedule import WakeSchedule
@@ -138,7 +139,8 @@ class WorkloadSpreadRule:
         self.recover_after_seconds = recover_after_seconds
         self.min_interval = min_interval_seconds
         self.rebalancing = Rebalancing(cluster, self.whitelist, max_unavailable,
-                                       repair=repair_unsteered)
+                                       repair=repair_unsteered, rule=self.name)
+        self._plans = DecisionLog()
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
         self.index = SpreadIndex(cluster, workload_kinds(self.whitelist))
@@ -157,6 +159,10 @@ class WorkloadSpreadRule:
 
     def next_wake(self) -> float | None:
         return self._wakes.next_wake()
+
+    def read_plans(self, log: DecisionLog) -> None:
+        """The decision log the rounds read: which evictions are on their way."""
+        self._plans = log
 
     def _schedule(self, okey: str, at: float | None) -> None:
         self._wakes.set(okey, at)
@@ -210,7 +216,6 @@ class WorkloadSpreadRule:
     def _forget(self, okey: str) -> None:
         self._tallies.pop(okey, None)
         self._pending.pop(okey, None)
-        self.rebalancing.forget(okey)
 
     # -- planning one WorkloadSpread ---------------------------------------------------------------
 
@@ -263,9 +268,9 @@ class WorkloadSpreadRule:
             nodes=nodes,
             recover_after_seconds=self.recover_after_seconds,
         )
-        step = self.rebalancing.step(view, okey, ws, status=plan.status, tally=tally,
+        step = self.rebalancing.step(view, ws, status=plan.status, tally=tally,
                                      workload=workload, now=now,
-                                     busy={e.pod for e in plan.evictions})
+                                     busy={e.pod for e in plan.evictions}, plans=self._plans)
         wakes = [t for t in (plan.requeue_at.timestamp() if plan.requeue_at else None,
                              step.wake_at) if t is not None]
         self._schedule(okey, min(wakes) if wakes else None)
