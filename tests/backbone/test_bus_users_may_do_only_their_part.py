@@ -20,7 +20,6 @@ from nats.errors import Error as NatsError
 from events import streams
 from spreadbus.runtime.bus_permissions import READER, SERVICES
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.secured_bus import connect_as
 
@@ -30,7 +29,6 @@ async def clients(secured_bus: tuple[NatsServer, Path]) -> AsyncIterator[dict[st
     server, credentials = secured_bus
     connected = {user: await connect_as(server, credentials, user) for user in (*SERVICES, READER)}
     try:
-        await ensure_streams(connected["planner"].jetstream())
         yield connected
     finally:
         for nc in connected.values():

@@ -1,4 +1,5 @@
-"""Streams are created or brought up to date at start-up, whichever service starts first."""
+"""The setup step creates the streams or brings them up to date, on a server that may hold older
+versions of them (so these tests start from a bare server, not one already set up)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,18 @@ from nats.aio.client import Client
 from nats.js.api import DiscardPolicy, StorageType, StreamConfig
 
 from events import streams
+from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import (
     StreamSetupError,
     differences,
     ensure_streams,
     stream_config,
 )
+
+@pytest.fixture
+def nats_server(bare_nats_server: NatsServer) -> NatsServer:
+    return bare_nats_server
+
 
 OLD_KUBE = msgspec.structs.replace(
     streams.KUBE, discard="old", max_age_seconds=7 * 24 * 3600, max_msgs_per_subject=-1,
@@ -28,7 +35,7 @@ async def test_streams_are_created_once_with_their_settings_and_then_left_alone(
     nats_client: Client,
 ) -> None:
     js = nats_client.jetstream()
-    await asyncio.gather(ensure_streams(js), ensure_streams(js))  # two services at once
+    await asyncio.gather(ensure_streams(js), ensure_streams(js))  # two set-up runs at once
     plans = await js.stream_info("PLANS")
     assert plans.config.discard == DiscardPolicy.NEW
     kube = await js.stream_info("KUBE")
