@@ -11,6 +11,8 @@ from nats.aio.client import Client
 from nats.js.api import DiscardPolicy, StorageType, StreamConfig
 
 from events import streams
+from spreadbus.runtime.bus_layout import LEASE_BUCKET, bus_layout
+from spreadbus.runtime.bus_setup import set_up_bus
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import (
     StreamSetupError,
@@ -18,6 +20,8 @@ from spreadbus.runtime.stream_setup import (
     ensure_streams,
     stream_config,
 )
+from tests.fixtures.bus_setup import default_layout
+
 
 @pytest.fixture
 def nats_server(bare_nats_server: NatsServer) -> NatsServer:
@@ -105,3 +109,21 @@ async def test_a_stream_already_allowing_ttls_is_not_asked_to_stop(nats_client: 
     assert plans.config.allow_msg_ttl
     assert plans.config.max_age == streams.PLANS.max_age_seconds
     assert differences(plans.config, stream_config(streams.PLANS)) == []
+
+
+async def test_the_setup_creates_every_bucket_once_and_brings_a_changed_one_in_line(
+    nats_client: Client,
+) -> None:
+    js = nats_client.jetstream()
+    layout = default_layout()
+    first = await set_up_bus(js, layout)
+    assert {f"bucket {b.name} created" for b in layout.buckets} <= set(first)
+    assert "object store spreadbus-snapshots created" in first
+    assert await set_up_bus(js, layout) == []  # nothing to do the second time
+    kv = await js.key_value(LEASE_BUCKET)
+    await kv.put("planner.c1", b"holder")
+    shorter = bus_layout([], history_max_age=layout.streams[-1].max_age_seconds,
+                         history_max_bytes=layout.streams[-1].max_bytes, lease_ttl_seconds=3.0)
+    assert await set_up_bus(js, shorter) == ["bucket spreadbus-leases updated: ttl: 6.0 -> 3.0"]
+    assert (await kv.status()).ttl == 3.0
+    assert (await kv.get("planner.c1")).value == b"holder"  # updated in place
