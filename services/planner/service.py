@@ -64,7 +64,7 @@ async def planner_sides(settings: PlannerSettings, ctx: ServiceContext) -> list[
     """Every registered feature's planner side, in registry order, each with its settings."""
     return [
         await f.planner(PlannerContext(cluster=settings.cluster, settings=settings.settings_of(f),
-                                       nc=ctx.nc, nats_replicas=settings.nats_replicas))
+                                       nc=ctx.nc))
         for f in settings.features() if f.planner is not None
     ]
 

@@ -34,8 +34,15 @@ from spreadbus.runtime.stream_setup import StreamSetupError
 
 
 class BusSetupSettings(ServiceSettings):
-    """What the setup step creates, named as the services name it."""
+    """What the setup step creates; the planner's settings under the planner's names."""
 
+    nats_replicas: int = 1
+    """Replicas of the streams and buckets it creates (3 on a 3-node cluster); an existing
+    stream or bucket keeps the replica count it has."""
+    history_max_age: float = 7 * 24 * 3600.0
+    """Seconds the HISTORY stream (the audit log) keeps a message."""
+    history_max_bytes: int = 8 << 30
+    """Bytes the HISTORY stream keeps at most; the oldest messages go first."""
     lease_ttl_seconds: float = LEASE_TTL_SECONDS
     """TTL of the planner's lease bucket: how long a lease outlives its last renewal."""
     snapshot_bucket: str = SNAPSHOT_BUCKET

@@ -82,7 +82,6 @@ class PlannerContext(Generic[FS]):
     cluster: str
     settings: FS
     nc: Client | None = None
-    nats_replicas: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,7 +92,6 @@ class WebhookContext(Generic[FS]):
     clock: Callable[[], float]
     stream_drained: Callable[[], bool]
     """Whether the observation follower has nothing pending: every fold holds the whole stream."""
-    nats_replicas: int = 1
 
 
 
