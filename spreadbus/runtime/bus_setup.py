@@ -4,9 +4,11 @@ Run by ``spreadbus bus-setup`` (and by ``spreadbus up`` before it starts the ser
 ``setup`` user's credential, the only one allowed to configure streams
 (:mod:`spreadbus.runtime.bus_permissions`). Streams are brought in line as
 :func:`~spreadbus.runtime.stream_setup.ensure_streams` describes. A key-value bucket is created
-with its declared history and TTL, and an existing one whose history, TTL or description differ
-is updated in place (its values stay); its replica count and storage are left as they are, as a
-stream's are. An object store is created if missing and otherwise left alone.
+with its declared history and TTL, and an existing one whose history, TTL or description differ is
+updated in place (its values stay); its replica count and storage are left as they are, as a
+stream's are. A bucket takes no rollup headers: the users that write it may set and delete their
+keys, but a ``Nats-Rollup: all`` publish would empty the whole bucket, and no service purges. An
+object store is created if missing and otherwise left alone.
 
 Signatures::
 
@@ -47,31 +49,36 @@ async def set_up_bus(js: JetStreamContext, layout: BusLayout, *, replicas: int =
 
 
 async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int = 1) -> str | None:
-    """Create ``spec``'s bucket or bring its history, TTL and description in line."""
+    """Create ``spec``'s bucket or bring its history, TTL, description and rollups in line."""
     stream = kv_stream(spec.name)
+    created = False
     try:
         info = await js.stream_info(stream)
     except NotFoundError:
         await js.create_key_value(KeyValueConfig(
             bucket=spec.name, description=spec.description or None, history=spec.history,
             ttl=spec.ttl_seconds or None, storage=StorageType.FILE, replicas=replicas))
-        return f"bucket {spec.name} created"
+        info, created = await js.stream_info(stream), True
     config = info.config
     wanted = {"history": spec.history, "ttl": float(spec.ttl_seconds),
-              "description": spec.description or None}
+              "description": spec.description or None, "rollups": False}
     have = {"history": config.max_msgs_per_subject, "ttl": float(config.max_age or 0.0),
-            "description": config.description or None}
+            "description": config.description or None,
+            "rollups": bool(config.allow_rollup_hdrs)}
     changes = [f"{k}: {have[k]!r} -> {v!r}" for k, v in wanted.items() if have[k] != v]
     if not changes:
-        return None
+        return f"bucket {spec.name} created" if created else None
     config.max_msgs_per_subject = spec.history
     config.max_age = spec.ttl_seconds
     if spec.ttl_seconds and (config.duplicate_window or 0.0) > spec.ttl_seconds:
         config.duplicate_window = spec.ttl_seconds  # the server wants it within the TTL
     config.description = spec.description or None
+    config.allow_rollup_hdrs = False
     try:
         await js.update_stream(config)
     except (BadRequestError, ServerError) as exc:
         raise StreamSetupError(f"bucket {spec.name}: the server refused to change "
                                f"{'; '.join(changes)}: {exc.description}") from exc
+    if created:
+        return f"bucket {spec.name} created"
     return f"bucket {spec.name} updated: {'; '.join(changes)}"

@@ -20,8 +20,10 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import Error as JetStreamError
 
 from events import streams
+from events.reservations import BUCKET as RESERVATIONS
 from spreadbus.runtime.bus_permissions import READER, SERVICES, SETUP, actuator_consumer
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import stream_config
@@ -267,3 +269,16 @@ async def test_no_user_but_setup_may_update_seal_purge_or_delete_a_stream(
         await setup.close()
     assert (await js.stream_info(streams.PLANS.name)).state.messages == 0
     assert len(violations(server)) == expected
+
+
+async def test_a_bucket_writer_sets_and_deletes_its_keys_but_cannot_empty_the_bucket(
+    clients: dict[str, Client],
+) -> None:
+    kv = await clients["webhook"].jetstream().key_value(RESERVATIONS)
+    await kv.put("c1.default.a", b"1")
+    await kv.put("c1.default.b", b"2")
+    await kv.delete("c1.default.b")
+    with pytest.raises(JetStreamError, match="rollup not permitted"):
+        await clients["webhook"].jetstream().publish(
+            f"$KV.{RESERVATIONS}.c1.default.c", b"", headers={"Nats-Rollup": "all"})
+    assert (await kv.get("c1.default.a")).value == b"1"
