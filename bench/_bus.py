@@ -1,15 +1,23 @@
-"""Shared set-up for the bus benchmarks: a throw-away nats-server and realistic observations."""
+"""Shared set-up for the bus benchmarks: a throw-away nats-server, set up as ``spreadbus bus-setup``
+sets it up, and realistic observations."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
+
+import nats
 
 from events import codec, subjects
 from events.messages import Observation, SyncMarker
+from spreadbus.cli.bus_setup import BusSetupSettings, layout_of
+from spreadbus.runtime.bus_setup import set_up_bus
 from spreadbus.runtime.nats_server import NatsServer
 
 
@@ -22,9 +30,21 @@ def nats_server() -> Iterator[NatsServer]:
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         server = NatsServer(store_dir=Path(tmp) / "nats").start()
         try:
+            # On a thread of its own: benchmarks enter this from their running event loop.
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(asyncio.run, set_up(server.url)).result()
             yield server
         finally:
             server.stop()
+
+
+async def set_up(url: str, **options: Any) -> None:
+    """Every stream and bucket the services need, as the setup user would create them."""
+    nc = await nats.connect(url, **options)
+    try:
+        await set_up_bus(nc.jetstream(), layout_of(BusSetupSettings()))
+    finally:
+        await nc.close()
 
 
 def deployment(i: int, generation: int) -> dict[str, object]:

@@ -68,7 +68,6 @@ from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import plans_for
 from spreadbus.runtime.snapshot_store import SnapshotStore
-from spreadbus.runtime.stream_setup import ensure_streams
 from tests.fixtures.observed_generation import ObservedGeneration
 
 REPLAY_GOAL = 0.6
@@ -512,7 +511,6 @@ async def main(observations: int, spread_pods: int, rollout_pods: int) -> None:
     with nats_server() as server:
         nc = await nats.connect(server.url)
         js = nc.jetstream()
-        await ensure_streams(js)
         started = time.perf_counter()
         await publish(nc, 0, observations, objects)
         total = (await js.stream_info("KUBE")).state.messages

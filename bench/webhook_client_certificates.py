@@ -20,6 +20,7 @@ near 1 (nothing changes once the connection is up). Run:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import socket
@@ -30,6 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
+from bench._bus import set_up
 from spreadbus.cli.local_stack import Child
 from spreadbus.runtime.nats_server import NatsServer
 from tlsserving import PemPaths, issue_client_cert, issue_server_cert, make_ca
@@ -137,6 +139,7 @@ def main(argv: list[str] | None = None) -> int:
         nats = NatsServer(store_dir=d / "nats").start()
         children: list[Child] = []
         try:
+            asyncio.run(set_up(nats.url))
             base = [sys.executable, "-m", "services.webhook", f"--nats-url={nats.url}",
                     "--cluster=bench", "--host=127.0.0.1", "--port=0",
                     "--http-host=127.0.0.1", "--http-port=0",

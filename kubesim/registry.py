@@ -371,6 +371,17 @@ def _builtins() -> list[ResourceType]:
             True,
             short_names=("netpol",),
         ),
+        # Stored and served (an installation's one-off steps apply); kubesim runs no job
+        # controller, so a Job starts no pod.
+        ResourceType(
+            "batch",
+            "v1",
+            "jobs",
+            "Job",
+            True,
+            categories=("all",),
+            status=True,
+        ),
         ResourceType(
             "apiextensions.k8s.io",
             "v1",

@@ -1,5 +1,9 @@
 """The actuator's share of the plans: one durable pull consumer shared by every replica.
 
+The consumer's name is fixed per cluster (:func:`~spreadbus.runtime.bus_permissions.
+actuator_consumer`): the bus allows it to the actuator's user alone, so no other user can pull
+from it, acknowledge on it, change its filter or delete it.
+
 JetStream hands each plan to one replica at a time (explicit acks, ``ack_wait`` 15 s, kept
 alive while a plan is being applied, so a replica killed mid-plan delays it by at most that).
 A renewal is ``in_progress`` followed by a flush, so it fails visibly while NATS is away instead
@@ -57,6 +61,7 @@ from events.codec import PlanHead, Undecodable
 from events.messages import ApiError, Outcome, Plan, Verb
 from events.streams import DEDUP_HEADER, PLANS
 from services.actuator.application import Applier, Result
+from spreadbus.runtime.bus_permissions import actuator_consumer
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 log = logging.getLogger(__name__)
@@ -84,7 +89,7 @@ class PlanConsumer:
         self.ack_wait = ack_wait_seconds
         self.shutdown_grace = shutdown_grace_seconds
         self.clock = clock
-        self.durable = f"actuator-{subjects.escape(cluster)}"
+        self.durable = actuator_consumer(cluster)
         self.outcomes = Counter("spreadbus_actuator_outcomes", "Plan outcomes published",
                                 ["result"], registry=registry)
         self.renewal_failures = Counter(

@@ -6,6 +6,8 @@ import argparse
 
 from services.planner.service import CAUGHT_UP, main
 from services.planner.settings import PlannerSettings
+from spreadbus.features.registry import bus_accesses
+from spreadbus.runtime.bus_layout import service_needs
 from spreadbus.runtime.service import service_main
 from spreadbus.runtime.settings import add_settings_arguments
 
@@ -15,4 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    return service_main("planner", PlannerSettings, args, main, conditions=(CAUGHT_UP,))
+    return service_main("planner", PlannerSettings, args, main, conditions=(CAUGHT_UP,),
+                        needs=needs)
+
+
+def needs(settings: PlannerSettings) -> tuple[str, ...]:
+    return service_needs("planner", bus_accesses(settings.features()),
+                         snapshot_bucket=settings.snapshot_bucket)

@@ -1,8 +1,9 @@
 """The planner process: lease, planner engine and readiness, inside the shared service shell.
 
 The planner runs the rules of every registered feature (:mod:`spreadbus.features.registry`)
-and follows their side streams; a feature's planner side may create what it reads first (the
-WorkloadSpread reservation bucket, which the webhook creates too, whichever starts first).
+and follows their side streams. What it reads and writes on the bus (streams, the features'
+buckets, its lease bucket and snapshot store) is created by the setup step
+(``spreadbus bus-setup``); the service shell waits for it before the planner starts.
 
 The lease, the planner and the readiness loop run as three tasks under :func:`supervise`: if
 any of them ends before a stop request, the planner steps down at once and the process exits
@@ -36,9 +37,7 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
         cluster=settings.cluster,
         rules=[rule for side in sides for rule in side.rules],
         streams=[stream for side in sides for stream in side.streams],
-        snapshots=SnapshotStore(
-            ctx.nc, bucket=settings.snapshot_bucket, replicas=settings.nats_replicas
-        ),
+        snapshots=SnapshotStore(ctx.nc, bucket=settings.snapshot_bucket),
         snapshot_every=settings.snapshot_every,
         snapshot_interval_seconds=settings.snapshot_interval_seconds,
         batch=settings.replay_batch,
@@ -48,8 +47,7 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
     await planner.restore()
     holder = settings.planner_id or f"{socket.gethostname()}-{os.getpid()}"
     lease = Lease(ctx.js, key=f"planner.{settings.cluster}", holder=holder,
-                  ttl_seconds=settings.lease_ttl_seconds, on_change=planner.set_leader,
-                  replicas=settings.nats_replicas)
+                  ttl_seconds=settings.lease_ttl_seconds, on_change=planner.set_leader)
 
     halt = asyncio.Event()  # the planner's own stop: a stop request, or a companion's death
 
@@ -66,7 +64,7 @@ async def planner_sides(settings: PlannerSettings, ctx: ServiceContext) -> list[
     """Every registered feature's planner side, in registry order, each with its settings."""
     return [
         await f.planner(PlannerContext(cluster=settings.cluster, settings=settings.settings_of(f),
-                                       nc=ctx.nc, nats_replicas=settings.nats_replicas))
+                                       nc=ctx.nc))
         for f in settings.features() if f.planner is not None
     ]
 

@@ -20,13 +20,14 @@ class PlannerSettings(FeatureServiceSettings):
     planner_id: str = ""
     """Name of this replica in the lease; defaults to host name and process id."""
     lease_ttl_seconds: float = 6.0
-    """How long the lease outlives its last renewal; a standby takes over after that."""
+    """How long the lease outlives its last renewal; a standby takes over after that. The lease
+    bucket's TTL wins, which ``spreadbus bus-setup`` sets from this same setting."""
     snapshot_every: int = 50_000
     """Write a snapshot after this many new messages (and at most every snapshot interval)."""
     snapshot_interval_seconds: float = 60.0
     """Longest time between two snapshots while messages arrive."""
     snapshot_bucket: str = "spreadbus-snapshots"
-    """Object store bucket the snapshots are written to."""
+    """Object store bucket the snapshots are written to (``spreadbus bus-setup`` creates it)."""
     replay_batch: int = 8192
     """Messages fetched per request while replaying the observations."""
     round_spacing_seconds: float = 0.02

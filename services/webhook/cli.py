@@ -6,6 +6,8 @@ import argparse
 import sys
 
 from services.webhook.service import CAUGHT_UP, WebhookSettings, main, settings_problems
+from spreadbus.features.registry import bus_accesses
+from spreadbus.runtime.bus_layout import service_needs
 from spreadbus.runtime.nats_connection import NATS_CONDITION
 from spreadbus.runtime.service import service_main
 from spreadbus.runtime.settings import add_settings_arguments, load_settings
@@ -27,7 +29,11 @@ def run(args: argparse.Namespace) -> int:
     # starts over: its handlers decide without the bus (a budget that cannot be spent is
     # refused), where leaving it would let every review through unchecked (failurePolicy).
     return service_main("webhook", WebhookSettings, args, main, conditions=(CAUGHT_UP,),
-                        held=(NATS_CONDITION, CAUGHT_UP))
+                        held=(NATS_CONDITION, CAUGHT_UP), needs=needs)
+
+
+def needs(settings: WebhookSettings) -> tuple[str, ...]:
+    return service_needs("webhook", bus_accesses(settings.features()))
 
 
 def command(argv: list[str] | None = None) -> int:

@@ -140,7 +140,6 @@ class WebhookService:
                 nc=self.nc,
                 clock=self.wall_clock,
                 stream_drained=self._stream_drained,
-                nats_replicas=self.settings.nats_replicas,
             )
             self.sides[feature.name] = await feature.webhook(context)
         cluster = subjects.escape(self.settings.cluster)

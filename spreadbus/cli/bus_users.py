@@ -3,8 +3,10 @@
 Writes one nkey seed per user (``DIR/<user>.nk``; an existing one is kept, so running it again
 after an upgrade only refreshes the permissions) and ``DIR/users.conf``, the nats-server
 ``authorization`` block with every user's public key and permissions for the features the
-services run (``--feature-plugins`` as the services are given it). Then prints the ``kubectl``
-commands that store them as the Secrets ``deploy/`` mounts.
+services run (``--feature-plugins`` as the services are given it) and the clusters their
+actuators act on (``--cluster``). The ``setup`` user's seed is the one credential that
+configures streams and buckets (``spreadbus bus-setup``, deploy/'s ``spreadbus-bus-setup`` Job).
+Then prints the ``kubectl`` commands that store them as the Secrets ``deploy/`` mounts.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import argparse
 from pathlib import Path
 
 from spreadbus.features.registry import PluginError, bus_accesses, features
-from spreadbus.runtime.bus_permissions import SERVICES, server_users
+from spreadbus.runtime.bus_permissions import DEFAULT_CLUSTERS, SERVICES, SETUP, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
 
 NAMESPACE = "spreadbus"
@@ -25,6 +27,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="module:attribute,... as the services are given it")
     parser.add_argument("--snapshot-bucket", default="spreadbus-snapshots",
                         help="the planner's --snapshot-bucket")
+    parser.add_argument("--cluster", action="append", default=[],
+                        help="a cluster the actuators act on (their --cluster; repeat for "
+                        "several; default: default, as deploy/config.yaml sets it): only its "
+                        "actuator may use its plan consumer")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -37,11 +43,12 @@ def run(args: argparse.Namespace) -> int:
     keys = ensure_users(out)
     users = out / "users.conf"
     users.write_text(server_users(keys, bus_accesses(chosen),
-                                  snapshot_bucket=args.snapshot_bucket))
+                                  snapshot_bucket=args.snapshot_bucket,
+                                  clusters=args.cluster or DEFAULT_CLUSTERS))
     print(f"wrote {users} and a seed per user in {out}; store them with:")
     print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-nats-users "
           f"--from-file=users.conf={users}")
-    for service in SERVICES:
+    for service in (*SERVICES, SETUP):
         print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{service} "
               f"--from-file=seed={seed_file(out, service)}")
     print(f"the read-only user for subscribers: {seed_file(out, 'reader')}")

@@ -1,6 +1,7 @@
 """The local stack's supervisor: nats-server, kubesim and the four services as processes.
 
-:class:`Stack` starts, in order: nats-server (store under ``DIR/nats``), kubesim with its default
+:class:`Stack` starts, in order: nats-server (store under ``DIR/nats``), then sets up its streams
+and buckets as ``spreadbus bus-setup`` does (as the ``setup`` user), kubesim with its default
 topology, the webhook replicas (``webhook_replicas``, default one: ``webhook``, ``webhook-2``...),
 the CRDs and the webhook configurations (the installation's Service, whose endpoints are the local
 replicas, trusted through a development CA made under ``DIR/tls``), then the other three
@@ -24,9 +25,10 @@ writes, a service in its JSON log (``health server listening`` and ``webhook lis
 the child that binds it, so several stacks can start at once. A restarted child is given the
 port it reported before, since the webhook configurations and the status lines name it.
 
-The bus is authenticated as a cluster's is (:mod:`spreadbus.runtime.bus_permissions`): each
-service connects as its own nkey user, allowed only what it does, and ``DIR/credentials`` holds
-the seeds (kept across runs), ``reader.nk`` among them: the read-only user for a person or tool
+The bus is authenticated as a cluster's is (:mod:`spreadbus.runtime.bus_permissions`): each service
+connects as its own nkey user, allowed only what it does (the actuator's plan consumer is that of
+``cluster``), and ``DIR/credentials`` holds the seeds (kept across runs), ``setup.nk`` (the only
+user that configures streams) and ``reader.nk`` among them: the read-only user for a person or tool
 watching the bus (``spreadbus`` commands find it there). NATS takes TLS connections only, with a
 certificate from the development CA (``DIR/tls``), as the deployed servers do.
 ``Stack(secured_bus=False)`` runs the bus open instead (no users, no TLS; the webhooks keep their
@@ -63,6 +65,7 @@ Installing the manifests is :mod:`spreadbus.cli.local_install`'s.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -78,13 +81,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, Final
 
+from spreadbus.cli.bus_setup import BusSetupSettings, SetupFailed, layout_of, set_up
 from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
-from spreadbus.features.registry import bus_accesses, features
-from spreadbus.runtime.bus_permissions import READER, inbox_prefix, server_users
+from spreadbus.features.registry import PluginError, bus_accesses, features
+from spreadbus.runtime.bus_layout import SNAPSHOT_BUCKET
+from spreadbus.runtime.bus_permissions import READER, SETUP, inbox_prefix, server_users
 from spreadbus.runtime.bus_users import ensure_users, local_ca, local_seed, seed_file
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
+from spreadbus.runtime.settings import ENV_PREFIX, load_settings
 from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca
 from tlsserving.secret_files import write_secret
 
@@ -303,6 +309,8 @@ class Stack:
                                extra_args=["-c", str(self._nats_config())])
         self.nats.start()
         self.nats_backoff.started(time.monotonic())
+        say("setting up the bus's streams and buckets")
+        self._set_up_bus()
         tls = self._certificates()
         say("starting kubesim")
         self._start_kubesim(tls)
@@ -362,8 +370,26 @@ class Stack:
             f"max_payload: {NATS_MAX_PAYLOAD}\n"
             f"tls {{\n  cert_file: {json.dumps(str(tls / 'nats.crt'))}\n"
             f"  key_file: {json.dumps(str(tls / 'nats.key'))}\n}}\n"
-            + server_users(keys, bus_accesses(chosen)))
+            + server_users(keys, bus_accesses(chosen), clusters=[self.cluster],
+                           snapshot_bucket=self.service_env.get(
+                               f"{ENV_PREFIX}SNAPSHOT_BUCKET", SNAPSHOT_BUCKET)))
         return path
+
+    def _set_up_bus(self) -> None:
+        """What ``spreadbus bus-setup`` does, as the ``setup`` user, with the services' settings
+        (feature plugins, lease TTL, snapshot bucket, HISTORY limits from ``service_env``)."""
+        assert self.nats is not None
+        env = {**os.environ, **self.service_env, f"{ENV_PREFIX}NATS_URL": self.nats.url}
+        if self.secured_bus:
+            env[f"{ENV_PREFIX}NATS_NKEY_SEED"] = str(seed_file(self.credentials_dir, SETUP))
+            env[f"{ENV_PREFIX}NATS_TLS_CA"] = str(local_ca(self.data_dir))
+        settings = load_settings(BusSetupSettings, env=env)
+        if isinstance(settings, list):
+            raise StackError("bus setup: " + "; ".join(str(e) for e in settings))
+        try:
+            asyncio.run(set_up(settings, layout_of(settings)))
+        except (SetupFailed, PluginError) as exc:
+            raise StackError(f"bus setup: {exc}") from exc
 
     def _development_ca(self) -> CertKeyPair:
         """The CA of the stack's certificates, made once under ``DIR/tls`` and kept."""

@@ -4,6 +4,8 @@ The services, the CLI and the RBAC table know a capability only through its :cla
 listed once in :mod:`spreadbus.features`; adding one is a package plus a line there. A feature
 brings what each part of the system runs of it, and nothing runs what it does not declare:
 
+- ``bus`` and ``buckets``: what each service's part of it does on NATS, and the key-value buckets
+  it keeps (created by ``spreadbus bus-setup``, never by a service);
 - ``watches``: the resources the watcher lists and watches for it (``[group/]version/resource``);
 - ``plan_grants``: every kind of plan its rules may emit (verb, resource, the paths a patch may
   write, the owner a target must have): the actuator applies nothing else, and its RBAC is
@@ -18,7 +20,7 @@ brings what each part of the system runs of it, and nothing runs what it does no
   the services that use them (:mod:`spreadbus.engine.feature_settings`).
 
 The planner and webhook sides are built by async factories because a side may need NATS before it
-can serve (a key-value bucket to create). Factories receive the feature's own settings, typed as
+can serve (a key-value bucket to bind). Factories receive the feature's own settings, typed as
 its model (``ctx.settings``), built from what the service loaded; a feature without settings gets
 an empty :class:`~spreadbus.engine.feature_settings.FeatureSettings`.
 
@@ -42,7 +44,7 @@ from typing_extensions import TypeVar
 
 from kubesemantics.field_errors import FieldError
 from spreadbus.engine.admission_chain import AdmissionHandler
-from spreadbus.engine.bus_access import BusAccess
+from spreadbus.engine.bus_access import BucketSpec, BusAccess
 from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature_settings import FeatureSettings
 from spreadbus.engine.plan_grants import PlanGrant
@@ -80,7 +82,6 @@ class PlannerContext(Generic[FS]):
     cluster: str
     settings: FS
     nc: Client | None = None
-    nats_replicas: int = 1
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,7 +92,6 @@ class WebhookContext(Generic[FS]):
     clock: Callable[[], float]
     stream_drained: Callable[[], bool]
     """Whether the observation follower has nothing pending: every fold holds the whole stream."""
-    nats_replicas: int = 1
 
 
 
@@ -184,6 +184,8 @@ class Feature(Generic[FS]):
     bus: Mapping[str, BusAccess] = field(default_factory=dict)
     """Service name -> what its part of that service does on NATS beyond the core streams: the
     service's user is allowed exactly that (:mod:`spreadbus.engine.bus_access`)."""
+    buckets: tuple[BucketSpec, ...] = ()
+    """The key-value buckets it keeps, created by ``spreadbus bus-setup``."""
     planner: Callable[[PlannerContext[FS]], Awaitable[PlannerSide]] | None = None
     webhook: Callable[[WebhookContext[FS]], Awaitable[WebhookSide]] | None = None
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)

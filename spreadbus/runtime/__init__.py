@@ -9,7 +9,14 @@ One module per concern, each with its signatures in its docstring:
   ``/metrics`` (the service's own prometheus registry);
 - :mod:`~spreadbus.runtime.shutdown`: SIGTERM/SIGINT set an event, pauses end when it is set;
 - :mod:`~spreadbus.runtime.nats_connection`: URL list, credentials or nkey, TLS, reconnect forever;
+- :mod:`~spreadbus.runtime.bus_layout`: every stream and bucket of the bus, and what each service
+  needs of them;
 - :mod:`~spreadbus.runtime.stream_setup`: create or update the bus streams;
+- :mod:`~spreadbus.runtime.bus_setup`: the setup step: create or update every stream and bucket;
+- :mod:`~spreadbus.runtime.bus_presence`: a service waits, unready, until what it needs exists;
+- :mod:`~spreadbus.runtime.bus_permissions` and :mod:`~spreadbus.runtime.bus_users`: each bus
+  user's permissions and nkeys;
+- :mod:`~spreadbus.runtime.consumer_names`: unguessable names for a client's own consumers;
 - :mod:`~spreadbus.runtime.follower`: replay a stream into a projection, then follow it live;
 - :mod:`~spreadbus.runtime.lease`: one leader at a time through a NATS KV key;
 - :mod:`~spreadbus.runtime.snapshot_store`: projection snapshots in the JetStream object store;

@@ -1,25 +1,58 @@
-"""Each service's NATS permissions, derived from what the services and features declare.
+"""Each bus user's NATS permissions, derived from what the services and features declare.
 
 A service connects as a user of its own (``watcher``, ``planner``, ``actuator``, ``webhook``,
-``audit``), and an outside subscriber as ``reader``. The server allows each only what it does:
+``audit``), an outside subscriber as ``reader``, and the setup step (``spreadbus bus-setup``) as
+``setup``. The server allows each only what it does:
 
-- every service may read and update the configuration of the core streams (each ensures them at
-  start-up, :mod:`spreadbus.runtime.stream_setup`) and reads replies on an inbox of its own
-  (``_INBOX_<user>.>``, :func:`inbox_prefix`), so no user can read another's replies;
+- only ``setup`` configures the bus: it creates, updates, purges, seals and deletes streams and
+  buckets, lists consumers and may remove any (all of ``$JS.API``), and publishes no event. No
+  other user may create, update, purge or delete a stream or a bucket, or delete a message;
+  services check at start-up that what they need exists (:mod:`spreadbus.runtime.bus_presence`).
+  The one exception is the planner's filtered purge of its own snapshot object store, which is
+  how the object store drops the chunks of a snapshot it replaced;
+- every user reads replies on an inbox of its own (``_INBOX_<user>.>``, :func:`inbox_prefix`);
 - the watcher publishes observations, sync markers, pod lifecycle points and status changes
-  (``history.>``) and reads ``KUBE`` (what it published before); the planner publishes plans,
-  reads ``KUBE``, ``PLANS`` and ``OUTCOMES`` and keeps its lease and snapshots in buckets of its
-  own; the actuator reads ``PLANS`` through its durable consumer and publishes outcomes; the
-  webhook reads ``KUBE``; ``audit`` (``spreadbus audit follow``) reads ``HISTORY`` and
-  publishes nothing;
-- each feature adds, per service, its own subjects and buckets (:class:`BusAccess`);
-- the reader subscribes to every message subject and reads every stream and bucket, but
-  publishes nothing except the JetStream API requests that reading needs.
+  (``history.>``) and reads ``KUBE``; the planner publishes plans, reads ``KUBE``, ``PLANS`` and
+  ``OUTCOMES`` and writes its lease bucket and snapshots; the actuator pulls ``PLANS`` through its
+  durable consumer only and publishes outcomes; the webhook reads ``KUBE``; ``audit``
+  (``spreadbus audit follow``) reads ``HISTORY``; each feature adds, per service, its own
+  subjects and buckets (:class:`BusAccess`);
+- the reader subscribes to every message subject and reads every stream and bucket, through
+  consumers of its own, and publishes nothing else.
 
-Reading a stream needs JetStream API requests (consumer create, info, delete and next, direct
-and message gets) and the acknowledgement and flow-control subjects of that stream; writing a
-bucket needs its stream's configuration and its ``$KV``/``$O`` subjects. :func:`permissions`
-spells these out; :func:`server_users` renders them as nats-server ``authorization`` users.
+Consumers. A user reading a stream creates consumers of its own: the JetStream API names the
+consumer in the request subject (``$JS.API.CONSUMER.CREATE.<stream>.<name>[.<filter>]``,
+``MSG.NEXT.<stream>.<name>``, ``DELETE.<stream>.<name>``, ``$JS.ACK.<stream>.<name>.>``), so the
+server's subject permissions decide per consumer name. NATS matches permissions by whole subject
+tokens (``*`` stands for one whole token, never a prefix such as ``reader-*``), and a consumer
+name is one token, so a name prefix per user cannot be enforced. Instead:
+
+- a service's durable consumer has a fixed name (the actuator's is :func:`actuator_consumer` of
+  each cluster the installation runs, ``clusters``), which its user alone is allowed, and which
+  is denied by name to every other user, for every verb (create or update, info, delete, pull,
+  ack, flow control);
+- every other consumer is created under a name its creator draws with 128 random bits
+  (:mod:`spreadbus.runtime.consumer_names`); no user but ``setup`` may list consumers, so no one
+  else can learn the name, and a consumer that cannot be named cannot be read, acknowledged,
+  changed or deleted;
+- the unnamed creation subject (``$JS.API.CONSUMER.CREATE.<stream>``) is allowed to no one: the
+  server treats a request on it whose body names an existing consumer as an update of that
+  consumer, whatever the subject permissions say about the name.
+
+Why not an account per user with the streams exported to it: the JetStream API of an exporting
+account is again addressed by subject tokens, so a consumer created through an import is still
+one token away from everyone else's; mirroring the streams into each reader's account instead
+would store every stream again per account. Fixed, denied names for the one consumer others
+know of, and unguessable names for the rest, close the same holes on one account.
+
+``PLANS``, ``OUTCOMES`` and ``HISTORY`` are protected from deletes and purges by these
+permissions alone: their stream configuration does not set ``deny_delete``/``deny_purge``,
+which the server never lets anyone lift again, so the setup user could no longer empty a stream
+an operator must reset; the setup credential can delete a whole stream anyway, so the flags
+would not stop its thief.
+
+:func:`permissions` spells one user out; :func:`server_users` renders them all as the nats-server
+``authorization`` block.
 """
 
 from __future__ import annotations
@@ -30,13 +63,22 @@ from typing import Any, Final
 
 from events import streams, subjects
 from spreadbus.engine.bus_access import BusAccess
+from spreadbus.runtime.bus_layout import (
+    CORE_STREAMS,
+    LEASE_BUCKET,
+    SNAPSHOT_BUCKET,
+    kv_stream,
+    object_stream,
+)
 
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook", "audit")
 READER: Final = "reader"
-USERS: Final = (*SERVICES, READER)
-LEASE_BUCKET: Final = "spreadbus-leases"
-SNAPSHOT_BUCKET: Final = "spreadbus-snapshots"
-CORE_STREAMS: Final = tuple(s.name for s in streams.ALL)
+SETUP: Final = "setup"
+USERS: Final = (*SERVICES, READER, SETUP)
+DEFAULT_CLUSTERS: Final = ("default",)
+"""The cluster deploy/ names (``SPREADBUS_CLUSTER``), so its actuator's consumer is protected."""
+
+_API: Final = "$JS.API"
 
 _OWN: Final[Mapping[str, BusAccess]] = {
     "watcher": BusAccess(publish=(f"{subjects.OBSERVATIONS}.>", f"{subjects.SYNC}.>",
@@ -45,7 +87,7 @@ _OWN: Final[Mapping[str, BusAccess]] = {
     "planner": BusAccess(publish=(f"{subjects.PLANS}.>",),
                          reads=(streams.KUBE.name, streams.PLANS.name, streams.OUTCOMES.name),
                          buckets=(LEASE_BUCKET,)),
-    "actuator": BusAccess(publish=(f"{subjects.OUTCOMES}.>",), reads=(streams.PLANS.name,)),
+    "actuator": BusAccess(publish=(f"{subjects.OUTCOMES}.>",)),
     "webhook": BusAccess(reads=(streams.KUBE.name,)),
     "audit": BusAccess(reads=(streams.HISTORY.name,)),
 }
@@ -56,46 +98,83 @@ def inbox_prefix(user: str) -> str:
     return f"_INBOX_{user}"
 
 
-def stream_reading(stream: str) -> list[str]:
-    """The subjects a client publishes to read a stream (JetStream API, acks, flow control)."""
-    api = "$JS.API"
+def actuator_consumer(cluster: str) -> str:
+    """The name of the actuator's durable consumer of ``cluster``'s plans on ``PLANS``."""
+    return f"actuator-{subjects.escape(cluster)}"
+
+
+def durable_consumers(clusters: Sequence[str]) -> dict[str, list[tuple[str, str]]]:
+    """User -> the (stream, name) of each durable consumer it owns."""
+    return {"actuator": [(streams.PLANS.name, actuator_consumer(c)) for c in clusters]}
+
+
+def consumer_use(stream: str, consumer: str) -> list[str]:
+    """Every subject that reads, acknowledges on, creates or changes, or deletes one consumer."""
     return [
-        f"{api}.STREAM.INFO.{stream}",
-        f"{api}.CONSUMER.CREATE.{stream}",
-        f"{api}.CONSUMER.CREATE.{stream}.>",
-        f"{api}.CONSUMER.DURABLE.CREATE.{stream}.>",
-        f"{api}.CONSUMER.INFO.{stream}.>",
-        f"{api}.CONSUMER.DELETE.{stream}.>",
-        f"{api}.CONSUMER.MSG.NEXT.{stream}.>",
-        f"{api}.DIRECT.GET.{stream}",
-        f"{api}.DIRECT.GET.{stream}.>",
-        f"{api}.STREAM.MSG.GET.{stream}",
-        f"$JS.ACK.{stream}.>",
-        f"$JS.FC.{stream}.>",
+        f"{_API}.CONSUMER.CREATE.{stream}.{consumer}",
+        f"{_API}.CONSUMER.CREATE.{stream}.{consumer}.>",
+        f"{_API}.CONSUMER.DURABLE.CREATE.{stream}.{consumer}",
+        f"{_API}.CONSUMER.INFO.{stream}.{consumer}",
+        f"{_API}.CONSUMER.DELETE.{stream}.{consumer}",
+        f"{_API}.CONSUMER.MSG.NEXT.{stream}.{consumer}",
+        f"$JS.ACK.{stream}.{consumer}.>",
+        f"$JS.FC.{stream}.{consumer}.>",
     ]
 
 
-def stream_configuring(stream: str) -> list[str]:
-    api = "$JS.API"
-    return [f"{api}.STREAM.CREATE.{stream}", f"{api}.STREAM.UPDATE.{stream}",
-            f"{api}.STREAM.PURGE.{stream}"]
+def stream_reading(stream: str) -> list[str]:
+    """The subjects a client publishes to read a stream through named consumers of its own
+    (created, pulled, acknowledged on and deleted by name) and direct gets."""
+    return [
+        f"{_API}.STREAM.INFO.{stream}",
+        f"{_API}.CONSUMER.CREATE.{stream}.*",
+        f"{_API}.CONSUMER.CREATE.{stream}.*.>",
+        f"{_API}.CONSUMER.INFO.{stream}.*",
+        f"{_API}.CONSUMER.DELETE.{stream}.*",
+        f"{_API}.CONSUMER.MSG.NEXT.{stream}.*",
+        f"{_API}.DIRECT.GET.{stream}",
+        f"{_API}.DIRECT.GET.{stream}.>",
+        f"{_API}.STREAM.MSG.GET.{stream}",
+        f"$JS.ACK.{stream}.*.>",
+        f"$JS.FC.{stream}.*.>",
+    ]
 
 
-def kv_stream(bucket: str) -> str:
-    return f"KV_{bucket}"
+def _owned_use(stream: str, consumer: str) -> list[str]:
+    """What the owner of a durable consumer does with it: everything but deleting it."""
+    return [f"{_API}.STREAM.INFO.{stream}",
+            *(s for s in consumer_use(stream, consumer) if ".DELETE." not in s)]
 
 
 def permissions(user: str, features: Sequence[Mapping[str, BusAccess]], *,
-                snapshot_bucket: str = SNAPSHOT_BUCKET) -> dict[str, Any]:
-    """nats-server permissions of one user: ``{"publish": {"allow"}, "subscribe": {"allow"}}``."""
+                snapshot_bucket: str = SNAPSHOT_BUCKET,
+                clusters: Sequence[str] = DEFAULT_CLUSTERS) -> dict[str, Any]:
+    """nats-server permissions of one user:
+    ``{"publish": {"allow", "deny"}, "subscribe": {"allow"}}``."""
+    if user == SETUP:
+        return {"publish": {"allow": [f"{_API}.>"]},
+                "subscribe": {"allow": [f"{inbox_prefix(SETUP)}.>"]}}
     if user == READER:
-        return _reader(features)
-    if user not in SERVICES:
+        publish, subscribe = _reader(features)
+    elif user in SERVICES:
+        publish, subscribe = _service(user, features, snapshot_bucket, clusters)
+    else:
         raise ValueError(f"no bus user {user!r}; the users are {', '.join(USERS)}")
+    deny = [subject for owner, held in durable_consumers(clusters).items() if owner != user
+            for stream, name in held for subject in consumer_use(stream, name)]
+    result: dict[str, Any] = {"publish": {"allow": _unique(publish)},
+                              "subscribe": {"allow": _unique(subscribe)}}
+    if deny:
+        result["publish"]["deny"] = _unique(deny)
+    return result
+
+
+def _service(user: str, features: Sequence[Mapping[str, BusAccess]], snapshot_bucket: str,
+             clusters: Sequence[str]) -> tuple[list[str], list[str]]:
     accesses = [_OWN[user], *(f[user] for f in features if user in f)]
-    publish: list[str] = ["$JS.API.INFO", "$JS.API.STREAM.NAMES"]
-    for stream in CORE_STREAMS:
-        publish += [f"$JS.API.STREAM.INFO.{stream}", *stream_configuring(stream)[:2]]
+    publish: list[str] = [f"{_API}.INFO", f"{_API}.STREAM.NAMES"]
+    # Every service checks at start-up that the core streams exist.
+    publish += [f"{_API}.STREAM.INFO.{stream}" for stream in CORE_STREAMS]
     subscribe = [f"{inbox_prefix(user)}.>"]
     for access in accesses:
         publish += access.publish
@@ -103,33 +182,36 @@ def permissions(user: str, features: Sequence[Mapping[str, BusAccess]], *,
         for stream in access.reads:
             publish += stream_reading(stream)
         for bucket in access.buckets:
-            publish += [f"$KV.{bucket}.>", *stream_reading(kv_stream(bucket)),
-                        *stream_configuring(kv_stream(bucket))]
+            publish += [f"$KV.{bucket}.>", *stream_reading(kv_stream(bucket))]
+    for stream, name in durable_consumers(clusters).get(user, []):
+        publish += _owned_use(stream, name)
     if user == "planner":
-        objects = f"OBJ_{snapshot_bucket}"
+        objects = object_stream(snapshot_bucket)
         publish += [f"$O.{snapshot_bucket}.>", *stream_reading(objects),
-                    *stream_configuring(objects)]
-    return {"publish": {"allow": _unique(publish)}, "subscribe": {"allow": _unique(subscribe)}}
+                    f"{_API}.STREAM.PURGE.{objects}"]
+    return publish, subscribe
 
 
-def _reader(features: Sequence[Mapping[str, BusAccess]]) -> dict[str, Any]:
+def _reader(features: Sequence[Mapping[str, BusAccess]]) -> tuple[list[str], list[str]]:
     read = [*CORE_STREAMS,
             *(s for f in features for a in f.values() for s in a.reads),
             *(kv_stream(b) for f in features for a in f.values() for b in a.buckets)]
-    publish = ["$JS.API.INFO", "$JS.API.STREAM.NAMES"]
+    publish = [f"{_API}.INFO", f"{_API}.STREAM.NAMES"]
     for stream in _unique(read):
         publish += stream_reading(stream)
     subscribe = [f"{inbox_prefix(READER)}.>",
                  *(subject for spec in streams.ALL for subject in spec.subjects),
                  *(f"$KV.{b}.>" for f in features for a in f.values() for b in a.buckets)]
-    return {"publish": {"allow": _unique(publish)}, "subscribe": {"allow": _unique(subscribe)}}
+    return publish, subscribe
 
 
 def server_users(public_keys: Mapping[str, str], features: Sequence[Mapping[str, BusAccess]],
-                 *, snapshot_bucket: str = SNAPSHOT_BUCKET) -> str:
+                 *, snapshot_bucket: str = SNAPSHOT_BUCKET,
+                 clusters: Sequence[str] = DEFAULT_CLUSTERS) -> str:
     """The nats-server ``authorization`` block for these users (user -> nkey public key)."""
     users = [{"nkey": key, "permissions": permissions(user, features,
-                                                      snapshot_bucket=snapshot_bucket)}
+                                                      snapshot_bucket=snapshot_bucket,
+                                                      clusters=clusters)}
              for user, key in public_keys.items()]
     return "authorization: " + json.dumps({"users": users}, indent=2) + "\n"
 

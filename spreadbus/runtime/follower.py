@@ -5,7 +5,8 @@ while the server can deliver several times that. The follower therefore speaks t
 itself, the same way the client does underneath:
 
 - an ephemeral consumer (``AckNone``, memory storage, ``DeliverByStartSequence`` at
-  ``last_seq + 1``) is created on the stream, filtered to the wanted subjects;
+  ``last_seq + 1``) is created on the stream under a private name
+  (:mod:`~spreadbus.runtime.consumer_names`), filtered to the wanted subjects;
 - a pull request (``$JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>``) asks for a large batch with an
   expiry and idle heartbeats; replies land on one inbox subscription whose callback calls the sink
   synchronously: no per-message awaits, no ``Msg.metadata`` parsing, no acks; on a
@@ -77,6 +78,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
+from spreadbus.runtime.consumer_names import private_name
 from spreadbus.runtime.raw_delivery import RawDeliveryClient, status_of
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
@@ -283,6 +285,7 @@ class StreamFollower:
         self._check_fresh()
         js = self.nc.jetstream()
         config = ConsumerConfig(
+            name=private_name(self.name),
             deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
             opt_start_seq=self.last_seq + 1,
             ack_policy=AckPolicy.NONE,

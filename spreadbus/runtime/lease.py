@@ -14,8 +14,7 @@ deduplicated anyway, so a brief overlap would be harmless.
 Signature::
 
     Lease(js: JetStreamContext, *, key: str, holder: str, bucket: str = "spreadbus-leases",
-          ttl_seconds: float = 6.0, on_change: Callable[[bool], None] | None = None,
-          replicas: int = 1)   # replicas of the bucket, when this lease creates it
+          ttl_seconds: float = 6.0, on_change: Callable[[bool], None] | None = None)
         async .run() -> None        # until .stop(); steps down (deletes its key) on the way out
         .stop() -> None
         .is_leader: bool
@@ -30,8 +29,8 @@ from collections.abc import Callable
 
 from nats.errors import Error as NatsError
 from nats.js.client import JetStreamContext
-from nats.js.errors import BucketNotFoundError, KeyWrongLastSequenceError
 from nats.js.errors import Error as JetStreamError
+from nats.js.errors import KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from spreadbus.runtime.shutdown import sleep_unless_stopping
@@ -51,7 +50,6 @@ class Lease:
         bucket: str = "spreadbus-leases",
         ttl_seconds: float = 6.0,
         on_change: Callable[[bool], None] | None = None,
-        replicas: int = 1,
     ) -> None:
         self.js = js
         self.key = key
@@ -59,7 +57,6 @@ class Lease:
         self.bucket = bucket
         self.ttl = ttl_seconds
         self.on_change = on_change
-        self.replicas = replicas
         self.is_leader = False
         self._revision = 0
         self._renewed_at = 0.0
@@ -68,17 +65,12 @@ class Lease:
 
     async def _bucket(self) -> KeyValue:
         if self._kv is None:
-            try:
-                # An existing bucket's TTL wins, so replicas configured differently still agree
-                # on how long a lease lasts.
-                self._kv = await self.js.key_value(self.bucket)
-                ttl = (await self._kv.status()).ttl
-                if ttl:
-                    self.ttl = ttl
-            except BucketNotFoundError:
-                self._kv = await self.js.create_key_value(
-                    bucket=self.bucket, ttl=self.ttl, history=1, replicas=self.replicas
-                )
+            # The setup step creates the bucket (``spreadbus bus-setup``); its TTL wins over this
+            # replica's, so replicas configured differently still agree on how long a lease lasts.
+            self._kv = await self.js.key_value(self.bucket)
+            ttl = (await self._kv.status()).ttl
+            if ttl:
+                self.ttl = ttl
         return self._kv
 
     def _set_leader(self, leader: bool) -> None:

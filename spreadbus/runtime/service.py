@@ -3,9 +3,11 @@
 A service is an ``async def main(ctx: ServiceContext) -> None`` that runs until
 ``ctx.stopping`` is set (SIGTERM/SIGINT) and flips readiness conditions on ``ctx.gate``. The shell
 configures JSON logging, starts ``/healthz``, ``/readyz``, ``/metrics``, connects to NATS
-(reconnecting forever), makes sure the bus streams exist, runs ``main``, and on the way out
-lets it wind down (cancelling it if it overruns), drains NATS and stops the HTTP server. A crash
-of ``main`` is logged and turns into exit code 1, so the process supervisor restarts the service.
+(reconnecting forever), waits until the streams and buckets it needs exist (``needs``; the
+setup step creates them, never a service: :mod:`spreadbus.runtime.bus_presence`), runs
+``main``, and on the way out lets it wind down (cancelling it if it overruns), drains NATS and
+stops the HTTP server. A crash of ``main`` is logged and turns into exit code 1, so the process
+supervisor restarts the service.
 
 Stopping is bounded whatever NATS does. NATS may be unreachable (never connected, or
 reconnecting) or frozen (sockets open, nothing answers, so every request waits out its timeout).
@@ -21,10 +23,13 @@ Signatures::
     ServiceContext(name, settings, registry, gate, nc, js, stopping)
     run_service(name: str, settings: ServiceSettings, main: ServiceMain, *,
                 conditions: Sequence[str] = (), stopping: asyncio.Event | None = None,
-                on_first_ready: Callable[[], None] | None = None) -> Awaitable[int]
+                on_first_ready: Callable[[], None] | None = None,
+                needs: Sequence[str] = CORE_STREAMS) -> Awaitable[int]
     service_main(name: str, settings_cls: type[ServiceSettings], args: argparse.Namespace,
                  main: Callable[[ServiceContext], Awaitable[None]], *,
-                 conditions: Sequence[str] = ()) -> int     # for ``run(args)`` of a CLI module
+                 conditions: Sequence[str] = (),
+                 needs: Callable[[Settings], Sequence[str]] | None = None) -> int
+                 # for ``run(args)`` of a CLI module
     async done_or_stopped(task: asyncio.Future[Any], stopping: asyncio.Event) -> None
 """
 
@@ -42,14 +47,14 @@ from nats.aio.client import Client
 from nats.js.client import JetStreamContext
 from prometheus_client import CollectorRegistry
 
-from events import streams
 from spreadbus.runtime import heap
+from spreadbus.runtime.bus_layout import CORE_STREAMS
+from spreadbus.runtime.bus_presence import BUS_CONDITION, await_bus
 from spreadbus.runtime.health import HealthServer, ReadinessGate
 from spreadbus.runtime.json_logging import configure_logging
 from spreadbus.runtime.nats_connection import NATS_CONDITION, NatsOptions, connect_nats
 from spreadbus.runtime.settings import ServiceSettings, load_settings
 from spreadbus.runtime.shutdown import install_shutdown_handlers
-from spreadbus.runtime.stream_setup import ensure_streams
 
 log = logging.getLogger(__name__)
 
@@ -88,11 +93,14 @@ async def run_service(
     held: Sequence[str] = (),
     stopping: asyncio.Event | None = None,
     on_first_ready: Callable[[], None] | None = None,
+    needs: Sequence[str] = CORE_STREAMS,
 ) -> int:
     """``held``: conditions that gate readiness only until the service is first ready
-    (:class:`ReadinessGate`)."""
+    (:class:`ReadinessGate`). ``needs``: the streams (a bucket as its ``KV_``/``OBJ_`` stream)
+    that must exist before ``main`` runs (:func:`spreadbus.runtime.bus_layout.service_needs`)."""
     registry = CollectorRegistry()
-    gate = ReadinessGate(NATS_CONDITION, *conditions, on_first_ready=on_first_ready, held=held)
+    gate = ReadinessGate(NATS_CONDITION, BUS_CONDITION, *conditions,
+                         on_first_ready=on_first_ready, held=held)
     health = HealthServer(gate, registry, host=settings.http_host, port=settings.http_port)
     await health.start()
     stopping = stopping or install_shutdown_handlers()
@@ -105,15 +113,11 @@ async def run_service(
             NatsOptions.from_settings(settings, name=name), gate=gate, registry=registry
         )
         js = nc.jetstream()
-        await ensure_streams(
-            js,
-            streams.with_history(settings.history_max_age, settings.history_max_bytes),
-            replicas=settings.nats_replicas,
-        )
+        await await_bus(js, needs, gate)
         return nc, js
 
     try:
-        # Connecting and creating the streams wait on NATS, which may never answer: a stop
+        # Connecting and finding the streams wait on NATS, which may never answer: a stop
         # request wins over both.
         connected = await until_stopped(setup(), stopping)
         if connected is None:
@@ -234,6 +238,7 @@ def service_main(
     *,
     conditions: Sequence[str] = (),
     held: Sequence[str] = (),
+    needs: Callable[[Settings], Sequence[str]] | None = None,
 ) -> int:
     """Load settings (printing every error and exiting 2 on bad ones), then run the service
     with the process's garbage collection tuned for it (:mod:`spreadbus.runtime.heap`)."""
@@ -251,5 +256,6 @@ def service_main(
     heap.tune()
     return run_until_stopped(
         run_service(name, settings, bound, conditions=conditions, held=held,
-                    on_first_ready=heap.settle)
+                    on_first_ready=heap.settle,
+                    needs=CORE_STREAMS if needs is None else needs(settings))
     )

@@ -91,13 +91,6 @@ class ServiceSettings(BaseSettings):
     """Path of the key of ``--nats-tls-cert``."""
     nats_name: str = ""
     """Client name shown by the server; defaults to the service name."""
-    nats_replicas: int = 1
-    """Replicas of the streams and buckets this service creates (3 on a 3-node cluster);
-    an existing stream keeps the replica count it has."""
-    history_max_age: float = 7 * 24 * 3600.0
-    """Seconds the HISTORY stream (the audit log) keeps a message; give every service the same."""
-    history_max_bytes: int = 8 << 30
-    """Bytes the HISTORY stream keeps at most; the oldest messages go first."""
     http_host: str = "0.0.0.0"
     """Address of /healthz, /readyz and /metrics."""
     http_port: int = 8080

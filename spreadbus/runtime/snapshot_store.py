@@ -6,17 +6,17 @@ The object store chunks large blobs and checks a digest on read; whatever the bl
 digest mismatch all come back as ``None``, and the caller replays from the start of the streams
 instead.
 
-Writing goes through the client's object store. Reading does not: the client's ``get`` follows
-the chunks with a push consumer under flow control and hands every chunk to a thread, which
-read a 440 MB snapshot (a million objects) at about 60 MB/s, so loading it took half as long as
-replaying the whole stream. :meth:`SnapshotStore.load` reads the object's info record through
-the client, then takes the chunks itself, as the stream follower takes messages: one ephemeral
-``AckNone`` consumer filtered to the object's chunk subject, pull requests for windows of about
+Writing goes through the client's object store. Reading does not: the client's ``get`` follows the
+chunks with a push consumer under flow control and hands every chunk to a thread, which read a 440
+MB snapshot (a million objects) at about 60 MB/s, so loading it took half as long as replaying the
+whole stream. :meth:`SnapshotStore.load` reads the object's info record through the client, then
+takes the chunks itself, as the stream follower takes messages: one ephemeral ``AckNone`` consumer
+under a private name, filtered to the object's chunk subject; pull requests for windows of about
 ``window_bytes`` (the next asked for when half of one has arrived: asking for everything at once
-overruns what the server buffers for a client, and it disconnects it as a slow consumer),
-replies appended in order to one ``bytearray`` and hashed as they arrive. A gap in the delivery
-sequence, a status other than an expired request, or a silence of ``stall_seconds`` abandons
-the read (``None``); an expired request is renewed for the chunks still missing.
+overruns what the server buffers for a client, and it disconnects it as a slow consumer), replies
+appended in order to one ``bytearray`` and hashed as they arrive. A gap in the delivery sequence, a
+status other than an expired request, or a silence of ``stall_seconds`` abandons the read
+(``None``); an expired request is renewed for the chunks still missing.
 
 The chunk reads speak the JetStream API on the connection directly (the pull protocol of
 :mod:`spreadbus.runtime.follower`, under the default ``$JS.API`` prefix), so the store holds the
@@ -25,7 +25,6 @@ connection and makes its own JetStream context from it; the two can never disagr
 Signature::
 
     SnapshotStore(nc: Client, *, bucket: str = "spreadbus-snapshots",
-                  replicas: int = 1,      # replicas of the bucket, when this store creates it
                   stall_seconds: float = 10.0, window_bytes: int = 16 << 20)
         .js: JetStreamContext             # made from ``nc``
         async .save(name: str, data: bytes) -> None
@@ -48,11 +47,11 @@ from nats.js.api import (
     ConsumerConfig,
     DeliverPolicy,
     ObjectInfo,
-    ObjectStoreConfig,
 )
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
 
+from spreadbus.runtime.consumer_names import private_name
 from spreadbus.runtime.follower import delivery_sequences, pull_request, pull_subject
 
 log = logging.getLogger(__name__)
@@ -70,25 +69,21 @@ class SnapshotStore:
         nc: Client,
         *,
         bucket: str = "spreadbus-snapshots",
-        replicas: int = 1,
         stall_seconds: float = 10.0,
         window_bytes: int = 16 << 20,
     ) -> None:
         self.nc = nc
         self.js = nc.jetstream()
         self.bucket = bucket
-        self.replicas = replicas
         self.stall_seconds = stall_seconds
         self.window_bytes = window_bytes
         self._store: ObjectStore | None = None
 
     async def _object_store(self) -> ObjectStore:
         if self._store is None:
-            try:
-                self._store = await self.js.object_store(self.bucket)
-            except JetStreamError:
-                self._store = await self.js.create_object_store(
-                    self.bucket, config=ObjectStoreConfig(replicas=self.replicas))
+            # The setup step creates the store (``spreadbus bus-setup``); a missing one fails
+            # the save and makes the load come back empty.
+            self._store = await self.js.object_store(self.bucket)
         return self._store
 
     async def save(self, name: str, data: bytes) -> None:
@@ -115,6 +110,7 @@ class SnapshotStore:
         )
         stream = f"OBJ_{self.bucket}"
         consumer = await self.js.add_consumer(stream, config=ConsumerConfig(
+            name=private_name(f"snapshot-{self.bucket}"),
             filter_subject=f"$O.{self.bucket}.C.{info.nuid}",
             deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE,
             mem_storage=True, num_replicas=1, inactive_threshold=30.0,

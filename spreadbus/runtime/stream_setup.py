@@ -1,26 +1,27 @@
-"""Create or update the bus streams at start-up, idempotently, from :mod:`events.streams`.
+"""Create or update the bus streams, idempotently, from :mod:`events.streams`.
 
-Every service calls :func:`ensure_streams` before it publishes or follows, so the order in which
-services start does not matter. An existing stream is updated in place when a setting it is
-compared on differs: subjects, discard policy, the age, byte, message and per-subject limits,
-the dedup window, whether per-message TTLs are allowed and the streams it sources from. An
-older ``KUBE`` (an age window with ``discard=old``) is converted in place this way; the server
-keeps each subject's latest message and drops the rest, which is exactly the new retention.
+The setup step (``spreadbus bus-setup``, :mod:`spreadbus.runtime.bus_setup`) calls
+:func:`ensure_streams` with the only credential allowed to configure streams. An existing stream is
+updated in place when a setting it is compared on differs: subjects, discard policy, the age, byte,
+message and per-subject limits, the dedup window, whether per-message TTLs are allowed and the
+streams it sources from. An older ``KUBE`` (an age window with ``discard=old``) is converted in
+place this way; the server keeps each subject's latest message and drops the rest, which is exactly
+the new retention.
 
 What is left alone: retention and storage (the server refuses to change them), the replica
 count (``replicas`` applies to a stream being created; moving an existing stream to another
-count is an operator's decision, not a side effect of a service starting), and
+count is an operator's decision, not a side effect of a set-up run), and
 ``allow_msg_ttl`` on a stream that has it while the definition does not (the server cannot
 turn it off, and a stream that allows TTLs behaves the same for messages without one).
 
 When the server refuses an update or a creation, :class:`StreamSetupError` names the stream,
 every setting that differed (current and wanted value) and the server's reason, so the
-service stops at start-up with a message an operator can act on.
+setup step stops with a message an operator can act on.
 
 Signature::
 
     ensure_streams(js: JetStreamContext, specs: Iterable[StreamSpec] = events.streams.ALL,
-                   *, replicas: int = 1) -> Awaitable[None]
+                   *, replicas: int = 1) -> Awaitable[list[str]]   # what changed
     stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig
     differences(current: StreamConfig, wanted: StreamConfig) -> list[str]
 """
@@ -102,7 +103,9 @@ async def ensure_streams(
     specs: Iterable[StreamSpec] = streams.ALL,
     *,
     replicas: int = 1,
-) -> None:
+) -> list[str]:
+    """Create or update each stream; what was created or changed, one line each."""
+    done: list[str] = []
     for spec in specs:
         config = stream_config(spec, replicas=replicas)
         try:
@@ -111,9 +114,10 @@ async def ensure_streams(
             try:
                 await js.add_stream(config)
                 log.info("stream created", extra={"stream": spec.name})
+                done.append(f"stream {spec.name} created")
                 continue
             except (BadRequestError, ServerError) as exc:
-                # Most likely another service created it between our lookup and our add.
+                # Most likely another set-up run created it between our lookup and our add.
                 try:
                     info = await js.stream_info(spec.name)
                 except NotFoundError:
@@ -134,3 +138,5 @@ async def ensure_streams(
                 f"{exc.description}"
             ) from exc
         log.info("stream updated", extra={"stream": spec.name, "changes": changes})
+        done.append(f"stream {spec.name} updated: {'; '.join(changes)}")
+    return done

@@ -3,12 +3,15 @@
 The server runs with the users and permissions the local stack and deploy/ use (built-in features),
 and every user connects with its own nkey seed: a forged plan from the watcher, the webhook or
 the read-only user is refused and never stored, the planner's is; an anonymous client cannot
-connect at all; the reader reads every stream but configures none.
+connect at all; the reader reads every stream but configures none. No user but ``setup`` may
+update, seal, purge or delete a stream, and no user but the actuator may pull from, acknowledge
+on, change or delete the actuator's plan consumer; the reader reads through consumers of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -16,11 +19,14 @@ import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import Error as JetStreamError
 
 from events import streams
-from spreadbus.runtime.bus_permissions import READER, SERVICES
+from events.reservations import BUCKET as RESERVATIONS
+from spreadbus.runtime.bus_permissions import READER, SERVICES, SETUP, actuator_consumer
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.stream_setup import ensure_streams
+from spreadbus.runtime.stream_setup import stream_config
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.secured_bus import connect_as
 
@@ -30,7 +36,6 @@ async def clients(secured_bus: tuple[NatsServer, Path]) -> AsyncIterator[dict[st
     server, credentials = secured_bus
     connected = {user: await connect_as(server, credentials, user) for user in (*SERVICES, READER)}
     try:
-        await ensure_streams(connected["planner"].jetstream())
         yield connected
     finally:
         for nc in connected.values():
@@ -125,3 +130,155 @@ async def test_the_audit_user_reads_the_history_and_publishes_nothing(
     await asyncio.sleep(0.2)
     assert any("Publish Violation" in line and "history.pod.c1.default.web-2" in line
                for line in violations(server))
+
+
+def plan_consumer_config() -> ConsumerConfig:
+    """The actuator's consumer as :class:`services.actuator.consumer.PlanConsumer` creates it."""
+    return ConsumerConfig(ack_policy=AckPolicy.EXPLICIT, deliver_policy=DeliverPolicy.ALL,
+                          ack_wait=30.0, max_ack_pending=64)
+
+
+async def send_all(nc: Client, attempts: dict[str, bytes], answers: list[str]) -> None:
+    """Publish each attempt as a request would, noting any answer the server sends back."""
+    inbox = nc.new_inbox()
+
+    async def answered(msg: Msg) -> None:
+        answers.append(msg.data.decode())
+
+    await nc.subscribe(inbox, cb=answered)
+    for subject, body in attempts.items():
+        await nc.publish(subject, body, reply=inbox)
+    await nc.flush()
+
+
+async def test_no_other_user_may_pull_from_ack_on_change_or_delete_the_actuators_consumer(
+    secured_bus: tuple[NatsServer, Path], clients: dict[str, Client],
+) -> None:
+    server, _ = secured_bus
+    durable = actuator_consumer("c1")
+    actuator = clients["actuator"].jetstream()
+    planner = clients["planner"].jetstream()
+    sub = await actuator.pull_subscribe("plan.c1.>", durable=durable, stream=streams.PLANS.name,
+                                        config=plan_consumer_config())
+    await planner.publish("plan.c1.patch.apps.deployments.default.a", b'{"n":1}')
+    [held] = await sub.fetch(1, timeout=5)  # delivered to the actuator, not yet acknowledged
+    await planner.publish("plan.c1.patch.apps.deployments.default.b", b'{"n":2}')
+    before = await actuator.consumer_info(streams.PLANS.name, durable)
+    assert (before.num_ack_pending, before.num_pending) == (1, 1)
+    deaf = json.dumps({"stream_name": streams.PLANS.name, "config": {
+        "name": durable, "durable_name": durable, "filter_subject": "plan.nowhere.>",
+        "ack_policy": "explicit", "deliver_policy": "all"}}).encode()
+    attempts = {
+        f"$JS.API.CONSUMER.DELETE.PLANS.{durable}": b"",
+        f"$JS.API.CONSUMER.CREATE.PLANS.{durable}.plan.nowhere.>": deaf,
+        f"$JS.API.CONSUMER.CREATE.PLANS.{durable}": deaf,
+        f"$JS.API.CONSUMER.DURABLE.CREATE.PLANS.{durable}": deaf,
+        "$JS.API.CONSUMER.CREATE.PLANS": deaf,  # unnamed: would update the consumer its body names
+        f"$JS.API.CONSUMER.MSG.NEXT.PLANS.{durable}": b'{"batch": 1, "expires": 1000000000}',
+        held.reply: b"+ACK",  # $JS.ACK.PLANS.<durable>.…: acknowledging the held plan
+    }
+    attackers = [user for user in clients if user != "actuator"]
+    answers: list[str] = []
+    for user in attackers:
+        await send_all(clients[user], attempts, answers)
+    expected = len(attackers) * len(attempts)
+    await wait_until_async(lambda: len(violations(server)) >= expected,
+                           what=f"{expected} refusals in the server's log")
+    assert all("Publish Violation" in line for line in violations(server))
+    after = await actuator.consumer_info(streams.PLANS.name, durable)
+    assert after.config.filter_subject == before.config.filter_subject == "plan.c1.>"
+    assert (after.num_ack_pending, after.num_pending) == (1, 1)  # nothing acked, nothing taken
+    assert after.delivered.consumer_seq == 1
+    assert answers == []  # the server never acted on any of them
+    # The actuator still gets every plan, and its acknowledgements count.
+    [second] = await sub.fetch(1, timeout=5)
+    assert second.data == b'{"n":2}'
+    await held.ack_sync()
+    await second.ack_sync()
+    done = await actuator.consumer_info(streams.PLANS.name, durable)
+    assert (done.num_ack_pending, done.num_pending) == (0, 0)
+    assert len(violations(server)) == expected
+
+
+async def test_the_reader_reads_plans_through_a_consumer_of_its_own(
+    secured_bus: tuple[NatsServer, Path], clients: dict[str, Client],
+) -> None:
+    server, _ = secured_bus
+    await clients["planner"].jetstream().publish("plan.c1.patch.apps.deployments.default.a",
+                                                 b"{}")
+    reader = clients[READER].jetstream()
+    own = await reader.pull_subscribe("plan.>", stream=streams.PLANS.name)  # named by the client
+    [plan] = await own.fetch(1, timeout=5)
+    assert plan.subject == "plan.c1.patch.apps.deployments.default.a"
+    await plan.ack_sync()
+    assert violations(server) == []
+    with pytest.raises((NatsError, asyncio.TimeoutError)):
+        await reader.add_consumer(streams.PLANS.name, ConsumerConfig(), timeout=1)  # unnamed
+    assert any("$JS.API.CONSUMER.CREATE.PLANS\"" in line for line in violations(server))
+
+
+def history_body(**changes: object) -> bytes:
+    config = stream_config(streams.HISTORY).as_dict()
+    config.update(changes)
+    return json.dumps(config).encode()
+
+
+async def test_no_user_but_setup_may_update_seal_purge_or_delete_a_stream(
+    secured_bus: tuple[NatsServer, Path], clients: dict[str, Client],
+) -> None:
+    server, credentials = secured_bus
+    for n in range(3):
+        await clients["watcher"].jetstream().publish(f"history.pod.c1.default.p{n}", b"{}")
+        await clients["planner"].jetstream().publish(f"plan.c1.patch._.pods.default.p{n}", b"{}")
+    js = clients[READER].jetstream()
+    history = await js.stream_info(streams.HISTORY.name)
+    plans = await js.stream_info(streams.PLANS.name)
+    sealed = json.dumps({**stream_config(streams.PLANS).as_dict(), "sealed": True}).encode()
+    attempts = {
+        "$JS.API.STREAM.UPDATE.HISTORY": history_body(max_msgs=1),
+        "$JS.API.STREAM.UPDATE.PLANS": sealed,
+        "$JS.API.STREAM.PURGE.PLANS": b"",
+        "$JS.API.STREAM.PURGE.HISTORY": b"",
+        "$JS.API.STREAM.MSG.DELETE.PLANS": b'{"seq": 1}',
+        "$JS.API.STREAM.DELETE.OUTCOMES": b"",
+    }
+    sourceless = history_body(sources=None)
+    answers: list[str] = []
+    for nc in clients.values():
+        await send_all(nc, attempts, answers)
+    await send_all(clients["webhook"], {"$JS.API.STREAM.UPDATE.HISTORY": sourceless}, answers)
+    expected = len(clients) * len(attempts) + 1
+    await wait_until_async(lambda: len(violations(server)) >= expected,
+                           what=f"{expected} refusals in the server's log")
+    assert all("Publish Violation" in line for line in violations(server))
+    assert answers == []
+    history_after = await js.stream_info(streams.HISTORY.name)
+    plans_after = await js.stream_info(streams.PLANS.name)
+    assert history_after.config.max_msgs == history.config.max_msgs == -1
+    assert [s.name for s in history_after.config.sources or []] == \
+        [s.name for s in history.config.sources or []] == ["ADMISSIONS", "PLANS", "OUTCOMES"]
+    assert history_after.state.messages == history.state.messages >= 3
+    assert not plans_after.config.sealed
+    assert plans_after.state.messages == plans.state.messages == 3
+    assert (await js.stream_info(streams.OUTCOMES.name)).config.name == "OUTCOMES"
+    # The setup user may: a purge (an operator's reset) empties PLANS.
+    setup = await connect_as(server, credentials, SETUP)
+    try:
+        await setup.jetstream().purge_stream(streams.PLANS.name)
+    finally:
+        await setup.close()
+    assert (await js.stream_info(streams.PLANS.name)).state.messages == 0
+    assert len(violations(server)) == expected
+
+
+async def test_a_bucket_writer_sets_and_deletes_its_keys_but_cannot_empty_the_bucket(
+    clients: dict[str, Client],
+) -> None:
+    kv = await clients["webhook"].jetstream().key_value(RESERVATIONS)
+    await kv.put("c1.default.a", b"1")
+    await kv.put("c1.default.b", b"2")
+    await kv.delete("c1.default.b")
+    with pytest.raises(JetStreamError, match="rollup not permitted"):
+        await clients["webhook"].jetstream().publish(
+            f"$KV.{RESERVATIONS}.c1.default.c", b"", headers={"Nats-Rollup": "all"})
+    assert (await kv.get("c1.default.a")).value == b"1"

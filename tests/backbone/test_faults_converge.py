@@ -34,6 +34,7 @@ from spreadbus.runtime.kube_client import kube_api_client
 from spreadbus.runtime.nats_server import NatsServer
 from tests.backbone.bus_recording import KubeRecorder, last_seq, read_stream
 from tests.backbone.service_processes import ServiceProcess, stack
+from tests.fixtures.bus_setup import set_up
 from tests.fixtures.fault_injection import FaultInjector, fault_seed, replay_hint
 from tests.fixtures.generation_feature import PLUGIN as GENERATION_PLUGIN
 from tests.fixtures.observed_generation import ANNOTATION, written_value
@@ -223,6 +224,7 @@ def test_kills_at_random_moments_and_a_nats_restart_end_as_a_run_without_faults(
     changes = change_sequence(rng)
 
     with NatsServer(store_dir=tmp_path / "calm-nats") as calm_nats:
+        set_up(calm_nats.url)
         calm, *_ = run_changes(calm_nats, kubesim_factory(), tmp_path / "calm", changes, None)
     state, plans, outcomes, kube, faults = run_changes(
         nats_server, kubesim_factory(), tmp_path / "faults", changes,

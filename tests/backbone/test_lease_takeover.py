@@ -1,4 +1,7 @@
-"""Planner leadership: one holder at a time, a standby takes over when the holder dies."""
+"""Planner leadership: one holder at a time, a standby takes over when the holder dies.
+
+Each test's lease bucket is created as the setup step creates the planner's, with the TTL the
+test needs."""
 
 from __future__ import annotations
 
@@ -6,10 +9,19 @@ import asyncio
 import contextlib
 
 import nats
+from nats.aio.client import Client
 
+from spreadbus.engine.bus_access import BucketSpec
+from spreadbus.runtime.bus_setup import ensure_bucket
 from spreadbus.runtime.lease import Lease
 from spreadbus.runtime.nats_server import NatsServer
 from tests.fixtures.polling import wait_until_async
+
+
+async def lease_bucket(nc: Client, ttl: float) -> str:
+    name = f"leases-{ttl:g}"
+    await ensure_bucket(nc.jetstream(), BucketSpec(name=name, history=1, ttl_seconds=ttl))
+    return name
 
 
 async def test_a_standby_takes_over_after_the_leader_dies_without_stepping_down(
@@ -17,8 +29,9 @@ async def test_a_standby_takes_over_after_the_leader_dies_without_stepping_down(
 ) -> None:
     nc_a = await nats.connect(nats_server.url)
     nc_b = await nats.connect(nats_server.url)
-    a = Lease(nc_a.jetstream(), key="planner", holder="a", ttl_seconds=2.0)
-    b = Lease(nc_b.jetstream(), key="planner", holder="b", ttl_seconds=2.0)
+    bucket = await lease_bucket(nc_a, 2.0)
+    a = Lease(nc_a.jetstream(), key="planner", holder="a", ttl_seconds=2.0, bucket=bucket)
+    b = Lease(nc_b.jetstream(), key="planner", holder="b", ttl_seconds=2.0, bucket=bucket)
     task_a = asyncio.create_task(a.run())
     try:
         await wait_until_async(lambda: a.is_leader, what="a.is_leader")
@@ -46,10 +59,12 @@ async def test_a_standby_takes_over_after_the_leader_dies_without_stepping_down(
 async def test_a_leader_stepping_down_hands_over_at_once(nats_server: NatsServer) -> None:
     nc = await nats.connect(nats_server.url)
     changes: list[tuple[str, bool]] = []
+    bucket = await lease_bucket(nc, 12.0)
     a = Lease(
         nc.jetstream(),
         key="p",
         holder="a",
+        bucket=bucket,
         ttl_seconds=12.0,
         on_change=lambda v: changes.append(("a", v)),
     )
@@ -57,6 +72,7 @@ async def test_a_leader_stepping_down_hands_over_at_once(nats_server: NatsServer
         nc.jetstream(),
         key="p",
         holder="b",
+        bucket=bucket,
         ttl_seconds=12.0,
         on_change=lambda v: changes.append(("b", v)),
     )
@@ -80,8 +96,9 @@ async def test_replicas_configured_differently_adopt_the_buckets_lease_duration(
 ) -> None:
     nc = await nats.connect(nats_server.url)
     try:
-        first = Lease(nc.jetstream(), key="k", holder="a", ttl_seconds=2.0)
-        second = Lease(nc.jetstream(), key="k", holder="b", ttl_seconds=30.0)
+        bucket = await lease_bucket(nc, 2.0)
+        first = Lease(nc.jetstream(), key="k", holder="a", ttl_seconds=2.0, bucket=bucket)
+        second = Lease(nc.jetstream(), key="k", holder="b", ttl_seconds=30.0, bucket=bucket)
         await first._bucket()
         await second._bucket()
         assert second.ttl == 2.0

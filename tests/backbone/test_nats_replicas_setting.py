@@ -1,4 +1,5 @@
-"""The replica count of what services create on the bus: a setting, never applied to what exists."""
+"""The replica count of what the setup step creates on the bus: a setting, never applied to what
+exists."""
 
 from __future__ import annotations
 
@@ -6,15 +7,15 @@ import msgspec
 from nats.aio.client import Client
 
 from events.streams import ALL, KUBE
-from services.actuator.settings import ActuatorSettings
-from spreadbus.runtime.settings import ServiceSettings, load_settings
+from spreadbus.cli.bus_setup import BusSetupSettings
+from spreadbus.runtime.settings import load_settings
 from spreadbus.runtime.stream_setup import ensure_streams, stream_config
 
 
 def test_replicas_come_from_the_environment_and_default_to_one() -> None:
-    assert load_settings(ServiceSettings, env={}) == ServiceSettings()
-    loaded = load_settings(ActuatorSettings, env={"SPREADBUS_NATS_REPLICAS": "3"})
-    assert isinstance(loaded, ActuatorSettings)
+    assert load_settings(BusSetupSettings, env={}) == BusSetupSettings()
+    loaded = load_settings(BusSetupSettings, env={"SPREADBUS_NATS_REPLICAS": "3"})
+    assert isinstance(loaded, BusSetupSettings)
     assert loaded.nats_replicas == 3
     assert stream_config(KUBE, replicas=loaded.nats_replicas).num_replicas == 3
 
@@ -24,8 +25,8 @@ async def test_updating_an_existing_stream_keeps_its_replica_count(nats_client: 
     await ensure_streams(js)  # one replica, as a single server allows
     older = msgspec.structs.replace(KUBE, max_age_seconds=3600.0)
     await ensure_streams(js, [older])
-    # A service configured for three replicas starts against the existing streams: their
-    # limits are brought up to date, their replica count is left alone.
+    # A set-up run configured for three replicas meets the existing streams: their limits are
+    # brought up to date, their replica count is left alone.
     await ensure_streams(js, ALL, replicas=3)
     info = await js.stream_info(KUBE.name)
     assert info.config.num_replicas == 1

@@ -11,7 +11,9 @@ from nats.aio.client import Client
 from events import codec
 from events.messages import Plan
 from services.planner.planner import Planner
+from spreadbus.engine.bus_access import BucketSpec
 from spreadbus.projection import snapshot
+from spreadbus.runtime.bus_setup import ensure_bucket
 from spreadbus.runtime.lease import Lease
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.snapshot_store import SnapshotStore
@@ -149,6 +151,9 @@ async def test_a_warm_standby_takes_over_deciding_when_the_leader_dies(
     leader_nc = await nats.connect(nats_server.url)
     standby_nc = await nats.connect(nats_server.url)
     await ensure_streams(standby_nc.jetstream())
+    # A short lease, as the setup step creates the bucket with ``--lease-ttl-seconds 2``.
+    await ensure_bucket(standby_nc.jetstream(),
+                        BucketSpec(name="short-leases", history=1, ttl_seconds=2.0))
     await publish(standby_nc, [observe(deployment("a", 1, 1), "ADDED"), synced()])
     planners, leases, tasks = [], [], []
     stopping = asyncio.Event()
@@ -159,6 +164,7 @@ async def test_a_warm_standby_takes_over_deciding_when_the_leader_dies(
             nc.jetstream(),
             key="planner.c1",
             holder=name,
+            bucket="short-leases",
             ttl_seconds=2.0,
             on_change=planner.set_leader,
         )

@@ -1,4 +1,5 @@
-"""Streams are created or brought up to date at start-up, whichever service starts first."""
+"""The setup step creates the streams or brings them up to date, on a server that may hold older
+versions of them (so these tests start from a bare server, not one already set up)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,22 @@ from nats.aio.client import Client
 from nats.js.api import DiscardPolicy, StorageType, StreamConfig
 
 from events import streams
+from spreadbus.runtime.bus_layout import LEASE_BUCKET, bus_layout
+from spreadbus.runtime.bus_setup import set_up_bus
+from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import (
     StreamSetupError,
     differences,
     ensure_streams,
     stream_config,
 )
+from tests.fixtures.bus_setup import default_layout
+
+
+@pytest.fixture
+def nats_server(bare_nats_server: NatsServer) -> NatsServer:
+    return bare_nats_server
+
 
 OLD_KUBE = msgspec.structs.replace(
     streams.KUBE, discard="old", max_age_seconds=7 * 24 * 3600, max_msgs_per_subject=-1,
@@ -28,7 +39,7 @@ async def test_streams_are_created_once_with_their_settings_and_then_left_alone(
     nats_client: Client,
 ) -> None:
     js = nats_client.jetstream()
-    await asyncio.gather(ensure_streams(js), ensure_streams(js))  # two services at once
+    await asyncio.gather(ensure_streams(js), ensure_streams(js))  # two set-up runs at once
     plans = await js.stream_info("PLANS")
     assert plans.config.discard == DiscardPolicy.NEW
     kube = await js.stream_info("KUBE")
@@ -98,3 +109,21 @@ async def test_a_stream_already_allowing_ttls_is_not_asked_to_stop(nats_client: 
     assert plans.config.allow_msg_ttl
     assert plans.config.max_age == streams.PLANS.max_age_seconds
     assert differences(plans.config, stream_config(streams.PLANS)) == []
+
+
+async def test_the_setup_creates_every_bucket_once_and_brings_a_changed_one_in_line(
+    nats_client: Client,
+) -> None:
+    js = nats_client.jetstream()
+    layout = default_layout()
+    first = await set_up_bus(js, layout)
+    assert {f"bucket {b.name} created" for b in layout.buckets} <= set(first)
+    assert "object store spreadbus-snapshots created" in first
+    assert await set_up_bus(js, layout) == []  # nothing to do the second time
+    kv = await js.key_value(LEASE_BUCKET)
+    await kv.put("planner.c1", b"holder")
+    shorter = bus_layout([], history_max_age=layout.streams[-1].max_age_seconds,
+                         history_max_bytes=layout.streams[-1].max_bytes, lease_ttl_seconds=3.0)
+    assert await set_up_bus(js, shorter) == ["bucket spreadbus-leases updated: ttl: 6.0 -> 3.0"]
+    assert (await kv.status()).ttl == 3.0
+    assert (await kv.get("planner.c1")).value == b"holder"  # updated in place

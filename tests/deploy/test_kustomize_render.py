@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from spreadbus.runtime.bus_permissions import DEFAULT_CLUSTERS
+
 SERVICES = ("watcher", "planner", "actuator", "webhook")
 
 
@@ -325,3 +327,39 @@ def test_the_audit_follower_keeps_its_database_on_a_volume_and_has_no_api_access
     secrets = {v["name"]: v.get("secret", {}).get("secretName") for v in pod["volumes"]}
     assert secrets["bus"] == "spreadbus-bus-audit"
     assert not rules_of(rendered, "spreadbus-audit")
+
+
+def test_a_job_sets_up_the_bus_as_the_setup_user_with_the_services_settings(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (config,) = find(rendered, "ConfigMap", "spreadbus-config")
+    settings = config["data"]
+    (job,) = find(rendered, "Job", "spreadbus-bus-setup")
+    pod = job["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["args"] == ["bus-setup"]
+    assert container["envFrom"] == [{"configMapRef": {"name": "spreadbus-config"}}]
+    assert pod["automountServiceAccountToken"] is False
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    seed_dir = settings["SPREADBUS_NATS_NKEY_SEED"].rsplit("/", 1)[0]
+    assert volumes[mounts[seed_dir]]["secret"]["secretName"] == "spreadbus-bus-setup"
+    ca_dir = settings["SPREADBUS_NATS_TLS_CA"].rsplit("/", 1)[0]
+    assert volumes[mounts[ca_dir]]["secret"]["items"] == [{"key": "ca.crt", "path": "ca.crt"}]
+    # The network policy lets spreadbus's own pods reach NATS; the Job's is one of them.
+    assert job["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/part-of"] == \
+        "spreadbus"
+    # No other workload mounts the setup user's seed.
+    for kind in ("Deployment", "StatefulSet"):
+        for workload in find(rendered, kind):
+            secrets = [v.get("secret", {}).get("secretName")
+                       for v in workload["spec"]["template"]["spec"].get("volumes", [])]
+            assert "spreadbus-bus-setup" not in secrets, workload["metadata"]["name"]
+
+
+def test_the_actuators_plan_consumer_is_protected_for_the_cluster_deploy_names(
+    rendered: list[dict[str, Any]],
+) -> None:
+    (config,) = find(rendered, "ConfigMap", "spreadbus-config")
+    # `spreadbus bus-users` protects these clusters' consumers unless told others (--cluster).
+    assert (config["data"]["SPREADBUS_CLUSTER"],) == DEFAULT_CLUSTERS

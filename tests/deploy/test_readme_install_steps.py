@@ -54,7 +54,7 @@ def render(directory: Path) -> list[dict[str, Any]]:
 
 def pod_specs(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [d["spec"]["template"]["spec"] for d in docs
-            if d["kind"] in ("Deployment", "StatefulSet")]
+            if d["kind"] in ("Deployment", "StatefulSet", "Job")]
 
 
 def webhook_args(docs: list[dict[str, Any]]) -> list[str]:
@@ -103,4 +103,5 @@ def test_bus_users_prints_exactly_the_secrets_the_installation_mounts(
                for v in spec.get("volumes", []) if "secret" in v}
     bus_secrets = {s for s in mounted if s.startswith("spreadbus-bus-") or s.endswith("-users")}
     assert printed == bus_secrets
-    assert len(printed) == 6, "spreadbus-nats-users and one per service, as the README says"
+    assert len(printed) == 7, \
+        "spreadbus-nats-users, one per service and the setup step's, as the README says"

@@ -9,22 +9,38 @@ import pytest
 
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.features.registry import BUILTIN, bus_accesses
-from spreadbus.runtime.bus_permissions import READER, SERVICES, USERS, permissions
+from spreadbus.runtime.bus_permissions import (
+    READER,
+    SERVICES,
+    SETUP,
+    USERS,
+    actuator_consumer,
+    consumer_use,
+    permissions,
+)
 
 TOKEN = re.compile(r"^(\*|>|[^\s.*>]+)$")
 DATA = ("kube.obs.>", "kube.sync.>", "plan.>", "outcome.>", "admission.>")
 
 
+CLUSTERS = ("c1", "c2")
+
+
 def allowed(user: str, kind: str, features: Any = None) -> list[str]:
     chosen = bus_accesses(BUILTIN) if features is None else features
-    result: list[str] = permissions(user, chosen)[kind]["allow"]
+    result: list[str] = permissions(user, chosen, clusters=CLUSTERS)[kind]["allow"]
+    return result
+
+
+def denied(user: str) -> list[str]:
+    result: list[str] = permissions(user, bus_accesses(BUILTIN),
+                                    clusters=CLUSTERS)["publish"].get("deny", [])
     return result
 
 
 @pytest.mark.parametrize("user", USERS)
 def test_every_permission_is_a_valid_subject_pattern_listed_once(user: str) -> None:
-    for kind in ("publish", "subscribe"):
-        subjects = allowed(user, kind)
+    for subjects in (allowed(user, "publish"), allowed(user, "subscribe"), denied(user)):
         assert len(subjects) == len(set(subjects))
         for subject in subjects:
             tokens = subject.split(".")
@@ -49,6 +65,45 @@ def test_the_reader_publishes_only_jetstream_reads_and_subscribes_to_every_messa
     assert set(DATA) <= set(allowed(READER, "subscribe"))
 
 
+@pytest.mark.parametrize("user", [u for u in USERS if u != SETUP])
+def test_only_the_setup_user_configures_streams(user: str) -> None:
+    configuring = re.compile(r"^\$JS\.API\.(STREAM\.(CREATE|UPDATE|DELETE|PURGE|MSG\.DELETE)"
+                             r"|CONSUMER\.(LIST|NAMES))\.")
+    found = [s for s in allowed(user, "publish") if configuring.match(s)]
+    # The object store replaces a snapshot's chunks with a filtered purge of its own stream.
+    expected = ["$JS.API.STREAM.PURGE.OBJ_spreadbus-snapshots"] if user == "planner" else []
+    assert found == expected
+    assert not any(s.startswith("$JS.API.STREAM.") and s.endswith((".*", ".>"))
+                   for s in allowed(user, "publish"))
+    assert allowed(SETUP, "publish") == ["$JS.API.>"]
+
+
+@pytest.mark.parametrize("user", USERS)
+def test_no_one_may_create_an_unnamed_consumer(user: str) -> None:
+    # A create on the unnamed subject updates whichever consumer its body names.
+    unnamed = re.compile(r"^\$JS\.API\.CONSUMER\.CREATE\.[^.]+$")
+    if user == SETUP:
+        return
+    assert not [s for s in allowed(user, "publish") if unnamed.match(s)]
+
+
+@pytest.mark.parametrize("user", [u for u in USERS if u not in ("actuator", SETUP)])
+def test_every_other_user_is_denied_each_use_of_the_actuators_consumers(user: str) -> None:
+    for cluster in CLUSTERS:
+        assert set(consumer_use("PLANS", actuator_consumer(cluster))) <= set(denied(user))
+
+
+def test_the_actuator_uses_its_own_consumers_and_reads_plans_no_other_way() -> None:
+    plans = [s for s in allowed("actuator", "publish") if ".PLANS" in s]
+    own = [actuator_consumer(c) for c in CLUSTERS]
+    for subject in plans:
+        tokens = subject.split(".")
+        assert subject == "$JS.API.STREAM.INFO.PLANS" or any(name in tokens for name in own), \
+            subject
+    assert not any(".DELETE." in s for s in plans)
+    assert denied("actuator") == []
+
+
 @pytest.mark.parametrize("user", SERVICES)
 def test_replies_reach_each_user_on_its_own_inbox_only(user: str) -> None:
     inboxes = [s for u in USERS for s in allowed(u, "subscribe") if s.startswith("_INBOX")]
@@ -61,14 +116,15 @@ def test_a_features_declaration_reaches_its_service_and_no_other() -> None:
                                   buckets=("extra-bucket",), reads=("EXTRA",))}
     features = (*bus_accesses(BUILTIN), extra)
     planner = allowed("planner", "publish", features)
-    assert {"extra.>", "$KV.extra-bucket.>", "$JS.API.STREAM.CREATE.KV_extra-bucket",
-            "$JS.API.CONSUMER.MSG.NEXT.EXTRA.>"} <= set(planner)
+    assert {"extra.>", "$KV.extra-bucket.>", "$JS.API.STREAM.INFO.KV_extra-bucket",
+            "$JS.API.CONSUMER.MSG.NEXT.EXTRA.*"} <= set(planner)
+    assert "$JS.API.STREAM.CREATE.KV_extra-bucket" not in planner
     assert "hints.>" in allowed("planner", "subscribe", features)
     for other in ("watcher", "actuator", "webhook"):
         assert "extra.>" not in allowed(other, "publish", features)
         assert "$KV.extra-bucket.>" not in allowed(other, "publish", features)
     assert "$KV.extra-bucket.>" in allowed(READER, "subscribe", features)
-    assert "$JS.API.CONSUMER.MSG.NEXT.KV_extra-bucket.>" in allowed(READER, "publish", features)
+    assert "$JS.API.CONSUMER.MSG.NEXT.KV_extra-bucket.*" in allowed(READER, "publish", features)
 
 
 def test_an_unknown_user_is_refused_by_name() -> None:

@@ -35,6 +35,7 @@ from spreadbus.features.podunavailablebudget.budget_ledger import (
 )
 from spreadbus.features.podunavailablebudget.planning.status_inputs import compute
 from spreadbus.runtime.nats_server import NatsServer
+from tests.fixtures.bus_setup import set_up
 from tests.podunavailablebudget.budgets import NS, StaticView, budget, pod, review
 
 PODS = 8
@@ -47,6 +48,7 @@ _keys = itertools.count()
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NatsServer]:
     nats_server = NatsServer(store_dir=tmp_path_factory.mktemp("nats")).start()
     try:
+        set_up(nats_server.url)
         yield nats_server
     finally:
         nats_server.stop()

@@ -9,9 +9,13 @@ import nats
 from nats.js.api import DeliverPolicy
 
 from events.reservations import BUCKET, STREAM, LedgerEntry, ReservedSlot, ledger_key
-from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
+from spreadbus.features.workloadspread.admission.reservation_bucket import (
+    SPEC,
+    reservation_bucket,
+)
 from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger, reservation_store
 from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.feature import FEATURE
 from spreadbus.features.workloadspread.planning.reservations import ReservationLedgers
 from spreadbus.runtime.nats_server import NatsServer
 
@@ -65,18 +69,18 @@ async def test_a_ledger_the_webhook_writes_is_read_by_the_planner_and_a_plain_su
         await nc.close()
 
 
-async def test_the_bucket_is_created_once_with_the_replicas_asked_for(
+async def test_the_setup_step_creates_the_bucket_as_the_feature_declares_it(
     nats_server: NatsServer,
 ) -> None:
-    first, second = await nats.connect(nats_server.url), await nats.connect(nats_server.url)
+    assert SPEC in FEATURE.buckets
+    nc = await nats.connect(nats_server.url)
     try:
-        created = await reservation_bucket(first, replicas=1)
-        again = await reservation_bucket(second, replicas=1)
-        status = await again.status()
-        assert status.bucket == BUCKET == (await created.status()).bucket
-        info = await first.jetstream().stream_info(STREAM)
+        bound = await reservation_bucket(nc)
+        assert (await bound.status()).bucket == BUCKET
+        info = await nc.jetstream().stream_info(STREAM)
         assert info.config.num_replicas == 1
-        assert info.config.max_msgs_per_subject == 1
+        assert info.config.max_msgs_per_subject == SPEC.history == 1
+        assert info.config.max_age == SPEC.ttl_seconds
+        assert info.config.description == SPEC.description
     finally:
-        await first.close()
-        await second.close()
+        await nc.close()

@@ -48,7 +48,7 @@ async def test_readiness_follows_nats_and_the_observation_stream(
     await wait_until_ready(webhook)
     async with webhook.http.get(f"{webhook.health_url}/readyz") as response:
         body = await response.json()
-    assert body["conditions"] == {"nats": True, "caught_up": True}
+    assert body["conditions"] == {"nats": True, "bus": True, "caught_up": True}
     async with webhook.http.get(f"{webhook.health_url}/healthz") as response:
         assert response.status == 200
 

@@ -11,7 +11,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from nats.aio.client import Client
-from nats.js.api import KeyValueConfig
 
 from events import codec, subjects
 from events.messages import ObjectRef, Observation, Plan, ResourceRef, SyncMarker
@@ -150,7 +149,7 @@ async def test_reservations_in_the_webhook_bucket_reach_the_workloadspread_statu
 ) -> None:
     js = nats_client.jetstream()
     await ensure_streams(js)
-    kv = await js.create_key_value(KeyValueConfig(bucket=BUCKET, history=1))
+    kv = await js.key_value(BUCKET)  # the setup step created it
     spreads = ResourceRef(group="apps.kruise.io", version="v1alpha1", resource="workloadspreads")
     pods = ResourceRef(group="", version="v1", resource="pods")
     nodes = ResourceRef(group="", version="v1", resource="nodes")

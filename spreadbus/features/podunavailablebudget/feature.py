@@ -13,6 +13,7 @@ from typing import Final
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
+from spreadbus.features.podunavailablebudget.admission.budget_bucket import SPEC as BUCKET_SPEC
 from spreadbus.features.podunavailablebudget.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.model import (
     GROUP,
@@ -64,6 +65,7 @@ FEATURE: Final = Feature(
         "webhook": BusAccess(buckets=(BUCKET,)),
         "planner": BusAccess(reads=(STREAM,)),
     },
+    buckets=(BUCKET_SPEC,),
     planner=planner_side,
     webhook=webhook_side,
     validators={(GROUP, KIND): validate_offline},

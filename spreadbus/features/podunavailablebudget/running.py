@@ -39,8 +39,6 @@ NAME: Final = "podunavailablebudget"
 
 
 async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> PlannerSide:
-    if ctx.nc is not None:
-        await budget_bucket(ctx.nc, ctx.nats_replicas)
     records = BudgetRecords(ctx.cluster)
     rule = BudgetRule(ctx.cluster, records=records,
                       min_interval_seconds=ctx.settings.pub_min_interval_seconds)
@@ -83,7 +81,7 @@ class BudgetWebhook(WebhookSide):
 
 async def webhook_side(ctx: WebhookContext[PodUnavailableBudgetSettings]) -> BudgetWebhook:
     assert ctx.nc is not None, "the PodUnavailableBudget handlers spend budgets on NATS"
-    kv = await budget_bucket(ctx.nc, ctx.nats_replicas)
+    kv = await budget_bucket(ctx.nc)
     view = BudgetView(ctx.cluster)
     admission = BudgetAdmission(
         view=view,

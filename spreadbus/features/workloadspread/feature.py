@@ -38,6 +38,9 @@ from spreadbus.engine.feature import (
 from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
 from spreadbus.features.workloadspread.admission import conversion
 from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
+from spreadbus.features.workloadspread.admission.reservation_bucket import (
+    SPEC as RESERVATIONS_SPEC,
+)
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
 from spreadbus.features.workloadspread.admission.reservation_ledger import reservation_store
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
@@ -82,8 +85,6 @@ LISTEN_TIMEOUT_SECONDS: Final = 5.0
 
 
 async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSide:
-    if ctx.nc is not None:
-        await reservation_bucket(ctx.nc, ctx.nats_replicas)
     ledgers = ReservationLedgers(ctx.cluster)
     rule = WorkloadSpreadRule(
         ctx.cluster,
@@ -156,7 +157,7 @@ class SpreadWebhook(WebhookSide):
 
 async def webhook_side(ctx: WebhookContext[WorkloadSpreadSettings]) -> SpreadWebhook:
     assert ctx.nc is not None, "the WorkloadSpread handlers reserve slots on NATS"
-    kv = await reservation_bucket(ctx.nc, ctx.nats_replicas)
+    kv = await reservation_bucket(ctx.nc)
     whitelist = ctx.settings.whitelist()
     view = View(cluster=ctx.cluster, kinds=workload_kinds(whitelist))
     admission = SpreadAdmission(
@@ -199,6 +200,7 @@ FEATURE: Final = Feature(
                              subscribe=(f"{HINTS_PREFIX}.>",), buckets=(RESERVATIONS_BUCKET,)),
         "planner": BusAccess(reads=(RESERVATIONS_STREAM,)),
     },
+    buckets=(RESERVATIONS_SPEC,),
     planner=planner_side,
     webhook=webhook_side,
     validators={("apps.kruise.io", "WorkloadSpread"): validate_offline},

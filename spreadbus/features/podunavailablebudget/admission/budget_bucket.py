@@ -1,13 +1,15 @@
-"""The budget bucket (:mod:`..budget_ledger`), created by whichever of the planner and the
-webhook starts first, with the same settings either way; an existing bucket is used as it is."""
+"""The budget bucket (:mod:`..budget_ledger`): declared here, created by the setup step
+(``spreadbus bus-setup``), bound by the webhook that spends budgets; the planner reads it as a
+stream. Neither service creates it."""
 
 from __future__ import annotations
 
+from typing import Final
+
 from nats.aio.client import Client
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BadRequestError, BucketNotFoundError
 from nats.js.kv import KeyValue
 
+from spreadbus.engine.bus_access import BucketSpec
 from spreadbus.features.podunavailablebudget.budget_ledger import (
     BUCKET,
     DESCRIPTION,
@@ -20,20 +22,13 @@ from spreadbus.features.podunavailablebudget.budget_ledger import (
 from spreadbus.runtime.ledger import EntryCodec, LedgerStore
 
 CODEC = EntryCodec(empty=BudgetEntry, encode=encode, decode=decode)
+SPEC: Final = BucketSpec(name=BUCKET, description=DESCRIPTION, history=HISTORY,
+                         ttl_seconds=TTL_SECONDS)
 
 
-async def budget_bucket(nc: Client, replicas: int = 1) -> KeyValue:
-    js = nc.jetstream()
-    try:
-        return await js.key_value(BUCKET)
-    except BucketNotFoundError:
-        pass
-    config = KeyValueConfig(bucket=BUCKET, description=DESCRIPTION, history=HISTORY,
-                            ttl=TTL_SECONDS, storage=StorageType.FILE, replicas=replicas)
-    try:
-        return await js.create_key_value(config)
-    except BadRequestError:
-        return await js.key_value(BUCKET)
+async def budget_bucket(nc: Client) -> KeyValue:
+    """The bucket, which must exist."""
+    return await nc.jetstream().key_value(BUCKET)
 
 
 def budget_store(kv: KeyValue, *, deadline_seconds: float = 2.0) -> LedgerStore[BudgetEntry]:

@@ -1,41 +1,24 @@
-"""The reservation ledger bucket (:mod:`events.reservations`), created by whoever needs it first.
+"""The reservation ledger bucket (:mod:`events.reservations`): declared here, created by the setup
+step (``spreadbus bus-setup``), bound by the webhook that writes it.
 
-The webhook writes the bucket and the planner reads it; either may start first, so both call
-:func:`reservation_bucket` and neither waits for the other. Both create it with the same
-settings, so which one wins the creation makes no difference. An existing bucket is used as it
-is: changing its replication is an operator's decision, not a start-up side effect.
+The planner reads the same bucket as a stream (``KV_spreadbus-reservations``). Neither service
+creates it; each waits at start-up until it exists (:mod:`spreadbus.runtime.bus_presence`).
 """
 
 from __future__ import annotations
 
+from typing import Final
+
 from nats.aio.client import Client
-from nats.js.api import KeyValueConfig, StorageType
-from nats.js.errors import BadRequestError, BucketNotFoundError
 from nats.js.kv import KeyValue
 
 from events.reservations import BUCKET, DESCRIPTION, HISTORY, TTL_SECONDS
+from spreadbus.engine.bus_access import BucketSpec
+
+SPEC: Final = BucketSpec(name=BUCKET, description=DESCRIPTION, history=HISTORY,
+                         ttl_seconds=TTL_SECONDS)
 
 
-def bucket_config(replicas: int = 1) -> KeyValueConfig:
-    return KeyValueConfig(
-        bucket=BUCKET,
-        description=DESCRIPTION,
-        history=HISTORY,
-        ttl=TTL_SECONDS,
-        storage=StorageType.FILE,
-        replicas=replicas,
-    )
-
-
-async def reservation_bucket(nc: Client, replicas: int = 1) -> KeyValue:
-    """The bucket, created with ``replicas`` copies if it does not exist yet."""
-    js = nc.jetstream()
-    try:
-        return await js.key_value(BUCKET)
-    except BucketNotFoundError:
-        pass
-    try:
-        return await js.create_key_value(bucket_config(replicas))
-    except BadRequestError:
-        # Created by another service between our look-up and our create.
-        return await js.key_value(BUCKET)
+async def reservation_bucket(nc: Client) -> KeyValue:
+    """The bucket, which must exist."""
+    return await nc.jetstream().key_value(BUCKET)

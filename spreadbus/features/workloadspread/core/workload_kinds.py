@@ -53,8 +53,8 @@ class WorkloadKind(msgspec.Struct, frozen=True):
     custom: bool = False
     always_served: bool = False
     """Every cluster serves this API, so a consumer may wait for its first list. The others
-    (Kruise's and custom CRDs, and Jobs, which kubesim does not serve) may be absent: use them
-    once listed, never wait for them."""
+    (Kruise's and custom CRDs, and Jobs, whose controller kubesim does not run) may be absent:
+    use them once listed, never wait for them."""
 
     @property
     def spec(self) -> str:
