@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.features.workloadspread.core import pod_state
@@ -268,6 +269,9 @@ def run(args: argparse.Namespace) -> int:
             final = demo_uniteddeployment.demo(kubeconfig, args, console)
         else:
             final = demo(kubeconfig, args, console)
+    except DataDirInUse as exc:
+        say(str(exc))
+        return 2
     except StackError as exc:
         say(str(exc))
         return 1
