@@ -20,7 +20,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "actuator": ("services.actuator.cli", "apply plans to the Kubernetes API"),
     "webhook": ("services.webhook.cli", "admission webhook for pods and spreadbus resources"),
     "kubesim": ("kubesim.cli", "run the Kubernetes API simulator"),
-    "validate": ("spreadbus.cli.validate", "validate a WorkloadSpread offline"),
+    "validate": ("spreadbus.cli.validate", "validate WorkloadSpreads, UnitedDeployments, "
+                 "PodUnavailableBudgets and WorkloadRebalancers offline"),
     "admit": ("spreadbus.cli.admit", "show the webhook's answer for a pod offline"),
     "plan": ("spreadbus.cli.plan", "show what the planner would write, offline"),
     "events": ("spreadbus.cli.events", "event contract tools (JSON Schema)"),

@@ -86,7 +86,7 @@ def test_validate_allows_the_elastic_example(
         0, {"allowed": True, "errors": [], "defaulted": elastic()})
 
 
-def test_validate_denies_with_every_error(
+def test_validate_denies_with_every_error_of_every_workloadspread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = workloadspread(subset("a", 3), subset("b", "50%"), subset("a"))
@@ -94,22 +94,48 @@ def test_validate_denies_with_every_error(
     path = write(tmp_path / "in.yaml", bad, other, as_list=True)
     code, body = run_json(capsys, "validate", "-f", path)
     assert code == 1
+    identity = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+                "namespace": "default"}
     assert body == {
         "allowed": False,
-        "defaulted": bad,
-        "errors": [
+        "results": [
             {
-                "field": "spec.subsets[1].maxReplicas",
-                "type": "Invalid",
-                "message": "the maxReplicas type of all subsets must be the same",
+                **identity, "name": "ws", "allowed": False, "defaulted": bad,
+                "errors": [
+                    {
+                        "field": "spec.subsets[1].maxReplicas",
+                        "type": "Invalid",
+                        "message": "the maxReplicas type of all subsets must be the same",
+                    },
+                    {
+                        "field": "spec.targetRef",
+                        "type": "Invalid",
+                        "message": "ws.spec.targetRef is in conflict with other WorkloadSpread "
+                                   "other",
+                    },
+                ],
             },
             {
-                "field": "spec.targetRef",
-                "type": "Invalid",
-                "message": "ws.spec.targetRef is in conflict with other WorkloadSpread other",
+                **identity, "name": "other", "allowed": False, "defaulted": other,
+                "errors": [
+                    {
+                        "field": "spec.targetRef",
+                        "type": "Invalid",
+                        "message": "ws.spec.targetRef is in conflict with other WorkloadSpread ws",
+                    },
+                ],
             },
         ],
     }
+    assert main(["validate", "-f", path]) == 1
+    assert capsys.readouterr().out == (
+        "WorkloadSpread/default/ws: denied: spec.subsets[1].maxReplicas: Invalid value: the "
+        "maxReplicas type of all subsets must be the same\n"
+        "WorkloadSpread/default/ws: denied: spec.targetRef: Invalid value: ws.spec.targetRef is "
+        "in conflict with other WorkloadSpread other\n"
+        "WorkloadSpread/default/other: denied: spec.targetRef: Invalid value: ws.spec.targetRef "
+        "is in conflict with other WorkloadSpread ws\n"
+    )
 
 
 def test_validate_an_update_of_the_target(

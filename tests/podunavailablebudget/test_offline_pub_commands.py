@@ -113,8 +113,14 @@ def test_validate_an_update_skips_the_stored_version_in_the_input(
     objects = write(tmp_path / "moved.yaml", moved, other)
     code, body, _ = run_json(capsys, "validate", "-f", objects, "--old", old)
     assert code == 1
-    assert [(e["field"], e["type"]) for e in body["errors"]] == [
+    first, second = body["results"]
+    assert (first["name"], first["allowed"]) == ("web-server-pub", False)
+    assert [(e["field"], e["type"]) for e in first["errors"]] == [
         ("spec.selector, targetRef", "Required"), ("spec.targetReference", "Invalid")]
+    # The budget --old does not hold is a CREATE: only the conflict, no immutable field.
+    assert (second["name"], second["allowed"]) == ("api-pub", False)
+    assert [(e["field"], e["type"]) for e in second["errors"]] == [
+        ("spec.targetReference", "Invalid")]
 
 
 def test_validate_text_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
