@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
         now = read_now(args.now)
         objects = read_objects(args.filename)
     except InputError as exc:
-        return fail(exc)
+        return fail(exc, args.output)
     answer: dict[str, Any] = {}
     lines: list[str] = []
     for feature in BUILTIN:
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             part = feature.offline_plan(objects, now)
         except UnreadableInput as exc:
-            return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
+            return fail(exc, args.output, file=args.filename if exc.in_file else None)
         merge_part(answer, part.answer)
         lines.extend(part.lines)
     if args.output == "json":

@@ -126,21 +126,21 @@ def run(args: argparse.Namespace) -> int:
     kinds = " or ".join(kind for _, kind in validators)
     try:
         objects = read_objects(args.filename)
-        old_objects = read_objects(args.old) if args.old else None
+        old_objects = read_objects(args.old, "--old") if args.old else None
         schemas = crd_schemas.read_schemas(args.crds)
     except InputError as exc:
-        return fail(exc)
+        return fail(exc, args.output)
     if not schemas:
         print(f"note: no CRDs in {args.crds}: unknown fields are not checked", file=sys.stderr)
     indexes = _policies(objects, validators)
     if not indexes:
-        return fail(f"no {kinds} in {args.filename}")
+        return fail(f"holds no {kinds}", args.output, file=args.filename)
     olds = [None if old_objects is None
             else _old_of(objects[i], old_objects, only_one=len(indexes) == 1) for i in indexes]
     if old_objects is not None and all(old is None for old in olds):
         what = (objects[indexes[0]].get("kind") if len(indexes) == 1
                 else " or ".join(_label(objects[i]) for i in indexes))
-        return fail(f"no {what} in {args.old}")
+        return fail(f"holds no {what} (--old)", args.output, file=args.old)
     results: list[_Result] = []
     for index, old in zip(indexes, olds, strict=True):
         obj = objects[index]
@@ -153,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
                 obj, old=old, context=objects[:index] + objects[index + 1:]
             )
         except UnreadableInput as exc:
-            return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
+            return fail(exc, args.output, file=args.filename if exc.in_file else None)
         results.append(_Result(obj, answer.errors,
                                obj if answer.defaulted is None else answer.defaulted))
     if len(results) == 1:

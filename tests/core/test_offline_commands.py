@@ -161,7 +161,7 @@ def test_validate_text_output_names_the_field(
     assert main(["validate", "-f", path]) == 1
     assert capsys.readouterr().out == (
         "denied:\n"
-        "  spec.subsets[0].maxReplicas: Invalid value: maxReplicas is not valid for subset\n"
+        "  spec.subsets[0].maxReplicas: Invalid value: -1: maxReplicas is not valid for subset\n"
     )
 
 
@@ -170,7 +170,7 @@ def test_validate_text_output_names_the_field(
     [
         ("a: [unclosed", "not valid YAML or JSON"),
         ("- 1\n- 2\n", "expected an object, got int"),
-        ("kind: Pod\n", "no WorkloadSpread"),
+        ("kind: Pod\n", "holds no WorkloadSpread"),
     ],
 )
 def test_unreadable_input_exits_2_with_the_reason(
@@ -180,7 +180,10 @@ def test_unreadable_input_exits_2_with_the_reason(
     path.write_text(content)
     assert main(["validate", "-f", str(path), "-o", "json"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
+    answer = json.loads(captured.out)
+    assert answer["file"] == str(path)
+    assert reason in answer["error"]
+    assert captured.err.startswith(f"error: {path}: ")
     assert reason in captured.err
 
 
@@ -409,6 +412,7 @@ def test_the_installed_command_runs_as_a_process(tmp_path: Path) -> None:
                 "field": "spec.subsets[0].maxReplicas",
                 "type": "Invalid",
                 "message": "maxReplicas is not valid for subset",
+                "value": "0.2%",
             }
         ],
     }
@@ -493,6 +497,6 @@ def test_a_malformed_whitelist_is_unreadable_input_naming_the_field(
         argv += ["--now", NOW]
     assert main(argv) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
     where = "ConfigMap kruise-system/kruise-configuration"
+    assert json.loads(captured.out) == {"error": f"{where}: {reason}", "file": path}
     assert captured.err == f"error: {path}: {where}: {reason}\n"

@@ -299,7 +299,9 @@ def test_admit_text_output_names_the_budget(
     out = capsys.readouterr().out
     assert code == 1
     assert out.startswith('denied: podunavailablebudget.policy.kruise.io "web-server-pub"')
-    assert "podUnavailableBudget: web/web-server-pub (exhausted)" in out
+    assert ("podUnavailableBudget: web/web-server-pub (exhausted: status.unavailableAllowed is 0 "
+            "(currentAvailable 5, desiredAvailable 2): no more of its pods may be disrupted "
+            "now)") in out
 
 
 def test_plan_for_the_seeds_cloneset_variant(

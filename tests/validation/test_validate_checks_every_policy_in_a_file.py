@@ -117,8 +117,8 @@ def test_an_update_finds_each_stored_object_by_kind_namespace_and_name(
     )
     unrelated = written(tmp_path, BUDGET.replace("web-server-pub", "api-pub"), "other.yaml")
     assert main(["validate", "-f", path, "--old", unrelated]) == 2
-    assert "no WorkloadSpread/workloadspread-demo or PodUnavailableBudget/web/" \
-           "web-server-pub in" in capsys.readouterr().err
+    assert "holds no WorkloadSpread/workloadspread-demo or PodUnavailableBudget/web/" \
+           "web-server-pub (--old)" in capsys.readouterr().err
 
 
 def test_the_help_names_every_kind(capsys: pytest.CaptureFixture[str]) -> None:
