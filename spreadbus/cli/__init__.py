@@ -11,6 +11,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+import spreadbus
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -32,8 +35,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EPILOG = """\
+Start here: `spreadbus up` runs the whole stack on this machine (kubesim as the cluster), and
+`spreadbus validate -f FILE` checks a manifest without one. `spreadbus COMMAND --help` tells
+more about each command."""
+
+
+def installed_version() -> str:
+    try:
+        return version("spreadbus")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def build_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, str | None]:
-    parser = argparse.ArgumentParser(prog="spreadbus", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="spreadbus", description=spreadbus.__doc__,
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version",
+                        version=f"spreadbus {installed_version()}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():

@@ -24,15 +24,19 @@ from spreadbus.features.registry import BUILTIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
+    parser.add_argument("-f", "--filename", required=True,
+                        help="YAML or JSON objects: the cluster's state (- for stdin)")
     parser.add_argument("--pod", required=True, help="file holding the pod of the request")
     parser.add_argument(
         "--operation", choices=("CREATE", "UPDATE", "DELETE", "EVICT"), default="CREATE",
         type=str.upper,
+        help="the request: a pod's CREATE, UPDATE or DELETE, or an eviction (EVICT); "
+        "default: %(default)s",
     )
     parser.add_argument("--old-pod", help="file holding the stored pod (required for UPDATE)")
     parser.add_argument("--now", help="RFC 3339 time of the request (default: the clock)")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                        help="text or json (default: %(default)s)")
 
 
 def _read_pod(path: str, option: str) -> dict[str, Any]:

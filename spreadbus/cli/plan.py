@@ -20,9 +20,11 @@ from spreadbus.features.registry import BUILTIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
+    parser.add_argument("-f", "--filename", required=True,
+                        help="YAML or JSON objects: the cluster's state (- for stdin)")
     parser.add_argument("--now", help="RFC 3339 time to plan at (default: the clock)")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                        help="text or json (default: %(default)s)")
 
 
 def merge_part(answer: dict[str, Any], part: Mapping[str, Any]) -> None:

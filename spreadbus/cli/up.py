@@ -39,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--data-dir",
         type=Path,
         default=Path(".spreadbus"),
-        help="state directory (default .spreadbus/)",
+        metavar="DIR",
+        help="state directory; one stack at a time may use it (default: .spreadbus/)",
     )
     parser.add_argument(
         "--cluster", default="local", help="cluster name on the bus (default local)"
@@ -48,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ready-timeout",
         type=float,
         default=120.0,
-        help="seconds to wait for every service to be ready before giving up",
+        metavar="SECONDS",
+        help="how long to wait for every service to be ready before giving up (default: "
+        "%(default)s)",
     )
     parser.add_argument(
         "--webhook-replicas",
