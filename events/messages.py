@@ -232,7 +232,8 @@ class PodLifecycle(_Message, frozen=True, kw_only=True, tag="pod"):
 
 
 class StatusChange(_Message, frozen=True, kw_only=True, tag="status"):
-    """A governing object's ``status`` changed (WorkloadSpread, UnitedDeployment, ...)."""
+    """A governing object's ``status`` changed (WorkloadSpread, UnitedDeployment, ...), or, with
+    ``deleted``, the object is gone (``status`` then is the last one it had)."""
 
     cluster: str
     group: str
@@ -245,6 +246,7 @@ class StatusChange(_Message, frozen=True, kw_only=True, tag="status"):
     resource_version: str = ""
     status: dict[str, Any] = {}
     ts: float = 0.0
+    deleted: bool = False
 
 
 Event = Observation | SyncMarker | Plan | Outcome | Admission | PodLifecycle | StatusChange

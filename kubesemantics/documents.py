@@ -39,6 +39,25 @@ def _flatten(doc: object, out: list[JSON]) -> None:
     out.append(dict(doc))
 
 
+def _where(mark: Any) -> str:
+    return f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+def yaml_reason(exc: yaml.YAMLError) -> str:
+    """The parser's reason with its line and column, and the line it points at, without the
+    stream name the parser gives text (``"<unicode string>"``): the caller names the file."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return str(exc).replace(' in "<unicode string>",', "")
+    mark = exc.problem_mark
+    reason = f"{_where(mark)}: {exc.problem}"
+    if exc.context:
+        start = exc.context_mark
+        reason += f" ({exc.context}" + (f" at {_where(start)}" if start is not None else "") + ")"
+    snippet = mark.get_snippet() or ""
+    shown = snippet.splitlines()[0].strip() if snippet.strip() else ""
+    return f"{reason}\n{snippet}" if shown else reason  # no blank line under a caret
+
+
 def parse_documents(text: str) -> list[JSON]:
     """Every object in ``text``, in order; one nested deeper than
     :data:`~kubesemantics.nesting.MAX_DEPTH` is refused, naming where."""
@@ -54,7 +73,7 @@ def parse_documents(text: str) -> list[JSON]:
             try:
                 docs = list(yaml.safe_load_all(text))
             except yaml.YAMLError as exc:
-                raise DocumentError(f"not valid YAML or JSON: {exc}") from exc
+                raise DocumentError(f"not valid YAML or JSON: {yaml_reason(exc)}") from exc
             except RecursionError:
                 raise DocumentError(f"nested deeper than {MAX_DEPTH} levels") from None
     out: list[JSON] = []

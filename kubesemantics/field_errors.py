@@ -41,17 +41,24 @@ _TYPE_TEXT: dict[str, str] = {
 
 
 class FieldError(msgspec.Struct, frozen=True):
-    """One problem with one field; ``field`` is a path like ``spec.subsets[1].maxReplicas``."""
+    """One problem with one field; ``field`` is a path like ``spec.subsets[1].maxReplicas``.
+    ``value``, when given, is the bad value, shown where Kubernetes shows it (``Invalid value:
+    -1: <detail>``); ``None`` leaves it out."""
 
     field: str
     type: ErrorType
     message: str
+    value: Any = None
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, Any]:
         """The JSON form; an error whose detail is empty (Kubernetes allows one, as Kruise's
-        empty subset name) says its kind of problem instead, so no message is ever empty."""
+        empty subset name) says its kind of problem instead, so no message is ever empty. The
+        bad value is there (``value``) only when the error carries one."""
         message = self.message or _TYPE_TEXT.get(self.type, self.type)
-        return {"field": self.field, "type": self.type, "message": message}
+        out: dict[str, Any] = {"field": self.field, "type": self.type, "message": message}
+        if self.value is not None:
+            out["value"] = self.value
+        return out
 
 
 class Path(msgspec.Struct, frozen=True):
@@ -76,8 +83,8 @@ def required(path: Path, message: str = "") -> FieldError:
     return FieldError(str(path), "Required", message)
 
 
-def invalid(path: Path, message: str) -> FieldError:
-    return FieldError(str(path), "Invalid", message)
+def invalid(path: Path, message: str, value: Any = None) -> FieldError:
+    return FieldError(str(path), "Invalid", message, value)
 
 
 def forbidden(path: Path, message: str) -> FieldError:
@@ -111,6 +118,7 @@ def _go_value(value: Any) -> str:
 def describe(error: FieldError, value: Any = None) -> str:
     """The one-line form Kubernetes prints, e.g. ``spec.x: Invalid value: 3: must be ...``."""
     head = f"{error.field}: {_TYPE_TEXT.get(error.type, error.type)}"
+    value = error.value if value is None else value
     if error.type in ("Invalid", "NotSupported", "Duplicate") and value is not None:
         head = f"{head}: {_go_value(value)}"
     return f"{head}: {error.message}" if error.message else head

@@ -6,7 +6,8 @@ transitions of the governing objects are published again, as :class:`PodLifecycl
 :class:`StatusChange` messages, to ``HISTORY`` (``history.>``), which keeps them for its window.
 
 The rules are pure (:func:`pod_points`, :func:`status_change`): from what was last published for
-an object and its new observation, the points to publish. The memory (:class:`HistoryPoints`) is
+an object and its new observation, the points to publish (a governing object's deletion is one
+too). The memory (:class:`HistoryPoints`) is
 one small entry per live pod and per governing object, forgotten on deletion; a restarted watcher
 has none, so its relist publishes each pod's ``created`` again. The audit fold keeps the first
 of each (``created``, ``bound`` to a node, ``deleted``), and ``Nats-Msg-Id`` lets the stream drop
@@ -161,22 +162,23 @@ def status_change(
     seen: bytes | None, ref: ResourceRef, event: str, raw: bytes, *, cluster: str, ts: float
 ) -> tuple[bytes | None, Point | None]:
     """A governing object's status transition, if its status differs from the one published
-    (``seen`` is a digest of it), and the digest after this observation."""
+    (``seen`` is a digest of it), and the digest after this observation; its deletion, marked
+    ``deleted``, once it is gone (and ``None`` after it)."""
     obj = _GOVERNING.decode(raw)
-    if event == "DELETED":
-        return None, None
+    deleted = event == "DELETED"
     digest = hashlib.blake2b(bytes(obj.status), digest_size=16).digest()
-    if digest == seen:
+    if digest == seen and not deleted:
         return seen, None
     meta = obj.metadata
     status = _STATUS.decode(obj.status) if bytes(obj.status) not in (b"null", b"") else {}
     change = StatusChange(
         cluster=cluster, group=ref.group, version=ref.version, resource=ref.resource,
         namespace=meta.namespace, name=meta.name, uid=meta.uid, generation=meta.generation,
-        resource_version=meta.resourceVersion, status=status, ts=ts,
+        resource_version=meta.resourceVersion, status=status, ts=ts, deleted=deleted,
     )
     subject = subjects.status_history(cluster, ref.group, ref.resource, meta.namespace, meta.name)
-    return digest, Point(subject, f"status:{meta.uid}:{meta.resourceVersion}", change)
+    msg_id = f"status:{meta.uid}:{'deleted' if deleted else meta.resourceVersion}"
+    return (None if deleted else digest), Point(subject, msg_id, change)
 
 
 class HistoryPoints:

@@ -198,6 +198,12 @@ def subset_counts(status: Mapping[str, Any]) -> list[SubsetCount]:
 
 
 def _status(seq: int, s: StatusChange) -> list[Row]:
+    if s.deleted:
+        return [Row("deletions", {
+            "seq": seq, "ts": s.ts, "cluster": s.cluster, "api_group": s.group,
+            "resource": s.resource, "namespace": s.namespace, "name": s.name, "uid": s.uid,
+            "resource_version": s.resource_version,
+        })]
     rows = [Row("status_changes", {
         "seq": seq, "ts": s.ts, "cluster": s.cluster, "api_group": s.group,
         "resource": s.resource, "namespace": s.namespace, "name": s.name, "uid": s.uid,

@@ -8,6 +8,7 @@ unless a URL is given, uses its NATS URL: :func:`with_local_stack`.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Final
 
 from spreadbus.runtime.bus_permissions import READER
 from spreadbus.runtime.bus_users import local_ca, local_seed
@@ -27,6 +28,14 @@ class AuditSettings(ServiceSettings):
     data_dir: str = ".spreadbus"
     """A local stack's directory, whose reader credentials and NATS URL are used when none
     are given."""
+
+
+CONNECTION_FIELDS: Final = ("nats_url", "nats_creds", "nats_nkey_seed", "nats_tls_ca",
+                             "nats_tls_cert", "nats_tls_key", "nats_name", "data_dir")
+"""The settings a command that only reads the history uses to reach it; its flags list these
+(and its own), not a service's health port, stream replicas or Kubernetes access."""
+REPLAY_FIELDS: Final = (*CONNECTION_FIELDS, "db", "since", "until")
+WHY_FIELDS: Final = (*CONNECTION_FIELDS, "db")
 
 
 def with_local_stack(settings: AuditSettings, *, user: str = READER) -> AuditSettings:

@@ -10,7 +10,8 @@ Tables (primary key first; ``*_json`` columns hold JSON text, keys sorted):
 - ``plans`` (``id``) and ``outcomes`` (``plan_id`` -> plans): every plan and its one outcome;
   a pod's deletion cost, when a plan sets one, in ``plans.deletion_cost``;
 - ``status_changes`` (``seq``) and ``subset_counts`` (``status_seq`` -> status_changes):
-  governing objects' status transitions and each subset's counts in them;
+  governing objects' status transitions and each subset's counts in them; ``deletions``
+  (``seq``): when a governing object was deleted;
 - ``unknown_messages`` (``seq``): messages this release cannot decode, kept raw;
 - ``replay_position`` (``stream``): the last sequence folded, and counts.
 
@@ -110,6 +111,13 @@ _TABLES: Final[dict[str, dict[str, Any]]] = {
         "foreign_keys": [("status_seq", "status_changes", "seq")],
         "indexes": [("subset",)],
     },
+    "deletions": {
+        "columns": {"seq": int, "ts": float, "cluster": str, "api_group": str,
+                    "resource": str, "namespace": str, "name": str, "uid": str,
+                    "resource_version": str},
+        "pk": "seq",
+        "indexes": [("resource", "namespace", "name", "ts")],
+    },
     "unknown_messages": {
         "columns": {"seq": int, "subject": str, "type": str, "kind": str, "error": str,
                     "data": str},
@@ -122,7 +130,8 @@ _TABLES: Final[dict[str, dict[str, Any]]] = {
     },
 }
 _ORDER: Final = ("admissions", "admission_subsets", "pods", "pod_events", "plans", "outcomes",
-                 "status_changes", "subset_counts", "unknown_messages", "replay_position")
+                 "status_changes", "subset_counts", "deletions", "unknown_messages",
+                 "replay_position")
 
 
 class AuditStore:

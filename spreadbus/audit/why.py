@@ -2,8 +2,9 @@
 
 The queries read the tables :mod:`spreadbus.audit.store` describes and return plain dicts (the
 ``-o json`` answer); :func:`render_pod` and :func:`render_counts` turn those into text, with no
-I/O. Every step names its time and its ``HISTORY`` stream sequence, so it can be looked up
-(``nats stream get HISTORY <seq>``).
+I/O. An object deleted by the time asked about says so, and when, first. Every step names its
+time and its ``HISTORY`` stream sequence, so it can be looked up (``nats stream get HISTORY
+<seq>``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,13 @@ def _rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[dic
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
+def _has_table(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether the database has ``table`` (one folded by an older release may not)."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                         (table,)).fetchone()
+    return found is not None
+
+
 def pod_story(conn: sqlite3.Connection, namespace: str, name: str,
               at: float | None = None) -> Story | None:
     """Everything the log holds about the pod ``namespace/name`` (the one alive at ``at``, or
@@ -42,7 +50,11 @@ def pod_story(conn: sqlite3.Connection, namespace: str, name: str,
         return None
     pod = pods[0]
     pod.pop("annotations", None)
-    story: Story = {"pod": pod, "admission": None, "events": [], "plans": []}
+    deleted = None
+    if pod.get("deleted_ts") is not None and pod["deleted_ts"] <= limit:
+        deleted = {"seq": pod["deleted_seq"], "ts": pod["deleted_ts"]}
+    story: Story = {"pod": pod, "deleted": deleted, "admission": None, "events": [],
+                    "plans": []}
     admission = _admission_of(conn, pod, limit)
     if admission is not None:
         admission["subsets"] = _rows(
@@ -95,7 +107,8 @@ def _at(row: Mapping[str, Any], seq_key: str = "seq", ts_key: str = "ts") -> str
 def render_pod(story: Story) -> str:
     """The story as lines a person reads top to bottom, oldest first."""
     pod = story["pod"]
-    lines = [f"pod {pod['namespace']}/{pod['name']} (uid {pod['uid']}, cluster {pod['cluster']})"]
+    lines = [f"pod {pod['namespace']}/{pod['name']} (uid {pod['uid']}, cluster {pod['cluster']})"
+             + (f", deleted at {_at(story['deleted'])}" if story.get("deleted") else "")]
     if pod.get("owner"):
         lines.append(f"  workload      {pod['owner']}")
     if pod.get("workloadspread"):
@@ -151,13 +164,20 @@ def render_pod(story: Story) -> str:
 def subset_counts_at(conn: sqlite3.Connection, kind: str, namespace: str, name: str,
                      at: float | None = None) -> Story | None:
     """A governing object's subsets at ``at``: its status then, and the pods the log shows
-    alive in each subset then (WorkloadSpread). None when the log knows nothing of it."""
+    alive in each subset then (WorkloadSpread); ``deleted`` when and where it was deleted, if it
+    was gone by then (its status then is the last it had). None when the log knows nothing of
+    it."""
     resource = GOVERNING_RESOURCES[kind]
     limit = _FOREVER if at is None else at
     statuses = _rows(conn, "SELECT seq, ts, generation FROM status_changes WHERE resource = ? "
                            "AND namespace = ? AND name = ? AND ts <= ? ORDER BY seq DESC LIMIT 1",
                      (resource, namespace, name, limit))
     status = statuses[0] if statuses else None
+    deletions = _rows(conn, "SELECT seq, ts FROM deletions WHERE resource = ? AND namespace = ? "
+                            "AND name = ? AND ts <= ? ORDER BY seq DESC LIMIT 1",
+                      (resource, namespace, name, limit)) if _has_table(conn, "deletions") else []
+    # A deletion before the latest status is of an earlier object of that name.
+    deleted = next((d for d in deletions if status is None or d["seq"] > status["seq"]), None)
     if status is not None:
         status["subsets"] = _rows(conn, "SELECT subset, replicas, missing_replicas, "
                                         "ready_replicas FROM subset_counts WHERE status_seq = ? "
@@ -166,18 +186,22 @@ def subset_counts_at(conn: sqlite3.Connection, kind: str, namespace: str, name: 
                         "AND workloadspread = ? AND created_ts <= ? "
                         "AND (deleted_ts IS NULL OR deleted_ts > ?) GROUP BY subset "
                         "ORDER BY subset", (namespace, name, limit, limit))
-    if status is None and not alive:
+    if status is None and not alive and deleted is None:
         return None
-    return {"kind": kind, "namespace": namespace, "name": name, "at": at, "status": status,
-            "pods": alive}
+    return {"kind": kind, "namespace": namespace, "name": name, "at": at, "deleted": deleted,
+            "status": status, "pods": alive}
 
 
 def render_counts(story: Story) -> str:
     when = "now" if story["at"] is None else show_time(story["at"])
     lines = [f"{story['kind']} {story['namespace']}/{story['name']} at {when}"]
+    deleted = story.get("deleted")
+    if deleted is not None:
+        lines[0] += f": deleted at {_at(deleted)}"
     status = story["status"]
     if status is not None:
-        lines.append(f"  status        {_at(status)}, generation {status['generation']}")
+        lines.append(f"  {'last status' if deleted else 'status':<13} {_at(status)}, "
+                     f"generation {status['generation']}")
         for s in status["subsets"]:
             extra = ""
             if s["missing_replicas"] is not None:

@@ -11,6 +11,9 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+
+import spreadbus
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -20,7 +23,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "actuator": ("services.actuator.cli", "apply plans to the Kubernetes API"),
     "webhook": ("services.webhook.cli", "admission webhook for pods and spreadbus resources"),
     "kubesim": ("kubesim.cli", "run the Kubernetes API simulator"),
-    "validate": ("spreadbus.cli.validate", "validate a WorkloadSpread offline"),
+    "validate": ("spreadbus.cli.validate", "validate WorkloadSpreads, UnitedDeployments, "
+                 "PodUnavailableBudgets and WorkloadRebalancers offline"),
     "admit": ("spreadbus.cli.admit", "show the webhook's answer for a pod offline"),
     "plan": ("spreadbus.cli.plan", "show what the planner would write, offline"),
     "events": ("spreadbus.cli.events", "event contract tools (JSON Schema)"),
@@ -32,8 +36,25 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+EPILOG = """\
+Start here: `spreadbus up` runs the whole stack on this machine (kubesim as the cluster), and
+`spreadbus validate -f FILE` checks a manifest without one. `spreadbus COMMAND --help` tells
+more about each command."""
+
+
+def installed_version() -> str:
+    try:
+        return version("spreadbus")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown"
+
+
 def build_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, str | None]:
-    parser = argparse.ArgumentParser(prog="spreadbus", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="spreadbus", description=spreadbus.__doc__,
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version",
+                        version=f"spreadbus {installed_version()}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)
     for name, (module_name, help_text) in COMMANDS.items():

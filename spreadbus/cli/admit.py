@@ -24,34 +24,38 @@ from spreadbus.features.registry import BUILTIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
+    parser.add_argument("-f", "--filename", required=True,
+                        help="YAML or JSON objects: the cluster's state (- for stdin)")
     parser.add_argument("--pod", required=True, help="file holding the pod of the request")
     parser.add_argument(
         "--operation", choices=("CREATE", "UPDATE", "DELETE", "EVICT"), default="CREATE",
         type=str.upper,
+        help="the request: a pod's CREATE, UPDATE or DELETE, or an eviction (EVICT); "
+        "default: %(default)s",
     )
     parser.add_argument("--old-pod", help="file holding the stored pod (required for UPDATE)")
     parser.add_argument("--now", help="RFC 3339 time of the request (default: the clock)")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                        help="text or json (default: %(default)s)")
 
 
-def _read_pod(path: str) -> dict[str, Any]:
-    pods = [o for o in read_objects(path) if o.get("kind", "Pod") == "Pod"]
+def _read_pod(path: str, option: str) -> dict[str, Any]:
+    pods = [o for o in read_objects(path, option) if o.get("kind", "Pod") == "Pod"]
     if not pods:
-        raise InputError(f"no Pod in {path}")
+        raise InputError(f"no Pod in {path}", file=path)
     return pods[0]
 
 
 def run(args: argparse.Namespace) -> int:
     if args.operation == "UPDATE" and not args.old_pod:
-        return fail("--old-pod is required with --operation UPDATE")
+        return fail("--old-pod is required with --operation UPDATE", args.output)
     try:
         now = read_now(args.now)
         objects = read_objects(args.filename)
-        pod = _read_pod(args.pod)
-        old_pod = _read_pod(args.old_pod) if args.old_pod else None
+        pod = _read_pod(args.pod, "--pod")
+        old_pod = _read_pod(args.old_pod, "--old-pod") if args.old_pod else None
     except InputError as exc:
-        return fail(exc)
+        return fail(exc, args.output)
     if args.operation != "UPDATE":
         old_pod = None
     allowed, message = True, ""
@@ -67,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
                 current, objects, operation=args.operation, now=now, old_pod=old_pod
             )
         except UnreadableInput as exc:
-            return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
+            return fail(exc, args.output, file=args.filename if exc.in_file else None)
         answer.update(decision.answer)
         lines.extend(decision.lines)
         if decision.patch:

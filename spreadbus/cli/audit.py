@@ -16,7 +16,7 @@ import time
 
 from prometheus_client import Counter, Gauge
 
-from spreadbus.audit.settings import AuditSettings, with_local_stack
+from spreadbus.audit.settings import REPLAY_FIELDS, AuditSettings, with_local_stack
 from spreadbus.audit.store import AuditStore
 from spreadbus.audit.times import parse_time
 from spreadbus.runtime.bus_permissions import READER
@@ -30,15 +30,29 @@ CONNECT_SECONDS = 15.0
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     subs = parser.add_subparsers(dest="audit_command", metavar="ACTION", required=True)
-    replay = subs.add_parser("replay", help="fold the history into a SQLite database and stop")
-    add_settings_arguments(replay, AuditSettings)
+    replay = subs.add_parser(
+        "replay", help="fold the history into a SQLite database and stop",
+        description="Fold the HISTORY stream (every admission, pod lifecycle point, status "
+        "change, plan and outcome) into a SQLite database, up to the end of the range, and "
+        "stop. Run it again to fold what came since: it resumes where it stopped. Next to a "
+        "local stack (spreadbus up), its NATS URL and read-only user are found without being "
+        "given.")
+    add_settings_arguments(replay, AuditSettings, only=REPLAY_FIELDS)
     replay.add_argument("--quiet", action="store_true", help="no progress bar")
-    follow = subs.add_parser("follow", help="fold the history live, as a service")
+    follow = subs.add_parser(
+        "follow", help="fold the history live, as a service",
+        description="Fold the HISTORY stream into a SQLite database as it grows, as a service "
+        "with /healthz, /readyz (once caught up) and /metrics.")
     add_settings_arguments(follow, AuditSettings)
-    serve = subs.add_parser("serve", help="browse the database with Datasette")
+    serve = subs.add_parser(
+        "serve", help="browse the database with Datasette",
+        description="Open the audit database in the browser (Datasette), with canned queries "
+        "and a chart of the pods per subset.")
     serve.add_argument("--db", required=True, help="the audit database")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8001)
+    serve.add_argument("--host", default="127.0.0.1",
+                       help="address to listen on (default: %(default)s)")
+    serve.add_argument("--port", type=int, default=8001,
+                       help="port to listen on (default: %(default)s)")
 
 
 def load(args: argparse.Namespace) -> AuditSettings | None:

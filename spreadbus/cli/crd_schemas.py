@@ -50,7 +50,7 @@ def read_schemas(directory: Path) -> SchemaMap:
         try:
             documents = parse_documents(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, DocumentError) as exc:
-            raise InputError(f"{path}: {exc}") from exc
+            raise InputError(str(exc), file=str(path)) from exc
         for crd in documents:
             out.update(schemas_of(crd))
     return out

@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.table import Table
 
+from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.features.workloadspread.core import pod_state
@@ -38,21 +39,28 @@ NAMESPACE = "demo"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--example", choices=("workloadspread", "uniteddeployment"), default="workloadspread",
-        help="which elastic example to run",
+        help="which elastic example to run (default: %(default)s)",
     )
     parser.add_argument(
-        "--data-dir", type=Path, default=Path(".spreadbus/demo"), help="state of the demo's stack"
+        "--data-dir", type=Path, default=Path(".spreadbus/demo"), metavar="DIR",
+        help="state of the demo's own stack, or of the one --attach uses (default: "
+        "%(default)s)",
     )
     parser.add_argument(
         "--attach",
         action="store_true",
-        help="use the stack already running in --data-dir (started with the elastic topology)",
+        help="use the stack already running in --data-dir (started with --topology elastic) "
+        "instead of starting one",
     )
-    parser.add_argument("--fixed-max", type=int, default=100, help="maxReplicas of the ACK pool")
-    parser.add_argument("--scale-out", type=int, default=150, help="replicas to scale out to")
-    parser.add_argument("--scale-in", type=int, default=80, help="replicas to scale back in to")
+    parser.add_argument("--fixed-max", type=int, default=100, metavar="N",
+                        help="maxReplicas of the fixed pool (default: %(default)s)")
+    parser.add_argument("--scale-out", type=int, default=150, metavar="N",
+                        help="replicas to scale out to (default: %(default)s)")
+    parser.add_argument("--scale-in", type=int, default=80, metavar="N",
+                        help="replicas to scale back in to (default: %(default)s)")
     parser.add_argument(
-        "--phase-timeout", type=float, default=180.0, help="seconds to wait for each phase"
+        "--phase-timeout", type=float, default=180.0, metavar="SECONDS",
+        help="how long each phase may take before the demo fails (default: %(default)s)",
     )
 
 
@@ -158,6 +166,14 @@ def render(title: str, split: Split) -> Table:
     return table
 
 
+def print_final(console: Console, split: Split) -> None:
+    """The final table, below the live one. Off a terminal the live display leaves its last
+    line open, so the table's title would follow the border on that line: end it first."""
+    if not console.is_terminal:
+        console.line()
+    console.print(render("final split", split))
+
+
 def run_phase(
     live: Live,
     core: Any,
@@ -244,7 +260,7 @@ def demo(kubeconfig: Path, args: argparse.Namespace, console: Console) -> dict[s
                 lambda c: sum(c.values()) == back,
                 args.phase_timeout,
             )
-        console.print(render("final split", final))
+        print_final(console, final)
         return live_counts(final)
 
 
@@ -268,6 +284,9 @@ def run(args: argparse.Namespace) -> int:
             final = demo_uniteddeployment.demo(kubeconfig, args, console)
         else:
             final = demo(kubeconfig, args, console)
+    except DataDirInUse as exc:
+        say(str(exc))
+        return 2
     except StackError as exc:
         say(str(exc))
         return 1

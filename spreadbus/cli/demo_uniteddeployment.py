@@ -22,7 +22,7 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from spreadbus.cli.demo import NAMESPACE, Split, live_counts, render, report
+from spreadbus.cli.demo import NAMESPACE, Split, live_counts, print_final, render, report
 from spreadbus.cli.stack_errors import StackError
 
 NAME = "sample-ud"
@@ -127,5 +127,5 @@ def demo(kubeconfig: Path, args: argparse.Namespace, console: Console) -> dict[s
             final = run_phase(live, core, f"scale in to {back}",
                               split_is(min(back, fixed), max(0, back - fixed)),
                               args.phase_timeout)
-        console.print(render("final split", final))
+        print_final(console, final)
         return live_counts(final)

@@ -36,9 +36,11 @@ TLS and client certificates): only for measuring what securing the bus costs, ne
 and no ``spreadbus up`` option selects it.
 
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
-``/readyz``; both are removed again on shutdown. :meth:`Stack.stop` stops the services first
-(SIGTERM, then SIGKILL after a grace period), then kubesim, then nats-server; it is safe at any
-point of start-up. A service that exits on its own is restarted with a growing delay
+``/readyz``; both are removed again on shutdown. The stack holds ``DIR/lock`` from its start to
+the end of its stop (:mod:`spreadbus.cli.data_dir_lock`), so a second stack on the same
+directory is refused before it starts or removes anything. :meth:`Stack.stop` stops the
+services first (SIGTERM, then SIGKILL after a grace period), then kubesim, then nats-server; it
+is safe at any point of start-up. A service that exits on its own is restarted with a growing delay
 (:meth:`Stack.supervise`), as a Deployment's pod would be, and the delay starts again from its
 shortest once the service has stayed up for ``HEALTHY_RESET_SECONDS`` (Kubernetes resets a
 container's back-off after ten minutes of running; a local stack is restarted by hand long
@@ -82,6 +84,7 @@ from pathlib import Path
 from typing import IO, Any, Final
 
 from spreadbus.cli.bus_setup import BusSetupSettings, SetupFailed, layout_of, set_up
+from spreadbus.cli.data_dir_lock import DataDirLock
 from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.features.registry import PluginError, bus_accesses, features
@@ -291,6 +294,7 @@ class Stack:
     secured_bus: bool = True
     """Users, permissions and TLS on the bus. ``False`` (benchmarks only) runs nats-server open
     to anyone who reaches its port, to measure the secured bus against."""
+    _lock: DataDirLock | None = field(default=None, repr=False)
 
     @property
     def run_dir(self) -> Path:
@@ -298,8 +302,15 @@ class Stack:
 
     # -- start-up -----------------------------------------------------------------------------
 
+    def claim(self) -> None:
+        """Lock the data directory for this stack (:mod:`spreadbus.cli.data_dir_lock`), or raise
+        :class:`~spreadbus.cli.data_dir_lock.DataDirInUse` naming the process that holds it."""
+        if self._lock is None:
+            self._lock = DataDirLock(self.data_dir)
+        self._lock.acquire()
+
     def start(self, ready_timeout: float) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.claim()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("kubeconfig", "nats-url"):
             (self.data_dir / stale).unlink(missing_ok=True)
@@ -564,8 +575,11 @@ class Stack:
         """Stop everything that was started; safe to call twice and at any point of start-up.
 
         Each step runs even if an earlier one failed, so one stubborn child never leaves the
-        others running.
+        others running. A stack that never got the data directory's lock started nothing, and
+        the files there are another stack's: it leaves them alone.
         """
+        if self._lock is None or not self._lock.held:
+            return
         for stale in ("kubeconfig", "nats-url"):
             with contextlib.suppress(OSError):
                 (self.data_dir / stale).unlink()
@@ -582,8 +596,11 @@ class Stack:
                     self.kubesim.terminate()
                     self.kubesim.wait_or_kill(time.monotonic() + GRACE_SECONDS)
             finally:
-                if self.nats is not None:
-                    self.nats.stop()
+                try:
+                    if self.nats is not None:
+                        self.nats.stop()
+                finally:
+                    self._lock.release()
 
     def __enter__(self) -> Stack:
         return self

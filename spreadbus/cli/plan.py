@@ -20,9 +20,11 @@ from spreadbus.features.registry import BUILTIN
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-f", "--filename", required=True, help="YAML or JSON objects")
+    parser.add_argument("-f", "--filename", required=True,
+                        help="YAML or JSON objects: the cluster's state (- for stdin)")
     parser.add_argument("--now", help="RFC 3339 time to plan at (default: the clock)")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                        help="text or json (default: %(default)s)")
 
 
 def merge_part(answer: dict[str, Any], part: Mapping[str, Any]) -> None:
@@ -45,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         now = read_now(args.now)
         objects = read_objects(args.filename)
     except InputError as exc:
-        return fail(exc)
+        return fail(exc, args.output)
     answer: dict[str, Any] = {}
     lines: list[str] = []
     for feature in BUILTIN:
@@ -54,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             part = feature.offline_plan(objects, now)
         except UnreadableInput as exc:
-            return fail(f"{args.filename}: {exc}" if exc.in_file else exc)
+            return fail(exc, args.output, file=args.filename if exc.in_file else None)
         merge_part(answer, part.answer)
         lines.extend(part.lines)
     if args.output == "json":

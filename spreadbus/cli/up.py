@@ -6,9 +6,11 @@ are :class:`spreadbus.cli.local_stack.Stack`'s.
 
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
 ``/readyz``, so a script can wait for them; both are removed again on shutdown, so a stale file
-never suggests a stack that is gone. Ctrl-C or SIGTERM stops the services first (SIGTERM, then
-SIGKILL after a grace period), then kubesim, then nats-server. A service that exits on its own
-is restarted with a growing delay, as a Deployment's pod would be.
+never suggests a stack that is gone. One stack runs per data directory: a second
+``spreadbus up`` on a directory in use says which process holds it and exits 2, touching
+nothing. Ctrl-C or SIGTERM stops the services first (SIGTERM, then SIGKILL after a grace
+period), then kubesim, then nats-server. A service that exits on its own is restarted with a
+growing delay, as a Deployment's pod would be.
 
 No child outlives ``spreadbus up``: every exit path of :func:`run` goes through
 :meth:`Stack.stop` (signals include SIGHUP), and the exits that cannot (SIGKILL, a crash) are
@@ -23,6 +25,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.runtime.bus_users import local_ca
@@ -36,7 +39,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--data-dir",
         type=Path,
         default=Path(".spreadbus"),
-        help="state directory (default .spreadbus/)",
+        metavar="DIR",
+        help="state directory; one stack at a time may use it (default: .spreadbus/)",
     )
     parser.add_argument(
         "--cluster", default="local", help="cluster name on the bus (default local)"
@@ -45,7 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--ready-timeout",
         type=float,
         default=120.0,
-        help="seconds to wait for every service to be ready before giving up",
+        metavar="SECONDS",
+        help="how long to wait for every service to be ready before giving up (default: "
+        "%(default)s)",
     )
     parser.add_argument(
         "--webhook-replicas",
@@ -102,6 +108,11 @@ def run(args: argparse.Namespace) -> int:
         kubesim_args=kubesim_args(args),
         webhook_replicas=args.webhook_replicas,
     )
+    try:
+        stack.claim()
+    except DataDirInUse as exc:
+        say(str(exc))
+        return 2
     # SIGHUP too: closing the terminal must stop the stack, not orphan it.
     stopping_signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
     previous = {s: signal.signal(s, _raise_stop) for s in stopping_signals}

@@ -30,14 +30,16 @@ KINDS = ("pod", *GOVERNING_RESOURCES)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from spreadbus.audit.settings import AuditSettings
+    from spreadbus.audit.settings import WHY_FIELDS, AuditSettings
 
-    parser.add_argument("kind", choices=KINDS)
-    parser.add_argument("target", metavar="NS/NAME")
+    parser.add_argument("kind", choices=KINDS, metavar="KIND",
+                        help=f"what to explain: {', '.join(KINDS)}")
+    parser.add_argument("target", metavar="NS/NAME", help="its namespace and name")
     parser.add_argument("--at", default="", help="the moment to answer for (ISO 8601, Unix "
                         "seconds or e.g. 2h ago); default: the latest the log knows")
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
-    add_settings_arguments(parser, AuditSettings)
+    parser.add_argument("-o", "--output", choices=("text", "json"), default="text",
+                        help="text or json (default: %(default)s)")
+    add_settings_arguments(parser, AuditSettings, only=WHY_FIELDS)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -33,6 +33,19 @@ from spreadbus.runtime.settings import ServiceSettings
 log = logging.getLogger(__name__)
 
 NATS_CONDITION = "nats"
+TLS_EOF_NOTICE = "returning true from eof_received() has no effect when using ssl"
+
+
+class _QuietTlsEof(logging.Filter):
+    """Drops asyncio's notice that a TLS connection's stream protocol answered an EOF with
+    "keep open": the NATS client upgrades its plain connection to TLS after the server's INFO,
+    so the notice comes with every close of every TLS connection and means nothing."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() != TLS_EOF_NOTICE
+
+
+_QUIET_TLS_EOF = _QuietTlsEof()
 
 
 @dataclass(frozen=True)
@@ -97,7 +110,8 @@ async def connect_nats(
         disconnects.inc()
         if gate is not None:
             gate.set(NATS_CONDITION, False)
-        log.warning("nats disconnected")
+        if not client.is_closed:  # a close asked for (drain, close) is no lost connection
+            log.warning("nats disconnected")
 
     async def on_reconnected() -> None:
         if gate is not None:
@@ -118,6 +132,7 @@ async def connect_nats(
     tls = options.tls_context()
     if tls is not None:
         kwargs["tls"] = tls
+        logging.getLogger("asyncio").addFilter(_QUIET_TLS_EOF)  # once: the same filter object
     while True:
         try:
             client = RawDeliveryClient()

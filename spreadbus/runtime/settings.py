@@ -32,7 +32,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Annotated, Any, Self, TypeVar
@@ -196,15 +196,21 @@ def add_settings_arguments(
     cls: type[ServiceSettings],
     argv: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
+    *,
+    only: Collection[str] | None = None,
 ) -> None:
     """One flag per field, with its variable, default and docstring as help.
 
     Defaults stay ``None`` so that an unset flag falls back to the environment. The fields are
-    those of the class loaded for the plugins ``argv`` (default: this process's) asks for.
+    those of the class loaded for the plugins ``argv`` (default: this process's) asks for; with
+    ``only``, just those fields (a tool that is no service uses a few of them, and the others
+    keep their variables and defaults).
     """
     plugins = requested_plugins(sys.argv[1:] if argv is None else argv,
                                 os.environ if env is None else env)
     for name, info in cls.with_plugins(plugins).model_fields.items():
+        if only is not None and name not in only:
+            continue
         default = None if info.default is PydanticUndefined else info.default
         if _is_comma_list(info) and isinstance(default, tuple):
             default = ",".join(default)

@@ -83,5 +83,12 @@ def test_a_status_change_is_published_only_when_the_status_changes() -> None:
     assert second is not None
     assert second.subject == (
         "history.status.c.apps%2Ekruise%2Eio.workloadspreads.ns.ws")
-    assert status_change(seen, SPREADS, "DELETED", spread(grown, "4"), cluster="c", ts=4) == (
-        None, None)
+    after, gone = status_change(seen, SPREADS, "DELETED", spread(grown, "4"), cluster="c", ts=4)
+    assert after is None, "the deleted object is forgotten"
+    assert gone is not None
+    assert isinstance(gone.event, StatusChange)
+    assert (gone.event.deleted, gone.event.ts, gone.event.status) == (True, 4, grown)
+    assert gone.msg_id == "status:w1:deleted"
+    assert gone.subject == second.subject
+    assert isinstance(second.event, StatusChange)
+    assert not second.event.deleted

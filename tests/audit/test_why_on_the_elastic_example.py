@@ -140,3 +140,18 @@ def test_why_names_each_pods_subset_and_reason(
         if position(whole) == position(cut):  # no message arrived between the two
             break
     assert whole.read_bytes() == cut.read_bytes()
+
+    # Deleted, the spread is told as deleted, with its last status, not as current.
+    client.CustomObjectsApi(api).delete_namespaced_custom_object(
+        "apps.kruise.io", "v1alpha1", NS, "workloadspreads", "ws-demo")
+
+    def deletion_recorded() -> bool:
+        replay(local, db)
+        with sqlite3.connect(db) as conn:
+            found = conn.execute("SELECT COUNT(*) FROM deletions WHERE name = 'ws-demo'")
+            return bool(found.fetchone()[0])
+
+    wait_for("the spread's deletion in the history", deletion_recorded, 60)
+    text = spreadbus("why", "workloadspread", f"{NS}/ws-demo", "--db", str(db))
+    assert text.startswith(f"workloadspread {NS}/ws-demo at now: deleted at "), text
+    assert "  last status " in text

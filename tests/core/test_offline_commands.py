@@ -86,7 +86,7 @@ def test_validate_allows_the_elastic_example(
         0, {"allowed": True, "errors": [], "defaulted": elastic()})
 
 
-def test_validate_denies_with_every_error(
+def test_validate_denies_with_every_error_of_every_workloadspread(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bad = workloadspread(subset("a", 3), subset("b", "50%"), subset("a"))
@@ -94,22 +94,48 @@ def test_validate_denies_with_every_error(
     path = write(tmp_path / "in.yaml", bad, other, as_list=True)
     code, body = run_json(capsys, "validate", "-f", path)
     assert code == 1
+    identity = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
+                "namespace": "default"}
     assert body == {
         "allowed": False,
-        "defaulted": bad,
-        "errors": [
+        "results": [
             {
-                "field": "spec.subsets[1].maxReplicas",
-                "type": "Invalid",
-                "message": "the maxReplicas type of all subsets must be the same",
+                **identity, "name": "ws", "allowed": False, "defaulted": bad,
+                "errors": [
+                    {
+                        "field": "spec.subsets[1].maxReplicas",
+                        "type": "Invalid",
+                        "message": "the maxReplicas type of all subsets must be the same",
+                    },
+                    {
+                        "field": "spec.targetRef",
+                        "type": "Invalid",
+                        "message": "ws.spec.targetRef is in conflict with other WorkloadSpread "
+                                   "other",
+                    },
+                ],
             },
             {
-                "field": "spec.targetRef",
-                "type": "Invalid",
-                "message": "ws.spec.targetRef is in conflict with other WorkloadSpread other",
+                **identity, "name": "other", "allowed": False, "defaulted": other,
+                "errors": [
+                    {
+                        "field": "spec.targetRef",
+                        "type": "Invalid",
+                        "message": "ws.spec.targetRef is in conflict with other WorkloadSpread ws",
+                    },
+                ],
             },
         ],
     }
+    assert main(["validate", "-f", path]) == 1
+    assert capsys.readouterr().out == (
+        "WorkloadSpread/default/ws: denied: spec.subsets[1].maxReplicas: Invalid value: the "
+        "maxReplicas type of all subsets must be the same\n"
+        "WorkloadSpread/default/ws: denied: spec.targetRef: Invalid value: ws.spec.targetRef is "
+        "in conflict with other WorkloadSpread other\n"
+        "WorkloadSpread/default/other: denied: spec.targetRef: Invalid value: ws.spec.targetRef "
+        "is in conflict with other WorkloadSpread ws\n"
+    )
 
 
 def test_validate_an_update_of_the_target(
@@ -135,7 +161,7 @@ def test_validate_text_output_names_the_field(
     assert main(["validate", "-f", path]) == 1
     assert capsys.readouterr().out == (
         "denied:\n"
-        "  spec.subsets[0].maxReplicas: Invalid value: maxReplicas is not valid for subset\n"
+        "  spec.subsets[0].maxReplicas: Invalid value: -1: maxReplicas is not valid for subset\n"
     )
 
 
@@ -144,7 +170,7 @@ def test_validate_text_output_names_the_field(
     [
         ("a: [unclosed", "not valid YAML or JSON"),
         ("- 1\n- 2\n", "expected an object, got int"),
-        ("kind: Pod\n", "no WorkloadSpread"),
+        ("kind: Pod\n", "holds no WorkloadSpread"),
     ],
 )
 def test_unreadable_input_exits_2_with_the_reason(
@@ -154,7 +180,10 @@ def test_unreadable_input_exits_2_with_the_reason(
     path.write_text(content)
     assert main(["validate", "-f", str(path), "-o", "json"]) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
+    answer = json.loads(captured.out)
+    assert answer["file"] == str(path)
+    assert reason in answer["error"]
+    assert captured.err.startswith(f"error: {path}: ")
     assert reason in captured.err
 
 
@@ -383,6 +412,7 @@ def test_the_installed_command_runs_as_a_process(tmp_path: Path) -> None:
                 "field": "spec.subsets[0].maxReplicas",
                 "type": "Invalid",
                 "message": "maxReplicas is not valid for subset",
+                "value": "0.2%",
             }
         ],
     }
@@ -467,6 +497,6 @@ def test_a_malformed_whitelist_is_unreadable_input_naming_the_field(
         argv += ["--now", NOW]
     assert main(argv) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
     where = "ConfigMap kruise-system/kruise-configuration"
+    assert json.loads(captured.out) == {"error": f"{where}: {reason}", "file": path}
     assert captured.err == f"error: {path}: {where}: {reason}\n"

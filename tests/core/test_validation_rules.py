@@ -131,14 +131,14 @@ CASES: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
         [("spec.subsets[1].name", "Invalid", "duplicated subset name a")],
     ),
     (
-        "Exists with values in the required term (v1beta1 path name)",
+        "Exists with values in the required term (the path names the field as written)",
         _set(
             "spec.subsets.0.requiredNodeSelectorTerm",
             {"matchExpressions": [{"key": "k", "operator": "Exists", "values": ["v"]}]},
         ),
         [
             (
-                "spec.subsets[0].requiredNodeSelector.matchExpressions[0].values",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values",
                 "Forbidden",
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             )
@@ -152,12 +152,12 @@ CASES: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
         ),
         [
             (
-                "spec.subsets[0].requiredNodeSelector.matchExpressions[0].values",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values",
                 "Required",
                 "must be specified when `operator` is 'In' or 'NotIn'",
             ),
             (
-                "spec.subsets[0].requiredNodeSelector.matchExpressions[0].key",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].key",
                 "Invalid",
                 "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and "
                 "must start and end with an alphanumeric character (e.g. 'MyName',  or "
@@ -175,7 +175,7 @@ CASES: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
         ),
         [
             (
-                "spec.subsets[0].requiredNodeSelector.matchExpressions[0].values[0]",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values[0]",
                 "Invalid",
                 LABEL_VALUE_ERR,
             )
@@ -194,12 +194,12 @@ CASES: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
         ),
         [
             (
-                "spec.subsets[0].requiredNodeSelector.matchExpressions[0].values",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[0].values",
                 "Required",
                 "must be specified single value when `operator` is 'Lt' or 'Gt'",
             ),
             (
-                "spec.subsets[0].requiredNodeSelector.matchExpressions[1].operator",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchExpressions[1].operator",
                 "Invalid",
                 "not a valid selector operator",
             ),
@@ -213,12 +213,12 @@ CASES: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
         ),
         [
             (
-                "spec.subsets[0].requiredNodeSelector.matchFields[0].values",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchFields[0].values",
                 "Required",
                 "must be only one value when `operator` is 'In' or 'NotIn' for node field selector",
             ),
             (
-                "spec.subsets[0].requiredNodeSelector.matchFields[0].key",
+                "spec.subsets[0].requiredNodeSelectorTerm.matchFields[0].key",
                 "Invalid",
                 "not a valid field selector key",
             ),
@@ -242,12 +242,12 @@ CASES: list[tuple[str, Any, list[tuple[str, str, str]]]] = [
         ),
         [
             (
-                "spec.subsets[0].preferredNodeSelector[0].weight",
+                "spec.subsets[0].preferredNodeSelectorTerms[0].weight",
                 "Invalid",
                 "must be in the range 1-100",
             ),
             (
-                "spec.subsets[0].preferredNodeSelector[0].preference.matchExpressions[0].values",
+                "spec.subsets[0].preferredNodeSelectorTerms[0].preference.matchExpressions[0].values",
                 "Forbidden",
                 "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
             ),
@@ -410,7 +410,7 @@ def test_each_rule_reports_kruise_path_and_message(mutate: Any, expected: list[A
     assert errs(_ws_with(mutate)) == expected
 
 
-def test_v1beta1_field_names_are_validated_under_the_same_paths() -> None:
+def test_v1beta1_field_names_are_validated_under_their_own_names() -> None:
     ws = workloadspread(
         {
             "name": "a",

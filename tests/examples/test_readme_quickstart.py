@@ -119,6 +119,7 @@ def test_the_quickstart_shows_the_elastic_example_filling_ack_then_eci_and_scali
         "spreadbus validate": lambda out: _equals(out, "allowed\n"),
         "spreadbus why pod": lambda out: _tells_a_fixed_pods_story(out),
         "spreadbus plan -f objects.yaml": lambda out: _plans_the_example(out),
+        "spreadbus admit -f objects.yaml": lambda out: _admits_into_the_fixed_pool(out),
         "spreadbus plan -f examples/uniteddeployment": lambda out: _plans_the_subsets(out),
     }
     used: set[str] = set()
@@ -167,6 +168,11 @@ def _status_replicas(out: str, wanted: dict[str, int]) -> None:
 
 def _tells_a_fixed_pods_story(out: str) -> None:
     assert "ACK has room" in out, out  # after the scale-in every pod left is in the fixed pool
+
+
+def _admits_into_the_fixed_pool(out: str) -> None:
+    assert out.startswith("allowed\n"), out
+    assert "ACK" in out, out  # 80 pods in a pool of 100: one more fits there
 
 
 def _plans_the_subsets(out: str) -> None:

@@ -113,8 +113,14 @@ def test_validate_an_update_skips_the_stored_version_in_the_input(
     objects = write(tmp_path / "moved.yaml", moved, other)
     code, body, _ = run_json(capsys, "validate", "-f", objects, "--old", old)
     assert code == 1
-    assert [(e["field"], e["type"]) for e in body["errors"]] == [
+    first, second = body["results"]
+    assert (first["name"], first["allowed"]) == ("web-server-pub", False)
+    assert [(e["field"], e["type"]) for e in first["errors"]] == [
         ("spec.selector, targetRef", "Required"), ("spec.targetReference", "Invalid")]
+    # The budget --old does not hold is a CREATE: only the conflict, no immutable field.
+    assert (second["name"], second["allowed"]) == ("api-pub", False)
+    assert [(e["field"], e["type"]) for e in second["errors"]] == [
+        ("spec.targetReference", "Invalid")]
 
 
 def test_validate_text_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -293,7 +299,9 @@ def test_admit_text_output_names_the_budget(
     out = capsys.readouterr().out
     assert code == 1
     assert out.startswith('denied: podunavailablebudget.policy.kruise.io "web-server-pub"')
-    assert "podUnavailableBudget: web/web-server-pub (exhausted)" in out
+    assert ("podUnavailableBudget: web/web-server-pub (exhausted: status.unavailableAllowed is 0 "
+            "(currentAvailable 5, desiredAvailable 2): no more of its pods may be disrupted "
+            "now)") in out
 
 
 def test_plan_for_the_seeds_cloneset_variant(

@@ -19,6 +19,7 @@ import pytest
 from kubernetes import client, config
 
 from events.messages import Observation, Outcome, Plan
+from spreadbus.cli.data_dir_lock import DataDirLock
 from spreadbus.cli.local_stack import bus_options
 from spreadbus.runtime.bus_permissions import USERS
 from spreadbus.runtime.parent_death import die_with_parent
@@ -239,6 +240,17 @@ def test_a_deployment_created_with_kubectl_gets_its_annotation_through_the_bus(
         (outcome,) = [o for o in outcomes if o.plan_id == plan.id]
         assert outcome.result in ("applied", "skipped"), outcome.error
 
+    # A second stack on the same directory is refused and leaves the first one reachable.
+    second = subprocess.run(
+        [sys.executable, "-m", "spreadbus", "up", "--data-dir", str(data_dir)],
+        cwd=ROOT, capture_output=True, text=True, timeout=60, check=False,
+        preexec_fn=die_with_parent(),
+    )
+    assert second.returncode == 2, second.stderr
+    assert f"is in use by process {proc.pid}" in second.stderr
+    assert kubeconfig.exists()
+    assert (data_dir / "nats-url").read_text().strip() == nats_url
+
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=60) == 0
     assert not kubeconfig.exists(), "the ready files are removed on shutdown"
@@ -271,5 +283,8 @@ def test_everything_spreadbus_up_started_exits_when_it_is_killed(tmp_path: Path)
             timeout=30,
             interval=0.2,
         )
+        lock = DataDirLock(tmp_path / "stack")
+        lock.acquire()  # the kernel let go of the killed stack's lock
+        lock.release()
     finally:
         tear_down(proc, descendants)

@@ -128,7 +128,7 @@ def test_text_output_names_the_field(tmp_path: Path, capsys: pytest.CaptureFixtu
 @pytest.mark.parametrize(("content", "old", "reason"), [
     ("kind: Pod\n", None, "UnitedDeployment"),
     ("a: [unclosed", None, "not valid YAML or JSON"),
-    (None, "kind: Pod\n", "no UnitedDeployment in"),
+    (None, "kind: Pod\n", "holds no UnitedDeployment (--old)"),
 ])
 def test_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                   content: str | None, old: str | None, reason: str) -> None:
@@ -143,5 +143,5 @@ def test_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
         argv += ["--old", str(tmp_path / "old.yaml")]
     assert main(argv) == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
+    assert reason in json.loads(captured.out)["error"]
     assert reason in captured.err

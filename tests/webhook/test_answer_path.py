@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -161,6 +162,7 @@ def test_the_offline_answer_refuses_a_replicas_path_that_does_not_resolve(
     code = main(["admit", "-f", str(objects), "--pod", str(pod_file), "-o", "json"])
     captured = capsys.readouterr()
     assert code == 2
-    assert captured.out == ""
+    answer = json.loads(captured.out)
+    assert "spec.targetFilter.replicasPathList[1]" in answer["error"]
     assert "spec.targetFilter.replicasPathList[1]" in captured.err
     assert BROKEN_PATH in captured.err

@@ -12,8 +12,9 @@ to annotate, the events and the next expiry.
 ``admit``: CREATE stamps ``kruise.io/related-pub`` from the first matching budget of the pod's
 namespace; DELETE, EVICT and UPDATE (``old_pod`` the stored pod) are decided from the budget
 status in the input, as Kruise's webhook trusts the last written status, never recomputed from the
-pods of the input. A denial carries ``code`` (403, 429 for EVICT), ``reason`` and ``message``; a
-decision that spent budget shows the status it wrote under ``podUnavailableBudgets``.
+pods of the input. A denial carries ``code`` (403, 429 for EVICT), ``reason`` and ``message``
+(Kruise's words), and the text form names the status field and value that denied it; a decision
+that spent budget shows the status it wrote under ``podUnavailableBudgets``.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
 
 def _decision_answer(decision: PodDecision) -> OfflineAdmission:
     answer: JSON = {}
-    lines = [f"podUnavailableBudget: {decision.budget or '-'} ({decision.why})"]
+    why = f"{decision.why}: {decision.detail}" if decision.detail else decision.why
+    lines = [f"podUnavailableBudget: {decision.budget or '-'} ({why})"]
     if decision.status is not None and decision.budget is not None:
         answer[ANSWER_KEY] = {decision.budget: {"status": status_to_json(decision.status)}}
     if not decision.allowed:

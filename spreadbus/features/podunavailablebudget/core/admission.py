@@ -76,6 +76,9 @@ class PodDecision(msgspec.Struct, frozen=True):
     """Which rule decided (``no-protect``, ``unavailable``, ``no-budget``, ``desired-zero``,
     ``unprotected-operation``, ``recorded``, ``spent``, ``dry-run``, ``exhausted``,
     ``too-many-recorded``, ``unannotated``, ``availability-unchanged``)."""
+    detail: str = ""
+    """For a denial, the status fields and values behind it, in words: ``message`` is Kruise's
+    own text, kept as it is, and says neither."""
 
 
 def related_pub(pod: JSON) -> str:
@@ -88,12 +91,12 @@ def forbidden_message(budget_name: str, detail: str) -> str:
 
 
 def _deny(
-    pub: PodUnavailableBudget, operation: Operation, detail: str, why: str
+    pub: PodUnavailableBudget, operation: Operation, detail: str, why: str, explained: str
 ) -> PodDecision:
     code, reason = (429, "TooManyRequests") if operation == EVICT else (403, "Forbidden")
     return PodDecision(
         allowed=False, budget=pub.key, code=code, reason=reason,
-        message=forbidden_message(pub.name, detail), why=why,
+        message=forbidden_message(pub.name, detail), why=why, detail=explained,
     )
 
 
@@ -123,10 +126,16 @@ def decide(
     if status.records(name):
         return PodDecision(allowed=True, budget=pub.key, why="recorded")
     if status.unavailable_allowed <= 0:
-        return _deny(pub, operation, "pub unavailable allowed is negative", "exhausted")
-    if len(status.disrupted_pods) + len(status.unavailable_pods) > MAX_RECORDED:
+        return _deny(pub, operation, "pub unavailable allowed is negative", "exhausted",
+                     f"status.unavailableAllowed is {status.unavailable_allowed} "
+                     f"(currentAvailable {status.current_available}, desiredAvailable "
+                     f"{status.desired_available}): no more of its pods may be disrupted now")
+    recorded = len(status.disrupted_pods) + len(status.unavailable_pods)
+    if recorded > MAX_RECORDED:
         return _deny(pub, operation, "DisruptedPods and UnavailablePods map too big - too many "
-                     "unavailable not confirmed by PUB controller", "too-many-recorded")
+                     "unavailable not confirmed by PUB controller", "too-many-recorded",
+                     f"status.disruptedPods and status.unavailablePods hold {recorded} pods, "
+                     f"more than {MAX_RECORDED}")
     if dry_run:
         return PodDecision(allowed=True, budget=pub.key, why="dry-run")
     when = truncate(now)

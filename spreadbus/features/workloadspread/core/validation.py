@@ -3,9 +3,11 @@
 The checks follow Kruise's WorkloadSpread webhook in order (targetRef, subsets, scheduleStrategy,
 adaptive, targetFilter, then conflicts with other WorkloadSpreads, then the update rules), and
 reuse its exact messages, including its quirks: the maxReplicas checks stop the subset loop at the
-first failure, and the percentage-sum rule is reported on ``spec.subsets[0]``. Field paths use the
-v1beta1 names (``requiredNodeSelector``, ``preferredNodeSelector``) even for v1alpha1 input,
-because Kruise converts to v1beta1 before validating.
+first failure, and the percentage-sum rule is reported on ``spec.subsets[0]``. A subset's node
+constraints are named in field paths as the object names them: ``requiredNodeSelectorTerm`` and
+``preferredNodeSelectorTerms`` in a v1alpha1 object, as Kruise's v1alpha1 webhook named them,
+``requiredNodeSelector`` and ``preferredNodeSelector`` in a v1beta1 one. An invalid
+``maxReplicas`` carries its value, which Kruise's error shows as well.
 
 Two deliberate additions: ``minReplicas`` (integer >= 0, not above an integer maxReplicas; a
 percentage maxReplicas is only known at run time, where the minimum is capped by it), and type
@@ -65,8 +67,10 @@ SPEC = Path("spec")
 NO_CUSTOM_WORKLOADS = Whitelist()
 
 
-def _subset_field(raw: Mapping[str, Any], beta: str, alpha: str) -> Any:
-    return raw[beta] if beta in raw else raw.get(alpha)
+def _subset_field(raw: Mapping[str, Any], beta: str, alpha: str) -> tuple[str, Any]:
+    """The subset's value under either version's name, and the name it was given under, which
+    its errors' paths then name."""
+    return (alpha, raw[alpha]) if alpha in raw and beta not in raw else (beta, raw.get(beta))
 
 
 def _target_ref_errors(
@@ -288,18 +292,18 @@ def _subsets_errors(
             if name in names:
                 errors.append(invalid(p.child("name"), f"duplicated subset name {name}"))
             names.add(name)
-        required_term = _subset_field(subset, "requiredNodeSelector", "requiredNodeSelectorTerm")
+        named, required_term = _subset_field(subset, "requiredNodeSelector",
+                                             "requiredNodeSelectorTerm")
         if required_term is not None:
             errors.extend(
                 validate_node_selector_term(
-                    required_term, p.child("requiredNodeSelector"), allow_invalid_label_value=False
+                    required_term, p.child(named), allow_invalid_label_value=False
                 )
             )
-        preferred = _subset_field(subset, "preferredNodeSelector", "preferredNodeSelectorTerms")
+        named, preferred = _subset_field(subset, "preferredNodeSelector",
+                                         "preferredNodeSelectorTerms")
         if preferred is not None:
-            errors.extend(
-                validate_preferred_scheduling_terms(preferred, p.child("preferredNodeSelector"))
-            )
+            errors.extend(validate_preferred_scheduling_terms(preferred, p.child(named)))
         if subset.get("tolerations") is not None:
             errors.extend(validate_tolerations(subset["tolerations"], p.child("tolerations")))
         patch = subset.get("patch")
@@ -317,7 +321,7 @@ def _subsets_errors(
             continue
         mp = p.child("maxReplicas")
         if isinstance(maximum, bool) or not isinstance(maximum, int | str):
-            errors.append(invalid(mp, "maxReplicas is not valid for subset"))
+            errors.append(invalid(mp, "maxReplicas is not valid for subset", maximum))
             return errors
         this_type = "Int" if is_int(maximum) else "String"
         if first_type is None:
@@ -333,7 +337,7 @@ def _subsets_errors(
         except IntOrStrError:
             value = -1
         if value < 0 or (this_type == "Int" and value > _INT32_MAX):
-            errors.append(invalid(mp, "maxReplicas is not valid for subset"))
+            errors.append(invalid(mp, "maxReplicas is not valid for subset", maximum))
             return errors
         if this_type == "String":
             percent_sum += value
