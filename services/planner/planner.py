@@ -15,6 +15,10 @@ snapshot's last position and its time.
   WorkloadSpread reservation bucket's: one entry per key), from their start on every start, each
   change marking the key its fold names changed.
 
+Creates a governor wants beyond the bound on outstanding creates
+(:func:`spreadbus.projection.planning.plans_for`) are offered again at the time the decision log
+keeps for them (:meth:`DecisionLog.deferred_due`), like a rule's due keys.
+
 Time-based decisions: a rule may expose ``due(now) -> set of keys`` and ``next_wake() -> float |
 None`` (:class:`spreadbus.projection.planning.Timed`); the engine adds due keys to ``changed`` on
 every round and sleeps no longer than until the next wake-up, so an expiry or a timeout is acted
@@ -233,7 +237,8 @@ class Planner:
         return sink
 
     def _due(self, now: float) -> set[tuple[str, str]]:
-        due: set[tuple[str, str]] = set()
+        # Governors whose creates the bound held back are offered again too.
+        due: set[tuple[str, str]] = self.decisions.deferred_due(now)
         for rule in self._timed:
             due |= rule.due(now)
         return due
@@ -242,6 +247,8 @@ class Planner:
         """How long until a rule wants to look again, if any rule does."""
         wakes = [w for rule in self._timed if (w := rule.next_wake()) is not None]
         wakes += [retry.at for retry in self._retries.values()]
+        if (deferred := self.decisions.next_deferred()) is not None:
+            wakes.append(deferred)
         return max(0.0, min(wakes) - self.clock()) if wakes else None
 
     def rule_ready(self, rule: Rule) -> bool:

@@ -74,7 +74,8 @@ def annotated(size: int, template: dict[str, str] | None = None,
               name: str = "a") -> tuple[JSON, JSON]:
     """A spread whose subset patch gives its pods one annotation ``note`` of ``size`` bytes,
     and its workload, whose pod template carries ``template``."""
-    ws = workloadspread({"name": name, "patch": {"metadata": {"annotations": {"note": "x" * size}}}})
+    patch = {"metadata": {"annotations": {"note": "x" * size}}}
+    ws = workloadspread({"name": name, "patch": patch})
     workload = deployment()
     workload["spec"]["template"]["metadata"]["annotations"] = template or {}
     return ws, workload
