@@ -99,6 +99,18 @@ def internal(path: Path, message: str) -> FieldError:
     return FieldError(str(path), "Internal", message)
 
 
+def too_many(path: Path, maximum: int) -> FieldError:
+    """Kubernetes' TooMany: a list longer than its limit."""
+    return FieldError(str(path), "TooMany",
+                      f"must have at most {maximum} {'item' if maximum == 1 else 'items'}")
+
+
+def too_long(path: Path, maximum: int) -> FieldError:
+    """Kubernetes' TooLong: a value of more than ``maximum`` bytes."""
+    return FieldError(str(path), "TooLong",
+                      f"may not be more than {maximum} {'byte' if maximum == 1 else 'bytes'}")
+
+
 def not_supported(path: Path, valid_values: Iterable[str]) -> FieldError:
     """Kubernetes' NotSupported: the detail lists the valid values, each quoted."""
     quoted = ", ".join(json.dumps(v) for v in valid_values)

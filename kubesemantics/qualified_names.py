@@ -34,10 +34,11 @@ _DNS1123_SUBDOMAIN_ERR = (
     "'.', and must start and end with an alphanumeric character"
 )
 
-_QUALIFIED_NAME_RE = re.compile(f"^{QUALIFIED_NAME_FMT}$")
-_LABEL_VALUE_RE = re.compile(f"^{LABEL_VALUE_FMT}$")
-_DNS1123_SUBDOMAIN_RE = re.compile(f"^{DNS1123_SUBDOMAIN_FMT}$")
-_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}$")
+# ``\Z``, not ``$``: Python's ``$`` also matches before a final newline, Go's does not.
+_QUALIFIED_NAME_RE = re.compile(f"^{QUALIFIED_NAME_FMT}\\Z")
+_LABEL_VALUE_RE = re.compile(f"^{LABEL_VALUE_FMT}\\Z")
+_DNS1123_SUBDOMAIN_RE = re.compile(f"^{DNS1123_SUBDOMAIN_FMT}\\Z")
+_DNS1123_LABEL_RE = re.compile(f"^{_DNS1123_LABEL_FMT}\\Z")
 
 
 def regex_error(message: str, fmt: str, *examples: str) -> str:

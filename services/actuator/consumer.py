@@ -13,6 +13,18 @@ another replica, so the apply is cancelled (no outcome, no ack) and the plan is 
 next delivery: one plan is never applied by two replicas at once for longer than that.
 At shutdown, plans still being applied get a short grace (``shutdown_grace_seconds``), then are
 cancelled, awaited, and handed back (``nak``) so another replica takes them at once.
+
+Fairness: a replica reads up to ``read_ahead`` plans ahead of its ``workers`` and keeps those not
+started in a :class:`~services.actuator.fair_queue.FairQueue`, one queue per governor: the next
+plan to start is the oldest of the governor with the fewest plans running, ties taking turns. So
+one governor's backlog cannot hold back another's plans that are within the read-ahead: a
+UnitedDeployment creating its workloads leaves a WorkloadSpread's status to the next free
+worker. (The planner bounds the creates a governor has outstanding well below the read-ahead.)
+Plans waiting there are kept alive like the running ones (``in_progress`` every third of
+``ack_wait``, then one flush); one whose renewals failed for ``ack_wait`` is dropped unstarted, as
+its delivery is the server's to give again; at shutdown the waiting plans are handed back
+(``nak``) before the running ones get their grace.
+
 For each:
 
 1. decode; a message that is not a plan can never apply: it is terminated (``term``) and logged.
@@ -33,7 +45,7 @@ acked and comes back.
 Signature::
 
     PlanConsumer(nc: Client, applier: Applier, *, cluster: str, workers: int = 8,
-                 max_deliveries: int = 5, ack_wait_seconds: float = 15.0,
+                 read_ahead: int = 256, max_deliveries: int = 5, ack_wait_seconds: float = 15.0,
                  shutdown_grace_seconds: float = 1.0, registry: CollectorRegistry | None = None,
                  clock: Callable[[], float] = time.time)
         async .run(stopping: asyncio.Event) -> None
@@ -46,7 +58,9 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable
-from typing import cast
+from dataclasses import dataclass
+from functools import partial
+from typing import Final, cast
 
 from nats.aio.client import Client
 from nats.aio.msg import Msg
@@ -61,10 +75,37 @@ from events.codec import PlanHead, Undecodable
 from events.messages import ApiError, Outcome, Plan, Verb
 from events.streams import DEDUP_HEADER, PLANS
 from services.actuator.application import Applier, Result
+from services.actuator.fair_queue import FairQueue
 from spreadbus.runtime.bus_permissions import actuator_consumer
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 log = logging.getLogger(__name__)
+
+PENDING_PER_READ_AHEAD: Final = 4
+"""The durable consumer's ``max_ack_pending`` is this many replicas' read-ahead: the server never
+holds back a plan from a replica with room while others hold theirs."""
+
+
+@dataclass
+class _Waiting:
+    """A plan read ahead and not started: its delivery, what it decoded to, and when its
+    delivery was last known to be alive (read, or renewed)."""
+
+    msg: Msg
+    decoded: object
+    renewed: float
+
+
+def governor_key(decoded: object) -> str:
+    """The queue a delivery waits in: its plan's governor (its rule, for a plan naming none);
+    what is no plan waits in a queue of its own, being answered or refused at once."""
+    if not isinstance(decoded, Plan):
+        return ""
+    governor = decoded.governor
+    if governor is None:
+        return f"rule\x1f{decoded.rule}"
+    return "\x1f".join(("governor", governor.group, governor.resource, governor.namespace,
+                        governor.name))
 
 
 class PlanConsumer:
@@ -75,6 +116,7 @@ class PlanConsumer:
         *,
         cluster: str,
         workers: int = 8,
+        read_ahead: int = 256,
         max_deliveries: int = 5,
         ack_wait_seconds: float = 15.0,
         shutdown_grace_seconds: float = 1.0,
@@ -85,6 +127,7 @@ class PlanConsumer:
         self.applier = applier
         self.cluster = cluster
         self.workers = workers
+        self.read_ahead = max(read_ahead, workers)
         self.max_deliveries = max_deliveries
         self.ack_wait = ack_wait_seconds
         self.shutdown_grace = shutdown_grace_seconds
@@ -124,24 +167,61 @@ class PlanConsumer:
                 ack_policy=AckPolicy.EXPLICIT,
                 deliver_policy=DeliverPolicy.ALL,
                 ack_wait=self.ack_wait,
-                max_ack_pending=max(64, 4 * self.workers),
+                max_ack_pending=PENDING_PER_READ_AHEAD * self.read_ahead,
             ),
         )
-        slots = asyncio.Semaphore(self.workers)
+        loop = asyncio.get_running_loop()
+        queue: FairQueue[_Waiting] = FairQueue()
         running: set[asyncio.Task[None]] = set()
+        finished = asyncio.Event()
+
+        def start_waiting() -> None:
+            while len(running) < self.workers and not stopping.is_set():
+                popped = queue.pop()
+                if popped is None:
+                    return
+                key, waiting = popped
+                if loop.time() - waiting.renewed >= self.ack_wait:
+                    queue.done(key)  # lapsed unstarted: its next delivery carries it
+                    self.abandoned.labels("delivery_lapsed").inc()
+                    log.warning("plan delivery lapsed before it started, left to its next "
+                                "delivery", extra={"subject": waiting.msg.subject})
+                    continue
+                task = asyncio.create_task(self._handle(waiting.msg, waiting.decoded))
+                running.add(task)
+                task.add_done_callback(partial(finish, key))
+
+        def finish(key: str, task: asyncio.Task[None]) -> None:
+            running.discard(task)
+            queue.done(key)
+            finished.set()
+            start_waiting()  # a worker is free: the next plan starts now, not after a fetch
+
+        renewing = asyncio.create_task(self._keep_waiting_alive(queue))
         try:
             while not stopping.is_set():
+                start_waiting()
+                room = self.read_ahead - len(queue) - len(running)
+                if room <= 0:
+                    finished.clear()
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(1.0):
+                            await finished.wait()
+                    continue
                 try:
-                    msgs = await sub.fetch(max(1, self.workers - len(running)), timeout=1.0)
+                    msgs = await sub.fetch(room, timeout=1.0)
                 except (NatsTimeoutError, TimeoutError):
                     continue
+                now = loop.time()
                 for msg in msgs:
-                    await slots.acquire()
-                    task = asyncio.create_task(self._handle(msg))
-                    running.add(task)
-                    task.add_done_callback(running.discard)
-                    task.add_done_callback(lambda _: slots.release())
+                    decoded = codec.decode(msg.data)
+                    queue.push(governor_key(decoded), _Waiting(msg, decoded, now))
         finally:
+            renewing.cancel()
+            await asyncio.gather(renewing, return_exceptions=True)
+            # Plans not started go back at once, for another replica to take.
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._hand_back(queue.drain()), 1.0)
             # A short grace for plans about to record their outcome; the rest are cancelled
             # and awaited, never left running behind a stopped consumer.
             if running:
@@ -154,9 +234,39 @@ class PlanConsumer:
             with contextlib.suppress(Exception):
                 await sub.unsubscribe()
 
-    async def _handle(self, msg: Msg) -> None:
+    async def _hand_back(self, waiting: list[_Waiting]) -> None:
+        for item in waiting:
+            await item.msg.nak()
+        if waiting:
+            await self.nc.flush(timeout=1)
+
+    async def _keep_waiting_alive(self, queue: FairQueue[_Waiting]) -> None:
+        """Renew the deliveries of the plans read ahead and not started yet."""
+        loop = asyncio.get_running_loop()
+        interval = self.ack_wait / 3
+        while True:
+            await asyncio.sleep(interval)
+            waiting = list(queue.waiting())
+            if not waiting:
+                continue
+            sent = loop.time()
+            try:
+                if not self.nc.is_connected:
+                    raise ConnectionError("not connected to NATS")
+                for item in waiting:
+                    await item.msg.in_progress()
+                await self.nc.flush(timeout=max(1, int(interval)))
+            except (NatsError, JetStreamError, OSError, TimeoutError) as exc:
+                self.renewal_failures.inc()
+                log.warning("renewal of plans waiting to start failed",
+                            extra={"waiting": len(waiting), "error": repr(exc)})
+                continue
+            for item in waiting:
+                item.renewed = sent
+
+    async def _handle(self, msg: Msg, decoded: object) -> None:
         try:
-            await self._handle_one(msg)
+            await self._handle_one(msg, decoded)
         except asyncio.CancelledError:
             self.abandoned.labels("stopping").inc()
             log.warning("plan abandoned at shutdown, handed back", extra={"subject": msg.subject})
@@ -167,8 +277,7 @@ class PlanConsumer:
             # Top of the per-plan loop: log, leave the plan unacked so it is redelivered.
             log.exception("plan handling failed")
 
-    async def _handle_one(self, msg: Msg) -> None:
-        decoded = codec.decode(msg.data)
+    async def _handle_one(self, msg: Msg, decoded: object) -> None:
         if isinstance(decoded, Undecodable) and decoded.plan is not None:
             await self._refuse_unknown_verb(msg, decoded.plan)
             return

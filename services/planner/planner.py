@@ -17,6 +17,9 @@ snapshot's last position and its time.
 
 An eviction or deletion a budget refused is decided again after its backoff
 (:meth:`DecisionLog.due_retries` names the object; the engine sleeps no longer than until then).
+Creates a governor wants beyond the bound on outstanding creates
+(:func:`spreadbus.projection.planning.plans_for`) are offered again at the time the decision log
+keeps for them (:meth:`DecisionLog.deferred_due`), like a rule's due keys.
 
 Time-based decisions: a rule may expose ``due(now) -> set of keys`` and ``next_wake() -> float |
 None`` (:class:`spreadbus.projection.planning.Timed`); the engine adds due keys to ``changed`` on
@@ -244,7 +247,8 @@ class Planner:
         return sink
 
     def _due(self, now: float) -> set[tuple[str, str]]:
-        due: set[tuple[str, str]] = set()
+        # Governors whose creates the bound held back are offered again too.
+        due: set[tuple[str, str]] = self.decisions.deferred_due(now)
         for rule in self._timed:
             due |= rule.due(now)
         return due
@@ -255,6 +259,8 @@ class Planner:
         wakes += [retry.at for retry in self._retries.values()]
         if (refused := self.decisions.next_retry()) is not None:
             wakes.append(refused)
+        if (deferred := self.decisions.next_deferred()) is not None:
+            wakes.append(deferred)
         return max(0.0, min(wakes) - self.clock()) if wakes else None
 
     def rule_ready(self, rule: Rule) -> bool:

@@ -186,6 +186,25 @@ class DecisionLog:
     def next_retry(self) -> float | None:
         return self.retries.next_wake()
 
+        self.deferred: dict[tuple[str, str], float] = {}
+        """Governors (resource key, object key) whose creates were held back by the bound on
+        outstanding creates -> when to offer them again (not in snapshots, like ``held``)."""
+
+    def defer(self, governor: tuple[str, str], at: float) -> None:
+        """Offer ``governor`` again at ``at`` (the earliest of the times asked for)."""
+        known = self.deferred.get(governor)
+        self.deferred[governor] = at if known is None else min(known, at)
+
+    def deferred_due(self, now: float) -> set[tuple[str, str]]:
+        """Deferred governors whose time has come, each handed out once."""
+        due = {key for key, at in self.deferred.items() if at <= now}
+        for key in due:
+            del self.deferred[key]
+        return due
+
+    def next_deferred(self) -> float | None:
+        return min(self.deferred.values(), default=None)
+
     def hold(self, slot: str) -> None:
         """A plan for ``slot`` was held back; :meth:`apply_outcome` names the slot once it
         is answered."""

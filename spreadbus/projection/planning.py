@@ -55,6 +55,18 @@ with the ``"uid"`` precondition an equal intent in flight is not re-planned. A J
 taken as already true here or by the actuator, so such a rule leaves out objects that already
 hold what it wants.
 
+Creates are bounded per governor, as Kruise's and Kubernetes' expectations bound a controller's:
+a governor has at most :data:`MAX_OUTSTANDING_CREATES` creates outstanding, a create being
+outstanding from its plan until its object is observed (in flight, or answered ``applied`` or
+``skipped`` less than :data:`CREATE_EXPECTATION_SECONDS` ago). The creates beyond the bound are
+not planned this round; the governor is offered again as its objects are observed (its rule sees
+them) and, in case nothing is, after :data:`DEFERRED_CREATES_RETRY_SECONDS`
+(:meth:`DecisionLog.deferred_due`). An absurd object (10,000 subsets admitted past the webhook)
+then has a bounded number of creates queued for the actuator, and its deletion leaves no more than
+that behind. Counting reads the governor's creates the rule wants this round, so a rule states
+every create a governor still wants whenever it decides for that governor (the UnitedDeployment
+rule reconciles the whole object).
+
 ``Desired.serial`` keeps one plan per object in flight (a status is rewritten as a whole, so
 planning the next one before the previous landed only makes the previous fail). The planner
 offers the object again when that plan is answered (:meth:`DecisionLog.apply_outcome` names the
@@ -77,7 +89,8 @@ Signatures::
                     now: float) -> list[Desired]: ...
 
     plans_for(rule: Rule, view: KubeProjection, log: DecisionLog, desired: Iterable[Desired],
-              *, cluster: str, now: float) -> list[Plan]
+              *, cluster: str, now: float,
+              max_outstanding_creates: int = MAX_OUTSTANDING_CREATES) -> list[Plan]
     class Timed(Protocol):                        # optional, for time-based transitions
         def due(self, now: float) -> set[tuple[str, str]]: ...
         def next_wake(self) -> float | None: ...
@@ -92,7 +105,7 @@ Signatures::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Set
+from collections.abc import Iterable, Sequence, Set
 from typing import Any, Final, Literal, Protocol, runtime_checkable
 
 import msgspec
@@ -106,7 +119,7 @@ from events.messages import (
     ResourceRef,
     Verb,
 )
-from spreadbus.projection.decision_log import DecisionLog, slot_of
+from spreadbus.projection.decision_log import DecisionLog, PlanRecord, slot_of
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 
 
@@ -175,6 +188,16 @@ its store, the plan or its outcome with them. Without this, a serial plan (a sta
 would hold its object's next decision forever. Deciding again is safe: every verb is idempotent
 under its precondition, and a plan that was only late is answered ``skipped`` or ``failed``.
 """
+MAX_OUTSTANDING_CREATES: Final = 128
+"""Creates one governor may have outstanding. Above what a valid governor makes at once (a
+UnitedDeployment: at most 100 subset workloads and a revision), so only an absurd one waits; and
+what bounds the creates of one governor queued for the actuator."""
+CREATE_EXPECTATION_SECONDS: Final = 60.0
+"""How long an answered create counts as outstanding while its object is not observed yet. The
+watcher reports a created object within seconds; one never reported (deleted at once, or a lost
+observation) stops holding the governor's other creates back after this."""
+DEFERRED_CREATES_RETRY_SECONDS: Final = 2.0
+"""When a governor with creates held back is offered again if nothing else offers it."""
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 _INTENT_DIGITS: Final = 16
 """Hex digits of :func:`intent_id`, which begin every plan id."""
@@ -226,9 +249,12 @@ def plans_for(
     *,
     cluster: str,
     now: float,
+    max_outstanding_creates: int = MAX_OUTSTANDING_CREATES,
 ) -> list[Plan]:
     plans: list[Plan] = []
-    for want in desired:
+    wanted = list(desired)
+    outstanding = _outstanding_creates(rule, view, log, wanted, cluster=cluster, now=now)
+    for want in wanted:
         target = want.target
         rkey = resource_key(cluster, target.group, target.resource)
         okey = object_key(target.namespace, target.name)
@@ -262,6 +288,12 @@ def plans_for(
             basis = f"{basis}:retry:{newest.id}"
         lost = (newest is not None and newest.status == "in_flight"
                 and now - newest.ts > PLAN_LOST_SECONDS)
+        governor = _governor_key(cluster, want) if creating else None
+        adds = governor is not None and not _outstanding(newest, now)
+        if (governor is not None and adds
+                and outstanding.get(governor, 0) >= max_outstanding_creates):
+            log.defer(governor, now + DEFERRED_CREATES_RETRY_SECONDS)
+            continue  # beyond the bound: planned once some of the governor's creates land
         if lost and newest is not None and not creating:
             basis = f"{basis}:after:{newest.id}"  # its id may still be in the dedup window
         pid = plan_id(cluster, rule.name, want, basis)
@@ -301,7 +333,49 @@ def plans_for(
                 governor_generation=want.governor_generation,
             )
         )
+        if governor is not None and adds:
+            outstanding[governor] = outstanding.get(governor, 0) + 1
     return plans
+
+
+def _governor_key(cluster: str, want: Desired) -> tuple[str, str] | None:
+    governor = want.governor
+    if governor is None:
+        return None
+    return (resource_key(cluster, governor.group, governor.resource),
+            object_key(governor.namespace, governor.name))
+
+
+def _outstanding(newest: PlanRecord | None, now: float) -> bool:
+    """A create planned and not yet seen to land: in flight (not lost), or answered as made so
+    recently that its object may not be observed yet."""
+    if newest is None:
+        return False
+    if newest.status == "in_flight":
+        return now - newest.ts <= PLAN_LOST_SECONDS
+    return newest.status in ("applied", "skipped") and now - newest.ts < CREATE_EXPECTATION_SECONDS
+
+
+def _outstanding_creates(rule: Rule, view: KubeProjection, log: DecisionLog,
+                         desired: Sequence[Desired], *, cluster: str,
+                         now: float) -> dict[tuple[str, str], int]:
+    """Per governor, the creates it wants whose objects are planned and not yet observed."""
+    counts: dict[tuple[str, str], int] = {}
+    for want in desired:
+        if want.verb != "create":
+            continue
+        governor = _governor_key(cluster, want)
+        if governor is None:
+            continue
+        target = want.target
+        if view.stored(resource_key(cluster, target.group, target.resource),
+                       object_key(target.namespace, target.name)) is not None:
+            continue  # observed: landed
+        slot = slot_of(cluster, rule.name, want.verb, target.group, target.resource,
+                       target.namespace, target.name)
+        if _outstanding(log.newest(slot), now):
+            counts[governor] = counts.get(governor, 0) + 1
+    return counts
 
 
 def _named(want: Desired) -> dict[str, Any]:

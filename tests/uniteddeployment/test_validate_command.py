@@ -145,3 +145,18 @@ def test_unreadable_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[
     captured = capsys.readouterr()
     assert reason in json.loads(captured.out)["error"]
     assert reason in captured.err
+
+
+def test_ten_thousand_subsets_are_refused_as_too_many(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ud = base()
+    ud["spec"]["replicas"] = 10_000
+    ud["spec"]["topology"]["subsets"] = [{"name": f"s{i}", "replicas": 1} for i in range(10_000)]
+    ud["spec"]["updateStrategy"]["manualUpdate"]["partitions"] = {"s9999": 1}
+    path = tmp_path / "in.json"
+    path.write_text(json.dumps(ud))
+    code, answer = run_json(capsys, "validate", "-f", str(path))
+    assert (code, answer["allowed"]) == (1, False)
+    assert answer["errors"] == [{"field": "spec.topology.subsets", "type": "TooMany",
+                                 "message": "must have at most 100 items"}]

@@ -92,6 +92,18 @@ async def test_a_valid_object_and_the_scale_subresource_are_allowed(
     assert answer["allowed"] is True
 
 
+async def test_ten_thousand_subsets_are_denied_as_too_many(webhook: RunningWebhook) -> None:
+    ud = base()
+    ud["spec"]["replicas"] = 10_000
+    ud["spec"]["topology"]["subsets"] = [{"name": f"s{i}", "replicas": 1} for i in range(10_000)]
+    ud["spec"]["updateStrategy"] = {"type": "Manual"}
+    answer = await post(webhook, "/validate-uniteddeployment", ud_review("CREATE", ud))
+    assert answer["allowed"] is False
+    assert answer["status"]["details"]["causes"] == [
+        {"field": "spec.topology.subsets", "reason": "FieldTooMany",
+         "message": "must have at most 100 items"}]
+
+
 async def test_deletion_protection(webhook: RunningWebhook) -> None:
     def labelled(value: str, replicas: int) -> JSON:
         ud = base()

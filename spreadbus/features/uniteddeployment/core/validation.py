@@ -21,14 +21,22 @@ would refuse the whole request), the pod templates of StatefulSet and Advanced S
 templates get the container checks a Deployment template gets, and ``spec.namespace`` is not
 required (the API server fills it in before any webhook sees the object). The input is the
 decoded object as received; nothing here raises, whatever it is given.
+
+Limits that stop an absurd object before it costs anything: at most :data:`MAX_SUBSETS` subsets
+(a longer list is one TooMany error, its items are not judged one by one); ``spec.replicas``,
+``revisionHistoryLimit`` and the partitions within int32, as Kruise's types hold them; and the
+annotations each subset's workload and pod template would carry (the template's, the
+``apps.kruise.io/subset-patch`` annotation, the patch's) within the API server's 256 KiB, since
+every write of that subset would be refused otherwise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubesemantics import label_selector
+from kubesemantics.annotation_size import annotations_size, annotations_size_errors
 from kubesemantics.field_errors import (
     FieldError,
     Path,
@@ -36,6 +44,7 @@ from kubesemantics.field_errors import (
     invalid,
     not_supported,
     required,
+    too_many,
 )
 from kubesemantics.intstr import is_int
 from kubesemantics.lenient_json import as_str
@@ -56,15 +65,25 @@ from kubesemantics.workload_template_validation import (
     validate_template_for_statefulset,
 )
 from spreadbus.features.uniteddeployment.core.model import ADAPTIVE, FIXED, MANUAL, TEMPLATE_KINDS
+from spreadbus.features.uniteddeployment.core.rendering import SUBSET_PATCH_ANNOTATION
 from spreadbus.features.uniteddeployment.core.replicas import (
+    INT32_MAX,
+    INT32_MIN,
     SubsetReplicasError,
     parse_subset_replicas,
 )
+from spreadbus.features.uniteddeployment.core.revision import go_json
 
 SPEC = Path("spec")
 METADATA = Path("metadata")
 UNLIMITED_MAX = 1_000_000
 """What an unset ``maxReplicas`` counts as in the sum of maxima."""
+MAX_SUBSETS: Final = 100
+"""Subsets one UnitedDeployment may have. Each subset is a workload the planner creates, sizes
+and watches, so the list is what one object costs; a subset is a failure or cost domain (a zone,
+a node pool, a cluster), and 100 is far above the domains one workload spreads over. Neither
+Kruise nor Kubernetes sets a number here; the planner's bound on outstanding creates is above it,
+so a valid UnitedDeployment creates all its workloads in one round."""
 
 _ONE_TEMPLATE = (
     "statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, or deploymentTemplate"
@@ -87,6 +106,19 @@ def _object_field(parent: Mapping[str, Any], key: str, path: Path,
         errors.append(type_error(path, "object", value))
         return {}
     return value or {}
+
+
+def _int32_errors(value: object, path: Path) -> list[FieldError]:
+    """An integer Kruise holds as int32: its decoder refuses any other, so it is refused here
+    with the bound it broke (a negative one has its own rule where Kruise has one)."""
+    if not is_int(value):
+        return []
+    assert isinstance(value, int)
+    if value > INT32_MAX:
+        return [invalid(path, f"must be less than or equal to {INT32_MAX}")]
+    if value < INT32_MIN:
+        return [invalid(path, f"must be greater than or equal to {INT32_MIN}")]
+    return []
 
 
 # -- metadata ----------------------------------------------------------------------------------
@@ -227,6 +259,56 @@ def _template_errors(template: object, selector: Mapping[str, Any] | None,
     return errors
 
 
+# -- annotations the subsets' writes carry -----------------------------------------------------
+
+def _string_keys(value: object) -> dict[str, object]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, Mapping) else {}
+
+
+class _TemplateAnnotations:
+    """The annotations every subset's workload and pod template start from (the one template
+    given; none when it is not one)."""
+
+    def __init__(self, template: object) -> None:
+        template = _map(template)
+        kind = next((k for k in TEMPLATE_KINDS if isinstance(template.get(k), Mapping)), "")
+        workload = _map(template.get(kind))
+        self.workload_path = SPEC.child("template", kind, "metadata", "annotations")
+        self.pod_path = SPEC.child("template", kind, "spec", "template", "metadata",
+                                   "annotations")
+        self.workload = _string_keys(_map(workload.get("metadata")).get("annotations"))
+        pod_template = _map(_map(workload.get("spec")).get("template"))
+        self.pod = _string_keys(_map(pod_template.get("metadata")).get("annotations"))
+        self.workload_size = annotations_size(self.workload)
+
+    def errors(self) -> list[FieldError]:
+        """The template's own annotations beyond the limit (then no subset is judged)."""
+        return [*annotations_size_errors(self.workload_size, self.workload_path),
+                *annotations_size_errors(annotations_size(self.pod), self.pod_path)]
+
+
+def _subset_annotation_errors(patch: object, p: Path,
+                              template: _TemplateAnnotations) -> list[FieldError]:
+    """The subset's workload carries the template's annotations and the subset-patch annotation
+    (the patch as JSON); its pod template the template's pod annotations with the patch's."""
+    if not isinstance(patch, Mapping):
+        return []
+    try:
+        patch_text = go_json(patch)
+    except (TypeError, ValueError, OverflowError):  # not JSON: its type error is reported
+        return []
+    workload = dict(template.workload)
+    workload[SUBSET_PATCH_ANNOTATION] = patch_text
+    pod = dict(template.pod)
+    for key, value in _string_keys(_map(patch.get("metadata")).get("annotations")).items():
+        if value is None:
+            pod.pop(key, None)
+        else:
+            pod[key] = value
+    over = max(annotations_size(workload), annotations_size(pod))
+    return annotations_size_errors(over, p.child("patch"))
+
+
 # -- subsets -----------------------------------------------------------------------------------
 
 def _parsed(total: int, value: object, path: Path, errors: list[FieldError]) -> int:
@@ -340,6 +422,7 @@ def _update_strategy_errors(strategy: Mapping[str, Any], names: set[str],
     for subset, value in partitions.items():
         if not is_int(value):
             errors.append(type_error(pp.child(str(subset)), "integer", value))
+        errors.extend(_int32_errors(value, pp.child(str(subset))))
         if subset not in names:
             errors.append(invalid(pp, f"subset {subset} does not exist"))
     return errors
@@ -358,6 +441,7 @@ def validate_spec(spec_value: object) -> list[FieldError]:
         errors.append(type_error(SPEC.child("replicas"), "integer", replicas))
         replicas = None
     errors.extend(nonnegative(replicas, SPEC.child("replicas")))
+    errors.extend(_int32_errors(replicas, SPEC.child("replicas")))
     selector = spec.get("selector")
     errors.extend(_selector_errors(selector, SPEC.child("selector")))
     topology = _object_field(spec, "topology", SPEC.child("topology"), errors)
@@ -381,22 +465,34 @@ def validate_spec(spec_value: object) -> list[FieldError]:
     sp = SPEC.child("topology", "subsets")
     raw_subsets = topology.get("subsets")
     subsets: list[tuple[int, Mapping[str, Any]]] = []
+    names: set[str] = set()
     if raw_subsets is not None and not isinstance(raw_subsets, list):
         errors.append(type_error(sp, "array", raw_subsets))
+    elif isinstance(raw_subsets, list) and len(raw_subsets) > MAX_SUBSETS:
+        # One error for the list; its items are not judged one by one.
+        errors.append(too_many(sp, MAX_SUBSETS))
+        names.update(s["name"] for s in raw_subsets
+                     if isinstance(s, Mapping) and isinstance(s.get("name"), str))
+        raw_subsets = None
     for i, subset in enumerate(raw_subsets if isinstance(raw_subsets, list) else []):
         if isinstance(subset, Mapping):
             subsets.append((i, subset))
         else:
             errors.append(type_error(sp.index(i), "object", subset))
     errors.extend(_subset_replicas_errors(replicas, [s for _, s in subsets], sp))
-    names: set[str] = set()
+    annotations = _TemplateAnnotations(spec.get("template"))
+    template_too_big = annotations.errors()
     for i, subset in subsets:
         errors.extend(_subset_errors(subset, sp.index(i), names, adaptive=adaptive))
+        if not template_too_big:
+            errors.extend(_subset_annotation_errors(subset.get("patch"), sp.index(i), annotations))
+    errors.extend(template_too_big)
     update = _object_field(spec, "updateStrategy", SPEC.child("updateStrategy"), errors)
     errors.extend(_update_strategy_errors(update, names, SPEC.child("updateStrategy")))
     revision_limit = spec.get("revisionHistoryLimit")
     if revision_limit is not None and not is_int(revision_limit):
         errors.append(type_error(SPEC.child("revisionHistoryLimit"), "integer", revision_limit))
+    errors.extend(_int32_errors(revision_limit, SPEC.child("revisionHistoryLimit")))
     errors.extend(_schedule_strategy_schema_errors(strategy,
                                                    SPEC.child("topology", "scheduleStrategy")))
     return errors

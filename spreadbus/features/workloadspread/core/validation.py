@@ -26,6 +26,16 @@ pod the API server refuses for them would refuse every pod of the subset. A patc
 :data:`MAX_PATCH_BYTES` of JSON: every pod of the subset carries it, and the WorkloadSpread
 travels whole on the bus.
 
+Limits beyond Kruise, so an absurd object is refused before it costs anything: at most
+:data:`MAX_SUBSETS` subsets (a longer list is one TooMany error, its items are not judged one by
+one), and a subset name that is a valid label value (at most 63 characters, alphanumerics with
+inner ``-``, ``_`` and ``.``): the name is written into every pod of the subset (the
+``matched-workloadspread`` annotation) and is what tools select those pods by, Kruise's own
+examples (``subset-a``, ``ACK``, ``ECI``) all follow the rule, and a name with a ``/`` can never
+be taken for the controller's fake subset ``kruise.io/workloadspread-fake-subset-name``. The
+annotations a patch gives its pods are counted with the ones every pod of the subset carries
+anyway (the matched annotation; the template's, when the workload is known).
+
 The module is long because the checks are one ordered pass that shares state (the first
 maxReplicas type, the running percentage sum, early returns), as Kruise's single function does;
 the Kubernetes scheduling-field checks it calls live in :mod:`.scheduling_validation`.
@@ -36,17 +46,20 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from kubesemantics import strategic_merge
+from kubesemantics.annotation_size import annotations_size, annotations_size_errors
 from kubesemantics.field_errors import (
     FieldError,
     Path,
     duplicate,
     invalid,
     required,
+    too_many,
 )
 from kubesemantics.intstr import IntOrStrError, is_int, scaled_value
+from kubesemantics.lenient_json import as_str
 from kubesemantics.nesting import MAX_DEPTH, shorten, too_deep
 from kubesemantics.qualified_names import is_qualified_name, is_valid_label_value
 from kubesemantics.resource_requirements import validate_resource_requirements
@@ -58,10 +71,22 @@ from kubesemantics.scheduling_validation import (
     validate_tolerations,
 )
 from spreadbus.features.workloadspread.core.custom_workloads import BUILTIN_KINDS, Whitelist
-from spreadbus.features.workloadspread.core.model import JSON, api_group, api_version_valid
+from spreadbus.features.workloadspread.core.model import (
+    JSON,
+    MATCHED_ANNOTATION,
+    api_group,
+    api_version_valid,
+)
+from spreadbus.features.workloadspread.core.pod_state import Matched
 
 MAX_SCHEDULED_FAILED_SECONDS = 300
 _INT32_MAX = 2**31 - 1
+MAX_SUBSETS: Final = 100
+"""Subsets one WorkloadSpread may have: each pod admitted is judged against every subset, and
+each subset's status is written and kept; 100 is far above the domains one workload spreads
+over (Kruise sets no number), while 10,000 would make every pod admission pay for them."""
+_UID_SHAPE: Final = "00000000-0000-0000-0000-000000000000"
+"""A uid as long as the API server's, the longest the matched annotation may carry."""
 
 SPEC = Path("spec")
 NO_CUSTOM_WORKLOADS = Whitelist()
@@ -121,14 +146,31 @@ def _pod_template(workload: Mapping[str, Any]) -> JSON:
     return pod
 
 
-TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
-"""Bytes of annotation keys and values a pod may carry (the API server's limit)."""
+def _template_annotations(workload: Mapping[str, Any] | None) -> dict[str, object]:
+    """The annotations of the workload's pod template (none while the workload is unknown)."""
+    spec = workload.get("spec") if workload is not None else None
+    template = spec.get("template") if isinstance(spec, Mapping) else None
+    meta = template.get("metadata") if isinstance(template, Mapping) else None
+    given = meta.get("annotations") if isinstance(meta, Mapping) else None
+    return {str(k): v for k, v in given.items()} if isinstance(given, Mapping) else {}
 
 
-def _patch_metadata_errors(patch: object, path: Path) -> list[FieldError]:
+def _pod_annotations(template: Mapping[str, object], ws_name: str,
+                     subset_name: str) -> dict[str, object]:
+    """The annotations every pod of the subset carries before its patch: the template's and the
+    matched annotation the injection adds."""
+    annotations = dict(template)
+    annotations[MATCHED_ANNOTATION] = Matched(
+        name=ws_name, subset=subset_name, uid=_UID_SHAPE).to_annotation()
+    return annotations
+
+
+def _patch_metadata_errors(patch: object, path: Path,
+                           base: Mapping[str, object]) -> list[FieldError]:
     """The labels and annotations a subset patch gives its pods, judged as the API server will
     judge the pods: without this a bad key or value is accepted here and every pod created in
-    the subset is then refused."""
+    the subset is then refused. ``base`` is what the pods carry besides (see
+    :func:`_pod_annotations`)."""
     metadata = patch.get("metadata") if isinstance(patch, Mapping) else None
     if not isinstance(metadata, Mapping):
         return []
@@ -147,16 +189,17 @@ def _patch_metadata_errors(patch: object, path: Path) -> list[FieldError]:
     annotations = metadata.get("annotations")
     if isinstance(annotations, Mapping):
         ap = path.child("metadata", "annotations")
-        size = 0
+        merged = dict(base)
         for key, value in annotations.items():
             for message in is_qualified_name(str(key).lower()):
                 errors.append(invalid(ap, f"{key!s}: {message}"))
             if value is not None and not isinstance(value, str):
                 errors.append(type_error(ap.child(str(key)), "string", value))
-            size += len(str(key)) + (len(value) if isinstance(value, str) else 0)
-        if size > TOTAL_ANNOTATION_SIZE_LIMIT:
-            errors.append(FieldError(str(ap), "TooLong",
-                                     f"may not be more than {TOTAL_ANNOTATION_SIZE_LIMIT} bytes"))
+            if value is None:
+                merged.pop(str(key), None)
+            else:
+                merged[str(key)] = value
+        errors.extend(annotations_size_errors(annotations_size(merged), ap))
     return errors
 
 
@@ -266,13 +309,32 @@ def _min_replicas_errors(subset: Mapping[str, Any], path: Path) -> list[FieldErr
     return []
 
 
+def _subset_name_errors(name: object, p: Path, names: set[str]) -> list[FieldError]:
+    if name is not None and not isinstance(name, str):
+        return [type_error(p, "string", name)]
+    if not name:
+        return [invalid(p, "")]
+    errors: list[FieldError] = []
+    if name in names:
+        errors.append(invalid(p, f"duplicated subset name {name}"))
+    names.add(name)
+    problems = is_valid_label_value(name)
+    if problems:
+        errors.append(invalid(p, f"invalid subset name {', '.join(problems)}"))
+    return errors
+
+
 def _subsets_errors(
-    subsets: object, path: Path, *, target_kind: str, workload: Mapping[str, Any] | None
+    subsets: object, path: Path, *, target_kind: str, workload: Mapping[str, Any] | None,
+    ws_name: str,
 ) -> list[FieldError]:
     if subsets is not None and not isinstance(subsets, list):
         return [type_error(path, "array", subsets)]
     if not subsets:
         return [required(path, "subsets number must >= 1 in WorkloadSpread")]
+    if len(subsets) > MAX_SUBSETS:
+        return [too_many(path, MAX_SUBSETS)]  # one error; the items are not judged one by one
+    template_annotations = _template_annotations(workload)
     errors: list[FieldError] = []
     names: set[str] = set()
     percent_sum = 0
@@ -284,14 +346,7 @@ def _subsets_errors(
             errors.append(type_error(p, "object", subsets[i]))
             continue
         name = subset.get("name")
-        if name is not None and not isinstance(name, str):
-            errors.append(type_error(p.child("name"), "string", name))
-        elif not name:
-            errors.append(invalid(p.child("name"), ""))
-        else:
-            if name in names:
-                errors.append(invalid(p.child("name"), f"duplicated subset name {name}"))
-            names.add(name)
+        errors.extend(_subset_name_errors(name, p.child("name"), names))
         named, required_term = _subset_field(subset, "requiredNodeSelector",
                                              "requiredNodeSelectorTerm")
         if required_term is not None:
@@ -310,7 +365,10 @@ def _subsets_errors(
         too_big = _patch_size_errors(patch, p.child("patch")) if patch is not None else []
         errors.extend(too_big)
         if patch is not None and not too_big:
-            errors.extend(_patch_metadata_errors(patch, p.child("patch")))
+            errors.extend(_patch_metadata_errors(
+                patch, p.child("patch"),
+                _pod_annotations(template_annotations, ws_name,
+                                 name if isinstance(name, str) else "")))
             errors.extend(_patch_resource_errors(patch, p.child("patch"), workload))
             if workload is not None:
                 errors.extend(_patch_errors(patch, p.child("patch"), workload))
@@ -502,6 +560,7 @@ def validate_spec(
             SPEC.child("subsets"),
             target_kind=(ref or {}).get("kind", "") if ref else "",
             workload=workload,
+            ws_name=as_str(_meta(obj).get("name")),
         )
     )
     errors.extend(
