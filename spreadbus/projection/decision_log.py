@@ -178,6 +178,9 @@ class DecisionLog:
         for slot, record in self.state.latest.items():
             if record.refused:
                 self.retries.set(slot, record.retry_at())
+        self.deferred: dict[tuple[str, str], float] = {}
+        """Governors (resource key, object key) whose creates were held back by the bound on
+        outstanding creates -> when to offer them again (not in snapshots, like ``held``)."""
 
     def due_retries(self, now: float) -> list[str]:
         """Slots whose refused plan's backoff is over at ``now`` (each handed out once)."""
@@ -185,10 +188,6 @@ class DecisionLog:
 
     def next_retry(self) -> float | None:
         return self.retries.next_wake()
-
-        self.deferred: dict[tuple[str, str], float] = {}
-        """Governors (resource key, object key) whose creates were held back by the bound on
-        outstanding creates -> when to offer them again (not in snapshots, like ``held``)."""
 
     def defer(self, governor: tuple[str, str], at: float) -> None:
         """Offer ``governor`` again at ``at`` (the earliest of the times asked for)."""
