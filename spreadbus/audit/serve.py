@@ -89,7 +89,11 @@ def metadata() -> dict[str, Any]:
 
 
 def serve(db: str, *, host: str, port: int) -> int:
-    """Run Datasette on ``db`` (read-only, named ``audit``) until interrupted."""
+    """Run Datasette on ``db`` (read-only, named ``audit``) until interrupted.
+
+    The database is served as a live one (Datasette reads it with ``mode=ro``, not as an
+    immutable file): a replay or ``audit follow`` may be writing it, and the store keeps it in
+    WAL mode, so each query sees the last committed batch and never a page half-written."""
     if not Path(db).is_file():
         print(f"audit serve: no database at {db}", file=sys.stderr)
         return 2
@@ -101,7 +105,7 @@ def serve(db: str, *, host: str, port: int) -> int:
         (templates / "pages" / "chart.html").write_text(CHART_PAGE)
         link = Path(scratch) / "audit.db"
         link.symlink_to(Path(db).resolve())
-        argv = [sys.executable, "-m", "datasette", "serve", "-i", str(link),
+        argv = [sys.executable, "-m", "datasette", "serve", str(link),
                 "--metadata", str(meta), "--template-dir", str(templates),
                 "--host", host, "--port", str(port), "--setting", "sql_time_limit_ms", "5000"]
         try:

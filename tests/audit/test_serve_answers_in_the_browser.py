@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +15,8 @@ import pytest
 
 from events.codec import encode
 from spreadbus.audit.store import AuditStore
-from spreadbus.cli.local_stack import free_port
 from tests.audit.history_messages import story
-from tests.fixtures.polling import wait_until
+from tests.audit.served import serving
 
 REASON = "fixed is full (2/2); elastic has room (0/unlimited)"
 
@@ -32,26 +29,8 @@ def served(tmp_path: Path) -> Iterator[str]:
                  for seq, e in enumerate(story(), start=1)])
     store.finish()
     store.close()
-    port = free_port()
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "spreadbus", "audit", "serve", "--db",
-                                str(db), "--port", str(port)], stdout=log, stderr=log)
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"{base}/-/versions.json", timeout=1):
-                return True
-        except (urllib.error.URLError, ConnectionError):
-            return False
-
-    try:
-        wait_until(up, what="Datasette answering", timeout=60, interval=0.2)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
+    with serving(db, tmp_path) as running:
+        yield running.base
 
 
 def why_url(base: str, fmt: str = "") -> str:
