@@ -1,7 +1,6 @@
 """``HISTORY`` on a real server: copies of admissions, plans and outcomes sourced from their
-streams next to the watcher's points, replayed into SQLite, identical (but for the change
-counter) when replayed again,
-resumed after an interruption, and bounded by --until."""
+streams next to the watcher's points, replayed into SQLite, identical but for the change
+counter when replayed again, resumed after an interruption, and bounded by --until."""
 
 from __future__ import annotations
 
