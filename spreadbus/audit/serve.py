@@ -1,13 +1,29 @@
-"""``spreadbus audit serve``: the audit database in Datasette, with canned queries and a chart."""
+"""``spreadbus audit serve``: the audit database in Datasette, with canned queries and a chart.
+
+Datasette runs as a child process on files in a temporary directory. Every stop of the
+command ends the child and removes the directory: SIGINT (also when the command was started
+with it ignored, as a shell's background job is), SIGTERM and SIGHUP stop the child and wait for
+it. SIGKILL allows no clean-up: the child's parent-death signal still ends it, and only the
+directory is left.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from types import FrameType
+from typing import Any, Final
+
+from spreadbus.runtime.parent_death import die_with_parent
+
+STOPPING: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+STOP_SECONDS: Final = 10.0
 
 WHY_POD = """
 select p.namespace, p.name, p.uid, p.owner, p.workloadspread, p.subset, p.node,
@@ -88,8 +104,38 @@ def metadata() -> dict[str, Any]:
     }
 
 
+class _Stop(Exception):
+    pass
+
+
+def _raise_stop(signum: int, frame: FrameType | None) -> None:
+    raise _Stop(signal.Signals(signum).name)
+
+
+def _child_setup(arm: Callable[[], None] | None) -> Callable[[], None]:
+    """The child unblocks the stopping signals the parent blocked while starting it (a mask is
+    inherited through exec) and arms its parent-death signal."""
+
+    def setup() -> None:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+        if arm is not None:
+            arm()
+
+    return setup
+
+
+def _stop(child: subprocess.Popen[bytes]) -> None:
+    if child.poll() is None:
+        child.terminate()
+        try:
+            child.wait(STOP_SECONDS)
+        except subprocess.TimeoutExpired:
+            child.kill()
+            child.wait()
+
+
 def serve(db: str, *, host: str, port: int) -> int:
-    """Run Datasette on ``db`` (read-only, named ``audit``) until interrupted.
+    """Run Datasette on ``db`` (read-only, named ``audit``) until it exits or a signal stops it.
 
     The database is served as a live one (Datasette reads it with ``mode=ro``, not as an
     immutable file): a replay or ``audit follow`` may be writing it, and the store keeps it in
@@ -97,18 +143,47 @@ def serve(db: str, *, host: str, port: int) -> int:
     if not Path(db).is_file():
         print(f"audit serve: no database at {db}", file=sys.stderr)
         return 2
-    with tempfile.TemporaryDirectory() as scratch:
-        meta = Path(scratch) / "metadata.json"
-        meta.write_text(json.dumps(metadata()))
-        templates = Path(scratch) / "templates"
-        (templates / "pages").mkdir(parents=True)
-        (templates / "pages" / "chart.html").write_text(CHART_PAGE)
-        link = Path(scratch) / "audit.db"
-        link.symlink_to(Path(db).resolve())
-        argv = [sys.executable, "-m", "datasette", "serve", str(link),
-                "--metadata", str(meta), "--template-dir", str(templates),
-                "--host", host, "--port", str(port), "--setting", "sql_time_limit_ms", "5000"]
+    # Blocked until the directory and the child are named, so that a stop cannot land before
+    # the clean-up knows them; a pending one is raised as _Stop once they are.
+    signal.pthread_sigmask(signal.SIG_BLOCK, STOPPING)
+    previous = {s: signal.signal(s, _raise_stop) for s in STOPPING}
+    scratch: Path | None = None
+    child: subprocess.Popen[bytes] | None = None
+    try:
         try:
-            return subprocess.call(argv)
-        except KeyboardInterrupt:
-            return 0
+            scratch = Path(tempfile.mkdtemp(prefix="spreadbus-audit-serve-"))
+            # Its own session: a terminal's Ctrl-C reaches this process, which stops the child
+            # once, rather than both at the same moment.
+            child = subprocess.Popen(_prepare(scratch, db, host=host, port=port),
+                                     start_new_session=True,
+                                     preexec_fn=_child_setup(die_with_parent()))
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, STOPPING)
+        return child.wait()
+    except _Stop:
+        return 0
+    finally:
+        # A second signal must not cut the stop short and leave the child behind.
+        for s in STOPPING:
+            signal.signal(s, signal.SIG_IGN)
+        if child is not None:
+            _stop(child)
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _prepare(scratch: Path, db: str, *, host: str, port: int) -> list[str]:
+    """Datasette's files in ``scratch`` and its command line."""
+    meta = scratch / "metadata.json"
+    meta.write_text(json.dumps(metadata()))
+    templates = scratch / "templates"
+    (templates / "pages").mkdir(parents=True)
+    (templates / "pages" / "chart.html").write_text(CHART_PAGE)
+    # The link names the database ``audit`` in Datasette's URLs whatever the file is called.
+    link = scratch / "audit.db"
+    link.symlink_to(Path(db).resolve())
+    return [sys.executable, "-m", "datasette", "serve", str(link),
+            "--metadata", str(meta), "--template-dir", str(templates),
+            "--host", host, "--port", str(port), "--setting", "sql_time_limit_ms", "5000"]
