@@ -9,6 +9,7 @@ directory is left.
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import shutil
 import signal
@@ -49,39 +50,51 @@ where o.result = 'failed' order by p.seq desc
 """
 
 SUBSET_PODS_OVER_TIME = """
-select datetime(s.ts, 'unixepoch') as time, s.name as workloadspread, c.subset, c.replicas
+select strftime('%Y-%m-%d %H:%M:%f', s.ts, 'unixepoch') as time, s.name as workloadspread,
+  c.subset, c.replicas
 from status_changes s join subset_counts c on c.status_seq = s.seq
 where s.resource = 'workloadspreads' order by s.seq, c.position
 """
 
 CHART_PAGE = """<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Pods per subset over time</title></head>
-<body><h1>Pods per subset over time</h1><canvas id="chart" width="900" height="360"></canvas>
-<ul id="legend"></ul>
+<html><head><meta charset="utf-8"><title>Pods per subset over time</title>
+<script src="/plotly/plotly.min.js"></script></head>
+<body><h1>Pods per subset over time</h1>
+<p>Each WorkloadSpread subset's pod count (<code>status.subsetStatuses[].replicas</code>) after
+every status change; <a href="/audit/subset_pods_over_time">the same as a table</a>.</p>
+<p id="note"></p>
+<div id="chart" style="width: 100%; height: 520px"></div>
 <script>
-fetch('/audit/subset_pods_over_time.json?_shape=array&_size=max').then(r => r.json()).then(rows => {
-  const series = {};
-  for (const r of rows) {
-    const key = r.workloadspread + '/' + r.subset;
-    (series[key] = series[key] || []).push([Date.parse(r.time + 'Z'), r.replicas || 0]);
+fetch('/audit/subset_pods_over_time.json?_shape=objects&_size=max').then(r => r.json())
+.then(answer => {
+  const series = new Map();
+  for (const row of answer.rows) {
+    const name = row.workloadspread + '/' + row.subset;
+    if (!series.has(name)) series.set(name, {x: [], y: []});
+    series.get(name).x.push(row.time);
+    series.get(name).y.push(row.replicas || 0);
   }
-  const all = Object.values(series).flat();
-  const canvas = document.getElementById('chart'), g = canvas.getContext('2d');
-  if (!all.length) { g.fillText('no status changes recorded', 20, 20); return; }
-  const t0 = Math.min(...all.map(p => p[0])), t1 = Math.max(...all.map(p => p[0])) || t0 + 1;
-  const top = Math.max(1, ...all.map(p => p[1]));
-  const x = t => 40 + (canvas.width - 60) * (t - t0) / Math.max(1, t1 - t0);
-  const y = v => canvas.height - 30 - (canvas.height - 50) * v / top;
-  const colours = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b'];
-  Object.entries(series).forEach(([key, points], i) => {
-    g.strokeStyle = colours[i % colours.length]; g.beginPath();
-    points.forEach(([t, v], j) => j ? g.lineTo(x(t), y(v)) : g.moveTo(x(t), y(v)));
-    g.stroke();
-    const item = document.createElement('li');
-    item.textContent = key + ': ' + points[points.length - 1][1];
-    item.style.color = colours[i % colours.length];
-    document.getElementById('legend').appendChild(item);
-  });
+  const traces = [...series].map(([name, points]) => ({
+    type: 'scatter', mode: 'lines+markers', line: {shape: 'hv'}, name: name,
+    x: points.x, y: points.y, hovertemplate: '%{y} pods',
+  }));
+  // Pods come whole: a small count gets a tick per pod rather than plotly's half steps.
+  const most = Math.max(0, ...traces.flatMap(trace => trace.y));
+  const layout = {
+    xaxis: {title: {text: 'time (UTC)'}, type: 'date'},
+    yaxis: {title: {text: 'pods'}, rangemode: 'tozero', dtick: most <= 10 ? 1 : undefined},
+    legend: {title: {text: 'WorkloadSpread/subset'}},
+    hovermode: 'x unified', margin: {t: 20},
+  };
+  if (!traces.length) {
+    layout.annotations = [{text: 'no status changes recorded', showarrow: false,
+                           xref: 'paper', yref: 'paper', x: 0.5, y: 0.5}];
+  }
+  if (answer.truncated) {
+    document.getElementById('note').textContent =
+      'Only the first ' + answer.rows.length + ' status changes are drawn.';
+  }
+  Plotly.newPlot('chart', traces, layout, {responsive: true, displaylogo: false});
 });
 </script></body></html>
 """
@@ -174,6 +187,11 @@ def serve(db: str, *, host: str, port: int) -> int:
             signal.signal(s, handler)
 
 
+def plotly_js() -> Path:
+    """plotly.js as the plotly package ships it, served at ``/plotly/plotly.min.js``."""
+    return Path(str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"))
+
+
 def _prepare(scratch: Path, db: str, *, host: str, port: int) -> list[str]:
     """Datasette's files in ``scratch`` and its command line."""
     meta = scratch / "metadata.json"
@@ -186,4 +204,5 @@ def _prepare(scratch: Path, db: str, *, host: str, port: int) -> list[str]:
     link.symlink_to(Path(db).resolve())
     return [sys.executable, "-m", "datasette", "serve", str(link),
             "--metadata", str(meta), "--template-dir", str(templates),
+            "--static", f"plotly:{plotly_js().parent}",
             "--host", host, "--port", str(port), "--setting", "sql_time_limit_ms", "5000"]
