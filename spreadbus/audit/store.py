@@ -23,10 +23,16 @@ below the stored position is skipped, so redelivery changes nothing), in transac
 with the position. :meth:`AuditStore.finish` rebuilds the full-text indexes and vacuums, so the
 file's bytes depend only on the messages folded, not on how the replay was split into runs or
 batches: the same range gives the same file.
+
+Readers while it is written: the file is kept in WAL mode, so a reader (``audit serve``,
+``why``) sees each committed batch and never blocks the writer, and every change, the vacuum
+included, is made in place through the WAL (the file is never replaced under an open
+connection, which would keep reading the old one).
 """
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -37,7 +43,9 @@ import sqlite_utils
 from spreadbus.audit.fold import Row, fold
 
 STREAM: Final = "HISTORY"
-SCHEMA_COOKIE: Final = 1000
+COOKIE_FLOOR: Final = 1 << 20
+"""Schema cookies :func:`schema_cookie` gives are at least this, above any count of schema
+changes a new file's cookie holds."""
 
 _TABLES: Final[dict[str, dict[str, Any]]] = {
     "admissions": {
@@ -142,7 +150,7 @@ class AuditStore:
         # Used by one thread at a time: the replay writes from a worker thread while the event
         # loop reads the stream.
         self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode=DELETE")
+        self.conn.execute("PRAGMA journal_mode=WAL")
         self.db = sqlite_utils.Database(self.conn)
         # Creating the schema is some forty statements, each its own transaction; none of them
         # needs to reach the disk before the first rows do.
@@ -245,24 +253,29 @@ class AuditStore:
 
     def finish(self) -> None:
         """Make the file's bytes a function of its content alone: the full-text indexes are
-        made anew (their segments and counters record how inserts were batched) and the
-        database is rewritten into a fresh file (whose header counts no earlier transactions),
-        which then replaces this one."""
+        made anew (their segments and counters record how inserts were batched), the database
+        is vacuumed in place, its schema cookie set from its schema (a vacuum counts itself in
+        the cookie) and the WAL copied back into the file."""
         for name in _ORDER:
             if _TABLES[name].get("fts"):
                 self.conn.execute(f'INSERT INTO "{name}_fts"("{name}_fts") VALUES (\'rebuild\')')
-        fresh = self.path.with_name(self.path.name + ".vacuum")
-        fresh.unlink(missing_ok=True)
-        self.conn.execute("VACUUM INTO ?", (str(fresh),))
-        self.conn.close()
-        # Each vacuum counts itself in the schema cookie; the schema is the same whatever the
-        # number of runs, so the cookie is set to one value (no connection has the file open).
-        with sqlite3.connect(fresh) as settle:
-            settle.execute(f"PRAGMA schema_version = {SCHEMA_COOKIE}")
-        settle.close()
-        fresh.replace(self.path)
-        self.conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self.db = sqlite_utils.Database(self.conn)
+        self.conn.execute("VACUUM")
+        layout = self.conn.execute(
+            "SELECT type, name, tbl_name, rootpage, sql FROM sqlite_schema ORDER BY rowid")
+        self.conn.execute(f"PRAGMA schema_version = {schema_cookie(layout)}")
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def close(self) -> None:
         self.conn.close()
+
+
+def schema_cookie(layout: Iterable[tuple[object, ...]]) -> int:
+    """The schema cookie for a schema's rows (type, name, table, root page, SQL), the same for
+    the same rows.
+
+    A connection rereads the schema only when the cookie differs from the one it read it
+    with; a vacuum moves tables' root pages, so a cookie that stayed fixed across vacuums
+    would leave a reader of the live file reading the old pages. One per layout keeps the file
+    a function of its content and a reader's schema right."""
+    digest = hashlib.sha256(repr(list(layout)).encode()).digest()
+    return COOKIE_FLOOR + int.from_bytes(digest[:4], "big") % ((1 << 31) - COOKIE_FLOOR)

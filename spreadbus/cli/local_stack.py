@@ -35,6 +35,13 @@ certificate from the development CA (``DIR/tls``), as the deployed servers do.
 TLS and client certificates): only for measuring what securing the bus costs, never the default,
 and no ``spreadbus up`` option selects it.
 
+The cluster is kept with the bus: kubesim persists its objects in ``DIR/kubesim/state.json``
+(``--state``: saved every few seconds while they change, and on stop, which stops kubesim only
+after the services), so a stack started again on the same directory has the objects the bus's
+history describes, under the same uids and with resourceVersions that go on from there. A
+directory whose bus holds streams but no kubesim state (a release that did not keep it, or a
+kubesim killed before it saved) is refused: starting on it would mix runs.
+
 ``DIR/kubeconfig`` and ``DIR/nats-url`` are written (atomically) only once every service answers
 ``/readyz``; both are removed again on shutdown. The stack holds ``DIR/lock`` from its start to
 the end of its stop (:mod:`spreadbus.cli.data_dir_lock`), so a second stack on the same
@@ -309,8 +316,21 @@ class Stack:
             self._lock = DataDirLock(self.data_dir)
         self._lock.acquire()
 
+    @property
+    def kubesim_state(self) -> Path:
+        return self.data_dir / "kubesim" / "state.json"
+
+    def _refuse_a_bus_without_its_cluster(self) -> None:
+        bus = self.data_dir / "nats"
+        if not self.kubesim_state.exists() and any(bus.glob("jetstream/*/streams/*")):
+            raise StackError(
+                f"{bus} holds the bus of an earlier run whose cluster was not kept "
+                f"({self.kubesim_state} is missing): remove {bus} to start both afresh, or "
+                "choose another --data-dir")
+
     def start(self, ready_timeout: float) -> None:
         self.claim()
+        self._refuse_a_bus_without_its_cluster()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("kubeconfig", "nats-url"):
             (self.data_dir / stale).unlink(missing_ok=True)
@@ -437,6 +457,7 @@ class Stack:
     def _start_kubesim(self, tls: dict[str, Path]) -> None:
         self.kubeconfig = self.run_dir / "kubeconfig"
         self.kubeconfig.unlink(missing_ok=True)
+        self.kubesim_state.parent.mkdir(exist_ok=True)
         argv = [
             sys.executable,
             "-m",
@@ -448,6 +469,7 @@ class Stack:
             f"--webhook-client-cert={tls['client_cert']}",
             f"--webhook-client-key={tls['client_key']}",
             "--webhook-client-cert-for-conversions",
+            f"--state={self.kubesim_state}",
             *self.kubesim_args,
         ]
         self.kubesim = Child("kubesim", argv, self.data_dir / "logs" / "kubesim.log")

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from events.codec import encode
 from spreadbus.audit.store import AuditStore
+from tests.audit.database_files import content
 from tests.audit.history_messages import admission, cost_plan, created, outcome, point, status
 
 Message = tuple[int, str, bytes]
@@ -52,7 +53,7 @@ def fold(path: Path, runs: list[list[Message]]) -> str:
             store.apply(run[start:start + 3])
         store.finish()
         store.close()
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(content(path)).hexdigest()
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -1,13 +1,13 @@
 """``spreadbus audit serve``: Datasette on the audit database answers the canned "why" query,
-over HTTP and in a headless Chromium (skipped, saying so, where no Chromium is installed)."""
+over HTTP and in a headless Chromium (skipped, saying so, where no Chromium is installed), and
+its chart draws a time axis, a pod-count axis and a line per subset there."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
-import sys
-import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,9 +17,8 @@ import pytest
 
 from events.codec import encode
 from spreadbus.audit.store import AuditStore
-from spreadbus.cli.local_stack import free_port
 from tests.audit.history_messages import story
-from tests.fixtures.polling import wait_until
+from tests.audit.served import serving
 
 REASON = "fixed is full (2/2); elastic has room (0/unlimited)"
 
@@ -32,26 +31,8 @@ def served(tmp_path: Path) -> Iterator[str]:
                  for seq, e in enumerate(story(), start=1)])
     store.finish()
     store.close()
-    port = free_port()
-    log = (tmp_path / "serve.log").open("wb")
-    process = subprocess.Popen([sys.executable, "-m", "spreadbus", "audit", "serve", "--db",
-                                str(db), "--port", str(port)], stdout=log, stderr=log)
-    base = f"http://127.0.0.1:{port}"
-
-    def up() -> bool:
-        try:
-            with urllib.request.urlopen(f"{base}/-/versions.json", timeout=1):
-                return True
-        except (urllib.error.URLError, ConnectionError):
-            return False
-
-    try:
-        wait_until(up, what="Datasette answering", timeout=60, interval=0.2)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-        log.close()
+    with serving(db, tmp_path) as running:
+        yield running.base
 
 
 def why_url(base: str, fmt: str = "") -> str:
@@ -68,6 +49,8 @@ def test_the_why_query_answers_over_http(served: str) -> None:
         assert json.load(r) == []
     with urllib.request.urlopen(f"{served}/chart", timeout=10) as r:
         assert b"subset_pods_over_time.json" in r.read()
+    with urllib.request.urlopen(f"{served}/plotly/plotly.min.js", timeout=10) as r:
+        assert b"plotly.js" in r.read(200)
 
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -87,3 +70,24 @@ def test_the_why_query_answers_in_a_headless_browser(served: str, tmp_path: Path
     assert "Why is this pod here?" in page
     assert REASON in page
     assert "elastic-1" in page
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine "
+                    "(apt-get install chromium); the HTTP test above still runs")
+def test_the_chart_draws_its_axes_and_a_line_per_subset(served: str, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    done = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+         f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=10000", "--dump-dom",
+         f"{served}/chart"],
+        capture_output=True, text=True, timeout=90, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    page = done.stdout
+    # plotly's SVG: axis titles, tick labels on both axes, a legend entry and a line per subset.
+    assert re.search(r'class="xtitle"[^>]*>time \(UTC\)<', page), page[-3000:]
+    assert re.search(r'class="ytitle"[^>]*>pods<', page)
+    assert len(re.findall(r'class="xtick"', page)) >= 2
+    assert re.findall(r'<g class="ytick"><text[^>]*>([^<]+)</text>', page) == ["0", "1", "2"]
+    assert sorted(re.findall(r'class="legendtext"[^>]*>([^<]+)<', page)) == ["ws/elastic",
+                                                                           "ws/fixed"]
+    assert len(re.findall(r'class="trace scatter ', page)) == 2

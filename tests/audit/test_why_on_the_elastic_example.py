@@ -21,6 +21,7 @@ import pytest
 from kubernetes import client
 
 from spreadbus.cli.local_stack import Stack
+from tests.audit.database_files import content
 from tests.workloadspread_e2e.stack import (
     create_spread,
     deployment,
@@ -139,7 +140,7 @@ def test_why_names_each_pods_subset_and_reason(
         replay(local, whole)
         if position(whole) == position(cut):  # no message arrived between the two
             break
-    assert whole.read_bytes() == cut.read_bytes()
+    assert content(whole) == content(cut)
 
     # Deleted, the spread is told as deleted, with its last status, not as current.
     client.CustomObjectsApi(api).delete_namespaced_custom_object(
