@@ -2,6 +2,8 @@
 
 ``python -m bench`` runs them all at their default sizes;
 ``python -m bench --full`` asks each for its full size (the planner replays 1M observations);
+``python -m bench --tiny`` runs each at its tiny size (``--tiny``, every benchmark's option: a run
+through every step whose figures measure nothing, for checking that they work);
 ``python -m bench planner_replay`` runs only the named ones. Every benchmark measures its own
 baseline in the same run and prints ``ratio`` lines, so results compare across machines.
 """
@@ -15,6 +17,8 @@ import sys
 import time
 from pathlib import Path
 
+from bench import _tiny
+
 HERE = Path(__file__).parent
 
 
@@ -24,11 +28,13 @@ def discover() -> list[str]:
     )
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
     parser.add_argument("names", nargs="*", help="benchmarks to run (default: all)")
-    parser.add_argument("--full", action="store_true", help="full sizes (1M observations)")
-    args = parser.parse_args()
+    size = parser.add_mutually_exclusive_group()
+    size.add_argument("--full", action="store_true", help="full sizes (1M observations)")
+    size.add_argument("--tiny", action="store_true", help=_tiny.HELP)
+    args = parser.parse_args(argv)
     available = discover()
     chosen = args.names or available
     unknown = [n for n in chosen if n not in available]
@@ -42,8 +48,8 @@ def main() -> int:
     for name in chosen:
         print(f"== bench.{name}", flush=True)
         started = time.perf_counter()
-        code = subprocess.call([sys.executable, "-m", f"bench.{name}"], env=env,
-                               cwd=HERE.parent)
+        code = subprocess.call([sys.executable, "-m", f"bench.{name}",
+                                *(["--tiny"] if args.tiny else [])], env=env, cwd=HERE.parent)
         print(f"   ({time.perf_counter() - started:.1f} s, exit {code})", flush=True)
         if code != 0:
             failed.append(name)

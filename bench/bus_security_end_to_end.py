@@ -27,6 +27,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from bench import _tiny
 from bench.workloadspread_end_to_end import LAYOUTS, Cpu, cpu_line, spread
 
 GOAL = 1.1
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layout", choices=LAYOUTS, default="shared",
                         help="shared: every process on every core, as `spreadbus up` runs; "
                              "split: kubesim on a core of its own")
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"replicas": 6, "runs": 1})
     if args.layout == "split" and len(os.sched_getaffinity(0)) < 2:
         parser.error("--layout split needs at least two cores")
     times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}

@@ -34,6 +34,7 @@ from typing import Any
 
 from kubernetes import config
 
+from bench import _tiny
 from bench._interleaved import Lane, interleaved, one_at_a_time
 from bench.webhook_admission import KUBELET, prepare
 from spreadbus.cli.local_stack import Stack
@@ -82,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each mode, alternating")
     parser.add_argument("--spreads", type=int, default=20,
                         help="WorkloadSpreads (namespaces) each round's reviews are spread over")
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"rate": 20, "seconds": 0.5, "one_at_a_time": 5,
+                                          "rounds": 1, "spreads": 2})
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, ExitStack() as running:
         targets = [Target(mode, Path(tmp) / mode) for mode in MODES]
@@ -104,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"review; one at a time p50 {one['p50_ms']:.2f} ms, p99 "
                       f"{one['p99_ms']:.2f} ms; not steered "
                       f"{r['not_steered'] + one['not_steered']:.0f}", flush=True)
-    print(f"cores: {os.cpu_count()}, {args.rate} reviews/s to each for {args.seconds:.0f} s, then "
+    print(f"cores: {os.cpu_count()}, {args.rate} reviews/s to each for {args.seconds:g} s, then "
           f"{args.one_at_a_time} one at a time, per round; {args.rounds} round(s), over "
           f"{args.spreads} WorkloadSpreads each")
     keys = ("p50_ms", "p99_ms", "cpu_us", "one_p50_ms", "one_p99_ms")

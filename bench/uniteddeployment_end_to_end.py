@@ -33,6 +33,7 @@ from typing import Any
 
 from kubernetes import client, config
 
+from bench import _tiny
 from spreadbus.cli.local_stack import Stack, free_port
 
 GOAL = 1.2
@@ -154,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=1)
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"replicas": 6})
     runs: list[tuple[float, float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         for i in range(args.runs):

@@ -14,7 +14,7 @@ Printed: the client-side time and the webhook process's CPU time (user plus syst
 ``/proc``) per review for each, and ``ratio`` lines, with against without client certificates.
 The handshake ratio is expected above 1 (one more signature to verify); the kept-alive one
 near 1 (nothing changes once the connection is up). Run:
-``python -m bench.webhook_client_certificates [--connections 300] [--reviews 2000]``.
+``python -m bench.webhook_client_certificates [--connections 300] [--reviews 2000] [--rounds 5]``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,10 @@ import time
 import uuid
 from pathlib import Path
 
+from bench import _tiny
 from spreadbus.cli.local_stack import Child
 from spreadbus.runtime.nats_server import NatsServer
 from tlsserving import PemPaths, issue_client_cert, issue_server_cert, make_ca
-
-ROUNDS = 5
 
 
 def cpu_seconds(pid: int) -> float:
@@ -127,7 +126,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="reviews on new connections per round and replica")
     parser.add_argument("--reviews", type=int, default=2000,
                         help="reviews on one kept-alive connection per round and replica")
-    args = parser.parse_args(argv)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="rounds; each replica goes first in every other one")
+    args = _tiny.arguments(parser, argv, {"connections": 3, "reviews": 10, "rounds": 1})
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         d = Path(tmp)
         ca = make_ca("bench CA")
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
             for replica in replicas:  # warm up both
                 replica.new_connections(20, request)
                 replica.kept_alive(200, request)
-            for round_ in range(ROUNDS):
+            for round_ in range(args.rounds):
                 # each replica goes first in every other round: neither gains from the order
                 for replica in replicas if round_ % 2 == 0 else replicas[::-1]:
                     for kind, run, count in (("new", replica.new_connections, args.connections),
@@ -169,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
                 child.terminate()
                 child.wait_or_kill(time.monotonic() + 10)
             nats.stop()
-    print(f"cores: {os.cpu_count()}, {ROUNDS} rounds of {args.connections} new connections and "
-          f"{args.reviews} kept-alive reviews per replica")
+    print(f"cores: {os.cpu_count()}, {args.rounds} rounds of {args.connections} new connections "
+          f"and {args.reviews} kept-alive reviews per replica")
     for kind, what in (("new", "review on a new connection (handshake included)"),
                        ("kept", "review on a kept-alive connection")):
-        per = {name: [v / ROUNDS * 1e6 for v in totals[(name, kind)]]
+        per = {name: [v / args.rounds * 1e6 for v in totals[(name, kind)]]
                for name in ("without", "with")}
         for name in ("without", "with"):
             wall, cpu = per[name]

@@ -38,6 +38,7 @@ from typing import Any
 
 from kubernetes import config
 
+from bench import _tiny
 from bench._interleaved import Lane, interleaved, one_at_a_time
 from bench.webhook_admission import KUBELET, prepare
 from spreadbus.cli.local_stack import Stack
@@ -76,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds; the replica flooded alternates")
     parser.add_argument("--spreads", type=int, default=20,
                         help="WorkloadSpreads (namespaces) each replica's reviews are spread over")
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"idle": 20, "slow": 2, "rate": 20, "seconds": 0.5,
+                                          "one_at_a_time": 5, "rounds": 1, "spreads": 2})
     results: dict[str, list[dict[str, float]]] = {"quiet": [], "held": []}
     peak = 0
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
@@ -132,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             stack.stop()
     print(f"cores: {os.cpu_count()}, {args.rate} reviews/s to each replica for "
-          f"{args.seconds:.0f} s, then {args.one_at_a_time} one at a time, per round; "
+          f"{args.seconds:g} s, then {args.one_at_a_time} one at a time, per round; "
           f"{args.rounds} round(s); held: {args.idle} idle and {args.slow} slow connections")
     keys = ("p50_ms", "p99_ms", "one_p50_ms", "one_p99_ms", "not_steered", "one_not_steered")
     median = {kind: {key: statistics.median(r[key] for r in runs) for key in keys}

@@ -54,6 +54,7 @@ from typing import Any
 
 from kubernetes import client, config
 
+from bench import _tiny
 from spreadbus.cli.local_stack import Stack, free_port
 from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
@@ -269,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="repeat the three phases; each is reported by its best run")
     parser.add_argument("--layouts", default=",".join(LAYOUTS),
                         help="comma-separated, of: " + ", ".join(LAYOUTS))
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"replicas": 6, "runs": 1, "layouts": "shared"})
     layouts = [name for name in args.layouts.split(",") if name]
     if not layouts or any(name not in LAYOUTS for name in layouts):
         parser.error(f"--layouts: expected names from {', '.join(LAYOUTS)}, got {args.layouts!r}")
