@@ -189,8 +189,9 @@ async def measure(args: argparse.Namespace) -> None:
                 print(f"{phase:8} open {opened * scale:8.3f} {unit}  secured "
                       f"{secured * scale:8.3f} {unit}  ratio {secured / opened:.3f}")
             opened, secured = cpu["open"], cpu["secured"]
+            ratio = secured / opened if opened else float("nan")  # clock ticks: maybe none
             print(f"reserve: the client's CPU per round trip open {opened * 1e6:.0f} us, "
-                  f"secured {secured * 1e6:.0f} us, ratio {secured / opened:.3f}")
+                  f"secured {secured * 1e6:.0f} us, ratio {ratio:.3f}")
         finally:
             for bus in buses.values():
                 bus.server.stop()
