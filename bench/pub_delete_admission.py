@@ -35,8 +35,8 @@ from kubernetes import client, config
 
 from bench import _tiny
 from bench._reviews import api_server_tls, latency_ms, pod_review
+from bench._stack import STACK, STACK_HELP, local_stack
 from bench.webhook_admission import cpu_seconds
-from spreadbus.cli.local_stack import Stack
 
 LIMIT_MS = 5.0
 RATE = 200
@@ -173,32 +173,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=30, help="ready pods under each budget")
     parser.add_argument("--max-unavailable", type=int, default=25,
                         help="each budget's maxUnavailable (the rest of its pods are refused)")
+    parser.add_argument(STACK, type=Path, help=STACK_HELP)
     args = _tiny.arguments(parser, argv, {"seconds": 0.25, "budgets": 1, "pods": 3,
                                           "max_unavailable": 2})
     if not 0 < args.max_unavailable < args.pods:
         parser.error("--max-unavailable must leave a pod to refuse: 0 < it < --pods")
-    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
-        data_dir = Path(tmp) / "stack"
-        stack = Stack(data_dir=data_dir, cluster="bench",
-                      kubesim_args=["--topology=three-zones", *KUBELET])
-        try:
-            stack.start(120.0)
-            url = f"https://127.0.0.1:{stack.webhook_port}/validate-pod"
-            webhook = next(s.process for s in stack.services if s.name == "webhook")
-            assert webhook is not None
-            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(data_dir / "kubeconfig"))
-            with api:
-                namespaces = [f"bench-{i}" for i in range(args.budgets)]
-                for namespace in namespaces:
-                    prepare(api, namespace, args.pods, args.max_unavailable)
-                settle(api, namespaces, args.max_unavailable)
-                pods = {namespace: pod_names(api, namespace) for namespace in namespaces}
-                time.sleep(1.0)  # the webhook's view follows the written status
-                result = asyncio.run(run(url, data_dir / "tls", pods,
-                                         args.seconds, webhook.pid))
-        finally:
-            stack.stop()
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, \
+            local_stack(args.stack, Path(tmp) / "stack",
+                        kubesim_args=["--topology=three-zones", *KUBELET]) as stack:
+        url = f"https://127.0.0.1:{stack.webhook_ports[0]}/validate-pod"
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(stack.kubeconfig))
+        with api:
+            namespaces = [f"budget-{i}" for i in range(args.budgets)]
+            for namespace in namespaces:
+                prepare(api, namespace, args.pods, args.max_unavailable)
+            settle(api, namespaces, args.max_unavailable)
+            pods = {namespace: pod_names(api, namespace) for namespace in namespaces}
+            time.sleep(1.0)  # the webhook's view follows the written status
+            result = asyncio.run(run(url, stack.tls, pods, args.seconds,
+                                     stack.pids[stack.webhooks[0]]))
     print(f"cores: {os.cpu_count()}, DELETE reviews at {RATE}/s over {args.budgets} budgets "
           f"for {args.seconds:g} s ({result['count']} reviews: {result['n_allowed']} allowed, "
           f"{result['n_refused']} refused), achieved {result['achieved']:.0f}/s, "

@@ -39,7 +39,7 @@ from kubernetes import client, config
 
 from bench import _tiny
 from bench._reviews import api_server_tls, latency_ms, pod_review
-from spreadbus.cli.local_stack import Stack
+from bench._stack import STACK, STACK_HELP, local_stack
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
 
 LIMIT_MS = 5.0
@@ -193,29 +193,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each rate's run")
     parser.add_argument("--spreads", type=int, default=20,
                         help="WorkloadSpreads (namespaces) the reviews are spread over")
+    parser.add_argument(STACK, type=Path, help=STACK_HELP)
     args = _tiny.arguments(parser, argv, {"seconds": 0.1, "spreads": 2})
     results: dict[int, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
-        data_dir = Path(tmp) / "stack"
-        stack = Stack(data_dir=data_dir, cluster="bench",
-                      kubesim_args=["--topology=three-zones", *KUBELET])
-        try:
-            stack.start(120.0)
-            url = f"https://127.0.0.1:{stack.webhook_port}/mutate-pod"
-            webhook = next(s.process for s in stack.services if s.name == "webhook")
-            assert webhook is not None
-            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(data_dir / "kubeconfig")
-            )
-            with api:
-                for rate in RATES:
-                    targets = [(ns, prepare(api, ns))
-                               for ns in (f"bench-{rate}-{i}" for i in range(args.spreads))]
-                    results[rate] = asyncio.run(run_rate(url, data_dir / "tls",
-                                                         targets, rate, args.seconds,
-                                                         webhook.pid))
-        finally:
-            stack.stop()
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, \
+            local_stack(args.stack, Path(tmp) / "stack",
+                        kubesim_args=["--topology=three-zones", *KUBELET]) as stack:
+        url = f"https://127.0.0.1:{stack.webhook_ports[0]}/mutate-pod"
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(stack.kubeconfig))
+        with api:
+            for rate in RATES:
+                targets = [(ns, prepare(api, ns))
+                           for ns in (f"admission-{rate}-{i}" for i in range(args.spreads))]
+                results[rate] = asyncio.run(run_rate(url, stack.tls, targets, rate,
+                                                     args.seconds,
+                                                     stack.pids[stack.webhooks[0]]))
     print(f"cores: {os.cpu_count()}, reviews spread over {args.spreads} WorkloadSpreads")
     for rate, r in results.items():
         print(f"{rate}/s for {args.seconds:g} s ({r['count']:.0f} reviews): "
