@@ -8,6 +8,7 @@ so that xdist runs them side by side; every benchmark in bench/ is in exactly on
 
 from __future__ import annotations
 
+import argparse
 import re
 import subprocess
 import sys
@@ -15,25 +16,23 @@ from pathlib import Path
 
 import pytest
 
+from bench import _tiny
 from bench.__main__ import discover
+from bench._stack import SHARERS, RunningStack
 
 ROOT = Path(__file__).resolve().parent.parent
 
 CASES: dict[str, tuple[str, ...]] = {
-    # no local stack: a nats-server, kubesim or the planner's code in process
+    # no local stack: a nats-server, kubesim, or the planner's and webhook's code in process
     "bus": ("audit_replay", "bus_security", "planner_replay", "watcher_publish"),
     "kubesim-and-models": ("kubesim_api", "kubesim_cluster", "uniteddeployment_memory",
                            "uniteddeployment_planner_round", "webhook_client_certificates"),
-    # on `spreadbus up`'s stack
-    "pod-deletion-admission": ("pub_delete_admission",),
+    # on one secured and one open local stack the runner starts for them all (bench/_stack.py)
+    "shared-stacks": tuple(sorted(SHARERS)),
+    # stacks of their own: the drain cordons the cluster's nodes; the actuator's reads are
+    # compared between two stacks whose actuators are set differently
     "drain": ("pub_drain",),
-    "pod-creation-admission": ("webhook_admission",),
-    "webhooks-secured-and-open": ("bus_security_webhook",),
-    "idle-connections": ("webhook_idle_connections",),
     "actuator-reads": ("actuator_scope_reads",),
-    "workloadspread-rollout": ("workloadspread_end_to_end",),
-    "uniteddeployment-rollout": ("uniteddeployment_end_to_end",),
-    "rollout-secured-and-open": ("bus_security_end_to_end",),
 }
 
 HEADER = re.compile(r"^== bench\.(\w+)$")
@@ -67,6 +66,37 @@ def test_the_runner_output_is_read_per_benchmark() -> None:
               "== bench.two\nTraceback\n   (0.3 s, exit 1)\nfailed: two\n")
     assert sections(stdout) == {"one": (["first", "ratio a/b: 1.000"], 1.5, 0),
                                 "two": (["Traceback"], 0.3, 1)}
+
+
+def test_tiny_sizes_replace_the_defaults_and_explicit_options_still_win() -> None:
+    def parse(argv: list[str]) -> tuple[int, float, bool]:
+        parser = argparse.ArgumentParser()
+        parser.add_argument("--pods", type=int, default=1000)
+        parser.add_argument("--seconds", type=float, default=5.0)
+        args = _tiny.arguments(parser, argv, {"pods": 3, "seconds": 0.1})
+        return args.pods, args.seconds, args.tiny
+
+    assert parse([]) == (1000, 5.0, False)
+    assert parse(["--tiny"]) == (3, 0.1, True)
+    assert parse(["--tiny", "--pods", "7"]) == (7, 0.1, True)
+
+
+def test_a_tiny_size_for_an_option_the_benchmark_lacks_is_refused() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--pods", type=int, default=1000)
+    with pytest.raises(ValueError, match="replicas"):
+        _tiny.arguments(parser, ["--tiny"], {"replicas": 3})
+
+
+def test_a_shared_stack_reads_back_as_written(tmp_path: Path) -> None:
+    stack = RunningStack(tmp_path / "stack", (4431, 4432),
+                         {"kubesim": 10, "nats-server": 11, "webhook": 12, "webhook-2": 13},
+                         {"webhook": 8081, "webhook-2": 8082})
+    stack.write(tmp_path / "stack.json")
+    read = RunningStack.read(tmp_path / "stack.json")
+    assert read == stack
+    assert read.webhooks == ["webhook", "webhook-2"]
+    assert read.kubeconfig == tmp_path / "stack" / "kubeconfig"
 
 
 @pytest.mark.e2e
