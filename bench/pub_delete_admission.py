@@ -86,7 +86,8 @@ def prepare(api: client.ApiClient, namespace: str, pods: int, max_unavailable: i
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     custom.create_namespaced_custom_object("policy.kruise.io", "v1alpha1", namespace,
                                            "podunavailablebudgets", budget(max_unavailable))
-    client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment(pods))
+    apps: Any = client.AppsV1Api(api)
+    apps.create_namespaced_deployment(namespace, deployment(pods))
 
 
 def pod_names(api: client.ApiClient, namespace: str) -> list[str]:

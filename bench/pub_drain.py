@@ -186,9 +186,11 @@ def run(api: client.ApiClient, sizes: Sizes) -> tuple[float, float, float, int]:
     core.create_namespace({"metadata": {"name": NS}})
     for node in others:
         cordon(core, node, True)
-    client.CustomObjectsApi(api).create_namespaced_custom_object(
+    custom: Any = client.CustomObjectsApi(api)
+    apps: Any = client.AppsV1Api(api)
+    custom.create_namespaced_custom_object(
         "policy.kruise.io", "v1alpha1", NS, "podunavailablebudgets", budget(sizes))
-    client.AppsV1Api(api).create_namespaced_deployment(NS, deployment(sizes))
+    apps.create_namespaced_deployment(NS, deployment(sizes))
 
     def all_ready_on_target() -> bool:
         pods = core.list_namespaced_pod(NS, label_selector="app=app").items
@@ -198,7 +200,7 @@ def run(api: client.ApiClient, sizes: Sizes) -> tuple[float, float, float, int]:
     allowed = allowed_at_once(sizes)
 
     def settled() -> bool:
-        obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        obj = custom.get_namespaced_custom_object(
             "policy.kruise.io", "v1alpha1", NS, "podunavailablebudgets", "app")
         return (obj.get("status") or {}).get("unavailableAllowed") == allowed
 
