@@ -149,8 +149,10 @@ def main(argv: list[str] | None = None) -> int:
                         help="pods deleted one at a time to measure T_replace")
     args = _tiny.arguments(parser, argv, {"pods": 6, "percent": 50, "probes": 1})
     sizes = Sizes(pods=args.pods, probes=args.probes, percent=args.percent)
-    if math.ceil(sizes.pods / allowed_at_once(sizes)) < 2:
-        parser.error("the budget must force at least two waves: fewer --percent or more --pods")
+    allowed = allowed_at_once(sizes)
+    if allowed < 1 or math.ceil(sizes.pods / allowed) < 2:
+        parser.error("--percent must let a pod go and force at least two waves of evictions "
+                     f"(it lets {allowed} of {sizes.replicas} go at a time)")
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         data_dir = Path(tmp) / "stack"
         stack = Stack(data_dir=data_dir, cluster="bench",
