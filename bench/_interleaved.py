@@ -11,7 +11,6 @@ kubesim presents; latency runs from the scheduled time to the answer.
 from __future__ import annotations
 
 import asyncio
-import ssl
 import time
 import uuid
 from dataclasses import dataclass
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import aiohttp
 
-from bench._reviews import latency_ms
+from bench._reviews import api_server_tls, latency_ms
 from bench.webhook_admission import cpu_seconds, review, steered
 
 HEADERS = {"Content-Type": "application/json"}
@@ -34,12 +33,6 @@ class Lane:
     tls: Path
     targets: list[tuple[str, tuple[str, str]]]
     pid: int
-
-
-def client_context(tls: Path) -> ssl.SSLContext:
-    context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
-    context.load_cert_chain(tls / "apiserver-client.crt", tls / "apiserver-client.key")
-    return context
 
 
 async def ready(session: aiohttp.ClientSession, lane: Lane) -> None:
@@ -66,7 +59,7 @@ async def interleaved(lanes: list[Lane], rate: int, seconds: float) -> list[dict
     """Per lane: reviews sent, p50/p99/max in ms, rate achieved, reviews not steered, and the
     webhook's CPU per review in microseconds."""
     sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(
-        ssl=client_context(lane.tls), limit=64)) for lane in lanes]
+        ssl=api_server_tls(lane.tls), limit=64)) for lane in lanes]
     try:
         for session, lane in zip(sessions, lanes, strict=True):
             await ready(session, lane)
@@ -117,7 +110,7 @@ async def one_at_a_time(lanes: list[Lane], count: int) -> list[dict[str, float]]
     the lanes taking turns: each review's own time, without the queueing an open loop adds
     when the host falls behind. Per lane: p50/p99/max in ms and reviews not steered."""
     sessions = [aiohttp.ClientSession(connector=aiohttp.TCPConnector(
-        ssl=client_context(lane.tls), limit=1)) for lane in lanes]
+        ssl=api_server_tls(lane.tls), limit=1)) for lane in lanes]
     try:
         for session, lane in zip(sessions, lanes, strict=True):
             await ready(session, lane)

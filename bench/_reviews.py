@@ -1,11 +1,22 @@
-"""An AdmissionReview of a pod as the API server sends it, and the latencies of its answers,
-for the admission benchmarks."""
+"""An AdmissionReview of a pod as the API server sends it, over TLS as the API server connects,
+and the latencies of its answers, for the admission benchmarks."""
 
 from __future__ import annotations
 
 import json
+import ssl
 import uuid
+from pathlib import Path
 from typing import Any
+
+
+def api_server_tls(tls: Path) -> ssl.SSLContext:
+    """A client context for the local stack's webhooks (``tls``: the stack's ``DIR/tls``): it
+    trusts the development CA and presents the client certificate kubesim presents, without
+    which the webhooks refuse the connection in its handshake."""
+    context = ssl.create_default_context(cafile=str(tls / "ca.crt"))
+    context.load_cert_chain(tls / "apiserver-client.crt", tls / "apiserver-client.key")
+    return context
 
 
 def pod_review(pod: dict[str, Any], *, operation: str, username: str) -> bytes:

@@ -14,7 +14,7 @@ of 150 running pods (the actuator writes every pod's cost: what the check's read
 Printed per phase: the actuator's requests by method (``spreadbus_actuator_api_requests_total``)
 once it is quiet, its outcomes, and the seconds until every pod has its deletion cost (the first
 phase: and runs 100/50); then the ``ratio`` of the requests, kept / every read.
-Run: ``python -m bench.actuator_scope_reads [--replicas 150]``.
+Run: ``python -m bench.actuator_scope_reads [--replicas 150] [--quiet-seconds 5]``.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from typing import Any
 
 from kubernetes import client
 
+from bench import _tiny
 from spreadbus.cli.local_stack import Child, Stack
 from tests.workloadspread_e2e.stack import (
     DELETION_COST,
@@ -47,7 +48,6 @@ NS = "elastic"
 LATE = "late-spread"
 DEFAULT_RATE = {"SPREADBUS_KUBE_QPS": "20", "SPREADBUS_KUBE_BURST": "40"}
 EVERY_READ = {"SPREADBUS_SCOPE_GOVERNOR_SECONDS": "0", "SPREADBUS_SCOPE_LINK_SECONDS": "0"}
-QUIET_SECONDS = 5.0
 
 
 def metrics(child: Child) -> str:
@@ -79,15 +79,15 @@ def actuator_counts(stack: Stack) -> tuple[Counter[str], Counter[str]]:
 Counts = tuple[Counter[str], Counter[str]]
 
 
-def quiet_counts(stack: Stack) -> Counts:
-    """The actuators' counts once they have not moved for ``QUIET_SECONDS``."""
+def quiet_counts(stack: Stack, quiet_seconds: float) -> Counts:
+    """The actuators' counts once they have not moved for ``quiet_seconds``."""
     last: Counts | None = None
     quiet_since = time.monotonic()
     while True:
         counts = actuator_counts(stack)
         if counts != last:
             last, quiet_since = counts, time.monotonic()
-        elif time.monotonic() - quiet_since >= QUIET_SECONDS:
+        elif time.monotonic() - quiet_since >= quiet_seconds:
             return counts
         time.sleep(0.5)
 
@@ -108,7 +108,7 @@ def costed(api: client.ApiClient, namespace: str, replicas: int,
 Phase = tuple[Counter[str], Counter[str], float]
 
 
-def run(replicas: int, env: dict[str, str]) -> dict[str, Phase]:
+def run(replicas: int, env: dict[str, str], quiet_seconds: float) -> dict[str, Phase]:
     """Two phases on one stack: the example scaled 0 -> ``replicas`` (the webhook writes most
     costs at admission), then the same WorkloadSpread created over ``replicas`` running pods
     (the actuator writes every cost)."""
@@ -117,7 +117,7 @@ def run(replicas: int, env: dict[str, str]) -> dict[str, Phase]:
     with tempfile.TemporaryDirectory() as tmp, \
             running_stack(Path(tmp), "elastic", {**DEFAULT_RATE, **env}) as (stack, api):
         apps: Any = client.AppsV1Api(api)
-        before = quiet_counts(stack)
+        before = quiet_counts(stack, quiet_seconds)
         create_spread(api, NS, elastic(NS, fixed))
         apps.create_namespaced_deployment(NS, deployment("workload-xxx", 0))
         started = time.monotonic()
@@ -126,7 +126,7 @@ def run(replicas: int, env: dict[str, str]) -> dict[str, Phase]:
         wait_for(f"{replicas} pods running {want} with deletion costs",
                  lambda: costed(api, NS, replicas, want), 600)
         seconds = time.monotonic() - started
-        after = quiet_counts(stack)
+        after = quiet_counts(stack, quiet_seconds)
         phases["scale-up"] = (after[0] - before[0], after[1] - before[1], seconds)
 
         create_namespace(api, LATE)
@@ -134,25 +134,28 @@ def run(replicas: int, env: dict[str, str]) -> dict[str, Phase]:
         wait_for(f"{replicas} pods running", lambda: len(
             [p for p in live_pods(api, LATE, "workload-xxx") if p.status.phase == "Running"]
         ) == replicas, 600)
-        before = quiet_counts(stack)
+        before = quiet_counts(stack, quiet_seconds)
         started = time.monotonic()
         create_spread(api, LATE, elastic(LATE, fixed))
         wait_for(f"{replicas} pods with deletion costs",
                  lambda: costed(api, LATE, replicas, None), 600)
         seconds = time.monotonic() - started
-        after = quiet_counts(stack)
+        after = quiet_counts(stack, quiet_seconds)
         phases["spread over running pods"] = (after[0] - before[0], after[1] - before[1],
                                               seconds)
     return phases
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=150)
-    args = parser.parse_args()
+    parser.add_argument("--quiet-seconds", type=float, default=5.0,
+                        help="the actuators' counts are read once unchanged this long")
+    args = _tiny.arguments(parser, argv, {"replicas": 3, "quiet_seconds": 1.0})
     totals: dict[tuple[str, str], int] = {}
     for name, env in (("kept", {}), ("every read", EVERY_READ)):
-        for phase, (requests, outcomes, seconds) in run(args.replicas, env).items():
+        for phase, (requests, outcomes, seconds) in run(args.replicas, env,
+                                                         args.quiet_seconds).items():
             totals[name, phase] = sum(requests.values())
             print(f"{name}, {phase}: {totals[name, phase]} API requests "
                   f"{dict(sorted(requests.items()))}, outcomes {dict(sorted(outcomes.items()))}, "

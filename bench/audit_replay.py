@@ -23,6 +23,7 @@ from pathlib import Path
 
 import nats
 
+from bench import _tiny
 from bench._bus import full_size, nats_server
 from events import subjects
 from events.codec import encode
@@ -162,13 +163,13 @@ def why_time(events: int, scratch: Path) -> tuple[float, int]:
     return elapsed, db.stat().st_size
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=2000, help="pod lifecycles on the bus")
     parser.add_argument("--events", type=int, default=0,
                         help="messages in the database ``why`` is timed on "
                              "(default 100,000; 1,000,000 at full size)")
-    args = parser.parse_args()
+    args = _tiny.arguments(parser, argv, {"pods": 20, "events": 400})
     events = args.events or (1_000_000 if full_size() else 100_000)
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-audit-") as tmp, \
             nats_server() as server:
@@ -185,7 +186,8 @@ def main() -> None:
         answer, size = why_time(events, scratch)
         print(f"why      {answer * 1000:.2f} ms per pod on {events} events "
               f"({size / 1e6:.0f} MB) (goal < 100 ms)")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

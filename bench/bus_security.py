@@ -14,10 +14,13 @@ deploy/ run it (TLS only, an nkey user per service with the permissions of
 Printed: seconds per side and ``ratio`` secured/open per phase. Goal: replay and publish within
 1.25 of the open bus (the client, not the server, limits the rate; TLS adds a copy and a
 cipher per message), connect whatever the handshake costs (once per process start).
+Run: ``python -m bench.bus_security [--observations 50000] [--connects 20] [--reservations 1000]
+[--best-of 3]`` (200,000 observations with ``SPREADBUS_BENCH_FULL=1``).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import ssl
@@ -31,6 +34,7 @@ from typing import Any
 import nats
 from nats.aio.client import Client
 
+from bench import _tiny
 from bench._bus import full_size, observation, set_up
 from events.reservations import ledger_key
 from events.streams import KUBE
@@ -42,7 +46,6 @@ from spreadbus.runtime.follower import StreamFollower
 from spreadbus.runtime.nats_server import NatsServer
 from tlsserving import issue_server_cert, make_ca
 
-CONNECTS = 20
 PHASES = ("connect", "publish", "replay", "reserve")
 
 
@@ -78,12 +81,12 @@ class Bus:
         return await nats.connect(self.server.url, **self.options(user))
 
 
-async def connect_seconds(bus: Bus) -> float:
+async def connect_seconds(bus: Bus, connects: int) -> float:
     started = time.perf_counter()
-    for _ in range(CONNECTS):
+    for _ in range(connects):
         nc = await bus.connect("planner")
         await nc.close()
-    return (time.perf_counter() - started) / CONNECTS
+    return (time.perf_counter() - started) / connects
 
 
 async def publish_seconds(bus: Bus, messages: list[tuple[str, bytes]]) -> float:
@@ -124,15 +127,12 @@ async def replay_seconds(bus: Bus, expected: int) -> float:
     return elapsed
 
 
-RESERVATIONS = 1000
-
-
 def process_cpu() -> float:
     times = os.times()
     return times.user + times.system
 
 
-async def reserve_seconds(bus: Bus, cpu: dict[str, float]) -> float:
+async def reserve_seconds(bus: Bus, cpu: dict[str, float], reservations: int) -> float:
     """Seconds per key-value get and compare-and-set, as the webhook reserves a pod's slot; this
     process's CPU per round trip (its NATS client's) is kept in ``cpu`` at the bus's name, the
     least of the calls."""
@@ -141,22 +141,23 @@ async def reserve_seconds(bus: Bus, cpu: dict[str, float]) -> float:
     key = ledger_key("bench", "default", "bench")
     await bucket.put(key, b"{}")
     cpu_before, started = process_cpu(), time.perf_counter()
-    for i in range(RESERVATIONS):
+    for i in range(reservations):
         entry = await bucket.get(key)
         await bucket.update(key, b'{"pod-%d":1}' % i, last=entry.revision)
     elapsed = time.perf_counter() - started
-    used = (process_cpu() - cpu_before) / RESERVATIONS
+    used = (process_cpu() - cpu_before) / reservations
     cpu[bus.name] = min(cpu.get(bus.name, used), used)
     await nc.close()
-    return elapsed / RESERVATIONS
+    return elapsed / reservations
 
 
 async def best(runs: int, measure: Callable[[], Awaitable[float]]) -> float:
     return min([await measure() for _ in range(runs)])
 
 
-async def main() -> None:
-    n = 200_000 if full_size() else 50_000
+async def measure(args: argparse.Namespace) -> None:
+    n = args.observations
+    runs = args.best_of
     messages = [observation(i, n)[:2] for i in range(n)]
     print(f"{n} observations of {sum(len(d) for _, d in messages) // n} bytes on average")
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
@@ -168,13 +169,17 @@ async def main() -> None:
             for phase in PHASES:
                 for name, bus in buses.items():
                     if phase == "connect":
-                        value = await best(3, lambda b=bus: connect_seconds(b))  # type: ignore[misc]
+                        value = await best(runs, lambda b=bus: connect_seconds(  # type: ignore[misc]
+                            b, args.connects))
                     elif phase == "reserve":
-                        value = await best(3, lambda b=bus: reserve_seconds(b, cpu))  # type: ignore[misc]
+                        value = await best(runs, lambda b=bus: reserve_seconds(  # type: ignore[misc]
+                            b, cpu, args.reservations))
                     elif phase == "publish":
-                        value = await best(3, lambda b=bus: publish_seconds(b, messages))  # type: ignore[misc]
+                        value = await best(runs, lambda b=bus: publish_seconds(  # type: ignore[misc]
+                            b, messages))
                     else:
-                        value = await best(3, lambda b=bus: replay_seconds(b, n))  # type: ignore[misc]
+                        value = await best(runs, lambda b=bus: replay_seconds(  # type: ignore[misc]
+                            b, n))
                     results[name][phase] = value
             for phase in PHASES:
                 opened, secured = results["open"][phase], results["secured"][phase]
@@ -183,12 +188,25 @@ async def main() -> None:
                 print(f"{phase:8} open {opened * scale:8.3f} {unit}  secured "
                       f"{secured * scale:8.3f} {unit}  ratio {secured / opened:.3f}")
             opened, secured = cpu["open"], cpu["secured"]
+            ratio = secured / opened if opened else float("nan")  # clock ticks: maybe none
             print(f"reserve: the client's CPU per round trip open {opened * 1e6:.0f} us, "
-                  f"secured {secured * 1e6:.0f} us, ratio {secured / opened:.3f}")
+                  f"secured {secured * 1e6:.0f} us, ratio {ratio:.3f}")
         finally:
             for bus in buses.values():
                 bus.server.stop()
 
 
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--observations", type=int, default=200_000 if full_size() else 50_000)
+    parser.add_argument("--connects", type=int, default=20, help="connections per connect run")
+    parser.add_argument("--reservations", type=int, default=1000,
+                        help="compare-and-set round trips per reserve run")
+    parser.add_argument("--best-of", type=int, default=3, help="runs of each phase on each bus")
+    asyncio.run(measure(_tiny.arguments(parser, argv, {
+        "observations": 200, "connects": 2, "reservations": 20, "best_of": 1})))
+    return 0
+
+
 if __name__ == "__main__":
-    asyncio.run(main())
+    raise SystemExit(main())

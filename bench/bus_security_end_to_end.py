@@ -27,21 +27,25 @@ import statistics
 import tempfile
 from pathlib import Path
 
+from bench import _tiny
+from bench._stack import OPEN_STACK, STACK, STACK_HELP
 from bench.workloadspread_end_to_end import LAYOUTS, Cpu, cpu_line, spread
 
 GOAL = 1.1
 MODES = ("secured", "open")
 
 
-def measured(replicas: int, workdir: Path, layout: str, mode: str) -> tuple[float, float, Cpu]:
-    """One run of ``mode``; a run that placed pods outside their subsets' zones (the webhook
-    answered too late for a pod on a loaded machine, and the pod was admitted unsteered) is said
-    and repeated, once."""
+def measured(replicas: int, workdir: Path, layout: str, mode: str,
+             given: Path | None) -> tuple[float, float, Cpu]:
+    """One run of ``mode`` (on the running stack ``given`` describes, if one is); a run that
+    placed pods outside their subsets' zones (the webhook answered too late for a pod on a
+    loaded machine, and the pod was admitted unsteered) is said and repeated, once."""
     for attempt in range(2):
         try:
             directory = workdir / str(attempt)
             directory.mkdir(parents=True)
-            return spread(replicas, directory, layout, secured_bus=mode == "secured")
+            return spread(replicas, directory, layout, secured_bus=mode == "secured",
+                          given=given, namespace=f"rollout-{workdir.parent.name}-{attempt}")
         except AssertionError as misplaced:
             if attempt:
                 raise
@@ -56,7 +60,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--layout", choices=LAYOUTS, default="shared",
                         help="shared: every process on every core, as `spreadbus up` runs; "
                              "split: kubesim on a core of its own")
-    args = parser.parse_args(argv)
+    parser.add_argument(STACK, type=Path, help=STACK_HELP + " (its bus secured)")
+    parser.add_argument(OPEN_STACK, type=Path, help=STACK_HELP + " (its bus open)")
+    args = _tiny.arguments(parser, argv, {"replicas": 6, "runs": 1})
     if args.layout == "split" and len(os.sched_getaffinity(0)) < 2:
         parser.error("--layout split needs at least two cores")
     times: dict[str, list[tuple[float, float]]] = {mode: [] for mode in MODES}
@@ -64,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         for i in range(args.runs):
             for mode in MODES:
+                given = args.stack if mode == "secured" else args.open_stack
                 ready, converged, used = measured(args.replicas, Path(tmp) / f"run-{i}" / mode,
-                                                  args.layout, mode)
+                                                  args.layout, mode, given)
                 times[mode].append((ready, converged))
                 cpu[mode].append(used)
                 print(f"run {i + 1}, {mode} bus: Ready in {ready:.2f} s, converged in "

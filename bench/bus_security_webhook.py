@@ -34,9 +34,10 @@ from typing import Any
 
 from kubernetes import config
 
+from bench import _tiny
 from bench._interleaved import Lane, interleaved, one_at_a_time
+from bench._stack import OPEN_STACK, STACK, STACK_HELP, RunningStack, local_stack
 from bench.webhook_admission import KUBELET, prepare
-from spreadbus.cli.local_stack import Stack
 
 GOAL = 1.1
 MODES = ("secured", "open")
@@ -45,32 +46,19 @@ MODES = ("secured", "open")
 class Target:
     """One running stack, and what a round needs of it."""
 
-    def __init__(self, mode: str, data_dir: Path) -> None:
+    def __init__(self, mode: str, stack: RunningStack) -> None:
         self.mode = mode
-        self.data_dir = data_dir
-        self.stack = Stack(data_dir=data_dir, cluster="bench",
-                           kubesim_args=["--topology=three-zones", *KUBELET],
-                           secured_bus=mode == "secured")
-
-    def start(self) -> None:
-        self.stack.start(120.0)
-        webhook = next(s.process for s in self.stack.services if s.name == "webhook")
-        assert webhook is not None
-        self.webhook_pid = webhook.pid
+        self.stack = stack
+        self.webhook_pid = stack.pids[stack.webhooks[0]]
         self.api: Any = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(self.data_dir / "kubeconfig"))
-
-    def stop(self) -> None:
-        if getattr(self, "api", None) is not None:
-            self.api.close()
-        self.stack.stop()
+            config_file=str(stack.kubeconfig))
 
     def lane(self, number: int, spreads: int) -> Lane:
         """Fresh WorkloadSpreads for round ``number``, and where to review their pods."""
         targets = [(ns, prepare(self.api, ns))
-                   for ns in (f"bench-{number}-{i}" for i in range(spreads))]
-        return Lane(f"https://127.0.0.1:{self.stack.webhook_port}/mutate-pod",
-                    self.data_dir / "tls", targets, self.webhook_pid)
+                   for ns in (f"{self.mode}-bus-{number}-{i}" for i in range(spreads))]
+        return Lane(f"https://127.0.0.1:{self.stack.webhook_ports[0]}/mutate-pod",
+                    self.stack.tls, targets, self.webhook_pid)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -82,13 +70,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each mode, alternating")
     parser.add_argument("--spreads", type=int, default=20,
                         help="WorkloadSpreads (namespaces) each round's reviews are spread over")
-    args = parser.parse_args(argv)
+    parser.add_argument(STACK, type=Path, help=STACK_HELP + " (its bus secured)")
+    parser.add_argument(OPEN_STACK, type=Path, help=STACK_HELP + " (its bus open)")
+    args = _tiny.arguments(parser, argv, {"rate": 20, "seconds": 0.5, "one_at_a_time": 5,
+                                          "rounds": 1, "spreads": 2})
     results: dict[str, list[dict[str, float]]] = {mode: [] for mode in MODES}
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, ExitStack() as running:
-        targets = [Target(mode, Path(tmp) / mode) for mode in MODES]
-        for target in targets:
-            running.callback(target.stop)
-            target.start()
+        targets = []
+        for mode, given in zip(MODES, (args.stack, args.open_stack), strict=True):
+            stack = running.enter_context(local_stack(
+                given, Path(tmp) / mode, kubesim_args=["--topology=three-zones", *KUBELET],
+                secured_bus=mode == "secured"))
+            targets.append(Target(mode, stack))
+            running.callback(targets[-1].api.close)
         for number in range(args.rounds):
             # each goes first in the interleaving in every other round
             ordered = targets if number % 2 == 0 else targets[::-1]
@@ -104,7 +98,7 @@ def main(argv: list[str] | None = None) -> int:
                       f"review; one at a time p50 {one['p50_ms']:.2f} ms, p99 "
                       f"{one['p99_ms']:.2f} ms; not steered "
                       f"{r['not_steered'] + one['not_steered']:.0f}", flush=True)
-    print(f"cores: {os.cpu_count()}, {args.rate} reviews/s to each for {args.seconds:.0f} s, then "
+    print(f"cores: {os.cpu_count()}, {args.rate} reviews/s to each for {args.seconds:g} s, then "
           f"{args.one_at_a_time} one at a time, per round; {args.rounds} round(s), over "
           f"{args.spreads} WorkloadSpreads each")
     keys = ("p50_ms", "p99_ms", "cpu_us", "one_p50_ms", "one_p99_ms")
@@ -118,7 +112,9 @@ def main(argv: list[str] | None = None) -> int:
     for key, what in (("p50_ms", f"p50 at {args.rate}/s"), ("p99_ms", f"p99 at {args.rate}/s"),
                       ("one_p50_ms", "p50 one at a time"), ("one_p99_ms", "p99 one at a time"),
                       ("cpu_us", "webhook CPU per review")):
-        ratio = median["secured"][key] / median["open"][key]
+        # CPU is counted in clock ticks: a tiny run may see none on the open side
+        opened = median["open"][key]
+        ratio = median["secured"][key] / opened if opened else float("nan")
         goal = f" (goal under {GOAL}: {ratio / GOAL:.3f} of it)" if key != "cpu_us" else ""
         print(f"ratio {what} secured/open: {ratio:.3f}{goal}")
     return 0

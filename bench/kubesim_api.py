@@ -14,8 +14,8 @@ three webhooks installed (a mutating one for pod creation, which answers with a 
 validating ones for pod deletion and for WorkloadSpreads, which these writes never reach), once
 with none. Their ratio is what admission adds to kubesim's work.
 
-``SPREADBUS_BENCH_FULL=1`` creates 10,000 pods per phase (default 3,000); the list-latency phase
-always fills the namespace to 10,000 pods.
+``SPREADBUS_BENCH_FULL=1`` creates 10,000 pods per phase (default 3,000, ``--size``); the
+list-latency phase fills the namespace to 10,000 pods (``--list-size``).
 """
 
 from __future__ import annotations
@@ -34,11 +34,12 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from bench import _tiny
+
 ROOT = Path(__file__).resolve().parents[1]
 TOKEN = "bench-token"
 CONCURRENCY = 32
 WATCHERS = 10
-LIST_SIZE = 10_000
 CREATE_GOAL = 2000.0
 CREATE_WITH_WATCHERS_GOAL = 1000.0
 
@@ -149,7 +150,7 @@ async def _time_get(session: aiohttp.ClientSession, url: str, repeat: int = 5) -
     return statistics.median(times), size
 
 
-async def run(size: int) -> None:
+async def run(size: int, list_size: int) -> None:
     echo = Server("-m", "bench.kubesim_api", "--echo-server")
     sim = Server(
         "-m",
@@ -161,12 +162,12 @@ async def run(size: int) -> None:
         "--token",
         TOKEN,
         "--watch-history",
-        str(4 * LIST_SIZE),
+        str(4 * list_size),
     )
     try:
         connector = aiohttp.TCPConnector(limit=CONCURRENCY + WATCHERS + 4)
         async with aiohttp.ClientSession(connector=connector) as session:
-            names = [f"warm-{i}" for i in range(300)]
+            names = [f"warm-{i}" for i in range(min(300, size))]
             await _create_all(session, echo.url, "default", names)
             await _create_all(session, sim.url, "default", names)
 
@@ -205,19 +206,19 @@ async def run(size: int) -> None:
             )
 
             await _make_namespace(session, sim.url, "big")
-            await _create_all(session, sim.url, "big", [f"l-{i}" for i in range(LIST_SIZE)])
+            await _create_all(session, sim.url, "big", [f"l-{i}" for i in range(list_size)])
             full, full_bytes = await _time_get(session, f"{sim.url}/api/v1/namespaces/big/pods")
             page, _ = await _time_get(session, f"{sim.url}/api/v1/namespaces/big/pods?limit=500")
             selected, _ = await _time_get(
                 session, f"{sim.url}/api/v1/namespaces/big/pods?labelSelector=shard%3D7"
             )
             print(
-                f"list {LIST_SIZE:,} pods: {full * 1000:.0f} ms ({full_bytes / 1e6:.1f} MB); "
+                f"list {list_size:,} pods: {full * 1000:.0f} ms ({full_bytes / 1e6:.1f} MB); "
                 f"limit=500 page: {page * 1000:.1f} ms; labelSelector (1/10): "
                 f"{selected * 1000:.0f} ms"
             )
             per_item_create = 1 / rate
-            print(f"ratio list-per-pod/create-per-pod: {full / LIST_SIZE / per_item_create:.3f}")
+            print(f"ratio list-per-pod/create-per-pod: {full / list_size / per_item_create:.3f}")
         in_process = await _in_process_rate(size)
         print(f"in-process Cluster.create (simulated controllers' path): {in_process:,.0f}/s")
         print(f"ratio in-process/HTTP creates: {in_process / rate:.3f}")
@@ -385,14 +386,16 @@ async def _echo_server() -> None:
     await asyncio.Event().wait()
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench.kubesim_api", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--echo-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--webhook-server", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--size", type=int, default=None, help="pods per create phase")
-    args = parser.parse_args()
+    parser.add_argument("--list-size", type=int, default=10_000,
+                        help="pods in the namespace the list latency is measured on")
+    args = _tiny.arguments(parser, argv, {"size": 50, "list_size": 100})
     if args.echo_server or args.webhook_server:
         try:
             asyncio.run(_echo_server() if args.echo_server else _webhook_server())
@@ -400,7 +403,7 @@ def main() -> int:
             pass
         return 0
     size = args.size or (10_000 if os.environ.get("SPREADBUS_BENCH_FULL") else 3_000)
-    asyncio.run(run(size))
+    asyncio.run(run(size, args.list_size))
     return 0
 
 

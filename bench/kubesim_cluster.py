@@ -11,6 +11,7 @@ import argparse
 import asyncio
 import time
 
+from bench import _tiny
 from kubesim import KubeSim
 from kubesim.behaviour import behaviours_for
 from kubesim.behaviour.settings import Settings
@@ -74,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--topology", default="bench-100")
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"replicas": 5})
     elapsed, nodes = asyncio.run(measure(args.replicas, args.topology))
     print(f"kubesim: {args.replicas} Ready pods on {nodes} nodes in {elapsed:.2f} s")
     print(f"ratio to the {TARGET_SECONDS:.0f} s target: {elapsed / TARGET_SECONDS:.3f}")

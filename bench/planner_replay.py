@@ -17,7 +17,8 @@ other processes on a shared machine falls on both sides alike:
 Goal: planner/raw >= 0.6; snapshot start-up at most half of a full replay.
 
 A WorkloadSpread round (no bus): one pod changes and the WorkloadSpread's tally plans, measured
-at 200 and at 20,000 pods (``--spread-pods``) in the situations where order matters: an Adaptive
+at 200 (``--small-spread-pods``) and at 20,000 pods (``--spread-pods``), 200 rounds each
+(``--rounds``), in the situations where order matters: an Adaptive
 spread with pods pending in a closed subset, a scale-in with deletions in flight, a subset far
 beyond its limit with another under ``minReplicas``, and pods made before the spread. Goal: a
 round at the large size costs at most twice the small one (work follows what changed, not the
@@ -39,7 +40,7 @@ import argparse
 import asyncio
 import copy
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -48,6 +49,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from bench import _tiny
 from bench._bus import full_size, nats_server, observation, sync_marker
 from events import codec, subjects
 from events.messages import Observation, SyncMarker
@@ -74,8 +76,6 @@ REPLAY_GOAL = 0.6
 STARTUP_LIMIT = 0.5
 ROUND_LIMIT = 2.0
 BATCH = 8192
-SMALL_SPREAD = 200
-ROUNDS = 200
 NOW = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 WHITELIST = Whitelist()
 OWNER = [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-aaa",
@@ -186,11 +186,11 @@ SPREADS: dict[str, Callable[[int], SpreadRound]] = {
 }
 
 
-def flips(world: SpreadRound) -> list[tuple[str, dict[str, Any]]]:
+def flips(world: SpreadRound, rounds: int) -> list[tuple[str, dict[str, Any]]]:
     """One change per round: a pod's readiness flips (a pending pod is observed again)."""
     keys = sorted(world.pods)
     out: list[tuple[str, dict[str, Any]]] = []
-    for i in range(ROUNDS):
+    for i in range(rounds):
         key = keys[(i * 7919) % len(keys)]
         changed = copy.deepcopy(world.pods[key])
         conditions = changed["status"].get("conditions") or []
@@ -209,12 +209,12 @@ def round_seconds(world: SpreadRound, changes: list[tuple[str, dict[str, Any]]])
     return (time.perf_counter() - started) / len(changes)
 
 
-def spread_rounds(large: int) -> None:
+def spread_rounds(small: int, large: int, rounds: int) -> None:
     for what, build in SPREADS.items():
-        worlds = [build(SMALL_SPREAD), build(large)]
+        worlds = [build(small), build(large)]
         for world in worlds:
             world.plan()  # the first plan after a build looks at every pod once
-        changes = [flips(world) for world in worlds]
+        changes = [flips(world, rounds) for world in worlds]
         runs: list[list[float]] = [[], []]
         for _ in range(3):  # alternating, best of three: load from elsewhere falls on both
             for i, world in enumerate(worlds):
@@ -223,7 +223,7 @@ def spread_rounds(large: int) -> None:
         started = time.perf_counter()
         worlds[1].full()
         full = time.perf_counter() - started
-        print(f"WorkloadSpread round ({what}): {small_round * 1e6:,.0f} us at {SMALL_SPREAD} "
+        print(f"WorkloadSpread round ({what}): {small_round * 1e6:,.0f} us at {small} "
               f"pods, {large_round * 1e6:,.0f} us at {large} pods; ratio "
               f"{large_round / small_round:.2f} (limit <= {ROUND_LIMIT}); full computation "
               f"at {large} pods {full * 1e3:,.0f} ms")
@@ -504,9 +504,7 @@ async def planner_startup(
     return elapsed, planner
 
 
-async def main(observations: int, spread_pods: int, rollout_pods: int) -> None:
-    rollout_rounds(rollout_pods)
-    spread_rounds(spread_pods)
+async def measure(observations: int) -> None:
     objects = observations
     with nats_server() as server:
         nc = await nats.connect(server.url)
@@ -551,13 +549,26 @@ async def main(observations: int, spread_pods: int, rollout_pods: int) -> None:
         await nc.close()
 
 
-if __name__ == "__main__":
+def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--observations", type=int,
                         default=1_000_000 if full_size() else 200_000)
     parser.add_argument("--spread-pods", type=int, default=20_000,
                         help="pods of the large WorkloadSpread in the round measurements")
+    parser.add_argument("--small-spread-pods", type=int, default=200,
+                        help="pods of the small WorkloadSpread the large one is compared with")
+    parser.add_argument("--rounds", type=int, default=200,
+                        help="rounds of one pod change per WorkloadSpread and run")
     parser.add_argument("--rollout-pods", type=int, default=1_000,
                         help="pods of the rollout measured through the fold and the rule")
-    args = parser.parse_args()
-    asyncio.run(main(args.observations, args.spread_pods, args.rollout_pods))
+    args = _tiny.arguments(parser, argv, {"observations": 400, "spread_pods": 40,
+                                          "small_spread_pods": 20, "rounds": 5,
+                                          "rollout_pods": 20})
+    rollout_rounds(args.rollout_pods)
+    spread_rounds(args.small_spread_pods, args.spread_pods, args.rounds)
+    asyncio.run(measure(args.observations))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

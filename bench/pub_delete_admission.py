@@ -2,18 +2,21 @@
 
 The webhook runs as ``spreadbus up`` runs it (its own process, real TLS, its view following the
 bus, budgets spent by compare-and-set on the NATS key-value bucket). Each of ``--budgets``
-namespaces holds a Deployment of 30 ready pods under a budget with ``maxUnavailable: 25``, its
-status written by the planner. DELETE reviews (the stored pod as ``oldObject``, ready and linked
-to the budget) are sent open loop, round robin over the namespaces and over each Deployment's 30
-pods (the pods are not deleted: the API server would do that only after the answer): the first
-review of 25 pods per budget is allowed and spends the budget (a compare-and-set write on NATS),
-the other 5 pods are refused on the spent entry, and a repeated review of a recorded pod is
+namespaces holds a Deployment of 30 ready pods (``--pods``) under a budget with
+``maxUnavailable: 25`` (``--max-unavailable``), its status written by the planner. DELETE reviews
+(the stored pod as ``oldObject``, ready and linked to the budget) are sent open loop, round robin
+over the namespaces and over each Deployment's pods (the pods are not deleted: the API server
+would do that only after the answer), over HTTPS with the client certificate kubesim presents
+(the stack's webhook serves no one else): the first review of 25 pods per budget is allowed and
+spends the budget (a compare-and-set write on NATS), the other 5 pods are refused on the spent
+entry, and a repeated review of a recorded pod is
 allowed without spending, which is the steady state of a drain or a rollout that a budget
 throttles and whose clients retry. Latency runs from the scheduled send time to the answer.
 
 Printed: p50, p99 and max over all answers and for the allowed and refused ones, the webhook
 process's CPU per review, and ``ratio`` p99 against the 5 ms limit.
-Run: ``python -m bench.pub_delete_admission [--seconds 5] [--budgets 10]``.
+Run: ``python -m bench.pub_delete_admission [--seconds 5] [--budgets 10] [--pods 30]
+[--max-unavailable 25]``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,6 @@ import argparse
 import asyncio
 import json
 import os
-import ssl
 import tempfile
 import time
 from pathlib import Path
@@ -31,34 +33,33 @@ from typing import Any
 import aiohttp
 from kubernetes import client, config
 
-from bench._reviews import latency_ms, pod_review
+from bench import _tiny
+from bench._reviews import api_server_tls, latency_ms, pod_review
+from bench._stack import STACK, STACK_HELP, local_stack
 from bench.webhook_admission import cpu_seconds
-from spreadbus.cli.local_stack import Stack
 
 LIMIT_MS = 5.0
 RATE = 200
-PODS = 30
-MAX_UNAVAILABLE = 25
 KUBELET = ["--create-delay=0.01", "--start-delay=0.02", "--ready-delay=0.01", "--no-events"]
 
 
-def budget() -> dict[str, Any]:
+def budget(max_unavailable: int) -> dict[str, Any]:
     return {
         "apiVersion": "policy.kruise.io/v1alpha1",
         "kind": "PodUnavailableBudget",
         "metadata": {"name": "bench"},
         "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "bench"},
-                 "maxUnavailable": MAX_UNAVAILABLE},
+                 "maxUnavailable": max_unavailable},
     }
 
 
-def deployment() -> dict[str, Any]:
+def deployment(pods: int) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": {"name": "bench"},
         "spec": {
-            "replicas": PODS,
+            "replicas": pods,
             "selector": {"matchLabels": {"app": "bench"}},
             "template": {"metadata": {"labels": {"app": "bench"}},
                          "spec": {"containers": [{"name": "app", "image": "nginx:1",
@@ -79,13 +80,14 @@ def review(namespace: str, name: str) -> bytes:
     return pod_review(pod, operation="DELETE", username="bench")
 
 
-def prepare(api: client.ApiClient, namespace: str) -> None:
+def prepare(api: client.ApiClient, namespace: str, pods: int, max_unavailable: int) -> None:
     core: Any = client.CoreV1Api(api)
     custom: Any = client.CustomObjectsApi(api)
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
     custom.create_namespaced_custom_object("policy.kruise.io", "v1alpha1", namespace,
-                                           "podunavailablebudgets", budget())
-    client.AppsV1Api(api).create_namespaced_deployment(namespace, deployment())
+                                           "podunavailablebudgets", budget(max_unavailable))
+    apps: Any = client.AppsV1Api(api)
+    apps.create_namespaced_deployment(namespace, deployment(pods))
 
 
 def pod_names(api: client.ApiClient, namespace: str) -> list[str]:
@@ -93,14 +95,14 @@ def pod_names(api: client.ApiClient, namespace: str) -> list[str]:
     return sorted(p.metadata.name for p in core.list_namespaced_pod(namespace).items)
 
 
-def settle(api: client.ApiClient, namespaces: list[str]) -> None:
+def settle(api: client.ApiClient, namespaces: list[str], max_unavailable: int) -> None:
     custom: Any = client.CustomObjectsApi(api)
     deadline = time.monotonic() + 120
     for namespace in namespaces:
         while True:
             obj = custom.get_namespaced_custom_object("policy.kruise.io", "v1alpha1", namespace,
                                                       "podunavailablebudgets", "bench")
-            if (obj.get("status") or {}).get("unavailableAllowed") == MAX_UNAVAILABLE:
+            if (obj.get("status") or {}).get("unavailableAllowed") == max_unavailable:
                 break
             if time.monotonic() > deadline:
                 raise TimeoutError(f"budget in {namespace} never settled: {obj.get('status')}")
@@ -114,11 +116,10 @@ def percentiles(values: list[float]) -> tuple[float, float, float]:
     return shown["p50_ms"], shown["p99_ms"], shown["max_ms"]
 
 
-async def run(url: str, ca: Path, pods: dict[str, list[str]], seconds: float,
+async def run(url: str, tls: Path, pods: dict[str, list[str]], seconds: float,
               webhook_pid: int) -> dict[str, Any]:
     namespaces = sorted(pods)
-    context = ssl.create_default_context(cafile=str(ca))
-    connector = aiohttp.TCPConnector(ssl=context, limit=64)
+    connector = aiohttp.TCPConnector(ssl=api_server_tls(tls), limit=64)
     headers = {"Content-Type": "application/json"}
     async with aiohttp.ClientSession(connector=connector) as session:
         for i in range(50):  # warm the connection pool; unlinked pods cost no budget
@@ -170,31 +171,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--budgets", type=int, default=10,
                         help="budgets (namespaces) the reviews are spread over")
-    args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
-        data_dir = Path(tmp) / "stack"
-        stack = Stack(data_dir=data_dir, cluster="bench",
-                      kubesim_args=["--topology=three-zones", *KUBELET])
-        try:
-            stack.start(120.0)
-            url = f"https://127.0.0.1:{stack.webhook_port}/validate-pod"
-            webhook = next(s.process for s in stack.services if s.name == "webhook")
-            assert webhook is not None
-            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(data_dir / "kubeconfig"))
-            with api:
-                namespaces = [f"bench-{i}" for i in range(args.budgets)]
-                for namespace in namespaces:
-                    prepare(api, namespace)
-                settle(api, namespaces)
-                pods = {namespace: pod_names(api, namespace) for namespace in namespaces}
-                time.sleep(1.0)  # the webhook's view follows the written status
-                result = asyncio.run(run(url, data_dir / "tls" / "ca.crt", pods,
-                                         args.seconds, webhook.pid))
-        finally:
-            stack.stop()
+    parser.add_argument("--pods", type=int, default=30, help="ready pods under each budget")
+    parser.add_argument("--max-unavailable", type=int, default=25,
+                        help="each budget's maxUnavailable (the rest of its pods are refused)")
+    parser.add_argument(STACK, type=Path, help=STACK_HELP)
+    args = _tiny.arguments(parser, argv, {"seconds": 0.25, "budgets": 1, "pods": 3,
+                                          "max_unavailable": 2})
+    if not 0 < args.max_unavailable < args.pods:
+        parser.error("--max-unavailable must leave a pod to refuse: 0 < it < --pods")
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, \
+            local_stack(args.stack, Path(tmp) / "stack",
+                        kubesim_args=["--topology=three-zones", *KUBELET]) as stack:
+        url = f"https://127.0.0.1:{stack.webhook_ports[0]}/validate-pod"
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(stack.kubeconfig))
+        with api:
+            namespaces = [f"budget-{i}" for i in range(args.budgets)]
+            for namespace in namespaces:
+                prepare(api, namespace, args.pods, args.max_unavailable)
+            settle(api, namespaces, args.max_unavailable)
+            pods = {namespace: pod_names(api, namespace) for namespace in namespaces}
+            time.sleep(1.0)  # the webhook's view follows the written status
+            result = asyncio.run(run(url, stack.tls, pods, args.seconds,
+                                     stack.pids[stack.webhooks[0]]))
     print(f"cores: {os.cpu_count()}, DELETE reviews at {RATE}/s over {args.budgets} budgets "
-          f"for {args.seconds:.0f} s ({result['count']} reviews: {result['n_allowed']} allowed, "
+          f"for {args.seconds:g} s ({result['count']} reviews: {result['n_allowed']} allowed, "
           f"{result['n_refused']} refused), achieved {result['achieved']:.0f}/s, "
           f"webhook CPU {result['cpu_us']:.0f} us per review")
     for label in ("all", "allowed", "refused"):

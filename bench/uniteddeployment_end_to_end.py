@@ -33,7 +33,9 @@ from typing import Any
 
 from kubernetes import client, config
 
-from spreadbus.cli.local_stack import Stack, free_port
+from bench import _tiny
+from bench._stack import STACK, STACK_HELP, local_stack
+from spreadbus.cli.local_stack import free_port
 
 GOAL = 1.2
 TOPOLOGY = "bench-100"
@@ -41,6 +43,7 @@ KUBELET = ["--create-delay=0.01", "--start-delay=0.02", "--ready-delay=0.01",
            "--max-termination-grace=0.05", "--no-events"]
 ACTUATOR = {"SPREADBUS_KUBE_QPS": "1000", "SPREADBUS_KUBE_BURST": "1000", "SPREADBUS_WORKERS": "16"}
 NS = "bench"
+"""The namespace of a phase on a stack of its own; on a shared stack, one per phase."""
 ZONES = ("zone-a", "zone-b", "zone-c")
 
 
@@ -50,17 +53,17 @@ def pod_template(name: str) -> dict[str, Any]:
         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
 
 
-def cloneset(replicas: int) -> dict[str, Any]:
+def cloneset(replicas: int, ns: str = NS) -> dict[str, Any]:
     return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
-            "metadata": {"name": "bench", "namespace": NS},
+            "metadata": {"name": "bench", "namespace": ns},
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": "bench"}},
                      "template": pod_template("bench")}}
 
 
-def united(replicas: int) -> dict[str, Any]:
+def united(replicas: int, ns: str = NS) -> dict[str, Any]:
     return {
         "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
-        "metadata": {"name": "bench", "namespace": NS},
+        "metadata": {"name": "bench", "namespace": ns},
         "spec": {
             "replicas": replicas, "selector": {"matchLabels": {"app": "bench"}},
             "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "bench"}}, "spec": {
@@ -83,21 +86,21 @@ def wait(what: str, check: Callable[[], bool], timeout: float = 600.0) -> float:
     return time.perf_counter()
 
 
-def ready_clonesets(custom: Any) -> int:
+def ready_clonesets(custom: Any, ns: str = NS) -> int:
     """Ready pods over the namespace's CloneSets, read as plain JSON."""
-    listed = custom.list_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS, "clonesets")
+    listed = custom.list_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns, "clonesets")
     return sum(int((c.get("status") or {}).get("readyReplicas") or 0) for c in listed["items"])
 
 
-def ud_ready(custom: Any) -> int:
-    obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
+def ud_ready(custom: Any, ns: str = NS) -> int:
+    obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns,
                                               "uniteddeployments", "bench")
     return int((obj.get("status") or {}).get("readyReplicas") or 0)
 
 
-def namespace(api: client.ApiClient) -> None:
+def namespace(api: client.ApiClient, ns: str = NS) -> None:
     client.CoreV1Api(api).create_namespace(client.V1Namespace(
-        metadata=client.V1ObjectMeta(name=NS)))
+        metadata=client.V1ObjectMeta(name=ns)))
 
 
 def baseline(replicas: int, workdir: Path) -> float:
@@ -124,45 +127,47 @@ def baseline(replicas: int, workdir: Path) -> float:
             proc.wait(30)
 
 
-def stacked(replicas: int, workdir: Path, *, with_ud: bool = True) -> tuple[float, float]:
+def stacked(replicas: int, workdir: Path, *, with_ud: bool = True, given: Path | None = None,
+            ns: str = NS) -> tuple[float, float]:
+    """Seconds to Ready and to the UnitedDeployment's status Ready (without one: one CloneSet's
+    Ready twice), on a stack of its own or the running one ``given`` describes, in ``ns``."""
     data_dir = workdir / ("stack" if with_ud else "plain-stack")
-    stack = Stack(data_dir=data_dir, cluster="bench",
-                  kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET], service_env=ACTUATOR)
-    try:
-        stack.start(120.0)
+    with local_stack(given, data_dir, kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET],
+                     service_env=ACTUATOR) as stack:
         api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(data_dir / "kubeconfig"))
+            config_file=str(stack.kubeconfig))
         with api:
             custom: Any = client.CustomObjectsApi(api)
-            namespace(api)
+            namespace(api, ns)
             started = time.perf_counter()
             if not with_ud:
-                custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
-                                                       "clonesets", cloneset(replicas))
-                ready = wait("CloneSet Ready", lambda: ready_clonesets(custom) >= replicas)
+                custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns,
+                                                       "clonesets", cloneset(replicas, ns))
+                ready = wait("CloneSet Ready", lambda: ready_clonesets(custom, ns) >= replicas)
                 return ready - started, ready - started
-            custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
-                                                   "uniteddeployments", united(replicas))
-            ready = wait("subset CloneSets Ready", lambda: ready_clonesets(custom) >= replicas)
-            status = wait("UD status Ready", lambda: ud_ready(custom) >= replicas)
+            custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", ns,
+                                                   "uniteddeployments", united(replicas, ns))
+            ready = wait("subset CloneSets Ready",
+                         lambda: ready_clonesets(custom, ns) >= replicas)
+            status = wait("UD status Ready", lambda: ud_ready(custom, ns) >= replicas)
             return ready - started, status - started
-    finally:
-        stack.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--replicas", type=int, default=1000)
     parser.add_argument("--runs", type=int, default=1)
-    args = parser.parse_args(argv)
+    parser.add_argument(STACK, type=Path, help=STACK_HELP + " (for both stacked phases)")
+    args = _tiny.arguments(parser, argv, {"replicas": 6})
     runs: list[tuple[float, float, float, float]] = []
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         for i in range(args.runs):
             workdir = Path(tmp) / f"run-{i}"
             workdir.mkdir()
             base = baseline(args.replicas, workdir)
-            plain, _ = stacked(args.replicas, workdir, with_ud=False)
-            ready, status = stacked(args.replicas, workdir)
+            plain, _ = stacked(args.replicas, workdir, with_ud=False, given=args.stack,
+                               ns=f"united-plain-{i}")
+            ready, status = stacked(args.replicas, workdir, given=args.stack, ns=f"united-{i}")
             runs.append((base, plain, ready, status))
             print(json.dumps({"run": i + 1, "kubesim_cloneset": round(base, 2),
                               "stack_cloneset": round(plain, 2),

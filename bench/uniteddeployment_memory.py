@@ -32,6 +32,7 @@ from typing import Any
 
 import msgspec
 
+from bench import _tiny
 from bench._united import NS, SUBSETS, Feed, cloneset, realistic_pod, revision_of, united
 
 GOAL = 2.0
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--side", choices=SIDES, help=argparse.SUPPRESS)
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"pods": 60})
     if args.side:
         print(json.dumps(side(args.side, args.pods)))
         return 0

@@ -17,6 +17,7 @@ import statistics
 import time
 from typing import Any
 
+from bench import _tiny
 from bench._united import SUBSETS, Feed, cloneset, realistic_pod, revision_of, united
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
@@ -75,7 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", type=int, default=100)
     parser.add_argument("--large", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=50)
-    args = parser.parse_args(argv)
+    args = _tiny.arguments(parser, argv, {"small": 9, "large": 30, "rounds": 3})
     results = {}
     for pods in (args.small, args.large):
         whole, rec, diff = rounds(pods, args.rounds)

@@ -17,12 +17,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import time
+from collections.abc import Sequence
 
 import msgspec
 import nats
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
+from bench import _tiny
 from bench._bus import deployment, full_size, nats_server, observation
 from events.messages import ResourceRef
 from services.watcher.publisher import ObservationPublisher
@@ -126,7 +128,12 @@ async def main(count: int) -> None:
         await nc.close()
 
 
-if __name__ == "__main__":
+def cli(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--observations", type=int, default=200_000 if full_size() else 50_000)
-    asyncio.run(main(parser.parse_args().observations))
+    asyncio.run(main(_tiny.arguments(parser, argv, {"observations": 200}).observations))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(cli())

@@ -28,7 +28,6 @@ import asyncio
 import base64
 import json
 import os
-import ssl
 import tempfile
 import time
 import uuid
@@ -38,8 +37,9 @@ from typing import Any
 import aiohttp
 from kubernetes import client, config
 
-from bench._reviews import latency_ms, pod_review
-from spreadbus.cli.local_stack import Stack
+from bench import _tiny
+from bench._reviews import api_server_tls, latency_ms, pod_review
+from bench._stack import STACK, STACK_HELP, local_stack
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
 
 LIMIT_MS = 5.0
@@ -132,12 +132,9 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_rate(url: str, ca: Path, targets: list[tuple[str, tuple[str, str]]], rate: int,
+async def run_rate(url: str, tls: Path, targets: list[tuple[str, tuple[str, str]]], rate: int,
                    seconds: float, webhook_pid: int) -> dict[str, float]:
-    context = ssl.create_default_context(cafile=str(ca))
-    # the stack's webhook serves only the certificate kubesim presents as the API server
-    context.load_cert_chain(ca.parent / "apiserver-client.crt", ca.parent / "apiserver-client.key")
-    connector = aiohttp.TCPConnector(ssl=context, limit=64)
+    connector = aiohttp.TCPConnector(ssl=api_server_tls(tls), limit=64)
     headers = {"Content-Type": "application/json"}
     async with aiohttp.ClientSession(connector=connector) as session:
         # The webhook's view must hold every WorkloadSpread before measuring.
@@ -196,32 +193,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each rate's run")
     parser.add_argument("--spreads", type=int, default=20,
                         help="WorkloadSpreads (namespaces) the reviews are spread over")
-    args = parser.parse_args(argv)
+    parser.add_argument(STACK, type=Path, help=STACK_HELP)
+    args = _tiny.arguments(parser, argv, {"seconds": 0.1, "spreads": 2})
     results: dict[int, dict[str, float]] = {}
-    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
-        data_dir = Path(tmp) / "stack"
-        stack = Stack(data_dir=data_dir, cluster="bench",
-                      kubesim_args=["--topology=three-zones", *KUBELET])
-        try:
-            stack.start(120.0)
-            url = f"https://127.0.0.1:{stack.webhook_port}/mutate-pod"
-            webhook = next(s.process for s in stack.services if s.name == "webhook")
-            assert webhook is not None
-            api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(data_dir / "kubeconfig")
-            )
-            with api:
-                for rate in RATES:
-                    targets = [(ns, prepare(api, ns))
-                               for ns in (f"bench-{rate}-{i}" for i in range(args.spreads))]
-                    results[rate] = asyncio.run(run_rate(url, data_dir / "tls" / "ca.crt",
-                                                         targets, rate, args.seconds,
-                                                         webhook.pid))
-        finally:
-            stack.stop()
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, \
+            local_stack(args.stack, Path(tmp) / "stack",
+                        kubesim_args=["--topology=three-zones", *KUBELET]) as stack:
+        url = f"https://127.0.0.1:{stack.webhook_ports[0]}/mutate-pod"
+        api = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(stack.kubeconfig))
+        with api:
+            for rate in RATES:
+                targets = [(ns, prepare(api, ns))
+                           for ns in (f"admission-{rate}-{i}" for i in range(args.spreads))]
+                results[rate] = asyncio.run(run_rate(url, stack.tls, targets, rate,
+                                                     args.seconds,
+                                                     stack.pids[stack.webhooks[0]]))
     print(f"cores: {os.cpu_count()}, reviews spread over {args.spreads} WorkloadSpreads")
     for rate, r in results.items():
-        print(f"{rate}/s for {args.seconds:.0f} s ({r['count']:.0f} reviews): "
+        print(f"{rate}/s for {args.seconds:g} s ({r['count']:.0f} reviews): "
               f"p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.2f} ms, "
               f"achieved {r['achieved']:.0f}/s, not steered {r['not_steered']:.0f}, "
               f"webhook CPU {r['cpu_us']:.0f} us per review")

@@ -38,9 +38,10 @@ from typing import Any
 
 from kubernetes import config
 
+from bench import _tiny
 from bench._interleaved import Lane, interleaved, one_at_a_time
+from bench._stack import STACK, STACK_HELP, local_stack
 from bench.webhook_admission import KUBELET, prepare
-from spreadbus.cli.local_stack import Stack
 from tests.fixtures.connection_flood import FloodProcess
 
 GOAL = 1.1
@@ -76,63 +77,62 @@ def main(argv: list[str] | None = None) -> int:
                         help="rounds; the replica flooded alternates")
     parser.add_argument("--spreads", type=int, default=20,
                         help="WorkloadSpreads (namespaces) each replica's reviews are spread over")
-    args = parser.parse_args(argv)
+    parser.add_argument(STACK, type=Path, help=STACK_HELP + " (with two webhook replicas)")
+    args = _tiny.arguments(parser, argv, {"idle": 20, "slow": 2, "rate": 20, "seconds": 0.5,
+                                          "one_at_a_time": 5, "rounds": 1, "spreads": 2})
     results: dict[str, list[dict[str, float]]] = {"quiet": [], "held": []}
     peak = 0
-    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
-        data_dir = Path(tmp) / "stack"
-        stack = Stack(data_dir=data_dir, cluster="bench", webhook_replicas=2,
-                      kubesim_args=["--topology=three-zones", *KUBELET])
-        try:
-            stack.start(120.0)
-            replicas = [s for s in stack.services if s.name.startswith("webhook")]
-            pids = [r.process.pid for r in replicas if r.process is not None]
-            tls = data_dir / "tls"
-            api: Any = config.new_client_from_config(  # type: ignore[no-untyped-call]
-                config_file=str(data_dir / "kubeconfig"))
-            with api:
-                started_rss = max(memory(pid)[0] for pid in pids)
-                for number in range(args.rounds):
-                    flooded = number % 2  # each replica is the flooded one in every other round
-                    lanes = [Lane(f"https://127.0.0.1:{port}/mutate-pod", tls,
-                                  [(ns, prepare(api, ns)) for ns in
-                                   (f"bench-{number}-{i}-{j}" for j in range(args.spreads))],
-                                  pid)
-                             for i, (port, pid) in enumerate(zip(stack.webhook_ports, pids,
-                                                                 strict=True))]
-                    flood = FloodProcess(stack.webhook_ports[flooded], tls / "ca.crt",
-                                         tls / "apiserver-client.crt",
-                                         tls / "apiserver-client.key",
-                                         idle=args.idle, slow=args.slow)
-                    opened = time.perf_counter()
-                    with flood:
-                        took = time.perf_counter() - opened
-                        loop = asyncio.run(interleaved(lanes, args.rate, args.seconds))
-                        single = asyncio.run(one_at_a_time(lanes, args.one_at_a_time))
-                        rss, hwm = memory(pids[flooded])
-                        health = replicas[flooded].health_port
-                        kept = metric(health, "spreadbus_webhook_connections")
-                        closed = flood.closed_by_server()
-                        peak = max(peak, hwm)
-                    for i, (r, one) in enumerate(zip(loop, single, strict=True)):
-                        r.update({f"one_{key}": value for key, value in one.items()})
-                        kind = "held" if i == flooded else "quiet"
-                        results[kind].append(r)
-                        print(f"round {number + 1}, {replicas[i].name} ({kind}): at "
-                              f"{args.rate}/s p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
-                              f"max {r['max_ms']:.2f} ms; one at a time p50 "
-                              f"{one['p50_ms']:.2f} ms, p99 {one['p99_ms']:.2f} ms; not steered "
-                              f"{r['not_steered'] + one['not_steered']:.0f}", flush=True)
-                    print(f"  flood of {flood.opened} opened in {took:.1f} s; {closed} closed by "
-                          f"the webhook, {kept:.0f} kept; RSS {rss / 2**20:.0f} MiB", flush=True)
-                evicted = sum(metric(r.health_port, "spreadbus_webhook_connections_evicted")
-                              for r in replicas)
-                refused = sum(metric(r.health_port, "spreadbus_webhook_connections_refused")
-                              for r in replicas)
-        finally:
-            stack.stop()
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, \
+            local_stack(args.stack, Path(tmp) / "stack", webhook_replicas=2,
+                        kubesim_args=["--topology=three-zones", *KUBELET]) as stack:
+        if len(stack.webhooks) < 2:
+            parser.error(f"{args.stack} runs {len(stack.webhooks)} webhook replica(s), not 2")
+        replicas = stack.webhooks[:2]
+        pids = [stack.pids[name] for name in replicas]
+        tls = stack.tls
+        api: Any = config.new_client_from_config(  # type: ignore[no-untyped-call]
+            config_file=str(stack.kubeconfig))
+        with api:
+            started_rss = max(memory(pid)[0] for pid in pids)
+            for number in range(args.rounds):
+                flooded = number % 2  # each replica is the flooded one in every other round
+                lanes = [Lane(f"https://127.0.0.1:{port}/mutate-pod", tls,
+                              [(ns, prepare(api, ns)) for ns in
+                               (f"idle-{number}-{i}-{j}" for j in range(args.spreads))],
+                              pid)
+                         for i, (port, pid) in enumerate(zip(stack.webhook_ports[:2], pids,
+                                                             strict=True))]
+                flood = FloodProcess(stack.webhook_ports[flooded], tls / "ca.crt",
+                                     tls / "apiserver-client.crt",
+                                     tls / "apiserver-client.key",
+                                     idle=args.idle, slow=args.slow)
+                opened = time.perf_counter()
+                with flood:
+                    took = time.perf_counter() - opened
+                    loop = asyncio.run(interleaved(lanes, args.rate, args.seconds))
+                    single = asyncio.run(one_at_a_time(lanes, args.one_at_a_time))
+                    rss, hwm = memory(pids[flooded])
+                    health = stack.health_ports[replicas[flooded]]
+                    kept = metric(health, "spreadbus_webhook_connections")
+                    closed = flood.closed_by_server()
+                    peak = max(peak, hwm)
+                for i, (r, one) in enumerate(zip(loop, single, strict=True)):
+                    r.update({f"one_{key}": value for key, value in one.items()})
+                    kind = "held" if i == flooded else "quiet"
+                    results[kind].append(r)
+                    print(f"round {number + 1}, {replicas[i]} ({kind}): at "
+                          f"{args.rate}/s p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, "
+                          f"max {r['max_ms']:.2f} ms; one at a time p50 "
+                          f"{one['p50_ms']:.2f} ms, p99 {one['p99_ms']:.2f} ms; not steered "
+                          f"{r['not_steered'] + one['not_steered']:.0f}", flush=True)
+                print(f"  flood of {flood.opened} opened in {took:.1f} s; {closed} closed by "
+                      f"the webhook, {kept:.0f} kept; RSS {rss / 2**20:.0f} MiB", flush=True)
+            evicted = sum(metric(stack.health_ports[r], "spreadbus_webhook_connections_evicted")
+                          for r in replicas)
+            refused = sum(metric(stack.health_ports[r], "spreadbus_webhook_connections_refused")
+                          for r in replicas)
     print(f"cores: {os.cpu_count()}, {args.rate} reviews/s to each replica for "
-          f"{args.seconds:.0f} s, then {args.one_at_a_time} one at a time, per round; "
+          f"{args.seconds:g} s, then {args.one_at_a_time} one at a time, per round; "
           f"{args.rounds} round(s); held: {args.idle} idle and {args.slow} slow connections")
     keys = ("p50_ms", "p99_ms", "one_p50_ms", "one_p99_ms", "not_steered", "one_not_steered")
     median = {kind: {key: statistics.median(r[key] for r in runs) for key in keys}

@@ -48,13 +48,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config
 
-from spreadbus.cli.local_stack import Stack, free_port
+from bench import _tiny
+from bench._stack import STACK, STACK_HELP, local_stack
+from spreadbus.cli.local_stack import free_port
 from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
 from spreadbus.features.workloadspread.core.pod_state import pod_annotations
@@ -72,13 +74,14 @@ KUBELET = [
 ACTUATOR = {"SPREADBUS_KUBE_QPS": "1000", "SPREADBUS_KUBE_BURST": "1000", "SPREADBUS_WORKERS": "16"}
 """The actuator tuned for a local API server: no client-side rate limit, 16 plans in flight."""
 NS = "bench"
+"""The namespace a run's phase works in on a stack of its own; on a shared stack, one per phase."""
 
 
-def deployment(replicas: int) -> dict[str, Any]:
+def deployment(replicas: int, namespace: str = NS) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "bench", "namespace": NS},
+        "metadata": {"name": "bench", "namespace": namespace},
         "spec": {
             "replicas": replicas,
             "selector": {"matchLabels": {"app": "bench"}},
@@ -93,7 +96,7 @@ def deployment(replicas: int) -> dict[str, Any]:
     }
 
 
-def workloadspread(replicas: int) -> dict[str, Any]:
+def workloadspread(replicas: int, namespace: str = NS) -> dict[str, Any]:
     def subset(zone: str, limit: int | None) -> dict[str, Any]:
         out: dict[str, Any] = {"name": zone, "requiredNodeSelectorTerm": {"matchExpressions": [
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": [zone]}]}}
@@ -105,7 +108,7 @@ def workloadspread(replicas: int) -> dict[str, Any]:
     return {
         "apiVersion": "apps.kruise.io/v1alpha1",
         "kind": "WorkloadSpread",
-        "metadata": {"name": "bench", "namespace": NS},
+        "metadata": {"name": "bench", "namespace": namespace},
         "spec": {
             "targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "bench"},
             "subsets": [subset("zone-a", share), subset("zone-b", share), subset("zone-c", None)],
@@ -134,13 +137,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def scale_up(apps: Any, replicas: int, pids: dict[str, int]) -> tuple[float, float, Cpu]:
+def scale_up(apps: Any, replicas: int, pids: Mapping[str, int],
+             namespace: str = NS) -> tuple[float, float, Cpu]:
     """Create the Deployment and wait until its pods are Ready: when it was created, when they
     were Ready, and the CPU each process in ``pids`` used meanwhile."""
     before = {name: cpu_seconds(pid) for name, pid in pids.items()}
     started = time.perf_counter()
-    apps.create_namespaced_deployment(NS, deployment(replicas))
-    ready = wait("pods Ready", lambda: ready_replicas(apps) >= replicas)
+    apps.create_namespaced_deployment(namespace, deployment(replicas, namespace))
+    ready = wait("pods Ready", lambda: ready_replicas(apps, namespace) >= replicas)
     return started, ready, {name: cpu_seconds(pid) - before[name] for name, pid in pids.items()}
 
 
@@ -153,7 +157,8 @@ def pin(pid: int, cores: set[int]) -> None:
 
 @contextlib.contextmanager
 def layout(name: str, kubesim: int, others: list[int]) -> Iterator[None]:
-    """kubesim (pid) and the other processes (this one included) placed as ``name`` says."""
+    """kubesim (pid) and the other processes (this one included) placed as ``name`` says, and
+    every core given back to each on leaving (a shared stack runs on after)."""
     everything = os.sched_getaffinity(0)
     if name == "split":
         first, rest = min(everything), everything - {min(everything)}
@@ -163,18 +168,22 @@ def layout(name: str, kubesim: int, others: list[int]) -> Iterator[None]:
     try:
         yield
     finally:
+        if name == "split":
+            for pid in (kubesim, *others):
+                with contextlib.suppress(FileNotFoundError):  # a process that just ended
+                    pin(pid, everything)
         pin(os.getpid(), everything)
 
 
-def ready_replicas(apps: Any) -> int:
+def ready_replicas(apps: Any, namespace: str = NS) -> int:
     """Polled every 50 ms while the stack runs: read as plain JSON, not the client's models."""
-    response = apps.read_namespaced_deployment_status("bench", NS, _preload_content=False)
+    response = apps.read_namespaced_deployment_status("bench", namespace, _preload_content=False)
     status = json.loads(response.data).get("status") or {}
     return int(status.get("readyReplicas") or 0)
 
 
-def create_namespace(core: Any) -> None:
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NS)))
+def create_namespace(core: Any, namespace: str = NS) -> None:
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
 
 
 def baseline(replicas: int, workdir: Path, cores: str) -> tuple[float, Cpu]:
@@ -200,48 +209,43 @@ def baseline(replicas: int, workdir: Path, cores: str) -> tuple[float, Cpu]:
         log.close()
 
 
-def spread(replicas: int, workdir: Path, cores: str, *,
-           with_spread: bool = True, secured_bus: bool = True) -> tuple[float, float, Cpu]:
+def spread(replicas: int, workdir: Path, cores: str, *, with_spread: bool = True,
+           secured_bus: bool = True, given: Path | None = None,
+           namespace: str = NS) -> tuple[float, float, Cpu]:
     """Seconds to Ready and to converged, and each process's CPU until Ready; on an open bus
-    (no users, no TLS) when not ``secured_bus``, to measure what securing it costs."""
+    (no users, no TLS) when not ``secured_bus``, to measure what securing it costs; on the
+    running stack ``given`` describes (:mod:`bench._stack`) if one is, in ``namespace``."""
     data_dir = workdir / ("stack" if with_spread else "plain-stack")
-    stack = Stack(data_dir=data_dir, cluster="bench",
-                  kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET], service_env=ACTUATOR,
-                  secured_bus=secured_bus)
-    try:
-        stack.start(120.0)
+    with local_stack(given, data_dir, kubesim_args=[f"--topology={TOPOLOGY}", *KUBELET],
+                     service_env=ACTUATOR, secured_bus=secured_bus) as stack:
         api = config.new_client_from_config(  # type: ignore[no-untyped-call]
-            config_file=str(data_dir / "kubeconfig")
+            config_file=str(stack.kubeconfig)
         )
-        assert stack.kubesim is not None
-        assert stack.kubesim.process is not None
-        assert stack.nats is not None
-        assert stack.nats.process is not None
-        pids = {"kubesim": stack.kubesim.process.pid, "nats-server": stack.nats.process.pid,
-                **{s.name: s.process.pid for s in stack.services if s.process is not None}}
+        pids = stack.pids
         others = [pid for name, pid in pids.items() if name != "kubesim"]
-        with api, layout(cores, stack.kubesim.process.pid, others):
+        with api, layout(cores, pids["kubesim"], others):
             apps: Any = client.AppsV1Api(api)
             core: Any = client.CoreV1Api(api)
             custom: Any = client.CustomObjectsApi(api)
-            create_namespace(core)
+            create_namespace(core, namespace)
             if not with_spread:
-                started, ready, used = scale_up(apps, replicas, pids)
+                started, ready, used = scale_up(apps, replicas, pids, namespace)
                 return ready - started, ready - started, used
-            custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
-                                                   "workloadspreads", workloadspread(replicas))
+            custom.create_namespaced_custom_object("apps.kruise.io", "v1alpha1", namespace,
+                                                   "workloadspreads",
+                                                   workloadspread(replicas, namespace))
             zones = {n.metadata.name: n.metadata.labels["topology.kubernetes.io/zone"]
                      for n in core.list_node().items}
             time.sleep(1.0)  # the webhook's view holds the WorkloadSpread (it follows the bus)
-            started, ready, used = scale_up(apps, replicas, pids)
+            started, ready, used = scale_up(apps, replicas, pids, namespace)
 
             def counted() -> bool:
-                obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1", NS,
-                                                          "workloadspreads", "bench")
+                obj = custom.get_namespaced_custom_object("apps.kruise.io", "v1alpha1",
+                                                          namespace, "workloadspreads", "bench")
                 statuses = (obj.get("status") or {}).get("subsetStatuses") or []
                 return replicas == sum(int(s.get("replicas", 0)) for s in statuses)
 
-            with PodWatch(core, NS) as watch:
+            with PodWatch(core, namespace) as watch:
                 misplaced = [
                     name for name, p in watch.pods().items()
                     if json.loads(pod_annotations(p).get(MATCHED, "{}")).get("subset")
@@ -258,8 +262,6 @@ def spread(replicas: int, workdir: Path, cores: str, *,
                 wait("status counts every pod", counted)
                 done = wait("deletion costs", costed)
             return ready - started, done - started, used
-    finally:
-        stack.stop()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -269,7 +271,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="repeat the three phases; each is reported by its best run")
     parser.add_argument("--layouts", default=",".join(LAYOUTS),
                         help="comma-separated, of: " + ", ".join(LAYOUTS))
-    args = parser.parse_args(argv)
+    parser.add_argument(STACK, type=Path, help=STACK_HELP + " (for both phases on a stack)")
+    args = _tiny.arguments(parser, argv, {"replicas": 6, "runs": 1, "layouts": "shared"})
     layouts = [name for name in args.layouts.split(",") if name]
     if not layouts or any(name not in LAYOUTS for name in layouts):
         parser.error(f"--layouts: expected names from {', '.join(LAYOUTS)}, got {args.layouts!r}")
@@ -285,8 +288,11 @@ def main(argv: list[str] | None = None) -> int:
                 workdir = Path(tmp) / f"run-{i}" / cores
                 workdir.mkdir(parents=True)
                 base, base_cpu = baseline(args.replicas, workdir, cores)
-                plain, _, plain_cpu = spread(args.replicas, workdir, cores, with_spread=False)
-                ready, converged, spread_cpu = spread(args.replicas, workdir, cores)
+                plain, _, plain_cpu = spread(args.replicas, workdir, cores, with_spread=False,
+                                             given=args.stack, namespace=f"plain-{i}-{cores}")
+                ready, converged, spread_cpu = spread(args.replicas, workdir, cores,
+                                                      given=args.stack,
+                                                      namespace=f"spread-{i}-{cores}")
                 runs[cores].append((base, plain, ready, converged))
                 cpu[cores].append((base_cpu, plain_cpu, spread_cpu))
                 print(f"run {i + 1}, {cores} cores: kubesim alone {base:.2f} s, stack without a "
