@@ -19,7 +19,7 @@ import pytest
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamInfo
 from nats.js.errors import Error as JetStreamError
 
 from events import streams
@@ -231,7 +231,14 @@ async def test_no_user_but_setup_may_update_seal_purge_or_delete_a_stream(
         await clients["watcher"].jetstream().publish(f"history.pod.c1.default.p{n}", b"{}")
         await clients["planner"].jetstream().publish(f"plan.c1.patch._.pods.default.p{n}", b"{}")
     js = clients[READER].jetstream()
-    history = await js.stream_info(streams.HISTORY.name)
+
+    async def history_settled() -> StreamInfo | None:
+        """HISTORY once it holds its own three points and its copies of the three plans, which
+        the server sources in after the publishes were acknowledged."""
+        info = await js.stream_info(streams.HISTORY.name)
+        return info if info.state.messages == 6 else None
+
+    history = await wait_until_async(history_settled, what="HISTORY to source the plans")
     plans = await js.stream_info(streams.PLANS.name)
     sealed = json.dumps({**stream_config(streams.PLANS).as_dict(), "sealed": True}).encode()
     attempts = {
@@ -257,7 +264,7 @@ async def test_no_user_but_setup_may_update_seal_purge_or_delete_a_stream(
     assert history_after.config.max_msgs == history.config.max_msgs == -1
     assert [s.name for s in history_after.config.sources or []] == \
         [s.name for s in history.config.sources or []] == ["ADMISSIONS", "PLANS", "OUTCOMES"]
-    assert history_after.state.messages == history.state.messages >= 3
+    assert history_after.state.messages == history.state.messages == 6
     assert not plans_after.config.sealed
     assert plans_after.state.messages == plans.state.messages == 3
     assert (await js.stream_info(streams.OUTCOMES.name)).config.name == "OUTCOMES"
