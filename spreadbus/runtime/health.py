@@ -9,7 +9,9 @@ a ready service sees less than it might without reading its logs.
 
 ``/healthz`` answers 200 as long as the event loop runs, so a wedged loop is what makes
 Kubernetes restart the process. ``/metrics`` renders the service's own prometheus-client registry
-(no global registry, so two services in one test process never collide).
+(no global registry, so two services in one test process never collide), including the gate
+itself (``spreadbus_ready``, ``spreadbus_ready_condition{condition}``), so an alert sees a service
+that runs but is not ready, and which condition holds it back (``nats``: the connection is lost).
 
 Signatures::
 
@@ -41,11 +43,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Final
 
 from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +116,25 @@ class ReadinessGate:
         return dict(self._conditions)
 
 
+class ReadinessMetrics(Collector):
+    """The gate as metrics, read when scraped."""
+
+    def __init__(self, gate: ReadinessGate) -> None:
+        self.gate = gate
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        yield GaugeMetricFamily(
+            "spreadbus_ready", "1 while the service is ready (/readyz answers 200)",
+            value=1.0 if self.gate.ready else 0.0)
+        conditions = GaugeMetricFamily(
+            "spreadbus_ready_condition",
+            "1 while the readiness condition holds (nats: connected; bus: streams exist)",
+            labels=["condition"])
+        for name, ok in self.gate.conditions.items():
+            conditions.add_metric([name], 1.0 if ok else 0.0)
+        yield conditions
+
+
 class HealthServer:
     def __init__(
         self,
@@ -123,6 +146,7 @@ class HealthServer:
     ) -> None:
         self.gate = gate
         self.registry = registry
+        registry.register(ReadinessMetrics(gate))
         self.host = host
         self.port = port
         self._runner: web.AppRunner | None = None

@@ -29,6 +29,14 @@ async def test_readyz_is_503_until_every_condition_holds_and_metrics_render() ->
                 assert resp.status == 200
             async with http.get(f"{base}/metrics") as resp:
                 assert resp.status == 200
-                assert "spreadbus_test_things_total 3.0" in await resp.text()
+                text = await resp.text()
+                assert "spreadbus_test_things_total 3.0" in text
+                assert "spreadbus_ready 1.0" in text
+                assert 'spreadbus_ready_condition{condition="caught_up"} 1.0' in text
+            gate.set("nats", False)
+            async with http.get(f"{base}/metrics") as resp:
+                text = await resp.text()
+                assert "spreadbus_ready 0.0" in text
+                assert 'spreadbus_ready_condition{condition="nats"} 0.0' in text
     finally:
         await server.stop()
