@@ -17,8 +17,11 @@ A service connects as a user of its own (``watcher``, ``planner``, ``actuator``,
   durable consumer only and publishes outcomes; the webhook reads ``KUBE``; ``audit``
   (``spreadbus audit follow``) reads ``HISTORY``; each feature adds, per service, its own
   subjects and buckets (:class:`BusAccess`);
-- the reader subscribes to every message subject and reads every stream and bucket, through
-  consumers of its own, and publishes nothing else.
+- the reader subscribes to every message subject under the first token of each subject anyone
+  publishes on (``kube.>``, ``plan.>``, ``webhook.>``, ...; :func:`message_roots`) and reads every
+  stream and bucket, through consumers of its own, and publishes nothing else. It never
+  subscribes to ``>``, the JetStream API (``$JS.>``, whose subjects name every consumer) or
+  another user's inbox.
 
 Consumers. A user reading a stream creates consumers of its own: the JetStream API names the
 consumer in the request subject (``$JS.API.CONSUMER.CREATE.<stream>.<name>[.<filter>]``,
@@ -199,10 +202,28 @@ def _reader(features: Sequence[Mapping[str, BusAccess]]) -> tuple[list[str], lis
     publish = [f"{_API}.INFO", f"{_API}.STREAM.NAMES"]
     for stream in _unique(read):
         publish += stream_reading(stream)
-    subscribe = [f"{inbox_prefix(READER)}.>",
-                 *(subject for spec in streams.ALL for subject in spec.subjects),
+    published = [*(subject for spec in streams.ALL for subject in spec.subjects),
+                 *(s for access in _OWN.values() for s in access.publish),
+                 *(s for f in features for a in f.values() for s in a.publish)]
+    subscribe = [f"{inbox_prefix(READER)}.>", *message_roots(published),
                  *(f"$KV.{b}.>" for f in features for a in f.values() for b in a.buckets)]
     return publish, subscribe
+
+
+def message_roots(published: Iterable[str]) -> list[str]:
+    """What the reader subscribes to for these message subjects: each one's first token with
+    ``.>`` (``kube.obs.>`` and ``kube.sync.>`` give ``kube.>``), so the usual wildcards work.
+
+    Never the JetStream API (``$...``, whose subjects name every user's consumers) nor an inbox
+    (``_INBOX...``, another user's replies), nor a subject whose first token is a wildcard,
+    which would take those in too; a subject of one token is kept as it is."""
+    roots = []
+    for subject in published:
+        first, _, rest = subject.partition(".")
+        if first.startswith(("$", "_INBOX")) or first in ("*", ">"):
+            continue
+        roots.append(f"{first}.>" if rest else subject)
+    return _unique(roots)
 
 
 def server_users(public_keys: Mapping[str, str], features: Sequence[Mapping[str, BusAccess]],

@@ -100,6 +100,39 @@ async def test_the_reader_follows_the_bus_but_changes_nothing(
                for line in violations(server))
 
 
+async def test_the_reader_subscribes_with_the_usual_wildcards_but_not_to_everything(
+    secured_bus: tuple[NatsServer, Path], clients: dict[str, Client],
+) -> None:
+    """``kube.>`` and ``webhook.>`` take in what the watcher and the webhook publish; ``>``,
+    the JetStream API (every consumer's name) and another user's inbox stay refused."""
+    server, _ = secured_bus
+    reader = clients[READER]
+    seen: list[str] = []
+
+    async def note(msg: Msg) -> None:
+        seen.append(msg.subject)
+
+    for subject in ("kube.>", "webhook.>", "history.>"):
+        await reader.subscribe(subject, cb=note)
+    await reader.flush()
+    await clients["watcher"].jetstream().publish("kube.sync.c1.pods", b"{}")
+    await clients["watcher"].publish("history.c1.pod.default.web-1", b"{}")
+    await clients["webhook"].publish("webhook.spreads.c1.default.ws", b"{}")
+    await wait_until_async(lambda: len(seen) == 3, what="the reader to hear all three")
+    assert sorted(seen) == ["history.c1.pod.default.web-1", "kube.sync.c1.pods",
+                            "webhook.spreads.c1.default.ws"]
+    assert violations(server) == []
+    refused = (">", "$JS.API.>", "$JS.EVENT.>", "_INBOX_planner.>", "*.>")
+    for subject in refused:
+        await reader.subscribe(subject)
+    await reader.flush()
+    await wait_until_async(lambda: len(violations(server)) >= len(refused),
+                           what="each wider subscription refused")
+    assert [line.rsplit('Subject "', 1)[1].split('"')[0] for line in violations(server)] == list(
+        refused)
+    assert all("Subscription Violation" in line for line in violations(server))
+
+
 async def test_an_anonymous_client_cannot_connect(secured_bus: tuple[NatsServer, Path]) -> None:
     server, _ = secured_bus
     anonymous = Client()

@@ -16,6 +16,7 @@ from spreadbus.runtime.bus_permissions import (
     USERS,
     actuator_consumer,
     consumer_use,
+    message_roots,
     permissions,
 )
 
@@ -62,7 +63,40 @@ def test_the_reader_publishes_only_jetstream_reads_and_subscribes_to_every_messa
         assert subject.startswith(("$JS.API.", "$JS.ACK.", "$JS.FC.")), subject
         assert not re.search(r"\.(CREATE|UPDATE|PURGE|DELETE)\.[A-Z_a-z-]+$", subject) or \
             "CONSUMER" in subject, subject
-    assert set(DATA) <= set(allowed(READER, "subscribe"))
+    for subject in DATA:
+        assert any(covers(pattern, subject) for pattern in allowed(READER, "subscribe")), subject
+
+
+def covers(pattern: str, subject: str) -> bool:
+    """Whether a subscription allowed ``pattern`` takes in everything ``subject`` names, by
+    NATS's token rules (``*`` one token, ``>`` the rest)."""
+    want, have = pattern.split("."), subject.split(".")
+    for i, token in enumerate(want):
+        if token == ">":
+            return len(have) > i
+        if i >= len(have) or (token != "*" and token != have[i]) or (
+                token == "*" and have[i] == ">"):
+            return False
+    return len(want) == len(have)
+
+
+def test_the_reader_subscribes_under_each_published_root_and_never_to_the_api_or_an_inbox(
+) -> None:
+    subscribe = allowed(READER, "subscribe")
+    assert {"kube.>", "plan.>", "outcome.>", "admission.>", "history.>", "webhook.>"} <= set(
+        subscribe)
+    for pattern in subscribe:
+        assert pattern.split(".")[0] not in ("*", ">"), pattern
+        assert not pattern.startswith(("$JS", "_INBOX_")) or pattern == "_INBOX_reader.>"
+    for user in USERS:
+        for pattern in allowed(user, "subscribe"):  # every core subject another user reads
+            if not pattern.startswith(("_INBOX_", "$")):
+                assert any(covers(mine, pattern) for mine in subscribe), pattern
+
+
+def test_message_roots_widen_only_below_a_named_first_token() -> None:
+    published = ["a.b.>", "a.c", "b", "*.x", ">", "$KV.k.>", "$JS.API.>", "_INBOX_p.>", "a.>"]
+    assert message_roots(published) == ["a.>", "b"]
 
 
 @pytest.mark.parametrize("user", [u for u in USERS if u != SETUP])
