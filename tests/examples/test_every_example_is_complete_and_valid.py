@@ -25,11 +25,15 @@ from tests.examples.manifests import (
 
 FILES = example_files()
 SPREAD_FILES = [path for path in FILES if of_kind(path, "WorkloadSpread")]
+POLICIES = ("WorkloadSpread", "UnitedDeployment", "PodUnavailableBudget", "WorkloadRebalancer")
+PLACING_FILES = [path for path in FILES
+                 if of_kind(path, "WorkloadSpread") or of_kind(path, "UnitedDeployment")]
 
 
-def test_there_are_examples_of_both_workloadspread_and_uniteddeployment() -> None:
+def test_there_are_examples_of_every_policy_kind() -> None:
     assert len(SPREAD_FILES) >= 8
-    assert any(of_kind(path, "UnitedDeployment") for path in FILES)
+    for kind in POLICIES:
+        assert any(of_kind(path, kind) for path in FILES), kind
 
 
 @pytest.mark.parametrize("path", FILES, ids=example_id)
@@ -43,12 +47,21 @@ def test_every_object_of_an_example_names_its_api_kind_and_name(path: Path) -> N
         assert obj["metadata"]["name"]
 
 
-@pytest.mark.parametrize("path", SPREAD_FILES, ids=example_id)
-def test_every_workloadspread_example_passes_spreadbus_validate(
+@pytest.mark.parametrize("path", [p for p in FILES if any(of_kind(p, k) for k in POLICIES)],
+                         ids=example_id)
+def test_every_policy_of_an_example_passes_spreadbus_validate(
     path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code = main(["validate", "-f", str(path)])
-    assert (code, capsys.readouterr().out) == (0, "allowed\n")
+    policies = [obj for obj in objects(path) if obj["kind"] in POLICIES]
+    out = capsys.readouterr().out
+    if len(policies) == 1:
+        assert (code, out) == (0, "allowed\n")
+    else:
+        named = [f"{o['kind']}/" + "/".join(filter(None, (o["metadata"].get("namespace"),
+                                                          o["metadata"]["name"])))
+                 for o in policies]
+        assert (code, out) == (0, "".join(f"{name}: allowed\n" for name in named))
 
 
 @pytest.mark.parametrize("path", SPREAD_FILES, ids=example_id)
@@ -62,7 +75,7 @@ def test_every_workloadspread_example_holds_the_workload_it_targets_and_its_name
         assert objects(path)[0]["kind"] == "Namespace", "the namespace comes first for kubectl"
 
 
-@pytest.mark.parametrize("path", FILES, ids=example_id)
+@pytest.mark.parametrize("path", PLACING_FILES, ids=example_id)
 def test_every_subset_of_an_example_has_nodes_in_the_seed_examples_topology(path: Path) -> None:
     nodes = load_topology("seed-examples").nodes("2026-01-01T00:00:00Z")
     terms = list(node_terms(path))

@@ -371,3 +371,45 @@ def test_the_uniteddeployment_patch_example_gives_each_subset_its_limits_and_env
             assert main.resources.limits == {"cpu": "2", "memory": "800Mi"}
             env = [(e.name, e.value) for e in main.env]
             assert env == [("subset", subset_of_node[pod.spec.node_name])]
+
+
+def custom_status(cluster: Cluster, kind: str, name: str, namespace: str = "") -> JSON:
+    """The status of a custom object, as kubectl reads it."""
+    where = ["-n", namespace] if namespace else []
+    found: JSON = json.loads(cluster.kubectl("get", kind, name, *where, "-o", "json"))
+    return dict(found.get("status") or {})
+
+
+def test_the_budget_example_allows_3_of_its_5_pods_unavailable(cluster: Cluster) -> None:
+    path = EXAMPLES / "podunavailablebudget" / "web-server-pub.yaml"
+    with cluster.applied(path):
+        cluster.running(Target("Deployment", "web-server", "web", "web-server"), 5)
+        wanted = {"desiredAvailable": 2, "currentAvailable": 5, "totalReplicas": 5,
+                  "unavailableAllowed": 3}
+
+        def counted() -> JSON:
+            status = custom_status(cluster, "podunavailablebudget", "web-server-pub", "web")
+            return {key: status.get(key) for key in wanted}
+
+        wait_for(f"the budget's status to count {wanted}", lambda: counted() == wanted, 60,
+                 counted)
+
+
+def test_the_rebalancer_example_reports_its_workload_rebalanced(cluster: Cluster) -> None:
+    path = EXAMPLES / "workloadrebalancer" / "demo.yaml"
+    target = target_of(path)
+    with cluster.applied(path):
+        pods = cluster.running(target, 4)
+        assert split(pods) == {"zone-a": 2, "zone-b": 2}
+
+        def finished() -> JSON | None:
+            status = custom_status(cluster, "workloadrebalancer", "demo")
+            return status if status.get("finishTime") else None
+
+        status = wait_for("the rebalancer to finish", finished, 60,
+                          lambda: custom_status(cluster, "workloadrebalancer", "demo"))
+        assert status["observedGeneration"] == 1
+        assert status["observedWorkloads"] == [{
+            "result": "Successful",
+            "workload": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "demo-deploy",
+                         "namespace": "default"}}]
