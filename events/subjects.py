@@ -148,12 +148,3 @@ def parse_observation(subject: str) -> ObjectSubject:
         raise SubjectError(f"not an observation subject: {subject!r}")
     parts = [unescape(t) for t in tokens[2:]]
     return ObjectSubject(*parts)
-
-
-def parse_plan(subject: str) -> tuple[str, ObjectSubject]:
-    """Split ``plan.…`` or ``outcome.…`` into (verb, parts)."""
-    tokens = subject.split(".")
-    if len(tokens) != 7 or tokens[0] not in (PLANS, OUTCOMES):
-        raise SubjectError(f"not a plan or outcome subject: {subject!r}")
-    cluster, verb, group, resource, namespace, name = (unescape(t) for t in tokens[1:])
-    return verb, ObjectSubject(cluster, group, resource, namespace, name)

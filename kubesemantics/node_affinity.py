@@ -65,14 +65,6 @@ def _compiled(key: str, operator: str, values: tuple[str, ...]) -> ls.Requiremen
     return ls.new_requirement(key, _LABEL_OPERATORS[operator], values)
 
 
-def requirement_matches(requirement: Mapping[str, Any], labels: Mapping[str, str]) -> bool:
-    """One ``matchExpressions`` entry against a label map; an invalid entry matches nothing."""
-    try:
-        return requirements_as_selector([requirement]).matches(labels)
-    except ls.SelectorError:
-        return False
-
-
 def _field_requirement_valid(requirement: Mapping[str, Any]) -> bool:
     return requirement.get("operator") in ("In", "NotIn") and len(_values(requirement)) == 1
 

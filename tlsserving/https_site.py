@@ -27,6 +27,11 @@ Each connection reads TLS records through a buffer of ``READ_BUFFER_BYTES`` rath
 256 KiB, which its TLS protocol allocates (and fills, so it is resident) for every connection,
 idle or not: most of what an idle connection cost. A TLS record holds at most 16 KiB, so the
 smaller buffer costs a large body a few more reads and nothing else.
+
+That buffer is set on a subclass of ``asyncio.sslproto.SSLProtocol``, a module asyncio does not
+document: it is used only on the Python versions it was checked on (:data:`LEAN_TLS_CHECKED_ON`).
+On any other version a connection is handed to asyncio's public TLS server path
+(``connect_accepted_socket`` with ``ssl``) and keeps everything above but the smaller buffer.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import contextlib
 import logging
 import socket
 import ssl
+import sys
 from asyncio import sslproto
 from collections.abc import Callable
 from typing import Final
@@ -51,10 +57,21 @@ READ_BUFFER_BYTES: Final = 32 * 1024
 """Encrypted bytes read from the socket at once: two TLS records of the largest size."""
 
 
+LEAN_TLS_CHECKED_ON: Final = frozenset({(3, 11), (3, 12), (3, 13)})
+"""The Python versions whose ``asyncio.sslproto.SSLProtocol`` the smaller read buffer was
+checked on (this module's tests, run on each)."""
+
+
 class _LeanTls(sslproto.SSLProtocol):
     """asyncio's server-side TLS protocol with a read buffer of ``READ_BUFFER_BYTES``."""
 
     max_size = READ_BUFFER_BYTES
+
+
+def lean_tls_checked(version: tuple[int, ...] = tuple(sys.version_info[:2])) -> bool:
+    """Is the undocumented TLS protocol of this Python one the smaller buffer was checked on?"""
+    return (tuple(version[:2]) in LEAN_TLS_CHECKED_ON
+            and isinstance(getattr(sslproto.SSLProtocol, "max_size", None), int))
 
 
 async def _first_bytes(loop: asyncio.AbstractEventLoop, conn: socket.socket) -> None:
@@ -87,8 +104,12 @@ class HttpsSite:
         ssl_context: ssl.SSLContext,
         handshake_timeout: float = HANDSHAKE_TIMEOUT_SECONDS,
         backlog: int = 128,
+        lean_tls: bool | None = None,
     ) -> None:
         self._protocol = protocol
+        self.lean_tls = lean_tls_checked() if lean_tls is None else lean_tls
+        """Whether connections read through the smaller buffer (see the module's docstring);
+        forced off only to test the public path."""
         self._backlog = backlog
         self._host = host
         self._port = port
@@ -189,9 +210,12 @@ class HttpsSite:
             self.failed_handshakes += 1
             log.debug("no ClientHello before the handshake timeout")
             return
-        handshaken: asyncio.Future[None] = loop.create_future()
         # typeshed says int; asyncio takes any positive number of seconds
         left: float = max(deadline - loop.time(), 0.001)
+        if not self.lean_tls:
+            await self._public_handshake(loop, conn, left)
+            return
+        handshaken: asyncio.Future[None] = loop.create_future()
         tls = _LeanTls(loop, self._protocol(), self._tls, handshaken, server_side=True,
                        ssl_handshake_timeout=left)  # type: ignore[arg-type]
         try:
@@ -208,6 +232,19 @@ class HttpsSite:
         except BaseException:
             transport.abort()
             raise
+
+    async def _public_handshake(
+        self, loop: asyncio.AbstractEventLoop, conn: socket.socket, left: float
+    ) -> None:
+        """The handshake through asyncio's documented TLS server path, which closes the
+        connection itself if the handshake fails, times out or is cancelled."""
+        try:
+            await loop.connect_accepted_socket(
+                self._protocol, conn, ssl=self._tls,
+                ssl_handshake_timeout=left)
+        except Exception as exc:
+            self.failed_handshakes += 1
+            log.debug("TLS handshake failed", extra={"error": repr(exc)})
 
     async def stop(self) -> None:
         """Stop listening and abort every connection still in its handshake."""

@@ -18,10 +18,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from kubesim.interface import GVR, ApiError, Cluster, JsonObject
+from retrydelay import Backoff
 
 log = logging.getLogger(__name__)
+WATCH_RETRY: Final = Backoff(first=0.05, cap=2.0)
+"""Between a failed watch and the next; forgotten once an event arrives."""
 
 Handler = Callable[[JsonObject | None, JsonObject | None], None]
 IndexFunc = Callable[[JsonObject], Iterable[str]]
@@ -160,7 +164,7 @@ class Informer:
         self.synced.set()
 
     async def _run(self) -> None:
-        backoff = 0.05
+        failures = 0
         while True:
             try:
                 if self._resource_version is None:
@@ -168,7 +172,7 @@ class Informer:
                 async for event in self.cluster.watch(
                     self.gvr, resource_version=self._resource_version
                 ):
-                    backoff = 0.05
+                    failures = 0
                     if event.type == "ERROR":
                         code = (event.object or {}).get("code")
                         if code == 410:
@@ -192,12 +196,12 @@ class Informer:
                     self._resource_version = None
                 else:
                     log.warning("watch %s failed: %s", self.gvr.resource, exc.message)
-                    await asyncio.sleep(backoff)
-                    backoff = min(backoff * 2, 2.0)
+                    failures += 1
+                    await asyncio.sleep(WATCH_RETRY.delay(failures))
             except Exception:
                 log.exception("watch %s failed", self.gvr.resource)
-                await asyncio.sleep(backoff)
-                backoff = min(backoff * 2, 2.0)
+                failures += 1
+                await asyncio.sleep(WATCH_RETRY.delay(failures))
 
 
 def controller_ref(obj: JsonObject) -> JsonObject | None:

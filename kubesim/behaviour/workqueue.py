@@ -12,10 +12,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 from kubesim.interface import ApiError
+from retrydelay import Backoff
 
 log = logging.getLogger(__name__)
+RETRY: Final = Backoff(first=0.02, cap=5.0)
+"""Before a key that failed is reconciled again (a conflict is retried at once instead)."""
 
 
 class WorkQueue:
@@ -95,7 +99,7 @@ class WorkQueue:
                 else:
                     if not isinstance(exc, ApiError):
                         log.exception("%s: reconciling %s failed", self.name, key)
-                    delay = min(0.01 * 2 ** min(failures, 10), 5.0)
+                    delay = RETRY.delay(failures)
                 self.add_after(key, delay)
             finally:
                 self._active.discard(key)

@@ -53,9 +53,9 @@ object does not follow from the governor as read (a UnitedDeployment's subset wo
 another template, namespace, owner or more replicas), is refused like an ungranted plan.
 
 Errors the API will keep returning (400, 403, 404, 415, 422) fail the plan at once; retryable ones
-(429, 5xx, connection failures) are retried with exponential backoff up to ``max_attempts``, then
-the plan fails with the last error. Nothing here acks or publishes: the caller records the
-:class:`Result` as the plan's one outcome.
+(429, 5xx, connection failures) are retried with jittered exponential backoff up to
+``max_attempts``, then the plan fails with the last error. Nothing here acks or publishes: the
+caller records the :class:`Result` as the plan's one outcome.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ from prometheus_client import CollectorRegistry, Counter
 from events.messages import ApiError, Plan
 from events.messages import Result as ResultKind
 from kubesemantics import strategic_merge
+from retrydelay import Backoff
 from services.actuator.governor_check import GovernorCheck
 from services.actuator.scope_cache import KEPT_AS_DEFAULT, ScopeCache, ScopeLimits
 from services.actuator.scope_check import Stale
@@ -97,6 +98,8 @@ CONTENT_TYPES: Final = {
     "json": "application/json-patch+json",
 }
 _OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
+MAX_BACKOFF_SECONDS: Final = 10.0
+"""The longest wait between two attempts of one plan."""
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +128,8 @@ class Applier:
         self.kube = kube
         self.limiter = limiter
         self.max_attempts = max_attempts
-        self.backoff = backoff_seconds
+        self.backoff = Backoff(first=min(max(backoff_seconds, 0.0), MAX_BACKOFF_SECONDS),
+                               cap=MAX_BACKOFF_SECONDS)
         self.sleep = sleep
         self.authority = authority
         self.forbidden = Counter("spreadbus_actuator_forbidden_plans",
@@ -155,7 +159,7 @@ class Applier:
             except KubeAPIError as exc:
                 if not exc.retryable or attempt >= self.max_attempts:
                     return self._failed(exc, attempt)
-                await self.sleep(min(10.0, self.backoff * 2 ** (attempt - 1)))
+                await self.sleep(self.backoff.delay(attempt))
 
     async def _governed(self, plan: Plan, granted: Granted) -> Result | None:
         """The outcome of a plan its governor, as the API server holds it, does not ask for."""

@@ -63,6 +63,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events import codec, subjects
 from events.streams import DEDUP_HEADER, KUBE, OUTCOMES, PLANS, TOMBSTONE_TTL_SECONDS
+from retrydelay import Backoff
 from spreadbus.engine.feature import SideStream
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
@@ -86,8 +87,8 @@ from spreadbus.runtime.snapshot_store import SnapshotStore
 
 log = logging.getLogger(__name__)
 
-RULE_RETRY_FIRST_SECONDS: Final = 0.5
-RULE_RETRY_MAX_SECONDS: Final = 60.0
+RULE_RETRY: Final = Backoff(first=0.5, cap=60.0)
+"""How long after a failing rule is offered its keys again."""
 PRUNE_EVERY: Final = 1000
 """Messages between two passes over the decision log (more when the log is larger)."""
 SNAPSHOT_TRUSTED_SHARE: Final = TOMBSTONE_TRUSTED_SHARE
@@ -394,8 +395,7 @@ class Planner:
                 log.exception("rule failed", extra={"rule": rule.name})
                 self.metrics.rule_errors.labels(rule.name).inc()
                 failures = retry.failures + 1 if retry is not None else 1
-                delay = min(RULE_RETRY_MAX_SECONDS,
-                            RULE_RETRY_FIRST_SECONDS * 2 ** (failures - 1))
+                delay = RULE_RETRY.delay(failures)
                 self._retries[rule.name] = _RuleRetry(set(offered), failures, now + delay)
                 continue
             for plan in plans:

@@ -44,11 +44,14 @@ from typing import Any, Final
 import msgspec
 
 from events.messages import ResourceRef
+from retrydelay import Backoff
 from services.watcher.modified_hold import ModifiedHold
 from spreadbus.runtime.kube_client import Gone, KubeAPIError, KubeClient, resource_path
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
 log = logging.getLogger(__name__)
+WATCH_RETRY: Final = Backoff(first=0.2, cap=10.0)
+"""Between a failed list or watch and the next list; forgotten once a watch ends well."""
 
 
 class ObjectMeta(msgspec.Struct):
@@ -186,7 +189,7 @@ class ResourceWatch:
         then from the table of kinds this module knows ("" for others)."""
 
     async def run(self, stopping: asyncio.Event) -> None:
-        backoff = 0.2
+        failures = 0
         need_list = True
         while not stopping.is_set():
             try:
@@ -194,7 +197,7 @@ class ResourceWatch:
                     await self.relist()
                     need_list = False
                 await self.watch(stopping)
-                backoff = 0.2
+                failures = 0
             except Gone:
                 need_list = True
             except Exception as exc:
@@ -211,8 +214,8 @@ class ResourceWatch:
                     log.warning("watch failed", extra={"resource": self.ref.resource,
                                                        "error": repr(exc)})
                 need_list = True
-                await sleep_unless_stopping(stopping, backoff)
-                backoff = min(backoff * 2, 10.0)
+                failures += 1
+                await sleep_unless_stopping(stopping, WATCH_RETRY.delay(failures))
 
     def lost(self, key: tuple[str, str]) -> None:
         """A publish for ``key`` was lost: mark the key dirty and list again."""

@@ -94,8 +94,6 @@ class WebhookContext(Generic[FS]):
     """Whether the observation follower has nothing pending: every fold holds the whole stream."""
 
 
-
-
 class WebhookSide:
     """A feature's part of a webhook replica; every method has a do-nothing default."""
 

@@ -82,11 +82,6 @@ def plan_grants(chosen: Sequence[Feature[Any]]) -> tuple[PlanGrant, ...]:
     return tuple(g for f in chosen for g in f.plan_grants)
 
 
-def plan_targets(chosen: Sequence[Feature[Any]]) -> tuple[tuple[str, str, str], ...]:
-    """Every (verb, group, resource) the features' rules may emit, each once."""
-    return tuple(dict.fromkeys(g.target for g in plan_grants(chosen)))
-
-
 class FeatureServiceSettings(ServiceSettings):
     """Settings of a service that runs features: loaded with the fields of those it uses."""
 

@@ -15,6 +15,12 @@ calls; they are not public API, so the version is pinned
 (``constraints.txt``) and ``tests/backbone/test_raw_delivery.py`` fails if they stop being
 called. Every other subscription, request and publish is nats-py's own.
 
+Each raw subscription is also an ordinary one whose callback hands the parts to the handler, so
+a nats-py that no longer calls the hook (renamed, or gone) still delivers every message, through
+its public subscription API: slower, from the subscription's task rather than the read loop,
+and once logged as a warning. The header block is then rebuilt from nats-py's parsed headers:
+the status line and every header, in their order.
+
 A handler must not block or raise: it runs inside the client's read loop. One that raises
 anyway has the exception logged and handed to the client's error callback, and the loop goes on
 with the next message.
@@ -34,23 +40,42 @@ from collections.abc import Callable
 from typing import Final
 
 from nats.aio.client import Client
+from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
 log = logging.getLogger(__name__)
 
 RawHandler = Callable[[bytes, bytes, bytes, bytes], None]
 _VERSION_LINE: Final = b"NATS/1.0"
+_STATUS: Final = "Status"
+_DESCRIPTION: Final = "Description"
+"""Where nats-py's parsed headers keep an inline status line's code and description."""
 
 
 class RawDeliveryClient(Client):
     def __init__(self) -> None:
         super().__init__()
         self._raw: dict[int, RawHandler] = {}
+        self.hook_missed = False
+        """Whether a raw message came through the public subscription API instead of the hook."""
 
     async def subscribe_raw(self, subject: str, handler: RawHandler) -> Subscription:
         """Subscribe ``subject`` with ``handler`` called for each message, in the read loop;
         unsubscribing the returned subscription ends it."""
-        sub = await self.subscribe(subject)
+
+        async def public(msg: Msg) -> None:
+            if not self.hook_missed:
+                self.hook_missed = True
+                log.warning("nats-py did not call the raw delivery hook: messages come through "
+                            "its public subscription API", extra={"subject": subject})
+            try:
+                handler(msg.subject.encode(), msg.reply.encode(), msg.data,
+                        header_block(msg.headers))
+            except Exception as exc:
+                log.exception("raw subscription handler failed", extra={"sid": msg.sid})
+                await self._error_cb(exc)
+
+        sub = await self.subscribe(subject, cb=public)
         self._raw[sub._id] = handler
         return sub
 
@@ -72,6 +97,25 @@ class RawDeliveryClient(Client):
         except Exception as exc:
             log.exception("raw subscription handler failed", extra={"sid": sid})
             await self._error_cb(exc)
+
+
+def header_block(headers: dict[str, str] | None) -> bytes:
+    """nats-py's parsed headers as the block they came in: the version and status line, then
+    each header (a header named ``Status`` or ``Description`` reads as the status line's)."""
+    if not headers:
+        return b""
+    rest = dict(headers)
+    status, description = rest.pop(_STATUS, ""), rest.pop(_DESCRIPTION, "")
+    misread = ""
+    if description.startswith("\n"):
+        # nats-py 2.16 reads the header lines after a bare status (``NATS/1.0 503``) as its
+        # description: they are headers.
+        description, misread = "", description.strip()
+    line = " ".join(part for part in (status, description) if part)
+    lines = [_VERSION_LINE + (b" " + line.encode() if line else b"")]
+    lines += [misread.encode()] if misread else []
+    lines += [f"{key}: {value}".encode() for key, value in rest.items()]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
 def status_of(headers: bytes) -> tuple[str, str]:

@@ -271,4 +271,8 @@ async def test_a_retryable_api_error_is_retried_with_growing_backoff_then_fails_
     assert result.attempts == 4
     assert result.error is not None
     assert result.error.status == 500
-    assert delays == [0.1, 0.2, 0.4]  # doubling between attempts, none after the last
+    # One wait between attempts, none after the last; each jittered up to the doubling.
+    assert len(delays) == 3
+    assert delays[0] == 0.1
+    assert 0.1 <= delays[1] <= 0.2
+    assert 0.1 <= delays[2] <= 0.4

@@ -1,5 +1,7 @@
 """The raw delivery of the services' NATS client, against a real nats-server: each message's
-parts reach the handler in order, nothing else changes, and a failing handler stops nothing."""
+parts reach the handler in order, nothing else changes, and a failing handler stops nothing;
+alike through nats-py's private hook and through the public subscription API it falls back to
+when the hook is not called (forced here)."""
 
 from __future__ import annotations
 
@@ -7,26 +9,35 @@ import asyncio
 from collections.abc import AsyncIterator
 
 import pytest
+from nats.aio.client import Client
 
 from spreadbus.runtime.nats_server import NatsServer
-from spreadbus.runtime.raw_delivery import RawDeliveryClient, status_of
+from spreadbus.runtime.raw_delivery import RawDeliveryClient, header_block, status_of
 from tests.fixtures.polling import wait_until_async
 
 Parts = tuple[bytes, bytes, bytes, bytes]
 
 
-@pytest.fixture
-async def raw_client(nats_server: NatsServer) -> AsyncIterator[tuple[RawDeliveryClient,
-                                                                     list[Exception]]]:
+class HookNeverCalled(RawDeliveryClient):
+    """A client whose nats-py no longer calls the message hook: its own path runs instead."""
+
+    _process_msg = Client._process_msg
+
+
+@pytest.fixture(params=[RawDeliveryClient, HookNeverCalled], ids=["hook", "public"])
+async def raw_client(
+    nats_server: NatsServer, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[RawDeliveryClient, list[Exception]]]:
     errors: list[Exception] = []
 
     async def on_error(exc: Exception) -> None:
         errors.append(exc)
 
-    nc = RawDeliveryClient()
+    nc: RawDeliveryClient = request.param()
     await nc.connect(nats_server.url, error_cb=on_error)
     try:
         yield nc, errors
+        assert nc.hook_missed is (request.param is HookNeverCalled)
     finally:
         await nc.drain()
 
@@ -97,6 +108,28 @@ async def test_after_unsubscribing_the_handler_gets_nothing_more(
     assert await asyncio.wait_for(other.get(), 5) == b"after"  # it was delivered, elsewhere
     assert got == [b"before"]
     assert nc._raw == {}
+
+
+async def test_a_status_message_reaches_the_handler_with_its_status_line(
+    raw_client: tuple[RawDeliveryClient, list[Exception]],
+) -> None:
+    nc, _ = raw_client
+    got: list[Parts] = []
+    await nc.subscribe_raw("back.1", lambda *parts: got.append(parts))
+    await nc.publish("nobody.listens", b"?", reply="back.1")  # the server answers 503
+    await wait_until_async(lambda: len(got) == 1, what="the no-responders status")
+    assert status_of(got[0][3]) == ("503", "")
+
+
+def test_parsed_headers_become_the_block_they_came_in() -> None:
+    assert header_block(None) == b""
+    assert header_block({"Status": "408", "Description": "Request Timeout",
+                         "Nats-Pending-Messages": "3"}) == (
+        b"NATS/1.0 408 Request Timeout\r\nNats-Pending-Messages: 3\r\n\r\n")
+    assert header_block({"Nats-Msg-Id": "x"}) == b"NATS/1.0\r\nNats-Msg-Id: x\r\n\r\n"
+    assert status_of(header_block({"Status": "409"})) == ("409", "")
+    assert header_block({"Status": "503", "Description": "\nNats-Subject: a\r\nB: c"}) == (
+        b"NATS/1.0 503\r\nNats-Subject: a\r\nB: c\r\n\r\n"), "nats-py's misread status"
 
 
 @pytest.mark.parametrize(

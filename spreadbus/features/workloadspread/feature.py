@@ -112,8 +112,7 @@ async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSi
 class SpreadWebhook(WebhookSide):
     """The WorkloadSpread handlers of one webhook replica, over its own view."""
 
-    def __init__(self, ctx: WebhookContext[WorkloadSpreadSettings],
-                 admission: SpreadAdmission) -> None:
+    def __init__(self, admission: SpreadAdmission) -> None:
         self.admission = admission
         self.view = admission.view
         self.progress = admission.progress
@@ -171,7 +170,7 @@ async def webhook_side(ctx: WebhookContext[WorkloadSpreadSettings]) -> SpreadWeb
         clock=ctx.clock,
         stream_drained=ctx.stream_drained,
     )
-    return SpreadWebhook(ctx, admission)
+    return SpreadWebhook(admission)
 
 
 FEATURE: Final = Feature(

@@ -14,7 +14,6 @@ replica holds every pod, so its whole JSON would be the bulk of the replica's me
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any, Final
 
 import msgspec
@@ -100,7 +99,3 @@ class BudgetView:
         prefix = escape(namespace) + "."
         found = self.projection.objects(self.cluster, PUB_GROUP, PUB_RESOURCE)
         return [decode_object(found[key]) for key in sorted(found) if key.startswith(prefix)]
-
-    def all_budgets(self) -> Iterator[dict[str, Any]]:
-        for _, obj in self.projection.iter_decoded(self.cluster, PUB_GROUP, PUB_RESOURCE):
-            yield obj

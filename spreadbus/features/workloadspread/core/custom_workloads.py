@@ -16,7 +16,6 @@ from typing import Any
 import msgspec
 
 from kubesemantics.json_type import json_type
-from spreadbus.features.workloadspread.core.model import api_group
 
 # Built-in targets: kind -> groups accepted for it (webhook whitelist, workloadspread.go:111-118).
 BUILTIN_KINDS: dict[str, tuple[str, ...]] = {
@@ -149,7 +148,3 @@ def parse_whitelist(raw: str | Mapping[str, Any] | None) -> Whitelist:
     if problems:
         raise WhitelistError(problems)
     return Whitelist(tuple(workloads))
-
-
-def group_kind_of(api_version: str, kind: str) -> GroupKind:
-    return GroupKind(api_group(api_version), kind)

@@ -64,10 +64,6 @@ class TargetRef(msgspec.Struct, frozen=True):
     def group(self) -> str:
         return api_group(self.api_version)
 
-    def same_target(self, other: TargetRef) -> bool:
-        """Group, kind and name decide; the version never does."""
-        return (self.group, self.kind, self.name) == (other.group, other.kind, other.name)
-
 
 class Subset(msgspec.Struct, frozen=True):
     name: str
@@ -98,7 +94,6 @@ class ScheduleStrategy(msgspec.Struct, frozen=True):
             and self.reschedule_critical_seconds is not None
             and self.reschedule_critical_seconds > 0
         )
-
 
 
 class SubsetStatus(msgspec.Struct, frozen=True):
@@ -153,9 +148,6 @@ class WorkloadSpread(msgspec.Struct, frozen=True):
         return next((s for s in self.subsets if s.name == name), None)
 
 
-
-
-
 def _intorstr(value: object) -> int | str | None:
     if isinstance(value, str):
         return value
@@ -181,7 +173,6 @@ def _subset(raw: Mapping[str, Any]) -> Subset:
         min_replicas=_intorstr(raw.get("minReplicas")),
         patch=dict(patch) if isinstance(patch, Mapping) else None,
     )
-
 
 
 def _times(value: object) -> dict[str, datetime]:

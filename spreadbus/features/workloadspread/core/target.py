@@ -50,10 +50,6 @@ class ReplicasPathError(ValueError):
     """A ``replicasPath`` does not lead to an integer in the workload object."""
 
 
-def no_lookup(namespace: str, group: str, kind: str, name: str) -> Mapping[str, Any] | None:
-    return None
-
-
 def lookup_in(objects: Iterable[Mapping[str, Any]]) -> Lookup:
     """A lookup over a list of objects (what the offline commands and tests hold)."""
     index: dict[tuple[str, str, str, str], Mapping[str, Any]] = {}
