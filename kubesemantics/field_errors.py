@@ -131,6 +131,6 @@ def describe(error: FieldError, value: Any = None) -> str:
     """The one-line form Kubernetes prints, e.g. ``spec.x: Invalid value: 3: must be ...``."""
     head = f"{error.field}: {_TYPE_TEXT.get(error.type, error.type)}"
     value = error.value if value is None else value
-    if error.type in ("Invalid", "NotSupported", "Duplicate") and value is not None:
+    if error.type in ("Invalid", "NotSupported", "Duplicate", "NotFound") and value is not None:
         head = f"{head}: {_go_value(value)}"
     return f"{head}: {error.message}" if error.message else head

@@ -52,13 +52,15 @@ def spread(kind: str = "TFJob") -> dict[str, Any]:
                      "subsets": [{"name": "a", "maxReplicas": "50%"}, {"name": "b"}]}}
 
 
-def pod(name: str, subset: str, kind: str = "TFJob") -> dict[str, Any]:
+def pod(name: str, subset: str, kind: str = "TFJob", *, controller: bool = True) -> dict[str, Any]:
+    ref: dict[str, Any] = {"apiVersion": "kubeflow.org/v1", "kind": kind, "name": "train",
+                           "uid": "job-uid"}
+    if controller:
+        ref["controller"] = True
     return {"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": name, "namespace": "ml", "uid": f"uid-{name}",
                          "annotations": {MATCHED: json.dumps({"name": "ws", "subset": subset})},
-                         "ownerReferences": [{"apiVersion": "kubeflow.org/v1", "kind": kind,
-                                              "name": "train", "uid": "job-uid",
-                                              "controller": True}]},
+                         "ownerReferences": [ref]},
             "spec": {"containers": [{"name": "c", "image": "x"}]},
             "status": {"phase": "Pending"}}
 
@@ -104,3 +106,23 @@ def test_a_target_kind_outside_the_whitelist_is_deferred_not_written_with_zeros(
 def test_without_a_whitelist_the_custom_kind_is_not_planned() -> None:
     rule = WorkloadSpreadRule("c1")
     assert plan(rule, [tfjob(), spread(), pod("w0", "a")]) == []
+
+
+def test_pods_the_custom_workload_owns_without_controller_count_in_its_subsets() -> None:
+    """Kruise lists a custom target's pods by any owner reference to its uid (``GetPodsForRef``,
+    pkg/util/controllerfinder/pods_finder.go, index ``ownerRefUID`` of every reference in
+    pkg/util/fieldindex/register.go), ``controller: true`` or not."""
+    rule = WorkloadSpreadRule("c1", whitelist=WHITELIST)
+    got = statuses(plan(rule, [tfjob(workers=4), spread(), pod("w0", "a", controller=False),
+                               pod("w1", "a", controller=False), pod("w2", "b")]))
+    assert got["a"]["replicas"] == 2
+    assert got["a"]["missingReplicas"] == 0
+    assert got["b"]["missingReplicas"] == -1
+
+
+def test_a_pod_owned_without_controller_by_another_custom_workload_is_not_counted() -> None:
+    rule = WorkloadSpreadRule("c1", whitelist=WHITELIST)
+    other = pod("x0", "a", controller=False)
+    other["metadata"]["ownerReferences"][0]["name"] = "other"
+    got = statuses(plan(rule, [tfjob(workers=4), spread(), other, pod("w0", "a")]))
+    assert got["a"]["missingReplicas"] == 1

@@ -100,7 +100,8 @@ def observed(**changes: Any) -> JSON:
     return found
 
 
-WANTED = {"revision": "r1", "replicas": 3, "partition": 0, "current_partition": 0, "patch": ""}
+WANTED = {"revision": "r1", "replicas": 3, "partition": 0, "current_partition": 0, "patch": "",
+          "updated_replicas": 3}
 
 
 def test_a_missing_workload_is_created() -> None:
@@ -122,10 +123,32 @@ def test_a_missing_annotation_reads_as_no_patch() -> None:
         (observed(spec__replicas=2), {}),
         (observed(), {"current_partition": 1}),
         (observed(metadata__annotations={"apps.kruise.io/subset-patch": '{"a":1}'}), {}),
-        (observed(status__updatedReplicas=2), {}),
+        (observed(), {"updated_replicas": 2}),
         (observed(spec__replicas=None), {}),
     ],
     ids=["revision", "replicas", "partition", "patch", "rollout unfinished", "replicas default 1"],
 )
 def test_each_difference_makes_an_update(workload: JSON, override: JSON) -> None:
     assert decide(workload, **{**WANTED, **override}) == "update"
+
+
+@pytest.mark.parametrize(
+    ("status", "updated_pods", "expected"),
+    [
+        ({"replicas": 3, "updatedReplicas": 3}, 2, "update"),
+        ({"replicas": 3, "updatedReplicas": 1}, 3, "none"),
+        ({"replicas": 3}, 3, "none"),
+        ({}, 0, "none"),
+    ],
+    ids=["status ahead of the pods", "status behind the pods", "no updatedReplicas", "no status"],
+)
+def test_an_unfinished_rollout_is_read_from_the_pods_not_the_workload_status(
+    status: JSON, updated_pods: int, expected: str
+) -> None:
+    """Kruise's ``convertToSubset`` (pkg/controller/uniteddeployment/subset_control.go) sets a
+    subset's ``updatedReplicas`` with ``CalculateUpdatedReplicas`` (adapter/adapter_util.go): its
+    active pods carrying the updated revision; ``uniteddeployment_update.go`` compares that with
+    the workload's ``status.replicas``."""
+    workload = observed(status__replicas=None, status__updatedReplicas=None)
+    workload["status"] = status
+    assert decide(workload, **{**WANTED, "updated_replicas": updated_pods}) == expected

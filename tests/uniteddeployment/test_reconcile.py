@@ -120,6 +120,27 @@ def test_a_settled_ud_changes_nothing_and_counts_its_pods() -> None:
     ]
 
 
+def test_a_workload_status_that_lags_its_pods_decides_nothing_the_pods_do() -> None:
+    """Kruise counts a subset's updated replicas from its pods (``convertToSubset`` with
+    ``CalculateUpdatedReplicas``, pkg/controller/uniteddeployment/subset_control.go), so a
+    workload whose ``status.updatedReplicas`` lags is not updated, and one whose status claims a
+    finished rollout while a pod is still on the old revision is."""
+    ud = sample()
+    first = run(ud)
+    workloads = settle(ud, first)
+    revision = first.status["updateStatus"]["updatedRevision"]
+    pods = [owned_pod(w, i, revision=revision) for w in workloads
+            for i in range(w["spec"]["replicas"])]
+    lagging, ahead = workloads[1], workloads[2]
+    lagging["status"]["updatedReplicas"] = 0
+    old = next(p for p in pods if p["metadata"]["name"] == f"{ahead['metadata']['name']}-0")
+    old["metadata"]["labels"]["apps.kruise.io/controller-revision-hash"] = "old"
+    ud["status"] = first.status
+    result = run(ud, workloads, pods, first.revision_creates)
+    actions = {name: d.action for name, d in result.subsets.items()}
+    assert actions == {"subset-a": "none", "subset-b": "none", "subset-c": "update"}
+
+
 def test_a_new_template_updates_every_subset_and_current_waits_for_ready_pods() -> None:
     _, workloads, pods = settled_round(sample())
     previous = run(sample())
@@ -406,7 +427,9 @@ def test_updating_an_unschedulable_reserved_subset_never_writes_a_negative_max_u
     a["status"]["readyReplicas"] = 3
     revision = first.status["updateStatus"]["updatedRevision"]
     pods = [owned_pod(a, 0, revision=revision), stuck_pod(a, 1, 60)]
-    a["status"]["updatedReplicas"] = 1
+    # A third pod is still being removed: fewer pods on the revision than status.replicas, so
+    # a's rollout is unfinished (counted from the pods, as Kruise counts it).
+    a["status"]["replicas"] = 3
     ud["status"] = first.status
     result = run(ud, [a, b], pods, first.revision_creates)
     decision = result.subsets["a"]

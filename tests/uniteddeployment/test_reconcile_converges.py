@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.uniteddeployment.world import materialize, run, united, zone
+from tests.uniteddeployment.world import materialize, run, settled_pods, united, zone
 
 JSON = dict[str, Any]
 
@@ -60,10 +60,10 @@ def test_a_round_over_what_the_last_one_made_changes_nothing(
     changed["spec"]["template"][key]["spec"]["template"]["spec"]["containers"][0]["image"] = images[
         1
     ]
-    second = run(changed, workloads, [], revisions)
+    second = run(changed, *settled_pods(workloads), revisions)
     updated = [materialize(d.workload) for d in second.subsets.values()]
     changed["status"] = second.status
-    third = run(changed, updated, [], [*revisions, *second.revision_creates])
+    third = run(changed, *settled_pods(updated), [*revisions, *second.revision_creates])
     for decision in third.subsets.values():
         # Kruise's quirk: a Deployment reads its partition back as 0, so a non-zero one is
         # written again every round.

@@ -114,6 +114,30 @@ def settle(ud: JSON, result: Reconciliation) -> list[JSON]:
     return [materialize(d.workload) for d in result.subsets.values()]
 
 
+def settled_pods(workloads: list[JSON]) -> tuple[list[JSON], list[JSON]]:
+    """The workloads with what settled under them: ``status.replicas`` pods each, on the
+    workload's revision (a finished rollout is counted from them), a Deployment's through a
+    ReplicaSet it controls."""
+    objects, pods = [], []
+    for workload in workloads:
+        owner = workload
+        objects.append(workload)
+        if workload["kind"] == "Deployment":
+            meta = workload["metadata"]
+            owner = copy.deepcopy(workload)
+            owner["kind"] = "ReplicaSet"
+            owner["metadata"].update(name=meta["name"] + "-rs", uid=meta["uid"] + "-rs")
+            owner["metadata"]["ownerReferences"] = [
+                {"apiVersion": workload["apiVersion"], "kind": "Deployment", "name": meta["name"],
+                 "uid": meta["uid"], "controller": True}
+            ]
+            objects.append(owner)
+        revision = workload["metadata"]["labels"].get(REVISION)
+        pods.extend(owned_pod(owner, i, revision=revision)
+                    for i in range(workload["status"]["replicas"]))
+    return objects, pods
+
+
 def owned_pod(
     owner: JSON,
     index: int,

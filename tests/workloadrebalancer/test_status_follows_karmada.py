@@ -171,14 +171,42 @@ def test_unset_ttl_never_deletes() -> None:
     assert outcome.requeue_at is None
 
 
-def test_a_finished_status_without_finish_time_gets_one() -> None:
+def test_a_stored_final_status_without_finish_time_is_not_rewritten() -> None:
+    """Karmada's ``handleWorkloadRebalance``
+    (pkg/controllers/workloadrebalancer/workloadrebalancer_controller.go) keeps the stored
+    ``finishTime`` and sets a new one only when the recomputed status differs from the stored
+    one and nothing is left to retry; with a TTL and no finishTime it never deletes."""
     done = {"observedGeneration": 1,
             "observedWorkloads": [{"result": "Successful", "workload": deploy("a")}]}
     outcome = sync(from_object(rebalancer([deploy("a")], ttl=0, status=done)),
                    governed_except(), NOW)
+    assert not outcome.write
+    assert outcome.status.finish_time is None
+    assert outcome.finished
+    assert not outcome.delete
+    assert outcome.requeue_at is None
+
+
+def test_a_change_while_a_request_waits_keeps_the_old_finish_time() -> None:
+    """The same function: with a retry left, a changed status keeps the stored ``finishTime``
+    (here one from an earlier generation)."""
+    earlier = {"finishTime": "2024-05-22T11:36:10Z", "observedGeneration": 1,
+               "observedWorkloads": [{"result": "Successful", "workload": deploy("a")}]}
+    undelivered = Placement(kind="WorkloadSpread", namespace="default", name="ws")
+    wr = from_object(rebalancer([deploy("a"), deploy("b")], generation=2, status=earlier))
+    outcome = sync(wr, lambda ref: GOVERNED if ref.name == "a" else undelivered, NOW)
+    assert outcome.write
+    assert outcome.status.finish_time == EARLIER
+    assert not outcome.finished
+
+
+def test_a_final_status_that_changes_gets_the_finish_time_of_now() -> None:
+    """A retried entry that succeeds changes the status: ``finishTime`` becomes now."""
+    waiting = {"observedGeneration": 1, "observedWorkloads": [{"workload": deploy("a")}]}
+    outcome = sync(from_object(rebalancer([deploy("a")], status=waiting)), governed_except(),
+                   NOW)
     assert outcome.write
     assert outcome.status.finish_time == NOW
-    assert outcome.delete
 
 
 def test_a_removed_entry_without_result_is_dropped() -> None:

@@ -113,6 +113,8 @@ def test_delete_exactly_when_finished_and_the_ttl_has_passed(
     finish = outcome.status.finish_time
     expected = (ttl is not None and outcome.finished and finish is not None
                 and finish + timedelta(seconds=ttl) <= NOW)
+    if outcome.finished and not outcome.write:
+        assert finish == wr.status.finish_time  # a final status stored is not rewritten
     assert outcome.delete == expected
     if outcome.requeue_at is not None:
         assert not outcome.delete

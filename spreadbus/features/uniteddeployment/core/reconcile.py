@@ -293,6 +293,7 @@ def reconcile_grouped(
             if existing is not None
             else 0,
             patch=patch_text(subset),
+            updated_replicas=updated_counts(groups_of.get(subset.name, []), expected)[0],
         )
         if action == "create":
             created = subset.name

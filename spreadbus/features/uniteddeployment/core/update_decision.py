@@ -3,7 +3,10 @@
 A spec subset without a workload is created. An existing one is updated when any of these
 differ from what the UD wants: its revision label, its ``spec.replicas``, its partition as read
 back (:func:`.partitions.read_partition`), its ``apps.kruise.io/subset-patch`` annotation; or
-while its own rollout is unfinished (``status.updatedReplicas < status.replicas``). Changes of the
+while its rollout is unfinished: fewer of the subset's active pods carry the UD's updated
+revision than the workload's ``status.replicas``. That count is taken from the pods, as Kruise's
+``convertToSubset`` does with ``CalculateUpdatedReplicas``, never from the workload's own
+``status.updatedReplicas``, which lags its pods (or counts another revision). Changes of the
 template that keep the revision (node selector, tolerations, a patch already recorded) are only
 written when one of these triggers fires, exactly as in Kruise.
 """
@@ -37,7 +40,9 @@ def needs_update(
     partition: int,
     current_partition: int,
     patch: str,
+    updated_replicas: int,
 ) -> bool:
+    """``updated_replicas``: the subset's active pods labelled with ``revision``."""
     status = as_map(workload.get("status"))
     annotations = as_map(as_map(workload.get("metadata")).get("annotations"))
     return (
@@ -45,7 +50,7 @@ def needs_update(
         or spec_replicas(workload) != replicas
         or current_partition != partition
         or annotations.get(SUBSET_PATCH_ANNOTATION, "") != patch
-        or (as_int(status.get("updatedReplicas")) or 0) < (as_int(status.get("replicas")) or 0)
+        or updated_replicas < (as_int(status.get("replicas")) or 0)
     )
 
 
@@ -57,6 +62,7 @@ def decide(
     partition: int,
     current_partition: int,
     patch: str,
+    updated_replicas: int,
 ) -> Action:
     if workload is None:
         return "create"
@@ -67,6 +73,7 @@ def decide(
         partition=partition,
         current_partition=current_partition,
         patch=patch,
+        updated_replicas=updated_replicas,
     ):
         return "update"
     return "none"

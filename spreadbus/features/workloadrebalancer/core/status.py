@@ -11,7 +11,10 @@ Karmada's controller, as a pure function (reference §2):
    is to be delivered and the entry stays without a result, like Karmada's retried entry, until
    the governing object is seen carrying it;
 3. ``finishTime`` becomes now when the entries or ``observedGeneration`` changed and nothing is
-   waiting (an edit of the spec therefore postpones the TTL); it is kept otherwise;
+   waiting (an edit of the spec therefore postpones the TTL); it is kept otherwise, even absent:
+   a stored status already final is not rewritten (``handleWorkloadRebalance``). Such a status
+   with a TTL is never deleted; Karmada fails each pass with "finish time should not be nil"
+   there, spreadbus leaves it alone until its spec is edited;
 4. the TTL is computed from the status just decided (Karmada's #5985: never from the status read
    before): expired at ``finishTime + ttlSecondsAfterFinished``, so a TTL of 0 deletes on the
    pass that finishes.
@@ -66,7 +69,8 @@ class Sync(msgspec.Struct, frozen=True):
 
     @property
     def finished(self) -> bool:
-        return not self.triggers and self.status.finish_time is not None
+        """Nothing left to deliver: only an edit of the rebalancer changes its status now."""
+        return not self.triggers
 
 
 def synced_entries(previous: tuple[ObservedWorkload, ...],
@@ -104,9 +108,7 @@ def sync(wr: WorkloadRebalancer, resolve: Resolve, now: datetime) -> Sync:
     changed = (tuple(entries) != old.observed_workloads
                or wr.generation != old.observed_generation)
     finish = old.finish_time
-    if not triggers and (changed or finish is None):
-        # A status finished by someone else without a finishTime gets one too: without it the
-        # TTL could never start (Karmada returns an error there forever).
+    if not triggers and changed:
         finish = to_second(now)
     status = Status(observed_workloads=tuple(entries), observed_generation=wr.generation,
                     finish_time=finish)

@@ -56,8 +56,10 @@ from spreadbus.features.workloadspread.core.target import (
     Lookup,
     OwnerNotFound,
     ReplicasPathError,
+    names_target,
     pod_counted_by_planner,
     reaches_target,
+    uncontrolled_owner,
     workload_replicas,
 )
 
@@ -188,6 +190,8 @@ def workload_pods(
 ) -> list[Pod]:
     """The pods the planner counts for ``ws``: owned through the target, filtered by selector.
 
+    A pod without a controller counts when an owner reference names a custom target directly.
+
     As in Kruise, a workload scaled to 0 replicas counts no pods (Jobs excepted).
     """
     if workload is None or ws.target_ref is None:
@@ -204,7 +208,10 @@ def workload_pods(
             continue
         ref = pod_state.controller_ref(pod)
         memo = _controller_key(ref)
-        if memo is None:
+        if ref is None:
+            custom = uncontrolled_owner(pod, whitelist)
+            owned = custom is not None and names_target(ws, custom)
+        elif memo is None:
             owned = _owned(ws, ref, lookup, whitelist)
         elif (known := reached.get(memo)) is not None:
             owned = known

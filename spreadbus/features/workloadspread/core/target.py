@@ -7,6 +7,11 @@ chain is followed through a ``lookup`` of objects the caller already holds in me
 pure; an owner the lookup does not know is :class:`OwnerNotFound`, on which Kruise's webhook fails
 the pod's creation rather than guess.
 
+Counting differs for a whitelisted custom workload: Kruise's controller lists a target's pods by
+any owner reference to its uid (``GetPodsForRef``, ``pods_finder.go``), so a pod the custom
+workload owns without ``controller: true`` counts in its status (:func:`uncontrolled_owner`); the
+webhook still places only pods with a controller.
+
 ``targetFilter`` narrows the pods: no filter selects every pod, a filter whose ``selector`` is
 absent selects none (Kruise's ``ValidatedLabelSelectorAsSelector(nil)`` is "nothing"), ``{}``
 selects all. The planner side only filters when a selector is present, as Kruise's controller
@@ -33,6 +38,7 @@ from spreadbus.features.workloadspread.core.model import (
 from spreadbus.features.workloadspread.core.pod_state import (
     controller_ref,
     is_active,
+    metadata,
     namespace,
     pod_labels,
 )
@@ -97,6 +103,35 @@ def reaches_target(
             raise OwnerNotFound(f"{kind}.{group} {pod_namespace}/{name} not found")
         owner = controller_ref(parent)
     return False
+
+
+def uncontrolled_owner(obj: Mapping[str, Any], whitelist: Whitelist) -> Mapping[str, Any] | None:
+    """For an object without a controller: its first owner reference to a whitelisted custom
+    workload, under which Kruise's controller counts it (it lists pods by owner uid)."""
+    if controller_ref(obj) is not None:
+        return None
+    refs = metadata(obj).get("ownerReferences")
+    if not isinstance(refs, list):
+        return None
+    for ref in refs:
+        if not isinstance(ref, Mapping):
+            continue
+        api_version, kind = ref.get("apiVersion"), ref.get("kind")
+        if not isinstance(api_version, str) or not isinstance(kind, str):
+            continue
+        if api_version_valid(api_version) and whitelist.find(api_group(api_version), kind):
+            return ref
+    return None
+
+
+def names_target(ws: WorkloadSpread, ref: Mapping[str, Any]) -> bool:
+    """Whether an owner reference names ``ws``'s target (group, kind and name)."""
+    target = ws.target_ref
+    api_version = ref.get("apiVersion")
+    if target is None or not isinstance(api_version, str) or not api_version_valid(api_version):
+        return False
+    return (api_group(api_version), ref.get("kind"), ref.get("name")) == (
+        target.group, target.kind, target.name)
 
 
 def pod_selected(target_filter: TargetFilter | None, labels: Mapping[str, str]) -> bool:

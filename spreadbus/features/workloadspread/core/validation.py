@@ -14,12 +14,16 @@ percentage maxReplicas is only known at run time, where the minimum is capped by
 errors for JSON values of the wrong type, which Kubernetes would reject while decoding. The input is
 the decoded object as received; nothing here raises, whatever it is given.
 
-Patch validation merges the patch onto the target workload's pod template with the real strategic
-merge rules (so a container without its ``name`` merge key fails as in Kruise), then checks the
-containers of the result (present, named, unique, with an image): a narrower check than Kruise's
-full ``ValidatePodSpec``. The labels and annotations a patch gives its pods are checked whether or
-not the workload exists yet, with the API server's rules for a pod's metadata (qualified keys,
-label values, the annotations' total size), since every pod of the subset would carry them; so
+Patch validation builds the target workload's pod template as Kruise does (a StatefulSet's or
+CloneSet's one volume per volumeClaimTemplate added), merges the patch onto it with the real
+strategic merge rules (so a container without its ``name`` merge key fails as in Kruise), then
+checks the result as a pod spec, at ``spec.subsets[i].patch``: its containers
+(:func:`~kubesemantics.workload_template_validation.validate_pod_spec`) and its volumes and
+volume mounts (:mod:`kubesemantics.volume_validation`), so a mount naming no volume is refused;
+narrower than Kruise's full ``ValidatePodSpec`` where those modules say so. The labels and
+annotations a patch gives its pods are checked whether or not the workload exists yet, with the
+API server's rules for a pod's metadata (qualified keys, label values, the annotations' total
+size), since every pod of the subset would carry them; so
 are the ``resources`` of each container the patch names, merged with that container's template
 resources when the workload is known (quantities parse, requests within limits, ...), since a
 pod the API server refuses for them would refuse every pod of the subset. A patch is at most
@@ -53,7 +57,6 @@ from kubesemantics.annotation_size import annotations_size, annotations_size_err
 from kubesemantics.field_errors import (
     FieldError,
     Path,
-    duplicate,
     invalid,
     required,
     too_many,
@@ -70,6 +73,8 @@ from kubesemantics.scheduling_validation import (
     validate_preferred_scheduling_terms,
     validate_tolerations,
 )
+from kubesemantics.volume_validation import validate_pod_volumes
+from kubesemantics.workload_template_validation import validate_pod_spec
 from spreadbus.features.workloadspread.core.custom_workloads import BUILTIN_KINDS, Whitelist
 from spreadbus.features.workloadspread.core.model import (
     JSON,
@@ -258,7 +263,8 @@ def _patch_resource_errors(
 
 
 def _patch_errors(patch: object, path: Path, workload: Mapping[str, Any]) -> list[FieldError]:
-    """Merge the patch onto the workload's pod template, then check the containers it yields."""
+    """Merge the patch onto the workload's pod template (with its claim templates' volumes),
+    then check the pod spec it yields as a whole, as Kruise's ``ValidatePodSpec`` call does."""
     if not isinstance(patch, Mapping):
         return [
             invalid(path, "failed to merge patch: a strategic merge patch must be a JSON object")
@@ -270,29 +276,7 @@ def _patch_errors(patch: object, path: Path, workload: Mapping[str, Any]) -> lis
     except (strategic_merge.PatchError, TypeError, ValueError, AttributeError) as exc:
         return [invalid(path, f"failed to merge patch: {exc}")]
     spec = merged.get("spec") if isinstance(merged, Mapping) else None
-    if not isinstance(spec, Mapping):
-        return [required(path.child("containers"), "")]
-    errors: list[FieldError] = []
-    containers = spec.get("containers")
-    if not isinstance(containers, list) or not containers:
-        return [required(path.child("containers"), "")]
-    seen: set[str] = set()
-    for i, container in enumerate(containers):
-        cp = path.child("containers").index(i)
-        if not isinstance(container, Mapping):
-            errors.append(type_error(cp, "object", container))
-            continue
-        name = container.get("name")
-        if not isinstance(name, str) or not name:
-            errors.append(required(cp.child("name"), ""))
-        elif name in seen:
-            errors.append(duplicate(cp.child("name")))
-        else:
-            seen.add(name)
-        image = container.get("image")
-        if not isinstance(image, str) or not image.strip():
-            errors.append(required(cp.child("image"), ""))
-    return errors
+    return validate_pod_spec(spec, path) + validate_pod_volumes(spec, path)
 
 
 def _min_replicas_errors(subset: Mapping[str, Any], path: Path) -> list[FieldError]:

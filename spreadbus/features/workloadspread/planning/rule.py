@@ -143,7 +143,7 @@ class WorkloadSpreadRule:
         self._plans = DecisionLog()
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
-        self.index = SpreadIndex(cluster, workload_kinds(self.whitelist))
+        self.index = SpreadIndex(cluster, workload_kinds(self.whitelist), self.whitelist)
         self._wakes = WakeSchedule()
         self._planned_at: dict[str, float] = {}
         # Per WorkloadSpread: its pods' tally and what it was built for; the pods and whether

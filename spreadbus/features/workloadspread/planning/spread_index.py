@@ -4,7 +4,8 @@ Planning one WorkloadSpread must cost its own pods, and a changed pod must find 
 WorkloadSpreads above it, without scanning the cluster. :class:`SpreadIndex` keeps, updated from
 the changed keys alone:
 
-- every pod and workload by its controller owner (``owner`` and ``children``), so a pod walks
+- every pod and workload by its controller owner (``owner`` and ``children``; a pod without one
+  by a whitelisted custom workload owning it, as Kruise counts such pods), so a pod walks
   its chain up (pod -> ReplicaSet -> Deployment, at most ``_MAX_CHAIN`` steps) and a target walks
   its descendants down to its pods;
 - WorkloadSpreads by their ``targetRef`` (and back);
@@ -29,7 +30,7 @@ restore or on becoming leader) it is rebuilt exactly. It never decides anything.
 
 Signatures::
 
-    SpreadIndex(cluster: str, kinds: WorkloadKinds | None = None)   # default: the built-in kinds
+    SpreadIndex(cluster, kinds=None, whitelist=None)   # default: the built-in kinds
         .follows(group, kind) -> bool
         .index_spread(view, okey) -> bool              # False: the WorkloadSpread is gone
         .index_member(view, rkey, okey) -> set[str]    # a pod or workload; spreads above it
@@ -51,8 +52,9 @@ import msgspec
 from events.messages import ResourceRef
 from events.subjects import unescape
 from spreadbus.features.workloadspread.core import pod_state
+from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION, api_group
-from spreadbus.features.workloadspread.core.target import Lookup
+from spreadbus.features.workloadspread.core.target import Lookup, uncontrolled_owner
 from spreadbus.features.workloadspread.core.workload_kinds import WorkloadKinds, workload_kinds
 from spreadbus.projection.kube_state import (
     KubeProjection,
@@ -150,8 +152,14 @@ def _target(spread: Mapping[str, Any]) -> OwnerKey | None:
             str(ref.get("kind") or ""), str(ref.get("name") or ""))
 
 
-def _owner_of(obj: Mapping[str, Any], namespace: str) -> OwnerKey | None:
+def _owner_of(
+    obj: Mapping[str, Any], namespace: str, whitelist: Whitelist | None
+) -> OwnerKey | None:
+    """The controller owner; for a pod (``whitelist`` given) without one, a custom workload
+    owning it, under which Kruise counts it too."""
     ref = pod_state.controller_ref(obj)
+    if ref is None and whitelist is not None:
+        ref = uncontrolled_owner(obj, whitelist)
     if ref is None:
         return None
     return (namespace, api_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""),
@@ -167,7 +175,10 @@ class SpreadIndex:
     kinds by default.
     """
 
-    def __init__(self, cluster: str, kinds: WorkloadKinds | None = None) -> None:
+    def __init__(
+        self, cluster: str, kinds: WorkloadKinds | None = None, whitelist: Whitelist | None = None
+    ) -> None:
+        self._whitelist = whitelist if whitelist is not None else Whitelist()
         self.rk_spreads = resource_key(cluster, WORKLOADSPREADS.group, WORKLOADSPREADS.resource)
         self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
         self.rk_nodes = resource_key(cluster, NODES.group, NODES.resource)
@@ -286,7 +297,7 @@ class SpreadIndex:
             return affected
         metadata = obj.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
-        owner = _owner_of(obj, namespace)
+        owner = _owner_of(obj, namespace, self._whitelist if is_pod else None)
         if owner != old and not is_pod:
             self._above.clear()  # the chains through this workload go elsewhere now
         if owner is not None:
