@@ -399,8 +399,10 @@ def test_the_rebalancer_example_reports_its_workload_rebalanced(cluster: Cluster
     path = EXAMPLES / "workloadrebalancer" / "demo.yaml"
     target = target_of(path)
     with cluster.applied(path):
-        pods = cluster.running(target, 4)
-        assert split(pods) == {"zone-a": 2, "zone-b": 2}
+        cluster.running(target, 4)
+        wanted = {"zone-a": 2, "zone-b": 2}
+        wait_for(f"{wanted} placed", lambda: split(cluster.pods(target)) == wanted, 60,
+                 lambda: split(cluster.pods(target)))
 
         def finished() -> JSON | None:
             status = custom_status(cluster, "workloadrebalancer", "demo")
