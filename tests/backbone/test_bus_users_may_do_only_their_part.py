@@ -115,7 +115,9 @@ async def test_the_reader_subscribes_with_the_usual_wildcards_but_not_to_everyth
     for subject in ("kube.>", "webhook.>", "history.>"):
         await reader.subscribe(subject, cb=note)
     await reader.flush()
-    await clients["watcher"].jetstream().publish("kube.sync.c1.pods", b"{}")
+    # Plain publishes: what is tested is the reader's subscription. (A JetStream publish here
+    # reached the reader in most runs but not in about one of twenty on a loaded host.)
+    await clients["watcher"].publish("kube.sync.c1.pods", b"{}")
     await clients["watcher"].publish("history.c1.pod.default.web-1", b"{}")
     await clients["webhook"].publish("webhook.spreads.c1.default.ws", b"{}")
     await wait_until_async(lambda: len(seen) == 3, what="the reader to hear all three")
