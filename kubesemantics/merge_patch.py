@@ -26,12 +26,22 @@ def diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
             nested = diff(before, value)
             if nested:
                 patch[key] = nested
-        elif before != value or type(before) is not type(value):
+        elif not same_json(before, value):
             patch[key] = value
     for key in old:
         if key not in new:
             patch[key] = None
     return patch
+
+
+def same_json(a: Any, b: Any) -> bool:
+    """Equal as JSON values: unlike Python's ``==``, ``0`` is not ``false`` (nor ``1`` ``1.0``),
+    in lists and objects too."""
+    if isinstance(a, Mapping) and isinstance(b, Mapping):
+        return a.keys() == b.keys() and all(same_json(a[k], b[k]) for k in a)
+    if isinstance(a, list | tuple) and isinstance(b, list | tuple):
+        return len(a) == len(b) and all(same_json(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) is type(b) and bool(a == b)
 
 
 def apply(doc: Any, patch: Any) -> Any:

@@ -43,3 +43,12 @@ def test_removed_keys_are_nulls_and_lists_are_replaced_whole() -> None:
 def test_a_value_of_another_type_is_a_change() -> None:
     assert merge_patch.diff({"a": 1}, {"a": True}) == {"a": True}
     assert merge_patch.diff({"a": {"x": 1}}, {"a": 5}) == {"a": 5}
+
+
+def test_a_list_whose_zero_became_false_is_replaced() -> None:
+    """Python's ``[0] == [False]`` holds; JSON's does not, so the list is sent again."""
+    assert merge_patch.diff({"l": [0, {"a": 1}]}, {"l": [False, {"a": 1}]}) == {
+        "l": [False, {"a": 1}]}
+    assert merge_patch.diff({"l": [1, {"a": 1}]}, {"l": [1, {"a": True}]}) == {
+        "l": [1, {"a": True}]}
+    assert merge_patch.diff({"l": [1, 2]}, {"l": [1, 2]}) == {}
