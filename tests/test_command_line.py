@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
+import re
 import subprocess
 import sys
 from collections import Counter
@@ -113,3 +115,62 @@ def test_the_final_split_starts_on_a_line_of_its_own_off_a_terminal() -> None:
     lines = out.getvalue().splitlines()
     assert "final split" in [line.strip() for line in lines]
     assert lines[-1].startswith("└"), "the final table ends the output"
+
+
+def complete(line: str, tmp_path: Path) -> tuple[list[str], set[str]]:
+    """What the installed ``spreadbus`` offers for ``line`` under argcomplete's shell protocol
+    (the cursor at its end), and the modules its import statements loaded to answer (Python's
+    import timing does not see ``importlib.import_module``, so a command module shows through
+    what it imports)."""
+    out = tmp_path / "completions"
+    env = {**os.environ, "_ARGCOMPLETE": "1", "_ARGCOMPLETE_IFS": "\n",
+           "_ARGCOMPLETE_STDOUT_FILENAME": str(out), "COMP_LINE": line,
+           "COMP_POINT": str(len(line)), "PYTHONPROFILEIMPORTTIME": "1"}
+    done = subprocess.run([str(Path(sys.executable).with_name("spreadbus"))], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=60, check=False,
+                          preexec_fn=die_with_parent())
+    assert done.returncode == 0, done.stderr
+    imported = {row.rsplit("|", 1)[1].strip() for row in done.stderr.splitlines()
+                if row.startswith("import time:") and row.count("|") == 2}
+    return out.read_text().split("\n"), imported
+
+
+HEAVY = ("services", "kubesim", "nats", "kubernetes", "aiohttp", "pydantic", "datasette")
+
+
+def test_the_shell_completes_commands_without_importing_them(tmp_path: Path) -> None:
+    words, imported = complete("spreadbus ", tmp_path)
+    assert {"up", "validate", "audit", "why", "demo", "--version"} <= set(words)
+    assert "argcomplete" in imported
+    assert {m for m in imported if m.startswith("spreadbus")} == {
+        "spreadbus", "spreadbus.cli", "spreadbus.cli.shell_completion"}
+    assert not {m for m in imported if m.startswith(HEAVY)}
+    assert complete("spreadbus va", tmp_path)[0] == ["validate "]
+
+
+def test_the_shell_completes_a_commands_options_and_actions(tmp_path: Path) -> None:
+    words, imported = complete("spreadbus validate --", tmp_path)
+    assert {"--filename", "--output", "--crds"} <= set(words)
+    assert "spreadbus.features.registry" in imported, "validate's own imports are seen"
+    assert not {m for m in imported if m.startswith(("services", "kubesim", "kubernetes"))}
+    assert set(complete("spreadbus audit ", tmp_path)[0]) >= {"replay", "follow", "serve"}
+    replay = set(complete("spreadbus audit replay --", tmp_path)[0])
+    assert {"--db", "--since", "--until", "--quiet"} <= replay
+    assert not replay & set(SERVICE_ONLY)
+    assert complete("spreadbus audit serve --po", tmp_path)[0] == ["--port "]
+
+
+def test_the_readmes_bash_registration_completes_the_command_typed_as_a_path() -> None:
+    readme = (ROOT / "README.md").read_text()
+    (registration,) = re.findall(r'`(eval "\$\(\.venv/bin/register-python-argcomplete [^`]+)`',
+                                 readme)
+    script = f"""{registration}
+spec=$(complete -p spreadbus) && function=${{spec##*-F }} && function=${{function%% *}}
+COMP_LINE=".venv/bin/spreadbus audit serve --po" COMP_POINT=${{#COMP_LINE}}
+COMP_WORDS=(.venv/bin/spreadbus audit serve --po) COMP_CWORD=3
+"$function" .venv/bin/spreadbus --po serve
+printf '%s\\n' "${{COMPREPLY[@]}}"
+"""
+    done = subprocess.run(["bash", "-c", script], cwd=ROOT, capture_output=True, text=True,
+                          timeout=60, check=False, preexec_fn=die_with_parent())
+    assert (done.returncode, done.stdout.split()) == (0, ["--port"]), done.stderr

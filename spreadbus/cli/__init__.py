@@ -1,8 +1,9 @@
+# PYTHON_ARGCOMPLETE_OK: shells with argcomplete's global completion complete this command.
 """The ``spreadbus`` command: one sub-command per service or tool, each in its own module.
 
 Sub-command modules are imported only when chosen, so ``spreadbus validate`` never pays for
 importing the NATS or Kubernetes clients. Each module exposes ``add_arguments(parser)`` and
-``run(args) -> int``.
+``run(args) -> int``. Tab completion follows the same rule (see ``shell_completion``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Sequence
 from importlib.metadata import PackageNotFoundError, version
 
 import spreadbus
+from spreadbus.cli import shell_completion
 
 # name -> (module, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -66,7 +68,10 @@ def build_parser(argv: Sequence[str]) -> tuple[argparse.ArgumentParser, str | No
 
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
-    parser, chosen = build_parser(args_list)
+    typed = shell_completion.typed_words() if argv is None else None
+    parser, chosen = build_parser(args_list if typed is None else typed)
+    if typed is not None:
+        shell_completion.complete(parser)
     args = parser.parse_args(args_list)
     if chosen is None:
         parser.print_help()

@@ -1,6 +1,7 @@
 """``spreadbus audit serve``: Datasette on the audit database answers the canned "why" query,
 over HTTP and in a headless Chromium (skipped, saying so, where no Chromium is installed), and
-its chart draws a time axis, a pod-count axis and a line per subset there."""
+its chart draws a time axis, a pod-count axis and a line per subset there, and hovering a point
+shows its time and each subset's pod count."""
 
 from __future__ import annotations
 
@@ -17,8 +18,10 @@ import pytest
 
 from events.codec import encode
 from spreadbus.audit.store import AuditStore
+from tests.audit.devtools import Page, headless_page
 from tests.audit.history_messages import story
 from tests.audit.served import serving
+from tests.fixtures.polling import wait_until_async
 
 REASON = "fixed is full (2/2); elastic has room (0/unlimited)"
 
@@ -91,3 +94,45 @@ def test_the_chart_draws_its_axes_and_a_line_per_subset(served: str, tmp_path: P
     assert sorted(re.findall(r'class="legendtext"[^>]*>([^<]+)<', page)) == ["ws/elastic",
                                                                            "ws/fixed"]
     assert len(re.findall(r'class="trace scatter ', page)) == 2
+
+
+# The centre of each marker of a line, in page pixels, once plotly has drawn them.
+MARKERS = """(name => {
+  const trace = [...document.querySelectorAll('#chart .scatterlayer .trace')]
+    .find(t => t.__data__[0].trace.name === name);
+  const points = trace ? [...trace.querySelectorAll('.point')].map(p => p.getBoundingClientRect())
+    .map(r => [r.x + r.width / 2, r.y + r.height / 2]) : [];
+  return points.length ? points : null;
+})"""
+
+# What plotly's hover layer shows: its title (the time) and one line per subset.
+HOVER_LABEL = """[...document.querySelectorAll(
+  '#chart .hoverlayer .legendtitletext, #chart .hoverlayer .legendtext')].map(t => t.textContent)"""
+
+
+async def hovered(page: Page, x: float, y: float, time: str) -> list[str]:
+    await page.move_mouse(x, y)
+
+    async def label() -> list[str] | None:
+        shown: list[str] = await page.evaluate(HOVER_LABEL)
+        return shown if shown[:1] == [time] else None
+
+    return await wait_until_async(label, what=f"a hover label at {time}", timeout=30,
+                                  interval=0.05)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no Chromium on this machine "
+                    "(apt-get install chromium); the HTTP test above still runs")
+async def test_hovering_a_point_shows_its_time_and_each_subsets_pods(
+        served: str, tmp_path: Path) -> None:
+    assert CHROMIUM is not None
+    async with headless_page(CHROMIUM, f"{served}/chart", tmp_path / "profile") as page:
+        first, last = await wait_until_async(
+            lambda: page.evaluate(MARKERS + "('ws/elastic')"), what="the elastic line's markers",
+            timeout=60, interval=0.1)
+        # The story's two status changes, 16.5 s and 21.5 s after the epoch: the evicted pod
+        # leaves elastic.
+        assert await hovered(page, *first, time="Jan 1, 1970, 00:00:16.5") == [
+            "Jan 1, 1970, 00:00:16.5", "ws/fixed : 2 pods", "ws/elastic : 1 pods"]
+        assert await hovered(page, *last, time="Jan 1, 1970, 00:00:21.5") == [
+            "Jan 1, 1970, 00:00:21.5", "ws/fixed : 2 pods", "ws/elastic : 0 pods"]
