@@ -29,8 +29,10 @@ def _map(value: object) -> Obj | None:
 
 
 def _deletion_timestamp(obj: Obj) -> object:
-    meta = _map(obj.get("metadata"))
-    return None if meta is None else meta.get("deletionTimestamp")
+    meta = obj.get("metadata")
+    if type(meta) is dict or isinstance(meta, Mapping):
+        return meta.get("deletionTimestamp")
+    return None
 
 
 def deleting(obj: Obj) -> bool:
@@ -51,8 +53,10 @@ def deleting_truthy(obj: Obj) -> bool:
 
 def phase(pod: Obj) -> str:
     """``status.phase``; ``""`` when absent or not a string."""
-    status = _map(pod.get("status"))
-    value = None if status is None else status.get("phase")
+    status = pod.get("status")
+    if type(status) is not dict and not isinstance(status, Mapping):
+        return ""
+    value = status.get("phase")
     return value if isinstance(value, str) else ""
 
 
