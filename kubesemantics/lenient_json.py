@@ -18,6 +18,10 @@ from kubesemantics.timestamps import parse_time
 
 
 def as_map(value: object) -> Mapping[str, Any]:
+    """The mapping, else an empty one; decoded JSON's dicts skip the abstract class check (this
+    runs for several fields of every pod of every plan)."""
+    if type(value) is dict:
+        return value
     return value if isinstance(value, Mapping) else {}
 
 

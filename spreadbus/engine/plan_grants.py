@@ -84,6 +84,17 @@ class Kind(msgspec.Struct, frozen=True):
     resource: str
 
 
+WORKLOAD_CHAIN: Final = (
+    Kind("apps", "ReplicaSet", "replicasets"),
+    Kind("apps", "Deployment", "deployments"),
+    Kind("apps", "StatefulSet", "statefulsets"),
+    Kind("apps.kruise.io", "StatefulSet", "statefulsets"),
+    Kind("apps.kruise.io", "CloneSet", "clonesets"),
+)
+"""The workload kinds a controller chain from a pod may pass through (a Deployment's pods sit
+below a ReplicaSet, a UnitedDeployment's below a subset workload)."""
+
+
 class Governor(Kind, frozen=True, kw_only=True):
     """The kind of object whose decisions a grant's plans carry out."""
 

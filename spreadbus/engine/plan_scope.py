@@ -21,6 +21,7 @@ from typing import Any, Final, Literal
 from kubesemantics.group_version import api_group
 from kubesemantics.label_selector import SelectorError, from_label_selector
 from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.owner_refs import controller_ref
 from kubesemantics.qualified_names import is_dns1123_label, is_dns1123_subdomain
 from spreadbus.engine.plan_grants import PlanGrant
 
@@ -93,21 +94,12 @@ def selected(grant: PlanGrant, governor: Mapping[str, Any] | None,
         return False
 
 
-def controller(obj: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The object's controller owner reference, if it has one."""
-    refs = as_map(obj.get("metadata")).get("ownerReferences")
-    for ref in refs if isinstance(refs, list) else ():
-        if isinstance(ref, Mapping) and ref.get("controller") is True:
-            return ref
-    return None
-
-
 def step(grant: PlanGrant, end: Reach, obj: Mapping[str, Any]) -> Literal[True] | Read | str:
     """One link of the chain from ``obj``: True (it reaches ``end``), the next object to read,
     or why the chain stops short of ``end``."""
     metadata = as_map(obj.get("metadata"))
     here = f"{as_str(obj.get('kind')) or 'object'} {as_str(metadata.get('name'))!r}"
-    ref = controller(obj)
+    ref = controller_ref(obj)
     if ref is None:
         return f"{here} has no controller, so no path to {end}"
     api_version = as_str(ref.get("apiVersion"))

@@ -9,6 +9,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kubesemantics.pod_status import has_ready_condition
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import from_object
 from spreadbus.features.workloadspread.core.rebalance import (
@@ -84,7 +85,7 @@ def room(case: dict[str, Any], name: str) -> int | None:
 @given(cases())
 def test_moves_go_up_into_room_within_every_limit(case: dict[str, Any]) -> None:
     outcome = run(case)
-    ready = {pod_state.key(p) for p in case["pods"] if pod_state.is_ready(p)}
+    ready = {pod_state.key(p) for p in case["pods"] if has_ready_condition(p)}
     leaving = len(ready & case["in_flight"])
     unavailable = max(0, case["replicas"] - len(ready)) + leaving
     limit = unavailable_limit(case["max_unavailable"], case["replicas"]) - unavailable

@@ -12,7 +12,7 @@ from typing import Final
 
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
-from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
+from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Governor, PlanGrant
 from spreadbus.features.podunavailablebudget.admission.budget_bucket import SPEC as BUCKET_SPEC
 from spreadbus.features.podunavailablebudget.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.model import (
@@ -31,15 +31,6 @@ from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudge
 
 NAME: Final = "podunavailablebudget"
 _GOVERNOR: Final = Governor(group=GROUP, kind=KIND, resource="podunavailablebudgets")
-_WORKLOAD_CHAIN: Final = (
-    Kind("apps", "ReplicaSet", "replicasets"),
-    Kind("apps", "Deployment", "deployments"),
-    Kind("apps", "StatefulSet", "statefulsets"),
-    Kind("apps.kruise.io", "StatefulSet", "statefulsets"),
-    Kind("apps.kruise.io", "CloneSet", "clonesets"),
-)
-"""What may lie between a pod and the workload a budget targets (a UnitedDeployment's pods sit
-below a subset workload)."""
 
 FEATURE: Final = Feature(
     name=NAME,
@@ -58,7 +49,7 @@ FEATURE: Final = Feature(
         PlanGrant(rule=BudgetRule.name, verb="patch", group="", resource="pods",
                   writes=(("metadata", "annotations", RELATED_PUB_ANNOTATION),),
                   governor=_GOVERNOR, relation="governed", reach="spec.targetRef",
-                  selector="spec.selector", via=_WORKLOAD_CHAIN),
+                  selector="spec.selector", via=WORKLOAD_CHAIN),
     ),
     bus={
         # The webhook spends budgets in their bucket; the planner folds the bucket's stream.

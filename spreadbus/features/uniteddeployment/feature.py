@@ -13,7 +13,7 @@ from typing import Final
 
 from events.messages import Verb
 from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
-from spreadbus.engine.plan_grants import Follows, Governor, Kind, PlanGrant
+from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Follows, Governor, PlanGrant
 from spreadbus.features.uniteddeployment.admission.side import webhook_side
 from spreadbus.features.uniteddeployment.core.derived_writes import (
     revision_follows,
@@ -42,14 +42,6 @@ async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> Planner
 
 _OWNER: Final = ("apps.kruise.io", "UnitedDeployment")
 _GOVERNOR: Final = Governor(group=_OWNER[0], kind=_OWNER[1], resource="uniteddeployments")
-_SUBSET_CHAIN: Final = (
-    Kind("apps", "ReplicaSet", "replicasets"),
-    Kind("apps", "Deployment", "deployments"),
-    Kind("apps", "StatefulSet", "statefulsets"),
-    Kind("apps.kruise.io", "StatefulSet", "statefulsets"),
-    Kind("apps.kruise.io", "CloneSet", "clonesets"),
-)
-"""What lies between a subset's pod and its UnitedDeployment."""
 _RULE: Final = UnitedDeploymentRule.name
 _WORKLOAD_WRITES: Final = (("metadata", "labels"), ("metadata", "annotations"),
                            ("metadata", "ownerReferences"), ("spec",))
@@ -99,7 +91,7 @@ FEATURE: Final = Feature(
         # The pods of its subset workloads: their controller chain reaches the UnitedDeployment.
         PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
                   writes=(("metadata", "labels", RESERVED_POD_LABEL),), governor=_GOVERNOR,
-                  relation="governed", via=_SUBSET_CHAIN),
+                  relation="governed", via=WORKLOAD_CHAIN),
         PlanGrant(rule=_RULE, verb="patch_status", group="apps.kruise.io",
                   resource="uniteddeployments", writes=(("status",),), governor=_GOVERNOR),
         PlanGrant(rule=_RULE, verb="patch", group="apps.kruise.io", resource="uniteddeployments",

@@ -16,6 +16,7 @@ from typing import Any, Final
 import msgspec
 
 from kubesemantics.field_errors import FieldError
+from kubesemantics.owner_refs import controller_ref
 from kubesemantics.timestamps import parse_time
 from spreadbus.features.podunavailablebudget.core import admission
 from spreadbus.features.podunavailablebudget.core.model import (
@@ -27,7 +28,7 @@ from spreadbus.features.podunavailablebudget.core.model import (
     status_to_json,
 )
 from spreadbus.features.podunavailablebudget.core.validation import validate_budget
-from spreadbus.features.podunavailablebudget.core.workloads import Workloads, controller_ref
+from spreadbus.features.podunavailablebudget.core.workloads import Workloads
 
 RELATED: Final = RELATED_PUB_ANNOTATION
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from kubesemantics import pod_status
 from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.features.podunavailablebudget.core.model import UNAVAILABLE_LABEL_PREFIX
 
@@ -46,13 +47,8 @@ def name_of(pod: JSON) -> str:
     return as_str(_meta(pod).get("name"))
 
 
-def terminating(pod: JSON) -> bool:
-    return _meta(pod).get("deletionTimestamp") not in (None, "")
-
-
-def active(pod: JSON) -> bool:
-    phase = as_str(as_map(pod.get("status")).get("phase"))
-    return phase not in ("Succeeded", "Failed") and not terminating(pod)
+active = pod_status.active
+"""Kruise's ``kubecontroller.IsPodActive`` (an empty ``deletionTimestamp`` reads as unset)."""
 
 
 def has_unavailable_label(pod: JSON) -> bool:
@@ -60,15 +56,13 @@ def has_unavailable_label(pod: JSON) -> bool:
 
 
 def ready(pod: JSON) -> bool:
-    status = as_map(pod.get("status"))
-    if as_str(status.get("phase")) != "Running" or terminating(pod):
-        return False
-    if has_unavailable_label(pod):
-        return False
-    conditions = status.get("conditions")
-    return any(
-        isinstance(c, Mapping) and c.get("type") == "Ready" and c.get("status") == "True"
-        for c in (conditions if isinstance(conditions, list) else ())
+    """Kruise's ``pubcontrol`` ``IsPodReady``: ``util.IsRunningAndReady`` (Running, Ready, not
+    terminating) and no ``unavailable-pod.kruise.io/`` label."""
+    return (
+        pod_status.phase(pod) == "Running"
+        and not pod_status.deleting(pod)
+        and not has_unavailable_label(pod)
+        and pod_status.has_ready_condition(pod)
     )
 
 

@@ -23,6 +23,8 @@ import msgspec
 from kubesemantics.group_version import api_group
 from kubesemantics.label_selector import Selector, SelectorError, from_label_selector, parse
 from kubesemantics.lenient_json import as_int, as_map, as_str
+from kubesemantics.owner_refs import controller_ref
+from kubesemantics.pod_status import deleting
 
 JSON = Mapping[str, Any]
 
@@ -64,10 +66,6 @@ def owner_references(obj: JSON) -> list[Mapping[str, Any]]:
     return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
 
 
-def controller_ref(obj: JSON) -> Mapping[str, Any] | None:
-    return next((r for r in owner_references(obj) if r.get("controller") is True), None)
-
-
 def ref_identity(ref: Mapping[str, Any]) -> WorkloadId:
     return WorkloadId(api_group(as_str(ref.get("apiVersion"))), as_str(ref.get("kind")),
                       as_str(ref.get("name")))
@@ -83,10 +81,6 @@ def refers_to(ref: Mapping[str, Any], obj: JSON) -> bool:
 
 def owned_by(obj: JSON, owner: JSON) -> bool:
     return any(refers_to(r, owner) for r in owner_references(obj))
-
-
-def deleting(obj: JSON) -> bool:
-    return meta(obj).get("deletionTimestamp") not in (None, "")
 
 
 class Workloads:

@@ -27,13 +27,14 @@ from typing import Any, Final
 import msgspec
 
 from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.owner_refs import controller_ref
+from kubesemantics.pod_status import has_ready_condition
 from spreadbus.features.uniteddeployment.core.adaptive import time_of, unschedulable_pending
 from spreadbus.features.uniteddeployment.core.model import UnitedDeployment
 from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
-from spreadbus.features.uniteddeployment.core.status import pod_active, pod_ready
+from spreadbus.features.uniteddeployment.core.status import pod_active
 from spreadbus.features.uniteddeployment.core.subset_workloads import (
     JSON,
-    controller_ref,
     label_of,
     name_of,
     namespace_of,
@@ -97,7 +98,7 @@ def facts_of(pod: Mapping[str, Any], source: bytes | None = None) -> PodFacts:
         revision=label_of(pod, REVISION_LABEL) or "",
         reserved_label=reserved,
         active=pod_active(pod),
-        ready=pod_ready(pod),
+        ready=has_ready_condition(pod),
         deleting=as_map(pod.get("metadata")).get("deletionTimestamp") is not None,
         pending=unschedulable_pending(pod),
         source=_JSON.encode(pod) if source is None else source,

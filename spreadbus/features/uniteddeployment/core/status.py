@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kubesemantics import label_selector
+from kubesemantics import label_selector, pod_status
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.uniteddeployment.core.conditions import (
     JSON,
@@ -48,28 +48,9 @@ class SubsetCounts:
     updated_ready_replicas: int = 0
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    if type(value) is dict:
-        return value
-    return value if isinstance(value, Mapping) else {}
-
-
 def pod_active(pod: Mapping[str, Any]) -> bool:
-    phase = _map(pod.get("status")).get("phase")
-    deleting = _map(pod.get("metadata")).get("deletionTimestamp") is not None
-    return phase not in ("Succeeded", "Failed") and not deleting
-
-
-def pod_ready(pod: Mapping[str, Any]) -> bool:
-    found = _map(pod.get("status")).get("conditions")
-    if type(found) is not list:
-        return False
-    return any(
-        (type(c) is dict or isinstance(c, Mapping))
-        and c.get("type") == "Ready"
-        and c.get("status") == "True"
-        for c in found
-    )
+    """``IsPodActive``, any ``deletionTimestamp`` but null read as being deleted."""
+    return pod_status.active(pod, pod_status.deleting_any_value)
 
 
 def subset_counts(
@@ -87,7 +68,7 @@ def subset_counts(
     return counts_of(
         workload,
         len(updated),
-        sum(1 for p in updated if pod_ready(p)),
+        sum(1 for p in updated if pod_status.has_ready_condition(p)),
         reserved_pods=reserved_pods,
     )
 

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kubesemantics.group_version import api_group
-from kubesemantics.lenient_json import as_str
+from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.uniteddeployment.core.model import KIND, UnitedDeployment
 
 JSON = Mapping[str, Any]
@@ -69,40 +70,23 @@ def workload_kind(ud: UnitedDeployment) -> WorkloadKind | None:
     return None if key is None else KIND_OF_TEMPLATE[key]
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    """``as_map`` with a fast path for dicts: these run once per pod and per round."""
-    if type(value) is dict:
-        return value
-    return value if isinstance(value, Mapping) else {}
-
-
 def name_of(obj: JSON) -> str:
-    return as_str(_map(obj.get("metadata")).get("name"))
+    return as_str(as_map(obj.get("metadata")).get("name"))
 
 
 def namespace_of(obj: JSON) -> str:
-    return as_str(_map(obj.get("metadata")).get("namespace")) or "default"
+    return as_str(as_map(obj.get("metadata")).get("namespace")) or "default"
 
 
 def labels_of(obj: JSON) -> Mapping[str, str]:
-    labels = _map(_map(obj.get("metadata")).get("labels"))
+    labels = as_map(as_map(obj.get("metadata")).get("labels"))
     return {k: v for k, v in labels.items() if isinstance(v, str)}
 
 
 def label_of(obj: JSON, key: str) -> str | None:
     """One label's value, None when absent or not a string."""
-    value = _map(_map(obj.get("metadata")).get("labels")).get(key)
+    value = as_map(as_map(obj.get("metadata")).get("labels")).get(key)
     return value if isinstance(value, str) else None
-
-
-def controller_ref(obj: JSON) -> JSON | None:
-    refs = _map(obj.get("metadata")).get("ownerReferences")
-    if type(refs) is not list:
-        return None
-    for ref in refs:
-        if (type(ref) is dict or isinstance(ref, Mapping)) and ref.get("controller") is True:
-            return ref
-    return None
 
 
 def controlled_by(obj: JSON, owner: JSON) -> bool:
@@ -110,7 +94,7 @@ def controlled_by(obj: JSON, owner: JSON) -> bool:
     ref = controller_ref(obj)
     if ref is None:
         return False
-    owner_meta = _map(owner.get("metadata"))
+    owner_meta = as_map(owner.get("metadata"))
     uid, ref_uid = as_str(owner_meta.get("uid")), as_str(ref.get("uid"))
     if uid and ref_uid:
         return uid == ref_uid

@@ -47,7 +47,7 @@ from kubesemantics.field_errors import (
     too_many,
 )
 from kubesemantics.intstr import is_int
-from kubesemantics.lenient_json import as_str
+from kubesemantics.lenient_json import as_map, as_str
 from kubesemantics.nesting import MAX_DEPTH, shorten, too_deep
 from kubesemantics.qualified_names import is_dns1123_label, is_dns1123_subdomain
 from kubesemantics.scheduling_validation import (
@@ -92,10 +92,6 @@ _STATEFUL_SPEC_MUTABLE = (
     "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds",
     "ordinals",
 )
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _object_field(parent: Mapping[str, Any], key: str, path: Path,
@@ -150,7 +146,7 @@ def _metadata_errors(obj: Mapping[str, Any]) -> list[FieldError]:
 
 
 def _metadata_update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
-    new_meta, old_meta = _map(obj.get("metadata")), _map(old.get("metadata"))
+    new_meta, old_meta = as_map(obj.get("metadata")), as_map(old.get("metadata"))
     return [
         invalid(METADATA.child(key), "field is immutable")
         for key in ("name", "namespace")
@@ -206,7 +202,7 @@ def _kind_rules(workload: Mapping[str, Any], kind: str, path: Path,
                               f"replicas in {kind} will not be used"))
     if kind == "deploymentTemplate":
         return spec
-    strategy = _map(spec.get("updateStrategy"))
+    strategy = as_map(spec.get("updateStrategy"))
     rolling = strategy.get("rollingUpdate")
     if (strategy.get("type") == "RollingUpdate" and isinstance(rolling, Mapping)
             and rolling.get("partition") is not None):
@@ -219,7 +215,7 @@ def _template_errors(template: object, selector: Mapping[str, Any] | None,
                      path: Path) -> list[FieldError]:
     if template is not None and not isinstance(template, Mapping):
         return [type_error(path, "object", template)]
-    template = _map(template)
+    template = as_map(template)
     errors: list[FieldError] = []
     given = []
     for kind in TEMPLATE_KINDS:
@@ -241,7 +237,7 @@ def _template_errors(template: object, selector: Mapping[str, Any] | None,
         return errors
     kind = checked
     workload = template[kind]
-    labels = _map(workload.get("metadata")).get("labels")
+    labels = as_map(workload.get("metadata")).get("labels")
     if not selects(selector, labels):
         # Kruise reports an Advanced StatefulSet's mismatch under ``statefulSetTemplate``.
         shown = "deploymentTemplate" if kind == "deploymentTemplate" else "statefulSetTemplate"
@@ -270,15 +266,15 @@ class _TemplateAnnotations:
     given; none when it is not one)."""
 
     def __init__(self, template: object) -> None:
-        template = _map(template)
+        template = as_map(template)
         kind = next((k for k in TEMPLATE_KINDS if isinstance(template.get(k), Mapping)), "")
-        workload = _map(template.get(kind))
+        workload = as_map(template.get(kind))
         self.workload_path = SPEC.child("template", kind, "metadata", "annotations")
         self.pod_path = SPEC.child("template", kind, "spec", "template", "metadata",
                                    "annotations")
-        self.workload = _string_keys(_map(workload.get("metadata")).get("annotations"))
-        pod_template = _map(_map(workload.get("spec")).get("template"))
-        self.pod = _string_keys(_map(pod_template.get("metadata")).get("annotations"))
+        self.workload = _string_keys(as_map(workload.get("metadata")).get("annotations"))
+        pod_template = as_map(as_map(workload.get("spec")).get("template"))
+        self.pod = _string_keys(as_map(pod_template.get("metadata")).get("annotations"))
         self.workload_size = annotations_size(self.workload)
 
     def errors(self) -> list[FieldError]:
@@ -300,7 +296,7 @@ def _subset_annotation_errors(patch: object, p: Path,
     workload = dict(template.workload)
     workload[SUBSET_PATCH_ANNOTATION] = patch_text
     pod = dict(template.pod)
-    for key, value in _string_keys(_map(patch.get("metadata")).get("annotations")).items():
+    for key, value in _string_keys(as_map(patch.get("metadata")).get("annotations")).items():
         if value is None:
             pod.pop(key, None)
         else:
@@ -448,8 +444,8 @@ def validate_spec(spec_value: object) -> list[FieldError]:
     strategy = _object_field(topology, "scheduleStrategy",
                              SPEC.child("topology", "scheduleStrategy"), errors)
     adaptive = strategy.get("type") == ADAPTIVE
-    reserve = _map(strategy.get("adaptive")).get("reserveUnschedulablePods") is True
-    template = _map(spec.get("template"))
+    reserve = as_map(strategy.get("adaptive")).get("reserveUnschedulablePods") is True
+    template = as_map(spec.get("template"))
     if adaptive and reserve and any(
         template.get(k) is not None for k in ("advancedStatefulSetTemplate", "statefulSetTemplate")
     ):
@@ -509,10 +505,10 @@ def _schedule_strategy_schema_errors(strategy: Mapping[str, Any], path: Path) ->
     if adaptive is not None and not isinstance(adaptive, Mapping):
         return [*errors, type_error(path.child("adaptive"), "object", adaptive)]
     for name in ("rescheduleCriticalSeconds", "unschedulableDuration"):
-        value = _map(adaptive).get(name)
+        value = as_map(adaptive).get(name)
         if value is not None and not is_int(value):
             errors.append(type_error(path.child("adaptive", name), "integer", value))
-    reserve = _map(adaptive).get("reserveUnschedulablePods")
+    reserve = as_map(adaptive).get("reserveUnschedulablePods")
     if reserve is not None and not isinstance(reserve, bool):
         errors.append(type_error(path.child("adaptive", "reserveUnschedulablePods"), "boolean",
                                  reserve))
@@ -536,12 +532,12 @@ def _workload_spec(template: Mapping[str, Any], kind: str) -> Mapping[str, Any] 
     workload = template.get(kind)
     if not isinstance(workload, Mapping):
         return None
-    return _map(workload.get("spec"))
+    return as_map(workload.get("spec"))
 
 
 def _template_update_errors(spec: Mapping[str, Any],
                             old_spec: Mapping[str, Any]) -> list[FieldError]:
-    template, old_template = _map(spec.get("template")), _map(old_spec.get("template"))
+    template, old_template = as_map(spec.get("template")), as_map(old_spec.get("template"))
     path = SPEC.child("template")
     for kind, mutable, message in (
         ("statefulSetTemplate", _STATEFUL_SPEC_MUTABLE,
@@ -572,7 +568,7 @@ def _template_update_errors(spec: Mapping[str, Any],
 def _topology_update_errors(spec: Mapping[str, Any],
                             old_spec: Mapping[str, Any]) -> list[FieldError]:
     def subsets(s: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-        value = _map(s.get("topology")).get("subsets")
+        value = as_map(s.get("topology")).get("subsets")
         return [x if isinstance(x, Mapping) else {} for x in value] if isinstance(
             value, list) else []
 
@@ -600,7 +596,7 @@ def _topology_update_errors(spec: Mapping[str, Any],
 
 def update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldError]:
     """``ValidateUnitedDeploymentUpdate``: what may not change, then ``spec.replicas`` again."""
-    spec, old_spec = _map(obj.get("spec")), _map(old.get("spec"))
+    spec, old_spec = as_map(obj.get("spec")), as_map(old.get("spec"))
     errors = _metadata_update_errors(obj, old)
     errors.extend(_template_update_errors(spec, old_spec))
     errors.extend(_topology_update_errors(spec, old_spec))

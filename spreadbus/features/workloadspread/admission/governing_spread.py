@@ -29,6 +29,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.admission.spread_hints import SpreadHints
 from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
@@ -121,7 +122,7 @@ class GoverningSpread:
 
 def _owner_of(pod: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """The pod's controller owner as ``(group, kind, name)``, if it names one."""
-    owner = pod_state.controller_ref(pod)
+    owner = controller_ref(pod)
     if owner is None:
         return None
     kind, name = owner.get("kind"), owner.get("name")

@@ -24,6 +24,7 @@ from typing import Any, Final
 
 import msgspec
 
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION
 
@@ -109,7 +110,7 @@ class KeptPod(msgspec.Struct, frozen=True, gc=False):
             matched=_interned(pod_state.annotation(pod, MATCHED_ANNOTATION)),
             template_hash=sys.intern(template_hash) if isinstance(template_hash, str) else None,
             revision_hash=sys.intern(revision_hash) if isinstance(revision_hash, str) else None,
-            owner=_owner(pod_state.controller_ref(pod)),
+            owner=_owner(controller_ref(pod)),
         )
 
     def to_object(self) -> dict[str, Any]:

@@ -41,6 +41,7 @@ from typing import Any
 import msgspec
 
 from kubesemantics import json_patch
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.deletion_cost import admission_cost
@@ -123,7 +124,7 @@ def cost_version(
     if workload is None or ws.target_ref is None:
         return None
     replicasets: list[Mapping[str, Any]] = []
-    owner = pod_state.controller_ref(pod)
+    owner = controller_ref(pod)
     if workload.get("kind") == "Deployment" and owner and owner.get("kind") == "ReplicaSet":
         rs = lookup(ws.namespace, "apps", "ReplicaSet", str(owner.get("name") or ""))
         if rs is not None:
@@ -268,7 +269,7 @@ def admit_create(
 def spread_for_deletion(pod: Pod, spreads: Iterable[WorkloadSpread]) -> WorkloadSpread | None:
     """The WorkloadSpread named in the pod's annotation, for an active, controlled pod."""
     annotation = pod_state.matched(pod)
-    if annotation is None or not pod_state.is_active(pod) or pod_state.controller_ref(pod) is None:
+    if annotation is None or not pod_state.is_active(pod) or controller_ref(pod) is None:
         return None
     ns = pod_state.namespace(pod)
     return next((ws for ws in spreads if ws.namespace == ns and ws.name == annotation.name), None)

@@ -14,10 +14,14 @@ import json
 import re
 from collections.abc import Collection, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, TypeGuard
+from typing import Any, TypeGuard
 
 import msgspec
 
+from kubesemantics import pod_status
+from kubesemantics.lenient_json import as_map
+from kubesemantics.owner_refs import controller_ref
+from kubesemantics.pod_status import phase
 from kubesemantics.timestamps import parse_time
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION, VERSION_IGNORED
 
@@ -48,15 +52,9 @@ def _is_map(value: object) -> TypeGuard[Mapping[str, Any]]:
     return type(value) is dict or isinstance(value, Mapping)
 
 
-def _map(value: object) -> Mapping[str, Any]:
-    if type(value) is dict:
-        return value
-    return value if isinstance(value, Mapping) else {}
-
-
 def metadata(pod: Pod) -> Mapping[str, Any]:
-    """:func:`_map` of the pod's metadata, written out: every plan reads it for several fields
-    of each of its pods."""
+    """``as_map`` of the pod's metadata, written out: every plan reads it for several fields of
+    each of its pods."""
     value = pod.get("metadata")
     if type(value) is dict:
         return value
@@ -78,52 +76,35 @@ def key(pod: Pod) -> str:
 
 
 def pod_labels(pod: Pod) -> dict[str, str]:
-    return {k: v for k, v in _map(metadata(pod).get("labels")).items() if isinstance(v, str)}
+    return {k: v for k, v in as_map(metadata(pod).get("labels")).items() if isinstance(v, str)}
 
 
 def pod_annotations(pod: Pod) -> dict[str, str]:
-    return {k: v for k, v in _map(metadata(pod).get("annotations")).items() if isinstance(v, str)}
+    return {k: v for k, v in as_map(metadata(pod).get("annotations")).items()
+            if isinstance(v, str)}
 
 
 def annotation(pod: Pod, name: str) -> str | None:
     """One annotation's value, if it is a string (read per pod, without copying the rest)."""
-    value = _map(metadata(pod).get("annotations")).get(name)
+    value = as_map(metadata(pod).get("annotations")).get(name)
     return value if isinstance(value, str) else None
 
 
 def _label(pod: Pod, name: str) -> str | None:
     """One label's value, if it is a string (what :func:`pod_labels` would hold for it)."""
-    value = _map(metadata(pod).get("labels")).get(name)
+    value = as_map(metadata(pod).get("labels")).get(name)
     return value if isinstance(value, str) else None
 
 
 def node_name(pod: Pod) -> str:
-    value = _map(pod.get("spec")).get("nodeName")
+    value = as_map(pod.get("spec")).get("nodeName")
     return value if isinstance(value, str) else ""
-
-
-def phase(pod: Pod) -> str:
-    value = _map(pod.get("status")).get("phase")
-    return value if isinstance(value, str) else ""
-
-
-ENDED_PHASES: Final = frozenset({"Succeeded", "Failed"})
-"""Phases a pod never leaves: it no longer counts in any subset."""
 
 
 def is_active(pod: Pod) -> bool:
-    """``IsPodActive``: not Succeeded, not Failed, not being deleted."""
-    return phase(pod) not in ENDED_PHASES and not metadata(pod).get("deletionTimestamp")
-
-
-def controller_ref(obj: Pod) -> Mapping[str, Any] | None:
-    refs = metadata(obj).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if _is_map(ref) and ref.get("controller") is True:
-            return ref
-    return None
+    """``IsPodActive``: not Succeeded, not Failed, not being deleted (a ``deletionTimestamp``
+    Python holds true); an ended pod no longer counts in any subset."""
+    return pod_status.active(pod, pod_status.deleting_truthy)
 
 
 def _fold(raw: Mapping[str, Any], field: str) -> str:
@@ -214,7 +195,7 @@ def _parse_text(text: str) -> datetime | None:
 
 
 def _conditions(pod: Pod) -> list[Mapping[str, Any]]:
-    conds = _map(pod.get("status")).get("conditions")
+    conds = as_map(pod.get("status")).get("conditions")
     return [c for c in conds if _is_map(c)] if isinstance(conds, list) else []
 
 
@@ -240,23 +221,9 @@ def unschedulable_deadline(pod: Pod, timeout: timedelta) -> datetime | None:
     return None
 
 
-def _ready_condition(pod: Pod) -> Mapping[str, Any] | None:
-    """The first ``Ready=True`` condition, if any."""
-    conds = _map(pod.get("status")).get("conditions")
-    if not isinstance(conds, list):
-        return None
-    for cond in conds:
-        if _is_map(cond) and cond.get("type") == "Ready" and cond.get("status") == "True":
-            return cond
-    return None
-
-
-def is_ready(pod: Pod) -> bool:
-    return _ready_condition(pod) is not None
-
 
 def _max_restarts(pod: Pod) -> int:
-    statuses = _map(pod.get("status")).get("containerStatuses")
+    statuses = as_map(pod.get("status")).get("containerStatuses")
     if not isinstance(statuses, list):
         return 0
     found: int | None = None
@@ -285,7 +252,7 @@ def _text_key(text: str) -> tuple[int, float]:
 
 def deletion_order_key(pod: Pod) -> tuple[Any, ...]:
     """``ActivePods.Less`` as a key: pods that sort first are the first to be deleted."""
-    ready = _ready_condition(pod)
+    ready = pod_status.ready_condition(pod)
     return (
         1 if node_name(pod) else 0,
         _PHASE_RANK.get(phase(pod), 0),

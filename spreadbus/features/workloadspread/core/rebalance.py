@@ -46,6 +46,7 @@ from kubesemantics.group_version import api_group
 from kubesemantics.intstr import IntOrStrError, scaled_value
 from kubesemantics.label_selector import matches
 from kubesemantics.lenient_json import as_int, as_map, as_str
+from kubesemantics.pod_status import has_ready_condition
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.existing_pods import initial_quota
 from spreadbus.features.workloadspread.core.model import (
@@ -207,7 +208,7 @@ def rebalance(
         handled = request if request and not blocked else None
         return Rebalance(request=request, handled=handled,
                          waiting_for="room the webhook cannot use yet" if blocked else "")
-    ready = {pod_state.key(p) for p in active if pod_state.is_ready(p)}
+    ready = {pod_state.key(p) for p in active if has_ready_condition(p)}
     leaving = len(ready & set(in_flight))
     unavailable = max(0, replicas - len(ready)) + leaving
     allowance = unavailable_limit(max_unavailable, replicas) - unavailable

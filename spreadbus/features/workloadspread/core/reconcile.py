@@ -31,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.deletion_cost import annotation_updates, deletion_costs
@@ -125,7 +126,7 @@ def latest_version(
         return ""
     kind = str(workload.get("kind") or "")
     enabled = kind.lower() in versioned_kinds
-    owner = pod_state.controller_ref(workload)
+    owner = controller_ref(workload)
     if owner is not None and str(owner.get("kind") or "").lower() in versioned_kinds:
         enabled = True
     if not enabled:
@@ -143,7 +144,7 @@ def latest_version(
         wanted = _template_without_hash(spec.get("template"))
         owned = []
         for rs in replicasets:
-            ref = pod_state.controller_ref(rs)
+            ref = controller_ref(rs)
             rs_meta = pod_state.metadata(rs)
             if ref is None or ref.get("uid") != meta.get("uid") or rs_meta.get("deletionTimestamp"):
                 continue
@@ -206,7 +207,7 @@ def workload_pods(
     for pod in pods:
         if pod_state.namespace(pod) != ws.namespace:
             continue
-        ref = pod_state.controller_ref(pod)
+        ref = controller_ref(pod)
         memo = _controller_key(ref)
         if ref is None:
             custom = uncontrolled_owner(pod, whitelist)

@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubesemantics import label_selector
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import (
     TargetFilter,
@@ -36,7 +37,6 @@ from spreadbus.features.workloadspread.core.model import (
     api_version_valid,
 )
 from spreadbus.features.workloadspread.core.pod_state import (
-    controller_ref,
     is_active,
     metadata,
     namespace,

@@ -51,6 +51,7 @@ import msgspec
 
 from events.messages import ResourceRef
 from events.subjects import unescape
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION, api_group
@@ -157,7 +158,7 @@ def _owner_of(
 ) -> OwnerKey | None:
     """The controller owner; for a pod (``whitelist`` given) without one, a custom workload
     owning it, under which Kruise counts it too."""
-    ref = pod_state.controller_ref(obj)
+    ref = controller_ref(obj)
     if ref is None and whitelist is not None:
         ref = uncontrolled_owner(obj, whitelist)
     if ref is None:
