@@ -1,13 +1,24 @@
 """The architecture rules that import-linter cannot see: the core never reads a clock or
-randomness, and no module is a grab-bag named utils/helpers/common."""
+randomness, no module is a grab-bag named utils/helpers/common, and every feature package is
+built alike."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import re
 from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from spreadbus.engine.feature import Feature
 
 ROOT = Path(__file__).resolve().parent.parent
-PURE = [ROOT / "spreadbus" / "core", ROOT / "spreadbus" / "projection"]
+FEATURES = ROOT / "spreadbus" / "features"
+FEATURE_PACKAGES = sorted(p.name for p in FEATURES.iterdir() if (p / "__init__.py").exists())
+PURE = [ROOT / "spreadbus" / "projection",
+        *(FEATURES / name / part for name in FEATURE_PACKAGES for part in ("core", "planning"))]
 CLOCK_OR_CHANCE = re.compile(
     r"\b(datetime\.now|datetime\.utcnow|date\.today|time\.time|time\.monotonic|"
     r"time\.perf_counter|uuid\.uuid[14]|import random|from random)\b"
@@ -41,3 +52,62 @@ def test_no_grab_bag_modules() -> None:
         or path.parent.name in {"utils", "util", "helpers", "common", "misc"}
     ]
     assert grab_bags == []
+
+
+ROLE_MODULES: Final = {"__init__", "feature", "planner", "webhook", "offline"}
+"""Every feature has these: the declaration, its planner side, its webhook side, its offline
+commands."""
+OPTIONAL_MODULES: Final = {"settings"}
+"""A feature without settings has no settings module."""
+ROLE_PACKAGES: Final = {"core", "planning", "admission"}
+"""Its pure rules and model, its planner rule, its webhook handlers."""
+DECLARATION: Final = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef)
+"""What ``feature.py`` may hold: imports, constants and the functions building its grants."""
+
+
+def test_the_feature_packages_are_found() -> None:
+    assert {"workloadspread", "uniteddeployment", "podunavailablebudget",
+            "workloadrebalancer"} <= set(FEATURE_PACKAGES)
+
+
+@pytest.mark.parametrize("name", FEATURE_PACKAGES)
+def test_every_feature_has_the_same_files_for_the_same_roles(name: str) -> None:
+    package = FEATURES / name
+    modules = {p.stem for p in package.glob("*.py")}
+    packages = {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
+    assert ROLE_MODULES - modules == set()
+    assert modules - ROLE_MODULES - OPTIONAL_MODULES == set()
+    assert packages == ROLE_PACKAGES
+
+
+@pytest.mark.parametrize("name", FEATURE_PACKAGES)
+def test_feature_py_is_only_the_declaration(name: str) -> None:
+    tree = ast.parse((FEATURES / name / "feature.py").read_text())
+    body = [node for node in tree.body
+            if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+    strays = [f"{type(node).__name__} at line {node.lineno}" for node in body
+              if not isinstance(node, DECLARATION)]
+    assert strays == []
+    assigned = {target.id for node in body if isinstance(node, ast.Assign | ast.AnnAssign)
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                if isinstance(target, ast.Name)}
+    assert "FEATURE" in assigned
+
+
+def _module_of(value: Any) -> str:
+    return str(value.__module__)
+
+
+@pytest.mark.parametrize("name", FEATURE_PACKAGES)
+def test_each_side_of_a_feature_comes_from_its_role_module(name: str) -> None:
+    feature = importlib.import_module(f"spreadbus.features.{name}.feature").FEATURE
+    assert isinstance(feature, Feature)
+    package = f"spreadbus.features.{name}"
+    sides: list[tuple[str, Any]] = [
+        ("planner", feature.planner), ("webhook", feature.webhook),
+        *(("offline", validate) for validate in feature.validators.values()),
+        ("offline", feature.offline_plan), ("offline", feature.offline_admit),
+    ]
+    declared = [(role, _module_of(made)) for role, made in sides if made is not None]
+    assert declared, f"{name} declares no side at all"
+    assert declared == [(role, f"{package}.{role}") for role, _ in declared]

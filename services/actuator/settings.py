@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from spreadbus.features.registry import FeatureServiceSettings
+from spreadbus.engine.feature import Feature
+from spreadbus.engine.feature_service_settings import FeatureServiceSettings
+from spreadbus.features.registry import BUILTIN
 
 
 class ActuatorSettings(FeatureServiceSettings):
     """The actuator's own settings, on top of the shared ones."""
 
     service: ClassVar[str] = "actuator"
+    builtin: ClassVar[tuple[Feature[Any], ...]] = BUILTIN
 
     kube_qps: float = 20.0
     """Kubernetes API requests per second, on average."""

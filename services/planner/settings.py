@@ -2,20 +2,23 @@
 
 The settings of the features the planner runs (WorkloadSpread's whitelist, Adaptive recovery and
 planning interval) are added when the settings are loaded
-(:class:`~spreadbus.features.registry.FeatureServiceSettings`).
+(:class:`~spreadbus.engine.feature_service_settings.FeatureServiceSettings`).
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
-from spreadbus.features.registry import FeatureServiceSettings
+from spreadbus.engine.feature import Feature
+from spreadbus.engine.feature_service_settings import FeatureServiceSettings
+from spreadbus.features.registry import BUILTIN
 
 
 class PlannerSettings(FeatureServiceSettings):
     """The planner's own settings, on top of the shared ones."""
 
     service: ClassVar[str] = "planner"
+    builtin: ClassVar[tuple[Feature[Any], ...]] = BUILTIN
 
     planner_id: str = ""
     """Name of this replica in the lease; defaults to host name and process id."""

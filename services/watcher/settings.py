@@ -10,12 +10,14 @@ A resource the cluster does not serve (a CRD not installed) is tolerated by the 
 
 from __future__ import annotations
 
-from typing import ClassVar, Self
+from typing import Any, ClassVar, Self
 
 from pydantic import field_validator, model_validator
 from pydantic_core import PydanticCustomError
 
-from spreadbus.features.registry import FeatureServiceSettings, watched_resources
+from spreadbus.engine.feature import Feature
+from spreadbus.engine.feature_service_settings import FeatureServiceSettings
+from spreadbus.features.registry import BUILTIN, watched_resources
 from spreadbus.runtime.settings import CommaList
 
 
@@ -23,6 +25,7 @@ class WatcherSettings(FeatureServiceSettings):
     """The watcher's own settings, on top of the shared ones."""
 
     service: ClassVar[str] = "watcher"
+    builtin: ClassVar[tuple[Feature[Any], ...]] = BUILTIN
 
     resources: CommaList = ()
     """[group/]version/resource to list and watch; empty: what the features read."""

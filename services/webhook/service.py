@@ -21,7 +21,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 from nats.aio.client import Client
 from prometheus_client import CollectorRegistry, Gauge
@@ -32,8 +32,9 @@ from services.webhook.certificates import CertificateFiles
 from services.webhook.review_protocol import MAX_CONNECTIONS, ReviewServer
 from services.webhook.server import MAX_BODY, Metrics, build_routes
 from spreadbus.engine.conversion_review import Convert
-from spreadbus.engine.feature import WebhookContext, WebhookSide
-from spreadbus.features.registry import FeatureServiceSettings
+from spreadbus.engine.feature import Feature, WebhookContext, WebhookSide
+from spreadbus.engine.feature_service_settings import FeatureServiceSettings
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -56,6 +57,7 @@ class WebhookSettings(FeatureServiceSettings):
     """The webhook's own settings, on top of the shared ones."""
 
     service: ClassVar[str] = "webhook"
+    builtin: ClassVar[tuple[Feature[Any], ...]] = BUILTIN
 
     host: str = "0.0.0.0"
     """Address of the admission paths."""

@@ -48,7 +48,7 @@ creates or patches write more than a label, an annotation or a status declares `
 pure check, given by the feature, that the object written follows from the governor as read
 (:mod:`spreadbus.engine.governor_check`).
 
-The same grants give the actuator's RBAC (:func:`spreadbus.core.api_access.plan_access`), so the
+The same grants give the actuator's RBAC (:func:`spreadbus.engine.api_access.plan_access`), so the
 deployment allows the API exactly what some rule may ask for. A refused plan is never sent: its
 outcome is ``failed`` with reason ``Forbidden`` (see :mod:`services.actuator.application`).
 """

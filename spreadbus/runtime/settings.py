@@ -12,8 +12,9 @@ has a docstring, which is its ``--help``). From it:
 
 A service's settings class may grow at load time: :meth:`ServiceSettings.with_plugins` returns
 the class to load for the feature plugins asked for, which the services override to add the
-fields of the features they run (:mod:`spreadbus.features.registry`). The plugins are therefore
-read first, from the flag or the variable, and the rest is loaded into the class they give.
+fields of the features they run (:mod:`spreadbus.engine.feature_service_settings`). The plugins
+are therefore read first, from the flag or the variable, and the rest is loaded into the class
+they give.
 
 Loading never raises on bad input: it returns every problem with the flag or variable that
 caused it and pydantic's message, so a service can print all of them at once and exit 2.
@@ -105,7 +106,7 @@ class ServiceSettings(BaseSettings):
     """Context of the kubeconfig to use; empty: its current context."""
     feature_plugins: CommaList = ()
     """More features to run beside the built-in ones, each ``module:attribute`` naming a
-    Feature (see spreadbus.features.registry)."""
+    Feature (see spreadbus.engine.feature_plugins)."""
 
     @classmethod
     def with_plugins(cls, plugins: Sequence[str]) -> type[Self]:

@@ -7,7 +7,7 @@ from typing import Any, get_args
 import pytest
 
 from events.messages import Verb
-from spreadbus.core.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
+from spreadbus.engine.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
 from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.registry import BUILTIN, plan_grants, watched_resources
 

@@ -16,8 +16,9 @@ from services.watcher.settings import WatcherSettings
 from services.webhook.service import WebhookSettings
 from spreadbus.cli import main as spreadbus
 from spreadbus.engine.feature import Feature
+from spreadbus.engine.feature_service_settings import FeatureServiceSettings
 from spreadbus.engine.feature_settings import FeatureSettings, UsedBy
-from spreadbus.features.registry import FeatureServiceSettings, features
+from spreadbus.features.registry import features
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
 from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 from spreadbus.runtime.settings import (

@@ -13,7 +13,7 @@ from typing import Any
 from events import codec, subjects
 from events.messages import Observation, Plan
 from spreadbus.engine.plan_grants import Granted, PlanAuthority
-from spreadbus.features.podunavailablebudget.budget_ledger import (
+from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     BUCKET,
     BudgetEntry,
     encode,

@@ -39,7 +39,7 @@ from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
     budget_store,
 )
 from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
-from spreadbus.features.podunavailablebudget.budget_ledger import (
+from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     BudgetEntry,
     entry_key,
     records,

@@ -16,7 +16,7 @@ from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
     budget_store,
 )
 from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
-from spreadbus.features.podunavailablebudget.budget_ledger import entry_key
+from spreadbus.features.podunavailablebudget.core.budget_ledger import entry_key
 from spreadbus.features.podunavailablebudget.planning.status_inputs import compute
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 from spreadbus.runtime.ledger import LedgerConflict

@@ -127,8 +127,8 @@ async def test_deletion_protection(webhook: RunningWebhook) -> None:
 
 
 def test_the_handlers_carry_the_features_name() -> None:
-    from spreadbus.features.uniteddeployment.admission.side import UnitedDeploymentWebhook
     from spreadbus.features.uniteddeployment.feature import FEATURE
+    from spreadbus.features.uniteddeployment.webhook import UnitedDeploymentWebhook
 
     assert {h.feature for h in UnitedDeploymentWebhook.handlers} == {FEATURE.name}
     assert FEATURE.webhook is not None

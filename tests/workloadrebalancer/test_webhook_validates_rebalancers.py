@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from spreadbus.engine.review import AdmissionRequest
-from spreadbus.features.workloadrebalancer.admission import validate
+from spreadbus.features.workloadrebalancer.admission.handlers import validate
 
 
 def request(obj: dict[str, Any] | None, operation: str = "CREATE",

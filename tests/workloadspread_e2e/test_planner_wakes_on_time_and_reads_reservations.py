@@ -17,7 +17,7 @@ from events.messages import ObjectRef, Observation, Plan, ResourceRef, SyncMarke
 from events.reservations import BUCKET
 from services.planner.planner import Planner
 from spreadbus.engine.feature import PlannerContext
-from spreadbus.features.workloadspread.feature import planner_side
+from spreadbus.features.workloadspread.planner import planner_side
 from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.projection.planning import Desired

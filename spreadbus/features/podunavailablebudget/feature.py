@@ -2,8 +2,8 @@
 
 The pure rules live in :mod:`.core` (model, validation, status computation, admission
 decision); :mod:`.offline` answers ``spreadbus validate``, ``plan`` and ``admit``;
-:mod:`.running` is what the planner (each budget's status) and the webhook (pod DELETE, eviction,
-UPDATE and CREATE, PUB validation) run of it.
+:mod:`.planner` is what the planner runs of it (each budget's status), :mod:`.webhook` what the
+webhook runs (pod DELETE, eviction, UPDATE and CREATE, PUB validation).
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Governor, PlanGrant
 from spreadbus.features.podunavailablebudget.admission.budget_bucket import SPEC as BUCKET_SPEC
-from spreadbus.features.podunavailablebudget.budget_ledger import BUCKET, STREAM
+from spreadbus.features.podunavailablebudget.core.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.model import (
     GROUP,
     KIND,
+    NAME,
     RELATED_PUB_ANNOTATION,
 )
 from spreadbus.features.podunavailablebudget.offline import (
@@ -25,11 +26,11 @@ from spreadbus.features.podunavailablebudget.offline import (
     offline_plan,
     validate_offline,
 )
+from spreadbus.features.podunavailablebudget.planner import planner_side
 from spreadbus.features.podunavailablebudget.planning.rule import WORKLOADS, BudgetRule
-from spreadbus.features.podunavailablebudget.running import planner_side, webhook_side
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+from spreadbus.features.podunavailablebudget.webhook import webhook_side
 
-NAME: Final = "podunavailablebudget"
 _GOVERNOR: Final = Governor(group=GROUP, kind=KIND, resource="podunavailablebudgets")
 
 FEATURE: Final = Feature(

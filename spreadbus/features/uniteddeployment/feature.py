@@ -12,33 +12,22 @@ from __future__ import annotations
 from typing import Final
 
 from events.messages import Verb
-from spreadbus.engine.feature import Feature, PlannerContext, PlannerSide
+from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Follows, Governor, PlanGrant
-from spreadbus.features.uniteddeployment.admission.side import webhook_side
 from spreadbus.features.uniteddeployment.core.derived_writes import (
     revision_follows,
     workload_follows,
 )
-from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
+from spreadbus.features.uniteddeployment.core.model import NAME
 from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
-from spreadbus.features.uniteddeployment.offline import offline_plan
-from spreadbus.features.uniteddeployment.offline_validation import validate_offline
+from spreadbus.features.uniteddeployment.offline import offline_plan, validate_offline
+from spreadbus.features.uniteddeployment.planner import planner_side
 from spreadbus.features.uniteddeployment.planning.rule import (
     HANDLED_ANNOTATION,
     UnitedDeploymentRule,
 )
 from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
-
-NAME: Final = "uniteddeployment"
-
-
-async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> PlannerSide:
-    rule = UnitedDeploymentRule(
-        ctx.cluster, reconcile=reconcile_grouped,
-        min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
-    )
-    return PlannerSide(rules=[rule])
-
+from spreadbus.features.uniteddeployment.webhook import webhook_side
 
 _OWNER: Final = ("apps.kruise.io", "UnitedDeployment")
 _GOVERNOR: Final = Governor(group=_OWNER[0], kind=_OWNER[1], resource="uniteddeployments")

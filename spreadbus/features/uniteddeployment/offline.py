@@ -1,4 +1,11 @@
-"""The UnitedDeployment part of ``spreadbus plan``: one reconcile of every UD in the input.
+"""The UnitedDeployment part of ``spreadbus validate`` and ``spreadbus plan``.
+
+``validate``: a UnitedDeployment is defaulted as Kruise's mutating webhook would on a CREATE (an
+UPDATE from ``old``), and the defaulted object is validated as the validating webhook would see
+it. The other objects of the input are not read: a UnitedDeployment's validity depends on itself
+alone.
+
+``plan``: one reconcile of every UD in the input.
 
 The input is planned as stored, as the controller sees it: no admission defaults, no
 re-validation. Every UnitedDeployment (``apps.kruise.io``) is reconciled against the workloads,
@@ -25,11 +32,13 @@ from typing import Any
 
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_str
-from spreadbus.engine.feature import OfflinePlan
+from spreadbus.engine.feature import OfflinePlan, OfflineValidation
 from spreadbus.features.uniteddeployment.core.conditions import format_time
+from spreadbus.features.uniteddeployment.core.defaulting import default_uniteddeployment
 from spreadbus.features.uniteddeployment.core.model import GROUP, KIND
 from spreadbus.features.uniteddeployment.core.reconcile import Reconciliation, reconcile
 from spreadbus.features.uniteddeployment.core.subset_workloads import name_of, namespace_of
+from spreadbus.features.uniteddeployment.core.validation import validate_uniteddeployment
 
 JSON = dict[str, Any]
 
@@ -113,3 +122,10 @@ def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
 
 
 __all__ = ["offline_plan"]
+
+
+def validate_offline(obj: dict[str, Any], *, old: dict[str, Any] | None,
+                     context: Sequence[dict[str, Any]]) -> OfflineValidation:
+    defaulted = default_uniteddeployment(obj, old=old)
+    errors = validate_uniteddeployment(defaulted, old=old)
+    return OfflineValidation(errors=errors, defaulted=defaulted)

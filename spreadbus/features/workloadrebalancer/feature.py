@@ -11,40 +11,21 @@ from __future__ import annotations
 
 from typing import Final
 
-from spreadbus.engine.admission_chain import AdmissionHandler
-from spreadbus.engine.feature import (
-    Feature,
-    PlannerContext,
-    PlannerSide,
-    WebhookContext,
-    WebhookSide,
-)
+from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, PlanGrant
-from spreadbus.features.workloadrebalancer import admission
 from spreadbus.features.workloadrebalancer.core.model import (
     GROUP,
     KIND,
+    NAME,
     REQUEST_ANNOTATION,
     RESOURCE,
 )
 from spreadbus.features.workloadrebalancer.offline import offline_plan, validate_offline
+from spreadbus.features.workloadrebalancer.planner import planner_side
 from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalancerRule
+from spreadbus.features.workloadrebalancer.webhook import webhook_side
 
-NAME: Final = "workloadrebalancer"
 _GOVERNOR: Final = Governor(group=GROUP, kind=KIND, resource=RESOURCE, namespaced=False)
-
-
-async def planner_side(ctx: PlannerContext) -> PlannerSide:
-    return PlannerSide(rules=[WorkloadRebalancerRule(ctx.cluster)])
-
-
-class RebalancerWebhook(WebhookSide):
-    handlers = (AdmissionHandler(feature=NAME, path="/validate-workloadrebalancer",
-                                 decide=admission.validate, failure_policy="Fail"),)
-
-
-async def webhook_side(ctx: WebhookContext) -> RebalancerWebhook:
-    return RebalancerWebhook()
 
 
 FEATURE: Final = Feature(

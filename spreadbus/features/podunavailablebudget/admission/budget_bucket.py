@@ -1,4 +1,4 @@
-"""The budget bucket (:mod:`..budget_ledger`): declared here, created by the setup step
+"""The budget bucket (:mod:`..core.budget_ledger`): declared here, created by the setup step
 (``spreadbus bus-setup``), bound by the webhook that spends budgets; the planner reads it as a
 stream. Neither service creates it."""
 
@@ -10,7 +10,7 @@ from nats.aio.client import Client
 from nats.js.kv import KeyValue
 
 from spreadbus.engine.bus_access import BucketSpec
-from spreadbus.features.podunavailablebudget.budget_ledger import (
+from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     BUCKET,
     DESCRIPTION,
     HISTORY,

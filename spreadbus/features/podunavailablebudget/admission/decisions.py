@@ -1,7 +1,7 @@
 """The core's pure decisions in the shapes the handlers use: plain JSON in, JSON status out.
 
 The handlers decide inside a ledger transaction on the status the ledger entry makes effective
-(:func:`spreadbus.features.podunavailablebudget.budget_ledger.effective_status`); the budget
+(:func:`spreadbus.features.podunavailablebudget.core.budget_ledger.effective_status`); the budget
 handed to the core carries that status, so the core's rule spends exactly what the entry holds.
 """
 

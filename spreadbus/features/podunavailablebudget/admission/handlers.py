@@ -3,8 +3,8 @@
 - ``/validate-pod``: pod DELETE and ``pods/eviction`` CREATE (gated by ``pub_delete_gate``) and
   pod UPDATE (``pub_update_gate``) are decided by the core's admission rule in Kruise v1.9.0's
   order; the budget is spent inside a compare-and-set transaction on the PUB's entry of the
-  budget bucket (:mod:`..budget_ledger`), so the decision and the spending are one atomic step
-  over every replica. A refused DELETE or UPDATE is 403 Forbidden as in Kruise; a refused
+  budget bucket (:mod:`..core.budget_ledger`), so the decision and the spending are one atomic
+  step over every replica. A refused DELETE or UPDATE is 403 Forbidden as in Kruise; a refused
   eviction is 429 TooManyRequests, as a PodDisruptionBudget refuses one, so ``kubectl drain`` and
   other eviction clients wait and retry. Dry-run requests decide without spending.
 - ``/mutate-pod``: pod CREATE gets ``kruise.io/related-pub`` from the first matching PUB of its
@@ -28,9 +28,9 @@ from typing import Any, Protocol
 from kubesemantics.field_errors import describe
 from spreadbus.engine.admission_chain import ALLOW, Verdict, deny
 from spreadbus.engine.review import AdmissionRequest, pointer
-from spreadbus.features.podunavailablebudget import budget_ledger
 from spreadbus.features.podunavailablebudget.admission import decisions
-from spreadbus.features.podunavailablebudget.budget_ledger import BudgetEntry
+from spreadbus.features.podunavailablebudget.core import budget_ledger
+from spreadbus.features.podunavailablebudget.core.budget_ledger import BudgetEntry
 from spreadbus.features.podunavailablebudget.core.model import PodUnavailableBudget
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 from spreadbus.runtime.ledger import LedgerStore

@@ -33,6 +33,8 @@ from kubesemantics.timestamps import parse_time
 
 JSON = dict[str, Any]
 
+NAME = "podunavailablebudget"
+"""The name the feature registers under, which its admission handlers carry."""
 GROUP: Final = "policy.kruise.io"
 KIND: Final = "PodUnavailableBudget"
 API_VERSION: Final = f"{GROUP}/v1alpha1"

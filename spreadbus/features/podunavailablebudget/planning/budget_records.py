@@ -1,10 +1,10 @@
 """The webhook's spending, folded from the budget bucket's own stream for the planner.
 
 Every admission the webhook let through is in the bucket before its answer
-(:mod:`spreadbus.features.podunavailablebudget.budget_ledger`); the planner writes those records
-into the next status, so that status counts the pods as disrupted, and a webhook replica that
-later sees that status stops counting them itself. The bucket keeps one revision per key, so its
-stream replays in one message per budget on every start.
+(:mod:`spreadbus.features.podunavailablebudget.core.budget_ledger`); the planner writes those
+records into the next status, so that status counts the pods as disrupted, and a webhook replica
+that later sees that status stops counting them itself. The bucket keeps one revision per key, so
+its stream replays in one message per budget on every start.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from events.reservations import key_tokens
-from spreadbus.features.podunavailablebudget.budget_ledger import (
+from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     BudgetEntry,
     decode,
     subject_prefix,

@@ -7,7 +7,7 @@ workloads of its namespace and ``now``, and turns the answer into:
 - the status through the status subresource (``patch_status``), with the observed
   ``resourceVersion`` as precondition and one write in flight at a time (``serial``): a status
   computed from an older budget never lands, which the webhook's spending relies on
-  (:mod:`spreadbus.features.podunavailablebudget.budget_ledger`);
+  (:mod:`spreadbus.features.podunavailablebudget.core.budget_ledger`);
 - a ``kruise.io/related-pub`` patch for each of its pods that has none, as Kruise's controller
   stamps the pods created before the budget.
 
@@ -30,7 +30,7 @@ from typing import Any, Final
 from events.messages import ObjectRef, ResourceRef
 from events.subjects import escape
 from kubesemantics.lenient_json import as_int
-from spreadbus.features.podunavailablebudget.budget_ledger import BudgetEntry, reseeded
+from spreadbus.features.podunavailablebudget.core.budget_ledger import BudgetEntry, reseeded
 from spreadbus.features.podunavailablebudget.planning import status_inputs
 from spreadbus.features.podunavailablebudget.planning.budget_records import (
     BUDGETS_RESOURCE,

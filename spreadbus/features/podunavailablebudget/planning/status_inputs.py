@@ -15,11 +15,11 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kubesemantics.timestamps import parse_time
-from spreadbus.features.podunavailablebudget.budget_ledger import (
+from spreadbus.features.podunavailablebudget.core.budget import compute_status
+from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     DISRUPTED_EXPIRY,
     UNAVAILABLE_EXPIRY,
 )
-from spreadbus.features.podunavailablebudget.core.budget import compute_status
 from spreadbus.features.podunavailablebudget.core.model import from_object, status_to_json
 from spreadbus.features.podunavailablebudget.core.workloads import Workloads
 

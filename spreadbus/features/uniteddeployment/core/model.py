@@ -26,6 +26,8 @@ from kubesemantics.lenient_json import Condition, as_int, as_map, as_str, condit
 
 JSON = dict[str, Any]
 
+NAME = "uniteddeployment"
+"""The name the feature registers under, which its admission handlers carry."""
 GROUP = "apps.kruise.io"
 KIND = "UnitedDeployment"
 API_VERSION = f"{GROUP}/v1alpha1"

@@ -19,6 +19,8 @@ from kubesemantics.timestamps import parse_time
 
 JSON = dict[str, Any]
 
+NAME = "workloadrebalancer"
+"""The name the feature registers under, which its admission handlers carry."""
 GROUP: Final = "apps.karmada.io"
 KIND: Final = "WorkloadRebalancer"
 API_VERSION: Final = f"{GROUP}/v1alpha1"

@@ -31,6 +31,8 @@ from kubesemantics.timestamps import parse_time
 
 JSON = dict[str, Any]
 
+NAME = "workloadspread"
+"""The name the feature registers under, which its admission handlers carry."""
 GROUP = "apps.kruise.io"
 KIND = "WorkloadSpread"
 MATCHED_ANNOTATION = "apps.kruise.io/matched-workloadspread"

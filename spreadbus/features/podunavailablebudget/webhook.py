@@ -1,56 +1,25 @@
-"""What the planner and each webhook replica run of PodUnavailableBudget.
+"""What each webhook replica runs of PodUnavailableBudget.
 
-- Planner: :class:`~.planning.rule.BudgetRule`, with the budget bucket's stream folded beside the
-  observations (:mod:`.planning.budget_records`).
-- Webhook: pod DELETE, eviction and UPDATE decided and spent on the budget bucket
-  (``/validate-pod``; a budget that cannot be spent refuses), pod CREATE linked to its budget
-  (``/mutate-pod``), PUBs validated (``/validate-podunavailablebudget``, fail closed), all from
-  one fold of the observations (:mod:`.admission.view`).
+Pod DELETE, eviction and UPDATE decided and spent on the budget bucket (``/validate-pod``; a
+budget that cannot be spent refuses), pod CREATE linked to its budget (``/mutate-pod``), PUBs
+validated (``/validate-podunavailablebudget``, fail closed), all from one fold of the
+observations (:mod:`.admission.view`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Final
 
 from spreadbus.engine.admission_chain import AdmissionHandler
-from spreadbus.engine.feature import (
-    PlannerContext,
-    PlannerSide,
-    SideStream,
-    WebhookContext,
-    WebhookSide,
-)
+from spreadbus.engine.feature import WebhookContext, WebhookSide
 from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
     budget_bucket,
     budget_store,
 )
 from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
 from spreadbus.features.podunavailablebudget.admission.view import BudgetView
-from spreadbus.features.podunavailablebudget.budget_ledger import STREAM
-from spreadbus.features.podunavailablebudget.planning.budget_records import (
-    BUDGETS_RESOURCE,
-    BudgetRecords,
-)
-from spreadbus.features.podunavailablebudget.planning.rule import BudgetRule
+from spreadbus.features.podunavailablebudget.core.model import NAME
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
-
-NAME: Final = "podunavailablebudget"
-
-
-async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> PlannerSide:
-    records = BudgetRecords(ctx.cluster)
-    rule = BudgetRule(ctx.cluster, records=records,
-                      min_interval_seconds=ctx.settings.pub_min_interval_seconds)
-
-    def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
-        changed = records.apply(seq, subject, data)
-        return None if changed is None else (BUDGETS_RESOURCE, changed)
-
-    def reset() -> None:
-        records.last_seq = 0
-
-    return PlannerSide(rules=[rule], streams=[SideStream(stream=STREAM, fold=fold, reset=reset)])
 
 
 class BudgetWebhook(WebhookSide):

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any
 
 from spreadbus.engine.admission_chain import AdmissionHandler
 from spreadbus.engine.feature import WebhookContext, WebhookSide
 from spreadbus.features.uniteddeployment.admission import handlers
-
-FEATURE_NAME: Final = "uniteddeployment"
-"""The name the feature registers under (``feature.NAME``), which its handlers carry."""
+from spreadbus.features.uniteddeployment.core.model import NAME
 
 
 class UnitedDeploymentWebhook(WebhookSide):
@@ -17,9 +15,9 @@ class UnitedDeploymentWebhook(WebhookSide):
     both failing closed as Kruise's do; neither reads the observations."""
 
     handlers = (
-        AdmissionHandler(feature=FEATURE_NAME, path="/mutate-uniteddeployment",
+        AdmissionHandler(feature=NAME, path="/mutate-uniteddeployment",
                          decide=handlers.mutate, failure_policy="Fail"),
-        AdmissionHandler(feature=FEATURE_NAME, path="/validate-uniteddeployment",
+        AdmissionHandler(feature=NAME, path="/validate-uniteddeployment",
                          decide=handlers.validate, failure_policy="Fail"),
     )
 

@@ -1,1 +1,0 @@
-"""Pure placement rules: no I/O, no clock reads; time is a parameter."""

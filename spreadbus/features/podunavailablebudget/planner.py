@@ -1,0 +1,28 @@
+"""What the planner runs of PodUnavailableBudget: :class:`~.planning.rule.BudgetRule`, with the
+budget bucket's stream folded beside the observations (:mod:`.planning.budget_records`)."""
+
+from __future__ import annotations
+
+from spreadbus.engine.feature import PlannerContext, PlannerSide, SideStream
+from spreadbus.features.podunavailablebudget.core.budget_ledger import STREAM
+from spreadbus.features.podunavailablebudget.planning.budget_records import (
+    BUDGETS_RESOURCE,
+    BudgetRecords,
+)
+from spreadbus.features.podunavailablebudget.planning.rule import BudgetRule
+from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+
+
+async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> PlannerSide:
+    records = BudgetRecords(ctx.cluster)
+    rule = BudgetRule(ctx.cluster, records=records,
+                      min_interval_seconds=ctx.settings.pub_min_interval_seconds)
+
+    def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
+        changed = records.apply(seq, subject, data)
+        return None if changed is None else (BUDGETS_RESOURCE, changed)
+
+    def reset() -> None:
+        records.last_seq = 0
+
+    return PlannerSide(rules=[rule], streams=[SideStream(stream=STREAM, fold=fold, reset=reset)])

@@ -1,0 +1,17 @@
+"""What the planner runs of UnitedDeployment: :class:`~.planning.rule.UnitedDeploymentRule`,
+reconciling every UnitedDeployment into its subset workloads, revisions, pod labels and status."""
+
+from __future__ import annotations
+
+from spreadbus.engine.feature import PlannerContext, PlannerSide
+from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
+from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
+from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
+
+
+async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> PlannerSide:
+    rule = UnitedDeploymentRule(
+        ctx.cluster, reconcile=reconcile_grouped,
+        min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
+    )
+    return PlannerSide(rules=[rule])

@@ -1,0 +1,1 @@
+"""The WorkloadRebalancer admission handlers: validation of the object alone."""
