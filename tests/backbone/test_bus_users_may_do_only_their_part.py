@@ -21,6 +21,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, StreamInfo
 from nats.js.errors import Error as JetStreamError
+from nats.js.errors import NotFoundError
 
 from events import streams
 from events.reservations import BUCKET as RESERVATIONS
@@ -88,11 +89,20 @@ async def test_the_reader_follows_the_bus_but_changes_nothing(
 
     sub = await reader.subscribe("kube.obs.>", cb=note)
     await reader.flush()  # the server knows the interest before anything is published
-    await watcher.jetstream().publish("kube.obs.c1.apps.deployments.default.web", b"{}")
+    # A plain publish, which the stream stores as well: a JetStream publish here reached the
+    # reader's plain subscription in most runs but not in about one of twenty on a busy host.
+    await watcher.publish("kube.obs.c1.apps.deployments.default.web", b"{}")
     await wait_until_async(lambda: seen, what="the reader to hear the observation")
     assert seen == ["kube.obs.c1.apps.deployments.default.web"]
-    stored = await reader.jetstream().get_last_msg(streams.KUBE.name, "kube.obs.>")
-    assert stored.data == b"{}"
+
+    async def stored() -> bytes | None:
+        try:
+            found = await reader.jetstream().get_last_msg(streams.KUBE.name, "kube.obs.>")
+        except NotFoundError:
+            return None
+        return found.data
+
+    assert await wait_until_async(stored, what="KUBE to store the observation") == b"{}"
     with pytest.raises((NatsError, asyncio.TimeoutError)):
         await reader.jetstream().delete_stream(streams.KUBE.name)
     await sub.unsubscribe()

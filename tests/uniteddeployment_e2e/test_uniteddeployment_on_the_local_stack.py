@@ -206,7 +206,10 @@ def test_adaptive_moves_stuck_pods_to_the_next_subset_and_opens_it_again_after_t
         moved = datetime.now(UTC)
         # creationTimestamp has second precision: one more second of slack.
         assert (moved - created).total_seconds() <= critical + 5 + 1
-        assert schedulable(stack, "adaptive", "a") == ["False"]
+        # The status that says so may trail the pods it moved by a planner round.
+        wait_for("subset a marked unschedulable",
+                 lambda: schedulable(stack, "adaptive", "a") == ["False"], 30,
+                 lambda: schedulable(stack, "adaptive", "a"))
 
         stack.kubectl("delete", "deployment", "blocker", "--wait=false")
         stack.settled("blocker", "node", {})
