@@ -15,24 +15,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from kubesemantics.lenient_json import as_map, as_str
+
 Obj = Mapping[str, Any]
 
 ENDED_PHASES: Final = frozenset({"Succeeded", "Failed"})
 """Phases a pod never leaves."""
 
 
-def _map(value: object) -> Obj | None:
-    """A mapping, or None; decoded JSON's dicts skip the abstract class check (read per pod)."""
-    if type(value) is dict or isinstance(value, Mapping):
-        return value
-    return None
-
-
 def _deletion_timestamp(obj: Obj) -> object:
-    meta = obj.get("metadata")
-    if type(meta) is dict or isinstance(meta, Mapping):
-        return meta.get("deletionTimestamp")
-    return None
+    return as_map(obj.get("metadata")).get("deletionTimestamp")
 
 
 def deleting(obj: Obj) -> bool:
@@ -53,11 +45,7 @@ def deleting_truthy(obj: Obj) -> bool:
 
 def phase(pod: Obj) -> str:
     """``status.phase``; ``""`` when absent or not a string."""
-    status = pod.get("status")
-    if type(status) is not dict and not isinstance(status, Mapping):
-        return ""
-    value = status.get("phase")
-    return value if isinstance(value, str) else ""
+    return as_str(as_map(pod.get("status")).get("phase"))
 
 
 def ended(pod: Obj) -> bool:
@@ -75,8 +63,7 @@ def ready_condition(pod: Obj) -> Obj | None:
 
     ``podutil.IsPodReady`` reads only the first ``Ready`` condition; the API server keeps one
     condition per type, where the two readings agree."""
-    status = _map(pod.get("status"))
-    conditions = None if status is None else status.get("conditions")
+    conditions = as_map(pod.get("status")).get("conditions")
     if type(conditions) is not list:
         return None
     for condition in conditions:

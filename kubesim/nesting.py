@@ -14,8 +14,9 @@ Signature::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Final
+
+from kubesemantics.nesting import too_deep
 
 MAX_DEPTH: Final = 256
 """Objects and arrays inside one another a request body may hold (``{}`` alone is 1)."""
@@ -23,22 +24,8 @@ MAX_DEPTH: Final = 256
 
 def deeper_than(value: object, limit: int) -> bool:
     """Whether ``value`` (decoded JSON or YAML) nests objects and arrays more than ``limit``
-    deep; walked with a stack of its own, so any depth is measured without recursing."""
-    pending: list[tuple[object, int]] = [(value, 1)]
-    while pending:
-        node, depth = pending.pop()
-        children: Iterable[object]
-        if isinstance(node, dict):
-            children = node.values()
-        elif isinstance(node, list):
-            children = node
-        else:
-            continue
-        if depth > limit:
-            return True
-        pending.extend((child, depth + 1) for child in children
-                       if isinstance(child, dict | list))
-    return False
+    deep, measured without recursing (:func:`kubesemantics.nesting.too_deep`)."""
+    return too_deep(value, limit=limit) is not None
 
 
 def may_be_deeper_than(raw: bytes, limit: int) -> bool:
