@@ -51,6 +51,7 @@ from nats.js.api import (
 from nats.js.errors import Error as JetStreamError
 from nats.js.object_store import ObjectStore
 
+from spreadbus.runtime.bus_layout import object_stream
 from spreadbus.runtime.consumer_names import private_name
 from spreadbus.runtime.follower import delivery_sequences, pull_request, pull_subject
 
@@ -108,7 +109,7 @@ class SnapshotStore:
         expected = base64.urlsafe_b64decode(
             (info.digest or "").removeprefix(_DIGEST_PREFIX).removeprefix(_DIGEST_PREFIX.lower())
         )
-        stream = f"OBJ_{self.bucket}"
+        stream = object_stream(self.bucket)
         consumer = await self.js.add_consumer(stream, config=ConsumerConfig(
             name=private_name(f"snapshot-{self.bucket}"),
             filter_subject=f"$O.{self.bucket}.C.{info.nuid}",
