@@ -56,7 +56,9 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import collections
 import contextlib
+import logging
 import ssl
 import uuid
 from dataclasses import dataclass, replace
@@ -69,6 +71,8 @@ from kubesemantics import label_selector
 from kubesim import errors, jsonpatch
 from kubesim.interface import ApiError
 from kubesim.webhook_client import CallError, ClientCertificate, WebhookClient
+
+log = logging.getLogger("kubesim.admission")
 
 if TYPE_CHECKING:
     from kubesim.apiserver import ApiServer
@@ -220,6 +224,10 @@ class Admission:
         self._url_endpoints: dict[str, _Endpoint] = {}
         self._next_endpoint: dict[tuple[str, str, int], int] = {}
         self._compiled = _Webhooks((0, 0), _Phase([]), _Phase([]))
+        self.fail_open: collections.Counter[tuple[str, str]] = collections.Counter()
+        """``(webhook name, "admit" | "validating")`` -> calls that failed and were let through by
+        ``failurePolicy: Ignore``: kube-apiserver's ``apiserver_admission_webhook_fail_open_count``,
+        by which a test tells a guarantee broken from a review that never reached the webhook."""
 
     def _current(self) -> _Webhooks:
         """The compiled webhooks, compiled again once a configuration was written."""
@@ -457,6 +465,11 @@ class Admission:
             )
         return response
 
+    def _failed_open(self, w: JsonObject, phase: str, e: CallFailed) -> None:
+        name = str(w.get("name"))
+        self.fail_open[(name, phase)] += 1
+        log.warning('failed calling webhook "%s", failing open: %s', name, e)
+
     def _failure(self, w: JsonObject, why: str) -> ApiError:
         return errors.internal(f'failed calling webhook "{w.get("name")}": {why}')
 
@@ -538,6 +551,7 @@ class Admission:
             return patched
         except CallFailed as e:
             if w.get("failurePolicy", "Fail") == "Ignore":
+                self._failed_open(w, "admit", e)
                 return obj
             raise self._failure(w, str(e)) from e
 
@@ -572,6 +586,7 @@ class Admission:
             response = await self._call(w, review)
         except CallFailed as e:
             if w.get("failurePolicy", "Fail") == "Ignore":
+                self._failed_open(w, "validating", e)
                 return
             raise self._failure(w, str(e)) from e
         if not response.get("allowed"):

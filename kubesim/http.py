@@ -127,6 +127,16 @@ class HttpApi:
             log.exception("unhandled error for %s %s", request.method, request.path)
             return status_response(errors.internal(f"{type(e).__name__}: {e}"))
 
+    def _metrics(self) -> str:
+        """The one metric tests read: admission calls let through by ``failurePolicy: Ignore``."""
+        name = "apiserver_admission_webhook_fail_open_count"
+        lines = [f"# HELP {name} Admission webhook fail open count, identified by name and "
+                 "broken out for each admission type (validating or admit).",
+                 f"# TYPE {name} counter"]
+        for (hook, phase), count in sorted(self.server.admission.fail_open.items()):
+            lines.append(f'{name}{{name="{hook}",type="{phase}"}} {count}')
+        return "\n".join(lines) + "\n"
+
     def _authorised(self, request: web.Request) -> bool:
         if self.token is None:
             return True
@@ -140,6 +150,8 @@ class HttpApi:
             return json_response(discovery.VERSION_INFO)
         if not self._authorised(request):
             return status_response(ApiError(401, "Unauthorized", "Unauthorized"))
+        if path == "/metrics":
+            return web.Response(text=self._metrics(), content_type="text/plain")
         reg = self.server.registry
         if path == "/api":
             return json_response(discovery.api_versions(self.server_address))

@@ -16,6 +16,7 @@ from kubernetes.client import ApiException
 
 from kubesim import KubeSimThread
 from kubesim.interface import PODS
+from tests.fixtures.apiserver_metrics import fail_open_counts
 from tests.kubesim.conftest import pod
 from tlsserving import CertKeyPair, issue_server_cert, make_ca
 
@@ -231,6 +232,7 @@ def test_unreachable_webhook_follows_failure_policy(
     )
     if created:
         assert core.create_namespaced_pod("default", pod("p")).metadata.name == "p"
+        assert fail_open_counts(kube_api_client) == {("down.example.com", "admit"): 1}
     else:
         with pytest.raises(ApiException) as info:
             core.create_namespaced_pod("default", pod("p"))

@@ -149,4 +149,4 @@ def test_a_rebalance_refused_by_a_budget_completes_within_it(
                           budget_status(api, ns), f"{refused_evictions(stack_)} refused"))
     assert refused_evictions(stack_) > 0, "the budget never refused an eviction: nothing tested"
     assert watch.samples >= 10, "too few samples to judge"
-    assert watch.worst <= size.max_unavailable, watch.report()
+    assert watch.held(size.max_unavailable), watch.report()
