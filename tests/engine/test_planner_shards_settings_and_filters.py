@@ -69,7 +69,8 @@ def test_the_shard_stream_sources_kube_through_the_partition_function() -> None:
     spec = shard_stream(4)
     assert spec.name == "KUBE_SHARDS_4"
     assert spec.sources == ("KUBE",)
-    assert spec.max_msgs_per_subject == 1 and spec.allow_msg_ttl
+    assert spec.max_msgs_per_subject == 1
+    assert spec.allow_msg_ttl
     (obs_src, obs_dest), (sync_src, sync_dest) = spec.source_transforms
     assert obs_src == "kube.obs.*.*.*.*.*"
     assert obs_dest.startswith("kube-shards-4.{{partition(4,4)}}.")
