@@ -129,7 +129,7 @@ class PlannerMetrics:
 
 
 def planner_name(cluster: str, shards: Shards) -> str:
-    """What the lease and the snapshot of a planner (of one shard) are called."""
+    """The name of a planner's snapshot: the cluster's, or its shard's."""
     name = f"planner.{subjects.escape(cluster)}"
     return f"{name}.{shards.name}" if shards.sharded else name
 
