@@ -15,6 +15,11 @@ the objects it holds, the growth of its resident memory over the replay and the 
 single planner's objects and memory against the fair share 1/N, as ``ratio`` lines. Goal: at most
 1.2 (each of N shards holds at most 1.2/N of the single planner's objects and memory).
 
+The namespaces are named as teams name them (``--names words``, seeded random words, the
+default) or ``team-0`` to ``team-<n>`` (``--names numbered``, which the partition function
+happens to spread almost exactly evenly); their pods are as many in each. The shares follow the
+names and the sizes: a few large namespaces in one partition make that shard the largest.
+
 Run: ``python -m bench.planner_shards [--pods 100000 --namespaces 300 --nodes 100]``.
 """
 
@@ -24,6 +29,8 @@ import argparse
 import asyncio
 import gc
 import json
+import random
+import string
 import subprocess
 import sys
 import time
@@ -69,7 +76,18 @@ def _meta(name: str, namespace: str, rv: int, **more: Any) -> dict[str, Any]:
             "resourceVersion": str(rv), "creationTimestamp": STAMP, **more}
 
 
-def messages(pods: int, namespaces: int, nodes: int) -> list[tuple[str, bytes]]:
+def namespace_names(count: int, naming: str) -> list[str]:
+    if naming == "numbered":
+        return [f"team-{k}" for k in range(count)]
+    rng = random.Random(23)
+    names: dict[str, None] = {}
+    while len(names) < count:
+        word = "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randint(3, 10)))
+        names[f"{word}-{rng.choice(('prod', 'staging', 'dev', 'eu', 'us', 'batch'))}"] = None
+    return list(names)
+
+
+def messages(pods: int, namespaces: list[str], nodes: int) -> list[tuple[str, bytes]]:
     """Every observation of the cluster, then a sync marker for every resource the rule reads."""
     from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 
@@ -77,9 +95,9 @@ def messages(pods: int, namespaces: int, nodes: int) -> list[tuple[str, bytes]]:
         f"node-{i}", "", i + 1, labels={"topology.kubernetes.io/zone": ZONES[i % 2]})})
         for i in range(nodes)]
     rv = nodes + 1
-    per = [pods // namespaces + (1 if k < pods % namespaces else 0) for k in range(namespaces)]
-    for k, count in enumerate(per):
-        namespace = f"team-{k}"
+    size, extra = divmod(pods, len(namespaces))
+    for k, namespace in enumerate(namespaces):
+        count = size + (1 if k < extra else 0)
         owner = {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web",
                  "uid": f"uid-{namespace}-web", "controller": True}
         rs_owner = {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-5f7c",
@@ -197,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pods", type=int, default=100_000)
     parser.add_argument("--namespaces", type=int, default=300)
     parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--names", choices=("words", "numbered"), default="words",
+                        help="how the namespaces are named")
     parser.add_argument("--url", help=argparse.SUPPRESS)
     parser.add_argument("--shards", type=int, default=1, help=argparse.SUPPRESS)
     parser.add_argument("--shard", type=int, default=0, help=argparse.SUPPRESS)
@@ -204,12 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.url:
         print(json.dumps(asyncio.run(one_planner(args.url, args.shards, args.shard))))
         return 0
-    entries = messages(args.pods, args.namespaces, args.nodes)
+    entries = messages(args.pods, namespace_names(args.namespaces, args.names), args.nodes)
     with nats_server() as server:
         started = time.perf_counter()
         asyncio.run(fill(server.url, entries))
         print(f"{len(entries)} observations of {args.pods} pods in {args.namespaces} namespaces "
-              f"and {args.nodes} nodes published and partitioned in "
+              f"({args.names}) and {args.nodes} nodes published and partitioned in "
               f"{time.perf_counter() - started:.1f} s", flush=True)
         alone = not args.tiny
         single = measured(server.url, 1, 0, alone=alone)
