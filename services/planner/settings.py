@@ -7,9 +7,9 @@ planning interval) are added when the settings are loaded
 
 from __future__ import annotations
 
-from typing import Annotated, Any, ClassVar, Self
+from typing import Annotated, Any, ClassVar
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator
 
 from events.shards import MAX_SHARDS, Shards
 from spreadbus.engine.feature import Feature
@@ -44,12 +44,14 @@ class PlannerSettings(FeatureServiceSettings):
     shard: Annotated[int, Field(ge=0)] = 0
     """Which of the ``--shards`` groups this replica belongs to, from 0."""
 
-    @model_validator(mode="after")
-    def _shard_in_range(self) -> Self:
-        if self.shard >= self.shards:
-            raise ValueError(f"shard {self.shard} is not below shards {self.shards}: the "
-                             f"shards are numbered 0 to {self.shards - 1}")
-        return self
+    @field_validator("shard")
+    @classmethod
+    def _shard_in_range(cls, shard: int, info: ValidationInfo) -> int:
+        shards = info.data.get("shards")  # absent when it was itself invalid
+        if shards is not None and shard >= shards:
+            raise ValueError(f"shard {shard} is not below shards {shards}: the shards are "
+                             f"numbered 0 to {shards - 1}")
+        return shard
 
     @property
     def shard_of(self) -> Shards:
