@@ -10,7 +10,8 @@ Then, each in a fresh interpreter of its own, the single planner (``KUBE``) and 
 and of 4 replay their stream from the start as a standby does (the real follower and filters)
 and decide one round as a new leader does: the WorkloadSpread rule over every object it holds
 and the planner's diff of what it wants (``plans_for``), without publishing. Shown per planner:
-the objects it holds, the growth of its resident memory over the replay and the round
+the seconds its replay took (a shard's consumer has two or three filters, the single planner's
+one), the objects it holds, the growth of its resident memory over the replay and the round
 (``VmRSS``), and the CPU seconds of the round; per shard count, the largest shard's share of the
 single planner's objects and memory against the fair share 1/N, as ``ratio`` lines. Goal: at most
 1.2 (each of N shards holds at most 1.2/N of the single planner's objects and memory).
@@ -176,9 +177,11 @@ async def one_planner(url: str, count: int, index: int) -> dict[str, float]:
                           shards=Shards(count, index))
         gc.collect()
         before = rss()
+        started = time.perf_counter()
         await planner.restore()
         tasks = [asyncio.ensure_future(f.run()) for f in planner.followers()]
         await asyncio.gather(*(f.wait_caught_up() for f in planner.followers()))
+        replay = time.perf_counter() - started
         if not planner.rule_ready(rule):
             raise RuntimeError("caught up without every resource's sync marker")
         view = planner.projection
@@ -193,7 +196,7 @@ async def one_planner(url: str, count: int, index: int) -> dict[str, float]:
             follower.stop()
         await asyncio.gather(*tasks)
         held = sum(len(bucket) for bucket in view.state.objects.values())
-        return {"objects": held, "rss": grown, "cpu": cpu, "plans": len(plans)}
+        return {"objects": held, "rss": grown, "cpu": cpu, "plans": len(plans), "replay": replay}
     finally:
         await nc.close()
 
@@ -256,8 +259,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _show(name: str, result: dict[str, float]) -> None:
     print(f"{name}: {int(result['objects'])} objects, {result['rss'] / 2**20:.1f} MiB resident "
-          f"grown, round {result['cpu'] * 1000:.0f} ms CPU ({int(result['plans'])} plans)",
-          flush=True)
+          f"grown, round {result['cpu'] * 1000:.0f} ms CPU ({int(result['plans'])} plans), "
+          f"replayed in {result['replay']:.1f} s", flush=True)
 
 
 if __name__ == "__main__":
