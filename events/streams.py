@@ -78,6 +78,9 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     description: str = ""
     sources: tuple[str, ...] = ()
     """Streams whose messages the server copies into this one, as they are stored."""
+    source_transforms: tuple[tuple[str, str], ...] = ()
+    """``(source filter, destination)`` subject transforms applied to what each source copies
+    (:mod:`events.shards`); none copies every subject as it is."""
 
 
 KUBE: Final = StreamSpec(

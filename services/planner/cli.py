@@ -23,4 +23,4 @@ def run(args: argparse.Namespace) -> int:
 
 def needs(settings: PlannerSettings) -> tuple[str, ...]:
     return service_needs("planner", bus_accesses(settings.features()),
-                         snapshot_bucket=settings.snapshot_bucket)
+                         snapshot_bucket=settings.snapshot_bucket, shards=settings.shards)

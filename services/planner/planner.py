@@ -9,7 +9,10 @@ per object) is complete. Its age is ``clock()`` minus the time recorded when it 
 share left over covers clock skew between hosts and the messages that arrived between the
 snapshot's last position and its time.
 
-- ``KUBE`` (everything of its cluster, one wildcard filter) into :class:`KubeProjection`;
+- ``KUBE`` (everything of its cluster, one wildcard filter) into :class:`KubeProjection`; a
+  planner shard (``shards``) reads ``KUBE_SHARDS_<N>`` instead, the namespaces of its partition,
+  the cluster-scoped objects and the sync markers (:mod:`events.shards`), and its snapshot
+  bears its shard's name;
 - ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`;
 - each feature's side streams (:class:`spreadbus.engine.feature.SideStream`, such as the
   WorkloadSpread reservation bucket's: one entry per key), from their start on every start, each
@@ -62,6 +65,7 @@ from nats.js.errors import Error as JetStreamError
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from events import codec, subjects
+from events.shards import ONE, Shards, shard_filters, stream_name
 from events.streams import DEDUP_HEADER, KUBE, OUTCOMES, PLANS, TOMBSTONE_TTL_SECONDS
 from retrydelay import Backoff
 from spreadbus.engine.feature import SideStream
@@ -124,6 +128,12 @@ class PlannerMetrics:
         self.followers = FollowerMetrics(registry)
 
 
+def planner_name(cluster: str, shards: Shards) -> str:
+    """The name of a planner's snapshot: the cluster's, or its shard's."""
+    name = f"planner.{subjects.escape(cluster)}"
+    return f"{name}.{shards.name}" if shards.sharded else name
+
+
 class Planner:
     def __init__(
         self,
@@ -141,8 +151,10 @@ class Planner:
         streams: Sequence[SideStream] = (),
         tombstone_ttl_seconds: float = TOMBSTONE_TTL_SECONDS,
         round_spacing_seconds: float = 0.02,
+        shards: Shards = ONE,
     ) -> None:
         self.nc = nc
+        self.shards = shards
         self.round_spacing = round_spacing_seconds
         self.cluster = cluster
         self.rules = list(rules)
@@ -151,7 +163,7 @@ class Planner:
         self._reading: list[ReadsPlans] = [rule for rule in self.rules
                                            if isinstance(rule, ReadsPlans)]
         self.snapshots = snapshots
-        self.snapshot_name = snapshot_name or f"planner.{subjects.escape(cluster)}"
+        self.snapshot_name = snapshot_name or planner_name(cluster, shards)
         self.snapshot_every = snapshot_every
         self.snapshot_interval = snapshot_interval_seconds
         self.batch = batch
@@ -202,14 +214,20 @@ class Planner:
     def _kube_subjects(self) -> list[str]:
         # One wildcard filter for the whole cluster: the server serves a single filter fast,
         # while a list of per-resource filters slows its delivery by an order of magnitude.
+        # A shard's two or three cover its partition, the cluster-scoped objects and the syncs.
+        if self.shards.sharded:
+            return shard_filters(subjects.escape(self.cluster), self.shards)
         return [f"kube.*.{subjects.escape(self.cluster)}.>"]
+
+    def _kube_stream(self) -> str:
+        return stream_name(self.shards.count) if self.shards.sharded else KUBE.name
 
     def followers(self) -> list[StreamFollower]:
         if not self._followers:
             state = self.decisions.state
             self._followers = [
-                self._follower(KUBE.name, self.projection.apply, self.projection.last_seq,
-                               self._kube_subjects()),
+                self._follower(self._kube_stream(), self.projection.apply,
+                               self.projection.last_seq, self._kube_subjects()),
                 self._follower(PLANS.name, self.decisions.apply_plan, state.plans_seq),
                 self._follower(OUTCOMES.name, self._apply_outcome, state.outcomes_seq),
             ]

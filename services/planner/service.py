@@ -9,6 +9,10 @@ The lease, the planner and the readiness loop run as three tasks under :func:`su
 any of them ends before a stop request, the planner steps down at once and the process exits
 non-zero, so a dead lease task never leaves a replica deciding next to the standby that takes
 over its expired lease.
+
+With ``--shards N`` each shard is a planner group of its own: its replicas read its namespaces
+(:mod:`events.shards`), and compete for the shard's lease (``planner.<cluster>.shard-<i>-of-<N>``)
+and write the shard's snapshot, so every shard has its leader and its standbys.
 """
 
 from __future__ import annotations
@@ -43,10 +47,11 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
         batch=settings.replay_batch,
         round_spacing_seconds=settings.round_spacing_seconds,
         registry=ctx.registry,
+        shards=settings.shard_of,
     )
     await planner.restore()
     holder = settings.planner_id or f"{socket.gethostname()}-{os.getpid()}"
-    lease = Lease(ctx.js, key=f"planner.{settings.cluster}", holder=holder,
+    lease = Lease(ctx.js, key=lease_key(settings), holder=holder,
                   ttl_seconds=settings.lease_ttl_seconds, on_change=planner.set_leader)
 
     halt = asyncio.Event()  # the planner's own stop: a stop request, or a companion's death
@@ -60,11 +65,17 @@ async def main(settings: PlannerSettings, ctx: ServiceContext) -> None:
     await supervise(planner, lease, readiness(), ctx.stopping, halt)
 
 
+def lease_key(settings: PlannerSettings) -> str:
+    """One lease per planner group: the cluster's, or its shard's."""
+    key = f"planner.{settings.cluster}"
+    return f"{key}.{settings.shard_of.name}" if settings.shards > 1 else key
+
+
 async def planner_sides(settings: PlannerSettings, ctx: ServiceContext) -> list[PlannerSide]:
     """Every registered feature's planner side, in registry order, each with its settings."""
     return [
         await f.planner(PlannerContext(cluster=settings.cluster, settings=settings.settings_of(f),
-                                       nc=ctx.nc))
+                                       nc=ctx.nc, shards=settings.shard_of))
         for f in settings.features() if f.planner is not None
     ]
 

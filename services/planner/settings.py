@@ -7,8 +7,11 @@ planning interval) are added when the settings are loaded
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
+from pydantic import Field, ValidationInfo, field_validator
+
+from events.shards import MAX_SHARDS, Shards
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_service_settings import FeatureServiceSettings
 from spreadbus.features.registry import BUILTIN
@@ -35,3 +38,21 @@ class PlannerSettings(FeatureServiceSettings):
     """Messages fetched per request while replaying the observations."""
     round_spacing_seconds: float = 0.02
     """Start decision rounds at most this often: what arrives in between is decided together."""
+    shards: Annotated[int, Field(ge=1, le=MAX_SHARDS)] = 1
+    """Planner groups the namespaces are shared among, each with its own leader and standbys
+    (``spreadbus bus-setup`` is given the same number); one decides for every namespace."""
+    shard: Annotated[int, Field(ge=0)] = 0
+    """Which of the ``--shards`` groups this replica belongs to, from 0."""
+
+    @field_validator("shard")
+    @classmethod
+    def _shard_in_range(cls, shard: int, info: ValidationInfo) -> int:
+        shards = info.data.get("shards")  # absent when it was itself invalid
+        if shards is not None and shard >= shards:
+            raise ValueError(f"shard {shard} is not below shards {shards}: the shards are "
+                             f"numbered 0 to {shards - 1}")
+        return shard
+
+    @property
+    def shard_of(self) -> Shards:
+        return Shards(self.shards, self.shard)

@@ -9,7 +9,8 @@ has run. ``spreadbus up`` runs it before starting the services; deploy/ runs it 
 
 It reads the same settings as the services (flags or ``SPREADBUS_*`` variables, one ConfigMap
 for all): the NATS connection, ``--nats-replicas`` for what it creates, the HISTORY limits,
-``--feature-plugins``, the planner's ``--snapshot-bucket`` and ``--lease-ttl-seconds``.
+``--feature-plugins``, the planner's ``--snapshot-bucket``, ``--lease-ttl-seconds`` and
+``--shards`` (more than one: the stream its shards read, :mod:`events.shards`).
 Exit codes: 0 set up, 1 the server refused (the message names the stream and why) or did not
 answer within ``--setup-wait-seconds``, 2 bad settings.
 """
@@ -47,6 +48,9 @@ class BusSetupSettings(ServiceSettings):
     """TTL of the planner's lease bucket: how long a lease outlives its last renewal."""
     snapshot_bucket: str = SNAPSHOT_BUCKET
     """The planner's snapshot object store."""
+    shards: int = 1
+    """The planner's shard count: with more than one, the namespace-partitioned copy of KUBE
+    its shards read is created too."""
     setup_wait_seconds: float = 120.0
     """How long to wait for NATS to answer before giving up."""
 
@@ -66,7 +70,8 @@ def layout_of(settings: BusSetupSettings) -> BusLayout:
                       history_max_age=settings.history_max_age,
                       history_max_bytes=settings.history_max_bytes,
                       lease_ttl_seconds=settings.lease_ttl_seconds,
-                      snapshot_bucket=settings.snapshot_bucket)
+                      snapshot_bucket=settings.snapshot_bucket,
+                      shards=settings.shards)
 
 
 async def set_up(settings: BusSetupSettings, layout: BusLayout) -> list[str]:

@@ -4,7 +4,8 @@ Writes one nkey seed per user (``DIR/<user>.nk``; an existing one is kept, so ru
 after an upgrade only refreshes the permissions) and ``DIR/users.conf``, the nats-server
 ``authorization`` block with every user's public key and permissions for the features the
 services run (``--feature-plugins`` as the services are given it) and the clusters their
-actuators act on (``--cluster``). The ``setup`` user's seed is the one credential that
+actuators act on (``--cluster``), and the planner shards' stream (``--shards`` as the planners
+are given it). The ``setup`` user's seed is the one credential that
 configures streams and buckets (``spreadbus bus-setup``, deploy/'s ``spreadbus-bus-setup`` Job).
 Then prints the ``kubectl`` commands that store them as the Secrets ``deploy/`` mounts.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from events.shards import check_count
 from spreadbus.features.registry import PluginError, bus_accesses, features
 from spreadbus.runtime.bus_permissions import DEFAULT_CLUSTERS, SERVICES, SETUP, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
@@ -31,6 +33,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a cluster the actuators act on (their --cluster; repeat for "
                         "several; default: default, as deploy/config.yaml sets it): only its "
                         "actuator may use its plan consumer")
+    parser.add_argument("--shards", type=int, default=1,
+                        help="the planners' --shards: with more than one, the planner reads "
+                        "the namespace-partitioned copy of KUBE instead of KUBE")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -39,12 +44,18 @@ def run(args: argparse.Namespace) -> int:
     except PluginError as exc:
         print(f"--feature-plugins: {exc}")
         return 2
+    try:
+        check_count(args.shards)
+    except ValueError as exc:
+        print(f"--shards: {exc}")
+        return 2
     out: Path = args.out
     keys = ensure_users(out)
     users = out / "users.conf"
     users.write_text(server_users(keys, bus_accesses(chosen),
                                   snapshot_bucket=args.snapshot_bucket,
-                                  clusters=args.cluster or DEFAULT_CLUSTERS))
+                                  clusters=args.cluster or DEFAULT_CLUSTERS,
+                                  shards=args.shards))
     print(f"wrote {users} and a seed per user in {out}; store them with:")
     print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-nats-users "
           f"--from-file=users.conf={users}")

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol
 
 from typing_extensions import TypeVar
 
+from events.shards import ONE, Shards
 from kubesemantics.field_errors import FieldError
 from spreadbus.engine.admission_chain import AdmissionHandler
 from spreadbus.engine.bus_access import BucketSpec, BusAccess
@@ -82,6 +83,9 @@ class PlannerContext(Generic[FS]):
     cluster: str
     settings: FS
     nc: Client | None = None
+    shards: Shards = ONE
+    """The planner's shard: a rule writing to an object outside its namespaces' own (a
+    cluster-scoped one naming namespaced objects) decides only for the namespaces it owns."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,6 +8,8 @@ agree on the names, and both read them here:
 - the core streams (:mod:`events.streams`, ``HISTORY`` with the installation's limits);
 - the planner's lease bucket (``spreadbus-leases``; its TTL is the lease duration) and snapshot
   object store (``--snapshot-bucket``);
+- with ``--shards N`` (N > 1), the stream ``KUBE_SHARDS_<N>`` the planner shards read instead of
+  ``KUBE`` (:mod:`events.shards`);
 - the key-value buckets the features declare (``Feature.buckets``).
 
 A key-value bucket ``b`` is the stream ``KV_b`` and an object store ``o`` the stream ``OBJ_o``,
@@ -18,9 +20,10 @@ Signatures::
     BusLayout(streams, buckets, object_stores)
     bus_layout(buckets: Sequence[BucketSpec], *, history_max_age: float, history_max_bytes: int,
                lease_ttl_seconds: float = LEASE_TTL_SECONDS,
-               snapshot_bucket: str = SNAPSHOT_BUCKET) -> BusLayout
+               snapshot_bucket: str = SNAPSHOT_BUCKET, shards: int = 1) -> BusLayout
     service_needs(service: str, accesses: Sequence[Mapping[str, BusAccess]], *,
-                  snapshot_bucket: str = SNAPSHOT_BUCKET) -> tuple[str, ...]   # stream names
+                  snapshot_bucket: str = SNAPSHOT_BUCKET, shards: int = 1
+                  ) -> tuple[str, ...]   # stream names
     kv_stream(bucket: str) -> str ; object_stream(bucket: str) -> str
 """
 
@@ -30,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from events import shards as shard_streams
 from events import streams
 from events.streams import StreamSpec
 from spreadbus.engine.bus_access import BucketSpec, BusAccess
@@ -68,13 +72,16 @@ def bus_layout(
     history_max_bytes: int,
     lease_ttl_seconds: float = LEASE_TTL_SECONDS,
     snapshot_bucket: str = SNAPSHOT_BUCKET,
+    shards: int = 1,
 ) -> BusLayout:
     """Everything the services and the features' buckets need, each once."""
     lease = BucketSpec(name=LEASE_BUCKET, description="the planner's leadership lease",
                        history=1, ttl_seconds=lease_ttl_seconds)
     unique = {b.name: b for b in (lease, *buckets)}
-    return BusLayout(streams=streams.with_history(history_max_age, history_max_bytes),
-                     buckets=tuple(unique.values()), object_stores=(snapshot_bucket,))
+    core = streams.with_history(history_max_age, history_max_bytes)
+    sharded = (shard_streams.shard_stream(shards),) if shards > 1 else ()
+    return BusLayout(streams=(*core, *sharded), buckets=tuple(unique.values()),
+                     object_stores=(snapshot_bucket,))
 
 
 def service_needs(
@@ -82,12 +89,13 @@ def service_needs(
     accesses: Sequence[Mapping[str, BusAccess]],
     *,
     snapshot_bucket: str = SNAPSHOT_BUCKET,
+    shards: int = 1,
 ) -> tuple[str, ...]:
     """The streams (buckets as their streams) ``service`` cannot work without.
 
     Every core stream, since each service reads or writes one and the setup step creates them
     together; the streams and buckets its features' parts read or write; the planner's lease
-    and snapshots.
+    and snapshots, and a sharded planner's stream of observations.
     """
     needs = list(CORE_STREAMS)
     for access in (a[service] for a in accesses if service in a):
@@ -95,4 +103,6 @@ def service_needs(
         needs += (kv_stream(b) for b in access.buckets)
     if service == "planner":
         needs += (kv_stream(LEASE_BUCKET), object_stream(snapshot_bucket))
+        if shards > 1:
+            needs.append(shard_streams.stream_name(shards))
     return tuple(dict.fromkeys(needs))

@@ -13,8 +13,9 @@ A service connects as a user of its own (``watcher``, ``planner``, ``actuator``,
 - every user reads replies on an inbox of its own (``_INBOX_<user>.>``, :func:`inbox_prefix`);
 - the watcher publishes observations, sync markers, pod lifecycle points and status changes
   (``history.>``) and reads ``KUBE``; the planner publishes plans, reads ``KUBE``, ``PLANS`` and
-  ``OUTCOMES`` and writes its lease bucket and snapshots; the actuator pulls ``PLANS`` through its
-  durable consumer only and publishes outcomes; the webhook reads ``KUBE``; ``audit``
+  ``OUTCOMES`` and writes its lease bucket and snapshots (planner shards, ``shards`` > 1, read
+  ``KUBE_SHARDS_<N>`` instead of ``KUBE``: :mod:`events.shards`); the actuator pulls ``PLANS``
+  through its durable consumer only and publishes outcomes; the webhook reads ``KUBE``; ``audit``
   (``spreadbus audit follow``) reads ``HISTORY``; each feature adds, per service, its own
   subjects and buckets (:class:`BusAccess`);
 - the reader subscribes to every message subject under the first token of each subject anyone
@@ -64,6 +65,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
+from events import shards as shard_streams
 from events import streams, subjects
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.runtime.bus_layout import (
@@ -151,7 +153,7 @@ def _owned_use(stream: str, consumer: str) -> list[str]:
 
 def permissions(user: str, features: Sequence[Mapping[str, BusAccess]], *,
                 snapshot_bucket: str = SNAPSHOT_BUCKET,
-                clusters: Sequence[str] = DEFAULT_CLUSTERS) -> dict[str, Any]:
+                clusters: Sequence[str] = DEFAULT_CLUSTERS, shards: int = 1) -> dict[str, Any]:
     """nats-server permissions of one user:
     ``{"publish": {"allow", "deny"}, "subscribe": {"allow"}}``."""
     if user == SETUP:
@@ -160,7 +162,7 @@ def permissions(user: str, features: Sequence[Mapping[str, BusAccess]], *,
     if user == READER:
         publish, subscribe = _reader(features)
     elif user in SERVICES:
-        publish, subscribe = _service(user, features, snapshot_bucket, clusters)
+        publish, subscribe = _service(user, features, snapshot_bucket, clusters, shards)
     else:
         raise ValueError(f"no bus user {user!r}; the users are {', '.join(USERS)}")
     deny = [subject for owner, held in durable_consumers(clusters).items() if owner != user
@@ -173,8 +175,14 @@ def permissions(user: str, features: Sequence[Mapping[str, BusAccess]], *,
 
 
 def _service(user: str, features: Sequence[Mapping[str, BusAccess]], snapshot_bucket: str,
-             clusters: Sequence[str]) -> tuple[list[str], list[str]]:
-    accesses = [_OWN[user], *(f[user] for f in features if user in f)]
+             clusters: Sequence[str], shards: int = 1) -> tuple[list[str], list[str]]:
+    own = _OWN[user]
+    if user == "planner" and shards > 1:
+        # Its shards read the partitioned copy, never KUBE itself.
+        own = BusAccess(publish=own.publish, buckets=own.buckets,
+                        reads=tuple(shard_streams.stream_name(shards) if s == streams.KUBE.name
+                                    else s for s in own.reads))
+    accesses = [own, *(f[user] for f in features if user in f)]
     publish: list[str] = [f"{_API}.INFO", f"{_API}.STREAM.NAMES"]
     # Every service checks at start-up that the core streams exist.
     publish += [f"{_API}.STREAM.INFO.{stream}" for stream in CORE_STREAMS]
@@ -228,11 +236,11 @@ def message_roots(published: Iterable[str]) -> list[str]:
 
 def server_users(public_keys: Mapping[str, str], features: Sequence[Mapping[str, BusAccess]],
                  *, snapshot_bucket: str = SNAPSHOT_BUCKET,
-                 clusters: Sequence[str] = DEFAULT_CLUSTERS) -> str:
+                 clusters: Sequence[str] = DEFAULT_CLUSTERS, shards: int = 1) -> str:
     """The nats-server ``authorization`` block for these users (user -> nkey public key)."""
     users = [{"nkey": key, "permissions": permissions(user, features,
                                                       snapshot_bucket=snapshot_bucket,
-                                                      clusters=clusters)}
+                                                      clusters=clusters, shards=shards)}
              for user, key in public_keys.items()]
     return "authorization: " + json.dumps({"users": users}, indent=2) + "\n"
 

@@ -3,10 +3,10 @@
 The setup step (``spreadbus bus-setup``, :mod:`spreadbus.runtime.bus_setup`) calls
 :func:`ensure_streams` with the only credential allowed to configure streams. An existing stream is
 updated in place when a setting it is compared on differs: subjects, discard policy, the age, byte,
-message and per-subject limits, the dedup window, whether per-message TTLs are allowed and the
-streams it sources from. An older ``KUBE`` (an age window with ``discard=old``) is converted in
-place this way; the server keeps each subject's latest message and drops the rest, which is exactly
-the new retention.
+message and per-subject limits, the dedup window, whether per-message TTLs are allowed, the
+streams it sources from and the subject transforms it applies to them. An older ``KUBE`` (an
+age window with ``discard=old``) is converted in place this way; the server keeps each subject's
+latest message and drops the rest, which is exactly the new retention.
 
 What is left alone: retention and storage (the server refuses to change them), the replica
 count (``replicas`` applies to a stream being created; moving an existing stream to another
@@ -37,6 +37,7 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
     StreamSource,
+    SubjectTransform,
 )
 from nats.js.client import JetStreamContext
 from nats.js.errors import BadRequestError, NotFoundError, ServerError
@@ -66,7 +67,9 @@ def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
         allow_msg_ttl=spec.allow_msg_ttl or None,
         duplicate_window=spec.duplicate_window_seconds,
         num_replicas=replicas,
-        sources=[StreamSource(name=name) for name in spec.sources] or None,
+        sources=[StreamSource(name=name, subject_transforms=[
+            SubjectTransform(src=src, dest=dest) for src, dest in spec.source_transforms] or None)
+            for name in spec.sources] or None,
     )
 
 
@@ -82,6 +85,9 @@ def _compared(config: StreamConfig) -> dict[str, object]:
         "duplicate_window": float(config.duplicate_window or 0.0),
         "allow_msg_ttl": bool(config.allow_msg_ttl),
         "sources": sorted(source.name for source in config.sources or []),
+        "source_transforms": sorted(
+            (source.name, transform.src, transform.dest) for source in config.sources or []
+            for transform in source.subject_transforms or []),
     }
 
 

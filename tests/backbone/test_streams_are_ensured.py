@@ -11,6 +11,7 @@ from nats.aio.client import Client
 from nats.js.api import DiscardPolicy, StorageType, StreamConfig
 
 from events import streams
+from events.shards import shard_stream
 from spreadbus.runtime.bus_layout import LEASE_BUCKET, bus_layout
 from spreadbus.runtime.bus_setup import set_up_bus
 from spreadbus.runtime.nats_server import NatsServer
@@ -127,3 +128,19 @@ async def test_the_setup_creates_every_bucket_once_and_brings_a_changed_one_in_l
     assert await set_up_bus(js, shorter) == ["bucket spreadbus-leases updated: ttl: 6.0 -> 3.0"]
     assert (await kv.status()).ttl == 3.0
     assert (await kv.get("planner.c1")).value == b"holder"  # updated in place
+
+
+async def test_a_shard_stream_is_created_once_and_a_changed_transform_brought_in_line(
+    nats_client: Client,
+) -> None:
+    js = nats_client.jetstream()
+    wanted = shard_stream(3)
+    assert await ensure_streams(js, [streams.KUBE, wanted]) == [
+        "stream KUBE created", "stream KUBE_SHARDS_3 created"]
+    assert await ensure_streams(js, [streams.KUBE, wanted]) == []
+    older = msgspec.structs.replace(wanted, source_transforms=wanted.source_transforms[:1])
+    await js.update_stream(stream_config(older))
+    (change,) = await ensure_streams(js, [wanted])
+    assert change.startswith("stream KUBE_SHARDS_3 updated: source_transforms:")
+    info = await js.stream_info(wanted.name)
+    assert differences(info.config, stream_config(wanted)) == []

@@ -8,4 +8,4 @@ from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalanc
 
 
 async def planner_side(ctx: PlannerContext) -> PlannerSide:
-    return PlannerSide(rules=[WorkloadRebalancerRule(ctx.cluster)])
+    return PlannerSide(rules=[WorkloadRebalancerRule(ctx.cluster, ctx.shards)])

@@ -18,6 +18,13 @@ Karmada's controller, as a pure function (reference §2):
 4. the TTL is computed from the status just decided (Karmada's #5985: never from the status read
    before): expired at ``finishTime + ttlSecondsAfterFinished``, so a TTL of 0 deletes on the
    pass that finishes.
+
+Planner shards (``owns``, a namespace -> whether this planner decides there): an entry of a
+workload in another shard's namespaces is kept as observed, the other shard decides it and writes
+it into the same status (each write names the resourceVersion it was decided on, so two shards'
+writes never undo each other: the later one fails and is decided again on the newer status). The
+status finishes only once no entry waits in any shard, and only the shard owning cluster-scoped
+objects (``owns("")``) deletes the rebalancer after its TTL.
 """
 
 from __future__ import annotations
@@ -50,6 +57,12 @@ class Placement(msgspec.Struct, frozen=True):
 
 Resolve = Callable[[WorkloadRef], Placement | None]
 """The placement governing a named object; None when the object is absent or ungoverned."""
+Owns = Callable[[str], bool]
+"""Whether this planner decides for a namespace ("" for cluster-scoped objects)."""
+
+
+def _everywhere(namespace: str) -> bool:
+    return True
 
 
 class Trigger(msgspec.Struct, frozen=True):
@@ -88,13 +101,19 @@ def synced_entries(previous: tuple[ObservedWorkload, ...],
     return sorted(kept, key=lambda e: e.workload.sort_key)
 
 
-def sync(wr: WorkloadRebalancer, resolve: Resolve, now: datetime) -> Sync:
+def sync(wr: WorkloadRebalancer, resolve: Resolve, now: datetime,
+         owns: Owns = _everywhere) -> Sync:
     old = wr.status
     entries: list[ObservedWorkload] = []
     triggers: list[Trigger] = []
+    elsewhere = False
     for entry in synced_entries(old.observed_workloads, wr.workloads):
         if entry.result:
             entries.append(entry)
+            continue
+        if not owns(entry.workload.namespace):
+            entries.append(entry)  # another shard decides it
+            elsewhere = True
             continue
         placement = resolve(entry.workload)
         if placement is None:
@@ -108,14 +127,15 @@ def sync(wr: WorkloadRebalancer, resolve: Resolve, now: datetime) -> Sync:
     changed = (tuple(entries) != old.observed_workloads
                or wr.generation != old.observed_generation)
     finish = old.finish_time
-    if not triggers and changed:
+    waiting = bool(triggers) or elsewhere
+    if not waiting and changed:
         finish = to_second(now)
     status = Status(observed_workloads=tuple(entries), observed_generation=wr.generation,
                     finish_time=finish)
     delete = False
     requeue_at = None
     ttl = wr.ttl_seconds_after_finished
-    if ttl is not None and not triggers and finish is not None:
+    if ttl is not None and not waiting and finish is not None and owns(""):
         expires = finish + timedelta(seconds=ttl)
         if now >= expires:
             delete = True

@@ -17,6 +17,10 @@ the answer into writes:
 
 The named object is looked up in the projection by API group, namespace, name and kind, among
 every resource of its group the watcher streams (a whitelisted custom workload included).
+
+Under planner shards every shard sees every rebalancer (a cluster-scoped object) and decides the
+entries of the workloads in its own namespaces (``shards``; see
+:mod:`~spreadbus.features.workloadrebalancer.core.status` for how the status stays right).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from events.messages import ObjectRef, ResourceRef
+from events.shards import ONE, Shards
 from events.subjects import escape
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_map, as_str
@@ -64,8 +69,9 @@ APPS: Final = tuple(ResourceRef(group="apps", version="v1", resource=r)
 class WorkloadRebalancerRule:
     name: str = "workloadrebalancer"
 
-    def __init__(self, cluster: str) -> None:
+    def __init__(self, cluster: str, shards: Shards = ONE) -> None:
         self.cluster = cluster
+        self.shards = shards
         self.resources: tuple[ResourceRef, ...] = (REBALANCERS, WORKLOADSPREADS,
                                                    UNITEDDEPLOYMENTS, *APPS)
         self.rk_rebalancers = resource_key(cluster, GROUP, RESOURCE)
@@ -107,7 +113,7 @@ class WorkloadRebalancerRule:
                 continue
             holds = holds_request(wr.uid, wr.created, requests)
             resolve = functools.partial(self._governing, view, spreads, holds)
-            outcome = sync(wr, resolve, at)
+            outcome = sync(wr, resolve, at, self.shards.owns)
             if outcome.finished:
                 self._unfinished.discard(okey)
             else:
