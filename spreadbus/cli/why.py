@@ -18,7 +18,7 @@ from pathlib import Path
 
 from spreadbus.audit.times import parse_time
 from spreadbus.audit.why import (
-    GOVERNING_RESOURCES,
+    governing_kinds,
     pod_story,
     render_counts,
     render_pod,
@@ -26,14 +26,13 @@ from spreadbus.audit.why import (
 )
 from spreadbus.runtime.settings import add_settings_arguments
 
-KINDS = ("pod", *GOVERNING_RESOURCES)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spreadbus.audit.settings import WHY_FIELDS, AuditSettings
 
-    parser.add_argument("kind", choices=KINDS, metavar="KIND",
-                        help=f"what to explain: {', '.join(KINDS)}")
+    kinds = ("pod", *governing_kinds())
+    parser.add_argument("kind", choices=kinds, metavar="KIND",
+                        help=f"what to explain: {', '.join(kinds)}")
     parser.add_argument("target", metavar="NS/NAME", help="its namespace and name")
     parser.add_argument("--at", default="", help="the moment to answer for (ISO 8601, Unix "
                         "seconds or e.g. 2h ago); default: the latest the log knows")

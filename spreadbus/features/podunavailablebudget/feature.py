@@ -61,6 +61,8 @@ FEATURE: Final = Feature(
     planner=planner_side,
     webhook=webhook_side,
     validators={(GROUP, KIND): validate_offline},
+    kinds={_GOVERNOR.resource: _GOVERNOR.kind},
+    status_history=((_GOVERNOR.group, _GOVERNOR.resource),),
     offline_admit=offline_admit,
     offline_plan=offline_plan,
 )
