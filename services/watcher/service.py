@@ -96,10 +96,9 @@ async def prepare_watches(
     publisher = ObservationPublisher(nc, cluster=settings.cluster,
                                      max_in_flight=settings.max_in_flight, on_lost=on_lost,
                                      on_acked=on_acked, registry=registry)
-    chosen = settings.features()
     audit_points = HistoryPoints(nc, cluster=settings.cluster, registry=registry,
-                                 status_resources=(r for f in chosen for r in f.status_history))
-    kinds = {resource: kind for f in chosen for resource, kind in f.kinds.items()}
+                                 status_resources=settings.status_history())
+    kinds = settings.kinds()
     for ref in refs:
         async def emit(change: Change, ref: ResourceRef = ref) -> None:
             ts = time.time()
