@@ -1,4 +1,5 @@
-"""``spreadbus why pod NS/NAME`` and ``spreadbus why workloadspread|uniteddeployment NS/NAME``.
+"""``spreadbus why pod NS/NAME`` and ``spreadbus why KIND NS/NAME`` for the kinds the features'
+parts of the audit log explain (:func:`spreadbus.audit.why.governing_kinds`).
 
 Answers from an audit database (``--db``, as ``spreadbus audit replay`` writes it); without one,
 the history is first replayed from NATS (``--nats-url`` and credentials as every command takes
