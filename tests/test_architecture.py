@@ -5,6 +5,7 @@ built alike."""
 from __future__ import annotations
 
 import ast
+import dataclasses
 import importlib
 import re
 from pathlib import Path
@@ -57,8 +58,9 @@ def test_no_grab_bag_modules() -> None:
 ROLE_MODULES: Final = {"__init__", "feature", "planner", "webhook", "offline"}
 """Every feature has these: the declaration, its planner side, its webhook side, its offline
 commands."""
-OPTIONAL_MODULES: Final = {"settings"}
-"""A feature without settings has no settings module."""
+OPTIONAL_MODULES: Final = {"settings", "audit"}
+"""A feature without settings has no settings module, one without a part of the audit log no
+audit module."""
 ROLE_PACKAGES: Final = {"core", "planning", "admission"}
 """Its pure rules and model, its planner rule, its webhook handlers."""
 DECLARATION: Final = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef)
@@ -98,6 +100,25 @@ def _module_of(value: Any) -> str:
     return str(value.__module__)
 
 
+def _audit_parts(feature: Feature[Any]) -> list[Any]:
+    """The functions of a feature's part of the audit log, except those the audit offers
+    (:func:`spreadbus.audit.fold.subset_counts`)."""
+    if feature.audit is None:
+        return []
+    made = [getattr(feature.audit, f.name) for f in dataclasses.fields(feature.audit)]
+    return [m for m in made if callable(m) and not _module_of(m).startswith("spreadbus.audit.")]
+
+
+@pytest.mark.parametrize("name", FEATURE_PACKAGES)
+def test_a_feature_with_an_audit_module_declares_its_part_of_the_audit_log(name: str) -> None:
+    feature = importlib.import_module(f"spreadbus.features.{name}.feature").FEATURE
+    has_module = (FEATURES / name / "audit.py").exists()
+    assert (feature.audit is not None) == has_module
+    if has_module:
+        audit = importlib.import_module(f"spreadbus.features.{name}.audit")
+        assert feature.audit is audit.AUDIT
+
+
 @pytest.mark.parametrize("name", FEATURE_PACKAGES)
 def test_each_side_of_a_feature_comes_from_its_role_module(name: str) -> None:
     feature = importlib.import_module(f"spreadbus.features.{name}.feature").FEATURE
@@ -107,6 +128,7 @@ def test_each_side_of_a_feature_comes_from_its_role_module(name: str) -> None:
         ("planner", feature.planner), ("webhook", feature.webhook),
         *(("offline", validate) for validate in feature.validators.values()),
         ("offline", feature.offline_plan), ("offline", feature.offline_admit),
+        *(("audit", made) for made in _audit_parts(feature)),
     ]
     declared = [(role, _module_of(made)) for role, made in sides if made is not None]
     assert declared, f"{name} declares no side at all"

@@ -36,15 +36,6 @@ from events.streams import DEDUP_HEADER
 
 log = logging.getLogger(__name__)
 
-DEFAULT_STATUS_RESOURCES: Final = frozenset({
-    ("apps.kruise.io", "workloadspreads"),
-    ("apps.kruise.io", "uniteddeployments"),
-    ("policy.kruise.io", "podunavailablebudgets"),
-    ("apps.karmada.io", "workloadrebalancers"),
-})
-"""(group, resource) of the governing objects whose status transitions are recorded."""
-
-
 class _Owner(msgspec.Struct):
     kind: str = ""
     name: str = ""
@@ -182,14 +173,17 @@ def status_change(
 
 
 class HistoryPoints:
-    """What was last published per pod and governing object, and the publishing of new points."""
+    """What was last published per pod and governing object, and the publishing of new points.
+
+    ``status_resources``: (group, resource) of the governing objects whose status transitions
+    are recorded, those the features name (``Feature.status_history``)."""
 
     def __init__(
         self,
         nc: Client,
         *,
         cluster: str,
-        status_resources: Iterable[tuple[str, str]] = DEFAULT_STATUS_RESOURCES,
+        status_resources: Iterable[tuple[str, str]] = (),
         registry: CollectorRegistry | None = None,
     ) -> None:
         self.nc = nc

@@ -166,6 +166,7 @@ class ResourceWatch:
         watch_timeout: int = 300,
         page_size: int = 500,
         hold_seconds: float = 0.0,
+        kind: str = "",
     ) -> None:
         self.kube = kube
         self.ref = ref
@@ -184,9 +185,9 @@ class ResourceWatch:
         self.hold = ModifiedHold[Change](hold_seconds)
         self._path = resource_path(ref.group, ref.version, ref.resource)
         self._api_version = f"{ref.group}/{ref.version}" if ref.group else ref.version
-        self._kind = _kind_of(ref.resource)
+        self._kind = kind or _kind_of(ref.resource)
         """Added to listed items, which lack it: from the list's own kind once listed; until
-        then from the table of kinds this module knows ("" for others)."""
+        then ``kind`` (a feature's custom resource) or Kubernetes' own ("" for others)."""
 
     async def run(self, stopping: asyncio.Event) -> None:
         failures = 0
@@ -470,7 +471,7 @@ class LineHandoff:
             self._room.notify_all()  # a reader blocked on a full buffer sees the close at once
 
 
-_KINDS: Final = {
+_KUBERNETES_KINDS: Final = {
     "pods": "Pod",
     "nodes": "Node",
     "deployments": "Deployment",
@@ -478,12 +479,10 @@ _KINDS: Final = {
     "statefulsets": "StatefulSet",
     "controllerrevisions": "ControllerRevision",
     "poddisruptionbudgets": "PodDisruptionBudget",
-    "workloadspreads": "WorkloadSpread",
-    "uniteddeployments": "UnitedDeployment",
-    "workloadrebalancers": "WorkloadRebalancer",
     "namespaces": "Namespace",
 }
+"""Kubernetes' own kinds; those of custom resources come from the features that bring them."""
 
 
 def _kind_of(resource: str) -> str:
-    return _KINDS.get(resource, "")
+    return _KUBERNETES_KINDS.get(resource, "")

@@ -96,7 +96,9 @@ async def prepare_watches(
     publisher = ObservationPublisher(nc, cluster=settings.cluster,
                                      max_in_flight=settings.max_in_flight, on_lost=on_lost,
                                      on_acked=on_acked, registry=registry)
-    audit_points = HistoryPoints(nc, cluster=settings.cluster, registry=registry)
+    audit_points = HistoryPoints(nc, cluster=settings.cluster, registry=registry,
+                                 status_resources=settings.status_history())
+    kinds = settings.kinds()
     for ref in refs:
         async def emit(change: Change, ref: ResourceRef = ref) -> None:
             ts = time.time()
@@ -110,7 +112,8 @@ async def prepare_watches(
                                      known=known_from(history, settings.cluster, ref),
                                      watch_timeout=settings.watch_timeout_seconds,
                                      page_size=settings.list_page_size,
-                                     hold_seconds=settings.modified_hold_seconds)
+                                     hold_seconds=settings.modified_hold_seconds,
+                                     kind=kinds.get(ref.resource, ""))
     return Watches(list(watches.values()), publisher)
 
 

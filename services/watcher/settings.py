@@ -47,6 +47,14 @@ class WatcherSettings(FeatureServiceSettings):
                                       {"seconds": seconds})
         return seconds
 
+    def kinds(self) -> dict[str, str]:
+        """Resource -> kind of the custom resources the features bring."""
+        return {resource: kind for f in self.features() for resource, kind in f.kinds.items()}
+
+    def status_history(self) -> tuple[tuple[str, str], ...]:
+        """(group, resource) of the objects whose status transitions are recorded."""
+        return tuple(dict.fromkeys(r for f in self.features() for r in f.status_history))
+
     @model_validator(mode="after")
     def _resources_of_the_features(self) -> Self:
         chosen = self.features()

@@ -10,6 +10,9 @@ already holds, which makes redelivery harmless). Two kinds of row:
   (``created``, ``bound``, ``deleted`` ...) and never overwritten, so a restarted watcher's
   repeated ``created`` changes nothing.
 
+What a feature adds (a pod's placement from its annotations, the subsets of its status) comes
+from its part of the schema (:mod:`spreadbus.audit.schema`).
+
 A message this code cannot decode (a newer type, a malformed body) becomes an
 ``unknown_messages`` row holding it raw; the store counts it.
 """
@@ -30,9 +33,9 @@ from events.messages import (
     PodLifecycle,
     StatusChange,
 )
+from spreadbus.audit.hook import SubsetCount
+from spreadbus.audit.schema import AuditSchema
 
-MATCHED_ANNOTATION: Final = "apps.kruise.io/matched-workloadspread"
-"""Where the webhook writes a pod's WorkloadSpread, subset and reservation key."""
 DELETION_COST_ANNOTATION: Final = "controller.kubernetes.io/pod-deletion-cost"
 
 _JSON: Final = msgspec.json.Encoder(order="sorted")
@@ -49,7 +52,7 @@ def as_json(value: Any) -> str:
     return _JSON.encode(value).decode()
 
 
-def fold(seq: int, subject: str, data: bytes) -> list[Row]:
+def fold(seq: int, subject: str, data: bytes, schema: AuditSchema) -> list[Row]:
     """The rows one message at stream sequence ``seq`` adds."""
     event = decode(data)
     if isinstance(event, Undecodable):
@@ -57,20 +60,20 @@ def fold(seq: int, subject: str, data: bytes) -> list[Row]:
             "seq": seq, "subject": subject, "type": event.type, "kind": event.kind,
             "error": event.error, "data": bytes(data).decode("utf-8", "replace"),
         })]
-    return fold_event(seq, event)
+    return fold_event(seq, event, schema)
 
 
-def fold_event(seq: int, event: Event) -> list[Row]:
+def fold_event(seq: int, event: Event, schema: AuditSchema) -> list[Row]:
     if isinstance(event, Admission):
         return _admission(seq, event)
     if isinstance(event, PodLifecycle):
-        return _pod(seq, event)
+        return _pod(seq, event, schema)
     if isinstance(event, Plan):
         return [_plan(seq, event)]
     if isinstance(event, Outcome):
         return [_outcome(seq, event)]
     if isinstance(event, StatusChange):
-        return _status(seq, event)
+        return _status(seq, event, schema)
     return []  # observations and sync markers belong to KUBE, not to the audit log
 
 
@@ -94,24 +97,7 @@ def _admission(seq: int, a: Admission) -> list[Row]:
     return rows
 
 
-def _matched(annotations: Mapping[str, str]) -> tuple[str | None, str | None, str | None]:
-    """(WorkloadSpread, subset, reservation key) from the pod's placement annotation."""
-    text = annotations.get(MATCHED_ANNOTATION)
-    if not text:
-        return None, None, None
-    try:
-        body = msgspec.json.decode(text)
-    except msgspec.DecodeError:
-        return None, None, None
-    if not isinstance(body, dict):
-        return None, None, None
-    def field(*names: str) -> str | None:
-        value = next((body[n] for n in names if isinstance(body.get(n), str) and body[n]), None)
-        return str(value) if value is not None else None
-    return field("name", "Name"), field("subset", "Subset"), field("uid", "UID")
-
-
-def _pod(seq: int, p: PodLifecycle) -> list[Row]:
+def _pod(seq: int, p: PodLifecycle, schema: AuditSchema) -> list[Row]:
     summary: dict[str, Any] = {
         "uid": p.uid, "cluster": p.cluster, "namespace": p.namespace, "name": p.name,
         "owner": p.owner or None, f"{p.point}_seq": seq, f"{p.point}_ts": p.ts,
@@ -121,10 +107,10 @@ def _pod(seq: int, p: PodLifecycle) -> list[Row]:
     if p.point in ("deleting", "deleted") and p.reason:
         summary["end_reason"] = p.reason
     if p.point == "created":
-        spread, subset, key = _matched(p.annotations)
-        summary.update(workloadspread=spread, subset=subset,
-                       admission_key=key or (p.name if spread else None),
-                       created_deletion_cost=p.annotations.get(DELETION_COST_ANNOTATION),
+        for hook in schema.hooks:
+            if hook.pod_created is not None:
+                summary.update(hook.pod_created(p))
+        summary.update(created_deletion_cost=p.annotations.get(DELETION_COST_ANNOTATION),
                        annotations=as_json(p.annotations))
     return [
         Row("pod_events", {
@@ -168,20 +154,15 @@ def _outcome(seq: int, o: Outcome) -> Row:
     })
 
 
-class SubsetCount(NamedTuple):
-    subset: str
-    replicas: int | None
-    missing_replicas: int | None
-    ready_replicas: int | None
-
-
 def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def subset_counts(status: Mapping[str, Any]) -> list[SubsetCount]:
-    """Each subset's counts in a WorkloadSpread's (``subsetStatuses``) or a UnitedDeployment's
-    (``subsetStatuses``, ``subsetReplicas``) status, in the order the status lists them."""
+    """Each subset's counts in a status that lists them as Kruise's placement kinds do
+    (``subsetStatuses`` entries, and ``subsetReplicas`` by name for the subsets not in them), in
+    the order the status lists them: a feature whose status does names this function as its
+    ``FeatureAudit.subset_counts``."""
     counts: dict[str, SubsetCount] = {}
     for entry in status.get("subsetStatuses") or ():
         if isinstance(entry, dict) and isinstance(entry.get("name"), str):
@@ -197,7 +178,7 @@ def subset_counts(status: Mapping[str, Any]) -> list[SubsetCount]:
     return list(counts.values())
 
 
-def _status(seq: int, s: StatusChange) -> list[Row]:
+def _status(seq: int, s: StatusChange, schema: AuditSchema) -> list[Row]:
     if s.deleted:
         return [Row("deletions", {
             "seq": seq, "ts": s.ts, "cluster": s.cluster, "api_group": s.group,
@@ -210,8 +191,10 @@ def _status(seq: int, s: StatusChange) -> list[Row]:
         "generation": s.generation, "resource_version": s.resource_version,
         "status": as_json(s.status),
     })]
-    rows += [
-        Row("subset_counts", {"status_seq": seq, "position": i, **count._asdict()})
-        for i, count in enumerate(subset_counts(s.status))
-    ]
+    hook = schema.by_status.get((s.group, s.resource))
+    if hook is not None and hook.subset_counts is not None:
+        rows += [
+            Row("subset_counts", {"status_seq": seq, "position": i, **count._asdict()})
+            for i, count in enumerate(hook.subset_counts(s.status))
+        ]
     return rows

@@ -21,13 +21,19 @@ from pathlib import Path
 from types import FrameType
 from typing import Any, Final
 
+from spreadbus.audit.registered import or_registered
+from spreadbus.audit.schema import AuditSchema
 from spreadbus.runtime.parent_death import die_with_parent
 
 STOPPING: Final = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 STOP_SECONDS: Final = 10.0
 
-WHY_POD = """
-select p.namespace, p.name, p.uid, p.owner, p.workloadspread, p.subset, p.node,
+def why_pod(schema: AuditSchema) -> str:
+    """The pod question: its identity, the columns the features add, its admission, its end."""
+    columns = ", ".join(f"p.{c}" for c in ("namespace", "name", "uid", "owner",
+                                              *schema.pod_columns, "subset", "node"))
+    return f"""
+select {columns},
   a.seq as admission_seq, datetime(a.ts, 'unixepoch') as admitted, a.reason, a.replica,
   a.ledger_revision, datetime(p.deleted_ts, 'unixepoch') as deleted, p.end_reason
 from pods p left join admissions a
@@ -35,6 +41,7 @@ from pods p left join admissions a
 where p.namespace = :namespace and p.name = :name
 order by p.created_seq desc
 """
+
 
 ADMISSIONS_PER_SUBSET = """
 select strftime('%Y-%m-%d %H:%M', ts, 'unixepoch') as minute, workload,
@@ -49,70 +56,18 @@ from plans p join outcomes o on o.plan_id = p.id
 where o.result = 'failed' order by p.seq desc
 """
 
-SUBSET_PODS_OVER_TIME = """
-select strftime('%Y-%m-%d %H:%M:%f', s.ts, 'unixepoch') as time, s.name as workloadspread,
-  c.subset, c.replicas
-from status_changes s join subset_counts c on c.status_seq = s.seq
-where s.resource = 'workloadspreads' order by s.seq, c.position
-"""
-
-CHART_PAGE = """<!DOCTYPE html>
-<html><head><meta charset="utf-8"><title>Pods per subset over time</title>
-<script src="/plotly/plotly.min.js"></script></head>
-<body><h1>Pods per subset over time</h1>
-<p>Each WorkloadSpread subset's pod count (<code>status.subsetStatuses[].replicas</code>) after
-every status change; <a href="/audit/subset_pods_over_time">the same as a table</a>.</p>
-<p id="note"></p>
-<div id="chart" style="width: 100%; height: 520px"></div>
-<script>
-fetch('/audit/subset_pods_over_time.json?_shape=objects&_size=max').then(r => r.json())
-.then(answer => {
-  const series = new Map();
-  for (const row of answer.rows) {
-    const name = row.workloadspread + '/' + row.subset;
-    if (!series.has(name)) series.set(name, {x: [], y: []});
-    series.get(name).x.push(row.time);
-    series.get(name).y.push(row.replicas || 0);
-  }
-  const traces = [...series].map(([name, points]) => ({
-    type: 'scatter', mode: 'lines+markers', line: {shape: 'hv'}, name: name,
-    x: points.x, y: points.y, hovertemplate: '%{y} pods',
-  }));
-  // Pods come whole: a small count gets a tick per pod rather than plotly's half steps.
-  const most = Math.max(0, ...traces.flatMap(trace => trace.y));
-  const layout = {
-    xaxis: {title: {text: 'time (UTC)'}, type: 'date'},
-    yaxis: {title: {text: 'pods'}, rangemode: 'tozero', dtick: most <= 10 ? 1 : undefined},
-    legend: {title: {text: 'WorkloadSpread/subset'}},
-    hovermode: 'x unified', margin: {t: 20},
-  };
-  if (!traces.length) {
-    layout.annotations = [{text: 'no status changes recorded', showarrow: false,
-                           xref: 'paper', yref: 'paper', x: 0.5, y: 0.5}];
-  }
-  if (answer.truncated) {
-    document.getElementById('note').textContent =
-      'Only the first ' + answer.rows.length + ' status changes are drawn.';
-  }
-  Plotly.newPlot('chart', traces, layout, {responsive: true, displaylogo: false});
-});
-</script></body></html>
-"""
-
-
-def metadata() -> dict[str, Any]:
-    """Datasette metadata: the canned queries, titled as a person asks them."""
+def metadata(schema: AuditSchema | None = None) -> dict[str, Any]:
+    """Datasette metadata: the canned queries, titled as a person asks them, the features'
+    after the shared ones."""
+    schema = or_registered(schema)
     return {
         "title": "spreadbus audit log",
         "databases": {"audit": {"queries": {
-            "why_pod": {"title": "Why is this pod here?", "sql": WHY_POD.strip()},
+            "why_pod": {"title": "Why is this pod here?", "sql": why_pod(schema).strip()},
             "admissions_per_subset": {"title": "Admissions per subset over time",
                                       "sql": ADMISSIONS_PER_SUBSET.strip()},
             "failed_plans": {"title": "Plans that failed", "sql": FAILED_PLANS.strip()},
-            "subset_pods_over_time": {"title": "Pods per subset over time (status)",
-                                      "sql": SUBSET_PODS_OVER_TIME.strip(),
-                                      "description_html":
-                                          '<a href="/chart">as a chart</a>'},
+            **{name: dict(query) for hook in schema.hooks for name, query in hook.queries.items()},
         }}},
     }
 
@@ -147,7 +102,7 @@ def _stop(child: subprocess.Popen[bytes]) -> None:
             child.wait()
 
 
-def serve(db: str, *, host: str, port: int) -> int:
+def serve(db: str, *, host: str, port: int, schema: AuditSchema | None = None) -> int:
     """Run Datasette on ``db`` (read-only, named ``audit``) until it exits or a signal stops it.
 
     The database is served as a live one (Datasette reads it with ``mode=ro``, not as an
@@ -167,7 +122,8 @@ def serve(db: str, *, host: str, port: int) -> int:
             scratch = Path(tempfile.mkdtemp(prefix="spreadbus-audit-serve-"))
             # Its own session: a terminal's Ctrl-C reaches this process, which stops the child
             # once, rather than both at the same moment.
-            child = subprocess.Popen(_prepare(scratch, db, host=host, port=port),
+            child = subprocess.Popen(_prepare(scratch, db, host=host, port=port,
+                                              schema=or_registered(schema)),
                                      start_new_session=True,
                                      preexec_fn=_child_setup(die_with_parent()))
         finally:
@@ -192,13 +148,17 @@ def plotly_js() -> Path:
     return Path(str(importlib.resources.files("plotly") / "package_data" / "plotly.min.js"))
 
 
-def _prepare(scratch: Path, db: str, *, host: str, port: int) -> list[str]:
+def _prepare(scratch: Path, db: str, *, host: str, port: int,
+             schema: AuditSchema | None = None) -> list[str]:
     """Datasette's files in ``scratch`` and its command line."""
+    schema = or_registered(schema)
     meta = scratch / "metadata.json"
-    meta.write_text(json.dumps(metadata()))
+    meta.write_text(json.dumps(metadata(schema)))
     templates = scratch / "templates"
     (templates / "pages").mkdir(parents=True)
-    (templates / "pages" / "chart.html").write_text(CHART_PAGE)
+    for hook in schema.hooks:
+        for path, html in hook.pages.items():
+            (templates / "pages" / f"{path}.html").write_text(html)
     # The link names the database ``audit`` in Datasette's URLs whatever the file is called.
     link = scratch / "audit.db"
     link.symlink_to(Path(db).resolve())

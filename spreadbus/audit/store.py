@@ -5,8 +5,9 @@ Tables (primary key first; ``*_json`` columns hold JSON text, keys sorted):
 - ``admissions`` (``seq``) and ``admission_subsets`` (``admission_seq`` -> admissions, position):
   each webhook decision and every subset as it saw them;
 - ``pod_events`` (``seq``): every pod lifecycle point; ``pods`` (``uid``): one row per pod with
-  the first sequence and time of each point, its node, WorkloadSpread, subset and the key of
-  the admission that placed it (``admission_key`` = ``admissions.pod_key``);
+  the first sequence and time of each point, its node, subset and the key of the admission that
+  placed it (``admission_key`` = ``admissions.pod_key``), and the columns the features add (the
+  object that placed it: :mod:`spreadbus.audit.schema`);
 - ``plans`` (``id``) and ``outcomes`` (``plan_id`` -> plans): every plan and its one outcome;
   a pod's deletion cost, when a plan sets one, in ``plans.deletion_cost``;
 - ``status_changes`` (``seq``) and ``subset_counts`` (``status_seq`` -> status_changes):
@@ -41,111 +42,21 @@ from typing import Any, Final
 import sqlite_utils
 
 from spreadbus.audit.fold import Row, fold
+from spreadbus.audit.registered import or_registered
+from spreadbus.audit.schema import ORDER, AuditSchema
 
 STREAM: Final = "HISTORY"
 COOKIE_FLOOR: Final = 1 << 20
 """Schema cookies :func:`schema_cookie` gives are at least this, above any count of schema
 changes a new file's cookie holds."""
 
-_TABLES: Final[dict[str, dict[str, Any]]] = {
-    "admissions": {
-        "columns": {
-            "seq": int, "ts": float, "cluster": str, "namespace": str, "pod_key": str,
-            "generate_name": str, "request_uid": str, "workload": str, "target": str,
-            "subset": str, "reason": str, "replicas": int, "version": str, "replica": str,
-            "ledger_revision": int, "subsets": str,
-        },
-        "pk": "seq",
-        "indexes": [("cluster", "namespace", "pod_key"), ("workload", "ts"), ("subset",)],
-        "fts": ["reason"],
-    },
-    "admission_subsets": {
-        "columns": {"admission_seq": int, "position": int, "name": str, "occupancy": int,
-                    "subset_limit": int, "minimum": int, "schedulable": int, "chosen": int},
-        "pk": ("admission_seq", "position"),
-        "foreign_keys": [("admission_seq", "admissions", "seq")],
-        "indexes": [("name",)],
-    },
-    "pod_events": {
-        "columns": {"seq": int, "ts": float, "cluster": str, "namespace": str, "name": str,
-                    "uid": str, "point": str, "node": str, "owner": str, "reason": str,
-                    "resource_version": str},
-        "pk": "seq",
-        "foreign_keys": [("uid", "pods", "uid")],
-        "indexes": [("namespace", "name"), ("uid",), ("point", "ts")],
-        "fts": ["reason"],
-    },
-    "pods": {
-        "columns": {
-            "uid": str, "cluster": str, "namespace": str, "name": str, "owner": str,
-            "workloadspread": str, "subset": str, "admission_key": str, "node": str,
-            "annotations": str, "end_reason": str, "created_deletion_cost": str,
-            **{f"{point}_{part}": kind
-               for point in ("created", "bound", "ready", "unready", "deleting", "deleted")
-               for part, kind in (("seq", int), ("ts", float))},
-        },
-        "pk": "uid",
-        "indexes": [("namespace", "name"), ("cluster", "namespace", "admission_key"),
-                    ("workloadspread", "subset")],
-    },
-    "plans": {
-        "columns": {"id": str, "seq": int, "ts": float, "cluster": str, "verb": str,
-                    "api_group": str, "resource": str, "namespace": str, "name": str,
-                    "uid": str, "rule": str, "reason": str, "patch": str, "causes": str,
-                    "deletion_cost": str},
-        "pk": "id",
-        "indexes": [("resource", "namespace", "name"), ("uid",), ("seq",), ("rule",)],
-        "fts": ["rule", "reason"],
-    },
-    "outcomes": {
-        "columns": {"plan_id": str, "seq": int, "ts": float, "result": str,
-                    "error_status": int, "error_reason": str, "error_message": str,
-                    "attempts": int, "resource_version": str},
-        "pk": "plan_id",
-        "foreign_keys": [("plan_id", "plans", "id")],
-        "indexes": [("result",), ("seq",)],
-    },
-    "status_changes": {
-        "columns": {"seq": int, "ts": float, "cluster": str, "api_group": str,
-                    "resource": str, "namespace": str, "name": str, "uid": str,
-                    "generation": int, "resource_version": str, "status": str},
-        "pk": "seq",
-        "indexes": [("resource", "namespace", "name", "ts")],
-    },
-    "subset_counts": {
-        "columns": {"status_seq": int, "position": int, "subset": str, "replicas": int,
-                    "missing_replicas": int, "ready_replicas": int},
-        "pk": ("status_seq", "position"),
-        "foreign_keys": [("status_seq", "status_changes", "seq")],
-        "indexes": [("subset",)],
-    },
-    "deletions": {
-        "columns": {"seq": int, "ts": float, "cluster": str, "api_group": str,
-                    "resource": str, "namespace": str, "name": str, "uid": str,
-                    "resource_version": str},
-        "pk": "seq",
-        "indexes": [("resource", "namespace", "name", "ts")],
-    },
-    "unknown_messages": {
-        "columns": {"seq": int, "subject": str, "type": str, "kind": str, "error": str,
-                    "data": str},
-        "pk": "seq",
-    },
-    "replay_position": {
-        "columns": {"stream": str, "last_seq": int, "messages": int, "unknown": int,
-                    "since": float, "until": float},
-        "pk": "stream",
-    },
-}
-_ORDER: Final = ("admissions", "admission_subsets", "pods", "pod_events", "plans", "outcomes",
-                 "status_changes", "subset_counts", "deletions", "unknown_messages",
-                 "replay_position")
-
-
 class AuditStore:
-    """One audit database file, opened for folding."""
+    """One audit database file, opened for folding; ``schema``: the features' parts of it, the
+    built-in features' by default."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, schema: AuditSchema | None = None) -> None:
+        self.schema = schema = or_registered(schema)
+        self._tables = schema.tables
         self.path = Path(path)
         # Used by one thread at a time: the replay writes from a worker thread while the event
         # loop reads the stream.
@@ -169,8 +80,8 @@ class AuditStore:
 
     def _create(self) -> None:
         existing = set(self.db.table_names())
-        for name in _ORDER:
-            spec = _TABLES[name]
+        for name in ORDER:
+            spec = self._tables[name]
             if name in existing:
                 continue
             self.db[name].create(spec["columns"], pk=spec["pk"],  # type: ignore[union-attr]
@@ -193,7 +104,7 @@ class AuditStore:
         for seq, subject, data in messages:
             if seq <= last:
                 continue
-            out = fold(seq, subject, data)
+            out = fold(seq, subject, data, self.schema)
             if out and out[0].table == "unknown_messages":
                 unknown += 1
             rows += out
@@ -227,7 +138,7 @@ class AuditStore:
         for row in rows:
             values = row.values
             if row.mode == "fill":
-                values = {c: values.get(c) for c in _TABLES[row.table]["columns"]}
+                values = {c: values.get(c) for c in self._tables[row.table]["columns"]}
             key = (row.table, tuple(values), row.mode)
             groups.setdefault(key, []).append(tuple(values.values()))
         for (table, columns, mode), params in groups.items():
@@ -242,7 +153,7 @@ class AuditStore:
             if mode == "insert":
                 sql = f'INSERT OR IGNORE INTO "{table}" ({names}) VALUES ({marks})'
             else:
-                pk = _TABLES[table]["pk"]
+                pk = self._tables[table]["pk"]
                 keys = (pk,) if isinstance(pk, str) else tuple(pk)
                 fills = ", ".join(f'"{c}" = COALESCE("{table}"."{c}", excluded."{c}")'
                                   for c in columns if c not in keys)
@@ -256,8 +167,8 @@ class AuditStore:
         made anew (their segments and counters record how inserts were batched), the database
         is vacuumed in place, its schema cookie set from its schema (a vacuum counts itself in
         the cookie) and the WAL copied back into the file."""
-        for name in _ORDER:
-            if _TABLES[name].get("fts"):
+        for name in ORDER:
+            if self._tables[name].get("fts"):
                 self.conn.execute(f'INSERT INTO "{name}_fts"("{name}_fts") VALUES (\'rebuild\')')
         self.conn.execute("VACUUM")
         layout = self.conn.execute(

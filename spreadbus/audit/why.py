@@ -5,6 +5,9 @@ The queries read the tables :mod:`spreadbus.audit.store` describes and return pl
 I/O. An object deleted by the time asked about says so, and when, first. Every step names its
 time and its ``HISTORY`` stream sequence, so it can be looked up (``nats stream get HISTORY
 <seq>``).
+
+What a feature tells of its own (the object that placed a pod, the kinds ``why`` explains) comes
+from its part of the schema (:mod:`spreadbus.audit.schema`), the built-in features' by default.
 """
 
 from __future__ import annotations
@@ -13,15 +16,18 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any, Final
 
+from spreadbus.audit.registered import or_registered
+from spreadbus.audit.schema import AuditSchema
 from spreadbus.audit.times import show_time
 
 Story = dict[str, Any]
 
 _FOREVER: Final = float("inf")
-GOVERNING_RESOURCES: Final = {
-    "workloadspread": "workloadspreads",
-    "uniteddeployment": "uniteddeployments",
-}
+
+
+def governing_kinds(schema: AuditSchema | None = None) -> tuple[str, ...]:
+    """The kinds ``why`` explains besides pods."""
+    return tuple(or_registered(schema).governing)
 
 
 def _rows(conn: sqlite3.Connection, sql: str, args: tuple[Any, ...]) -> list[dict[str, Any]]:
@@ -38,7 +44,7 @@ def _has_table(conn: sqlite3.Connection, table: str) -> bool:
 
 
 def pod_story(conn: sqlite3.Connection, namespace: str, name: str,
-              at: float | None = None) -> Story | None:
+              at: float | None = None, schema: AuditSchema | None = None) -> Story | None:
     """Everything the log holds about the pod ``namespace/name`` (the one alive at ``at``, or
     the latest of that name); None when the log has no such pod."""
     limit = _FOREVER if at is None else at
@@ -55,7 +61,7 @@ def pod_story(conn: sqlite3.Connection, namespace: str, name: str,
         deleted = {"seq": pod["deleted_seq"], "ts": pod["deleted_ts"]}
     story: Story = {"pod": pod, "deleted": deleted, "admission": None, "events": [],
                     "plans": []}
-    admission = _admission_of(conn, pod, limit)
+    admission = _admission_of(conn, pod, limit, or_registered(schema))
     if admission is not None:
         admission["subsets"] = _rows(
             conn, "SELECT name, occupancy, subset_limit, minimum, schedulable, chosen "
@@ -75,11 +81,17 @@ def pod_story(conn: sqlite3.Connection, namespace: str, name: str,
     return story
 
 
+def _admitted_by(pod: Mapping[str, Any], schema: AuditSchema) -> tuple[str, str | None] | None:
+    return next((by for hook in schema.hooks if hook.admitted_by is not None
+                 if (by := hook.admitted_by(pod)) is not None), None)
+
+
 def _admission_of(conn: sqlite3.Connection, pod: Mapping[str, Any],
-                  limit: float) -> dict[str, Any] | None:
+                  limit: float, schema: AuditSchema) -> dict[str, Any] | None:
     """The admission that placed the pod: by the reservation key its annotation names, else
     (a pod admitted into an unlimited subset carries no key) the latest admission into the
-    same subset for its ``generateName`` at or before the pod's creation."""
+    same subset of the same workload for its ``generateName`` at or before the pod's
+    creation."""
     if not pod.get("admission_key"):
         return None
     found = _rows(conn, "SELECT * FROM admissions WHERE cluster = ? AND namespace = ? "
@@ -87,12 +99,15 @@ def _admission_of(conn: sqlite3.Connection, pod: Mapping[str, Any],
                   (pod["cluster"], pod["namespace"], pod["admission_key"], limit))
     if found:
         return {**found[0], "matched_by": "key"}
+    by = _admitted_by(pod, schema)
+    if by is None:
+        return None
     found = _rows(conn, "SELECT * FROM admissions WHERE cluster = ? AND namespace = ? "
                         "AND workload = ? AND subset = ? AND generate_name != '' "
                         "AND substr(?, 1, length(generate_name)) = generate_name "
                         "AND ts <= ? ORDER BY seq DESC LIMIT 1",
-                  (pod["cluster"], pod["namespace"], f"WorkloadSpread/{pod['workloadspread']}",
-                   pod["subset"], pod["name"], min(limit, pod.get("created_ts") or limit)))
+                  (pod["cluster"], pod["namespace"], by[0], by[1], pod["name"],
+                   min(limit, pod.get("created_ts") or limit)))
     return {**found[0], "matched_by": "time"} if found else None
 
 
@@ -104,16 +119,16 @@ def _at(row: Mapping[str, Any], seq_key: str = "seq", ts_key: str = "ts") -> str
     return f"{show_time(row[ts_key])} (seq {row[seq_key]})"
 
 
-def render_pod(story: Story) -> str:
+def render_pod(story: Story, schema: AuditSchema | None = None) -> str:
     """The story as lines a person reads top to bottom, oldest first."""
+    schema = or_registered(schema)
     pod = story["pod"]
     lines = [f"pod {pod['namespace']}/{pod['name']} (uid {pod['uid']}, cluster {pod['cluster']})"
              + (f", deleted at {_at(story['deleted'])}" if story.get("deleted") else "")]
     if pod.get("owner"):
         lines.append(f"  workload      {pod['owner']}")
-    if pod.get("workloadspread"):
-        lines.append(f"  governed by   WorkloadSpread {pod['namespace']}/{pod['workloadspread']}"
-                     f", subset {pod.get('subset') or '-'}")
+    lines += [line for hook in schema.hooks if hook.pod_lines is not None
+              for line in hook.pod_lines(pod)]
     admission = story.get("admission")
     if admission:
         where = admission["subset"] or "no subset"
@@ -132,7 +147,7 @@ def render_pod(story: Story) -> str:
                 + ("" if s["schedulable"] else " unschedulable")
                 for s in admission["subsets"])
             lines.append(f"    subsets     {held} (before this pod)")
-    elif pod.get("workloadspread"):
+    elif _admitted_by(pod, schema) is not None:
         lines.append("  admitted      (no admission in the log's window)")
     steps: list[tuple[int, str]] = []
     for event in story["events"]:
@@ -162,12 +177,13 @@ def render_pod(story: Story) -> str:
 
 
 def subset_counts_at(conn: sqlite3.Connection, kind: str, namespace: str, name: str,
-                     at: float | None = None) -> Story | None:
+                     at: float | None = None, schema: AuditSchema | None = None) -> Story | None:
     """A governing object's subsets at ``at``: its status then, and the pods the log shows
-    alive in each subset then (WorkloadSpread); ``deleted`` when and where it was deleted, if it
-    was gone by then (its status then is the last it had). None when the log knows nothing of
-    it."""
-    resource = GOVERNING_RESOURCES[kind]
+    alive in each subset then (a kind that places pods); ``deleted`` when and where it was
+    deleted, if it was gone by then (its status then is the last it had). None when the log
+    knows nothing of it."""
+    governing = or_registered(schema).governing[kind]
+    resource = governing.resource
     limit = _FOREVER if at is None else at
     statuses = _rows(conn, "SELECT seq, ts, generation FROM status_changes WHERE resource = ? "
                            "AND namespace = ? AND name = ? AND ts <= ? ORDER BY seq DESC LIMIT 1",
@@ -182,10 +198,11 @@ def subset_counts_at(conn: sqlite3.Connection, kind: str, namespace: str, name: 
         status["subsets"] = _rows(conn, "SELECT subset, replicas, missing_replicas, "
                                         "ready_replicas FROM subset_counts WHERE status_seq = ? "
                                         "ORDER BY position", (status["seq"],))
-    alive = _rows(conn, "SELECT subset, COUNT(*) AS pods FROM pods WHERE namespace = ? "
-                        "AND workloadspread = ? AND created_ts <= ? "
-                        "AND (deleted_ts IS NULL OR deleted_ts > ?) GROUP BY subset "
-                        "ORDER BY subset", (namespace, name, limit, limit))
+    alive = [] if governing.pods_column is None else _rows(
+        conn, "SELECT subset, COUNT(*) AS pods FROM pods WHERE namespace = ? "
+              f'AND "{governing.pods_column}" = ? AND created_ts <= ? '
+              "AND (deleted_ts IS NULL OR deleted_ts > ?) GROUP BY subset "
+              "ORDER BY subset", (namespace, name, limit, limit))
     if status is None and not alive and deleted is None:
         return None
     return {"kind": kind, "namespace": namespace, "name": name, "at": at, "deleted": deleted,

@@ -1,4 +1,5 @@
-"""``spreadbus why pod NS/NAME`` and ``spreadbus why workloadspread|uniteddeployment NS/NAME``.
+"""``spreadbus why pod NS/NAME`` and ``spreadbus why KIND NS/NAME`` for the kinds the features'
+parts of the audit log explain (:func:`spreadbus.audit.why.governing_kinds`).
 
 Answers from an audit database (``--db``, as ``spreadbus audit replay`` writes it); without one,
 the history is first replayed from NATS (``--nats-url`` and credentials as every command takes
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from spreadbus.audit.times import parse_time
 from spreadbus.audit.why import (
-    GOVERNING_RESOURCES,
+    governing_kinds,
     pod_story,
     render_counts,
     render_pod,
@@ -26,14 +27,13 @@ from spreadbus.audit.why import (
 )
 from spreadbus.runtime.settings import add_settings_arguments
 
-KINDS = ("pod", *GOVERNING_RESOURCES)
-
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spreadbus.audit.settings import WHY_FIELDS, AuditSettings
 
-    parser.add_argument("kind", choices=KINDS, metavar="KIND",
-                        help=f"what to explain: {', '.join(KINDS)}")
+    kinds = ("pod", *governing_kinds())
+    parser.add_argument("kind", choices=kinds, metavar="KIND",
+                        help=f"what to explain: {', '.join(kinds)}")
     parser.add_argument("target", metavar="NS/NAME", help="its namespace and name")
     parser.add_argument("--at", default="", help="the moment to answer for (ISO 8601, Unix "
                         "seconds or e.g. 2h ago); default: the latest the log knows")

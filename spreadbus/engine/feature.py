@@ -7,6 +7,9 @@ brings what each part of the system runs of it, and nothing runs what it does no
 - ``bus`` and ``buckets``: what each service's part of it does on NATS, and the key-value buckets
   it keeps (created by ``spreadbus bus-setup``, never by a service);
 - ``watches``: the resources the watcher lists and watches for it (``[group/]version/resource``);
+- ``kinds``, ``status_history`` and ``audit``: the kinds of the resources it brings (the watcher
+  names them on listed objects), the resources whose status transitions the watcher records,
+  and its part of the audit log (:class:`~spreadbus.audit.hook.FeatureAudit`);
 - ``plan_grants``: every kind of plan its rules may emit (verb, resource, the paths a patch may
   write, the owner a target must have): the actuator applies nothing else, and its RBAC is
   derived from them (:mod:`spreadbus.engine.plan_grants`);
@@ -53,6 +56,8 @@ from spreadbus.projection.planning import Rule
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
+
+    from spreadbus.audit.hook import FeatureAudit
 
 FS = TypeVar("FS", bound=FeatureSettings, default=FeatureSettings)
 """A feature's settings model."""
@@ -197,3 +202,11 @@ class Feature(Generic[FS]):
     """What ``spreadbus admit`` answers for a pod's CREATE, UPDATE, DELETE or EVICT."""
     offline_plan: Callable[[Sequence[dict[str, Any]], datetime], OfflinePlan] | None = None
     """What ``spreadbus plan`` shows for the objects at a time."""
+    kinds: Mapping[str, str] = field(default_factory=dict)
+    """Resource -> kind of the custom resources it brings (``workloadspreads`` ->
+    ``WorkloadSpread``): a listed item lacks its kind until the list names it."""
+    status_history: tuple[tuple[str, str], ...] = ()
+    """(group, resource) of the objects whose status transitions the watcher records in
+    ``HISTORY``, each as the audit log keeps it."""
+    audit: FeatureAudit | None = None
+    """Its part of the audit log: columns and rows it adds, what ``spreadbus why`` tells."""

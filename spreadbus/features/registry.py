@@ -3,6 +3,12 @@
 Order matters where features share an admission path: their handlers run, and their patches
 compose, in this order (:mod:`spreadbus.engine.admission_chain`). A deployment adds features of
 its own as plugins (:mod:`spreadbus.engine.feature_plugins`), which run after these.
+
+This module is the one door to the features: the services (through their settings' ``builtin``)
+and the audit log (:mod:`spreadbus.audit.registered`) import it and no other module of
+``spreadbus.features`` (an import-linter contract holds it). They read the list here rather than
+from an entry point because a build's features are a fact of its source, not of what else is
+installed; plugins are named explicitly, by ``--feature-plugins``.
 """
 
 from __future__ import annotations

@@ -12,9 +12,9 @@ import yaml
 
 from spreadbus.cli import main
 from spreadbus.cli.plan import merge_part
-from tests.core.builders import subset as ws_subset
-from tests.core.builders import workloadspread
 from tests.uniteddeployment.world import SUBSET, materialize, owned_pod, run, united, zone
+from tests.workloadspread.core.builders import subset as ws_subset
+from tests.workloadspread.core.builders import workloadspread
 
 JSON = dict[str, Any]
 NOW = "2026-01-01T12:00:00Z"

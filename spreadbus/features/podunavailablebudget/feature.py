@@ -14,6 +14,7 @@ from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Governor, PlanGrant
 from spreadbus.features.podunavailablebudget.admission.budget_bucket import SPEC as BUCKET_SPEC
+from spreadbus.features.podunavailablebudget.audit import AUDIT
 from spreadbus.features.podunavailablebudget.core.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.model import (
     GROUP,
@@ -61,6 +62,9 @@ FEATURE: Final = Feature(
     planner=planner_side,
     webhook=webhook_side,
     validators={(GROUP, KIND): validate_offline},
+    kinds={_GOVERNOR.resource: _GOVERNOR.kind},
+    status_history=((_GOVERNOR.group, _GOVERNOR.resource),),
+    audit=AUDIT,
     offline_admit=offline_admit,
     offline_plan=offline_plan,
 )

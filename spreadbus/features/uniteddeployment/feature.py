@@ -14,6 +14,7 @@ from typing import Final
 from events.messages import Verb
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Follows, Governor, PlanGrant
+from spreadbus.features.uniteddeployment.audit import AUDIT
 from spreadbus.features.uniteddeployment.core.derived_writes import (
     revision_follows,
     workload_follows,
@@ -88,5 +89,8 @@ FEATURE: Final = Feature(
     ),
     webhook=webhook_side,
     validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},
+    kinds={_GOVERNOR.resource: _GOVERNOR.kind},
+    status_history=((_GOVERNOR.group, _GOVERNOR.resource),),
+    audit=AUDIT,
     offline_plan=offline_plan,
 )

@@ -56,5 +56,7 @@ FEATURE: Final = Feature(
     planner=planner_side,
     webhook=webhook_side,
     validators={(GROUP, KIND): validate_offline},
+    kinds={RESOURCE: KIND},
+    status_history=((GROUP, RESOURCE),),
     offline_plan=offline_plan,
 )

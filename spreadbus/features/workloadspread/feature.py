@@ -25,6 +25,7 @@ from spreadbus.features.workloadspread.admission.reservation_bucket import (
     SPEC as RESERVATIONS_SPEC,
 )
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
+from spreadbus.features.workloadspread.audit import AUDIT
 from spreadbus.features.workloadspread.core.model import NAME
 from spreadbus.features.workloadspread.core.rebalance import HANDLED_ANNOTATION
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
@@ -87,6 +88,9 @@ FEATURE: Final = Feature(
     planner=planner_side,
     webhook=webhook_side,
     validators={("apps.kruise.io", "WorkloadSpread"): validate_offline},
+    kinds={_GOVERNOR.resource: _GOVERNOR.kind},
+    status_history=((_GOVERNOR.group, _GOVERNOR.resource),),
+    audit=AUDIT,
     offline_admit=offline_admit,
     offline_plan=offline_plan,
 )
