@@ -8,6 +8,7 @@ a thread, because kubesim's admission calls land on this test's event loop.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -55,6 +56,33 @@ async def test_a_bad_uniteddeployment_is_refused_naming_the_field(api: SimCluste
     code, out = await kubectl(api, "get", "uniteddeployment", "sample-ud")
     assert code != 0
     assert "NotFound" in out
+
+
+async def test_subsets_in_other_clusters_are_stored_and_checked_online(api: SimCluster) -> None:
+    """The schema keeps ``clusterRegistry`` and ``targetCluster``; the webhook refuses a target
+    without a registry and a registry of a kind that is not served, naming each field."""
+    karmada = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster"}
+    orphan = base()
+    orphan["spec"]["topology"]["subsets"][0]["targetCluster"] = {"name": "member1"}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(orphan))
+    assert code != 0
+    assert "spec.topology.subsets[0].targetCluster: a target cluster is found through " \
+        "spec.topology.clusterRegistry" in out
+    unserved = copy.deepcopy(orphan)
+    unserved["spec"]["topology"]["clusterRegistry"] = {
+        "clusterType": {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster"}}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(unserved))
+    assert code != 0
+    assert "spec.topology.clusterRegistry.clusterType: " in out
+    assert "cluster.karmada.io/v1alpha1, Kind=Cluster" in out
+    good = copy.deepcopy(orphan)
+    good["spec"]["topology"]["clusterRegistry"] = {"clusterType": karmada,
+                                                   "selector": {"env": "prod"}}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(good))
+    assert code == 0, out
+    topology = (await stored(api, "sample-ud"))["spec"]["topology"]
+    assert topology["clusterRegistry"] == {"clusterType": karmada, "selector": {"env": "prod"}}
+    assert topology["subsets"][0]["targetCluster"] == {"name": "member1"}
 
 
 async def test_the_maxreplicas_example_is_stored_with_kruises_defaults(api: SimCluster) -> None:
