@@ -176,15 +176,13 @@ def reported_status(status: Obj, report: MemberReport, guard: FlapGuard | None, 
                                 failure_threshold=failure_threshold)
     out = dict(status)
     if report.health is ApiServerHealth.HEALTHY and ready.get("status") == TRUE:
+        # As Karmada writes them: an empty version is left out, the summaries are always there
+        # (``{}`` for a member without nodes or pods).
         out["kubernetesVersion"] = report.kubernetes_version
-        nodes = node_summary(report.nodes)
-        summary = resource_summary(report.nodes, report.pods)
-        out["nodeSummary"] = nodes
-        out["resourceSummary"] = summary
-        for key, value in (("kubernetesVersion", report.kubernetes_version),
-                           ("nodeSummary", nodes), ("resourceSummary", summary)):
-            if not value:
-                out.pop(key, None)
+        if not report.kubernetes_version:
+            del out["kubernetesVersion"]
+        out["nodeSummary"] = node_summary(report.nodes)
+        out["resourceSummary"] = resource_summary(report.nodes, report.pods)
     out["conditions"] = set_condition(status.get("conditions"), ready, now)
     return out, guard
 

@@ -15,6 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from spreadbus.clusterregistry.cluster_health import (
     CLUSTER_NOT_REACHABLE,
@@ -225,5 +227,49 @@ def test_an_unhealthy_report_keeps_the_last_summary_until_the_threshold_then_say
     assert down["kubernetesVersion"] == "v1.31.0"
 
 
+def test_a_member_without_nodes_reports_empty_summaries() -> None:
+    status, _ = reported_status({"kubernetesVersion": "v1.30.0"},
+                                MemberReport(ApiServerHealth.HEALTHY), None, NOW)
+    assert status["nodeSummary"] == {}
+    assert status["resourceSummary"] == {}
+    assert "kubernetesVersion" not in status
+
+
 def test_no_condition_reads_unknown_as_kubectl_prints_it() -> None:
     assert ready_status({}) == "Unknown"
+
+
+# -- properties over any history -----------------------------------------------------------------
+
+REPORTS = st.lists(st.tuples(st.integers(0, 120), st.sampled_from(list(ApiServerHealth))),
+                   max_size=12)
+
+
+@settings(max_examples=100, deadline=None)
+@given(reports=REPORTS, silence=st.integers(0, 120))
+def test_any_history_ends_with_the_taint_its_ready_status_calls_for(
+        reports: list[tuple[int, ApiServerHealth]], silence: int) -> None:
+    """Whatever the agent reported and however long it then stayed silent, the member carries
+    exactly the Karmada taint its Ready status calls for, and tainting again changes nothing."""
+    created = NOW
+    status: dict[str, Any] = {}
+    taints: list[dict[str, Any]] = []
+    guard: FlapGuard | None = None
+    moment, last = created, None
+    for gap, health in reports:
+        moment += timedelta(seconds=gap)
+        status, guard = reported_status(status, MemberReport(health, "v1.31.0"), guard, moment)
+        last = moment
+        taints = scheduling_taints(taints, status["conditions"], moment)
+    now = moment + timedelta(seconds=silence)
+    conditions = monitored_conditions(status.get("conditions"), created=created,
+                                      last_heartbeat=last, now=now)
+    taints = scheduling_taints(taints, conditions, now)
+    expected = {"True": [], "False": [TAINT_NOT_READY], "Unknown": [TAINT_UNREACHABLE]}
+    ready = find_condition(conditions)
+    want = [TAINT_NOT_READY] if ready is None else expected[ready["status"]]
+    assert [t["key"] for t in taints] == want
+    assert scheduling_taints(taints, conditions, now + timedelta(seconds=1)) == taints
+    if last is not None and silence > 40:
+        assert ready is not None
+        assert ready["status"] == "Unknown"
