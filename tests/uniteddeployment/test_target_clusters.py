@@ -211,3 +211,26 @@ def test_plan_reads_only_the_objects_of_the_uniteddeployments_cluster(
                     "--now", NOW)[1]
     assert body["unitedDeployments"]["default/sample-ud"]["subsets"]["subset-a"]["action"] \
         != "create"
+
+
+def test_the_webhooks_registry_view_follows_adds_and_deletes() -> None:
+    from events import subjects
+    from events.codec import encode
+    from events.messages import Observation
+    from spreadbus.features.uniteddeployment.admission.cluster_registry_view import (
+        ClusterRegistryView,
+    )
+
+    view = ClusterRegistryView()
+    subject = subjects.observation("host", "cluster.karmada.io", "clusters", "", "member1")
+
+    def observed(event: Any) -> bytes:
+        return encode(Observation(cluster="host", group="cluster.karmada.io",
+                                  version="v1alpha1", resource="clusters", event=event,
+                                  object=karmada_cluster("member1")))
+
+    view.apply_message(subject, observed("ADDED"))
+    view.apply_message(subjects.observation("host", "", "pods", "default", "p"), b"not json")
+    assert view.clusters() == [karmada_cluster("member1")]
+    view.apply_message(subject, observed("DELETED"))
+    assert view.clusters() == []
