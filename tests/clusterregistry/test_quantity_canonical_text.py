@@ -5,7 +5,10 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from kubesemantics.quantity import parse_quantity
 from kubesemantics.quantity_format import (
     QuantityFormat,
     canonical,
@@ -49,3 +52,10 @@ def test_formats_are_read_from_the_suffix() -> None:
     assert format_of("1e3") is QuantityFormat.DECIMAL_EXPONENT
     assert format_of("2E") is QuantityFormat.DECIMAL_SI
     assert format_of(4) is QuantityFormat.DECIMAL_SI
+
+
+@settings(max_examples=300, deadline=None)
+@given(nanos=st.integers(-(10**21), 10**21), fmt=st.sampled_from(list(QuantityFormat)))
+def test_the_canonical_text_reads_back_as_the_same_value(nanos: int, fmt: QuantityFormat) -> None:
+    value = Fraction(nanos, 10**9)
+    assert parse_quantity(canonical(value, fmt)) == value
