@@ -44,6 +44,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="serve the API only: no nodes, scheduler, kubelet or controllers",
     )
+    group.add_argument(
+        "--control-plane",
+        action="store_true",
+        help="serve a control plane that runs no workloads, as a multi-cluster host's API "
+        "server: objects, namespaces and garbage collection, but no nodes, scheduler, kubelet "
+        "or workload controllers (a Deployment stays a template); --topology does not apply",
+    )
     for flag, field, text in (
         ("--create-delay", "create_delay", "seconds from binding to ContainerCreating"),
         ("--start-delay", "start_delay", "seconds from ContainerCreating to Running"),
@@ -91,8 +98,9 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 
 def build_behaviours(args: argparse.Namespace) -> list[Behaviour]:
-    """The cluster components to run alongside the API machinery."""
-    if getattr(args, "no_behaviour", False):
+    """The cluster components to run alongside the API machinery: none for an API-only server
+    or a control plane (namespaces and garbage collection are the API server's own)."""
+    if getattr(args, "no_behaviour", False) or getattr(args, "control_plane", False):
         return []
     try:
         return behaviours_for(settings_from_args(args))

@@ -8,6 +8,11 @@ actuators act on (``--cluster``), and the planner shards' stream (``--shards`` a
 are given it). The ``setup`` user's seed is the one credential that
 configures streams and buckets (``spreadbus bus-setup``, deploy/'s ``spreadbus-bus-setup`` Job).
 Then prints the ``kubectl`` commands that store them as the Secrets ``deploy/`` mounts.
+
+``--member NAME`` (repeat for several) adds a member cluster's agent users,
+``NAME-watcher``, ``NAME-actuator`` and ``NAME-webhook``, allowed only that member's subjects,
+keys and plans (:mod:`spreadbus.runtime.member_permissions`); the hub's users are denied the
+member's plan consumer.
 """
 
 from __future__ import annotations
@@ -16,9 +21,11 @@ import argparse
 from pathlib import Path
 
 from events.shards import check_count
+from kubesemantics.qualified_names import is_dns1123_label
 from spreadbus.features.registry import PluginError, bus_accesses, features
 from spreadbus.runtime.bus_permissions import DEFAULT_CLUSTERS, SERVICES, SETUP, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
+from spreadbus.runtime.member_permissions import member_server_users, member_users
 
 NAMESPACE = "spreadbus"
 
@@ -36,6 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--shards", type=int, default=1,
                         help="the planners' --shards: with more than one, the planner reads "
                         "the namespace-partitioned copy of KUBE instead of KUBE")
+    parser.add_argument("--member", action="append", default=[], metavar="NAME",
+                        help="a member cluster (repeat for several): write its agent's users, "
+                        "each allowed only the member's own subjects and plans")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,18 +59,35 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"--shards: {exc}")
         return 2
+    members: list[str] = list(dict.fromkeys(args.member))
+    hub_clusters = args.cluster or list(DEFAULT_CLUSTERS)
+    for member in members:
+        problems = is_dns1123_label(member)
+        if problems or member in hub_clusters:
+            print(f"--member {member!r}: " + ("; ".join(problems) if problems else
+                                             "is a cluster of the hub's own actuators"))
+            return 2
     out: Path = args.out
     keys = ensure_users(out)
+    accesses = bus_accesses(chosen)
+    member_entries = []
+    for member in members:
+        member_keys = ensure_users(out, member_users(member))
+        member_entries += member_server_users(member_keys, member, accesses,
+                                              clusters=[*hub_clusters, *members])
     users = out / "users.conf"
-    users.write_text(server_users(keys, bus_accesses(chosen),
-                                  snapshot_bucket=args.snapshot_bucket,
-                                  clusters=args.cluster or DEFAULT_CLUSTERS,
-                                  shards=args.shards))
+    users.write_text(server_users(keys, accesses, snapshot_bucket=args.snapshot_bucket,
+                                  clusters=hub_clusters, shards=args.shards,
+                                  members=members, extra_users=member_entries))
     print(f"wrote {users} and a seed per user in {out}; store them with:")
     print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-nats-users "
           f"--from-file=users.conf={users}")
     for service in (*SERVICES, SETUP):
         print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{service} "
               f"--from-file=seed={seed_file(out, service)}")
+    for member in members:
+        for user in member_users(member):
+            print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{user} "
+                  f"--from-file=seed={seed_file(out, user)}   # in cluster {member}")
     print(f"the read-only user for subscribers: {seed_file(out, 'reader')}")
     return 0

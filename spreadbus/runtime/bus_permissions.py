@@ -98,6 +98,11 @@ _OWN: Final[Mapping[str, BusAccess]] = {
 }
 
 
+def own_access(service: str) -> BusAccess:
+    """What a service does on the bus itself, before its features add theirs."""
+    return _OWN[service]
+
+
 def inbox_prefix(user: str) -> str:
     """The inbox a user's replies arrive on; no other user may subscribe to it."""
     return f"_INBOX_{user}"
@@ -153,9 +158,12 @@ def _owned_use(stream: str, consumer: str) -> list[str]:
 
 def permissions(user: str, features: Sequence[Mapping[str, BusAccess]], *,
                 snapshot_bucket: str = SNAPSHOT_BUCKET,
-                clusters: Sequence[str] = DEFAULT_CLUSTERS, shards: int = 1) -> dict[str, Any]:
+                clusters: Sequence[str] = DEFAULT_CLUSTERS, shards: int = 1,
+                members: Sequence[str] = ()) -> dict[str, Any]:
     """nats-server permissions of one user:
-    ``{"publish": {"allow", "deny"}, "subscribe": {"allow"}}``."""
+    ``{"publish": {"allow", "deny"}, "subscribe": {"allow"}}``. The actuator consumers of
+    ``members`` (clusters whose agents have users of their own,
+    :mod:`spreadbus.runtime.member_permissions`) are denied to every hub user."""
     if user == SETUP:
         return {"publish": {"allow": [f"{_API}.>"]},
                 "subscribe": {"allow": [f"{inbox_prefix(SETUP)}.>"]}}
@@ -167,6 +175,8 @@ def permissions(user: str, features: Sequence[Mapping[str, BusAccess]], *,
         raise ValueError(f"no bus user {user!r}; the users are {', '.join(USERS)}")
     deny = [subject for owner, held in durable_consumers(clusters).items() if owner != user
             for stream, name in held for subject in consumer_use(stream, name)]
+    deny += [subject for _, held in durable_consumers(members).items()
+             for stream, name in held for subject in consumer_use(stream, name)]
     result: dict[str, Any] = {"publish": {"allow": _unique(publish)},
                               "subscribe": {"allow": _unique(subscribe)}}
     if deny:
@@ -236,12 +246,16 @@ def message_roots(published: Iterable[str]) -> list[str]:
 
 def server_users(public_keys: Mapping[str, str], features: Sequence[Mapping[str, BusAccess]],
                  *, snapshot_bucket: str = SNAPSHOT_BUCKET,
-                 clusters: Sequence[str] = DEFAULT_CLUSTERS, shards: int = 1) -> str:
-    """The nats-server ``authorization`` block for these users (user -> nkey public key)."""
-    users = [{"nkey": key, "permissions": permissions(user, features,
-                                                      snapshot_bucket=snapshot_bucket,
-                                                      clusters=clusters, shards=shards)}
-             for user, key in public_keys.items()]
+                 clusters: Sequence[str] = DEFAULT_CLUSTERS, shards: int = 1,
+                 members: Sequence[str] = (), extra_users: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The nats-server ``authorization`` block for these users (user -> nkey public key), and
+    ``extra_users`` as given (members' users)."""
+    users: list[Mapping[str, Any]] = [
+        {"nkey": key, "permissions": permissions(user, features, snapshot_bucket=snapshot_bucket,
+                                                 clusters=clusters, shards=shards,
+                                                 members=members)}
+        for user, key in public_keys.items()]
+    users += extra_users
     return "authorization: " + json.dumps({"users": users}, indent=2) + "\n"
 
 

@@ -87,5 +87,6 @@ def test_flags_carry_topology_and_delays_and_a_missing_file_exits_cleanly() -> N
     assert settings_from_args(parser.parse_args(["--no-events"])).events is False
     assert len(build_behaviours(args)) == 3
     assert build_behaviours(parser.parse_args(["--no-behaviour"])) == []
+    assert build_behaviours(parser.parse_args(["--control-plane"])) == []
     with pytest.raises(SystemExit, match="no-such-topology"):
         build_behaviours(parser.parse_args(["--topology", "no-such-topology"]))

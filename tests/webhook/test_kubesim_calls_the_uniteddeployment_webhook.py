@@ -8,14 +8,20 @@ a thread, because kubesim's admission calls land on this test's event loop.
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from nats.aio.client import Client
 
+from events import subjects
+from events.codec import encode
+from events.messages import Observation
 from tests.fixtures.cluster import SimCluster
+from tests.fixtures.polling import wait_until_async
 from tests.uniteddeployment.test_validation_rules import base
 from tests.webhook.conftest import RunningWebhook
 from tests.webhook.test_kubesim_calls_the_webhook import local_configurations
@@ -55,6 +61,62 @@ async def test_a_bad_uniteddeployment_is_refused_naming_the_field(api: SimCluste
     code, out = await kubectl(api, "get", "uniteddeployment", "sample-ud")
     assert code != 0
     assert "NotFound" in out
+
+
+async def test_subsets_in_other_clusters_are_stored_and_checked_online(api: SimCluster) -> None:
+    """The schema keeps ``clusterRegistry`` and ``targetCluster``; the webhook refuses a target
+    without a registry and a registry of a kind that is not served, naming each field."""
+    karmada = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster"}
+    orphan = base()
+    orphan["spec"]["topology"]["subsets"][0]["targetCluster"] = {"name": "member1"}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(orphan))
+    assert code != 0
+    assert "spec.topology.subsets[0].targetCluster: a target cluster is found through " \
+        "spec.topology.clusterRegistry" in out
+    unserved = copy.deepcopy(orphan)
+    unserved["spec"]["topology"]["clusterRegistry"] = {
+        "clusterType": {"apiVersion": "cluster.x-k8s.io/v1beta1", "kind": "Cluster"}}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(unserved))
+    assert code != 0
+    assert "spec.topology.clusterRegistry.clusterType: " in out
+    assert "cluster.karmada.io/v1alpha1, Kind=Cluster" in out
+    good = copy.deepcopy(orphan)
+    good["spec"]["topology"]["clusterRegistry"] = {"clusterType": karmada,
+                                                   "selector": {"env": "prod"}}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(good))
+    assert code == 0, out
+    topology = (await stored(api, "sample-ud"))["spec"]["topology"]
+    assert topology["clusterRegistry"] == {"clusterType": karmada, "selector": {"env": "prod"}}
+    assert topology["subsets"][0]["targetCluster"] == {"name": "member1"}
+
+
+async def test_a_target_the_observed_registry_lacks_is_refused(
+        api: SimCluster, nats_client: Client) -> None:
+    """Once the webhook has observed a Cluster of the registry's kind, a target that is not
+    among them is refused, and one that is, is stored."""
+    cluster = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+               "metadata": {"name": "member1", "uid": "u1"}, "spec": {"syncMode": "Pull"}}
+    observed = Observation(cluster="c1", group="cluster.karmada.io", version="v1alpha1",
+                           resource="clusters", event="ADDED", object=cluster)
+    await nats_client.jetstream().publish(
+        subjects.observation("c1", "cluster.karmada.io", "clusters", "", "member1"),
+        encode(observed))
+    ud = base()
+    ud["spec"]["topology"]["clusterRegistry"] = {"clusterType": {
+        "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster"}}
+    ud["spec"]["topology"]["subsets"][0]["targetCluster"] = {"name": "member2"}
+
+    async def refused() -> str | None:
+        code, out = await kubectl(api, "apply", "--dry-run=server", "-f", "-",
+                                  stdin=json.dumps(ud))
+        return out if code != 0 else None
+
+    out = await wait_until_async(refused, what="the webhook to know member1 and refuse member2")
+    assert ("spec.topology.subsets[0].targetCluster.name: spec.topology.clusterRegistry finds "
+            "no cluster.karmada.io/v1alpha1 Cluster named member2") in out
+    ud["spec"]["topology"]["subsets"][0]["targetCluster"] = {"name": "member1"}
+    code, out = await kubectl(api, "apply", "-f", "-", stdin=json.dumps(ud))
+    assert code == 0, out
 
 
 async def test_the_maxreplicas_example_is_stored_with_kruises_defaults(api: SimCluster) -> None:

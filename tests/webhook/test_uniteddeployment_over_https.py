@@ -130,5 +130,5 @@ def test_the_handlers_carry_the_features_name() -> None:
     from spreadbus.features.uniteddeployment.feature import FEATURE
     from spreadbus.features.uniteddeployment.webhook import UnitedDeploymentWebhook
 
-    assert {h.feature for h in UnitedDeploymentWebhook.handlers} == {FEATURE.name}
+    assert {h.feature for h in UnitedDeploymentWebhook().handlers} == {FEATURE.name}
     assert FEATURE.webhook is not None

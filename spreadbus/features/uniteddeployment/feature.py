@@ -68,6 +68,9 @@ FEATURE: Final = Feature(
         "apps.kruise.io/v1alpha1/clonesets",
         "apps.kruise.io/v1beta1/statefulsets",
         "apps.kruise.io/v1alpha1/uniteddeployments",
+        # The cluster registries subsets' target clusters are looked up in.
+        "cluster.karmada.io/v1alpha1/clusters",
+        "clusterregistry.k8s.io/v1alpha1/clusters",
     ),
     planner=planner_side,
     plan_grants=(

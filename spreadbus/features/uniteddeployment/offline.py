@@ -2,10 +2,15 @@
 
 ``validate``: a UnitedDeployment is defaulted as Kruise's mutating webhook would on a CREATE (an
 UPDATE from ``old``), and the defaulted object is validated as the validating webhook would see
-it. The other objects of the input are not read: a UnitedDeployment's validity depends on itself
-alone.
+it. Of the other objects of the input only the cluster registry's Cluster objects are read: a
+subset's ``targetCluster`` must be among those its ``clusterRegistry`` finds.
 
 ``plan``: one reconcile of every UD in the input.
+
+Objects of a member cluster carry the annotation ``multicluster.spreadbus.io/cluster: <name>``;
+an object without it is the host's. A UnitedDeployment is reconciled against the objects of its
+own cluster; a subset in another cluster is planned as the UD's other subsets are (its workload
+and pods there are not read yet).
 
 The input is planned as stored, as the controller sees it: no admission defaults, no
 re-validation. Every UnitedDeployment (``apps.kruise.io``) is reconciled against the workloads,
@@ -13,7 +18,8 @@ ReplicaSets, disruption budgets, pods and ControllerRevisions of its namespace
 (:func:`.core.reconcile.reconcile`),
 and answered under ``unitedDeployments["<ns>/<name>"]``:
 
-- ``subsets``: one entry per spec subset, ``{replicas, partition, action, workload}``;
+- ``subsets``: one entry per spec subset, ``{replicas, partition, action, workload, cluster}``,
+  ``cluster`` the name of its ``targetCluster`` (``local`` when it has none);
 - ``deletes``: the subset workloads to delete, as ``"<ns>/<name>"``;
 - ``status``: the status the round writes (the input status when ``error`` is set);
 - ``error``: why the allocation failed, or null;
@@ -31,13 +37,15 @@ from datetime import datetime
 from typing import Any
 
 from kubesemantics.group_version import api_group
-from kubesemantics.lenient_json import as_str
+from kubesemantics.lenient_json import as_map, as_str
+from spreadbus.clusterregistry.registry import LOCAL, cluster_of, kind_of
 from spreadbus.engine.feature import OfflinePlan, OfflineValidation
 from spreadbus.features.uniteddeployment.core.conditions import format_time
 from spreadbus.features.uniteddeployment.core.defaulting import default_uniteddeployment
 from spreadbus.features.uniteddeployment.core.model import GROUP, KIND
 from spreadbus.features.uniteddeployment.core.reconcile import Reconciliation, reconcile
 from spreadbus.features.uniteddeployment.core.subset_workloads import name_of, namespace_of
+from spreadbus.features.uniteddeployment.core.target_clusters import target_cluster
 from spreadbus.features.uniteddeployment.core.validation import validate_uniteddeployment
 
 JSON = dict[str, Any]
@@ -60,8 +68,15 @@ def _key(obj: Mapping[str, Any]) -> str:
     return f"{namespace_of(obj)}/{name_of(obj)}"
 
 
-def plan_entry(result: Reconciliation) -> JSON:
-    """The JSON answer for one UD's reconcile."""
+def subset_clusters(ud: Mapping[str, Any]) -> dict[str, str]:
+    """Each spec subset's cluster: its target cluster's name, else :data:`LOCAL`."""
+    subsets = as_map(as_map(ud.get("spec")).get("topology")).get("subsets")
+    return {as_str(s.get("name")): target_cluster(s)
+            for s in (subsets if isinstance(subsets, list) else ()) if isinstance(s, Mapping)}
+
+
+def plan_entry(result: Reconciliation, clusters: Mapping[str, str] | None = None) -> JSON:
+    """The JSON answer for one UD's reconcile; ``clusters`` names each subset's cluster."""
     entry: JSON = {
         "subsets": {
             name: {
@@ -69,6 +84,7 @@ def plan_entry(result: Reconciliation) -> JSON:
                 "partition": decision.partition,
                 "action": decision.action,
                 "workload": decision.workload,
+                "cluster": (clusters or {}).get(name, LOCAL),
             }
             for name, decision in result.subsets.items()
         },
@@ -89,13 +105,14 @@ def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
     answer: JSON = {"unitedDeployments": {}, "pods": {}}
     lines: list[str] = []
     for ud in uds:
-        namespace = namespace_of(ud)
+        namespace, home = namespace_of(ud), cluster_of(ud)
 
-        def here(kinds: set[str], namespace: str = namespace) -> list[JSON]:
+        def here(kinds: set[str], namespace: str = namespace, home: str = home) -> list[JSON]:
             return [
                 o
                 for o in objects
                 if as_str(o.get("kind")) in kinds and namespace_of(o) == namespace
+                and cluster_of(o) == home
             ]
 
         result = reconcile(
@@ -106,14 +123,16 @@ def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
             now=now,
         )
         key = _key(ud)
-        answer["unitedDeployments"][key] = plan_entry(result)
+        clusters = subset_clusters(ud)
+        answer["unitedDeployments"][key] = plan_entry(result, clusters)
         for pod, labels in sorted(result.pod_labels.items()):
             answer["pods"].setdefault(pod, {}).setdefault("labels", {}).update(labels)
         lines.append(f"UnitedDeployment {key}" + (f": {result.error}" if result.error else ""))
         for name, decision in result.subsets.items():
+            cluster = clusters.get(name, LOCAL)
             lines.append(
                 f"  {name}: replicas={decision.replicas} partition={decision.partition} "
-                f"{decision.action}"
+                f"{decision.action}" + ("" if cluster == LOCAL else f" cluster={cluster}")
             )
         lines.extend(f"  delete {_key(w)}" for w in result.deletes)
     for pod, value in answer["pods"].items():
@@ -127,5 +146,6 @@ __all__ = ["offline_plan"]
 def validate_offline(obj: dict[str, Any], *, old: dict[str, Any] | None,
                      context: Sequence[dict[str, Any]]) -> OfflineValidation:
     defaulted = default_uniteddeployment(obj, old=old)
-    errors = validate_uniteddeployment(defaulted, old=old)
+    errors = validate_uniteddeployment(defaulted, old=old,
+                                       clusters=[o for o in context if kind_of(o) is not None])
     return OfflineValidation(errors=errors, defaulted=defaulted)

@@ -1,25 +1,37 @@
-"""The UnitedDeployment part of a webhook replica: its two handlers, no view of the cluster."""
+"""The UnitedDeployment part of a webhook replica: its two handlers, and the cluster registry it
+has seen (to look up the clusters subsets target)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from spreadbus.engine.admission_chain import AdmissionHandler
 from spreadbus.engine.feature import WebhookContext, WebhookSide
 from spreadbus.features.uniteddeployment.admission import handlers
+from spreadbus.features.uniteddeployment.admission.cluster_registry_view import (
+    ClusterRegistryView,
+)
 from spreadbus.features.uniteddeployment.core.model import NAME
 
 
 class UnitedDeploymentWebhook(WebhookSide):
     """Defaulting (``/mutate-uniteddeployment``) and validation (``/validate-uniteddeployment``),
-    both failing closed as Kruise's do; neither reads the observations."""
+    both failing closed as Kruise's do; validation reads the Cluster objects observed, nothing
+    else."""
 
-    handlers = (
-        AdmissionHandler(feature=NAME, path="/mutate-uniteddeployment",
-                         decide=handlers.mutate, failure_policy="Fail"),
-        AdmissionHandler(feature=NAME, path="/validate-uniteddeployment",
-                         decide=handlers.validate, failure_policy="Fail"),
-    )
+    def __init__(self) -> None:
+        self.registry = ClusterRegistryView()
+        self.handlers = (
+            AdmissionHandler(feature=NAME, path="/mutate-uniteddeployment",
+                             decide=handlers.mutate, failure_policy="Fail"),
+            AdmissionHandler(feature=NAME, path="/validate-uniteddeployment",
+                             decide=partial(handlers.validate, clusters=self.registry.clusters),
+                             failure_policy="Fail"),
+        )
+
+    def apply_message(self, seq: int, subject: str, data: bytes) -> None:
+        self.registry.apply_message(subject, data)
 
 
 async def webhook_side(ctx: WebhookContext[Any]) -> UnitedDeploymentWebhook:

@@ -9,14 +9,15 @@
   the object carries Kruise's deletion protection label (``policy.kruise.io/delete-protection``:
   ``Always``, or ``Cascading`` while ``spec.replicas`` is above 0).
 
-The handlers read only the request: a UnitedDeployment's validity depends on itself alone, so
-they need no view of the cluster and answer the same on every replica. Requests on a
+The handlers read the request, and validation the Cluster objects the replica has observed (a
+subset's ``targetCluster`` must be among those its ``clusterRegistry`` finds, once a Cluster of
+that kind was seen); a UnitedDeployment's validity depends on nothing else. Requests on a
 subresource (``/status``, ``/scale``) are allowed untouched: Kruise registers neither.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from kubesemantics.field_errors import FieldError, describe
@@ -69,7 +70,12 @@ async def mutate(request: AdmissionRequest) -> Verdict:
     return Verdict(patch=defaulting_patch(request.object, old=old))
 
 
-async def validate(request: AdmissionRequest) -> Verdict:
+def _no_clusters() -> list[dict[str, Any]]:
+    return []
+
+
+async def validate(request: AdmissionRequest, *,
+                   clusters: Callable[[], list[dict[str, Any]]] = _no_clusters) -> Verdict:
     if request.sub_resource:
         return ALLOW
     if request.operation == "DELETE":
@@ -85,5 +91,5 @@ async def validate(request: AdmissionRequest) -> Verdict:
     old = request.old_object if request.operation == "UPDATE" else None
     if request.operation == "UPDATE" and old is None:
         return deny("request.oldObject: required for an UPDATE", code=400, reason="BadRequest")
-    errors = validate_uniteddeployment(obj, old=old)
+    errors = validate_uniteddeployment(obj, old=old, clusters=clusters())
     return ALLOW if not errors else invalid_answer(errors)

@@ -32,7 +32,7 @@ every write of that subset would be refused otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from kubesemantics import label_selector
@@ -73,6 +73,7 @@ from spreadbus.features.uniteddeployment.core.replicas import (
     parse_subset_replicas,
 )
 from spreadbus.features.uniteddeployment.core.revision import go_json
+from spreadbus.features.uniteddeployment.core.target_clusters import cluster_errors
 
 SPEC = Path("spec")
 METADATA = Path("metadata")
@@ -605,8 +606,12 @@ def update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
     return errors
 
 
-def validate_uniteddeployment(obj: object, *, old: object | None = None) -> list[FieldError]:
-    """Every error for a UnitedDeployment CREATE (``old`` None) or UPDATE; never raises."""
+def validate_uniteddeployment(obj: object, *, old: object | None = None,
+                              clusters: Iterable[Mapping[str, Any]] | None = None,
+                              ) -> list[FieldError]:
+    """Every error for a UnitedDeployment CREATE (``old`` None) or UPDATE; never raises.
+    ``clusters``, when known, are the cluster registry's objects its target clusters are looked
+    up in (:mod:`.target_clusters`)."""
     if not isinstance(obj, Mapping):
         return [type_error(Path(""), "object", obj)]
     deep = too_deep(obj)
@@ -616,6 +621,9 @@ def validate_uniteddeployment(obj: object, *, old: object | None = None) -> list
         return [invalid(Path(shorten(deep)), f"must not nest deeper than {MAX_DEPTH} levels")]
     errors = _metadata_errors(obj)
     errors.extend(validate_spec(obj.get("spec")))
+    subsets = as_map(as_map(obj.get("spec")).get("topology")).get("subsets")
+    if not (isinstance(subsets, list) and len(subsets) > MAX_SUBSETS):
+        errors.extend(cluster_errors(obj.get("spec"), clusters))
     if old is not None:
         if isinstance(old, Mapping):
             errors.extend(update_errors(obj, old))
