@@ -1,0 +1,113 @@
+"""How many more replicas of a workload fit in a cluster, as Karmada's general estimator says.
+
+Read from Karmada's ``pkg/estimator/client/general.go`` and ``pkg/util/resource.go``:
+
+- the request of one replica is the pod template's: containers summed, each init container's
+  request a floor (the larger wins), the overhead added; a limit without a request counts as the
+  request; quantities are rounded up to whole units (CPU to millicores);
+- from ``status.resourceSummary``: the pods left (allocatable - allocated - allocating, at
+  least 0), then for each requested resource ``floor(available / request)``, the minimum of all;
+  a resource the cluster does not list, or has none left of, gives 0; a template without
+  requests is limited by pods alone; no summary at all gives 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any, Final
+
+from kubesemantics.lenient_json import as_map
+from kubesemantics.quantity import QuantityError, parse_quantity
+
+CPU: Final = "cpu"
+PODS: Final = "pods"
+
+
+def _units(name: str, quantity: Fraction) -> int:
+    """``Value()`` rounds up to a whole unit; CPU is counted in millicores (``MilliValue()``)."""
+    return math.ceil(quantity * 1000) if name == CPU else math.ceil(quantity)
+
+
+def _tracked(name: str) -> bool:
+    """The resources Karmada's ``Resource`` keeps: the standard ones and scalar resources
+    (extended resources with a domain, huge pages, attachable volumes)."""
+    return (name in (CPU, "memory", "ephemeral-storage", PODS) or name.startswith("hugepages-")
+            or name.startswith("attachable-volumes-")
+            or ("/" in name and not name.startswith("kubernetes.io/")))
+
+
+def _list(value: object) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for name, raw in as_map(value).items():
+        if not isinstance(name, str) or not _tracked(name):
+            continue
+        try:
+            out[name] = _units(name, parse_quantity(raw))
+        except QuantityError:
+            continue
+    return out
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+    resources = as_map(container.get("resources"))
+    requests = _list(resources.get("limits"))
+    requests.update(_list(resources.get("requests")))
+    return requests
+
+
+def replica_request(pod_spec: Mapping[str, Any]) -> dict[str, int]:
+    """One replica's request (CPU in millicores, other resources in units); zero entries and
+    untracked resources left out. Empty: the template requests nothing."""
+    total: dict[str, int] = {}
+    containers = pod_spec.get("containers")
+    for container in containers if isinstance(containers, list) else ():
+        for name, value in _container_requests(as_map(container)).items():
+            total[name] = total.get(name, 0) + value
+    inits = pod_spec.get("initContainers")
+    for container in inits if isinstance(inits, list) else ():
+        for name, value in _container_requests(as_map(container)).items():
+            total[name] = max(total.get(name, 0), value)
+    for name, value in _list(pod_spec.get("overhead")).items():
+        total[name] = total.get(name, 0) + value
+    return {name: value for name, value in total.items() if value > 0}
+
+
+def _amount(summary: Mapping[str, Any], part: str, name: str) -> Fraction | None:
+    raw = as_map(summary.get(part)).get(name)
+    if raw is None:
+        return None
+    try:
+        return parse_quantity(raw)
+    except QuantityError:
+        return None
+
+
+def available_replicas(summary: Mapping[str, Any] | None, request: Mapping[str, int]) -> int:
+    """The general estimator's answer for one cluster."""
+    if summary is None:
+        return 0
+    pods_left = 0
+    for part, sign in (("allocatable", 1), ("allocated", -1), ("allocating", -1)):
+        amount = _amount(summary, part, PODS)
+        if amount is not None:
+            pods_left += sign * math.ceil(amount)
+    if pods_left <= 0:
+        return 0
+    best = pods_left
+    for name, wanted in request.items():
+        if name == PODS:
+            continue
+        allocatable = _amount(summary, "allocatable", name)
+        if allocatable is None:
+            return 0
+        left = allocatable
+        for part in ("allocated", "allocating"):
+            amount = _amount(summary, part, name)
+            if amount is not None:
+                left -= amount
+        if math.ceil(left) <= 0:
+            return 0
+        best = min(best, _units(name, left) // wanted)
+    return best
