@@ -188,8 +188,9 @@ def _pp(name: str, selector: dict[str, Any], priority: int | None = None,
             "metadata": {"name": name, "namespace": namespace}, "spec": spec}
 
 
-NGINX = {"apiVersion": "apps/v1", "kind": "Deployment",
-         "metadata": {"name": "nginx", "namespace": "test", "labels": {"app": "nginx"}}}
+NGINX: dict[str, Any] = {
+    "apiVersion": "apps/v1", "kind": "Deployment",
+    "metadata": {"name": "nginx", "namespace": "test", "labels": {"app": "nginx"}}}
 BY_NAME = _pp("match-with-name", {"name": "nginx"})
 BY_LABEL = _pp("match-with-label", {"labelSelector": {"matchLabels": {"app": "nginx"}}})
 ALL = _pp("match-all", {})
