@@ -3,9 +3,12 @@ away, and neither the candidates' nor Webster's input order changes the answer."
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spreadbus.features.propagation.core.cluster import Cluster
 from spreadbus.features.propagation.core.division import (
     Candidate,
     Mode,
@@ -15,8 +18,11 @@ from spreadbus.features.propagation.core.division import (
     assign,
 )
 from spreadbus.features.propagation.core.webster import allocate
+from spreadbus.features.propagation.planning.schedule import Binding, schedule
 
 NAMES = [f"member{i}" for i in range(1, 7)]
+EARLIER = datetime(2024, 5, 22, 11, 0, tzinfo=UTC)
+NOW = datetime(2024, 5, 22, 11, 36, 10, tzinfo=UTC)
 DIVIDED = [Strategy.STATIC_WEIGHT, Strategy.DYNAMIC_WEIGHT, Strategy.AGGREGATED]
 
 clusters = st.lists(
@@ -99,3 +105,33 @@ def test_webster_ignores_input_order_and_is_house_monotone(votes: dict[str, int]
     assert sum(p.seats for p in got) == (seats if votes else 0)
     bigger = {p.name: p.seats for p in allocate(seats + 1, votes, None, uid)}
     assert all(bigger[p.name] >= p.seats for p in got)
+
+
+@settings(max_examples=200, deadline=None)
+@given(placement=st.sampled_from([
+    {"replicaScheduling": {"replicaSchedulingType": "Divided",
+                           "replicaDivisionPreference": "Aggregated"}},
+    {"replicaScheduling": {"replicaSchedulingType": "Divided",
+                           "replicaDivisionPreference": "Weighted",
+                           "weightPreference": {"dynamicWeight": "AvailableReplicas"}}},
+    {"replicaScheduling": {"replicaSchedulingType": "Divided",
+                           "replicaDivisionPreference": "Weighted"}},
+    {}]),
+    rooms=st.lists(st.integers(0, 20), min_size=1, max_size=6),
+    held=st.lists(st.integers(0, 5), min_size=6, max_size=6),
+    replicas=st.integers(1, 40), fresh=st.booleans(), data=st.data())
+def test_a_round_does_not_depend_on_the_order_clusters_are_listed(
+        placement: dict[str, object], rooms: list[int], held: list[int], replicas: int,
+        fresh: bool, data: st.DataObject) -> None:
+    clusters = [Cluster(name=NAMES[i], api_enablements={"apps/v1": frozenset({"Deployment"})},
+                        summary={"allocatable": {"pods": str(room)}})
+                for i, room in enumerate(rooms)]
+    previous = tuple(Target(NAMES[i], held[i]) for i in range(len(rooms)) if held[i])
+    binding = Binding(api_version="apps/v1", kind="Deployment", placement=placement,
+                      replicas=replicas, workload=True, clusters=previous,
+                      last_scheduled_time=EARLIER, reschedule_triggered_at=NOW if fresh else None)
+    expected = schedule(binding, clusters, NOW)
+    again = schedule(binding, data.draw(st.permutations(clusters)), NOW)
+    assert again.error == expected.error
+    assert ({t.name: t.replicas for t in again.clusters}
+            == {t.name: t.replicas for t in expected.clusters})
