@@ -15,7 +15,7 @@ from spreadbus.features.propagation.core.cluster import Cluster
 from spreadbus.features.propagation.core.division import Mode, Target
 from spreadbus.features.propagation.core.estimator import available_replicas, replica_request
 from spreadbus.features.propagation.core.policy import APPLIED_PLACEMENT, placement_changed
-from spreadbus.features.propagation.core.selection import cluster_matches
+from spreadbus.features.propagation.core.selection import Group, cluster_matches, select_groups
 from spreadbus.features.propagation.planning.schedule import (
     Binding,
     reschedule_required,
@@ -397,3 +397,53 @@ def test_static_weights_ignore_spread_constraints_and_room() -> None:
     members = [_cluster("member1", 0), _cluster("member2", 0)]
     result = schedule(_binding(placement, applied=False), members, NOW)
     assert {t.name: t.replicas for t in result.clusters} == {"member1": 3, "member2": 1}
+
+
+# pkg/scheduler/core/spreadconstraint/select_groups_test.go (TestSelectGroups).
+def _groups(*groups: tuple[str, int, int]) -> list[Group]:
+    return [Group(name=n, value=v, weight=w) for n, v, w in groups]
+
+
+SELECT_GROUPS = [
+    ("empty groups", [], 2, 3, 1, []),
+    ("no enough groups", _groups(("R1", 1, 80)), 2, 3, 1, []),
+    ("no enough value", _groups(("R1", 1, 80), ("R2", 2, 30)), 2, 3, 4, []),
+    ("select one group", _groups(("R1", 1, 80)), 1, 3, 1, ["R1"]),
+    ("prioritize one path", _groups(("R1", 1, 80), ("R3", 1, 80), ("R2", 1, 60), ("R5", 2, 60),
+                                    ("R4", 5, 50), ("R6", 3, 50)), 1, 3, 10,
+     ["R5", "R4", "R6"]),
+    ("fewer groups win", _groups(("R1", 1, 80), ("R2", 4, 40), ("R3", 1, 30), ("R4", 3, 30),
+                                 ("R5", 3, 20), ("R6", 5, 10)), 2, 6, 5, ["R1", "R2"]),
+    ("the highest score", _groups(("R1", 1, 60), ("R2", 1, 50), ("R3", 1, 40), ("R4", 3, 30),
+                                  ("R5", 3, 20), ("R6", 3, 10)), 1, 3, 6, ["R1", "R4", "R5"]),
+    ("the ones chosen earlier", _groups(("R1", 1, 60), ("R2", 2, 50), ("R3", 3, 40),
+                                        ("R4", 4, 30)), 1, 2, 5, ["R1", "R4"]),
+    ("the greater value", _groups(("R4", 1, 60), ("R3", 3, 50), ("R1", 3, 40), ("R2", 4, 30)),
+     1, 2, 5, ["R3", "R1"]),
+]
+
+
+@pytest.mark.parametrize(("groups", "low", "high", "target", "want"),
+                         [pytest.param(*c[1:], id=c[0]) for c in SELECT_GROUPS])
+def test_select_groups(groups: list[Group], low: int, high: int, target: int,
+                       want: list[str]) -> None:
+    assert [g.name for g in select_groups(groups, low, high, target)] == want
+
+
+def test_a_region_constraint_takes_the_best_cluster_of_each_chosen_region() -> None:
+    members = [_cluster("a1", 10, region="east"), _cluster("a2", 8, region="east"),
+               _cluster("b1", 6, region="west"), _cluster("c1", 2, region="north")]
+    placement = {"replicaScheduling": DYNAMIC, "spreadConstraints": [
+        {"spreadByField": "region", "minGroups": 2, "maxGroups": 2},
+        {"spreadByField": "cluster", "minGroups": 2, "maxGroups": 3}]}
+    result = schedule(_binding(placement, applied=False), members, NOW)
+    # Every region holds its share of 2 (score 2000 each); of the pairs reaching 2 clusters the
+    # ones with 3 clusters win, east+north found first. Their first clusters a1 and c1, then a2
+    # up to 3 clusters; Webster gives c1 (room 2) nothing of 4.
+    assert {t.name: t.replicas for t in result.clusters} == {"a1": 2, "a2": 2}
+    alone = {"replicaScheduling": DYNAMIC, "spreadConstraints": [
+        {"spreadByField": "zone", "minGroups": 1}]}
+    refused = schedule(_binding(alone, applied=False),
+                       [_cluster("z", 10, zones=("z1",))], NOW)
+    assert refused.error == ("failed to select clusters: just support cluster and region "
+                             "spread constraint")

@@ -18,11 +18,18 @@ of ``pkg/scheduler/framework/plugins`` and ``pkg/scheduler/core/spreadconstraint
   the binding holds there) descending, then name;
 - spread constraints (ignored for static weights): by ``cluster``, the first ``maxGroups``, with
   the last slots swapped for larger clusters until the replicas fit; Duplicated ignores
-  capacity there.
+  capacity there. By ``region`` (``spreadconstraint/select_clusters_by_region.go``,
+  ``select_groups.go``): each region scored by how much of its share its best clusters can
+  hold, a depth-first search for the region sets within the region bounds that hold at least
+  the cluster ``minGroups`` clusters, the best by score, then cluster count, then discovery
+  order (a strict prefix of it preferred), then each chosen region's first cluster and the best
+  of the rest up to the cluster ``maxGroups``. Zone and provider constraints alone are refused,
+  as Karmada refuses them.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -55,6 +62,7 @@ class Detail(msgspec.Struct, frozen=True):
     tier: int
     allocatable: int
     available: int
+    region: str = ""
 
 
 def _zones_match(expression: Mapping[str, Any], zones: Sequence[str]) -> bool:
@@ -201,7 +209,8 @@ def details(clusters: Sequence[Cluster], placement: Mapping[str, Any], *, affini
                     score=LOCALITY_SCORE if c.name in previous else 0,
                     tier=overflow_tier(c, placement, affinity_name),
                     allocatable=allocatable.get(c.name, 0),
-                    available=allocatable.get(c.name, 0) + previous.get(c.name, 0))
+                    available=allocatable.get(c.name, 0) + previous.get(c.name, 0),
+                    region=c.region)
              for c in clusters]
     return sorted(found, key=lambda d: (d.tier, -d.score, -d.available, d.name))
 
@@ -233,7 +242,7 @@ def select(found: Sequence[Detail], placement: Mapping[str, Any], strategy: Stra
     by_field = {f: as_map(c) for f, c in zip(_spread_fields(placement), constraints,
                                              strict=True)}
     if "region" in by_field:
-        raise SelectionError("spread constraints by region are not supported")
+        return _by_region(found, by_field, strategy, replicas)
     if "cluster" not in by_field:
         raise SelectionError("just support cluster and region spread constraint")
     constraint = by_field["cluster"]
@@ -258,3 +267,102 @@ def select(found: Sequence[Detail], placement: Mapping[str, Any], strategy: Stra
     if sum(d.available for d in chosen) < replicas:
         raise SelectionError(f"no enough resource when selecting {count} clusters")
     return chosen
+
+
+_WEIGHT_UNIT: Final = 1000
+
+
+def _group_score(members: Sequence[Detail], strategy: Strategy, replicas: int,
+                 region_min: int, cluster_min: int) -> int:
+    """``calcGroupScore``: how much of its share a region's best clusters hold, then their
+    mean score."""
+    if strategy is Strategy.DUPLICATED:
+        valid = [d for d in members if d.available >= replicas]
+        if not valid:
+            return 0
+        return len(valid) * _WEIGHT_UNIT + sum(d.score for d in valid) // len(valid)
+    target = math.ceil(replicas / max(region_min, 1))
+    need = max(cluster_min, region_min)
+    total = score = count = 0
+    for detail in members:
+        total += detail.available
+        score += detail.score
+        count += 1
+        if count >= need and total >= target:
+            break
+    if total < target:
+        return total * _WEIGHT_UNIT + score // len(members)
+    return target * _WEIGHT_UNIT + score // count
+
+
+class Group(msgspec.Struct, frozen=True):
+    name: str
+    value: int
+    weight: int
+
+
+def select_groups(groups: list[Group], low: int, high: int, target: int) -> list[Group]:
+    """``selectGroups``: every group set found depth first (smaller groups first) within the
+    bounds whose values reach ``target``; the heaviest, then largest, then first found, and a
+    strict prefix of the winner found later wins over it."""
+    order = sorted(groups, key=lambda g: (g.value, -g.weight, g.name))
+    paths: list[tuple[int, list[Group]]] = []
+    path: list[Group] = []
+
+    def visit(total: int, begin: int) -> None:
+        if total >= target and low <= len(path) <= high:
+            found = sorted(path, key=lambda g: (-g.weight, g.name))
+            paths.append((len(paths) + 1, found))
+            return
+        if len(path) >= high:
+            return
+        for i in range(begin, len(order)):
+            total += order[i].value
+            path.append(order[i])
+            visit(total, i + 1)
+            if len(order) == low:
+                break  # Karmada stops here without undoing the step
+            total -= order[i].value
+            path.pop()
+
+    visit(0, 0)
+    if not paths:
+        return []
+    ranked = sorted(paths, key=lambda p: (-sum(g.weight for g in p[1]),
+                                          -sum(g.value for g in p[1]), p[0]))
+    best = ranked[0][1]
+    for _, other in ranked[1:]:
+        if len(other) < len(best) and [g.name for g in best[:len(other)]] == [
+                g.name for g in other]:
+            best = other
+    return best
+
+
+def _by_region(found: Sequence[Detail], by_field: Mapping[str, Mapping[str, Any]],
+               strategy: Strategy, replicas: int) -> list[Detail]:
+    region = by_field["region"]
+    cluster = by_field.get("cluster", {})
+    region_min = as_int(region.get("minGroups")) or 0
+    cluster_min = as_int(cluster.get("minGroups")) or 0
+    members: dict[str, list[Detail]] = {}
+    for detail in found:
+        if detail.region:
+            members.setdefault(detail.region, []).append(detail)
+    if len(members) < region_min:
+        raise SelectionError(
+            "the number of feasible region is less than spreadConstraint.MinGroups")
+    groups = [Group(name, len(ds), _group_score(ds, strategy, replicas, region_min,
+                                                 cluster_min))
+              for name, ds in members.items()]
+    chosen = select_groups(groups, region_min, as_int(region.get("maxGroups")) or 0,
+                            cluster_min)
+    if not chosen:
+        raise SelectionError(
+            "the number of clusters is less than the cluster spreadConstraint.MinGroups")
+    selected = [members[g.name][0] for g in chosen]
+    rest = [d for g in chosen for d in members[g.name][1:]]
+    wanted = min(len(rest) + len(selected), as_int(cluster.get("maxGroups")) or 0)
+    if wanted > len(selected):
+        rest.sort(key=lambda d: (d.tier, -d.score, -d.available, d.name))
+        selected.extend(rest[:wanted - len(selected)])
+    return selected
