@@ -2,7 +2,8 @@
 
 ``plan``: ``"resourceBindings": {"<namespace>/<name>" | "<name>": {...}}``, one entry per
 binding the host holds (:mod:`.core.bindings`), after one round of the scheduler at ``--now``
-(:mod:`.planning.schedule`): the resource, the replicas, ``spec.clusters`` after the round,
+(:mod:`.planning.schedule`), after the taint manager's evictions due then
+(:mod:`.planning.eviction`): the resource, the replicas, ``spec.clusters`` after the round,
 whether the scheduler ran and in which mode, why it failed, the rebalance trigger, the graceful
 eviction tasks, and per target cluster the object spreadbus creates or patches there. A failed
 round leaves no work where Karmada would leave ``spec.clusters`` empty. Without any binding the
@@ -22,13 +23,15 @@ from spreadbus.features.propagation.core.bindings import (
     held_bindings,
     is_member_object,
 )
-from spreadbus.features.propagation.core.cluster import from_object, is_cluster
+from spreadbus.features.propagation.core.cluster import Cluster, from_object, is_cluster
 from spreadbus.features.propagation.core.interpreter import work
+from spreadbus.features.propagation.core.policy import applied_placement
 from spreadbus.features.propagation.core.validation import (
     validate_binding,
     validate_cluster,
     validate_policy,
 )
+from spreadbus.features.propagation.planning.eviction import evict
 from spreadbus.features.propagation.planning.schedule import Binding, schedule
 
 JSON = dict[str, Any]
@@ -61,14 +64,16 @@ def _task(task: Mapping[str, Any]) -> JSON:
     return out
 
 
-def _entry(held: HeldBinding, clusters: Sequence[Any], now: datetime) -> tuple[JSON, str]:
+def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tuple[JSON, str]:
+    evicted = evict(held.clusters, held.eviction_tasks, clusters,
+                    applied_placement(held.annotations), held.failover, now)
     binding = Binding(
         api_version=held.resource.api_version, kind=held.resource.kind,
         placement=held.placement, replicas=held.replicas, workload=held.workload,
-        request=held.request, uid=held.resource.uid, clusters=held.clusters,
+        request=held.request, uid=held.resource.uid, clusters=evicted.clusters,
         annotations=held.annotations, reschedule_triggered_at=held.reschedule_triggered_at,
         last_scheduled_time=held.last_scheduled_time, observed_affinity=held.observed_affinity,
-        evicting=tuple(as_str(t.get("fromCluster")) for t in held.eviction_tasks))
+        evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks))
     result = schedule(binding, clusters, now)
     works: JSON = {}
     if held.template is not None:
@@ -83,7 +88,7 @@ def _entry(held: HeldBinding, clusters: Sequence[Any], now: datetime) -> tuple[J
         "mode": result.mode.value if result.mode is not None else None,
         "error": result.error,
         "rescheduleTriggeredAt": _time(held.reschedule_triggered_at),
-        "gracefulEvictionTasks": [_task(t) for t in held.eviction_tasks],
+        "gracefulEvictionTasks": [_task(t) for t in evicted.tasks],
         "works": works,
     }
     kind = "ClusterResourceBinding" if held.cluster_scoped else "ResourceBinding"

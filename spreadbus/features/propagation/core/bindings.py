@@ -72,6 +72,7 @@ class HeldBinding(msgspec.Struct, frozen=True):
     workload: bool
     request: Mapping[str, int]
     placement: Mapping[str, Any]
+    failover: Mapping[str, Any] | None
     template: Mapping[str, Any] | None
     clusters: tuple[Target, ...]
     annotations: Mapping[str, Any]
@@ -146,11 +147,10 @@ def _ref(workload: Mapping[str, Any]) -> tuple[str, str, str, str]:
             as_str(workload.get("namespace")), as_str(workload.get("name")))
 
 
-def _policy_placement(policy: Mapping[str, Any]) -> JSON:
+def _policy_spec(policy: Mapping[str, Any]) -> JSON:
     namespace = (as_str(as_map(policy.get("metadata")).get("namespace")) or "default"
                  if as_str(policy.get("kind")) == "PropagationPolicy" else "")
-    spec = defaulted_spec(as_map(policy.get("spec")), namespace)
-    return dict(as_map(spec.get("placement")))
+    return defaulted_spec(as_map(policy.get("spec")), namespace)
 
 
 def held_bindings(objects: Sequence[Mapping[str, Any]]) -> list[HeldBinding]:
@@ -201,10 +201,9 @@ def _held(key: tuple[str, str], template: Mapping[str, Any] | None,
         replicas = max(as_int(spec.get("replicas")) or 0, 0)
         request = {}
         workload = replicas > 0 or spec.get("replicaRequirements") is not None
-    if policy is not None:
-        placement: Mapping[str, Any] = _policy_placement(policy)
-    else:
-        placement = dict(as_map(spec.get("placement")))
+    source = _policy_spec(policy) if policy is not None else spec
+    placement = dict(as_map(source.get("placement")))
+    failover = source.get("failover")
     stored_trigger = parse_time(spec.get("rescheduleTriggeredAt"))
     if trigger is not None and (stored_trigger is None or stored_trigger < trigger):
         stored_trigger = trigger
@@ -212,7 +211,8 @@ def _held(key: tuple[str, str], template: Mapping[str, Any] | None,
     return HeldBinding(
         cluster_scoped=not namespace, namespace=namespace, name=name, resource=resource,
         replicas=replicas, workload=workload, request=request, placement=placement,
-        template=template, clusters=_targets(spec.get("clusters")),
+        failover=failover if isinstance(failover, Mapping) else None, template=template,
+        clusters=_targets(spec.get("clusters")),
         annotations=dict(as_map(as_map((stored or {}).get("metadata")).get("annotations"))),
         reschedule_triggered_at=stored_trigger,
         last_scheduled_time=parse_time(status.get("lastScheduledTime")),

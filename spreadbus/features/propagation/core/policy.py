@@ -88,16 +88,15 @@ def canonical(value: Any) -> Any:
 
 
 def applied_placement(annotations: Mapping[str, Any]) -> JSON | None:
-    """The placement the scheduler last applied; None when it never did or it is unreadable
-    (Karmada treats an unreadable one as unchanged, see :func:`placement_changed`)."""
+    """The placement the scheduler last applied; None when it never did or it is unreadable."""
     text = annotations.get(APPLIED_PLACEMENT)
     if not isinstance(text, str) or not text:
         return None
     try:
         parsed = json.loads(text)
     except ValueError:
-        return {}
-    return parsed if isinstance(parsed, dict) else {}
+        return None
+    return parsed if isinstance(parsed, dict) else None
 
 
 def _term(placement: Mapping[str, Any], name: str) -> Any:
