@@ -311,3 +311,29 @@ def test_validate_accepts_the_seed_and_names_bad_fields(
         ("spec.placement.spreadConstraints[0]", "Invalid"),
         ("spec.placement.spreadConstraints", "Invalid"),
     }
+
+
+def test_a_not_ready_cluster_gets_nothing_new_and_keeps_what_it_has(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The cluster controller taints a cluster whose Ready is False (or missing) NoSchedule;
+    the scheduler keeps what it holds (only NoExecute evicts) and gives it nothing new."""
+    objects = load("members.yaml") + load("batch.yaml")
+    objects = [o for o in objects if o["kind"] != "WorkloadRebalancer"]
+    member1 = named(objects, "Cluster", "member1")
+    member1["status"]["conditions"] = [{"type": "Ready", "status": "False"}]
+    answer = run_plan(tmp_path, capsys, objects)["resourceBindings"]
+    assert spread_of(answer["default/demo-deploy-deployment"]) == {"member2": 3}
+    assert spread_of(answer["default/demo-config-configmap"]) == {"member2": 0}
+    del member1["status"]["conditions"]
+    answer = run_plan(tmp_path, capsys, objects)["resourceBindings"]
+    assert spread_of(answer["default/demo-deploy-deployment"]) == {"member2": 3}
+    member1["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
+    held = scenario(DYNAMIC, {"member1": 2, "member2": 1})
+    named(held, "Cluster", "member1")["status"]["conditions"] = [
+        {"type": "Ready", "status": "Unknown"}]
+    named(held, "Deployment", "demo-deploy")["spec"]["replicas"] = 5
+    deploy = run_plan(tmp_path, capsys, held)["resourceBindings"][
+        "default/demo-deploy-deployment"]
+    assert deploy["mode"] == "Steady"
+    assert spread_of(deploy)["member1"] >= 2
+    assert sum(spread_of(deploy).values()) == 5

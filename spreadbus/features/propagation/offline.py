@@ -2,7 +2,8 @@
 
 ``plan``: ``"resourceBindings": {"<namespace>/<name>" | "<name>": {...}}``, one entry per
 binding the host holds (:mod:`.core.bindings`), after one round of the scheduler at ``--now``
-(:mod:`.planning.schedule`), after the taint manager's evictions due then
+(:mod:`.planning.schedule`), after the cluster controller's health taints
+(:func:`.core.cluster.with_health_taints`) and the taint manager's evictions due then
 (:mod:`.planning.eviction`): the resource, the replicas, ``spec.clusters`` after the round,
 whether the scheduler ran and in which mode, why it failed, the rebalance trigger, the graceful
 eviction tasks, and per target cluster the object spreadbus creates or patches there. A failed
@@ -23,7 +24,12 @@ from spreadbus.features.propagation.core.bindings import (
     held_bindings,
     is_member_object,
 )
-from spreadbus.features.propagation.core.cluster import Cluster, from_object, is_cluster
+from spreadbus.features.propagation.core.cluster import (
+    Cluster,
+    from_object,
+    is_cluster,
+    with_health_taints,
+)
 from spreadbus.features.propagation.core.interpreter import work
 from spreadbus.features.propagation.core.policy import applied_placement
 from spreadbus.features.propagation.core.validation import (
@@ -101,7 +107,7 @@ def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tup
 
 
 def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
-    clusters = sorted((from_object(o) for o in objects
+    clusters = sorted((with_health_taints(from_object(o)) for o in objects
                        if is_cluster(o) and not is_member_object(o)), key=lambda c: c.name)
     answer: JSON = {}
     lines: list[str] = []

@@ -2,7 +2,9 @@
 
 Decoding is lenient (a field of the wrong type reads as absent): the scheduler decides on
 whatever is stored, and validation is where a wrong type becomes an error. Only ``zones`` places
-a cluster in zones: Karmada never reads the deprecated ``zone``.
+a cluster in zones: Karmada never reads the deprecated ``zone``. The scheduler itself never
+reads ``Ready``: the cluster controller turns it into NoSchedule taints
+(:func:`with_health_taints`), which the scheduler filters by.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ class Cluster(msgspec.Struct, frozen=True):
     zones: tuple[str, ...] = ()
     taints: tuple[Mapping[str, Any], ...] = ()
     deleting: bool = False
-    ready: str = "Unknown"
-    """The ``Ready`` condition's status (``True``, ``False``, ``Unknown``)."""
+    ready: str = ""
+    """The ``Ready`` condition's status (``True``, ``False``, ``Unknown``); empty without one."""
     api_enablements: Mapping[str, frozenset[str]] = msgspec.field(default_factory=dict)
     """groupVersion -> the kinds served."""
     summary: Mapping[str, Any] | None = None
@@ -50,7 +52,7 @@ def from_object(obj: Mapping[str, Any]) -> Cluster:
     taints = tuple(t for t in taints_value if isinstance(t, Mapping)) if isinstance(
         taints_value, list) else ()
     ready = next((c.status for c in conditions(status.get("conditions")) if c.type == "Ready"),
-                 "Unknown")
+                 "")
     enabled: dict[str, frozenset[str]] = {}
     enablements = status.get("apiEnablements")
     for entry in enablements if isinstance(enablements, list) else ():
@@ -64,9 +66,29 @@ def from_object(obj: Mapping[str, Any]) -> Cluster:
     return Cluster(
         name=as_str(metadata.get("name")), labels=labels, provider=as_str(spec.get("provider")),
         region=as_str(spec.get("region")), zones=zones, taints=taints,
-        deleting=bool(metadata.get("deletionTimestamp")), ready=ready or "Unknown",
+        deleting=bool(metadata.get("deletionTimestamp")), ready=ready,
         api_enablements=enabled,
         summary=summary if isinstance(summary, Mapping) else None)
+
+
+NOT_READY: Final = "cluster.karmada.io/not-ready"
+UNREACHABLE: Final = "cluster.karmada.io/unreachable"
+
+
+def with_health_taints(cluster: Cluster) -> Cluster:
+    """The cluster as Karmada's cluster controller leaves its taints for its ``Ready``
+    condition (``taintClusterByCondition``): ``False`` adds the NoSchedule taint
+    ``not-ready`` and removes ``unreachable``, ``Unknown`` the other way round, ``True``
+    removes both, and a cluster without the condition (just registered) gets ``not-ready``."""
+    wanted = {"False": NOT_READY, "Unknown": UNREACHABLE, "True": None}.get(cluster.ready,
+                                                                            NOT_READY)
+    kept = [t for t in cluster.taints
+            if not (t.get("effect") == "NoSchedule" and t.get("key") in (NOT_READY, UNREACHABLE)
+                    and t.get("key") != wanted)]
+    if wanted is not None and not any(t.get("key") == wanted and t.get("effect") == "NoSchedule"
+                                      for t in kept):
+        kept.append({"key": wanted, "effect": "NoSchedule"})
+    return msgspec.structs.replace(cluster, taints=tuple(kept))
 
 
 def is_cluster(obj: Mapping[str, Any]) -> bool:
