@@ -46,6 +46,15 @@ CLUSTER_SCOPED: Final = frozenset({
 ``default``, as ``kubectl apply`` would put it."""
 
 
+MEMBER_ANNOTATION: Final = "multicluster.spreadbus.io/cluster"
+"""Marks an object of a member cluster in an offline input; unmarked objects are the host's,
+where the templates, policies and bindings live."""
+
+
+def is_member_object(obj: Mapping[str, Any]) -> bool:
+    return bool(as_map(as_map(obj.get("metadata")).get("annotations")).get(MEMBER_ANNOTATION))
+
+
 def binding_name(kind: str, name: str) -> str:
     """The binding's name: ``<name>-<kind>`` in lower case, every ``:`` of the name a ``.``."""
     return f"{name.replace(':', '.')}-{kind}".lower()
@@ -162,9 +171,10 @@ def matching_policy(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]
 def binding_exists(objects: Sequence[Mapping[str, Any]], kind: str, name: str,
                    namespace: str) -> bool:
     """Whether Karmada would hold the binding named for ``kind``/``name``: one is among the
-    objects (a ResourceBinding in ``namespace``, or a ClusterResourceBinding when it is empty),
-    or a policy among them selects a template of that kind and name there."""
+    host's objects (a ResourceBinding in ``namespace``, or a ClusterResourceBinding when it is
+    empty), or a policy among them selects a template of that kind and name there."""
     wanted = binding_name(kind, name)
+    objects = [o for o in objects if not is_member_object(o)]
     for obj in objects:
         metadata = _metadata(obj)
         if as_str(metadata.get("name")) != wanted:

@@ -337,3 +337,28 @@ def test_a_not_ready_cluster_gets_nothing_new_and_keeps_what_it_has(
     assert deploy["mode"] == "Steady"
     assert spread_of(deploy)["member1"] >= 2
     assert sum(spread_of(deploy).values()) == 5
+
+
+def test_a_stored_binding_without_its_template_keeps_its_own_replicas_and_request(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stored = binding("demo-deploy-deployment", {"member1": 1}, placement=DYNAMIC, replicas=4)
+    stored["spec"]["replicaRequirements"] = {"resourceRequest": {"cpu": "50m"}}
+    deploy = run_plan(tmp_path, capsys, [*load("members.yaml"), stored])["resourceBindings"][
+        "default/demo-deploy-deployment"]
+    assert deploy["replicas"] == 4
+    # 100m of room is two replicas of 50m in each member: 1 held plus 3 over 2:2.
+    assert sum(spread_of(deploy).values()) == 4
+    assert deploy["works"] == {}
+
+
+def test_objects_of_member_clusters_are_not_the_hosts(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = load("members.yaml") + load("batch.yaml")
+    for obj in objects:
+        if obj["kind"] in ("Deployment", "ConfigMap", "ClusterRole"):
+            obj["metadata"].setdefault("annotations", {})[
+                "multicluster.spreadbus.io/cluster"] = "member1"
+    answer = run_plan(tmp_path, capsys, objects)
+    assert "resourceBindings" not in answer
+    entries = answer["workloadRebalancers"]["demo"]["status"]["observedWorkloads"]
+    assert {e["result"] for e in entries} == {"Failed"}

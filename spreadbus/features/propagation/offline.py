@@ -17,13 +17,10 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from kubesemantics.karmada_binding import is_member_object
 from kubesemantics.lenient_json import as_int, as_str
 from spreadbus.engine.feature import OfflinePlan, OfflineValidation
-from spreadbus.features.propagation.core.bindings import (
-    HeldBinding,
-    held_bindings,
-    is_member_object,
-)
+from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
 from spreadbus.features.propagation.core.cluster import (
     Cluster,
     from_object,

@@ -29,14 +29,15 @@ from kubesemantics.karmada_binding import (
     binding_name,
     group_of,
     is_kind,
+    is_member_object,
     matching_policy,
     template_namespace,
 )
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from kubesemantics.timestamps import parse_time
 from spreadbus.features.propagation.core.division import Target
+from spreadbus.features.propagation.core.estimator import request_list
 from spreadbus.features.propagation.core.interpreter import (
-    CLUSTER_ANNOTATION,
     is_workload,
     replicas_of,
     request_of,
@@ -84,11 +85,6 @@ class HeldBinding(msgspec.Struct, frozen=True):
     @property
     def key(self) -> str:
         return self.name if self.cluster_scoped else f"{self.namespace}/{self.name}"
-
-
-def is_member_object(obj: Mapping[str, Any]) -> bool:
-    """An object of a member cluster, not of the host."""
-    return bool(as_map(as_map(obj.get("metadata")).get("annotations")).get(CLUSTER_ANNOTATION))
 
 
 def _targets(value: object) -> tuple[Target, ...]:
@@ -199,8 +195,9 @@ def _held(key: tuple[str, str], template: Mapping[str, Any] | None,
                             as_str(stored_resource.get("name")),
                             as_str(stored_resource.get("uid")))
         replicas = max(as_int(spec.get("replicas")) or 0, 0)
-        request = {}
-        workload = replicas > 0 or spec.get("replicaRequirements") is not None
+        requirements = spec.get("replicaRequirements")
+        request = request_list(as_map(as_map(requirements).get("resourceRequest")))
+        workload = replicas > 0 or requirements is not None
     source = _policy_spec(policy) if policy is not None else spec
     placement = dict(as_map(source.get("placement")))
     failover = source.get("failover")

@@ -57,6 +57,11 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, int]:
     return requests
 
 
+def request_list(resources: Mapping[str, Any]) -> dict[str, int]:
+    """A stored ``replicaRequirements.resourceRequest`` in the same units."""
+    return {name: value for name, value in _list(resources).items() if value > 0}
+
+
 def replica_request(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     """One replica's request (CPU in millicores, other resources in units); zero entries and
     untracked resources left out. Empty: the template requests nothing."""

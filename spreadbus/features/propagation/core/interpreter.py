@@ -20,6 +20,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
+from kubesemantics.karmada_binding import MEMBER_ANNOTATION
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.propagation.core.estimator import replica_request
 
@@ -33,7 +34,7 @@ _REPLICATED: Final = frozenset({
 _JOB: Final = ("batch", "Job")
 _POD: Final = ("", "Pod")
 
-CLUSTER_ANNOTATION: Final = "multicluster.spreadbus.io/cluster"
+CLUSTER_ANNOTATION: Final = MEMBER_ANNOTATION
 """The member cluster an object belongs to (``spreadbus plan`` reads objects so marked as that
 member's)."""
 BINDING_NAME_ANNOTATION: Final = "resourcebinding.karmada.io/name"
