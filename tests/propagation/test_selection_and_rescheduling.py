@@ -12,10 +12,17 @@ import pytest
 
 from kubesemantics.karmada_binding import binding_name, matching_policy
 from spreadbus.features.propagation.core.cluster import Cluster
-from spreadbus.features.propagation.core.division import Mode, Target
+from spreadbus.features.propagation.core.division import Mode, Target, strategy_of
 from spreadbus.features.propagation.core.estimator import available_replicas, replica_request
 from spreadbus.features.propagation.core.policy import APPLIED_PLACEMENT, placement_changed
-from spreadbus.features.propagation.core.selection import Group, cluster_matches, select_groups
+from spreadbus.features.propagation.core.selection import (
+    Detail,
+    Group,
+    SelectionError,
+    cluster_matches,
+    select,
+    select_groups,
+)
 from spreadbus.features.propagation.planning.schedule import (
     Binding,
     reschedule_required,
@@ -447,3 +454,41 @@ def test_a_region_constraint_takes_the_best_cluster_of_each_chosen_region() -> N
                        [_cluster("z", 10, zones=("z1",))], NOW)
     assert refused.error == ("failed to select clusters: just support cluster and region "
                              "spread constraint")
+
+
+# pkg/scheduler/core/spreadconstraint/select_clusters_test.go (TestSelectBestClusters): four
+# clusters already in the scheduler's order, a cluster spread constraint.
+INFOS = [Detail("member4", 60, 0, 50, 50, "R2"), Detail("member2", 40, 0, 60, 60, "R1"),
+         Detail("member3", 30, 0, 80, 80, "R1"), Detail("member1", 20, 0, 40, 40, "R1")]
+STATIC = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+          "weightPreference": {"staticWeightList": [
+              {"targetCluster": {"clusterNames": ["member1"]}, "weight": 1}]}}
+SELECT_BEST = [
+    ("by score", None, 2, 1, 100, ["member4", "member2"]),
+    ("duplicated ignores room", {"replicaSchedulingType": "Duplicated"}, 2, 1, 120,
+     ["member4", "member2"]),
+    ("static weight ignores the constraint", STATIC, 2, 1, 120,
+     ["member4", "member2", "member3", "member1"]),
+    ("room swapped in", {"replicaSchedulingType": "Divided"}, 2, 1, 120,
+     ["member4", "member3"]),
+    ("insufficient resources", {"replicaSchedulingType": "Divided"}, 2, 1, 200,
+     "no enough resource when selecting 2 clusters"),
+    ("more groups than clusters", None, 7, 7, 30,
+     "the number of feasible clusters is less than spreadConstraint.MinGroups"),
+]
+
+
+@pytest.mark.parametrize(("scheduling", "high", "low", "replicas", "want"),
+                         [pytest.param(*c[1:], id=c[0]) for c in SELECT_BEST])
+def test_select_best_clusters(scheduling: dict[str, Any] | None, high: int, low: int,
+                              replicas: int, want: list[str] | str) -> None:
+    placement: dict[str, Any] = {"spreadConstraints": [
+        {"spreadByField": "cluster", "maxGroups": high, "minGroups": low}]}
+    if scheduling is not None:
+        placement["replicaScheduling"] = scheduling
+    strategy = strategy_of(scheduling)
+    if isinstance(want, str):
+        with pytest.raises(SelectionError, match=want):
+            select(INFOS, placement, strategy, replicas)
+        return
+    assert [d.name for d in select(INFOS, placement, strategy, replicas)] == want
