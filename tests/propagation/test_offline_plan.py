@@ -362,3 +362,27 @@ def test_objects_of_member_clusters_are_not_the_hosts(
     assert "resourceBindings" not in answer
     entries = answer["workloadRebalancers"]["demo"]["status"]["observedWorkloads"]
     assert {e["result"] for e in entries} == {"Failed"}
+
+
+def test_zero_replicas_list_every_cluster_only_without_requirements(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """common.go AssignReplicas: 0 replicas and no replica requirements list every candidate
+    with 0 (Karmada's own "known issue"); with a request or a node claim the division runs and
+    keeps nothing."""
+    objects = load("members.yaml") + load("batch.yaml")
+    deploy = named(objects, "Deployment", "demo-deploy")
+    deploy["spec"]["replicas"] = 0
+    entry = run_plan(tmp_path, capsys, objects)["resourceBindings"][
+        "default/demo-deploy-deployment"]
+    assert entry["clusters"] == []
+    assert entry["works"] == {}
+    del deploy["spec"]["template"]["spec"]["containers"][0]["resources"]
+    entry = run_plan(tmp_path, capsys, objects)["resourceBindings"][
+        "default/demo-deploy-deployment"]
+    assert entry["clusters"] == [{"name": "member1", "replicas": 0},
+                                 {"name": "member2", "replicas": 0}]
+    assert entry["works"]["member1"]["spec"]["replicas"] == 0
+    deploy["spec"]["template"]["spec"]["tolerations"] = [{"operator": "Exists"}]
+    entry = run_plan(tmp_path, capsys, objects)["resourceBindings"][
+        "default/demo-deploy-deployment"]
+    assert entry["clusters"] == []

@@ -67,18 +67,32 @@ def replicas_of(obj: Mapping[str, Any]) -> int:
 
 def request_of(obj: Mapping[str, Any]) -> dict[str, int]:
     """One replica's resource request (see :mod:`.estimator`); empty for a non-workload."""
+    pod = _pod_spec(obj)
+    return replica_request(pod) if pod else {}
+
+
+def _pod_spec(obj: Mapping[str, Any]) -> Mapping[str, Any]:
     kind = _group_kind(obj)
     spec = as_map(obj.get("spec"))
     if kind == _POD:
-        return replica_request(spec)
+        return spec
     if kind in _REPLICATED or kind == _JOB:
-        return replica_request(as_map(as_map(spec.get("template")).get("spec")))
+        return as_map(as_map(spec.get("template")).get("spec"))
     return {}
 
 
+def has_requirements(obj: Mapping[str, Any]) -> bool:
+    """Whether Karmada's binding has ``replicaRequirements``: the pod template requests
+    resources, or claims nodes (a node selector, a required node affinity, tolerations)."""
+    pod = _pod_spec(obj)
+    affinity = as_map(as_map(pod.get("affinity")).get("nodeAffinity"))
+    return bool(request_of(obj) or pod.get("nodeSelector") or pod.get("tolerations")
+                or affinity.get("requiredDuringSchedulingIgnoredDuringExecution") is not None)
+
+
 def is_workload(obj: Mapping[str, Any]) -> bool:
-    """Karmada's ``IsWorkload``: replicas, or a request."""
-    return replicas_of(obj) > 0 or bool(request_of(obj))
+    """Karmada's ``IsWorkload``: replicas, or replica requirements."""
+    return replicas_of(obj) > 0 or has_requirements(obj)
 
 
 def has_replicas(obj: Mapping[str, Any]) -> bool:

@@ -57,6 +57,8 @@ class Binding(msgspec.Struct, frozen=True):
     placement: Mapping[str, object]
     replicas: int = 0
     workload: bool = False
+    """Karmada's ``IsWorkload``: replicas, or replica requirements (a request or a node
+    claim)."""
     request: Mapping[str, int] = msgspec.field(default_factory=dict)
     uid: str = ""
     clusters: tuple[Target, ...] = ()
@@ -189,7 +191,7 @@ def _schedule_once(binding: Binding, clusters: Sequence[Cluster], affinity_name:
                             weight=weights.get(d.name, 1), tier=d.tier) for d in chosen]
     try:
         return assign(strategy, binding.replicas, candidates, binding.clusters, mode,
-                      binding.uid, workload=binding.replicas > 0 or bool(binding.request),
+                      binding.uid, workload=binding.workload,
                       overflow=_overflow(binding.placement, affinity_name))
     except Unschedulable as exc:
         raise Unschedulable(f"failed to assign replicas: {exc}") from exc
