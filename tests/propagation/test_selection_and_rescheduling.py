@@ -284,6 +284,7 @@ def test_a_rebalance_schedules_fresh_and_spreads_again() -> None:
     assert result.mode is Mode.FRESH
     # member2 counts its own 4 as room: 14 against member1's 10.
     assert {t.name: t.replicas for t in result.clusters} == {"member1": 2, "member2": 2}
+    assert result.last_scheduled_time == NOW
 
 
 def test_a_trigger_before_the_last_schedule_does_nothing() -> None:
@@ -324,6 +325,7 @@ def test_no_fit_clears_the_clusters_and_too_little_room_keeps_them() -> None:
     assert result.error == ("failed to assign replicas: failed to scale up: Clusters available "
                             "replicas 0 are not enough to schedule.")
     assert result.clusters == (Target("member1", 3),)
+    assert result.last_scheduled_time is None
 
 
 PRIMARY_BACKUP = {"replicaScheduling": DYNAMIC, "clusterAffinities": [

@@ -81,6 +81,8 @@ class Round(msgspec.Struct, frozen=True):
     ``SchedulerError``); empty when it did not run."""
     observed_affinity: str = ""
     succeeded: bool = False
+    last_scheduled_time: datetime | None = None
+    """``status.lastScheduledTime`` after the round: the round's time on success."""
 
 
 class _NoFit(Exception):
@@ -208,12 +210,11 @@ def _reason(exc: Exception) -> str:
 
 
 def schedule(binding: Binding, clusters: Sequence[Cluster], now: datetime) -> Round:
-    """The round at ``now`` (the time only matters to the caller, which stamps
-    ``lastScheduledTime`` on success)."""
-    del now
+    """The round at ``now``, which a success stamps as ``lastScheduledTime``."""
+    last = binding.last_scheduled_time
     if not needs_schedule(binding, clusters):
         return Round(scheduled=False, clusters=binding.clusters,
-                     observed_affinity=binding.observed_affinity)
+                     observed_affinity=binding.observed_affinity, last_scheduled_time=last)
     fresh = reschedule_required(binding.reschedule_triggered_at, binding.last_scheduled_time)
     mode = Mode.FRESH if fresh else Mode.STEADY
     terms = binding.placement.get("clusterAffinities")
@@ -223,9 +224,10 @@ def schedule(binding: Binding, clusters: Sequence[Cluster], now: datetime) -> Ro
         except _FAILURES as exc:
             return Round(scheduled=True, mode=mode, error=str(exc), reason=_reason(exc),
                          clusters=() if isinstance(exc, _NoFit) else binding.clusters,
-                         observed_affinity=binding.observed_affinity)
+                         observed_affinity=binding.observed_affinity, last_scheduled_time=last)
         return Round(scheduled=True, mode=mode, clusters=tuple(result), reason="Success",
-                     observed_affinity=binding.observed_affinity, succeeded=True)
+                     observed_affinity=binding.observed_affinity, succeeded=True,
+                     last_scheduled_time=now)
     names = [as_str(as_map(t).get("affinityName")) for t in terms]
     index = 0 if fresh or binding.observed_affinity not in names else names.index(
         binding.observed_affinity)
@@ -237,8 +239,8 @@ def schedule(binding: Binding, clusters: Sequence[Cluster], now: datetime) -> Ro
             first = first or exc
             continue
         return Round(scheduled=True, mode=mode, clusters=tuple(result), reason="Success",
-                     observed_affinity=name, succeeded=True)
+                     observed_affinity=name, succeeded=True, last_scheduled_time=now)
     error = first or ValueError("no cluster affinity term to schedule with")
     return Round(scheduled=True, mode=mode, error=str(error), reason=_reason(error),
                  clusters=() if isinstance(error, _NoFit) else binding.clusters,
-                 observed_affinity=binding.observed_affinity)
+                 observed_affinity=binding.observed_affinity, last_scheduled_time=last)
