@@ -386,3 +386,32 @@ def test_zero_replicas_list_every_cluster_only_without_requirements(
     entry = run_plan(tmp_path, capsys, objects)["resourceBindings"][
         "default/demo-deploy-deployment"]
     assert entry["clusters"] == []
+
+
+def test_the_seed_edited_rebalancer_keeps_the_success_and_drops_the_failure(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The seed's "Modify WorkloadRebalancer": demo-deploy-1 had succeeded, demo-deploy-2 had
+    failed; the spec now names only demo-deploy-3, whose binding Karmada holds."""
+    def ref(name: str) -> JSON:
+        return {"apiVersion": "apps/v1", "kind": "Deployment", "name": name,
+                "namespace": "default"}
+
+    rebalancer = {
+        "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+        "metadata": {"name": "demo", "generation": 2, "creationTimestamp": CREATED},
+        "spec": {"workloads": [ref("demo-deploy-3")]},
+        "status": {"finishTime": CREATED, "observedGeneration": 1, "observedWorkloads": [
+            {"result": "Successful", "workload": ref("demo-deploy-1")},
+            {"reason": "ReferencedBindingNotFound", "result": "Failed",
+             "workload": ref("demo-deploy-2")}]}}
+    stored = binding("demo-deploy-3-deployment", {"member1": 1}, placement=DYNAMIC, replicas=1,
+                     resource_name="demo-deploy-3")
+    answer = run_plan(tmp_path, capsys, [*load("members.yaml"), rebalancer, stored],
+                      now="2024-05-22T11:40:10Z")
+    assert answer["workloadRebalancers"]["demo"]["status"] == {
+        "finishTime": "2024-05-22T11:40:10Z", "observedGeneration": 2, "observedWorkloads": [
+            {"result": "Successful", "workload": ref("demo-deploy-1")},
+            {"result": "Successful", "workload": ref("demo-deploy-3")}]}
+    # The rebalancer's trigger reaches the binding it names, and only that one.
+    assert answer["resourceBindings"]["default/demo-deploy-3-deployment"][
+        "rescheduleTriggeredAt"] == CREATED
