@@ -494,3 +494,31 @@ def test_select_best_clusters(scheduling: dict[str, Any] | None, high: int, low:
             select(INFOS, placement, strategy, replicas)
         return
     assert [d.name for d in select(INFOS, placement, strategy, replicas)] == want
+
+
+OVERFLOW_PLACEMENT = {
+    "replicaScheduling": {"replicaSchedulingType": "Divided",
+                          "replicaDivisionPreference": "Aggregated"},
+    "clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"],
+                           "overflowAffinities": [{"affinityName": "burst",
+                                                   "clusterNames": ["member2"]}]}]}
+
+
+def test_an_overflow_tier_takes_what_the_primary_cannot_hold() -> None:
+    # common.go assignWorkloadReplicas and the ClusterAffinity filter: the observed term's
+    # overflow affinities are candidates too, used only for what the primary cannot hold.
+    members = [_cluster("member1", 3), _cluster("member2", 10)]
+    # The term being tried is the observed one during the round, so its tiers count at once.
+    first = schedule(_binding(OVERFLOW_PLACEMENT, applied=False), members, NOW)
+    assert first.observed_affinity == "primary"
+    assert first.clusters == (Target("member1", 3), Target("member2", 1))
+    roomy = [_cluster("member1", 10), _cluster("member2", 10)]
+    assert schedule(_binding(OVERFLOW_PLACEMENT, applied=False), roomy,
+                    NOW).clusters == (Target("member1", 4),)
+
+
+def test_a_non_workload_ignores_overflow_affinities() -> None:
+    members = [_cluster("member1", 3), _cluster("member2", 10)]
+    config = Binding(api_version="apps/v1", kind="Deployment", placement=OVERFLOW_PLACEMENT,
+                     replicas=0, workload=False, observed_affinity="primary")
+    assert schedule(config, members, NOW).clusters == (Target("member1", 0),)
