@@ -2,9 +2,9 @@
 
 ``plan``: ``"resourceBindings": {"<namespace>/<name>" | "<name>": {...}}``, one entry per
 binding the host holds (:mod:`.core.bindings`), after one round of the scheduler at ``--now``
-(:mod:`.planning.schedule`), after the cluster controller's health taints
-(:func:`.core.cluster.with_health_taints`) and the taint manager's evictions due then
-(:mod:`.planning.eviction`): the resource, the replicas, ``spec.clusters`` after the round,
+(:mod:`.planning.schedule`), which runs once the cluster controller has set its health taints
+(:func:`.core.cluster.with_health_taints`) and the taint manager has made the evictions due
+then (:mod:`.planning.eviction`): the resource, the replicas, ``spec.clusters`` after the round,
 whether the scheduler ran and in which mode, why it failed, the rebalance trigger, the graceful
 eviction tasks, and per target cluster the object spreadbus creates or patches there. A failed
 round leaves no work where Karmada would leave ``spec.clusters`` empty. Without any binding the
