@@ -15,6 +15,7 @@ from typing import Any, Final
 import msgspec
 
 from kubesemantics.lenient_json import as_map, as_str, conditions
+from spreadbus.features.propagation.core.estimator import Capacity, capacity_of
 
 GROUP: Final = "cluster.karmada.io"
 KIND: Final = "Cluster"
@@ -34,6 +35,11 @@ class Cluster(msgspec.Struct, frozen=True):
     """groupVersion -> the kinds served."""
     summary: Mapping[str, Any] | None = None
     """``status.resourceSummary`` as stored; None when absent."""
+    capacity: Capacity | None = None
+    """The summary read once (:func:`from_object` fills it); None: read ``summary``."""
+
+    def room(self) -> Capacity | None:
+        return self.capacity if self.capacity is not None else capacity_of(self.summary)
 
     def serves(self, api_version: str, kind: str) -> bool:
         return kind in self.api_enablements.get(api_version, frozenset())
@@ -68,7 +74,8 @@ def from_object(obj: Mapping[str, Any]) -> Cluster:
         region=as_str(spec.get("region")), zones=zones, taints=taints,
         deleting=bool(metadata.get("deletionTimestamp")), ready=ready,
         api_enablements=enabled,
-        summary=summary if isinstance(summary, Mapping) else None)
+        summary=summary if isinstance(summary, Mapping) else None,
+        capacity=capacity_of(summary) if isinstance(summary, Mapping) else None)
 
 
 NOT_READY: Final = "cluster.karmada.io/not-ready"

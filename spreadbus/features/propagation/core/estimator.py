@@ -18,6 +18,8 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any, Final
 
+import msgspec
+
 from kubesemantics.lenient_json import as_map
 from kubesemantics.quantity import QuantityError, parse_quantity
 
@@ -79,6 +81,16 @@ def replica_request(pod_spec: Mapping[str, Any]) -> dict[str, int]:
     return {name: value for name, value in total.items() if value > 0}
 
 
+class Capacity(msgspec.Struct, frozen=True):
+    """A resource summary read once: the pods left, and per allocatable resource the amount
+    left (allocatable - allocated - allocating)."""
+
+    pods: int
+    left: Mapping[str, int]
+    """Per allocatable resource with some left, that amount in the request's units (CPU in
+    millicores); a resource with none left is absent."""
+
+
 def _amount(summary: Mapping[str, Any], part: str, name: str) -> Fraction | None:
     raw = as_map(summary.get(part)).get(name)
     if raw is None:
@@ -89,30 +101,44 @@ def _amount(summary: Mapping[str, Any], part: str, name: str) -> Fraction | None
         return None
 
 
-def available_replicas(summary: Mapping[str, Any] | None, request: Mapping[str, int]) -> int:
-    """The general estimator's answer for one cluster."""
+def capacity_of(summary: Mapping[str, Any] | None) -> Capacity | None:
+    """None when the cluster has no summary."""
     if summary is None:
-        return 0
-    pods_left = 0
+        return None
+    pods = 0
     for part, sign in (("allocatable", 1), ("allocated", -1), ("allocating", -1)):
         amount = _amount(summary, part, PODS)
         if amount is not None:
-            pods_left += sign * math.ceil(amount)
-    if pods_left <= 0:
-        return 0
-    best = pods_left
-    for name, wanted in request.items():
-        if name == PODS:
+            pods += sign * math.ceil(amount)
+    left: dict[str, int] = {}
+    for name in as_map(summary.get("allocatable")):
+        allocatable = _amount(summary, "allocatable", name) if isinstance(name, str) else None
+        if allocatable is None or name == PODS:
             continue
-        allocatable = _amount(summary, "allocatable", name)
-        if allocatable is None:
-            return 0
-        left = allocatable
         for part in ("allocated", "allocating"):
             amount = _amount(summary, part, name)
             if amount is not None:
-                left -= amount
-        if math.ceil(left) <= 0:
+                allocatable -= amount
+        if math.ceil(allocatable) > 0:  # Karmada's "no more resource left" reads Value()
+            left[name] = _units(name, allocatable)
+    return Capacity(pods=max(pods, 0), left=left)
+
+
+def replicas_that_fit(capacity: Capacity | None, request: Mapping[str, int]) -> int:
+    """The general estimator's answer for one cluster."""
+    if capacity is None or capacity.pods <= 0:
+        return 0
+    best = capacity.pods
+    for name, wanted in request.items():
+        if name == PODS:
+            continue
+        left = capacity.left.get(name)
+        if left is None:
             return 0
-        best = min(best, _units(name, left) // wanted)
+        best = min(best, left // wanted)
     return best
+
+
+def available_replicas(summary: Mapping[str, Any] | None, request: Mapping[str, int]) -> int:
+    """The general estimator's answer for a cluster with this ``status.resourceSummary``."""
+    return replicas_that_fit(capacity_of(summary), request)

@@ -34,7 +34,7 @@ from spreadbus.features.propagation.core.division import (
     assign,
     strategy_of,
 )
-from spreadbus.features.propagation.core.estimator import available_replicas
+from spreadbus.features.propagation.core.estimator import replicas_that_fit
 from spreadbus.features.propagation.core.policy import placement_changed
 from spreadbus.features.propagation.core.selection import (
     MAX_INT32,
@@ -175,7 +175,7 @@ def _schedule_once(binding: Binding, clusters: Sequence[Cluster], affinity_name:
     if binding.replicas == 0:
         allocatable = {c.name: MAX_INT32 for c in feasible}
     else:
-        allocatable = {c.name: available_replicas(c.summary, binding.request) for c in feasible}
+        allocatable = {c.name: replicas_that_fit(c.room(), binding.request) for c in feasible}
     previous: dict[str, int] = {}
     for target in binding.clusters:
         previous.setdefault(target.name, target.replicas)
