@@ -415,3 +415,20 @@ def test_the_seed_edited_rebalancer_keeps_the_success_and_drops_the_failure(
     # The rebalancer's trigger reaches the binding it names, and only that one.
     assert answer["resourceBindings"]["default/demo-deploy-3-deployment"][
         "rescheduleTriggeredAt"] == CREATED
+
+
+@pytest.mark.parametrize(("template", "replicas"), [
+    ({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {}}, 1),
+    ({"apiVersion": "apps/v1", "kind": "StatefulSet", "spec": {"replicas": 4}}, 4),
+    ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 5, "completions": 2}}, 2),
+    ({"apiVersion": "batch/v1", "kind": "Job", "spec": {"parallelism": 3}}, 3),
+    ({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "spec": {"replicas": 6}}, 6),
+    ({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+      "spec": {"replicas": 7}}, 7),
+    ({"apiVersion": "v1", "kind": "Service", "spec": {"replicas": 3}}, 0),
+])
+def test_the_interpreter_reads_each_kinds_replicas(template: JSON, replicas: int) -> None:
+    """pkg/resourceinterpreter/default/native/replica.go and the OpenKruise customizations."""
+    from spreadbus.features.propagation.core.interpreter import replicas_of
+
+    assert replicas_of(template) == replicas

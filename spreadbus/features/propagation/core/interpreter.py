@@ -3,9 +3,10 @@
 As Karmada's default interpreter (``pkg/resourceinterpreter/default/native``) and its third-party
 customizations for OpenKruise (``.../thirdparty/resourcecustomizations/apps.kruise.io``):
 Deployments, StatefulSets, ReplicaSets, CloneSets, Advanced StatefulSets and UnitedDeployments
-have ``spec.replicas`` (1 when unset) and the pod template's request; a Job has its
-``parallelism``; a Pod is one replica. Every other kind is not a workload: it has no replicas and
-every target cluster receives it whole. A UnitedDeployment's request is read where Karmada's
+have ``spec.replicas`` (1 when unset, as their API servers default it) and the pod template's
+request; a Job has its ``parallelism``, at most its ``completions``; a Pod is one replica.
+Every other kind is not a workload: it has no replicas and every target cluster receives it
+whole. A UnitedDeployment's request is read where Karmada's
 customization reads it, ``spec.template.spec``, which a UnitedDeployment does not have, so it
 requests nothing.
 
@@ -59,7 +60,9 @@ def replicas_of(obj: Mapping[str, Any]) -> int:
         return 1 if value is None else max(value, 0)
     if kind == _JOB:
         value = as_int(spec.get("parallelism"))
-        return 1 if value is None else max(value, 0)
+        parallel = 1 if value is None else max(value, 0)
+        completions = as_int(spec.get("completions"))
+        return parallel if completions is None else min(parallel, max(completions, 0))
     if kind == _POD:
         return 1
     return 0
