@@ -432,3 +432,14 @@ def test_the_interpreter_reads_each_kinds_replicas(template: JSON, replicas: int
     from spreadbus.features.propagation.core.interpreter import replicas_of
 
     assert replicas_of(template) == replicas
+
+
+def test_a_binding_being_deleted_is_not_scheduled(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    objects = with_rebalancer(scenario(DYNAMIC, {"member2": 3}))
+    named(objects, "ResourceBinding", "demo-deploy-deployment")["metadata"][
+        "deletionTimestamp"] = EARLIER
+    deploy = run_plan(tmp_path, capsys, objects)["resourceBindings"][
+        "default/demo-deploy-deployment"]
+    assert deploy["scheduled"] is False
+    assert spread_of(deploy) == {"member2": 3}

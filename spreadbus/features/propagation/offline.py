@@ -76,7 +76,8 @@ def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tup
         request=held.request, uid=held.resource.uid, clusters=evicted.clusters,
         annotations=held.annotations, reschedule_triggered_at=held.reschedule_triggered_at,
         last_scheduled_time=held.last_scheduled_time, observed_affinity=held.observed_affinity,
-        evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks))
+        evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks),
+        deleting=held.deleting)
     result = schedule(binding, clusters, now)
     works: JSON = {}
     if held.template is not None:

@@ -81,6 +81,7 @@ class HeldBinding(msgspec.Struct, frozen=True):
     last_scheduled_time: datetime | None
     observed_affinity: str
     eviction_tasks: tuple[Mapping[str, Any], ...]
+    deleting: bool = False
 
     @property
     def key(self) -> str:
@@ -214,4 +215,5 @@ def _held(key: tuple[str, str], template: Mapping[str, Any] | None,
         reschedule_triggered_at=stored_trigger,
         last_scheduled_time=parse_time(status.get("lastScheduledTime")),
         observed_affinity=as_str(status.get("schedulerObservedAffinityName")),
-        eviction_tasks=tuple(as_map(t) for t in tasks) if isinstance(tasks, list) else ())
+        eviction_tasks=tuple(as_map(t) for t in tasks) if isinstance(tasks, list) else (),
+        deleting=bool(as_map((stored or {}).get("metadata")).get("deletionTimestamp")))

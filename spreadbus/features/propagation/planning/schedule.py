@@ -8,7 +8,7 @@ one it applied; for Divided the replicas in ``spec.clusters`` do not sum to the 
 Duplicated, a cluster holds other than all of them); a rebalance was asked after the last
 successful schedule (``RescheduleRequired``, which also makes the round Fresh); the template is
 not a workload or is Duplicated (always); a cluster it is on is being deleted. So a recovered
-cluster pulls nothing back by itself.
+cluster pulls nothing back by itself. A binding being deleted is never scheduled.
 
 With ``clusterAffinities`` the terms are tried from the observed one on (from the first on a
 rebalance), the first that schedules wins; the observed name only moves on success. A failure
@@ -68,6 +68,8 @@ class Binding(msgspec.Struct, frozen=True):
     observed_affinity: str = ""
     evicting: tuple[str, ...] = ()
     """The clusters of its graceful eviction tasks."""
+    deleting: bool = False
+    """The binding is being deleted: the scheduler skips it."""
 
 
 class Round(msgspec.Struct, frozen=True):
@@ -212,7 +214,7 @@ def _reason(exc: Exception) -> str:
 def schedule(binding: Binding, clusters: Sequence[Cluster], now: datetime) -> Round:
     """The round at ``now``, which a success stamps as ``lastScheduledTime``."""
     last = binding.last_scheduled_time
-    if not needs_schedule(binding, clusters):
+    if binding.deleting or not needs_schedule(binding, clusters):
         return Round(scheduled=False, clusters=binding.clusters,
                      observed_affinity=binding.observed_affinity, last_scheduled_time=last)
     fresh = reschedule_required(binding.reschedule_triggered_at, binding.last_scheduled_time)
