@@ -21,6 +21,7 @@ from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_plugins import PluginError, with_plugins
 from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
+from spreadbus.features.propagation.feature import FEATURE as PROPAGATION
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
 from spreadbus.features.workloadrebalancer.feature import FEATURE as WORKLOADREBALANCER
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
@@ -33,6 +34,7 @@ BUILTIN: Final[tuple[Feature[Any], ...]] = (
     UNITEDDEPLOYMENT,
     PODUNAVAILABLEBUDGET,
     WORKLOADREBALANCER,
+    PROPAGATION,
 )
 
 

@@ -3,7 +3,10 @@
 ``plan``: ``"workloadRebalancers": {"<name>": {"status", "delete", "requeueAt"?}}`` for every
 WorkloadRebalancer in the input, after one reconcile at ``--now``. An entry is ``Successful``
 when the named object is in the input and a placement governs it (it is a UnitedDeployment, or a
-WorkloadSpread of the input targets it), else ``Failed``/``ReferencedBindingNotFound``. Offline
+WorkloadSpread of the input targets it), or when Karmada would hold a binding for it (one of
+the input, or one a propagation policy of the input makes for a template of the input, found by
+Karmada's binding name: :mod:`kubesemantics.karmada_binding`), else
+``Failed``/``ReferencedBindingNotFound``. Offline
 there is no governing feature to deliver the request to, so a governed entry succeeds in this
 one pass; the planner marks it once the governing object carries the request. ``delete`` and
 ``requeueAt`` read the TTL from the ``finishTime`` of this very plan. Without any
@@ -17,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from kubesemantics.group_version import api_group
+from kubesemantics.karmada_binding import binding_exists, binding_name
 from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.engine.feature import OfflinePlan, OfflineValidation
 from spreadbus.features.workloadrebalancer.core.model import (
@@ -63,7 +67,12 @@ def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
                          key=lambda wr: wr.name)
 
     def resolve(ref: WorkloadRef) -> Placement | None:
-        return governing(ref, _named(objects, ref), spreads, lambda _: True)
+        placement = governing(ref, _named(objects, ref), spreads, lambda _: True)
+        if placement is None and binding_exists(objects, ref.kind, ref.name, ref.namespace):
+            return Placement(kind="ResourceBinding" if ref.namespace else
+                             "ClusterResourceBinding", namespace=ref.namespace,
+                             name=binding_name(ref.kind, ref.name), delivered=True)
+        return placement
 
     answer: dict[str, Any] = {}
     lines: list[str] = []

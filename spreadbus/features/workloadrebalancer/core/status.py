@@ -49,7 +49,7 @@ from spreadbus.features.workloadrebalancer.core.model import (
 class Placement(msgspec.Struct, frozen=True):
     """What governs a workload's placement, and whether it already holds this request."""
 
-    kind: str  # UnitedDeployment or WorkloadSpread
+    kind: str  # UnitedDeployment, WorkloadSpread, or a Karmada (Cluster)ResourceBinding
     namespace: str
     name: str
     delivered: bool = False

@@ -1,0 +1,2 @@
+"""Karmada's propagation (``policy.karmada.io`` policies, ``work.karmada.io`` bindings) across
+member clusters."""

@@ -1,0 +1,1 @@
+"""The propagation policies' validating webhook handlers."""

@@ -1,0 +1,1 @@
+"""No admission handler yet: the policies are validated offline (:mod:`..core.validation`)."""

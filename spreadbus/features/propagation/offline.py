@@ -1,0 +1,116 @@
+"""The propagation answers of ``spreadbus validate`` and ``spreadbus plan``, offline.
+
+``plan``: ``"resourceBindings": {"<namespace>/<name>" | "<name>": {...}}``, one entry per
+binding the host holds (:mod:`.core.bindings`), after one round of the scheduler at ``--now``
+(:mod:`.planning.schedule`), which runs once the cluster controller has set its health taints
+(:func:`.core.cluster.with_health_taints`) and the taint manager has made the evictions due
+then (:mod:`.planning.eviction`): the resource, the replicas, ``spec.clusters`` after the round,
+whether the scheduler ran and in which mode, why it failed, the rebalance trigger, the graceful
+eviction tasks, and per target cluster the object spreadbus creates or patches there. A failed
+round leaves no work where Karmada would leave ``spec.clusters`` empty. Without any binding the
+key is left out, so the answer for a file without Karmada objects is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from kubesemantics.karmada_binding import is_member_object
+from kubesemantics.lenient_json import as_int, as_str
+from spreadbus.engine.feature import OfflinePlan, OfflineValidation
+from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
+from spreadbus.features.propagation.core.cluster import (
+    Cluster,
+    from_object,
+    is_cluster,
+    with_health_taints,
+)
+from spreadbus.features.propagation.core.interpreter import work
+from spreadbus.features.propagation.core.policy import applied_placement
+from spreadbus.features.propagation.core.validation import (
+    validate_binding,
+    validate_cluster,
+    validate_policy,
+)
+from spreadbus.features.propagation.planning.eviction import evict
+from spreadbus.features.propagation.planning.schedule import Binding, schedule
+
+JSON = dict[str, Any]
+
+
+def validate_policy_offline(obj: JSON, *, old: JSON | None,
+                            context: Sequence[JSON]) -> OfflineValidation:
+    return OfflineValidation(errors=validate_policy(obj))
+
+
+def validate_binding_offline(obj: JSON, *, old: JSON | None,
+                             context: Sequence[JSON]) -> OfflineValidation:
+    return OfflineValidation(errors=validate_binding(obj))
+
+
+def validate_cluster_offline(obj: JSON, *, old: JSON | None,
+                             context: Sequence[JSON]) -> OfflineValidation:
+    return OfflineValidation(errors=validate_cluster(obj))
+
+
+def _time(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
+
+
+def _task(task: Mapping[str, Any]) -> JSON:
+    out: JSON = {"fromCluster": as_str(task.get("fromCluster")),
+                 "replicas": as_int(task.get("replicas")),
+                 "reason": as_str(task.get("reason")),
+                 "purgeMode": as_str(task.get("purgeMode")) or None}
+    return out
+
+
+def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tuple[JSON, str]:
+    evicted = evict(held.clusters, held.eviction_tasks, clusters,
+                    applied_placement(held.annotations), held.failover, now)
+    binding = Binding(
+        api_version=held.resource.api_version, kind=held.resource.kind,
+        placement=held.placement, replicas=held.replicas, workload=held.workload,
+        request=held.request, uid=held.resource.uid, clusters=evicted.clusters,
+        annotations=held.annotations, reschedule_triggered_at=held.reschedule_triggered_at,
+        last_scheduled_time=held.last_scheduled_time, observed_affinity=held.observed_affinity,
+        evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks),
+        deleting=held.deleting)
+    result = schedule(binding, clusters, now)
+    works: JSON = {}
+    if held.template is not None:
+        for target in result.clusters:
+            works[target.name] = work(held.template, target.name, target.replicas, held.name,
+                                      held.namespace)
+    entry: JSON = {
+        "resource": held.resource.to_json(),
+        "replicas": held.replicas,
+        "clusters": [{"name": t.name, "replicas": t.replicas} for t in result.clusters],
+        "scheduled": result.scheduled,
+        "mode": result.mode.value if result.mode is not None else None,
+        "error": result.error,
+        "rescheduleTriggeredAt": _time(held.reschedule_triggered_at),
+        "gracefulEvictionTasks": [_task(t) for t in evicted.tasks],
+        "works": works,
+    }
+    kind = "ClusterResourceBinding" if held.cluster_scoped else "ResourceBinding"
+    spread = " ".join(f"{t.name}={t.replicas}" for t in result.clusters) or "no cluster"
+    how = f" ({result.mode.value})" if result.mode is not None else " (not rescheduled)"
+    line = f"{kind} {held.key}: {spread}{how}"
+    if result.error:
+        line += f": {result.error}"
+    return entry, line
+
+
+def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
+    clusters = sorted((with_health_taints(from_object(o)) for o in objects
+                       if is_cluster(o) and not is_member_object(o)), key=lambda c: c.name)
+    answer: JSON = {}
+    lines: list[str] = []
+    for held in held_bindings(objects):
+        entry, line = _entry(held, clusters, now)
+        answer[held.key] = entry
+        lines.append(line)
+    return OfflinePlan(answer={"resourceBindings": answer} if answer else {}, lines=lines)

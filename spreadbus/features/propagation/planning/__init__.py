@@ -1,0 +1,1 @@
+"""One scheduling round of a binding, as Karmada's scheduler decides it."""
