@@ -55,14 +55,19 @@ def test_no_grab_bag_modules() -> None:
     assert grab_bags == []
 
 
-ROLE_MODULES: Final = {"__init__", "feature", "planner", "webhook", "offline"}
-"""Every feature has these: the declaration, its planner side, its webhook side, its offline
-commands."""
+ROLE_MODULES: Final = {"__init__", "feature", "offline"}
+"""Every feature has these: the declaration and its offline commands."""
+SIDE_MODULES: Final = {"planner": "planner", "webhook": "webhook"}
+"""The module of each side a feature may run (``Feature.planner``, ``Feature.webhook``): there
+exactly when the feature declares that side, so no module stands empty for a side not run."""
 OPTIONAL_MODULES: Final = {"settings", "audit"}
 """A feature without settings has no settings module, one without a part of the audit log no
 audit module."""
-ROLE_PACKAGES: Final = {"core", "planning", "admission"}
-"""Its pure rules and model, its planner rule, its webhook handlers."""
+ROLE_PACKAGES: Final = {"core", "planning"}
+"""Its pure rules and model, and its planning rules (a scheduling round the offline ``plan``
+runs too, before a planner side runs it)."""
+SIDE_PACKAGES: Final = {"webhook": "admission"}
+"""The webhook side's handlers: there exactly when the feature declares a webhook side."""
 DECLARATION: Final = (ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.FunctionDef)
 """What ``feature.py`` may hold: imports, constants and the functions building its grants."""
 
@@ -75,11 +80,14 @@ def test_the_feature_packages_are_found() -> None:
 @pytest.mark.parametrize("name", FEATURE_PACKAGES)
 def test_every_feature_has_the_same_files_for_the_same_roles(name: str) -> None:
     package = FEATURES / name
+    feature = importlib.import_module(f"spreadbus.features.{name}.feature").FEATURE
+    sides = {side for side in SIDE_MODULES if getattr(feature, side) is not None}
     modules = {p.stem for p in package.glob("*.py")}
     packages = {p.name for p in package.iterdir() if (p / "__init__.py").exists()}
-    assert ROLE_MODULES - modules == set()
-    assert modules - ROLE_MODULES - OPTIONAL_MODULES == set()
-    assert packages == ROLE_PACKAGES
+    expected = ROLE_MODULES | {SIDE_MODULES[side] for side in sides}
+    assert expected - modules == set()
+    assert modules - expected - OPTIONAL_MODULES == set()
+    assert packages == ROLE_PACKAGES | {SIDE_PACKAGES[s] for s in sides if s in SIDE_PACKAGES}
 
 
 @pytest.mark.parametrize("name", FEATURE_PACKAGES)

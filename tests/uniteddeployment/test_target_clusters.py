@@ -162,7 +162,9 @@ def test_validate_looks_targets_up_in_the_files_clusters(
     with_one = write(tmp_path / "with-one.yaml", karmada_cluster("member1"), ud)
     code, answer = run_json(capsys, "validate", "-f", with_one)
     assert code == 1
-    (found,) = answer["errors"]
+    cluster, united = answer["results"]
+    assert (cluster["kind"], cluster["allowed"]) == ("Cluster", True)
+    (found,) = united["errors"]
     assert found["field"] == f"{SUBSETS}[1].targetCluster.name"
     assert found["type"] == "NotFound"
     assert found["message"] == ("spec.topology.clusterRegistry finds no "

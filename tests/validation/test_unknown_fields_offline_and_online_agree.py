@@ -54,6 +54,11 @@ REBALANCER: dict[str, Any] = {  # cluster-scoped
     "spec": {"ttlSecondsAfterFinished": 60, "workloads": [
         {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "namespace": "default"}]},
 }
+MEMBER: dict[str, Any] = {  # cluster-scoped, Karmada's Cluster
+    "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+    "metadata": {"name": "member1", "labels": {"region": "eu"}},
+    "spec": {"syncMode": "Pull", "region": "eu", "zones": ["eu-1"]},
+}
 Edit = Callable[[dict[str, Any]], None]
 
 
@@ -124,6 +129,9 @@ CASES: list[tuple[str, dict[str, Any], Edit, list[str]]] = [
      ["spec.workloads[0].namespaces"]),
     ("wr ttl at the root", REBALANCER,
      lambda o: o.update({"ttlSecondsAfterFinished": 5}), ["ttlSecondsAfterFinished"]),
+    ("cluster as written", MEMBER, lambda o: None, []),
+    ("cluster typo in spec", MEMBER,
+     lambda o: o["spec"].update({"regoin": "eu"}), ["spec.regoin"]),
 ]
 
 
@@ -200,5 +208,5 @@ def test_the_table_covers_every_kind_spreadbus_validates() -> None:
               for doc in yaml.safe_load_all(path.read_text()) if doc}
     validated = {kind for feature in BUILTIN for (_, kind) in feature.validators}
     assert validated - served == {"PropagationPolicy", "ClusterPropagationPolicy",
-                                  "ResourceBinding", "ClusterResourceBinding", "Cluster"}
+                                  "ResourceBinding", "ClusterResourceBinding"}
     assert {o["kind"] for _, o, _, _ in CASES} == validated & served

@@ -3,7 +3,7 @@
 - CLI: ``spreadbus validate`` checks PropagationPolicies, ClusterPropagationPolicies,
   ResourceBindings, ClusterResourceBindings and Clusters; ``spreadbus plan`` shows
   ``resourceBindings``, one scheduling round of every binding the host holds.
-- The planner and the webhook run nothing of it yet.
+- It declares no planner or webhook side yet: propagation through member clusters is to come.
 """
 
 from __future__ import annotations

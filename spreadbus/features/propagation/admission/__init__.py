@@ -1,1 +1,0 @@
-"""The propagation policies' validating webhook handlers."""

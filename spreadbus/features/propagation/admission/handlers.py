@@ -1,1 +1,0 @@
-"""No admission handler yet: the policies are validated offline (:mod:`..core.validation`)."""
