@@ -68,9 +68,9 @@ from spreadbus.features.uniteddeployment.planning.followed_pods import (
     facts_from_json,
 )
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
+from spreadbus.projection.governor_pacing import GovernorPacing
 from spreadbus.projection.kube_state import KubeProjection, object_key
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.wake_schedule import WakeSchedule
 
 log = logging.getLogger(__name__)
 
@@ -131,24 +131,30 @@ class UnitedDeploymentRule:
                  min_interval_seconds: float = 0.25) -> None:
         self.cluster = cluster
         self.reconcile = reconcile
-        self.min_interval = min_interval_seconds
         self.resources: tuple[ResourceRef, ...] = tuple(KINDS.values())
         self.index = FamilyIndex(cluster)
-        self._wakes = WakeSchedule()
-        self._planned_at: dict[str, float] = {}
+        self.pacing = GovernorPacing(self.index.rk_uds, min_interval_seconds)
         self.pods = FollowedPods()
         """Every pod under some UD, counted per controller owner."""
+
+    @property
+    def min_interval(self) -> float:
+        return self.pacing.min_interval
+
+    @min_interval.setter
+    def min_interval(self, seconds: float) -> None:
+        self.pacing.min_interval = seconds
 
     # -- the planner's time seam ------------------------------------------------------------------
 
     def due(self, now: float) -> set[Key]:
-        return {(self.index.rk_uds, okey) for okey in self._wakes.due(now)}
+        return self.pacing.due(now)
 
     def next_wake(self) -> float | None:
-        return self._wakes.next_wake()
+        return self.pacing.next_wake()
 
     def _schedule(self, okey: str, at: float | None) -> None:
-        self._wakes.set(okey, at)
+        self.pacing.wake(okey, at)
 
     # -- the rule -------------------------------------------------------------------------------
 
@@ -166,13 +172,7 @@ class UnitedDeploymentRule:
                 # A workload or ReplicaSet came, went or moved: its pods move with it.
                 self._follow_below(view, rkey, okey)
         out: list[Desired] = []
-        for okey in sorted(affected):
-            last = self._planned_at.get(okey)
-            if last is not None and now - last < self.min_interval:
-                soon = last + self.min_interval
-                self._wakes.earliest(okey, soon)
-                continue
-            self._planned_at[okey] = now
+        for okey in self.pacing.paced(affected, now):
             try:
                 out.extend(self.plan(view, okey, now))
             except Exception:
@@ -189,7 +189,7 @@ class UnitedDeploymentRule:
         if ud is None or (ud.get("metadata") or {}).get("deletionTimestamp"):
             self._schedule(okey, None)
             if ud is None:
-                self._planned_at.pop(okey, None)
+                self.pacing.forget(okey)
             return []
         node = index.node(index.rk_uds, okey)
         assert node is not None
