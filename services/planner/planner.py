@@ -9,7 +9,7 @@ per object) is complete. Its age is ``clock()`` minus the time recorded when it 
 share left over covers clock skew between hosts and the messages that arrived between the
 snapshot's last position and its time.
 
-- ``KUBE`` (everything of its cluster, one wildcard filter) into :class:`KubeProjection`;
+- ``KUBE`` (everything of every cluster, one wildcard filter) into :class:`KubeProjection`;
 - ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`;
 - each feature's side streams (:class:`spreadbus.engine.feature.SideStream`, such as the
   WorkloadSpread reservation bucket's: one entry per key), from their start on every start, each
@@ -200,9 +200,10 @@ class Planner:
         return self.restored_from
 
     def _kube_subjects(self) -> list[str]:
-        # One wildcard filter for the whole cluster: the server serves a single filter fast,
-        # while a list of per-resource filters slows its delivery by an order of magnitude.
-        return [f"kube.*.{subjects.escape(self.cluster)}.>"]
+        # One wildcard filter for every cluster: the server serves a single filter fast, while
+        # a list of per-resource filters slows its delivery by an order of magnitude. The rules
+        # see the objects of all clusters, each keyed by its cluster.
+        return ["kube.*.*.>"]
 
     def followers(self) -> list[StreamFollower]:
         if not self._followers:
@@ -402,7 +403,7 @@ class Planner:
                 if not self.leader:
                     return published  # stepped down mid-round: the new leader decides
                 target = plan.target
-                subject = subjects.plan(self.cluster, plan.verb, target.group, target.resource,
+                subject = subjects.plan(plan.cluster, plan.verb, target.group, target.resource,
                                         target.namespace, target.name)
                 try:
                     ack = await js.publish(subject, codec.encode(plan),

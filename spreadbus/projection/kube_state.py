@@ -163,6 +163,11 @@ class KubeProjection:
 
     # -- reads for rules -----------------------------------------------------------------------
 
+    def clusters(self) -> set[str]:
+        """The clusters (escaped, as the keys begin) of every object and sync marker held."""
+        return {rkey.partition(".")[0] for rkey in itertools.chain(self.state.objects,
+                                                                    self.state.sync)}
+
     def synced(self, cluster: str, group: str, resource: str) -> bool:
         marker = self.state.sync.get(resource_key(cluster, group, resource))
         return marker is not None and marker.complete
