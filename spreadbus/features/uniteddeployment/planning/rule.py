@@ -160,6 +160,7 @@ class UnitedDeploymentRule:
 
     def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
         index = self.index
+        index.follow(view)
         affected: set[str] = set()
         for rkey, okey in changed:
             if rkey == index.rk_uds:
