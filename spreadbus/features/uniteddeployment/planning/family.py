@@ -48,7 +48,6 @@ KINDS: Final[Mapping[tuple[str, str], ResourceRef]] = {
     **WORKLOADS,
 }
 UD_KIND: Final = ("apps.kruise.io", "UnitedDeployment")
-POD_KIND: Final = ("", "Pod")
 MAX_CHAIN: Final = 4
 
 
@@ -99,10 +98,6 @@ class FamilyIndex:
         self.relinked = True
         return self._uds_from(graph.moved[key], MAX_CHAIN), after
 
-    def uds_above(self, node: Node) -> set[str]:
-        key = (self.rkey_of[(node[0], node[1])], object_key(node[2], node[3]))
-        return self._uds_from(self._graph.owner(key), MAX_CHAIN)
-
     def _uds_from(self, owner: Owner | None, steps: int) -> set[str]:
         """The UD ``owner`` is, or the first one above it within ``steps`` links."""
         for _ in range(steps):
@@ -116,24 +111,38 @@ class FamilyIndex:
             owner = self._graph.owner((rkey, object_key(owner[3], owner[4])))
         return set()
 
-    def family(self, ud: Node, *, pods: bool = True) -> Iterator[Node]:
-        """Every object below ``ud``: workloads, their ReplicaSets, revisions and (unless
-        ``pods`` is false) pods."""
+    def family(self, ud: Node) -> Iterator[Node]:
+        """Every object below ``ud`` but its pods: workloads, their ReplicaSets, revisions."""
+        for _, node in self._walk(ud):
+            yield node
+
+    def pods_below(self, node: Node) -> Iterator[Key]:
+        """The projection keys of the pods below ``node``, at any depth the family reaches."""
         graph = self._graph
-        stack = [ud]
-        depth = {ud: 0}
+        yield from graph.pods((self._cluster, *node))
+        for depth, child in self._walk(node):
+            if depth < MAX_CHAIN - 1:
+                yield from graph.pods((self._cluster, *child))
+
+    def pod_under_ud(self, key: Key) -> bool:
+        """Whether the pod of this projection key hangs under some UD."""
+        return bool(self._uds_from(self._graph.owner(key), MAX_CHAIN))
+
+    def _walk(self, top: Node) -> Iterator[tuple[int, Node]]:
+        """The objects below ``top`` but pods, each with its depth (``top`` is 0), down to
+        :data:`MAX_CHAIN` links."""
+        graph = self._graph
+        stack = [top]
+        depth = {top: 0}
         while stack:
             current = stack.pop()
             if depth[current] >= MAX_CHAIN - 1:
                 continue
-            owner = (self._cluster, *current)
-            if pods:
-                yield from self._nodes(graph.pods(owner))
-            for child in self._nodes(graph.children(owner)):
+            for child in self._nodes(graph.children((self._cluster, *current))):
                 if child in depth:
                     continue
                 depth[child] = depth[current] + 1
-                yield child
+                yield depth[child], child
                 stack.append(child)
 
     def _nodes(self, keys: Iterable[Key]) -> Iterator[Node]:

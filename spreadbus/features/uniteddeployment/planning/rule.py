@@ -55,7 +55,6 @@ from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerP
 from spreadbus.features.uniteddeployment.planning.family import (
     CONTROLLER_REVISIONS,
     KINDS,
-    POD_KIND,
     PODS,
     UD_KIND,
     UNITED_DEPLOYMENTS,
@@ -69,7 +68,7 @@ from spreadbus.features.uniteddeployment.planning.followed_pods import (
 )
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
 from spreadbus.projection.governor_pacing import GovernorPacing
-from spreadbus.projection.kube_state import KubeProjection, object_key
+from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
 
 log = logging.getLogger(__name__)
@@ -171,7 +170,7 @@ class UnitedDeploymentRule:
                 self._pod_changed(view, rkey, okey, after)
             elif index.relinked:
                 # A workload or ReplicaSet came, went or moved: its pods move with it.
-                self._follow_below(view, rkey, okey)
+                self._follow_below(view, rkey, okey, changed)
         out: list[Desired] = []
         for okey in self.pacing.paced(affected, now):
             try:
@@ -197,7 +196,7 @@ class UnitedDeploymentRule:
         workloads: list[dict[str, Any]] = []
         revisions: list[dict[str, Any]] = []
         pod_groups: dict[OwnerKey, OwnerPods] = {}
-        for member in sorted(index.family(node, pods=False)):
+        for member in sorted(index.family(node)):
             kind = (member[0], member[1])
             obj = index.decode(view, member)
             if obj is None:
@@ -218,20 +217,21 @@ class UnitedDeploymentRule:
         stored = view.stored(rkey, okey) if after else None
         self.pods.put(okey, None if stored is None else facts_from_json(stored.raw))
 
-    def _follow_below(self, view: KubeProjection, rkey: str, okey: str) -> None:
+    def _follow_below(self, view: KubeProjection, rkey: str, okey: str,
+                      changed: Set[Key]) -> None:
         """Follow the pods below a relinked owner that are now under a UD, and stop following
-        those that no longer are."""
+        those that no longer are; a pod that changed itself is followed from its own key."""
         node = self.index.node(rkey, okey)
         if node is None:
             return
-        for member in self.index.family(node):
-            if (member[0], member[1]) != POD_KIND:
+        for key in self.index.pods_below(node):
+            if key in changed:
                 continue
-            pod = object_key(member[2], member[3])
-            if not self.index.uds_above(member):
+            pod = key[1]
+            if not self.index.pod_under_ud(key):
                 self.pods.put(pod, None)
             elif pod not in self.pods:
-                stored = view.stored(self.index.rk_pods, pod)
+                stored = view.stored(*key)
                 if stored is not None:
                     self.pods.put(pod, facts_from_json(stored.raw))
 
