@@ -23,7 +23,7 @@ offers every object again (cheaper to rebuild than to store, and never out of st
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -39,15 +39,8 @@ Owner = tuple[str, str, str, str, str]
 """(escaped cluster, API group, kind, namespace, name) of a controller."""
 
 
-class _OwnerRef(msgspec.Struct, gc=False):
-    apiVersion: str = ""
-    kind: str = ""
-    name: str = ""
-    controller: bool | None = None
-
-
 class _Metadata(msgspec.Struct, gc=False):
-    ownerReferences: list[_OwnerRef] | None = None
+    ownerReferences: list[Any] | None = None
 
 
 class _Head(msgspec.Struct, gc=False):
@@ -58,16 +51,18 @@ _HEAD: Final = msgspec.json.Decoder(_Head)
 
 
 def controller_of(raw: bytes) -> tuple[str, str, str] | None:
-    """(API group, kind, name) of the object's controller reference, read from its JSON alone
-    (``metav1.GetControllerOf``: the first reference whose ``controller`` is true)."""
+    """(API group, kind, name) of the object's controller, read from its JSON alone: the first
+    reference whose ``controller`` is true, as :func:`kubesemantics.owner_refs.controller_ref`
+    reads it (leniently: a field of the wrong type reads as absent)."""
     try:
         head = _HEAD.decode(raw)
     except msgspec.DecodeError:
         return None
     refs = head.metadata.ownerReferences if head.metadata is not None else None
     for ref in refs or ():
-        if ref.controller is True:
-            return (api_group(ref.apiVersion), ref.kind, ref.name)
+        if type(ref) is dict and ref.get("controller") is True:
+            return (api_group(str(ref.get("apiVersion") or "")), str(ref.get("kind") or ""),
+                    str(ref.get("name") or ""))
     return None
 
 

@@ -169,6 +169,7 @@ class WorkloadSpreadRule:
 
     def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
         index = self.index
+        index.follow(view)
         affected: set[str] = set()
         for rkey, okey in changed:
             if rkey == index.rk_spreads:
