@@ -4,10 +4,13 @@ Planning one WorkloadSpread must cost its own pods, and a changed pod must find 
 WorkloadSpreads above it, without scanning the cluster. :class:`SpreadIndex` keeps, updated from
 the changed keys alone:
 
-- every pod and workload by its controller owner (``owner`` and ``children``; a pod without one
-  by a whitelisted custom workload owning it, as Kruise counts such pods), so a pod walks
-  its chain up (pod -> ReplicaSet -> Deployment, at most ``_MAX_CHAIN`` steps) and a target walks
-  its descendants down to its pods;
+- every pod and workload by its controller owner (a pod without one by a whitelisted custom
+  workload owning it, as Kruise counts such pods), so a pod walks its chain up (pod ->
+  ReplicaSet -> Deployment, at most ``_MAX_CHAIN`` steps) and a target walks its descendants down
+  to its pods. A pod's controller is read from the projection's owner graph
+  (:mod:`spreadbus.projection.owner_graph`, shared with every rule, and the owner it had before
+  the graph's last update from :attr:`~spreadbus.projection.owner_graph.OwnerGraph.moved`); the
+  index keeps the workloads' links and those of pods without a controller itself;
 - WorkloadSpreads by their ``targetRef`` (and back);
 - pods by node, so a node's change reaches the WorkloadSpreads of the pods on it.
 
