@@ -241,6 +241,12 @@ def test_an_owner_in_east_never_adopts_a_pod_in_west(
     east_rs = world.view.get("east", "apps", "replicasets", NS, "east-only")
     assert east_rs is not None
     assert world.view.get("east", "", "pods", NS, "stray") is None
+    graph = world.view.owners
+    assert graph.pods(("east", "apps", "ReplicaSet", NS, "east-only")) == set()
+    assert graph.pods(("west", "apps", "ReplicaSet", NS, "east-only")) == {
+        (resource_key("west", "", "pods"), object_key(NS, "stray"))}
+    assert len(graph.pods(("east", "apps", "ReplicaSet", NS, "web-h1"))) == PODS_IN["east"]
+    assert len(graph.pods(("west", "apps", "ReplicaSet", NS, "web-h1"))) == PODS_IN["west"]
     for plan in (p for found in by_rule.values() for p in found):
         if plan.target.name == "stray":
             assert plan.cluster == "west", plan
