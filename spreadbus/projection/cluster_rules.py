@@ -50,12 +50,16 @@ class EveryCluster:
         self._held: dict[str, set[Key]] = {}
         """Escaped cluster -> changed keys kept while one of its resources is relisted."""
         self._log: DecisionLog | None = None
+        self._view: KubeProjection | None = None
+        """The projection the last round read: :meth:`due` asks it which held clusters are
+        listed by now, whose keys no change may ever offer again."""
 
     def rule_of(self, cluster: str) -> Rule | None:
         """The rule deciding for ``cluster``, once made."""
         return self._rules.get(escape(cluster))
 
     def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
+        self._view = view
         home = escape(self.home)
         clusters = view.clusters()
         if not self._held and clusters <= {home} and len(self._rules) == 1:
@@ -105,6 +109,12 @@ class EveryCluster:
 
     def due(self, now: float) -> set[Key]:
         due: set[Key] = set()
+        view = self._view
+        if view is not None:
+            # A cluster listed since its keys were held: a sync marker changes no key.
+            for cluster, keys in self._held.items():
+                if self._ready(view, cluster):
+                    due |= keys
         for rule in self._timed:
             due |= rule.due(now)
         return due

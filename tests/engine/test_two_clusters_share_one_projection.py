@@ -28,7 +28,7 @@ from spreadbus.features.workloadspread.planner import planner_side as spread_sid
 from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
-from spreadbus.projection.planning import Rule, plans_for
+from spreadbus.projection.planning import Rule, Timed, plans_for
 
 T0 = 1_800_000_000.0
 NS = "shop"
@@ -145,6 +145,11 @@ class World:
 
     def decide(self, now: float) -> dict[str, list[Plan]]:
         changed = self.view.take_changed()
+        for rule in self.rules:
+            if isinstance(rule, Timed):
+                changed |= rule.due(now)
+        if not changed:
+            return {rule.name: [] for rule in self.rules}  # as the planner: no key, no round
         return {rule.name: plans_for(rule, self.view, self.log,
                                      rule.desired(self.view, changed, now),
                                      cluster=self.home, now=now)
@@ -263,3 +268,16 @@ def test_a_change_in_one_cluster_is_decided_for_that_cluster_alone(
                    if s["name"] == "a"]
     assert subset_a["missingReplicas"] == 4 - PODS_IN["west"] - 1
     assert status(later["podunavailablebudget"], "west")["currentAvailable"] == 3
+
+
+def test_a_cluster_listed_after_its_objects_is_decided_once_listed() -> None:
+    world = World("local", sides("local"))
+    for obj in objects_of("west"):
+        world.observe("west", obj)
+    assert world.decide(T0) == {"workloadspread": [], "uniteddeployment": [],
+                                "podunavailablebudget": []}, "west is not listed yet"
+    world.listed("west")  # a sync marker changes no object
+    later = world.decide(T0 + 1)
+    for rule in ("workloadspread", "uniteddeployment", "podunavailablebudget"):
+        assert later[rule], rule
+        assert {p.cluster for p in later[rule]} == {"west"}
