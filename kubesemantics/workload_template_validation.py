@@ -31,6 +31,7 @@ from kubesemantics.field_errors import (
     required,
 )
 from kubesemantics.intstr import is_int
+from kubesemantics.lenient_json import as_map
 from kubesemantics.qualified_names import is_dns1123_label, is_qualified_name, is_valid_label_value
 from kubesemantics.scheduling_validation import type_error
 
@@ -41,10 +42,6 @@ _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _DNS_POLICIES = ("ClusterFirstWithHostNet", "ClusterFirst", "Default", "None")
 _PROTOCOLS = ("SCTP", "TCP", "UDP")
 _RETENTION = ("Retain", "Delete")
-
-
-def _map(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def nonnegative(value: object, path: Path) -> list[FieldError]:
@@ -187,7 +184,7 @@ def validate_template_for_replicaset(
         return [required(path, "")]
     if not isinstance(template, Mapping):
         return [type_error(path, "object", template)]
-    metadata = _map(template.get("metadata"))
+    metadata = as_map(template.get("metadata"))
     errors: list[FieldError] = []
     labels = metadata.get("labels")
     if not _selector_is_empty(selector) and not selects(selector, labels):
@@ -209,7 +206,7 @@ def validate_template_for_statefulset(
         return [required(path, "")]
     if not isinstance(template, Mapping):
         return [type_error(path, "object", template)]
-    metadata = _map(template.get("metadata"))
+    metadata = as_map(template.get("metadata"))
     errors: list[FieldError] = []
     labels = metadata.get("labels")
     if not _selector_is_empty(selector) and not selects(selector, labels):
@@ -273,6 +270,6 @@ def validate_statefulset_spec(
         errors.extend(nonnegative(ordinals.get("start"), path.child("ordinals", "start")))
     template = spec.get("template")
     errors.extend(validate_template_for_statefulset(template, selector, path.child("template")))
-    pod_spec = _map(template.get("spec")) if isinstance(template, Mapping) else {}
+    pod_spec = as_map(template.get("spec")) if isinstance(template, Mapping) else {}
     errors.extend(_workload_pod_rules(pod_spec, path.child("template", "spec"), "StatefulSet"))
     return errors

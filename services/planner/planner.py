@@ -9,10 +9,10 @@ per object) is complete. Its age is ``clock()`` minus the time recorded when it 
 share left over covers clock skew between hosts and the messages that arrived between the
 snapshot's last position and its time.
 
-- ``KUBE`` (everything of its cluster, one wildcard filter) into :class:`KubeProjection`; a
+- ``KUBE`` (everything of every cluster, one wildcard filter) into :class:`KubeProjection`; a
   planner shard (``shards``) reads ``KUBE_SHARDS_<N>`` instead, the namespaces of its partition,
-  the cluster-scoped objects and the sync markers (:mod:`events.shards`), and its snapshot
-  bears its shard's name;
+  the cluster-scoped objects and the sync markers of every cluster (:mod:`events.shards`), and
+  its snapshot bears its shard's name;
 - ``PLANS`` and ``OUTCOMES`` into :class:`DecisionLog`;
 - each feature's side streams (:class:`spreadbus.engine.feature.SideStream`, such as the
   WorkloadSpread reservation bucket's: one entry per key), from their start on every start, each
@@ -212,12 +212,13 @@ class Planner:
         return self.restored_from
 
     def _kube_subjects(self) -> list[str]:
-        # One wildcard filter for the whole cluster: the server serves a single filter fast,
-        # while a list of per-resource filters slows its delivery by an order of magnitude.
-        # A shard's two or three cover its partition, the cluster-scoped objects and the syncs.
+        # One wildcard filter for every cluster: the server serves a single filter fast, while
+        # a list of per-resource filters slows its delivery by an order of magnitude. The rules
+        # see the objects of all clusters, each keyed by its cluster. A shard's two or three
+        # filters cover its partition, the cluster-scoped objects and the syncs.
         if self.shards.sharded:
-            return shard_filters(subjects.escape(self.cluster), self.shards)
-        return [f"kube.*.{subjects.escape(self.cluster)}.>"]
+            return shard_filters("*", self.shards)
+        return ["kube.*.*.>"]
 
     def _kube_stream(self) -> str:
         return stream_name(self.shards.count) if self.shards.sharded else KUBE.name
@@ -420,7 +421,7 @@ class Planner:
                 if not self.leader:
                     return published  # stepped down mid-round: the new leader decides
                 target = plan.target
-                subject = subjects.plan(self.cluster, plan.verb, target.group, target.resource,
+                subject = subjects.plan(plan.cluster, plan.verb, target.group, target.resource,
                                         target.namespace, target.name)
                 try:
                     ack = await js.publish(subject, codec.encode(plan),

@@ -38,6 +38,7 @@ import msgspec
 from events import codec
 from events.messages import SCHEMA_VERSION, Observation, SyncMarker
 from events.subjects import escape
+from spreadbus.projection.owner_graph import OwnerGraph
 
 
 class StoredObject(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -101,6 +102,9 @@ class KubeProjection:
         self.changed: set[tuple[str, str]] = set()
         self._all_changed = False
         self._decoded: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
+        self.owners = OwnerGraph()
+        """The followed objects' controller references, brought up to date with every
+        :meth:`take_changed` (not in snapshots: a restore offers every object again)."""
 
     @property
     def last_seq(self) -> int:
@@ -163,6 +167,11 @@ class KubeProjection:
 
     # -- reads for rules -----------------------------------------------------------------------
 
+    def clusters(self) -> set[str]:
+        """The clusters (escaped, as the keys begin) of every object and sync marker held."""
+        return {rkey.partition(".")[0] for rkey in itertools.chain(self.state.objects,
+                                                                    self.state.sync)}
+
     def synced(self, cluster: str, group: str, resource: str) -> bool:
         marker = self.state.sync.get(resource_key(cluster, group, resource))
         return marker is not None and marker.complete
@@ -215,7 +224,8 @@ class KubeProjection:
             self._all_changed = False
             every = self.all_keys()
             every |= changed  # the few recorded meanwhile: deletions
-            return every
+            changed = every
+        self.owners.update(self, changed)
         return changed
 
     def all_keys(self) -> set[tuple[str, str]]:

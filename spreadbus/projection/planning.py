@@ -147,6 +147,9 @@ class Desired(msgspec.Struct, frozen=True, kw_only=True):
     """The governor's ``metadata.generation`` the decision was made on (see
     ``Plan.governor_generation``); part of the intent, so a decision made again on a newer
     generation is a new plan."""
+    cluster: str = ""
+    """The cluster of the target (and of the governor); ``""``: the planner's own. Set by
+    :class:`~spreadbus.projection.cluster_rules.EveryCluster` for the rule it runs per cluster."""
 
 
 class Rule(Protocol):
@@ -253,8 +256,10 @@ def plans_for(
 ) -> list[Plan]:
     plans: list[Plan] = []
     wanted = list(desired)
-    outstanding = _outstanding_creates(rule, view, log, wanted, cluster=cluster, now=now)
+    home = cluster
+    outstanding = _outstanding_creates(rule, view, log, wanted, cluster=home, now=now)
     for want in wanted:
+        cluster = want.cluster or home
         target = want.target
         rkey = resource_key(cluster, target.group, target.resource)
         okey = object_key(target.namespace, target.name)
@@ -361,9 +366,11 @@ def _outstanding_creates(rule: Rule, view: KubeProjection, log: DecisionLog,
                          now: float) -> dict[tuple[str, str], int]:
     """Per governor, the creates it wants whose objects are planned and not yet observed."""
     counts: dict[tuple[str, str], int] = {}
+    home = cluster
     for want in desired:
         if want.verb != "create":
             continue
+        cluster = want.cluster or home
         governor = _governor_key(cluster, want)
         if governor is None:
             continue

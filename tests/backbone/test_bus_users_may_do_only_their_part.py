@@ -130,7 +130,11 @@ async def test_the_reader_subscribes_with_the_usual_wildcards_but_not_to_everyth
     await clients["watcher"].publish("kube.sync.c1.pods", b"{}")
     await clients["watcher"].publish("history.c1.pod.default.web-1", b"{}")
     await clients["webhook"].publish("webhook.spreads.c1.default.ws", b"{}")
-    await wait_until_async(lambda: len(seen) == 3, what="the reader to hear all three")
+    try:
+        await wait_until_async(lambda: len(seen) == 3, what="the reader to hear all three")
+    except BaseException:
+        print(f"heard {seen}; server log:\n{server.log.decode()[-6000:]}")
+        raise
     assert sorted(seen) == ["history.c1.pod.default.web-1", "kube.sync.c1.pods",
                             "webhook.spreads.c1.default.ws"]
     assert violations(server) == []

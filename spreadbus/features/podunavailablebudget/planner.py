@@ -11,12 +11,17 @@ from spreadbus.features.podunavailablebudget.planning.budget_records import (
 )
 from spreadbus.features.podunavailablebudget.planning.rule import BudgetRule
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
+from spreadbus.projection.cluster_rules import EveryCluster
 
 
 async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> PlannerSide:
     records = BudgetRecords(ctx.cluster)
-    rule = BudgetRule(ctx.cluster, records=records,
-                      min_interval_seconds=ctx.settings.pub_min_interval_seconds)
+
+    def rule_for(cluster: str) -> BudgetRule:
+        # The bucket's stream folded below holds the planner's own cluster's budgets.
+        return BudgetRule(cluster,
+                          records=records if cluster == ctx.cluster else BudgetRecords(cluster),
+                          min_interval_seconds=ctx.settings.pub_min_interval_seconds)
 
     def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
         changed = records.apply(seq, subject, data)
@@ -25,4 +30,5 @@ async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> Pla
     def reset() -> None:
         records.last_seq = 0
 
-    return PlannerSide(rules=[rule], streams=[SideStream(stream=STREAM, fold=fold, reset=reset)])
+    return PlannerSide(rules=[EveryCluster(rule_for, home=ctx.cluster)],
+                       streams=[SideStream(stream=STREAM, fold=fold, reset=reset)])

@@ -7,11 +7,14 @@ from spreadbus.engine.feature import PlannerContext, PlannerSide
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
 from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
+from spreadbus.projection.cluster_rules import EveryCluster
 
 
 async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> PlannerSide:
-    rule = UnitedDeploymentRule(
-        ctx.cluster, reconcile=reconcile_grouped,
-        min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
-    )
-    return PlannerSide(rules=[rule])
+    def rule_for(cluster: str) -> UnitedDeploymentRule:
+        return UnitedDeploymentRule(
+            cluster, reconcile=reconcile_grouped,
+            min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
+        )
+
+    return PlannerSide(rules=[EveryCluster(rule_for, home=ctx.cluster)])

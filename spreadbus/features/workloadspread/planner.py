@@ -13,19 +13,23 @@ from spreadbus.features.workloadspread.planning.reservations import (
 )
 from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
+from spreadbus.projection.cluster_rules import EveryCluster
 
 
 async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSide:
     ledgers = ReservationLedgers(ctx.cluster)
-    rule = WorkloadSpreadRule(
-        ctx.cluster,
-        reservations=ledgers,
-        whitelist=ctx.settings.whitelist(),
-        recover_after_seconds=ctx.settings.adaptive_recover_seconds,
-        min_interval_seconds=ctx.settings.workloadspread_min_interval_seconds,
-        max_unavailable=ctx.settings.max_unavailable(),
-        repair_unsteered=ctx.settings.repair_unsteered_pods,
-    )
+
+    def rule_for(cluster: str) -> WorkloadSpreadRule:
+        # The bucket's stream folded below holds the planner's own cluster's reservations.
+        return WorkloadSpreadRule(
+            cluster,
+            reservations=ledgers if cluster == ctx.cluster else ReservationLedgers(cluster),
+            whitelist=ctx.settings.whitelist(),
+            recover_after_seconds=ctx.settings.adaptive_recover_seconds,
+            min_interval_seconds=ctx.settings.workloadspread_min_interval_seconds,
+            max_unavailable=ctx.settings.max_unavailable(),
+            repair_unsteered=ctx.settings.repair_unsteered_pods,
+        )
 
     def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
         changed = ledgers.apply(seq, subject, data)
@@ -35,6 +39,6 @@ async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSi
         ledgers.last_seq = 0
 
     return PlannerSide(
-        rules=[rule],
+        rules=[EveryCluster(rule_for, home=ctx.cluster)],
         streams=[SideStream(stream=RESERVATIONS_STREAM, fold=fold, reset=reset)],
     )

@@ -36,9 +36,9 @@ from spreadbus.features.podunavailablebudget.planning.budget_records import (
     BUDGETS_RESOURCE,
     BudgetRecords,
 )
+from spreadbus.projection.governor_pacing import GovernorPacing
 from spreadbus.projection.kube_state import KubeProjection, resource_key
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.wake_schedule import WakeSchedule
 
 PUBS: Final = ResourceRef(group="policy.kruise.io", version="v1alpha1",
                           resource="podunavailablebudgets")
@@ -65,13 +65,11 @@ class BudgetRule:
                  min_interval_seconds: float = 0.02) -> None:
         self.cluster = cluster
         self.records = records or BudgetRecords(cluster)
-        self.min_interval = min_interval_seconds
         self.resources: tuple[ResourceRef, ...] = (PUBS, PODS, *WORKLOADS)
         self.rk_pubs = resource_key(cluster, PUBS.group, PUBS.resource)
         self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
         self.rk_workloads = {resource_key(cluster, w.group, w.resource): w for w in WORKLOADS}
-        self._wakes = WakeSchedule()
-        self._planned_at: dict[str, float] = {}
+        self.pacing = GovernorPacing(self.rk_pubs, min_interval_seconds)
         self._members: dict[str, dict[str, set[str]]] = {}
         """Resource key -> escaped namespace -> object keys: pods and workloads by namespace,
         kept from ``changed`` (after a restore every key is changed once)."""
@@ -79,17 +77,14 @@ class BudgetRule:
     # -- time ---------------------------------------------------------------------------------
 
     def due(self, now: float) -> set[Key]:
-        return {(self.rk_pubs, okey) for okey in self._wakes.due(now)}
+        return self.pacing.due(now)
 
     def next_wake(self) -> float | None:
-        return self._wakes.next_wake()
+        return self.pacing.next_wake()
 
     def _schedule(self, okey: str, at: float | None) -> None:
         """The earliest wake-up asked for wins; ``None`` cancels."""
-        if at is None:
-            self._wakes.set(okey, None)
-        else:
-            self._wakes.earliest(okey, at)
+        self.pacing.wake_by(okey, at)
 
     # -- the rule -----------------------------------------------------------------------------
 
@@ -116,19 +111,14 @@ class BudgetRule:
                 if okey.split(".", 1)[0] in namespaces:
                     affected.add(okey)
         out: list[Desired] = []
-        for okey in sorted(affected):
-            last = self._planned_at.get(okey)
-            if last is not None and now - last < self.min_interval:
-                self._schedule(okey, last + self.min_interval)
-                continue
-            self._planned_at[okey] = now
+        for okey in self.pacing.paced(affected, now):
             out.extend(self._plan(view, okey, now))
         return out
 
     def _plan(self, view: KubeProjection, okey: str, now: float) -> list[Desired]:
         budget = view.decoded(self.rk_pubs, okey)
         if budget is None:
-            self._planned_at.pop(okey, None)
+            self.pacing.forget(okey)
             self._schedule(okey, None)
             return []
         metadata = budget.get("metadata") or {}

@@ -7,22 +7,20 @@ ControllerRevisions. Every object is linked to its controller owner (``ownerRefe
 :data:`MAX_CHAIN` steps) to the one UD it concerns, and a UD walks down to its family without
 looking at the rest of its namespace, let alone the cluster.
 
-An object's link is read by a partial decode of its owner references only; a deleted object is
-unlinked, and the UD it hung under is still reported as affected. The index is derived data: fed
-every key of the projection (after a restore, on becoming leader) it is rebuilt exactly.
+The links are the projection's owner graph (:mod:`spreadbus.projection.owner_graph`), which the
+index follows for the family's resources; it holds nothing per object itself. A deleted or moved
+object still reports the UD it hung under before the graph's last update as affected.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Final
 
-import msgspec
-
 from events.messages import ResourceRef
-from events.subjects import unescape
-from kubesemantics.group_version import api_group
+from events.subjects import escape, unescape
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.owner_graph import Key, Owner, OwnerGraph
 
 Node = tuple[str, str, str, str]
 """(API group, kind, namespace, name) of one object."""
@@ -50,41 +48,12 @@ KINDS: Final[Mapping[tuple[str, str], ResourceRef]] = {
     **WORKLOADS,
 }
 UD_KIND: Final = ("apps.kruise.io", "UnitedDeployment")
-POD_KIND: Final = ("", "Pod")
 MAX_CHAIN: Final = 4
 
 
-class _OwnerRef(msgspec.Struct):
-    apiVersion: str = ""
-    kind: str = ""
-    name: str = ""
-    controller: bool | None = None
-
-
-class _Metadata(msgspec.Struct):
-    ownerReferences: list[_OwnerRef] | None = None
-
-
-class _Head(msgspec.Struct):
-    metadata: _Metadata | None = None
-
-
-_HEAD: Final = msgspec.json.Decoder(_Head)
-
-
-def _controller(raw: bytes, namespace: str) -> Node | None:
-    try:
-        head = _HEAD.decode(raw)
-    except msgspec.DecodeError:
-        return None
-    refs = head.metadata.ownerReferences if head.metadata is not None else None
-    for ref in refs or ():
-        if ref.controller is True:
-            return (api_group(ref.apiVersion), ref.kind, namespace, ref.name)
-    return None
-
-
 class FamilyIndex:
+    """The UnitedDeployment family of one cluster, read from the projection's owner graph."""
+
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster
         self.rkeys: dict[str, tuple[str, str]] = {
@@ -93,13 +62,16 @@ class FamilyIndex:
         self.rkey_of: dict[tuple[str, str], str] = {gk: rk for rk, gk in self.rkeys.items()}
         self.rk_uds = self.rkey_of[UD_KIND]
         self.rk_pods = self.rkey_of[("", "Pod")]
+        self._followed = tuple((rk, rk == self.rk_pods) for rk in self.rkeys)
+        self._cluster = escape(cluster)
+        self._graph = OwnerGraph()
         self.relinked = False
-        """Whether the last :meth:`index` changed the object's owner link."""
-        self.parent: dict[Node, Node] = {}
-        self.children: dict[Node, set[Node]] = {}
-        """Owner -> the objects it controls, pods apart (:attr:`pods`): a walk that skips the
-        pods does not step over thousands of them."""
-        self.pods: dict[Node, set[Node]] = {}
+        """Whether the last :meth:`index` found the object's owner link changed."""
+
+    def follow(self, view: KubeProjection) -> None:
+        """Read the family's resources from ``view``'s owner graph (followed from now on)."""
+        view.owners.follow(view, self._followed)
+        self._graph = view.owners
 
     def node(self, rkey: str, okey: str) -> Node | None:
         """The object of a projection key, or None for a resource the family never holds."""
@@ -113,59 +85,71 @@ class FamilyIndex:
         return object_key(node[2], node[3])
 
     def index(self, view: KubeProjection, rkey: str, okey: str) -> tuple[set[str], set[str]]:
-        """Relink one changed object: the object keys of the UDs it hung under before, and of
-        those it hangs under now."""
-        node = self.node(rkey, okey)
+        """One changed object: the object keys of the UDs it hung under before the graph's last
+        update, and of those it hangs under now."""
         self.relinked = False
-        if node is None:
+        if rkey not in self.rkeys:
             return set(), set()
-        before = self.uds_above(node)
-        stored = view.stored(rkey, okey)
-        owner = None if stored is None else _controller(stored.raw, node[2])
-        old = self.parent.get(node)
-        self.relinked = old != owner
-        if old != owner:
-            below = self.pods if (node[0], node[1]) == POD_KIND else self.children
-            if old is not None:
-                siblings = below.get(old)
-                if siblings is not None:
-                    siblings.discard(node)
-                    if not siblings:
-                        del below[old]
-            if owner is None:
-                del self.parent[node]
-            else:
-                self.parent[node] = owner
-                below.setdefault(owner, set()).add(node)
-        return before, self.uds_above(node)
+        key = (rkey, okey)
+        graph = self._graph
+        after = self._uds_from(graph.owner(key), MAX_CHAIN)
+        if key not in graph.moved:
+            return after, after
+        self.relinked = True
+        return self._uds_from(graph.moved[key], MAX_CHAIN), after
 
-    def uds_above(self, node: Node) -> set[str]:
-        current: Node | None = node
-        for _ in range(MAX_CHAIN):
-            current = self.parent.get(current) if current is not None else None
-            if current is None:
+    def _uds_from(self, owner: Owner | None, steps: int) -> set[str]:
+        """The UD ``owner`` is, or the first one above it within ``steps`` links."""
+        for _ in range(steps):
+            if owner is None:
                 return set()
-            if (current[0], current[1]) == UD_KIND:
-                return {self.ud_key(current)}
+            if (owner[1], owner[2]) == UD_KIND:
+                return {object_key(owner[3], owner[4])}
+            rkey = self.rkey_of.get((owner[1], owner[2]))
+            if rkey is None:
+                return set()
+            owner = self._graph.owner((rkey, object_key(owner[3], owner[4])))
         return set()
 
-    def family(self, ud: Node, *, pods: bool = True) -> Iterator[Node]:
-        """Every object below ``ud``: workloads, their ReplicaSets, revisions and (unless
-        ``pods`` is false) pods."""
-        stack = [ud]
-        depth = {ud: 0}
+    def family(self, ud: Node) -> Iterator[Node]:
+        """Every object below ``ud`` but its pods: workloads, their ReplicaSets, revisions."""
+        for _, node in self._walk(ud):
+            yield node
+
+    def pods_below(self, node: Node) -> Iterator[Key]:
+        """The projection keys of the pods below ``node``, at any depth the family reaches."""
+        graph = self._graph
+        yield from graph.pods((self._cluster, *node))
+        for depth, child in self._walk(node):
+            if depth < MAX_CHAIN - 1:
+                yield from graph.pods((self._cluster, *child))
+
+    def pod_under_ud(self, key: Key) -> bool:
+        """Whether the pod of this projection key hangs under some UD."""
+        return bool(self._uds_from(self._graph.owner(key), MAX_CHAIN))
+
+    def _walk(self, top: Node) -> Iterator[tuple[int, Node]]:
+        """The objects below ``top`` but pods, each with its depth (``top`` is 0), down to
+        :data:`MAX_CHAIN` links."""
+        graph = self._graph
+        stack = [top]
+        depth = {top: 0}
         while stack:
             current = stack.pop()
             if depth[current] >= MAX_CHAIN - 1:
                 continue
-            if pods:
-                yield from self.pods.get(current, ())
-            for child in self.children.get(current, ()):
+            for child in self._nodes(graph.children((self._cluster, *current))):
                 if child in depth:
                     continue
                 depth[child] = depth[current] + 1
-                yield child
+                yield depth[child], child
                 stack.append(child)
+
+    def _nodes(self, keys: Iterable[Key]) -> Iterator[Node]:
+        for rkey, okey in keys:
+            node = self.node(rkey, okey)
+            if node is not None:
+                yield node
 
     def decode(self, view: KubeProjection, node: Node) -> dict[str, Any] | None:
         """The object as last observed (shared with the planner's diff: never to be changed)."""

@@ -55,7 +55,6 @@ from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerP
 from spreadbus.features.uniteddeployment.planning.family import (
     CONTROLLER_REVISIONS,
     KINDS,
-    POD_KIND,
     PODS,
     UD_KIND,
     UNITED_DEPLOYMENTS,
@@ -68,9 +67,9 @@ from spreadbus.features.uniteddeployment.planning.followed_pods import (
     facts_from_json,
 )
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
-from spreadbus.projection.kube_state import KubeProjection, object_key
+from spreadbus.projection.governor_pacing import GovernorPacing
+from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.wake_schedule import WakeSchedule
 
 log = logging.getLogger(__name__)
 
@@ -131,29 +130,36 @@ class UnitedDeploymentRule:
                  min_interval_seconds: float = 0.25) -> None:
         self.cluster = cluster
         self.reconcile = reconcile
-        self.min_interval = min_interval_seconds
         self.resources: tuple[ResourceRef, ...] = tuple(KINDS.values())
         self.index = FamilyIndex(cluster)
-        self._wakes = WakeSchedule()
-        self._planned_at: dict[str, float] = {}
+        self.pacing = GovernorPacing(self.index.rk_uds, min_interval_seconds)
         self.pods = FollowedPods()
         """Every pod under some UD, counted per controller owner."""
+
+    @property
+    def min_interval(self) -> float:
+        return self.pacing.min_interval
+
+    @min_interval.setter
+    def min_interval(self, seconds: float) -> None:
+        self.pacing.min_interval = seconds
 
     # -- the planner's time seam ------------------------------------------------------------------
 
     def due(self, now: float) -> set[Key]:
-        return {(self.index.rk_uds, okey) for okey in self._wakes.due(now)}
+        return self.pacing.due(now)
 
     def next_wake(self) -> float | None:
-        return self._wakes.next_wake()
+        return self.pacing.next_wake()
 
     def _schedule(self, okey: str, at: float | None) -> None:
-        self._wakes.set(okey, at)
+        self.pacing.wake(okey, at)
 
     # -- the rule -------------------------------------------------------------------------------
 
     def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
         index = self.index
+        index.follow(view)
         affected: set[str] = set()
         for rkey, okey in changed:
             if rkey == index.rk_uds:
@@ -164,15 +170,9 @@ class UnitedDeploymentRule:
                 self._pod_changed(view, rkey, okey, after)
             elif index.relinked:
                 # A workload or ReplicaSet came, went or moved: its pods move with it.
-                self._follow_below(view, rkey, okey)
+                self._follow_below(view, rkey, okey, changed)
         out: list[Desired] = []
-        for okey in sorted(affected):
-            last = self._planned_at.get(okey)
-            if last is not None and now - last < self.min_interval:
-                soon = last + self.min_interval
-                self._wakes.earliest(okey, soon)
-                continue
-            self._planned_at[okey] = now
+        for okey in self.pacing.paced(affected, now):
             try:
                 out.extend(self.plan(view, okey, now))
             except Exception:
@@ -189,14 +189,14 @@ class UnitedDeploymentRule:
         if ud is None or (ud.get("metadata") or {}).get("deletionTimestamp"):
             self._schedule(okey, None)
             if ud is None:
-                self._planned_at.pop(okey, None)
+                self.pacing.forget(okey)
             return []
         node = index.node(index.rk_uds, okey)
         assert node is not None
         workloads: list[dict[str, Any]] = []
         revisions: list[dict[str, Any]] = []
         pod_groups: dict[OwnerKey, OwnerPods] = {}
-        for member in sorted(index.family(node, pods=False)):
+        for member in sorted(index.family(node)):
             kind = (member[0], member[1])
             obj = index.decode(view, member)
             if obj is None:
@@ -217,20 +217,21 @@ class UnitedDeploymentRule:
         stored = view.stored(rkey, okey) if after else None
         self.pods.put(okey, None if stored is None else facts_from_json(stored.raw))
 
-    def _follow_below(self, view: KubeProjection, rkey: str, okey: str) -> None:
+    def _follow_below(self, view: KubeProjection, rkey: str, okey: str,
+                      changed: Set[Key]) -> None:
         """Follow the pods below a relinked owner that are now under a UD, and stop following
-        those that no longer are."""
+        those that no longer are; a pod that changed itself is followed from its own key."""
         node = self.index.node(rkey, okey)
         if node is None:
             return
-        for member in self.index.family(node):
-            if (member[0], member[1]) != POD_KIND:
+        for key in self.index.pods_below(node):
+            if key in changed:
                 continue
-            pod = object_key(member[2], member[3])
-            if not self.index.uds_above(member):
+            pod = key[1]
+            if not self.index.pod_under_ud(key):
                 self.pods.put(pod, None)
             elif pod not in self.pods:
-                stored = view.stored(self.index.rk_pods, pod)
+                stored = view.stored(*key)
                 if stored is not None:
                     self.pods.put(pod, facts_from_json(stored.raw))
 

@@ -103,9 +103,9 @@ from spreadbus.features.workloadspread.planning.spread_index import (
 )
 from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally, TallyPlan
 from spreadbus.projection.decision_log import DecisionLog
+from spreadbus.projection.governor_pacing import GovernorPacing
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
-from spreadbus.projection.wake_schedule import WakeSchedule
 
 
 def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
@@ -137,15 +137,13 @@ class WorkloadSpreadRule:
         self.reservations = reservations or ReservationLedgers(cluster)
         self.whitelist = whitelist or Whitelist()
         self.recover_after_seconds = recover_after_seconds
-        self.min_interval = min_interval_seconds
         self.rebalancing = Rebalancing(cluster, self.whitelist, max_unavailable,
                                        repair=repair_unsteered, rule=self.name)
         self._plans = DecisionLog()
         self.resources: tuple[ResourceRef, ...] = (WORKLOADSPREADS, PODS, NODES,
                                                    *WORKLOADS.values())
         self.index = SpreadIndex(cluster, workload_kinds(self.whitelist), self.whitelist)
-        self._wakes = WakeSchedule()
-        self._planned_at: dict[str, float] = {}
+        self.pacing = GovernorPacing(self.index.rk_spreads, min_interval_seconds)
         # Per WorkloadSpread: its pods' tally and what it was built for; the pods and whether
         # workloads changed since its last plan.
         self._tallies: dict[str, tuple[tuple[Any, ...], SpreadTally]] = {}
@@ -155,22 +153,23 @@ class WorkloadSpreadRule:
 
     def due(self, now: float) -> set[Key]:
         """Keys to re-plan because their time has come; each is handed out once."""
-        return {(self.index.rk_spreads, okey) for okey in self._wakes.due(now)}
+        return self.pacing.due(now)
 
     def next_wake(self) -> float | None:
-        return self._wakes.next_wake()
+        return self.pacing.next_wake()
 
     def read_plans(self, log: DecisionLog) -> None:
         """The decision log the rounds read: which evictions are on their way."""
         self._plans = log
 
     def _schedule(self, okey: str, at: float | None) -> None:
-        self._wakes.set(okey, at)
+        self.pacing.wake(okey, at)
 
     # -- the rule -------------------------------------------------------------------------------
 
     def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
         index = self.index
+        index.follow(view)
         affected: set[str] = set()
         for rkey, okey in changed:
             if rkey == index.rk_spreads:
@@ -197,13 +196,7 @@ class WorkloadSpreadRule:
             elif rkey == RESERVATIONS_RESOURCE:
                 affected.add(okey)
         out: list[Desired] = []
-        for okey in sorted(affected):
-            last = self._planned_at.get(okey)
-            if last is not None and now - last < self.min_interval:
-                # Planned moments ago: the changes since are taken in one go a little later.
-                self._wakes.earliest(okey, last + self.min_interval)
-                continue
-            self._planned_at[okey] = now
+        for okey in self.pacing.paced(affected, now):
             out.extend(self._plan(view, okey, now))
         return out
 
@@ -223,7 +216,7 @@ class WorkloadSpreadRule:
         obj = self.index.decode(view, (self.index.rk_spreads, okey))
         if obj is None:
             self._schedule(okey, None)
-            self._planned_at.pop(okey, None)
+            self.pacing.forget(okey)
             self._forget(okey)
             return []
         if self.reservations.floor(okey) > view.last_seq:

@@ -4,10 +4,13 @@ Planning one WorkloadSpread must cost its own pods, and a changed pod must find 
 WorkloadSpreads above it, without scanning the cluster. :class:`SpreadIndex` keeps, updated from
 the changed keys alone:
 
-- every pod and workload by its controller owner (``owner`` and ``children``; a pod without one
-  by a whitelisted custom workload owning it, as Kruise counts such pods), so a pod walks
-  its chain up (pod -> ReplicaSet -> Deployment, at most ``_MAX_CHAIN`` steps) and a target walks
-  its descendants down to its pods;
+- every pod and workload by its controller owner (a pod without one by a whitelisted custom
+  workload owning it, as Kruise counts such pods), so a pod walks its chain up (pod ->
+  ReplicaSet -> Deployment, at most ``_MAX_CHAIN`` steps) and a target walks its descendants down
+  to its pods. A pod's controller is read from the projection's owner graph
+  (:mod:`spreadbus.projection.owner_graph`, shared with every rule, and the owner it had before
+  the graph's last update from :attr:`~spreadbus.projection.owner_graph.OwnerGraph.moved`); the
+  index keeps the workloads' links and those of pods without a controller itself;
 - WorkloadSpreads by their ``targetRef`` (and back);
 - pods by node, so a node's change reaches the WorkloadSpreads of the pods on it.
 
@@ -50,7 +53,7 @@ from typing import Any, Final
 import msgspec
 
 from events.messages import ResourceRef
-from events.subjects import unescape
+from events.subjects import escape, unescape
 from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
@@ -64,6 +67,7 @@ from spreadbus.projection.kube_state import (
     object_key,
     resource_key,
 )
+from spreadbus.projection.owner_graph import Owner, OwnerGraph
 
 WORKLOADSPREADS: Final = ResourceRef(group="apps.kruise.io", version="v1alpha1",
                                      resource="workloadspreads")
@@ -189,6 +193,10 @@ class SpreadIndex:
         }
         self._rk_of_kind = {gk: resource_key(cluster, ref.group, ref.resource)
                             for gk, ref in refs.items()}
+        self._cluster = escape(cluster)
+        self._graph = OwnerGraph()
+        # Pods linked to their controller are in the projection's owner graph; these hold the
+        # workloads' links and those of pods without a controller but with a whitelisted owner.
         self._owner: dict[Key, OwnerKey] = {}
         self._children: dict[OwnerKey, set[Key]] = {}
         self._child_workloads: dict[OwnerKey, set[Key]] = {}
@@ -202,6 +210,38 @@ class SpreadIndex:
         # Emptied whenever a chain may change (a workload's owner link, a targetRef); an owner
         # is forgotten with its last child.
         self._above: dict[OwnerKey, frozenset[str]] = {}
+
+    def follow(self, view: KubeProjection) -> None:
+        """Read pods' controllers from ``view``'s owner graph (followed from now on)."""
+        view.owners.follow(view, ((self.rk_pods, True),))
+        self._graph = view.owners
+
+    def _graph_owner(self, owner: OwnerKey) -> Owner:
+        return (self._cluster, owner[1], owner[2], owner[0], owner[3])
+
+    def _owner_of_key(self, key: Key) -> OwnerKey | None:
+        """The owner ``key`` is linked under: a pod's controller, else its whitelisted owner."""
+        if key[0] == self.rk_pods:
+            linked = self._graph.owner(key)
+            if linked is not None:
+                return (linked[3], linked[1], linked[2], linked[4])
+        return self._owner.get(key)
+
+    def _pod_owner_before(self, key: Key) -> OwnerKey | None:
+        """The owner a pod was linked under before the owner graph's last update."""
+        graph = self._graph
+        if key in graph.moved:
+            linked = graph.moved[key]
+            if linked is not None:
+                return (linked[3], linked[1], linked[2], linked[4])
+            return self._owner.get(key)
+        return self._owner_of_key(key)
+
+    def _has_children(self, owner: OwnerKey) -> bool:
+        if owner in self._children:
+            return True
+        linked = self._graph_owner(owner)
+        return bool(self._graph.pods(linked) or self._graph.children(linked))
 
     def follows(self, group: str, kind: str) -> bool:
         """Whether workloads of this kind are indexed (a kind outside the table is not streamed)."""
@@ -269,7 +309,9 @@ class SpreadIndex:
     ) -> set[str]:
         """Re-index ``key`` from ``read`` (its links as a pod), else from its full decode."""
         rkey, okey = key
-        affected = self.spreads_above(key)
+        is_pod = rkey == self.rk_pods
+        before = self._pod_owner_before(key) if is_pod else self._owner.get(key)
+        affected = self._spreads_over(before)
         old = self._owner.pop(key, None)
         if old is not None:
             for children in (self._children, self._child_workloads):
@@ -278,12 +320,11 @@ class SpreadIndex:
                     siblings.discard(key)
                     if not siblings:
                         del children[old]
-            if old not in self._children:
-                # Nothing below it asks any more; an owner outside the index (a Job...) would
-                # otherwise be remembered for good, as no observation of it ever comes.
-                self._above.pop(old, None)
+        if before is not None and not self._has_children(before):
+            # Nothing below it asks any more; an owner outside the index (a Job...) would
+            # otherwise be remembered for good, as no observation of it ever comes.
+            self._above.pop(before, None)
         obj = read if read is not None else self.decode(view, key)
-        is_pod = rkey == self.rk_pods
         if is_pod:
             node = self._pod_node.pop(okey, None)
             if node is not None:
@@ -301,7 +342,9 @@ class SpreadIndex:
         owner = _owner_of(obj, namespace, self._whitelist if is_pod else None)
         if owner != old and not is_pod:
             self._above.clear()  # the chains through this workload go elsewhere now
-        if owner is not None:
+        if is_pod and self._graph.owner(key) is not None:
+            pass  # linked to its controller in the owner graph
+        elif owner is not None:
             self._owner[key] = owner
             self._children.setdefault(owner, set()).add(key)
             if not is_pod:
@@ -327,7 +370,10 @@ class SpreadIndex:
         return affected | self.spreads_above(key)
 
     def spreads_above(self, key: Key) -> set[str]:
-        owner = self._owner.get(key)
+        return self._spreads_over(self._owner_of_key(key))
+
+    def _spreads_over(self, owner: OwnerKey | None) -> set[str]:
+        """The WorkloadSpreads at or above ``owner`` (remembered per owner)."""
         if owner is None:
             return set()
         found = self._above.get(owner)
@@ -350,8 +396,21 @@ class SpreadIndex:
 
     def pods_below(self, target: OwnerKey) -> list[Key]:
         """The pods below ``target`` in the owner index, at any depth."""
-        return [child for child, _ in self._walk(target, self._children)
-                if child[0] == self.rk_pods]
+        found: list[Key] = []
+        graph = self._graph
+        frontier = [target]
+        for _ in range(_MAX_CHAIN):
+            nxt: list[OwnerKey] = []
+            for owner in frontier:
+                found.extend(graph.pods(self._graph_owner(owner)))
+                found.extend(k for k in self._children.get(owner, ()) if k[0] == self.rk_pods)
+                for child in self._child_workloads.get(owner, ()):
+                    group, kind = self.rk_workloads[child[0]]
+                    nxt.append((owner[0], group, kind, unescape(child[1].split(".", 1)[1])))
+            if not nxt:
+                break
+            frontier = nxt
+        return found
 
     def workload_descendants(self, target: OwnerKey) -> list[tuple[Key, OwnerKey]]:
         """The workloads below ``target`` (ReplicaSets of a Deployment...), each with its owner.
