@@ -41,6 +41,7 @@ from spreadbus.runtime.follower import (
     StreamFollower,
     raise_if_ended,
 )
+from spreadbus.projection.tracking import Tracked
 from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.service import ServiceContext, done_or_stopped
 from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite
@@ -114,7 +115,8 @@ class WebhookService:
         self.metrics = Metrics(registry)
         self.sides: dict[str, WebhookSide] = {}
         """Each feature's side by feature name, in registry order."""
-        self.seq = 0
+        self.fold: Tracked[None] = Tracked(self._fold_sides)
+        """The follower's sink: every side folds each message of the stream once."""
         self.certificates = CertificateFiles(
             Path(settings.tls_cert),
             Path(settings.tls_key),
@@ -148,7 +150,7 @@ class WebhookService:
         self.follower = StreamFollower(
             self.nc,
             stream=streams.KUBE.name,
-            sink=self._fold,
+            sink=self.fold,
             subjects=[f"{subjects.OBSERVATIONS}.{cluster}.>", f"{subjects.SYNC}.{cluster}.>"],
             on_progress=self._on_progress,
             metrics=FollowerMetrics(self.registry),
@@ -225,10 +227,13 @@ class WebhookService:
             "port": self.conversion_port,
             "client_certificates": authenticated})
 
-    def _fold(self, seq: int, subject: str, data: bytes) -> None:
+    @property
+    def seq(self) -> int:
+        return self.fold.last_seq
+
+    def _fold_sides(self, seq: int, subject: str, data: bytes) -> None:
         for side in self.sides.values():
             side.apply_message(seq, subject, data)
-        self.seq = seq
 
     def _export_state(self) -> None:
         """Counts kept by the features' sides and the fold, read at scrape time."""

@@ -1,0 +1,79 @@
+"""A fold of one stream and the position it has reached: the one place that skips redeliveries.
+
+A fold is a function of a message, ``fold(seq, subject, data)``, that changes its state and
+knows nothing of where its stream stands; ``seq`` is part of the message, which a fold may record
+as data (when an object was last observed), never compare. :class:`Tracked` pairs a fold with its
+tracking record, the last stream sequence applied (eventsourcing's processor and ``Tracking``):
+a message at or below that position is a redelivery and changes nothing, any other is folded and
+moves the position on. So applying a log twice, or a snapshot plus the tail after it, ends in
+the same state.
+
+The record is any object with a ``last_seq`` attribute, so that a fold whose state is
+snapshotted keeps its position inside that state (:class:`~.kube_state.KubeState`) and both are
+saved at once; :class:`StreamPosition` is the record of a fold that is never snapshotted.
+:meth:`Tracked.skip` moves the position past a message the owner chose not to fold at all.
+
+Signatures::
+
+    Tracked(fold: Fold[R], record: Tracking | None = None)
+        (seq, subject, data) -> R | None    # None: a redelivery, not folded
+        .last_seq: int
+        .skip(seq) -> None
+        .rewind() -> None                   # fold the stream again from its start
+"""
+
+from __future__ import annotations
+
+from typing import Generic, Protocol, TypeVar
+
+R_co = TypeVar("R_co", covariant=True)
+R = TypeVar("R")
+
+
+class Fold(Protocol[R_co]):
+    def __call__(self, seq: int, subject: str, data: bytes, /) -> R_co: ...
+
+
+class Tracking(Protocol):
+    """Where a fold's position is kept."""
+
+    last_seq: int
+
+
+class StreamPosition:
+    """The tracking record of a fold kept in memory only."""
+
+    __slots__ = ("last_seq",)
+
+    def __init__(self, last_seq: int = 0) -> None:
+        self.last_seq = last_seq
+
+
+class Tracked(Generic[R]):
+    """``fold`` behind its position; called exactly as a stream follower calls its sink."""
+
+    __slots__ = ("fold", "record")
+
+    def __init__(self, fold: Fold[R], record: Tracking | None = None) -> None:
+        self.fold = fold
+        self.record: Tracking = StreamPosition() if record is None else record
+
+    def __call__(self, seq: int, subject: str, data: bytes) -> R | None:
+        record = self.record
+        if seq <= record.last_seq:
+            return None
+        record.last_seq = seq
+        return self.fold(seq, subject, data)
+
+    @property
+    def last_seq(self) -> int:
+        return self.record.last_seq
+
+    def skip(self, seq: int) -> None:
+        """A message passed over unfolded still moves the position on."""
+        if seq > self.record.last_seq:
+            self.record.last_seq = seq
+
+    def rewind(self) -> None:
+        """Fold the stream again from its start (a fold not in snapshots, rebuilt on start)."""
+        self.record.last_seq = 0
