@@ -35,13 +35,13 @@ from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature import Feature, WebhookContext, WebhookSide
 from spreadbus.engine.feature_service_settings import FeatureServiceSettings
 from spreadbus.features.registry import BUILTIN
+from spreadbus.projection.tracking import Tracked
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
     StreamFollower,
     raise_if_ended,
 )
-from spreadbus.projection.tracking import Tracked
 from spreadbus.runtime.health import ReadinessGate
 from spreadbus.runtime.service import ServiceContext, done_or_stopped
 from tlsserving.https_site import HANDSHAKE_TIMEOUT_SECONDS, HttpsSite

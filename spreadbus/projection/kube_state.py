@@ -2,10 +2,10 @@
 
 It is a fold that knows its position: :meth:`KubeProjection.fold` changes the state by one
 message, and :attr:`KubeProjection.apply`, which takes ``(seq, subject, data)`` exactly as the
-follower delivers it, is that fold behind its tracking record (:mod:`spreadbus.projection.tracking`),
-``KubeState.last_seq``, kept in the state so that a snapshot holds both at once. A message at or
-below ``last_seq`` (a redelivery) changes nothing, so applying a log twice, or a snapshot plus the
-tail after it, ends in the same state.
+follower delivers it, is that fold behind its tracking record
+(:mod:`spreadbus.projection.tracking`), ``KubeState.last_seq``, kept in the state so that a
+snapshot holds both at once. A message at or below ``last_seq`` (a redelivery) changes nothing,
+so applying a log twice, or a snapshot plus the tail after it, ends in the same state.
 
 Speed is the design constraint (a million observations should replay in seconds), so:
 
