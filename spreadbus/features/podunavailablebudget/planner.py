@@ -18,11 +18,5 @@ async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> Pla
     rule = BudgetRule(ctx.cluster, records=records,
                       min_interval_seconds=ctx.settings.pub_min_interval_seconds)
 
-    def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
-        changed = records.apply(seq, subject, data)
-        return None if changed is None else (BUDGETS_RESOURCE, changed)
-
-    def reset() -> None:
-        records.last_seq = 0
-
-    return PlannerSide(rules=[rule], streams=[SideStream(stream=STREAM, fold=fold, reset=reset)])
+    side = SideStream(stream=STREAM, fold=records.apply, resource=BUDGETS_RESOURCE)
+    return PlannerSide(rules=[rule], streams=[side])

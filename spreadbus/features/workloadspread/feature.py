@@ -16,8 +16,6 @@ from typing import Final
 
 from events import subjects
 from events.messages import Verb
-from events.reservations import BUCKET as RESERVATIONS_BUCKET
-from events.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
@@ -27,6 +25,12 @@ from spreadbus.features.workloadspread.admission.reservation_bucket import (
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
 from spreadbus.features.workloadspread.core.model import NAME
 from spreadbus.features.workloadspread.core.rebalance import HANDLED_ANNOTATION
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    BUCKET as RESERVATIONS_BUCKET,
+)
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    STREAM as RESERVATIONS_STREAM,
+)
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from spreadbus.features.workloadspread.offline import (
     offline_admit,

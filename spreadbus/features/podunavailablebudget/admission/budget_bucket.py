@@ -13,15 +13,13 @@ from spreadbus.engine.bus_access import BucketSpec
 from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     BUCKET,
     DESCRIPTION,
+    ENTRIES,
     HISTORY,
     TTL_SECONDS,
     BudgetEntry,
-    decode,
-    encode,
 )
-from spreadbus.runtime.ledger import EntryCodec, LedgerStore
+from spreadbus.runtime.ledger import LedgerStore
 
-CODEC = EntryCodec(empty=BudgetEntry, encode=encode, decode=decode)
 SPEC: Final = BucketSpec(name=BUCKET, description=DESCRIPTION, history=HISTORY,
                          ttl_seconds=TTL_SECONDS)
 
@@ -33,4 +31,4 @@ async def budget_bucket(nc: Client) -> KeyValue:
 
 def budget_store(kv: KeyValue, *, deadline_seconds: float = 2.0) -> LedgerStore[BudgetEntry]:
     """The compare-and-set store of budget entries in ``kv``."""
-    return LedgerStore(kv, CODEC, deadline_seconds=deadline_seconds)
+    return LedgerStore(kv, ENTRIES, deadline_seconds=deadline_seconds)

@@ -1,14 +1,10 @@
-"""The reservation ledger's wire contract: bucket, key layout and entry schema.
+"""The reservation ledger's wire contract: bucket and entry schema.
 
 The admission webhook reserves subset slots in the JetStream key-value bucket ``BUCKET``
-(stream ``STREAM``), one entry per WorkloadSpread, changed only by compare-and-set. The planner
-folds the bucket's stream into WorkloadSpread status; any subscriber may read it the same way,
-so its shape is part of the bus contract like the messages in :mod:`events.messages`.
-
-Keys. ``<cluster>.<namespace>.<name>``, each token escaped with :func:`events.subjects.escape`
-and then ``%`` written as ``=``: KV keys forbid ``%`` while ``=`` never appears in an escaped
-token, so :func:`key_tokens` recovers the escaped tokens exactly. A watcher of the bucket sees
-subjects ``$KV.<BUCKET>.<key>`` (:func:`subject_prefix`).
+(stream ``STREAM``), one entry per WorkloadSpread keyed as every feature bucket is
+(:mod:`events.buckets`), changed only by compare-and-set. The planner folds the bucket's stream
+into WorkloadSpread status; any subscriber may read it the same way, so its shape is part of
+the bus contract like the messages in :mod:`events.messages`.
 
 Entries. JSON of :class:`LedgerEntry`: the reservations in flight by pod key (``creating``,
 the pod's name or the uid generated for a pod admitted before it had a name) and by pod name
@@ -18,7 +14,8 @@ deleted or purged key reads as an empty body, which means an empty ledger.
 
 ``LedgerEntry`` is generic over the reservation type so that a reader decodes straight into its
 own equivalent struct (the placement core's ``Reservation`` has exactly :class:`ReservedSlot`'s
-fields); :class:`ReservedSlot` is the schema published for everyone else.
+fields, and :class:`Ledger` is the entry of those); :class:`ReservedSlot` is the schema published
+for everyone else.
 """
 
 from __future__ import annotations
@@ -28,10 +25,12 @@ from typing import Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from events.subjects import escape
+from events.buckets import stream_of
+from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.projection.bucket_entries import JsonEntries
 
 BUCKET: Final = "spreadbus-reservations"
-STREAM: Final = f"KV_{BUCKET}"
+STREAM: Final = stream_of(BUCKET)
 DESCRIPTION: Final = "WorkloadSpread subset slots reserved by the admission webhook"
 HISTORY: Final = 1
 """One revision per key is all compare-and-set needs."""
@@ -63,21 +62,19 @@ class LedgerEntry(msgspec.Struct, Generic[R], frozen=True, kw_only=True, omit_de
     floor: int = 0
 
 
-def kv_token(value: str) -> str:
-    """One KV key token for any string (see the module docstring)."""
-    return escape(value).replace("%", "=")
+class Ledger(LedgerEntry[Reservation], frozen=True, kw_only=True, omit_defaults=True):
+    """Reservations in flight for one WorkloadSpread, in the bus's wire schema."""
+
+    def reservations(self) -> list[Reservation]:
+        return [*self.creating.values(), *self.deleting.values()]
+
+    def with_reservation(self, reservation: Reservation) -> Ledger:
+        if reservation.kind == "creating":
+            creating = {**self.creating, reservation.pod: reservation}
+            return Ledger(creating=creating, deleting=self.deleting, floor=self.floor)
+        deleting = {**self.deleting, reservation.pod: reservation}
+        return Ledger(creating=self.creating, deleting=deleting, floor=self.floor)
 
 
-def ledger_key(cluster: str, namespace: str, name: str) -> str:
-    """The key of one WorkloadSpread's ledger."""
-    return ".".join(kv_token(t) for t in (cluster, namespace, name))
-
-
-def subject_prefix(cluster: str) -> str:
-    """Subjects of one cluster's ledger entries in the bucket's stream start with this."""
-    return f"$KV.{BUCKET}.{kv_token(cluster)}."
-
-
-def key_tokens(rest: str) -> str:
-    """What follows :func:`subject_prefix`, with each token back in subject escape form."""
-    return rest.replace("=", "%")
+ENTRIES: Final = JsonEntries(Ledger, what="reservation ledger")
+"""How webhooks write, and the planner reads, a :class:`Ledger`."""
