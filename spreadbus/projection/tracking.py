@@ -10,11 +10,14 @@ the same state.
 
 The record is any object with a ``last_seq`` attribute, so that a fold whose state is
 snapshotted keeps its position inside that state (:class:`~.kube_state.KubeState`) and both are
-saved at once; :class:`StreamPosition` is the record of a fold that is never snapshotted.
+saved at once; :class:`FieldPosition` is the record kept in a named field of a state that folds
+several streams (:class:`~.decision_log.DecisionState`), and :class:`StreamPosition` the record
+of a fold that is never snapshotted.
 :meth:`Tracked.skip` moves the position past a message the owner chose not to fold at all.
 
 Signatures::
 
+    FieldPosition(state: object, field: str) ; StreamPosition(last_seq: int = 0)
     Tracked(fold: Fold[R], record: Tracking | None = None)
         (seq, subject, data) -> R | None    # None: a redelivery, not folded
         .last_seq: int
@@ -47,6 +50,27 @@ class StreamPosition:
 
     def __init__(self, last_seq: int = 0) -> None:
         self.last_seq = last_seq
+
+
+class FieldPosition:
+    """The tracking record kept in ``state.<field>``."""
+
+    __slots__ = ("_field", "_state")
+
+    def __init__(self, state: object, field: str) -> None:
+        if not isinstance(getattr(state, field), int):
+            raise TypeError(f"{type(state).__name__}.{field} is not a stream position")
+        self._state = state
+        self._field = field
+
+    @property
+    def last_seq(self) -> int:
+        seq: int = getattr(self._state, self._field)
+        return seq
+
+    @last_seq.setter
+    def last_seq(self, seq: int) -> None:
+        setattr(self._state, self._field, seq)
 
 
 class Tracked(Generic[R]):
