@@ -238,7 +238,7 @@ class Planner:
             )
 
     def _side_sink(self, side: SideStream) -> MessageSink:
-        fold, resource = Tracked(side.fold), side.resource
+        fold, resource = Tracked(side.fold).apply, side.resource
 
         def sink(seq: int, subject: str, data: bytes) -> None:
             key = fold(seq, subject, data)

@@ -115,7 +115,7 @@ class WebhookService:
         self.metrics = Metrics(registry)
         self.sides: dict[str, WebhookSide] = {}
         """Each feature's side by feature name, in registry order."""
-        self.fold: Tracked[None] = Tracked(self._fold_sides)
+        self.fold = Tracked(self._fold_sides)
         """The follower's sink: every side folds each message of the stream once."""
         self.certificates = CertificateFiles(
             Path(settings.tls_cert),
@@ -150,7 +150,7 @@ class WebhookService:
         self.follower = StreamFollower(
             self.nc,
             stream=streams.KUBE.name,
-            sink=self.fold,
+            sink=self.fold.apply,
             subjects=[f"{subjects.OBSERVATIONS}.{cluster}.>", f"{subjects.SYNC}.{cluster}.>"],
             on_progress=self._on_progress,
             metrics=FollowerMetrics(self.registry),

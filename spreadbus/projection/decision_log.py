@@ -170,11 +170,10 @@ def slot_target(slot: str) -> tuple[str, str, str, str, str]:
 class DecisionLog:
     def __init__(self, state: DecisionState | None = None) -> None:
         self.state = state or DecisionState()
-        self.apply_plan: Tracked[None] = Tracked(
-            self.fold_plan, FieldPosition(self.state, "plans_seq"))
+        self.apply_plan = Tracked(self.fold_plan, FieldPosition(self.state, "plans_seq")).apply
         """The plan fold behind its position, ``plans_seq``: what the follower delivers to."""
-        self.apply_outcome: Tracked[str | None] = Tracked(
-            self.fold_outcome, FieldPosition(self.state, "outcomes_seq"))
+        self.apply_outcome = Tracked(
+            self.fold_outcome, FieldPosition(self.state, "outcomes_seq")).apply
         """The outcome fold behind its position, ``outcomes_seq``."""
         self.held: set[str] = set()
         """Slots whose next plan waits for the newest one's answer (not in snapshots: after a

@@ -105,7 +105,8 @@ class KubeProjection:
         self.changed: set[tuple[str, str]] = set()
         self._all_changed = False
         self._decoded: dict[tuple[str, str], tuple[int, dict[str, Any]]] = {}
-        self.apply: Tracked[None] = Tracked(self.fold, self.state)
+        self.tracking = Tracked(self.fold, self.state)
+        self.apply = self.tracking.apply
         """The fold behind the state's position: what a follower delivers to."""
 
     @property

@@ -5,8 +5,9 @@ knows nothing of where its stream stands; ``seq`` is part of the message, which 
 as data (when an object was last observed), never compare. :class:`Tracked` pairs a fold with its
 tracking record, the last stream sequence applied (eventsourcing's processor and ``Tracking``):
 a message at or below that position is a redelivery and changes nothing, any other is folded and
-moves the position on. So applying a log twice, or a snapshot plus the tail after it, ends in
-the same state.
+moves the position on. :attr:`Tracked.apply` is what a stream follower delivers to; it is a
+closure rather than a method because it runs once per message on the planner's replay path.
+So applying a log twice, or a snapshot plus the tail after it, ends in the same state.
 
 The record is any object with a ``last_seq`` attribute, so that a fold whose state is
 snapshotted keeps its position inside that state (:class:`~.kube_state.KubeState`) and both are
@@ -19,7 +20,7 @@ Signatures::
 
     FieldPosition(state: object, field: str) ; StreamPosition(last_seq: int = 0)
     Tracked(fold: Fold[R], record: Tracking | None = None)
-        (seq, subject, data) -> R | None    # None: a redelivery, not folded
+        .apply(seq, subject, data) -> R | None   # None: a redelivery, not folded
         .last_seq: int
         .skip(seq) -> None
         .rewind() -> None                   # fold the stream again from its start
@@ -34,7 +35,7 @@ R = TypeVar("R")
 
 
 class Fold(Protocol[R_co]):
-    def __call__(self, seq: int, subject: str, data: bytes, /) -> R_co: ...
+    def __call__(self, seq: int, subject: str, data: bytes) -> R_co: ...
 
 
 class Tracking(Protocol):
@@ -74,20 +75,22 @@ class FieldPosition:
 
 
 class Tracked(Generic[R]):
-    """``fold`` behind its position; called exactly as a stream follower calls its sink."""
+    """``fold`` behind its position; :attr:`apply` takes what a stream follower delivers."""
 
-    __slots__ = ("fold", "record")
+    __slots__ = ("apply", "fold", "record")
 
     def __init__(self, fold: Fold[R], record: Tracking | None = None) -> None:
         self.fold = fold
-        self.record: Tracking = StreamPosition() if record is None else record
+        position: Tracking = StreamPosition() if record is None else record
+        self.record = position
 
-    def __call__(self, seq: int, subject: str, data: bytes) -> R | None:
-        record = self.record
-        if seq <= record.last_seq:
-            return None
-        record.last_seq = seq
-        return self.fold(seq, subject, data)
+        def apply(seq: int, subject: str, data: bytes) -> R | None:
+            if seq <= position.last_seq:
+                return None
+            position.last_seq = seq
+            return fold(seq, subject, data)
+
+        self.apply: Fold[R | None] = apply
 
     @property
     def last_seq(self) -> int:

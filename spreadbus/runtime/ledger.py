@@ -20,13 +20,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, Protocol, TypeVar
 
+from nats.aio.client import Client
 from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
+
+from spreadbus.engine.bus_access import BucketSpec
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 E = TypeVar("E")
+
+
+async def existing_bucket(nc: Client, spec: BucketSpec) -> KeyValue:
+    """A feature's bucket, which must exist: the setup step creates it, never a service."""
+    return await nc.jetstream().key_value(spec.name)
 
 
 class EntryCodec(Protocol[E]):

@@ -22,19 +22,19 @@ from tests.backbone.log_builders import random_log
 AT = datetime(2026, 3, 1, 8, 30, tzinfo=UTC)
 
 
-def recorder() -> tuple[list[int], Tracked[int]]:
+def recorder(record: StreamPosition | None = None) -> tuple[list[int], Tracked[int]]:
     folded: list[int] = []
 
     def fold(seq: int, subject: str, data: bytes) -> int:
         folded.append(seq)
         return seq
 
-    return folded, Tracked(fold)
+    return folded, Tracked(fold, record)
 
 
 def test_a_message_at_or_below_the_position_is_not_folded() -> None:
     folded, tracked = recorder()
-    assert [tracked(seq, "s", b"") for seq in (1, 2, 2, 1, 5, 3, 6)] == [1, 2, None, None, 5,
+    assert [tracked.apply(seq, "s", b"") for seq in (1, 2, 2, 1, 5, 3, 6)] == [1, 2, None, None, 5,
                                                                          None, 6]
     assert folded == [1, 2, 5, 6]
     assert tracked.last_seq == 6
@@ -42,22 +42,21 @@ def test_a_message_at_or_below_the_position_is_not_folded() -> None:
 
 def test_a_skipped_message_moves_the_position_and_a_rewind_folds_again() -> None:
     folded, tracked = recorder()
-    tracked(1, "s", b"")
+    tracked.apply(1, "s", b"")
     tracked.skip(4)
     tracked.skip(2)  # never backwards
-    assert tracked(3, "s", b"") is None
+    assert tracked.apply(3, "s", b"") is None
     assert tracked.last_seq == 4
     tracked.rewind()
-    assert tracked(1, "s", b"") == 1
+    assert tracked.apply(1, "s", b"") == 1
     assert folded == [1, 1]
 
 
 def test_a_record_given_keeps_the_position_where_its_owner_snapshots_it() -> None:
     record = StreamPosition(7)
-    _, tracked = recorder()
-    tracked.record = record
-    assert tracked(7, "s", b"") is None
-    tracked(8, "s", b"")
+    _, tracked = recorder(record)
+    assert tracked.apply(7, "s", b"") is None
+    tracked.apply(8, "s", b"")
     assert record.last_seq == 8
 
 

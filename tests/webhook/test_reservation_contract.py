@@ -9,14 +9,12 @@ import nats
 from nats.js.api import DeliverPolicy
 
 from events.buckets import entry_key
-from spreadbus.features.workloadspread.admission.reservation_bucket import (
-    SPEC,
-    reservation_bucket,
-)
+from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
 from spreadbus.features.workloadspread.admission.reservation_ledger import reservation_store
 from spreadbus.features.workloadspread.core.occupancy import Reservation
 from spreadbus.features.workloadspread.core.reservation_contract import (
     BUCKET,
+    SPEC,
     STREAM,
     Ledger,
     LedgerEntry,

@@ -19,14 +19,14 @@ from events.messages import Verb
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
-from spreadbus.features.workloadspread.admission.reservation_bucket import (
-    SPEC as RESERVATIONS_SPEC,
-)
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
 from spreadbus.features.workloadspread.core.model import NAME
 from spreadbus.features.workloadspread.core.rebalance import HANDLED_ANNOTATION
 from spreadbus.features.workloadspread.core.reservation_contract import (
     BUCKET as RESERVATIONS_BUCKET,
+)
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    SPEC as RESERVATIONS_SPEC,
 )
 from spreadbus.features.workloadspread.core.reservation_contract import (
     STREAM as RESERVATIONS_STREAM,

@@ -39,7 +39,7 @@ class BudgetView:
         self.projection = KubeProjection()
         self.pods: dict[tuple[str, str], bytes] = {}
         """(namespace, name) -> the pod as kept, encoded."""
-        self.apply_message: Tracked[None] = Tracked(self._fold, self.projection.state)
+        self.apply_message = Tracked(self._fold, self.projection.state).apply
         """Follower sink: every message moves the projection's position, kept or not."""
 
     @property

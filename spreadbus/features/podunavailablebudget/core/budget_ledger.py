@@ -39,13 +39,17 @@ import msgspec
 
 from events.buckets import stream_of
 from kubesemantics.timestamps import parse_time
+from spreadbus.engine.bus_access import BucketSpec
 from spreadbus.projection.bucket_entries import JsonEntries
 
 BUCKET: Final = "spreadbus-budgets"
 STREAM: Final = stream_of(BUCKET)
-DESCRIPTION: Final = "PodUnavailableBudget disruptions allowed by the admission webhook"
-HISTORY: Final = 1
-TTL_SECONDS: Final = 24 * 3600
+SPEC: Final = BucketSpec(
+    name=BUCKET,
+    description="PodUnavailableBudget disruptions allowed by the admission webhook",
+    history=1,
+    ttl_seconds=24 * 3600,
+)
 
 DISRUPTED_EXPIRY: Final = timedelta(seconds=20)
 """How long a deleted or evicted pod stays recorded (Kruise's DeletionTimeout)."""

@@ -45,7 +45,7 @@ from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
 from spreadbus.features.workloadspread.core.occupancy import Occupant, Occupied, Slot, occupant
 from spreadbus.features.workloadspread.core.workload_kinds import WorkloadKinds, workload_kinds
-from spreadbus.projection.tracking import Tracked
+from spreadbus.projection.tracking import Fold, Tracked
 
 log = logging.getLogger(__name__)
 
@@ -105,22 +105,24 @@ class View:
     _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
     """:meth:`spreads_in` answers, sorted once per WorkloadSpread change, not per admission."""
 
-    apply_message: Tracked[None] = field(init=False, repr=False, compare=False)
+    tracking: Tracked[None] = field(init=False, repr=False, compare=False)
+    apply_message: Fold[None] = field(init=False, repr=False, compare=False)
     """Follower sink: decode and fold; a message it cannot read is counted, never raised."""
 
     def __post_init__(self) -> None:
         kinds = {(k.group, k.resource) for k in self.kinds}
         self.watched = frozenset({POD_KEY, SPREAD_KEY} | kinds)
-        self.apply_message = Tracked(self._fold_message)
+        self.tracking = Tracked(self._fold_message)
+        self.apply_message = self.tracking.apply
 
     @property
     def seq(self) -> int:
         """The last stream sequence folded in."""
-        return self.apply_message.last_seq
+        return self.tracking.last_seq
 
     @seq.setter
     def seq(self, seq: int) -> None:
-        self.apply_message.record.last_seq = seq
+        self.tracking.record.last_seq = seq
 
     @property
     def objects(self) -> Mapping[tuple[str, str], Mapping[tuple[str, str], Mapping[str, Any]]]:

@@ -26,16 +26,18 @@ from typing import Final, Generic, Literal, TypeVar
 import msgspec
 
 from events.buckets import stream_of
+from spreadbus.engine.bus_access import BucketSpec
 from spreadbus.features.workloadspread.core.occupancy import Reservation
 from spreadbus.projection.bucket_entries import JsonEntries
 
 BUCKET: Final = "spreadbus-reservations"
 STREAM: Final = stream_of(BUCKET)
-DESCRIPTION: Final = "WorkloadSpread subset slots reserved by the admission webhook"
-HISTORY: Final = 1
-"""One revision per key is all compare-and-set needs."""
-TTL_SECONDS: Final = 24 * 3600
-"""An entry untouched for a day holds only expired reservations."""
+SPEC: Final = BucketSpec(
+    name=BUCKET,
+    description="WorkloadSpread subset slots reserved by the admission webhook",
+    history=1,  # one revision per key is all compare-and-set needs
+    ttl_seconds=24 * 3600,  # an entry untouched for a day holds only expired reservations
+)
 
 R = TypeVar("R")
 
