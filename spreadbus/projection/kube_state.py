@@ -21,8 +21,9 @@ Speed is the design constraint (a million observations should replay in seconds)
   the keys handed out are exactly those an eager set would hold.
 
 The state is mutated in place rather than copied per event, the one concession to speed; the
-only mutating entry point is :attr:`apply`, and :mod:`spreadbus.projection.snapshot` encodes it
-deterministically (sorted keys), so two replays of one log give byte-identical snapshots.
+only mutating entry point is :attr:`apply` (or :meth:`fold`, for an owner that tracks the same
+record itself), and :mod:`spreadbus.projection.snapshot` encodes it deterministically (sorted
+keys), so two replays of one log give byte-identical snapshots.
 
 Messages this fold does not understand (an unknown type, a malformed body) are counted in
 ``skipped`` and otherwise ignored; a newer version's extra fields are ignored by the decoder, and
