@@ -36,7 +36,7 @@ from nats.aio.client import Client
 
 from bench import _tiny
 from bench._bus import full_size, observation, set_up
-from events.reservations import ledger_key
+from events.buckets import entry_key
 from events.streams import KUBE
 from spreadbus.features.registry import BUILTIN, bus_accesses
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
@@ -138,7 +138,7 @@ async def reserve_seconds(bus: Bus, cpu: dict[str, float], reservations: int) ->
     least of the calls."""
     nc = await bus.connect("webhook")
     bucket = await reservation_bucket(nc)
-    key = ledger_key("bench", "default", "bench")
+    key = entry_key("bench", "default", "bench")
     await bucket.put(key, b"{}")
     cpu_before, started = process_cpu(), time.perf_counter()
     for i in range(reservations):

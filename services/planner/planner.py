@@ -79,6 +79,7 @@ from spreadbus.projection.planning import (
     Timed,
     plans_for,
 )
+from spreadbus.projection.tracking import Tracked
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -234,7 +235,6 @@ class Planner:
             ]
             for side in self.streams:
                 # Not in snapshots: replaying a side stream costs one message per key.
-                side.reset()
                 self._followers.append(self._follower(side.stream, self._side_sink(side), 0))
         return self._followers
 
@@ -257,12 +257,12 @@ class Planner:
             )
 
     def _side_sink(self, side: SideStream) -> MessageSink:
-        fold = side.fold
+        fold, resource = Tracked(side.fold).apply, side.resource
 
         def sink(seq: int, subject: str, data: bytes) -> None:
             key = fold(seq, subject, data)
             if key is not None:
-                self.projection.changed.add(key)
+                self.projection.changed.add((resource, key))
 
         return sink
 

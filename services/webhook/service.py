@@ -35,6 +35,7 @@ from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature import Feature, WebhookContext, WebhookSide
 from spreadbus.engine.feature_service_settings import FeatureServiceSettings
 from spreadbus.features.registry import BUILTIN
+from spreadbus.projection.tracking import Tracked
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
     FollowerMetrics,
@@ -114,7 +115,8 @@ class WebhookService:
         self.metrics = Metrics(registry)
         self.sides: dict[str, WebhookSide] = {}
         """Each feature's side by feature name, in registry order."""
-        self.seq = 0
+        self.fold = Tracked(self._fold_sides)
+        """The follower's sink: every side folds each message of the stream once."""
         self.certificates = CertificateFiles(
             Path(settings.tls_cert),
             Path(settings.tls_key),
@@ -148,7 +150,7 @@ class WebhookService:
         self.follower = StreamFollower(
             self.nc,
             stream=streams.KUBE.name,
-            sink=self._fold,
+            sink=self.fold.apply,
             subjects=[f"{subjects.OBSERVATIONS}.{cluster}.>", f"{subjects.SYNC}.{cluster}.>"],
             on_progress=self._on_progress,
             metrics=FollowerMetrics(self.registry),
@@ -225,10 +227,13 @@ class WebhookService:
             "port": self.conversion_port,
             "client_certificates": authenticated})
 
-    def _fold(self, seq: int, subject: str, data: bytes) -> None:
+    @property
+    def seq(self) -> int:
+        return self.fold.last_seq
+
+    def _fold_sides(self, seq: int, subject: str, data: bytes) -> None:
         for side in self.sides.values():
             side.apply_message(seq, subject, data)
-        self.seq = seq
 
     def _export_state(self) -> None:
         """Counts kept by the features' sides and the fold, read at scrape time."""

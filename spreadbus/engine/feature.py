@@ -32,7 +32,7 @@ Signatures::
     Feature(name, settings=None, watches=(), plan_grants=(), planner=None, webhook=None,
             validators={}, offline_plan=None)
     PlannerSide(rules, streams=())
-    SideStream(stream, fold, reset)
+    SideStream(stream, fold, resource)
     WebhookSide: handlers, conversions, apply_message, progressed, start, stop, gauges
 """
 
@@ -53,6 +53,7 @@ from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature_settings import FeatureSettings
 from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.projection.planning import Rule
+from spreadbus.projection.tracking import Fold
 
 if TYPE_CHECKING:
     from nats.aio.client import Client
@@ -67,14 +68,16 @@ FS = TypeVar("FS", bound=FeatureSettings, default=FeatureSettings)
 class SideStream:
     """A stream the planner folds beside the observations, from its start on every start.
 
-    ``fold`` returns the projection key (resource key, object key) a message changed, which is
-    offered to the rules on the next round, or ``None``. Side streams are not in snapshots, so
+    ``fold`` returns the object key a message changed, or ``None``; the rules are offered
+    ``(resource, key)`` on the next round. The planner keeps the fold's position
+    (:class:`~spreadbus.projection.tracking.Tracked`). Side streams are not in snapshots, so
     each must be cheap to replay whole (one message per key, as a key-value bucket's).
     """
 
     stream: str
-    fold: Callable[[int, str, bytes], tuple[str, str] | None]
-    reset: Callable[[], None]
+    fold: Fold[str | None]
+    resource: str
+    """The pseudo resource key the rules see for a change of this stream."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -50,6 +50,7 @@ from events.messages import Outcome, Plan
 from events.streams import OUTCOMES
 from events.subjects import SubjectError, unescape
 from spreadbus.projection.refusal_backoff import refused_by_budget, retry_at
+from spreadbus.projection.tracking import FieldPosition, Tracked
 from spreadbus.projection.wake_schedule import WakeSchedule
 
 PlanStatus = Literal["in_flight", "applied", "failed", "skipped"]
@@ -169,6 +170,11 @@ def slot_target(slot: str) -> tuple[str, str, str, str, str]:
 class DecisionLog:
     def __init__(self, state: DecisionState | None = None) -> None:
         self.state = state or DecisionState()
+        self.apply_plan = Tracked(self.fold_plan, FieldPosition(self.state, "plans_seq")).apply
+        """The plan fold behind its position, ``plans_seq``: what the follower delivers to."""
+        self.apply_outcome = Tracked(
+            self.fold_outcome, FieldPosition(self.state, "outcomes_seq")).apply
+        """The outcome fold behind its position, ``outcomes_seq``."""
         self.held: set[str] = set()
         """Slots whose next plan waits for the newest one's answer (not in snapshots: after a
         restore every object is offered to the rules anyway)."""
@@ -205,7 +211,7 @@ class DecisionLog:
         return min(self.deferred.values(), default=None)
 
     def hold(self, slot: str) -> None:
-        """A plan for ``slot`` was held back; :meth:`apply_outcome` names the slot once it
+        """A plan for ``slot`` was held back; :attr:`apply_outcome` names the slot once it
         is answered."""
         self.held.add(slot)
 
@@ -218,11 +224,8 @@ class DecisionLog:
         self.held.difference_update(lost)
         return lost
 
-    def apply_plan(self, seq: int, subject: str, data: bytes) -> None:
+    def fold_plan(self, seq: int, subject: str, data: bytes) -> None:
         state = self.state
-        if seq <= state.plans_seq:
-            return
-        state.plans_seq = seq
         try:
             head = _PLAN.decode(data)
             cluster = unescape(subject.split(".")[1])
@@ -258,13 +261,10 @@ class DecisionLog:
         state.slots[head.id] = slot
         self.retries.set(slot, record.retry_at() if record.refused else None)
 
-    def apply_outcome(self, seq: int, subject: str, data: bytes) -> str | None:
+    def fold_outcome(self, seq: int, subject: str, data: bytes) -> str | None:
         """Fold one outcome; the slot to decide again, if any: its newest plan failed, or a
         plan for it was held back waiting for this answer."""
         state = self.state
-        if seq <= state.outcomes_seq:
-            return None
-        state.outcomes_seq = seq
         try:
             head = _OUTCOME.decode(data)
         except msgspec.DecodeError:

@@ -1,8 +1,11 @@
 """The projection of the ``KUBE`` stream: every object as last observed, and each resource's sync.
 
-It is a fold that knows its position. :meth:`KubeProjection.apply` takes ``(seq, subject, data)``
-exactly as the follower delivers it; a message at or below ``last_seq`` (a redelivery) changes
-nothing, so applying a log twice, or a snapshot plus the tail after it, ends in the same state.
+It is a fold that knows its position: :meth:`KubeProjection.fold` changes the state by one
+message, and :attr:`KubeProjection.apply`, which takes ``(seq, subject, data)`` exactly as the
+follower delivers it, is that fold behind its tracking record
+(:mod:`spreadbus.projection.tracking`), ``KubeState.last_seq``, kept in the state so that a
+snapshot holds both at once. A message at or below ``last_seq`` (a redelivery) changes nothing,
+so applying a log twice, or a snapshot plus the tail after it, ends in the same state.
 
 Speed is the design constraint (a million observations should replay in seconds), so:
 
@@ -18,8 +21,9 @@ Speed is the design constraint (a million observations should replay in seconds)
   the keys handed out are exactly those an eager set would hold.
 
 The state is mutated in place rather than copied per event, the one concession to speed; the
-only mutating entry point is :meth:`apply`, and :mod:`spreadbus.projection.snapshot` encodes it
-deterministically (sorted keys), so two replays of one log give byte-identical snapshots.
+only mutating entry point is :attr:`apply` (or :meth:`fold`, for an owner that tracks the same
+record itself), and :mod:`spreadbus.projection.snapshot` encodes it deterministically (sorted
+keys), so two replays of one log give byte-identical snapshots.
 
 Messages this fold does not understand (an unknown type, a malformed body) are counted in
 ``skipped`` and otherwise ignored; a newer version's extra fields are ignored by the decoder, and
@@ -39,6 +43,7 @@ from events import codec
 from events.messages import SCHEMA_VERSION, Observation, SyncMarker
 from events.subjects import escape
 from spreadbus.projection.owner_graph import OwnerGraph
+from spreadbus.projection.tracking import Tracked
 
 
 class StoredObject(msgspec.Struct, frozen=True, array_like=True, gc=False):
@@ -105,16 +110,17 @@ class KubeProjection:
         self.owners = OwnerGraph()
         """The followed objects' controller references, brought up to date with every
         :meth:`take_changed` (not in snapshots: a restore offers every object again)."""
+        self.tracking = Tracked(self.fold, self.state)
+        self.apply = self.tracking.apply
+        """The fold behind the state's position: what a follower delivers to."""
 
     @property
     def last_seq(self) -> int:
         return self.state.last_seq
 
-    def apply(self, seq: int, subject: str, data: bytes) -> None:
+    def fold(self, seq: int, subject: str, data: bytes) -> None:
+        """One message, whatever the position (:attr:`apply` skips redeliveries)."""
         state = self.state
-        if seq <= state.last_seq:
-            return
-        state.last_seq = seq
         try:
             head = _HEAD.decode(data)
         except msgspec.DecodeError:

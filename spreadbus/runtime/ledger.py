@@ -7,8 +7,8 @@ revision cannot both write; the loser re-reads and decides again, so no interlea
 number of replicas decides on a state another has already changed.
 
 The store is generic over the entry: a feature gives it the entry's :class:`EntryCodec` (the
-empty entry, encoding and decoding) and pure ``decide`` functions from an entry to a result and
-the new entry.
+empty entry, encoding and decoding; :class:`~spreadbus.projection.bucket_entries.JsonEntries`
+for JSON entries) and pure ``decide`` functions from an entry to a result and the new entry.
 """
 
 from __future__ import annotations
@@ -18,10 +18,13 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
+from nats.aio.client import Client
 from nats.js.errors import BadRequestError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
+
+from spreadbus.engine.bus_access import BucketSpec
 
 log = logging.getLogger(__name__)
 
@@ -29,13 +32,19 @@ T = TypeVar("T")
 E = TypeVar("E")
 
 
-@dataclass(frozen=True)
-class EntryCodec(Generic[E]):
+async def existing_bucket(nc: Client, spec: BucketSpec) -> KeyValue:
+    """A feature's bucket, which must exist: the setup step creates it, never a service."""
+    return await nc.jetstream().key_value(spec.name)
+
+
+class EntryCodec(Protocol[E]):
     """How a feature's entries are stored; ``decode`` of an empty body is the empty entry."""
 
-    empty: Callable[[], E]
-    encode: Callable[[E], bytes]
-    decode: Callable[[bytes | None], E]
+    def empty(self) -> E: ...
+
+    def encode(self, entry: E, /) -> bytes: ...
+
+    def decode(self, data: bytes | None, /) -> E: ...
 
 
 Decide = Callable[[E], tuple[T, "E | None"]]

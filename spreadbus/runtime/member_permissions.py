@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from events import streams, subjects
-from events.reservations import kv_token
+from events.buckets import kv_token
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.runtime.bus_layout import CORE_STREAMS, kv_stream
 from spreadbus.runtime.bus_permissions import (

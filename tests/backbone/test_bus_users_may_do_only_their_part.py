@@ -24,7 +24,7 @@ from nats.js.errors import Error as JetStreamError
 from nats.js.errors import NotFoundError
 
 from events import streams
-from events.reservations import BUCKET as RESERVATIONS
+from spreadbus.features.workloadspread.core.reservation_contract import BUCKET as RESERVATIONS
 from spreadbus.runtime.bus_permissions import READER, SERVICES, SETUP, actuator_consumer
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.stream_setup import stream_config

@@ -25,8 +25,8 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import Error as JetStreamError
 
 from events import streams
-from events.reservations import BUCKET as RESERVATIONS
 from spreadbus.cli import main
+from spreadbus.features.workloadspread.core.reservation_contract import BUCKET as RESERVATIONS
 from spreadbus.runtime.bus_permissions import SETUP, actuator_consumer, inbox_prefix
 from spreadbus.runtime.bus_users import seed_file
 from spreadbus.runtime.member_permissions import plan_filter

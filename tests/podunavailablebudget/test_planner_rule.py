@@ -11,13 +11,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from events import codec, subjects
+from events.buckets import entry_key
 from events.messages import Observation, Plan
 from spreadbus.engine.plan_grants import Granted, PlanAuthority
 from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     BUCKET,
+    ENTRIES,
     BudgetEntry,
-    encode,
-    entry_key,
 )
 from spreadbus.features.podunavailablebudget.feature import FEATURE
 from spreadbus.features.podunavailablebudget.planning.budget_records import (
@@ -60,7 +60,7 @@ class World:
     def spend(self, entry: BudgetEntry) -> None:
         self.seq += 1
         key = entry_key("c1", NS, "pub")
-        changed = self.records.apply(self.seq, f"$KV.{BUCKET}.{key}", encode(entry))
+        changed = self.records.apply(self.seq, f"$KV.{BUCKET}.{key}", ENTRIES.encode(entry))
         assert changed is not None
         self.view.changed.add((BUDGETS_RESOURCE, changed))
 

@@ -34,6 +34,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from events.buckets import entry_key
 from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
     budget_bucket,
     budget_store,
@@ -41,7 +42,6 @@ from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
 from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
 from spreadbus.features.podunavailablebudget.core.budget_ledger import (
     BudgetEntry,
-    entry_key,
     records,
 )
 from spreadbus.features.podunavailablebudget.planning.status_inputs import compute

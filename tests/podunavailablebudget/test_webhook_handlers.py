@@ -10,13 +10,13 @@ from typing import Any
 import pytest
 from nats.aio.client import Client
 
+from events.buckets import entry_key
 from spreadbus.engine.review import AdmissionRequest
 from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
     budget_bucket,
     budget_store,
 )
 from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
-from spreadbus.features.podunavailablebudget.core.budget_ledger import entry_key
 from spreadbus.features.podunavailablebudget.planning.status_inputs import compute
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 from spreadbus.runtime.ledger import LedgerConflict

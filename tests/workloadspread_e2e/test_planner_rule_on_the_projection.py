@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from events import codec, subjects
 from events.messages import Observation, Plan
-from events.reservations import BUCKET
 from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.core.reservation_contract import BUCKET
 from spreadbus.features.workloadspread.planning.reservations import ReservationLedgers
 from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 from spreadbus.projection.decision_log import DecisionLog

@@ -14,9 +14,9 @@ from nats.aio.client import Client
 
 from events import codec, subjects
 from events.messages import ObjectRef, Observation, Plan, ResourceRef, SyncMarker
-from events.reservations import BUCKET
 from services.planner.planner import Planner
 from spreadbus.engine.feature import PlannerContext
+from spreadbus.features.workloadspread.core.reservation_contract import BUCKET
 from spreadbus.features.workloadspread.planner import planner_side
 from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 from spreadbus.projection.kube_state import KubeProjection, resource_key

@@ -13,9 +13,9 @@ from typing import Final
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Governor, PlanGrant
-from spreadbus.features.podunavailablebudget.admission.budget_bucket import SPEC as BUCKET_SPEC
 from spreadbus.features.podunavailablebudget.audit import AUDIT
 from spreadbus.features.podunavailablebudget.core.budget_ledger import BUCKET, STREAM
+from spreadbus.features.podunavailablebudget.core.budget_ledger import SPEC as BUCKET_SPEC
 from spreadbus.features.podunavailablebudget.core.model import (
     GROUP,
     KIND,

@@ -23,12 +23,5 @@ async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> Pla
                           records=records if cluster == ctx.cluster else BudgetRecords(cluster),
                           min_interval_seconds=ctx.settings.pub_min_interval_seconds)
 
-    def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
-        changed = records.apply(seq, subject, data)
-        return None if changed is None else (BUDGETS_RESOURCE, changed)
-
-    def reset() -> None:
-        records.last_seq = 0
-
-    return PlannerSide(rules=[EveryCluster(rule_for, home=ctx.cluster)],
-                       streams=[SideStream(stream=STREAM, fold=fold, reset=reset)])
+    side = SideStream(stream=STREAM, fold=records.apply, resource=BUDGETS_RESOURCE)
+    return PlannerSide(rules=[EveryCluster(rule_for, home=ctx.cluster)], streams=[side])

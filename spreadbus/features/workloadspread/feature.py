@@ -16,18 +16,22 @@ from typing import Final
 
 from events import subjects
 from events.messages import Verb
-from events.reservations import BUCKET as RESERVATIONS_BUCKET
-from events.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
-from spreadbus.features.workloadspread.admission.reservation_bucket import (
-    SPEC as RESERVATIONS_SPEC,
-)
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
 from spreadbus.features.workloadspread.audit import AUDIT
 from spreadbus.features.workloadspread.core.model import NAME
 from spreadbus.features.workloadspread.core.rebalance import HANDLED_ANNOTATION
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    BUCKET as RESERVATIONS_BUCKET,
+)
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    SPEC as RESERVATIONS_SPEC,
+)
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    STREAM as RESERVATIONS_STREAM,
+)
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from spreadbus.features.workloadspread.offline import (
     offline_admit,

@@ -5,8 +5,10 @@ projection, with the reservation bucket's stream folded beside it (:mod:`.planni
 
 from __future__ import annotations
 
-from events.reservations import STREAM as RESERVATIONS_STREAM
 from spreadbus.engine.feature import PlannerContext, PlannerSide, SideStream
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    STREAM as RESERVATIONS_STREAM,
+)
 from spreadbus.features.workloadspread.planning.reservations import (
     RESERVATIONS_RESOURCE,
     ReservationLedgers,
@@ -31,14 +33,8 @@ async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSi
             repair_unsteered=ctx.settings.repair_unsteered_pods,
         )
 
-    def fold(seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
-        changed = ledgers.apply(seq, subject, data)
-        return None if changed is None else (RESERVATIONS_RESOURCE, changed)
-
-    def reset() -> None:
-        ledgers.last_seq = 0
-
     return PlannerSide(
         rules=[EveryCluster(rule_for, home=ctx.cluster)],
-        streams=[SideStream(stream=RESERVATIONS_STREAM, fold=fold, reset=reset)],
+        streams=[SideStream(stream=RESERVATIONS_STREAM, fold=ledgers.apply,
+                            resource=RESERVATIONS_RESOURCE)],
     )

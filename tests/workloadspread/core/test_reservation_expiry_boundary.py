@@ -12,7 +12,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger, pruned
+from spreadbus.features.workloadspread.admission.reservation_ledger import pruned
 from spreadbus.features.workloadspread.core.model import Subset
 from spreadbus.features.workloadspread.core.occupancy import (
     CREATE_TIMEOUT,
@@ -21,6 +21,7 @@ from spreadbus.features.workloadspread.core.occupancy import (
     SubsetLoad,
     expired,
 )
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.features.workloadspread.core.status import subset_status
 from tests.workloadspread.core.builders import pod
 

@@ -14,11 +14,11 @@ import nats
 import pytest
 from nats.aio.client import Client
 
-from events.reservations import ledger_key
+from events.buckets import entry_key as ledger_key
 from kubesim import jsonpatch
 from spreadbus.features.workloadspread.admission.admission import SpreadAdmission
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
 from spreadbus.features.workloadspread.admission.view import View
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.runtime.nats_server import NatsServer
 from tests.webhook.admission_reviews import patch_of, request
 from tests.webhook.cluster_state import (

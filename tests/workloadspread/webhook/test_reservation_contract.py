@@ -8,13 +8,18 @@ import msgspec
 import nats
 from nats.js.api import DeliverPolicy
 
-from events.reservations import BUCKET, STREAM, LedgerEntry, ReservedSlot, ledger_key
-from spreadbus.features.workloadspread.admission.reservation_bucket import (
-    SPEC,
-    reservation_bucket,
-)
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger, reservation_store
+from events.buckets import entry_key
+from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
+from spreadbus.features.workloadspread.admission.reservation_ledger import reservation_store
 from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.core.reservation_contract import (
+    BUCKET,
+    SPEC,
+    STREAM,
+    Ledger,
+    LedgerEntry,
+    ReservedSlot,
+)
 from spreadbus.features.workloadspread.feature import FEATURE
 from spreadbus.features.workloadspread.planning.reservations import ReservationLedgers
 from spreadbus.runtime.nats_server import NatsServer
@@ -36,7 +41,7 @@ async def test_a_ledger_the_webhook_writes_is_read_by_the_planner_and_a_plain_su
         kv = await reservation_bucket(nc)
         store = reservation_store(kv)
         # A cluster and a name that need escaping, so the key layout is exercised too.
-        key = ledger_key("east.1", "team a", "web%spread")
+        key = entry_key("east.1", "team a", "web%spread")
         taken = Reservation("team a/web%spread", "v7", "zone-b", "uid-1", "creating", AT)
         freed = Reservation("team a/web%spread", "v7", "zone-a", "web-0", "deleting", AT)
 

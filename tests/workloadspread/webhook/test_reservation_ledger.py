@@ -12,16 +12,14 @@ from typing import Literal
 import nats
 from nats.aio.client import Client
 
-from events.reservations import ledger_key
+from events.buckets import entry_key as ledger_key
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
 from spreadbus.features.workloadspread.admission.reservation_ledger import (
-    Ledger,
-    decode,
-    encode,
     pruned,
     reservation_store,
 )
 from spreadbus.features.workloadspread.core.occupancy import Reservation
+from spreadbus.features.workloadspread.core.reservation_contract import ENTRIES, Ledger
 from spreadbus.runtime.nats_server import NatsServer
 
 LIMITS = {"zone-a": 7, "zone-b": 5}
@@ -127,8 +125,8 @@ def test_expiry_alone_does_not_raise_the_floor() -> None:
 
 def test_a_ledger_round_trips_through_its_stored_form() -> None:
     ledger = Ledger(creating={"p": reservation("p", "a", "creating")}, floor=9)
-    assert decode(encode(ledger)) == ledger
-    assert decode(b"garbage") == Ledger()
+    assert ENTRIES.decode(ENTRIES.encode(ledger)) == ledger
+    assert ENTRIES.decode(b"garbage") == Ledger()
 
 
 async def test_a_burst_on_one_replica_is_committed_in_few_writes(nats_server: NatsServer) -> None:

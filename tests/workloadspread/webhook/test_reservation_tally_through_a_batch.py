@@ -16,11 +16,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
 from spreadbus.features.workloadspread.admission.reservation_tally import ReservationTally
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.admission import admit_create_for, admit_delete_for
 from spreadbus.features.workloadspread.core.occupancy import loads_from_pods
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from tests.webhook.cluster_state import (
     MATCHED,
     deployment,

@@ -16,11 +16,11 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
 from spreadbus.features.workloadspread.admission.reservation_tally import ReservationTally
 from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.core.model import from_object
 from spreadbus.features.workloadspread.core.occupancy import Reservation, loads_from_pods
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from tests.webhook.cluster_state import fold_pods
 from tests.workloadspread.core.pod_histories import NAMES, SUBSETS, History, histories
 

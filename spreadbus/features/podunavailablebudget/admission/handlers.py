@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from events.buckets import entry_key
 from kubesemantics.field_errors import describe
 from spreadbus.engine.admission_chain import ALLOW, Verdict, deny
 from spreadbus.engine.review import AdmissionRequest, pointer
@@ -110,7 +111,7 @@ class BudgetAdmission:
                                                                   entry.unavailable)
             return decision, (current if pruned else None)
 
-        key = budget_ledger.entry_key(self.view.cluster, namespace, budget_name)
+        key = entry_key(self.view.cluster, namespace, budget_name)
         try:
             decision = await self.store.transact(key, decide)
         except Exception as exc:  # NATS unreachable, the entry contended past the deadline

@@ -23,6 +23,7 @@ from events.messages import Observation
 from events.subjects import escape
 from spreadbus.features.podunavailablebudget.admission.kept_pod import kept
 from spreadbus.projection.kube_state import KubeProjection, decode_object
+from spreadbus.projection.tracking import Tracked
 
 PUB_GROUP: Final = "policy.kruise.io"
 PUB_RESOURCE: Final = "podunavailablebudgets"
@@ -38,26 +39,22 @@ class BudgetView:
         self.projection = KubeProjection()
         self.pods: dict[tuple[str, str], bytes] = {}
         """(namespace, name) -> the pod as kept, encoded."""
+        self.apply_message = Tracked(self._fold, self.projection.state).apply
+        """Follower sink: every message moves the projection's position, kept or not."""
 
     @property
     def seq(self) -> int:
         return self.projection.last_seq
 
-    def apply_message(self, seq: int, subject: str, data: bytes) -> None:
+    def _fold(self, seq: int, subject: str, data: bytes) -> None:
         tokens = subject.split(".", 6)
         if len(tokens) >= 5 and tokens[4] not in KEPT:
-            self._passed(seq)
             return
         if len(tokens) == 7 and tokens[4] == PODS:
             self._fold_pod(data)
-            self._passed(seq)
             return
-        self.projection.apply(seq, subject, data)
+        self.projection.fold(seq, subject, data)
         self.projection.changed.clear()
-
-    def _passed(self, seq: int) -> None:
-        if seq > self.projection.state.last_seq:
-            self.projection.state.last_seq = seq
 
     def _fold_pod(self, data: bytes) -> None:
         event = codec.decode(data)

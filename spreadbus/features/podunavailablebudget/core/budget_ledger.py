@@ -2,7 +2,7 @@
 
 Kruise's webhook spends a PodUnavailableBudget by updating its status with a resourceVersion
 precondition. Here the planner alone writes PUB status, and the webhook replicas spend on one
-JetStream key-value entry per PUB (``<cluster>.<namespace>.<name>``, bucket :data:`BUCKET`),
+JetStream key-value entry per PUB (keyed as :mod:`events.buckets` says, bucket :data:`BUCKET`),
 changed only by compare-and-set through the generic ledger store, so no interleaving of any number
 of replicas allows more disruptions than ``unavailableAllowed``.
 
@@ -37,14 +37,19 @@ from typing import Any, Final
 
 import msgspec
 
-from events.reservations import kv_token
+from events.buckets import stream_of
 from kubesemantics.timestamps import parse_time
+from spreadbus.engine.bus_access import BucketSpec
+from spreadbus.projection.bucket_entries import JsonEntries
 
 BUCKET: Final = "spreadbus-budgets"
-STREAM: Final = f"KV_{BUCKET}"
-DESCRIPTION: Final = "PodUnavailableBudget disruptions allowed by the admission webhook"
-HISTORY: Final = 1
-TTL_SECONDS: Final = 24 * 3600
+STREAM: Final = stream_of(BUCKET)
+SPEC: Final = BucketSpec(
+    name=BUCKET,
+    description="PodUnavailableBudget disruptions allowed by the admission webhook",
+    history=1,
+    ttl_seconds=24 * 3600,
+)
 
 DISRUPTED_EXPIRY: Final = timedelta(seconds=20)
 """How long a deleted or evicted pod stays recorded (Kruise's DeletionTimeout)."""
@@ -69,31 +74,8 @@ class BudgetEntry(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
         return len(self.disrupted) + len(self.unavailable)
 
 
-_ENCODER: Final = msgspec.json.Encoder()
-_DECODER: Final = msgspec.json.Decoder(BudgetEntry)
-
-
-def encode(entry: BudgetEntry) -> bytes:
-    return _ENCODER.encode(entry)
-
-
-def decode(data: bytes | None) -> BudgetEntry:
-    """An empty body (deleted key) or an unreadable one is the empty entry."""
-    if not data:
-        return BudgetEntry()
-    try:
-        return _DECODER.decode(data)
-    except msgspec.DecodeError:
-        return BudgetEntry()
-
-
-def entry_key(cluster: str, namespace: str, name: str) -> str:
-    return ".".join(kv_token(t) for t in (cluster, namespace, name))
-
-
-def subject_prefix(cluster: str) -> str:
-    """Subjects of one cluster's entries in the bucket's stream start with this."""
-    return f"$KV.{BUCKET}.{kv_token(cluster)}."
+ENTRIES: Final = JsonEntries(BudgetEntry, what="budget")
+"""How webhooks write, and the planner reads, a :class:`BudgetEntry`."""
 
 
 def _map(status: Mapping[str, Any], key: str) -> dict[str, str]:

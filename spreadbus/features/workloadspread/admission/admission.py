@@ -50,14 +50,13 @@ from typing import Any
 
 from nats.aio.client import Client
 
-from events.reservations import ledger_key
+from events.buckets import entry_key
 from kubesemantics.field_errors import describe
 from spreadbus.engine.admission_chain import ALLOW, Verdict, deny
 from spreadbus.engine.review import AdmissionRequest
 from spreadbus.features.workloadspread.admission.announcements import Announcements, Evidence
 from spreadbus.features.workloadspread.admission.governing_spread import GoverningSpread
 from spreadbus.features.workloadspread.admission.ledger_transactions import transact
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
 from spreadbus.features.workloadspread.admission.reservation_tally import ReservationTally
 from spreadbus.features.workloadspread.admission.spread_hints import SpreadHints
 from spreadbus.features.workloadspread.admission.view import POD_KEY, SPREAD_KEY, View
@@ -77,6 +76,7 @@ from spreadbus.features.workloadspread.core.admission_reasons import (
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, api_group
 from spreadbus.features.workloadspread.core.occupancy import SubsetLoad
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.features.workloadspread.core.target import ReplicasPathError, workload_replicas
 from spreadbus.features.workloadspread.core.validation import validate_workloadspread
 from spreadbus.features.workloadspread.core.workload_kinds import replicas_path_problem
@@ -196,7 +196,7 @@ class SpreadAdmission:
             replicas=replicas,
             version=version,
             ledger_revision=self.ledger.revision(
-                ledger_key(self.view.cluster, spread.namespace, spread.name)),
+                entry_key(self.view.cluster, spread.namespace, spread.name)),
         )
         self.announcements.announce(request, spread.name, decision.subset or "", key, evidence)
         return Verdict(patch=decision.patch, warnings=warnings)
@@ -291,7 +291,7 @@ class SpreadAdmission:
 
         return await transact(
             self.ledger,
-            ledger_key(self.view.cluster, spread.namespace, spread.name),
+            entry_key(self.view.cluster, spread.namespace, spread.name),
             decide,
             progress=self.progress,
             catch_up_timeout=self.catch_up_timeout,

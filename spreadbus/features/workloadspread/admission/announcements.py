@@ -5,7 +5,7 @@ decision counted it, the workload and its replicas, the ledger revision and this
 the server copies it into ``HISTORY`` for the audit log.
 
 The reservation ledger is the record that keeps subsets within their limits
-(:mod:`events.reservations`); the ``Admission`` event on the bus only tells observers which
+(:mod:`..core.reservation_contract`); the ``Admission`` event on the bus only tells observers which
 subset a pod was steered into. So it is best effort and stays off the answer path: events are
 queued, one background task publishes whatever is queued, and the answer never waits for NATS
 beyond the reservation. One task for a burst rather than one per event: a task per steered pod

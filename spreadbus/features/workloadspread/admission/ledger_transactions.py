@@ -21,8 +21,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger
 from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.runtime.ledger import LedgerStore
 
 log = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 Between the moment the webhook steers a pod into a subset and the moment that pod shows up in
 the observation stream, no projection counts it. Kruise bridges that gap by writing
 ``creatingPods`` into the WorkloadSpread status from inside the admission call. Here the bridge
-is one JetStream key-value entry per WorkloadSpread (:mod:`events.reservations`), a
+is one JetStream key-value entry per WorkloadSpread (:mod:`.core.reservation_contract`), a
 :class:`Ledger` of the placement core's reservations in flight, written through the generic
 compare-and-set store (:class:`spreadbus.runtime.ledger.LedgerStore`), so no interleaving of any
 number of replicas admits more pods to a subset than its limit.
@@ -22,55 +22,13 @@ the core says (:meth:`Reservation.live`).
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from datetime import datetime
-from typing import Final
 
-import msgspec
 from nats.js.kv import KeyValue
 
-from events.reservations import LedgerEntry
-from spreadbus.features.workloadspread.core.occupancy import Reservation
-from spreadbus.runtime.ledger import EntryCodec, LedgerStore
-
-log = logging.getLogger(__name__)
-
-
-class Ledger(LedgerEntry[Reservation], frozen=True, kw_only=True, omit_defaults=True):
-    """Reservations in flight for one WorkloadSpread, in the bus's wire schema."""
-
-    def reservations(self) -> list[Reservation]:
-        return [*self.creating.values(), *self.deleting.values()]
-
-    def with_reservation(self, reservation: Reservation) -> Ledger:
-        if reservation.kind == "creating":
-            creating = {**self.creating, reservation.pod: reservation}
-            return Ledger(creating=creating, deleting=self.deleting, floor=self.floor)
-        deleting = {**self.deleting, reservation.pod: reservation}
-        return Ledger(creating=self.creating, deleting=deleting, floor=self.floor)
-
-
-_ENCODER: Final = msgspec.json.Encoder()
-_DECODER: Final = msgspec.json.Decoder(Ledger)
-
-
-def encode(ledger: Ledger) -> bytes:
-    return _ENCODER.encode(ledger)
-
-
-def decode(data: bytes | None) -> Ledger:
-    """An unreadable entry is treated as empty: only a bug can have written it."""
-    if not data:
-        return Ledger()
-    try:
-        return _DECODER.decode(data)
-    except msgspec.DecodeError:
-        log.error("unreadable reservation ledger entry, starting it afresh")
-        return Ledger()
-
-
-CODEC: Final = EntryCodec(empty=Ledger, encode=encode, decode=decode)
+from spreadbus.features.workloadspread.core.reservation_contract import ENTRIES, Ledger
+from spreadbus.runtime.ledger import LedgerStore
 
 
 def pruned(
@@ -97,4 +55,4 @@ def pruned(
 
 def reservation_store(kv: KeyValue, *, deadline_seconds: float = 2.0) -> LedgerStore[Ledger]:
     """The compare-and-set store of WorkloadSpread ledgers in ``kv``."""
-    return LedgerStore(kv, CODEC, deadline_seconds=deadline_seconds)
+    return LedgerStore(kv, ENTRIES, deadline_seconds=deadline_seconds)

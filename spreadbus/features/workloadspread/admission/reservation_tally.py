@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from spreadbus.features.workloadspread.admission.reservation_ledger import Ledger, pruned
+from spreadbus.features.workloadspread.admission.reservation_ledger import pruned
 from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.core.model import WorkloadSpread
 from spreadbus.features.workloadspread.core.occupancy import (
@@ -32,6 +32,7 @@ from spreadbus.features.workloadspread.core.occupancy import (
     count_loads,
     reservation_counts,
 )
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
 from spreadbus.features.workloadspread.core.occupancy import Occupant, Occupied, Slot, occupant
 from spreadbus.features.workloadspread.core.workload_kinds import WorkloadKinds, workload_kinds
+from spreadbus.projection.tracking import Fold, Tracked
 
 log = logging.getLogger(__name__)
 
@@ -88,7 +89,6 @@ class View:
     stores: dict[tuple[str, str], Objects] = field(default_factory=dict)
     """Every resource kept but pods, as observed."""
     spreads: dict[tuple[str, str], WorkloadSpread] = field(default_factory=dict)
-    seq: int = 0
     synced: set[tuple[str, str]] = field(default_factory=set)
     followed: set[tuple[str, str]] = field(default_factory=set)
     """(group, resource) that completed a list at least once: a relist does not unfollow."""
@@ -105,9 +105,24 @@ class View:
     _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
     """:meth:`spreads_in` answers, sorted once per WorkloadSpread change, not per admission."""
 
+    tracking: Tracked[None] = field(init=False, repr=False, compare=False)
+    apply_message: Fold[None] = field(init=False, repr=False, compare=False)
+    """Follower sink: decode and fold; a message it cannot read is counted, never raised."""
+
     def __post_init__(self) -> None:
         kinds = {(k.group, k.resource) for k in self.kinds}
         self.watched = frozenset({POD_KEY, SPREAD_KEY} | kinds)
+        self.tracking = Tracked(self._fold_message)
+        self.apply_message = self.tracking.apply
+
+    @property
+    def seq(self) -> int:
+        """The last stream sequence folded in."""
+        return self.tracking.last_seq
+
+    @seq.setter
+    def seq(self, seq: int) -> None:
+        self.tracking.record.last_seq = seq
 
     @property
     def objects(self) -> Mapping[tuple[str, str], Mapping[tuple[str, str], Mapping[str, Any]]]:
@@ -118,8 +133,7 @@ class View:
 
     # -- folding ------------------------------------------------------------------------------
 
-    def apply_message(self, seq: int, subject: str, data: bytes) -> None:
-        """Follower sink: decode and fold; a message it cannot read is counted, never raised."""
+    def _fold_message(self, seq: int, subject: str, data: bytes) -> None:
         event = codec.decode(data)
         if isinstance(event, Observation):
             self.apply(event)
@@ -133,7 +147,6 @@ class View:
                     self.synced.discard(key)
         else:
             self.skipped += 1
-        self.seq = seq
 
     def apply(self, event: Observation) -> None:
         key = (event.group, event.resource)
