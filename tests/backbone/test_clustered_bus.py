@@ -5,6 +5,7 @@ the stream's leader chosen on purpose), compare-and-set ledgers exact across the
 the killed server back and caught up with the others.
 
 Clients are given every server's URL, as the services are, and carry on through the others.
+``make test`` kills the leader; ``make chaos`` a random server too.
 """
 
 from __future__ import annotations
@@ -99,7 +100,10 @@ async def publish_through(js: nats.js.JetStreamContext, count: int, kill_after: 
     return acked
 
 
-@pytest.mark.parametrize("leader", [False, True], ids=["random-server", "stream-leader"])
+@pytest.mark.parametrize("leader", [
+    pytest.param(False, id="random-server", marks=pytest.mark.chaos_only),
+    pytest.param(True, id="stream-leader"),
+])
 async def test_no_acknowledged_message_is_lost_when_a_server_dies(
     nats_cluster: NatsCluster, leader: bool
 ) -> None:
@@ -173,7 +177,10 @@ async def spender(store: LedgerStore[Spent], writer: int, asks: int, granted: li
             await asyncio.sleep(0.05)
 
 
-@pytest.mark.parametrize("leader", [False, True], ids=["random-server", "bucket-leader"])
+@pytest.mark.parametrize("leader", [
+    pytest.param(False, id="random-server", marks=pytest.mark.chaos_only),
+    pytest.param(True, id="bucket-leader"),
+])
 async def test_a_compare_and_set_ledger_stays_exact_across_a_leader_change(
     nats_cluster: NatsCluster, leader: bool
 ) -> None:
