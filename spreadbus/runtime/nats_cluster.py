@@ -8,10 +8,10 @@ route port without the cluster's password is refused, so a route is no way aroun
 users. A member restarted (after a kill) keeps its ports, its name and its store, and catches up
 from the others.
 
-:meth:`NatsCluster.start` returns once every member answers ``/healthz``, which a clustered
-server does only once a JetStream meta leader is elected and its streams are current, so the
-bus can be set up at once. :meth:`NatsCluster.current` asks the same later (after a restart: the
-member has caught up).
+:meth:`NatsCluster.start` returns once every member answers ``/healthz`` (which a clustered
+server does only once a JetStream meta leader is elected and its streams are current) and every
+stream it holds has a leader, so the bus can be set up or used at once.
+:meth:`NatsCluster.current` asks the same later (after a restart: the member has caught up).
 
 Signatures::
 
@@ -100,8 +100,17 @@ class NatsCluster:
         return self
 
     def current(self) -> bool:
-        """Every member running with a meta leader known and its streams current."""
-        return bool(self.servers) and all(server.healthy() for server in self.servers)
+        """Every member running with a meta leader known, its streams current, and each
+        stream led (after a cold start of every member, ``/healthz`` answers before the
+        streams have elected their leaders)."""
+        if not self.servers or not all(server.healthy() for server in self.servers):
+            return False
+        for server in self.servers:
+            streams = server.streams()
+            if streams is None or any(not (s.get("cluster") or {}).get("leader")
+                                      for s in streams.values()):
+                return False
+        return True
 
     def stop(self) -> None:
         for server in self.servers:

@@ -26,7 +26,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from spreadbus.runtime.parent_death import die_with_parent
 
@@ -199,6 +199,22 @@ class NatsServer:
                 return bool(response.status == 200)
         except (urllib.error.URLError, OSError):
             return False
+
+    def streams(self, *, timeout: float = 2.0) -> dict[str, dict[str, Any]] | None:
+        """Each stream this server holds (a replica of), as its ``/jsz`` reports it (``state``,
+        ``cluster`` with the ``leader``); None while it cannot answer."""
+        if not self.monitor or not self.running:
+            return None
+        url = (f"http://{self.host}:{self.monitor_port}/jsz?accounts=true&streams=true"
+               "&config=true")
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                report = json.loads(response.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+        return {stream["name"]: stream
+                for account in report.get("account_details") or []
+                for stream in account.get("stream_detail") or []}
 
     @property
     def running(self) -> bool:

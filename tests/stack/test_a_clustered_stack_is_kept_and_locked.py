@@ -21,12 +21,10 @@ from spreadbus.cli.local_stack import Stack
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.runtime.nats_cluster import member_names
 from tests.workloadspread_e2e.stack import (
-    create_spread,
+    create_namespace,
     deployment,
-    elastic_spread,
     live_pods,
     running_stack,
-    split,
     wait_for,
 )
 
@@ -41,6 +39,10 @@ async def replicas_of_every_stream(stack: Stack) -> dict[str, int]:
                 for spec in ALL}
     finally:
         await nc.close()
+
+
+def running_pods(api: client.ApiClient) -> list[Any]:
+    return [p for p in live_pods(api, NS, "web") if p.status.phase == "Running"]
 
 
 def pod_uids(api: client.ApiClient) -> set[str]:
@@ -58,11 +60,9 @@ def test_a_three_server_stack_is_locked_and_started_again_keeps_its_bus_and_clus
         with pytest.raises(DataDirInUse):
             Stack(data_dir=data_dir, cluster="local", kubesim_args=[], nats_servers=3).claim()
         assert asyncio.run(replicas_of_every_stream(stack)) == {s.name: 3 for s in ALL}
-        create_spread(api, NS, elastic_spread("ws", "web", 2))
-        client.AppsV1Api(api).create_namespaced_deployment(NS, deployment("web", 3))
-        wait_for("3 pods running, 2 fixed and 1 elastic",
-                 lambda: split(live_pods(api, NS, "web"), running=True) == {"ACK": 2, "ECI": 1},
-                 120)
+        create_namespace(api, NS)
+        client.AppsV1Api(api).create_namespaced_deployment(NS, deployment("web", 2))
+        wait_for("2 pods running", lambda: len(running_pods(api)) == 2, 120)
         before = pod_uids(api)
     for name in member_names(3):
         assert any((data_dir / "nats" / name / "jetstream").glob("*/streams/KUBE")), name
