@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import msgspec
 import nats
@@ -24,6 +24,7 @@ from nats.js.errors import Error as JetStreamError
 
 from events.streams import KUBE
 from spreadbus.runtime.bus_layout import kv_stream, object_stream
+from spreadbus.runtime.follower import StreamFollower
 from spreadbus.runtime.ledger import EntryCodec, LedgerStore
 from spreadbus.runtime.nats_cluster import NatsCluster
 from spreadbus.runtime.nats_server import NatsServer
@@ -34,6 +35,9 @@ from tests.fixtures.nats_cluster import REPLICAS, caught_up, server_name, stream
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 
 MESSAGES = 300
+CATCH_UP_SECONDS = 1.0
+"""How long the webhook waits for its view to reach a reservation floor before asking whether
+its observation stream is drained (``catch_up_timeout``)."""
 SLOTS = 60
 """The ledger's cap: a budget of this many slots, spent by three writers asking for more."""
 
@@ -52,6 +56,16 @@ async def until_caught_up(cluster: NatsCluster, timeout: float = 60.0) -> dict[s
         assert loop.time() < deadline, "the restarted server did not catch up"
         await asyncio.sleep(0.1)
     return found
+
+
+async def until(check: Callable[[], bool], timeout: float = 60.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while True:
+        if check():
+            return
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
 
 
 def victim(cluster: NatsCluster, stream: str, *, leader: bool, rng: random.Random) -> NatsServer:
@@ -218,3 +232,55 @@ async def test_a_compare_and_set_ledger_stays_exact_across_a_leader_change(
     finally:
         for c in clients:
             await c.close()
+
+
+async def test_a_follower_whose_consumer_died_with_its_server_is_never_drained_while_behind(
+    nats_cluster: NatsCluster,
+) -> None:
+    """A decision that rests on "the view has read everything" (the webhook's reservation
+    floor) must not be told so by a consumer that died with its server: whenever the follower
+    says it is drained, it has read every message acknowledged before."""
+    nc = await connect(nats_cluster)
+    publisher = await connect(nats_cluster, first=1)
+    follower = StreamFollower(nc, stream=KUBE.name, sink=lambda seq, subject, data: None,
+                              name="drained-probe")
+    following = asyncio.create_task(follower.run())
+    try:
+        js = publisher.jetstream(timeout=1)
+        kill = asyncio.Event()
+        acked = await publish_through(js, 20, 0, kill)
+        await until(lambda: follower.drained() and follower.last_seq == max(acked))
+        (consumer,) = await nc.jetstream().consumers_info(KUBE.name)
+        assert consumer.cluster is not None
+        host = next(s for s in nats_cluster.servers if server_name(s) == consumer.cluster.leader)
+        print(f"the follower's consumer lives on {consumer.cluster.leader}; killing it")
+        host.kill()
+        loop = asyncio.get_running_loop()
+        published: list[tuple[float, int]] = []  # (when acknowledged, sequence)
+
+        def honest() -> bool:
+            """Drained only with every message acknowledged a catch-up wait ago read."""
+            drained = follower.drained()
+            settled = [seq for at, seq in published if loop.time() - at > CATCH_UP_SECONDS]
+            assert not drained or not settled or follower.last_seq >= max(settled), (
+                f"drained at {follower.last_seq} while {max(settled)} was acknowledged "
+                f"{CATCH_UP_SECONDS} s before")
+            return drained
+
+        for i in range(20, 80):
+            while True:
+                try:
+                    ack = await js.publish(f"kube.obs.c1.core.pods.ns.q{i}", b"{}", timeout=1)
+                    break
+                except (NatsError, JetStreamError, TimeoutError):
+                    honest()
+                    await asyncio.sleep(0.05)
+            published.append((loop.time(), ack.seq))
+            honest()
+            await asyncio.sleep(0.05)  # a steady trickle, as a watcher's
+        await until(lambda: honest() and follower.last_seq == published[-1][1])
+    finally:
+        follower.stop()
+        await following
+        await publisher.close()
+        await nc.close()
