@@ -1,6 +1,7 @@
 """``spreadbus up --nats-servers 3`` keeps what a one-server stack keeps: the data directory is
-locked while it runs, and started again it finds its bus (each server's store) and kubesim's
-objects together. A directory kept for one number of servers is refused for another, naming
+locked while it runs, a server that dies is started again on its port and store and catches
+up, and started again the stack finds its bus (each server's store) and kubesim's objects
+together. A directory kept for one number of servers is refused for another, naming
 what to do, and an even number of servers is refused before anything starts."""
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.runtime.nats_cluster import member_names
+from tests.fixtures.nats_cluster import caught_up
 from tests.workloadspread_e2e.stack import (
     create_namespace,
     deployment,
@@ -64,6 +66,14 @@ def test_a_three_server_stack_is_locked_and_started_again_keeps_its_bus_and_clus
         client.AppsV1Api(api).create_namespaced_deployment(NS, deployment("web", 2))
         wait_for("2 pods running", lambda: len(running_pods(api)) == 2, 120)
         before = pod_uids(api)
+        killed = stack.nats_members[1]
+        killed.kill()
+
+        def restarted() -> bool:
+            stack.supervise()
+            return caught_up(stack.nats_members) is not None
+
+        wait_for("the killed server started again by the stack and caught up", restarted, 60)
     for name in member_names(3):
         assert any((data_dir / "nats" / name / "jetstream").glob("*/streams/KUBE")), name
 
