@@ -16,6 +16,7 @@ import pytest
 from kubernetes import client
 
 from events.streams import ALL
+from spreadbus.audit.settings import AuditSettings, with_local_stack
 from spreadbus.cli import up
 from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack
@@ -110,3 +111,10 @@ def test_up_refuses_a_number_of_servers_that_cannot_elect_a_leader(
     assert up.run(args) == 2
     assert "--nats-servers" in capsys.readouterr().err
     assert not (tmp_path / "stack").exists(), "nothing was started"
+
+
+def test_the_audit_commands_read_every_url_a_clustered_stack_names(tmp_path: Path) -> None:
+    urls = ["tls://127.0.0.1:4001", "tls://127.0.0.1:4002", "tls://127.0.0.1:4003"]
+    (tmp_path / "nats-url").write_text(",".join(urls) + "\n")
+    settings = with_local_stack(AuditSettings(data_dir=str(tmp_path)))
+    assert list(settings.nats_url) == urls
