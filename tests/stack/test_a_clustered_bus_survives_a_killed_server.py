@@ -212,8 +212,12 @@ def test_a_killed_nats_server_loses_nothing_and_overspends_nothing(
         assert victim is not None, f"no server is the {chosen}"
         killer = Killer(stack, api, spread.namespace, rng.randrange(2, changes[0] - 2), victim)
         try:
-            protected_deployment(api, "pub")
             spread.create()
+            # The budget's pods are ready READY_DELAY after they start, so the scale-out comes
+            # in a later second than the WorkloadSpread's creation: a pod of the same second
+            # (timestamps have seconds) counts as older than it, matched where it runs and never
+            # moved, as Kruise leaves pods that predate their WorkloadSpread.
+            protected_deployment(api, "pub")
             wait_for("the first status of the spread", spread.status, 60)
             draining = pub_drain(api, rng, drained, runs)
             placed.start()
