@@ -9,6 +9,7 @@ from hypothesis import settings
 
 pytest_plugins = [
     "tests.fixtures.nats",
+    "tests.fixtures.nats_cluster",
     "tests.fixtures.kubesim",
     "tests.fixtures.cluster",
     "tests.fixtures.processes",

@@ -271,7 +271,9 @@ class WebhookService:
             Gauge(name, text, registry=self.registry).set_function(read)
 
     def _stream_drained(self) -> bool:
-        return self.follower is not None and self.follower.caught_up and self.follower.pending == 0
+        """Nothing more to read, as the view's consumer says right now: a consumer lost with
+        its server (a cluster member killed) says nothing, and then the view may be behind."""
+        return self.follower is not None and self.follower.drained()
 
     def _on_progress(self) -> None:
         if self.follower is not None:

@@ -53,5 +53,5 @@ def with_local_stack(settings: AuditSettings, *, user: str = READER) -> AuditSet
     url_file = base / "nats-url"
     default_url = AuditSettings.model_fields["nats_url"].default
     if settings.nats_url == default_url and url_file.is_file():
-        changes["nats_url"] = (url_file.read_text().strip(),)
+        changes["nats_url"] = tuple(url_file.read_text().strip().split(","))
     return settings.model_copy(update=changes) if changes else settings

@@ -55,6 +55,15 @@ before that). nats-server is supervised the same way and restarted on its port a
 the services reconnect to it; each restart is said on the terminal. Each child's log file
 handle is closed before its next start.
 
+``nats_servers=3`` (``spreadbus up --nats-servers 3``) runs a JetStream cluster of three
+nats-servers instead of one (:mod:`spreadbus.runtime.nats_cluster`): each with its store under
+``DIR/nats/<server>``, the same TLS and users, routes on loopback ports authenticated by a
+password kept in ``DIR/credentials/nats-route`` (mode 0600); the streams, buckets and object
+store are created at three replicas, and every service is given every server's URL, so a
+service whose server dies carries on through another. Each server is supervised on its own and
+rejoins with its store, catching up from the others. A directory is kept for the number of
+servers it was started with: starting it with another number is refused, naming what to remove.
+
 Every file holding a secret (the kubeconfigs, with kubesim's token; the nkey seeds; the private
 keys under ``DIR/tls``) is created mode 0600 (:func:`tlsserving.write_secret`), never widened
 first and narrowed after.
@@ -62,7 +71,7 @@ first and narrowed after.
 Signatures::
 
     Stack(data_dir: Path, cluster: str, kubesim_args: list[str], webhook_replicas: int = 1,
-          service_env: dict[str, str] = {}, secured_bus: bool = True)
+          service_env: dict[str, str] = {}, secured_bus: bool = True, nats_servers: int = 1)
         .start(ready_timeout: float) -> None        # raises StackError naming the part
         .supervise() -> None ; .status_lines() -> Iterator[str] ; .stop() -> None
     Child(name, argv, log_path, env={}) ; .reported_port(message: str) -> int
@@ -78,6 +87,7 @@ import asyncio
 import contextlib
 import json
 import os
+import secrets
 import socket
 import ssl
 import subprocess
@@ -98,7 +108,8 @@ from spreadbus.features.registry import PluginError, bus_accesses, features
 from spreadbus.runtime.bus_layout import SNAPSHOT_BUCKET
 from spreadbus.runtime.bus_permissions import READER, SETUP, inbox_prefix, server_users
 from spreadbus.runtime.bus_users import ensure_users, local_ca, local_seed, seed_file
-from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.nats_cluster import NatsCluster
+from spreadbus.runtime.nats_server import NatsServer, ServerConfig
 from spreadbus.runtime.parent_death import die_with_parent
 from spreadbus.runtime.settings import ENV_PREFIX, load_settings
 from tlsserving import CertKeyPair, issue_client_cert, issue_server_cert, make_ca
@@ -282,7 +293,10 @@ class Stack:
     cluster: str
     kubesim_args: list[str]
     nats: NatsServer | None = None
-    nats_backoff: Backoff = field(default_factory=Backoff)
+    """The (first) nats-server."""
+    nats_members: list[NatsServer] = field(default_factory=list)
+    """Every nats-server: one, or each member of the cluster."""
+    nats_backoffs: list[Backoff] = field(default_factory=list)
     kubesim: Child | None = None
     services: list[Child] = field(default_factory=list)
     kubeconfig: Path = Path()
@@ -301,6 +315,9 @@ class Stack:
     secured_bus: bool = True
     """Users, permissions and TLS on the bus. ``False`` (benchmarks only) runs nats-server open
     to anyone who reaches its port, to measure the secured bus against."""
+    nats_servers: int = 1
+    """nats-servers in the bus: one, or a JetStream cluster (three) whose streams and buckets
+    have as many replicas."""
     _lock: DataDirLock | None = field(default=None, repr=False)
 
     @property
@@ -320,9 +337,19 @@ class Stack:
     def kubesim_state(self) -> Path:
         return self.data_dir / "kubesim" / "state.json"
 
+    @property
+    def nats_urls(self) -> list[str]:
+        return [server.url for server in self.nats_members]
+
     def _refuse_a_bus_without_its_cluster(self) -> None:
         bus = self.data_dir / "nats"
-        if not self.kubesim_state.exists() and any(bus.glob("jetstream/*/streams/*")):
+        kept = kept_bus_servers(bus)
+        if kept and kept != self.nats_servers:
+            raise StackError(
+                f"{bus} holds a bus of {kept} nats-server{'s' if kept > 1 else ''}, not "
+                f"{self.nats_servers}: start it with --nats-servers {kept}, or remove {bus} and "
+                f"{self.kubesim_state.parent} to start both afresh")
+        if not self.kubesim_state.exists() and any(bus.glob("**/jetstream/*/streams/*")):
             raise StackError(
                 f"{bus} holds the bus of an earlier run whose cluster was not kept "
                 f"({self.kubesim_state} is missing): remove {bus} to start both afresh, or "
@@ -334,12 +361,7 @@ class Stack:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("kubeconfig", "nats-url"):
             (self.data_dir / stale).unlink(missing_ok=True)
-        say("starting nats-server")
-        # Assigned before it starts, so a stop arriving during start-up still finds it.
-        self.nats = NatsServer(store_dir=self.data_dir / "nats",
-                               extra_args=["-c", str(self._nats_config())])
-        self.nats.start()
-        self.nats_backoff.started(time.monotonic())
+        self._start_nats()
         say("setting up the bus's streams and buckets")
         self._set_up_bus()
         tls = self._certificates()
@@ -375,7 +397,7 @@ class Stack:
         self._wait_ready(ready_timeout)
         # kubesim's bearer token: the owner's alone (no one else on the host runs the cluster)
         write_secret(self.data_dir / "kubeconfig", self.kubeconfig.read_bytes())
-        publish(self.data_dir / "nats-url", self.nats.url + "\n")
+        publish(self.data_dir / "nats-url", ",".join(self.nats_urls) + "\n")
 
     @property
     def credentials_dir(self) -> Path:
@@ -384,33 +406,66 @@ class Stack:
     def bus_options(self, user: str = READER) -> dict[str, Any]:
         return bus_options(self.data_dir, user) if self.secured_bus else {}
 
-    def _nats_config(self) -> Path:
+    def _start_nats(self) -> None:
+        """One nats-server with its store in ``DIR/nats``, or a cluster of ``nats_servers``
+        with theirs in ``DIR/nats/<server>``, ready (a meta leader elected) on return."""
+        # Assigned before they start, so a stop arriving during start-up still finds them.
+        if self.nats_servers == 1:
+            say("starting nats-server")
+            self.nats_members = [NatsServer(store_dir=self.data_dir / "nats",
+                                            extra_args=["-c", str(self._nats_config())])]
+        else:
+            say(f"starting a JetStream cluster of {self.nats_servers} nats-servers")
+            cluster = NatsCluster(store_root=self.data_dir / "nats", config_dir=self.run_dir,
+                                  size=self.nats_servers, base=self._server_config(),
+                                  password=self._route_password())
+            self.nats_members = cluster.configure()
+        self.nats = self.nats_members[0]
+        self.nats_backoffs = [Backoff() for _ in self.nats_members]
+        if self.nats_servers == 1:
+            self.nats.start()
+        else:
+            cluster.start()
+        for backoff in self.nats_backoffs:
+            backoff.started(time.monotonic())
+
+    def _route_password(self) -> str:
+        """The cluster routes' password, made once under ``DIR/credentials`` and kept."""
+        path = self.credentials_dir / "nats-route"
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_secret(path, secrets.token_urlsafe(24).encode())
+        return path.read_text().strip()
+
+    def _server_config(self) -> ServerConfig:
         """The server settings the local stack shares with ``deploy/nats`` (``max_payload``,
         TLS from the development CA, a user per service) for the features the services run;
         ``max_payload`` alone on an open bus."""
-        path = self.run_dir / "nats.conf"
         if not self.secured_bus:
-            path.write_text(f"max_payload: {NATS_MAX_PAYLOAD}\n")
-            return path
+            return ServerConfig(max_payload=NATS_MAX_PAYLOAD)
         keys = ensure_users(self.credentials_dir)
         plugins = self.service_env.get("SPREADBUS_FEATURE_PLUGINS", "")
         chosen = features([p for p in plugins.split(",") if p])
         tls = self.data_dir / "tls"
         issue_server_cert(self._development_ca(), ["127.0.0.1", "localhost"]).write(tls, "nats")
-        path.write_text(
-            f"max_payload: {NATS_MAX_PAYLOAD}\n"
-            f"tls {{\n  cert_file: {json.dumps(str(tls / 'nats.crt'))}\n"
-            f"  key_file: {json.dumps(str(tls / 'nats.key'))}\n}}\n"
-            + server_users(keys, bus_accesses(chosen), clusters=[self.cluster],
-                           snapshot_bucket=self.service_env.get(
-                               f"{ENV_PREFIX}SNAPSHOT_BUCKET", SNAPSHOT_BUCKET)))
+        users = server_users(keys, bus_accesses(chosen), clusters=[self.cluster],
+                             snapshot_bucket=self.service_env.get(
+                                 f"{ENV_PREFIX}SNAPSHOT_BUCKET", SNAPSHOT_BUCKET))
+        return ServerConfig(max_payload=NATS_MAX_PAYLOAD, tls_cert=tls / "nats.crt",
+                            tls_key=tls / "nats.key", blocks=(users,))
+
+    def _nats_config(self) -> Path:
+        """The single server's configuration file."""
+        path = self.run_dir / "nats.conf"
+        path.write_text(self._server_config().render())
         return path
 
     def _set_up_bus(self) -> None:
         """What ``spreadbus bus-setup`` does, as the ``setup`` user, with the services' settings
         (feature plugins, lease TTL, snapshot bucket, HISTORY limits from ``service_env``)."""
         assert self.nats is not None
-        env = {**os.environ, **self.service_env, f"{ENV_PREFIX}NATS_URL": self.nats.url}
+        env = {f"{ENV_PREFIX}NATS_REPLICAS": str(self.nats_servers), **os.environ,
+               **self.service_env, f"{ENV_PREFIX}NATS_URL": ",".join(self.nats_urls)}
         if self.secured_bus:
             env[f"{ENV_PREFIX}NATS_NKEY_SEED"] = str(seed_file(self.credentials_dir, SETUP))
             env[f"{ENV_PREFIX}NATS_TLS_CA"] = str(local_ca(self.data_dir))
@@ -489,7 +544,7 @@ class Stack:
             sys.executable,
             "-m",
             f"services.{module}",
-            f"--nats-url={self.nats.url}",
+            f"--nats-url={','.join(self.nats_urls)}",
             f"--cluster={self.cluster}",
             "--http-host=127.0.0.1",
             HEALTH_PORT_ZERO,
@@ -550,10 +605,11 @@ class Stack:
         self._sync_endpoints()
 
     def _supervise_nats(self, now: float) -> None:
-        """nats-server is restarted like a service, on the port and store it had."""
-        nats, backoff = self.nats, self.nats_backoff
-        if nats is None:
-            return
+        for nats, backoff in zip(self.nats_members, self.nats_backoffs, strict=True):
+            self._supervise_one_nats(nats, backoff, now)
+
+    def _supervise_one_nats(self, nats: NatsServer, backoff: Backoff, now: float) -> None:
+        """A nats-server is restarted like a service, on the port and store it had."""
         if nats.running:
             backoff.running(now)
             return
@@ -619,8 +675,9 @@ class Stack:
                     self.kubesim.wait_or_kill(time.monotonic() + GRACE_SECONDS)
             finally:
                 try:
-                    if self.nats is not None:
-                        self.nats.stop()
+                    for nats in self.nats_members:
+                        with contextlib.suppress(Exception):
+                            nats.stop()
                 finally:
                     self._lock.release()
 
@@ -637,6 +694,14 @@ def bus_options(data_dir: Path, user: str = READER) -> dict[str, Any]:
     return {"nkeys_seed": str(local_seed(data_dir, user)),
             "inbox_prefix": inbox_prefix(user),
             "tls": ssl.create_default_context(cafile=str(local_ca(data_dir)))}
+
+
+def kept_bus_servers(bus: Path) -> int:
+    """How many nats-servers the bus kept in ``bus`` was run with: 0 when none was kept yet, 1
+    for a single server's store (``bus/jetstream``), else the cluster members' stores."""
+    if (bus / "jetstream").is_dir():
+        return 1
+    return sum(1 for d in bus.glob("nats-*/jetstream") if d.is_dir())
 
 
 def publish(path: Path, text: str) -> None:

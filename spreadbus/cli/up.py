@@ -62,6 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "admission calls over them",
     )
     parser.add_argument(
+        "--nats-servers",
+        type=int,
+        default=1,
+        metavar="N",
+        help="nats-servers in the bus (default 1); 3 runs a JetStream cluster whose streams and "
+        "buckets have three replicas, every service given every server's URL",
+    )
+    parser.add_argument(
         "--topology",
         metavar="NAME",
         help="kubesim's nodes: a topology YAML file or one kubesim ships: "
@@ -102,11 +110,16 @@ def run(args: argparse.Namespace) -> int:
     if args.webhook_replicas < 1:
         say("--webhook-replicas must be at least 1")
         return 2
+    if args.nats_servers < 1 or args.nats_servers % 2 == 0:
+        say("--nats-servers must be 1 or an odd number (3, 5): a JetStream cluster elects its "
+            "leaders by majority")
+        return 2
     stack = Stack(
         data_dir=args.data_dir.resolve(),
         cluster=args.cluster,
         kubesim_args=kubesim_args(args),
         webhook_replicas=args.webhook_replicas,
+        nats_servers=args.nats_servers,
     )
     try:
         stack.claim()
@@ -120,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         stack.start(args.ready_timeout)
         print(f"kubeconfig: {stack.data_dir / 'kubeconfig'}")
-        print(f"nats-url:   {stack.nats.url if stack.nats else ''}")
+        print(f"nats-url:   {','.join(stack.nats_urls)}")
         reader = stack.bus_options()
         print(f"nats-user:  {reader['nkeys_seed']} (read-only nkey seed; "
               f"inbox prefix {reader['inbox_prefix']}; TLS trusting "

@@ -25,6 +25,12 @@ for on the closing connection is never answered and would cost a whole request t
 server reports nothing pending after the message just delivered (or nothing at all to deliver);
 that is the "synced" half of a service's readiness.
 
+``drained()`` is the stricter "there is nothing more to read" that a decision may rest on: caught
+up, and said so by a consumer demonstrably alive, heard from (a message or an idle heartbeat)
+within the last heartbeat interval over a connection that has not been lost since the consumer
+was made. On a cluster the consumer lives on one server; killed with it, it says nothing more,
+and its last "nothing pending" is no longer known to hold while other servers take new messages.
+
 A follower that was out of contact with the server (no message, heartbeat, 404/408 status or
 consumer creation, by ``wall_clock``) for longer than ``max_silence_seconds`` may have missed a
 deletion whose tombstone expired meanwhile, so instead of recreating its consumer ``run()`` raises
@@ -48,6 +54,7 @@ Signatures::
         .stop() -> None
         .last_seq: int                  # last stream sequence given to the sink
         .caught_up: bool
+        .drained() -> bool              # caught up, as a consumer alive right now says
         async .wait_caught_up() -> None
     FollowerMetrics(registry: CollectorRegistry)
     pull_subject(stream: str, consumer: str) -> str
@@ -219,6 +226,8 @@ class StreamFollower:
         self._fault: str | None = None
         self._shutdown_reconnects: int | None = None
         """The client's reconnect count when the server said it was shutting down."""
+        self._consumer_reconnects = -1
+        """The client's reconnect count when the current consumer was made."""
         self._wake = asyncio.Event()
         self._count = 0
 
@@ -263,6 +272,15 @@ class StreamFollower:
         self._stopping.set()
         self._wake.set()
 
+    def drained(self) -> bool:
+        """Caught up, as a consumer heard from within the last heartbeat interval says, over a
+        connection not lost since that consumer was made."""
+        if not (self.caught_up and self.pending == 0 and self._consumer):
+            return False
+        if not self.nc.is_connected or self.nc.stats["reconnects"] != self._consumer_reconnects:
+            return False
+        return asyncio.get_running_loop().time() - self._last_activity < self.heartbeat
+
     async def wait_caught_up(self) -> None:
         await self._caught_up_event.wait()
 
@@ -298,9 +316,11 @@ class StreamFollower:
             config.filter_subject = self.subjects[0]
         elif self.subjects:
             config.filter_subjects = list(self.subjects)
+        reconnects = int(self.nc.stats["reconnects"])
         info = await js.add_consumer(self.stream, config=config)
         self._touch()
         self._consumer = info.name
+        self._consumer_reconnects = reconnects
         self._next_dseq = 1
         self._fault = None
         self._mark_pending(int(info.num_pending or 0))

@@ -59,6 +59,10 @@ class LedgerConflict(RuntimeError):
     """Compare-and-set kept losing until the deadline."""
 
 
+class LedgerUnavailable(RuntimeError):
+    """NATS did not answer the transaction within the deadline (a bucket without a leader)."""
+
+
 @dataclass
 class _Cached(Generic[E]):
     ledger: E
@@ -78,6 +82,11 @@ class LedgerStore(Generic[E]):
 
     A transaction whose caller stopped waiting (the admission answer timed out) may still be
     committed: its reservation then holds a slot until it expires, which can only under-fill.
+
+    A transaction takes at most ``deadline_seconds``, waiting on NATS included: a bucket whose
+    leader died answers no write until the others elect one (seconds), and a caller that must
+    refuse when it cannot write (a disruption budget) has to hear so before its own answer is
+    due, not be cut off by it and answered by the failure policy instead.
     """
 
     def __init__(self, kv: KeyValue, codec: EntryCodec[E], *,
@@ -128,6 +137,15 @@ class LedgerStore(Generic[E]):
             self._queues.pop(key, None)
 
     async def _commit(self, key: str, decides: list[Decide[E, Any]]) -> list[Any]:
+        try:
+            async with asyncio.timeout(self.deadline):
+                return await self._commit_within(key, decides)
+        except TimeoutError:
+            self._cache.pop(key, None)  # a write cut off may have landed: read afresh
+            raise LedgerUnavailable(
+                f"ledger entry {key}: no answer from NATS within {self.deadline:g} s") from None
+
+    async def _commit_within(self, key: str, decides: list[Decide[E, Any]]) -> list[Any]:
         give_up = time.monotonic() + self.deadline
         cached = self._cache.get(key)
         while True:

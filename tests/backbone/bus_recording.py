@@ -36,8 +36,9 @@ async def read_stream(url: str, stream: str, **options: Any) -> list[tuple[int, 
     """(sequence, decoded message) of everything the stream holds now, oldest first.
 
     ``options`` are ``nats.connect``'s: a local stack's reader credentials
-    (:meth:`~spreadbus.cli.local_stack.Stack.bus_options`)."""
-    nc = await nats.connect(url, **options)
+    (:meth:`~spreadbus.cli.local_stack.Stack.bus_options`); ``url`` may list a cluster's
+    servers, comma-separated."""
+    nc = await nats.connect(url.split(","), **options)
     try:
         js = nc.jetstream()
         info = await js.stream_info(stream)

@@ -274,7 +274,7 @@ def test_the_nats_servers_require_tls_and_the_generated_users(
     (config,) = find(rendered, "ConfigMap", "spreadbus-nats")
     text = config["data"]["nats.conf"]
     assert "include ./auth/users.conf" in text
-    assert text.count("tls {") == 2, "clients and routes"
+    assert text.count("tls {") == 3, "clients, routes and leaf nodes"
     (nats,) = find(rendered, "StatefulSet", "spreadbus-nats")
     pod = nats["spec"]["template"]["spec"]
     secrets = {v["secret"]["secretName"]: v["name"] for v in pod["volumes"] if "secret" in v}

@@ -216,13 +216,13 @@ def services_caught_up(stack: Stack) -> bool:
 def bus_counts(stack: Stack) -> tuple[int, int] | None:
     """Plans and outcomes on the bus; None while nats-server cannot answer (a restart)."""
     assert stack.nats is not None
-    return asyncio.run(_bus_counts(stack.nats.url, stack.bus_options()))
+    return asyncio.run(_bus_counts(stack.nats_urls, stack.bus_options()))
 
 
-async def _bus_counts(url: str, options: dict[str, Any]) -> tuple[int, int] | None:
+async def _bus_counts(urls: list[str], options: dict[str, Any]) -> tuple[int, int] | None:
     """Plans and outcomes on the bus; None while nats-server cannot answer (a restart)."""
     try:
-        nc = await nats.connect(url, allow_reconnect=False, connect_timeout=2, **options)
+        nc = await nats.connect(urls, allow_reconnect=False, connect_timeout=2, **options)
     except (NatsError, OSError, TimeoutError):
         return None
     try:
@@ -242,7 +242,7 @@ def converge(stack: Stack, workload: SpreadWorkload,
     """Wait for a settled state that stays the same for ``QUIET_SECONDS`` while the services
     are caught up, every plan is answered and no new plan is published."""
     assert stack.nats is not None
-    url = stack.nats.url
+    urls = stack.nats_urls
     first_seen: list[tuple[SpreadState, int, float]] = []
 
     def quiet() -> SpreadState | None:
@@ -250,7 +250,7 @@ def converge(stack: Stack, workload: SpreadWorkload,
         if state is None or not services_caught_up(stack):
             first_seen.clear()
             return None
-        counts = asyncio.run(_bus_counts(url, stack.bus_options()))
+        counts = asyncio.run(_bus_counts(urls, stack.bus_options()))
         if counts is None or counts[1] < counts[0]:
             first_seen.clear()
             return None

@@ -56,15 +56,16 @@ def local_stack(
 @contextmanager
 def running_stack(
     data_dir: Path, topology: str, env: Mapping[str, str], *, webhook_replicas: int = 1,
-    kubelet: Sequence[str] = (), refusals: bool = False,
+    kubelet: Sequence[str] = (), refusals: bool = False, nats_servers: int = 1,
 ) -> Iterator[tuple[Stack, client.ApiClient]]:
     """The stack itself too, for scenarios that read its processes (ports, metrics);
     ``kubelet``: kubesim flags that replace the fast kubelet delays (a later flag wins);
     ``refusals``: the scenario forges what the actuator must refuse, so refused plans are no
-    failure."""
+    failure; ``nats_servers``: 3 for a JetStream cluster."""
     stack = Stack(data_dir=data_dir, cluster="local",
                   kubesim_args=[f"--topology={topology}", *FAST_KUBELET, *kubelet],
-                  webhook_replicas=webhook_replicas, service_env={**FAST_ACTUATOR, **env})
+                  webhook_replicas=webhook_replicas, service_env={**FAST_ACTUATOR, **env},
+                  nats_servers=nats_servers)
     try:
         stack.start(120.0)
         api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
@@ -73,7 +74,8 @@ def running_stack(
         with api:
             yield stack, api
         assert stack.nats is not None
-        refused = [line for line in stack.nats.log.decode(errors="replace").splitlines()
+        refused = [line for server in stack.nats_members
+                   for line in server.log.decode(errors="replace").splitlines()
                    if "Violation" in line]
         assert not refused, "the bus refused a service:\n" + "\n".join(refused[:20])
         forbidden = forbidden_plans(stack)
