@@ -130,6 +130,8 @@ async def test_the_reader_subscribes_with_the_usual_wildcards_but_not_to_everyth
     await clients["watcher"].publish("kube.sync.c1.pods", b"{}")
     await clients["watcher"].publish("history.c1.pod.default.web-1", b"{}")
     await clients["webhook"].publish("webhook.spreads.c1.default.ws", b"{}")
+    for publisher in (clients["watcher"], clients["webhook"]):
+        await publisher.flush()  # the server has had each publish before the wait starts
     try:
         await wait_until_async(lambda: len(seen) == 3, what="the reader to hear all three")
     except BaseException:

@@ -155,11 +155,18 @@ async def test_no_acknowledged_message_is_lost_when_a_server_dies(
 
 Spent = tuple[str, ...]
 """The ledger entry: the tokens of the transactions that spent a slot, in order."""
-CODEC: EntryCodec[Spent] = EntryCodec(
-    empty=tuple,
-    encode=lambda spent: msgspec.json.encode(list(spent)),
-    decode=lambda raw: tuple(msgspec.json.decode(raw or b"[]", type=list[str])),
-)
+class SpentCodec:
+    def empty(self) -> Spent:
+        return ()
+
+    def encode(self, spent: Spent, /) -> bytes:
+        return msgspec.json.encode(list(spent))
+
+    def decode(self, raw: bytes | None, /) -> Spent:
+        return tuple(msgspec.json.decode(raw or b"[]", type=list[str]))
+
+
+CODEC: EntryCodec[Spent] = SpentCodec()
 
 
 def spend(token: str) -> object:

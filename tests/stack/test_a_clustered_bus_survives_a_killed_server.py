@@ -55,10 +55,10 @@ from kubernetes import client, config
 from nats.errors import Error as NatsError
 from nats.js.errors import Error as JetStreamError
 
-from events.reservations import BUCKET as RESERVATIONS
 from events.streams import KUBE, OUTCOMES, PLANS
 from spreadbus.cli.local_stack import Stack
 from spreadbus.features.podunavailablebudget.core.budget_ledger import BUCKET as BUDGETS
+from spreadbus.features.workloadspread.core.reservation_contract import BUCKET as RESERVATIONS
 from spreadbus.features.workloadspread.planning.rebalancing import RECHECK_SECONDS
 from spreadbus.projection.planning import PLAN_LOST_SECONDS
 from spreadbus.runtime.bus_layout import kv_stream
