@@ -18,7 +18,7 @@ from spreadbus.features.propagation.planning.graceful_eviction import assess
 
 NOW = datetime(2024, 5, 22, 11, 36, 10, tzinfo=UTC)
 TIMEOUT = timedelta(minutes=3)
-MANIFESTS = Path(__file__).parent / "manifests"
+MANIFESTS = Path(__file__).resolve().parents[2] / "examples" / "propagation"
 
 
 def ago(minutes: int) -> str:

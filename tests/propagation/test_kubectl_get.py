@@ -19,7 +19,7 @@ from tests.fixtures.cluster import SimCluster
 pytestmark = pytest.mark.e2e
 
 ROOT = Path(__file__).resolve().parents[2]
-MANIFESTS = Path(__file__).parent / "manifests"
+MANIFESTS = Path(__file__).resolve().parents[2] / "examples" / "propagation"
 
 POLICY: dict[str, Any] = {
     "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
