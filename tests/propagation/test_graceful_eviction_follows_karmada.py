@@ -14,6 +14,8 @@ import pytest
 import yaml
 
 from spreadbus.cli import main
+from spreadbus.features.propagation.core.cluster import Cluster
+from spreadbus.features.propagation.planning.eviction import due
 from spreadbus.features.propagation.planning.graceful_eviction import assess
 
 NOW = datetime(2024, 5, 22, 11, 36, 10, tzinfo=UTC)
@@ -142,3 +144,23 @@ def test_plan_ends_tasks_as_the_controller_does(
     entry = answer["resourceBindings"]["default/demo-deploy-deployment"]
     assert entry["clusters"] == [{"name": "member2", "replicas": 3}]
     assert [t["fromCluster"] for t in entry["gracefulEvictionTasks"]] == left
+
+
+@pytest.mark.parametrize(("stored", "removed"), [
+    pytest.param({"gracePeriodSeconds": 10**20}, (), id="a grace period past the calendar"),
+    pytest.param({"gracePeriodSeconds": -(10**20)}, ("member1",),
+                 id="a grace period before the calendar"),
+    pytest.param({"creationTimestamp": "9999-12-31T23:59:59Z"}, (), id="created at the end"),
+])
+def test_out_of_range_deadlines_answer_instead_of_failing(stored: dict[str, Any],
+                                                          removed: tuple[str, ...]) -> None:
+    tasks = [{**task("member1", 1), **stored}]
+    assert assess(tasks, NOW, targets=[], health={}, scheduled=False).removed == removed
+
+
+def test_an_out_of_range_toleration_never_evicts() -> None:
+    tainted = Cluster(name="member1", taints=(
+        {"key": "down", "effect": "NoExecute", "timeAdded": ago(1)},))
+    forever = [{"key": "down", "operator": "Exists", "effect": "NoExecute",
+                "tolerationSeconds": 10**20}]
+    assert due(tainted, forever, NOW) is False

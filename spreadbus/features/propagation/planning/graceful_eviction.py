@@ -22,6 +22,7 @@ import msgspec
 
 from kubesemantics.lenient_json import as_int, as_str
 from kubesemantics.timestamps import parse_time
+from spreadbus.features.propagation.core.deadline import after
 
 DEFAULT_TIMEOUT: Final = timedelta(minutes=10)
 HEALTHY: Final = "Healthy"
@@ -49,9 +50,7 @@ def task_ends(task: Mapping[str, Any], *, created: datetime, now: datetime,
     if isinstance(suppress, bool):
         return not suppress
     seconds = as_int(task.get("gracePeriodSeconds"))
-    if seconds is not None:
-        timeout = timedelta(seconds=seconds)
-    if now > created + timeout:
+    if now > after(created, timeout.total_seconds() if seconds is None else seconds):
         return True
     return scheduled and healthy
 
