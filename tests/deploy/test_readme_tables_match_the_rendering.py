@@ -27,7 +27,7 @@ def test_the_tables_name_every_kind_webhook_and_delete_grant(
 ) -> None:
     written = tables_in(README.read_text())
     crds = [o for o in rendered if o["kind"] == "CustomResourceDefinition"]
-    assert len(crds) == written["crds"].count("\n") - 1 == 6
+    assert len(crds) == written["crds"].count("\n") - 1 == 10
     assert "| PodUnavailableBudget | policy.kruise.io |" in written["crds"]
     hooks = sum(len(o["webhooks"]) for o in rendered if o["kind"].endswith("WebhookConfiguration"))
     assert hooks == written["failure-policies"].count("\n") - 1 == 7

@@ -81,7 +81,7 @@ def test_the_seed_e2e_failover_moves_every_replica_to_member2(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """test/e2e/suites/base/workloadrebalancer_test.go, dynamic weight, step 2: member1 tainted
     NoExecute, tolerated for 0 s; then the taint removed and a rebalancer spreads again."""
-    manifests = Path(__file__).parent / "manifests"
+    manifests = Path(__file__).resolve().parents[2] / "examples" / "propagation"
     objects = [d for name in ("members.yaml", "batch.yaml")
                for d in yaml.safe_load_all((manifests / name).read_text()) if d]
     objects = [o for o in objects if o["kind"] != "WorkloadRebalancer"]

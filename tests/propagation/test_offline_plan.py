@@ -1,7 +1,7 @@
 """``spreadbus plan`` for Karmada propagation: the ``resourceBindings`` key of the offline
 contract, the WorkloadRebalancer's result when a binding exists, and ``spreadbus validate`` on
-the propagation kinds. The inputs are the seed's manifests (``manifests/``) and small variations
-of them for its four scenarios."""
+the propagation kinds. The inputs are the seed's manifests (``examples/propagation/``) and
+small variations of them for its four scenarios."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import yaml
 from spreadbus.cli import main
 
 JSON = dict[str, Any]
-MANIFESTS = Path(__file__).parent / "manifests"
+MANIFESTS = Path(__file__).resolve().parents[2] / "examples" / "propagation"
 CREATED = "2024-05-22T11:36:10Z"
 EARLIER = "2024-05-22T11:00:00Z"
 

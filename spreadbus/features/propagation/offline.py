@@ -4,7 +4,9 @@
 binding the host holds (:mod:`.core.bindings`), after one round of the scheduler at ``--now``
 (:mod:`.planning.schedule`), which runs once the cluster controller has set its health taints
 (:func:`.core.cluster.with_health_taints`) and the taint manager has made the evictions due
-then (:mod:`.planning.eviction`): the resource, the replicas, ``spec.clusters`` after the round,
+then (:mod:`.planning.eviction`), and before the graceful eviction controller ends the tasks
+whose grace period passed or whose replacements are healthy
+(:mod:`.planning.graceful_eviction`): the resource, the replicas, ``spec.clusters`` after the round,
 whether the scheduler ran and in which mode, why it failed, the rebalance trigger, the graceful
 eviction tasks, and per target cluster the object spreadbus creates or patches there. A failed
 round leaves no work where Karmada would leave ``spec.clusters`` empty. Without any binding the
@@ -35,6 +37,7 @@ from spreadbus.features.propagation.core.validation import (
     validate_policy,
 )
 from spreadbus.features.propagation.planning.eviction import evict
+from spreadbus.features.propagation.planning.graceful_eviction import assess
 from spreadbus.features.propagation.planning.schedule import Binding, schedule
 
 JSON = dict[str, Any]
@@ -79,6 +82,12 @@ def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tup
         evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks),
         deleting=held.deleting)
     result = schedule(binding, clusters, now)
+    tasks = evicted.tasks
+    if not held.deleting:
+        # The scheduler marks the generation observed when it succeeds or finds nothing to do.
+        tasks = assess(tasks, now, targets=[t.name for t in result.clusters],
+                       health=held.health,
+                       scheduled=result.succeeded or not result.scheduled).kept
     works: JSON = {}
     if held.template is not None:
         for target in result.clusters:
@@ -92,7 +101,7 @@ def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tup
         "mode": result.mode.value if result.mode is not None else None,
         "error": result.error,
         "rescheduleTriggeredAt": _time(held.reschedule_triggered_at),
-        "gracefulEvictionTasks": [_task(t) for t in evicted.tasks],
+        "gracefulEvictionTasks": [_task(t) for t in tasks],
         "works": works,
     }
     kind = "ClusterResourceBinding" if held.cluster_scoped else "ResourceBinding"

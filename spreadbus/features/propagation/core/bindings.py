@@ -82,6 +82,10 @@ class HeldBinding(msgspec.Struct, frozen=True):
     observed_affinity: str
     eviction_tasks: tuple[Mapping[str, Any], ...]
     deleting: bool = False
+    observed_current: bool = False
+    """``status.schedulerObservedGeneration`` equals ``metadata.generation``."""
+    health: Mapping[str, str] = {}
+    """cluster -> the health ``status.aggregatedStatus`` reports for its copy."""
 
     @property
     def key(self) -> str:
@@ -137,6 +141,15 @@ def _triggers(objects: Sequence[Mapping[str, Any]]) -> dict[tuple[str, str], dat
             if key not in found or found[key] < created:
                 found[key] = created
     return found
+
+
+def _health(status: Mapping[str, Any]) -> dict[str, str]:
+    items = status.get("aggregatedStatus")
+    out: dict[str, str] = {}
+    for item in items if isinstance(items, list) else ():
+        item_map = as_map(item)
+        out.setdefault(as_str(item_map.get("clusterName")), as_str(item_map.get("health")))
+    return out
 
 
 def _ref(workload: Mapping[str, Any]) -> tuple[str, str, str, str]:
@@ -216,4 +229,13 @@ def _held(key: tuple[str, str], template: Mapping[str, Any] | None,
         last_scheduled_time=parse_time(status.get("lastScheduledTime")),
         observed_affinity=as_str(status.get("schedulerObservedAffinityName")),
         eviction_tasks=tuple(as_map(t) for t in tasks) if isinstance(tasks, list) else (),
-        deleting=bool(as_map((stored or {}).get("metadata")).get("deletionTimestamp")))
+        deleting=bool(as_map((stored or {}).get("metadata")).get("deletionTimestamp")),
+        observed_current=_observed_current(stored), health=_health(status))
+
+
+def _observed_current(stored: Mapping[str, Any] | None) -> bool:
+    if stored is None:
+        return False
+    observed = as_int(as_map(stored.get("status")).get("schedulerObservedGeneration"))
+    generation = as_int(as_map(stored.get("metadata")).get("generation"))
+    return observed is not None and observed == generation

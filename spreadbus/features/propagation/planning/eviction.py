@@ -20,7 +20,7 @@ default).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 import msgspec
@@ -29,6 +29,7 @@ from kubesemantics.lenient_json import as_int, as_map, as_str
 from kubesemantics.timestamps import parse_time
 from kubesemantics.tolerations import NO_EXECUTE, tolerates
 from spreadbus.features.propagation.core.cluster import Cluster
+from spreadbus.features.propagation.core.deadline import after
 from spreadbus.features.propagation.core.division import Target
 
 REASON: Final = "TaintUntolerated"
@@ -60,7 +61,7 @@ def due(cluster: Cluster, tolerations: Sequence[Mapping[str, Any]], now: datetim
         for taint in taints:
             added = parse_time(taint.get("timeAdded"))
             if added is not None and tolerates(toleration, taint):
-                triggers.append(added + timedelta(seconds=seconds))
+                triggers.append(after(added, seconds))
     return bool(triggers) and min(triggers) <= now
 
 
