@@ -30,6 +30,9 @@ allows), plus admissions whose pods have not been seen yet. Reservations expire 
 create after 30 s, a delete after 15 s (strictly after: an entry exactly at the deadline lives),
 read against the clock when a load is read, so that a count carried from one decision to the next
 stays exact.
+A count made from a view that lags behind the cluster (the webhook's) reads that clock through
+:func:`expiry_clock`: a creating reservation whose pod exists but is not in the view yet must not
+run out while the view is behind, or its slot would be given twice.
 Limits are per version, as in Kruise: during a rolling update the new version fills each subset up
 to its limit while deletion costs remove the old version's pods first.
 """
@@ -37,8 +40,8 @@ to its limit while deletion costs remove the old version's pods first.
 from __future__ import annotations
 
 from collections.abc import Collection, Container, Iterable, Mapping
-from datetime import datetime, timedelta
-from typing import Literal, NamedTuple, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Final, Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -63,6 +66,25 @@ def expired(at: datetime, timeout: timedelta, now: datetime) -> bool:
     """Whether an entry made ``at`` is dead at ``now``: only strictly past its deadline, as
     Kruise drops only entries whose deadline is before now (one exactly at it still counts)."""
     return at + timeout < now
+
+
+UNKNOWN_VIEW_TIME: Final = datetime(1970, 1, 1, tzinfo=UTC)
+"""What :func:`expiry_clock` judges by for a view never known to be current: nothing expires."""
+
+
+def expiry_clock(now: datetime, view_current_at: datetime | None) -> datetime:
+    """The time a count from a view judges reservations expired by: ``now``, or, if earlier,
+    the last time the view was known to hold every observation (None: never).
+
+    A creating reservation counts until its pod is seen, or until 30 s have passed (the pod was
+    never made). A view behind the cluster cannot tell the two apart: the pod may exist, unseen,
+    and expiring its reservation would free its slot for another pod. Judged at the time the
+    view is current as of, it runs out only once the view would have shown its pod; while the
+    view is current this is ``now``, Kruise's rule. A deleting reservation judged so counts
+    while the view still shows its pod, as it should until the view shows the deletion."""
+    if view_current_at is None:
+        return UNKNOWN_VIEW_TIME
+    return min(now, view_current_at)
 
 
 def _live(entries: Mapping[str, datetime], timeout: timedelta, now: datetime) -> int:
