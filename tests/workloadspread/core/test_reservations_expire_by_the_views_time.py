@@ -3,7 +3,7 @@
 :func:`expiry_clock` is the clock a view-based count expires reservations by: a creating
 reservation runs out only once the view was current past its 30 s (so its pod, had it been made,
 would be in the view), and by the wall clock, as Kruise's ``creatingPods``, while the view is
-current.
+current. Deleting reservations keep the wall clock.
 """
 
 from __future__ import annotations
@@ -16,9 +16,11 @@ from hypothesis import strategies as st
 from spreadbus.features.workloadspread.admission.reservation_ledger import pruned
 from spreadbus.features.workloadspread.core.occupancy import (
     CREATE_TIMEOUT,
+    DELETE_TIMEOUT,
     Reservation,
     SubsetLoad,
     expiry_clock,
+    without_expired_deletions,
 )
 from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 
@@ -65,3 +67,13 @@ def test_pruning_by_the_views_time_keeps_what_the_view_cannot_rule_out(
     view_past_deadline = view_current_at is not None and view_current_at > AT + CREATE_TIMEOUT
     assert ("p" in kept.creating) == (not (view_past_deadline and now > AT + CREATE_TIMEOUT))
     assert kept.floor == 0, "an expiry reflects nothing the view folded"
+
+
+@given(now=seconds, view_current_at=st.none() | seconds)
+def test_deletions_free_a_slot_for_15_s_of_the_wall_clock_whatever_the_views_time(
+    now: datetime, view_current_at: datetime | None
+) -> None:
+    loads = {"zone-a": SubsetLoad(active=1, deleting={"p": AT})}
+    judged = expiry_clock(now, view_current_at)
+    occupancy = without_expired_deletions(loads, now)["zone-a"].occupancy(judged)
+    assert occupancy == (1 if now > AT + DELETE_TIMEOUT else 0)

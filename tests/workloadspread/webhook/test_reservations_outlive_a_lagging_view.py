@@ -5,7 +5,9 @@ A creating reservation counts until the view shows its pod or 30 s pass (Kruise'
 slowed by load) cannot tell a pod never made from one made but not yet folded. Expired by the
 wall clock, the reservation would free its slot and a second pod would be admitted into it. It
 is judged by the time the view was last known current instead, and once the view is current
-again the 30 s rule holds as before. The clock and the follower's drained state are the test's.
+again the 30 s rule holds as before. A deletion still frees its pod's slot for 15 s of the wall
+clock only: the lagging view shows the pod, which runs on if its deletion failed. The clock and
+the follower's drained state are the test's.
 """
 
 from __future__ import annotations
@@ -116,4 +118,20 @@ async def test_once_the_view_is_current_and_shows_the_pod_the_subset_stays_full(
     replica.feed.put(stored_pod(pod, "web-5f7c-aaaaa", patched))
     replica.drained[0] = True
     replica.time[0] = START + 40
+    assert (await admit(replica, new_pod()))[0] == "zone-b"
+
+
+async def test_a_deletion_frees_its_slot_for_15_s_of_the_wall_clock_however_the_view_lags(
+    replica: Replica,
+) -> None:
+    pod = new_pod()
+    _, patched = await admit(replica, pod)
+    stored = stored_pod(pod, "web-5f7c-aaaaa", patched)
+    replica.feed.put(stored)
+    assert (await admit(replica, new_pod()))[0] == "zone-b"
+    await replica.admission.record_pod_removal(request(
+        operation="DELETE", resource="pods", name="web-5f7c-aaaaa", old=stored, uid="del-1"))
+    # The view falls behind; the deletion failed and the pod runs on, as the view shows.
+    replica.drained[0] = False
+    replica.time[0] = START + 16
     assert (await admit(replica, new_pod()))[0] == "zone-b"

@@ -75,7 +75,11 @@ from spreadbus.features.workloadspread.core.admission_reasons import (
 )
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, api_group
-from spreadbus.features.workloadspread.core.occupancy import SubsetLoad, expiry_clock
+from spreadbus.features.workloadspread.core.occupancy import (
+    SubsetLoad,
+    expiry_clock,
+    without_expired_deletions,
+)
 from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.features.workloadspread.core.target import ReplicasPathError, workload_replicas
 from spreadbus.features.workloadspread.core.validation import validate_workloadspread
@@ -294,13 +298,13 @@ class SpreadAdmission:
     ) -> AdmissionDecision:
         """``admit`` on the loads of the pod's ``version``, its reservation recorded in the same
         compare-and-set; a conflict or a batch runs it again on the ledger as it then is.
-        Reservations expire by the view's time (:meth:`judged_at`), read once the view has
-        caught up with the ledger."""
+        Creating reservations expire by the view's time (:meth:`judged_at`), read once the view
+        has caught up with the ledger; deleting ones by the wall clock."""
 
         def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
             judged = self.judged_at(now)
             current, loads = self.tally.tally(spread, version, ledger, judged)
-            decision = admit(loads, judged)
+            decision = admit(without_expired_deletions(loads, now), judged)
             if log.isEnabledFor(logging.DEBUG):
                 self._trace(operation, pod, decision, loads, current, judged)
             reservation = decision.reservation

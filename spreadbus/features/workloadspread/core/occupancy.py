@@ -80,8 +80,8 @@ def expiry_clock(now: datetime, view_current_at: datetime | None) -> datetime:
     never made). A view behind the cluster cannot tell the two apart: the pod may exist, unseen,
     and expiring its reservation would free its slot for another pod. Judged at the time the
     view is current as of, it runs out only once the view would have shown its pod; while the
-    view is current this is ``now``, Kruise's rule. A deleting reservation judged so counts
-    while the view still shows its pod, as it should until the view shows the deletion."""
+    view is current this is ``now``, Kruise's rule. Deleting reservations keep the wall clock
+    (:func:`without_expired_deletions`)."""
     if view_current_at is None:
         return UNKNOWN_VIEW_TIME
     return min(now, view_current_at)
@@ -136,6 +136,22 @@ class SubsetLoad(msgspec.Struct, frozen=True):
 
 # version -> subset name -> load
 Loads = dict[str, dict[str, SubsetLoad]]
+
+
+def without_expired_deletions(
+    loads: Mapping[str, SubsetLoad], now: datetime
+) -> dict[str, SubsetLoad]:
+    """``loads`` without the deleting reservations dead at ``now``, for a count whose clock
+    (:func:`expiry_clock`) is behind ``now``: a deletion frees its pod's slot for 15 s of the
+    wall clock, never longer, since a lagging view still shows that pod while it runs, and a
+    deletion that failed must not let its slot be taken for as long as the view lags."""
+    out = dict(loads)
+    for subset, load in loads.items():
+        deleting = load.deleting
+        if deleting and load.live_deleting(now) != len(deleting):
+            live = {pod: at for pod, at in deleting.items() if not expired(at, DELETE_TIMEOUT, now)}
+            out[subset] = SubsetLoad(load.active, load.creating, live)
+    return out
 
 
 def subset_limit(subset: Subset, replicas: int) -> int | None:
