@@ -93,16 +93,29 @@ def test_repair_moves_within_the_unavailable_limit() -> None:
 
 
 def test_a_pod_matched_by_the_planner_is_marked_only_if_made_after_its_spread() -> None:
+    """A pod of the WorkloadSpread's own second counts as made after it: timestamps have
+    second resolution, and a workload applied with its spread makes its pods in that second."""
     ws = spread(fixed=0, elastic=0)
     fixed = ws.subsets[0]
     before = pod("old", owner=WEB, labels=APP, created="2025-12-31T23:59:59Z")
     after = pod("new", owner=WEB, labels=APP, created="2026-01-01T00:00:01Z")
     same = pod("same", owner=WEB, labels=APP, created=BORN)
-    for made, marked in ((before, False), (after, True), (same, False)):
+    for made, marked in ((before, False), (after, True), (same, True)):
         patch, updated = matched_pod(ws, made, fixed)
         annotations = patch["metadata"]["annotations"]
         assert (UNSTEERED_ANNOTATION in annotations) == marked, made["metadata"]["name"]
         assert is_unsteered(ws, updated) == marked
+
+
+def test_pods_of_the_spreads_own_second_matched_into_a_full_subset_are_moved_out() -> None:
+    ws = spread(fixed=6, elastic=0)
+    fixed = ws.subsets[0]
+    steered = [member(f"f{i}", "fixed") for i in range(4)]
+    matched = [matched_pod(ws, pod(f"u{i}", owner=WEB, labels=APP, created=BORN), fixed)[1]
+               for i in range(2)]
+    outcome = repair(ws, [*steered, *matched])
+    assert sorted((m.pod, m.source, m.destination) for m in outcome.evictions) == [
+        ("default/u0", "fixed", "elastic"), ("default/u1", "fixed", "elastic")]
 
 
 @given(fixed=st.integers(0, 6), steered=st.integers(0, 6), unsteered=st.integers(0, 6),

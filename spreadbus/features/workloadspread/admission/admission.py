@@ -75,7 +75,11 @@ from spreadbus.features.workloadspread.core.admission_reasons import (
 )
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, api_group
-from spreadbus.features.workloadspread.core.occupancy import SubsetLoad
+from spreadbus.features.workloadspread.core.occupancy import (
+    SubsetLoad,
+    expiry_clock,
+    without_expired_deletions,
+)
 from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.features.workloadspread.core.target import ReplicasPathError, workload_replicas
 from spreadbus.features.workloadspread.core.validation import validate_workloadspread
@@ -111,6 +115,7 @@ class SpreadAdmission:
         self.clock = clock
         self.stream_drained = stream_drained
         """Whether the follower has nothing pending: the view holds the whole stream."""
+        self._view_current_at: datetime | None = None
         self.steered = 0
         self._generated_uids = generated_uids()
         self.tally = ReservationTally(view)
@@ -128,6 +133,15 @@ class SpreadAdmission:
 
     def now(self) -> datetime:
         return datetime.fromtimestamp(self.clock(), UTC)
+
+    def judged_at(self, now: datetime) -> datetime:
+        """The clock reservations expire by in a decision made ``now``: the view's time, the
+        last moment the follower was known drained (:func:`~.occupancy.expiry_clock`)."""
+        if self.stream_drained() and (
+            self._view_current_at is None or now > self._view_current_at
+        ):
+            self._view_current_at = now
+        return expiry_clock(now, self._view_current_at)
 
     # -- pod CREATE ---------------------------------------------------------------------------
 
@@ -165,9 +179,10 @@ class SpreadAdmission:
         latest = cost_version(spread, workload, pod, lookup=self.view.lookup)
         version = pod_state.version(pod)
         counted: list[Mapping[str, SubsetLoad]] = [{}]
+        judged = [now]
 
-        def admit(loads: dict[str, SubsetLoad]) -> AdmissionDecision:
-            counted[0] = loads  # the last run is the one recorded
+        def admit(loads: dict[str, SubsetLoad], judged_at: datetime) -> AdmissionDecision:
+            counted[0], judged[0] = loads, judged_at  # the last run is the one recorded
             return admit_create_for(
                 spread,
                 pod,
@@ -177,6 +192,7 @@ class SpreadAdmission:
                 generated_uid=generated_uid,
                 latest=latest,
                 version=version,
+                judged_at=judged_at,
             )
 
         decision = await self._decide("create", spread, pod, version, now, admit)
@@ -185,7 +201,9 @@ class SpreadAdmission:
         if decision.subset is not None:
             self.steered += 1
         key = decision.reservation.pod if decision.reservation else pod_state.name(pod)
-        seen = subsets_seen(spread, replicas=replicas, loads=counted[0], now=now, version=version)
+        seen = subsets_seen(
+            spread, replicas=replicas, loads=counted[0], now=judged[0], version=version
+        )
         held = decision.subset is not None and decision.reservation is None and bool(
             pod_state.name(pod)) and any(load.holds(key) for load in counted[0].values())
         ref = spread.target_ref
@@ -262,7 +280,7 @@ class SpreadAdmission:
                 pod,
                 pod_state.version(pod),
                 now,
-                lambda loads: admit_delete_for(governed, pod, loads=loads, now=now),
+                lambda loads, _: admit_delete_for(governed, pod, loads=loads, now=now),
             )
 
         return Verdict(then=record)
@@ -276,16 +294,19 @@ class SpreadAdmission:
         pod: Mapping[str, Any],
         version: str,
         now: datetime,
-        admit: Callable[[dict[str, SubsetLoad]], AdmissionDecision],
+        admit: Callable[[dict[str, SubsetLoad], datetime], AdmissionDecision],
     ) -> AdmissionDecision:
         """``admit`` on the loads of the pod's ``version``, its reservation recorded in the same
-        compare-and-set; a conflict or a batch runs it again on the ledger as it then is."""
+        compare-and-set; a conflict or a batch runs it again on the ledger as it then is.
+        Creating reservations expire by the view's time (:meth:`judged_at`), read once the view
+        has caught up with the ledger; deleting ones by the wall clock."""
 
         def decide(ledger: Ledger) -> tuple[AdmissionDecision, Ledger | None]:
-            current, loads = self.tally.tally(spread, version, ledger, now)
-            decision = admit(loads)
+            judged = self.judged_at(now)
+            current, loads = self.tally.tally(spread, version, ledger, judged)
+            decision = admit(without_expired_deletions(loads, now), judged)
             if log.isEnabledFor(logging.DEBUG):
-                self._trace(operation, pod, decision, loads, current, now)
+                self._trace(operation, pod, decision, loads, current, judged)
             reservation = decision.reservation
             return decision, self.tally.record(spread, version, current, loads, reservation)
 

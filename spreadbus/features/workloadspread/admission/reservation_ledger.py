@@ -17,7 +17,9 @@ Pruning without losing a pod: a writer drops reservations its own view already r
 raises ``floor`` to the stream sequence its view had reached. A reader whose view is behind
 ``floor`` might not have seen that pod yet, so it waits until its view reaches ``floor`` before
 deciding. Reservations whose pod never appears (a later admission plugin refused it) expire as
-the core says (:meth:`Reservation.live`).
+the core says (:meth:`Reservation.live`), judged by the time the writer's view is current as of
+(:func:`~spreadbus.features.workloadspread.core.occupancy.expiry_clock`): a view lagging more
+than 30 s behind must not drop the reservation of a pod that exists but that it has not seen.
 """
 
 from __future__ import annotations

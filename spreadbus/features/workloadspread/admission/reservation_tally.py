@@ -54,7 +54,8 @@ class ReservationTally:
     def tally(
         self, spread: WorkloadSpread, version: str, ledger: Ledger, now: datetime
     ) -> tuple[Ledger, dict[str, SubsetLoad]]:
-        """The pruned ledger and one version's loads, carried over from the previous decision."""
+        """The pruned ledger and one version's loads, carried over from the previous decision;
+        ``now`` is the clock reservations expire by (the view's, not the wall clock's)."""
         known = self._tallies.get((spread.namespace, spread.name))
         if (
             known is not None

@@ -165,6 +165,7 @@ def admit_create_for(
     latest: str | None = None,
     versioned_kinds: frozenset[str] = pod_state.DEFAULT_VERSIONED_KINDS,
     version: str | None = None,
+    judged_at: datetime | None = None,
 ) -> AdmissionDecision:
     """CREATE of a pod already known to be governed by ``ws``.
 
@@ -173,7 +174,9 @@ def admit_create_for(
     is written into the annotation so the planner can match the pod to it later. ``latest`` is
     the workload's latest version (:func:`cost_version`); None writes no deletion cost.
     ``version`` is the pod's version when the caller has read it already (for its loads), with
-    the same ``versioned_kinds``; None reads it here.
+    the same ``versioned_kinds``; None reads it here. ``judged_at`` is the clock the
+    reservations in ``loads`` expire by (:func:`~.occupancy.expiry_clock`), None: ``now``;
+    a new reservation is stamped ``now`` whatever it is.
     """
     pod_name = pod_state.name(pod)
     if version is None:
@@ -189,7 +192,9 @@ def admit_create_for(
         if held is not None:
             chosen = held
         else:
-            chosen = choose_subset(ws, replicas=replicas, loads=loads, now=now, version=version)
+            chosen = choose_subset(
+                ws, replicas=replicas, loads=loads, now=judged_at or now, version=version
+            )
             subset = ws.subset(chosen) if chosen is not None else None
             if subset is not None and subset_limit(subset, replicas) is not None:
                 key = pod_name or generated_uid

@@ -137,9 +137,13 @@ def unsteered_at_creation(ws: WorkloadSpread, pod: Pod) -> bool:
     """Was ``pod`` created after ``ws`` (so its admission should have steered it)?
 
     A pod made before its WorkloadSpread is matched where it runs and left there, as Kruise
-    does; one made after it and still unmatched was admitted while no webhook answered."""
+    does; one made after it and still unmatched was admitted while no webhook answered.
+    Creation times have second resolution, so a pod of the WorkloadSpread's own second counts
+    as made after it: a workload applied with its WorkloadSpread creates its pods in that second,
+    and left unmarked they would never be moved out of a subset they overfill. The price is that
+    a pod made just before in the same second may be moved, within the rebalance limits."""
     created = pod_state.creation_time(pod)
-    return ws.created is not None and created is not None and created > ws.created
+    return ws.created is not None and created is not None and created >= ws.created
 
 
 def initial_quota(ws: WorkloadSpread, replicas: int) -> dict[str, int]:

@@ -30,6 +30,9 @@ allows), plus admissions whose pods have not been seen yet. Reservations expire 
 create after 30 s, a delete after 15 s (strictly after: an entry exactly at the deadline lives),
 read against the clock when a load is read, so that a count carried from one decision to the next
 stays exact.
+A count made from a view that lags behind the cluster (the webhook's) reads that clock through
+:func:`expiry_clock`: a creating reservation whose pod exists but is not in the view yet must not
+run out while the view is behind, or its slot would be given twice.
 Limits are per version, as in Kruise: during a rolling update the new version fills each subset up
 to its limit while deletion costs remove the old version's pods first.
 """
@@ -37,8 +40,8 @@ to its limit while deletion costs remove the old version's pods first.
 from __future__ import annotations
 
 from collections.abc import Collection, Container, Iterable, Mapping
-from datetime import datetime, timedelta
-from typing import Literal, NamedTuple, Protocol
+from datetime import UTC, datetime, timedelta
+from typing import Final, Literal, NamedTuple, Protocol
 
 import msgspec
 
@@ -63,6 +66,25 @@ def expired(at: datetime, timeout: timedelta, now: datetime) -> bool:
     """Whether an entry made ``at`` is dead at ``now``: only strictly past its deadline, as
     Kruise drops only entries whose deadline is before now (one exactly at it still counts)."""
     return at + timeout < now
+
+
+UNKNOWN_VIEW_TIME: Final = datetime(1970, 1, 1, tzinfo=UTC)
+"""What :func:`expiry_clock` judges by for a view never known to be current: nothing expires."""
+
+
+def expiry_clock(now: datetime, view_current_at: datetime | None) -> datetime:
+    """The time a count from a view judges reservations expired by: ``now``, or, if earlier,
+    the last time the view was known to hold every observation (None: never).
+
+    A creating reservation counts until its pod is seen, or until 30 s have passed (the pod was
+    never made). A view behind the cluster cannot tell the two apart: the pod may exist, unseen,
+    and expiring its reservation would free its slot for another pod. Judged at the time the
+    view is current as of, it runs out only once the view would have shown its pod; while the
+    view is current this is ``now``, Kruise's rule. Deleting reservations keep the wall clock
+    (:func:`without_expired_deletions`)."""
+    if view_current_at is None:
+        return UNKNOWN_VIEW_TIME
+    return min(now, view_current_at)
 
 
 def _live(entries: Mapping[str, datetime], timeout: timedelta, now: datetime) -> int:
@@ -114,6 +136,22 @@ class SubsetLoad(msgspec.Struct, frozen=True):
 
 # version -> subset name -> load
 Loads = dict[str, dict[str, SubsetLoad]]
+
+
+def without_expired_deletions(
+    loads: Mapping[str, SubsetLoad], now: datetime
+) -> dict[str, SubsetLoad]:
+    """``loads`` without the deleting reservations dead at ``now``, for a count whose clock
+    (:func:`expiry_clock`) is behind ``now``: a deletion frees its pod's slot for 15 s of the
+    wall clock, never longer, since a lagging view still shows that pod while it runs, and a
+    deletion that failed must not let its slot be taken for as long as the view lags."""
+    out = dict(loads)
+    for subset, load in loads.items():
+        deleting = load.deleting
+        if deleting and load.live_deleting(now) != len(deleting):
+            live = {pod: at for pod, at in deleting.items() if not expired(at, DELETE_TIMEOUT, now)}
+            out[subset] = SubsetLoad(load.active, load.creating, live)
+    return out
 
 
 def subset_limit(subset: Subset, replicas: int) -> int | None:
