@@ -11,10 +11,14 @@ import pytest
 
 from events import codec, subjects
 from events.messages import Observation, SyncMarker
+from events.shards import Shards
 from spreadbus.clusterregistry.cluster_health import find_condition
 from spreadbus.clusterregistry.heartbeat import Heartbeat, encode, heartbeat_subject
+from spreadbus.engine.feature import PlannerContext
 from spreadbus.features.clusters.core.status import MemberInputs, cluster_state, moment
+from spreadbus.features.clusters.planner import planner_side
 from spreadbus.features.clusters.planning.rule import ClusterStatusRule, Heartbeats
+from spreadbus.features.clusters.settings import ClusterSettings
 from spreadbus.projection.kube_state import KubeProjection
 
 CREATED = 1_700_000_000.0
@@ -167,3 +171,13 @@ def test_a_heartbeat_of_an_unregistered_member_plans_nothing() -> None:
     heartbeats.apply(1, heartbeat_subject("member2"), encode(beat(5)))
     rule = ClusterStatusRule("host", heartbeats, grace_period=GRACE)
     assert rule.desired(view, {("$clusterheartbeats", "member2")}, CREATED + 6) == []
+
+
+async def test_only_the_shard_owning_cluster_scoped_objects_keeps_the_clusters() -> None:
+    sides = [await planner_side(PlannerContext(cluster="host", settings=ClusterSettings(),
+                                               shards=Shards(count=3, index=index)))
+             for index in range(3)]
+    deciding = [side for side in sides if side.rules]
+    assert len(deciding) == 1
+    assert [s.stream for s in deciding[0].streams] == ["KV_spreadbus-cluster-heartbeats"]
+    assert [type(r).__name__ for r in deciding[0].rules] == ["ClusterStatusRule"]

@@ -1,5 +1,7 @@
 """What the planner runs of the cluster registry: :class:`~.planning.rule.ClusterStatusRule` over
-the host's Cluster objects, with the heartbeat bucket's stream folded beside it."""
+the host's Cluster objects, with the heartbeat bucket's stream folded beside it. Cluster objects
+are cluster-scoped: under planner shards only the shard owning the cluster-scoped objects
+decides them, so no two shards write one Cluster."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from spreadbus.features.clusters.settings import ClusterSettings
 
 
 async def planner_side(ctx: PlannerContext[ClusterSettings]) -> PlannerSide:
+    if not ctx.shards.owns(""):
+        return PlannerSide(rules=[])
     heartbeats = Heartbeats()
     rule = ClusterStatusRule(
         ctx.cluster, heartbeats,
