@@ -6,6 +6,7 @@ after the grace period (a few seconds here, a setting)."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -14,8 +15,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nats
 import pytest
 
+from spreadbus.clusterregistry.heartbeat import BUCKET, heartbeat_key
 from spreadbus.runtime.nats_server import NatsServer
 from tests.backbone.service_processes import ServiceProcess, logs_on_failure
 from tests.fixtures.kubesim import kubesim_process
@@ -55,6 +58,24 @@ def taint_keys(obj: dict[str, Any]) -> list[str]:
             if t.get("effect") == "NoSchedule"]
 
 
+def heartbeat_revision(url: str) -> int:
+    """The revision of member1's heartbeat entry: one more per heartbeat."""
+    async def read() -> int:
+        nc = await nats.connect(url)
+        try:
+            kv = await nc.jetstream().key_value(BUCKET)
+            return int((await kv.get(heartbeat_key("member1"))).revision or 0)
+        finally:
+            await nc.close()
+    return asyncio.run(read())
+
+
+def plans_published(planner: ServiceProcess) -> float:
+    name = 'spreadbus_planner_plans_total{rule="cluster-status"}'
+    return sum(float(line.split()[-1]) for line in planner.metrics().splitlines()
+               if line.startswith(name))
+
+
 @contextlib.contextmanager
 def started(*services: ServiceProcess) -> Iterator[None]:
     try:
@@ -74,8 +95,10 @@ def test_a_member_registers_turns_ready_and_then_unknown_when_its_agent_stops(
 ) -> None:
     (tmp_path / "host").mkdir()
     (tmp_path / "member1").mkdir()
-    logs = tmp_path / "logs"
-    logs.mkdir()
+    # One log directory per cluster: the services of both are named alike.
+    logs, agent_logs = tmp_path / "logs" / "host", tmp_path / "logs" / "member1"
+    logs.mkdir(parents=True)
+    agent_logs.mkdir()
     with kubesim_process(tmp_path / "host" / "kubeconfig", "--control-plane") as host, \
             kubesim_process(tmp_path / "member1" / "kubeconfig") as member:
         kubectl(host.kubeconfig, "apply", "-f", str(CRD))
@@ -91,12 +114,13 @@ def test_a_member_registers_turns_ready_and_then_unknown_when_its_agent_stops(
             ServiceProcess("actuator", hub, logs),
         ]
         watcher = ServiceProcess("watcher", [*agent, "--heartbeat-seconds", "0.5",
-                                             "--host-kubeconfig", str(host.kubeconfig)], logs)
+                                             "--host-kubeconfig", str(host.kubeconfig)],
+                                 agent_logs)
         member_side = [
-            ServiceProcess("actuator", agent, logs),
+            ServiceProcess("actuator", agent, agent_logs),
             ServiceProcess("webhook", [*agent, "--host", "127.0.0.1", "--port", "0",
                                        "--tls-cert", str(webhook_tls.server.cert),
-                                       "--tls-key", str(webhook_tls.server.key)], logs),
+                                       "--tls-key", str(webhook_tls.server.key)], agent_logs),
         ]
         with started(*host_side, *member_side, watcher):
             for service in (*host_side, *member_side, watcher):
@@ -117,6 +141,11 @@ def test_a_member_registers_turns_ready_and_then_unknown_when_its_agent_stops(
             assert registered["status"]["nodeSummary"]["totalNum"] > 0
             assert "pods" in registered["status"]["resourceSummary"]["allocatable"]
             assert taint_keys(registered) == []
+            # Heartbeats that change nothing write nothing: one status plan while four more come.
+            seen = heartbeat_revision(nats_server.url)
+            wait_until(lambda: heartbeat_revision(nats_server.url) >= seen + 4,
+                       what="four more heartbeats", timeout=30, interval=0.2)
+            assert plans_published(host_side[1]) == 1
 
             watcher.terminate(20)
 
