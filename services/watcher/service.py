@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 from events import subjects
 from events.messages import ResourceRef
 from events.streams import KUBE
+from services.watcher.heartbeat import beat_forever, register
 from services.watcher.history import HistoryPoints
 from services.watcher.publisher import ObservationPublisher
 from services.watcher.resource_watch import (
@@ -191,6 +192,15 @@ def forbidden_note(ref: ResourceRef) -> str:
     return f"forbidden {ref.resource}.{ref.group}" if ref.group else f"forbidden {ref.resource}"
 
 
+async def _register(settings: WatcherSettings, stopping: asyncio.Event) -> None:
+    host = await asyncio.to_thread(kube_api_client, settings.host_kubeconfig,
+                                   settings.host_kube_context)
+    try:
+        await register(KubeClient(host), settings.cluster, stopping)
+    finally:
+        host.close()  # type: ignore[no-untyped-call]
+
+
 async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
     api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context)
     try:
@@ -198,6 +208,11 @@ async def main(settings: WatcherSettings, ctx: ServiceContext) -> None:
         readiness = WatchReadiness(watches, ctx.registry, watches.publisher)
         ctx.registry.register(SupersededCount(watches))
         tasks = [asyncio.create_task(w.run(ctx.stopping)) for w in watches]
+        tasks.append(asyncio.create_task(beat_forever(ctx.nc, KubeClient(api), settings.cluster,
+                                                      ctx.stopping,
+                                                      every=settings.heartbeat_seconds)))
+        if settings.host_kubeconfig:
+            tasks.append(asyncio.create_task(_register(settings, ctx.stopping)))
         readiness.report(ctx.gate)
         while not await sleep_unless_stopping(ctx.stopping, 0.5):
             readiness.report(ctx.gate)

@@ -38,6 +38,22 @@ class WatcherSettings(FeatureServiceSettings):
     modified_hold_seconds: float = 0.1
     """How long an object's MODIFIED observation may wait for a newer one to replace it before
     it is published (0: publish every one); see services.watcher.modified_hold."""
+    heartbeat_seconds: float = 10.0
+    """How often this cluster's heartbeat (its API server's health and version) is put on the
+    bus for the cluster registry (Karmada's ``--cluster-status-update-frequency``)."""
+    host_kubeconfig: str = ""
+    """Kubeconfig of the host's API server: given, the watcher registers its cluster there as a
+    Cluster object on its first connection (pull mode); empty: no registration."""
+    host_kube_context: str = ""
+    """Context of ``--host-kubeconfig`` to use; empty: its current context."""
+
+    @field_validator("heartbeat_seconds")
+    @classmethod
+    def _heartbeat_positive(cls, seconds: float) -> float:
+        if not seconds > 0:
+            raise PydanticCustomError("heartbeat", "must be > 0, not {seconds}",
+                                      {"seconds": seconds})
+        return seconds
 
     @field_validator("modified_hold_seconds")
     @classmethod

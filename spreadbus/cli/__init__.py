@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "plan": ("spreadbus.cli.plan", "show what the planner would write, offline"),
     "events": ("spreadbus.cli.events", "event contract tools (JSON Schema)"),
     "bus-users": ("spreadbus.cli.bus_users", "write the NATS users and seeds of an installation"),
+    "join": ("spreadbus.cli.join", "register a member cluster in the host's cluster registry"),
     "bus-setup": ("spreadbus.cli.bus_setup", "create or update the streams and buckets of the bus"),
     "audit": ("spreadbus.cli.audit", "the audit log in SQLite: replay, follow, serve"),
     "why": ("spreadbus.cli.why", "why a pod is where it is, or a spread's subsets at a time"),

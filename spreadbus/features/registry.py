@@ -20,6 +20,7 @@ from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_plugins import PluginError, with_plugins
 from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.clusters.feature import FEATURE as CLUSTERS
 from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
 from spreadbus.features.propagation.feature import FEATURE as PROPAGATION
 from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYMENT
@@ -35,6 +36,7 @@ BUILTIN: Final[tuple[Feature[Any], ...]] = (
     PODUNAVAILABLEBUDGET,
     WORKLOADREBALANCER,
     PROPAGATION,
+    CLUSTERS,
 )
 
 

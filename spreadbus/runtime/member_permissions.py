@@ -12,7 +12,8 @@ a user of its own, ``<member>-watcher``, ``<member>-actuator`` and ``<member>-we
   observations, outcomes, admissions or history;
 - its writes to a feature's key-value bucket are allowed under the member's keys only
   (``$KV.<bucket>.<member>.>``: every bucket a member's services write is keyed by cluster
-  first);
+  first); so its watcher puts the member's heartbeat for the cluster registry
+  (:mod:`spreadbus.clusterregistry.heartbeat`) and no other cluster's;
 - the actuator reads ``PLANS`` only through its own durable consumer (``actuator-<member>``),
   created only by the JetStream API subject that names its filter, ``plan.<member>.>``: the
   server refuses a creation whose configuration filters on anything else, and no other way to

@@ -6,7 +6,8 @@ leaf nodes carry their traffic: ``member1``'s watcher cannot forge ``member2``'s
 or history, its actuator cannot forge ``member2``'s outcomes nor read ``member2``'s plans
 (not through ``member2``'s consumer, not through its own consumer re-filtered, not by a direct
 get, not by subscribing), and its webhook cannot write ``member2``'s admissions or reservation
-keys; the server refuses every one, while the same operations on ``member1``'s own subjects
+keys, and its watcher cannot put a heartbeat for ``member2`` or the host; the server refuses
+every one, while the same operations on ``member1``'s own subjects
 succeed.
 """
 
@@ -26,6 +27,9 @@ from nats.js.errors import Error as JetStreamError
 
 from events import streams
 from spreadbus.cli import main
+from spreadbus.clusterregistry.heartbeat import BUCKET as HEARTBEATS_BUCKET
+from spreadbus.clusterregistry.heartbeat import STREAM as HEARTBEATS
+from spreadbus.clusterregistry.heartbeat import Heartbeat, encode, heartbeat_subject
 from spreadbus.features.workloadspread.core.reservation_contract import BUCKET as RESERVATIONS
 from spreadbus.runtime.bus_permissions import SETUP, actuator_consumer, inbox_prefix
 from spreadbus.runtime.bus_users import seed_file
@@ -199,3 +203,21 @@ async def test_a_members_webhook_writes_only_its_own_admissions_and_keys(
     assert any("admission.member2.default.web" in line for line in refused), refused
     assert any(f"$KV.{RESERVATIONS}.member2.default.ws" in line for line in refused), refused
     assert not any("member1" in line for line in refused), refused
+
+
+async def test_a_members_watcher_beats_only_for_its_own_cluster(
+        member_bus: tuple[NatsServer, Path], clients: dict[str, Client]) -> None:
+    server, _ = member_bus
+    js = clients["member1-watcher"].jetstream(timeout=1.0)
+    beat = encode(Heartbeat(health="Healthy", at=1.0))
+    await js.publish(heartbeat_subject("member1"), beat)
+    for forged in ("member2", "host"):
+        with pytest.raises((NatsError, JetStreamError, asyncio.TimeoutError)):
+            await js.publish(heartbeat_subject(forged), beat)
+    refused = violations(server)
+    for forged in ("member2", "host"):
+        assert any(heartbeat_subject(forged) in line for line in refused), refused
+    assert not any("member1" in line for line in refused), refused
+    planner = clients["planner"]
+    assert await stored(planner, HEARTBEATS, heartbeat_subject("member1")) == 1
+    assert await stored(planner, HEARTBEATS, f"$KV.{HEARTBEATS_BUCKET}.>") == 1

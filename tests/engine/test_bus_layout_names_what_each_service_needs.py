@@ -26,7 +26,8 @@ def test_the_layout_holds_every_stream_and_bucket_once() -> None:
     history = LAYOUT.streams[-1]
     assert (history.max_age_seconds, history.max_bytes) == (3600.0, 1 << 20)
     names = [b.name for b in LAYOUT.buckets]
-    assert names == [LEASE_BUCKET, "spreadbus-reservations", "spreadbus-budgets"]
+    assert names == [LEASE_BUCKET, "spreadbus-reservations", "spreadbus-budgets",
+                     "spreadbus-cluster-heartbeats"]
     assert LAYOUT.buckets[0].ttl_seconds == 4.0
     assert LAYOUT.object_stores == ("snaps",)
     again = bus_layout([*BUCKETS, *BUCKETS], history_max_age=1.0, history_max_bytes=1)

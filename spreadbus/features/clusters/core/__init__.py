@@ -1,0 +1,1 @@
+"""The pure status of a member cluster."""

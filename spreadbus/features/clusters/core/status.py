@@ -1,0 +1,104 @@
+"""The status and taints a member's Cluster object should have, from its latest heartbeat.
+
+As Karmada's two controllers do between them (:mod:`spreadbus.clusterregistry.cluster_health`):
+a heartbeat younger than the grace period sets the Ready condition from the API server's health
+(and, when healthy, the version, node summary and resource summary); with no heartbeat within the
+grace period Ready turns Unknown; the NoSchedule taints follow Ready. A heartbeat older than the
+grace period is not applied again, so an Unknown cluster stays Unknown, with the time it turned
+so, until a new one comes. The member's nodes and pods are used only once both are listed; until
+then the summaries stay as they are.
+
+Time is a parameter (seconds since the epoch); nothing here reads a clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kubesemantics.lenient_json import as_map, as_str
+from spreadbus.clusterregistry.cluster_health import (
+    MONITOR_GRACE_PERIOD,
+    STARTUP_GRACE_PERIOD,
+    MemberReport,
+    monitored_conditions,
+    reported_status,
+    scheduling_taints,
+)
+from spreadbus.clusterregistry.heartbeat import Heartbeat
+
+Obj = Mapping[str, Any]
+JSON = dict[str, Any]
+_SUMMARIES = ("nodeSummary", "resourceSummary")
+
+
+@dataclass(frozen=True)
+class MemberInputs:
+    """What the control plane holds of a member: its latest heartbeat and, once listed, its
+    nodes and pods (``None`` while either is not listed completely)."""
+
+    heartbeat: Heartbeat | None
+    nodes: Sequence[Obj] | None = None
+    pods: Sequence[Obj] | None = None
+
+
+@dataclass(frozen=True)
+class ClusterState:
+    status: JSON
+    taints: list[JSON]
+
+
+def moment(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def created_at(cluster: Obj) -> datetime | None:
+    text = as_str(as_map(cluster.get("metadata")).get("creationTimestamp"))
+    try:
+        stamp = datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+    except ValueError:
+        return None
+    return stamp if stamp is None or stamp.tzinfo else stamp.replace(tzinfo=UTC)
+
+
+def cluster_state(cluster: Obj, member: MemberInputs, now: float, *,
+                  grace_period: timedelta = MONITOR_GRACE_PERIOD,
+                  startup_grace_period: timedelta = STARTUP_GRACE_PERIOD) -> ClusterState:
+    """The Cluster's status and ``spec.taints`` at ``now``."""
+    status: JSON = dict(as_map(cluster.get("status")))
+    beat = member.heartbeat
+    at = moment(now)
+    if beat is not None and not now > beat.at + grace_period.total_seconds():
+        listed = member.nodes is not None and member.pods is not None
+        report = MemberReport(beat.api_server, beat.kubernetesVersion,
+                              member.nodes or (), member.pods or ())
+        reported, _ = reported_status(status, report, None, moment(beat.at))
+        if not listed:
+            for key in _SUMMARIES:
+                reported.pop(key, None)
+                if key in status:
+                    reported[key] = status[key]
+        status = reported
+    created = created_at(cluster) or at
+    conditions = monitored_conditions(
+        status.get("conditions"), created=created,
+        last_heartbeat=None if beat is None else moment(beat.at), now=at,
+        grace_period=grace_period, startup_grace_period=startup_grace_period)
+    if conditions or "conditions" in status:
+        status["conditions"] = conditions
+    taints = scheduling_taints(as_map(cluster.get("spec")).get("taints"), conditions, at)
+    return ClusterState(status, taints)
+
+
+def next_look(cluster: Obj, beat: Heartbeat | None, *, grace_period: timedelta,
+              startup_grace_period: timedelta) -> float | None:
+    """When the cluster's Ready may turn Unknown without any new event (just after its grace
+    period ends), or None when there is nothing to wait for."""
+    if beat is not None:
+        return beat.at + grace_period.total_seconds() + 0.001
+    created = created_at(cluster)
+    if created is None:
+        return None
+    return created.timestamp() + startup_grace_period.total_seconds() + 0.001

@@ -1,0 +1,1 @@
+"""The rule keeping every member cluster's status."""

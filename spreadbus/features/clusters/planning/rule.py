@@ -1,0 +1,123 @@
+"""The rule keeping each member's Cluster object in the host as Karmada's cluster-status and
+cluster controllers keep it: its status from the member's heartbeats and observed nodes and
+pods, its NoSchedule taints from its Ready condition (:mod:`..core.status`).
+
+The Cluster objects are the planner's own cluster's (the host's); the heartbeats come from the
+bucket's stream (:data:`HEARTBEATS_RESOURCE` keys in ``changed``, one per member); a Cluster is
+looked at again when its member's heartbeat would go stale, without any new event. The status is
+written whole at the pace of the heartbeats, not on every pod change of the member.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Set
+from datetime import timedelta
+from typing import Any, Final
+
+from events.messages import ObjectRef, ResourceRef
+from kubesemantics.lenient_json import as_map, as_str
+from spreadbus.clusterregistry.cluster_health import MONITOR_GRACE_PERIOD, STARTUP_GRACE_PERIOD
+from spreadbus.clusterregistry.heartbeat import Heartbeat, decode, member_of
+from spreadbus.clusterregistry.registry import KARMADA_CLUSTER
+from spreadbus.features.clusters.core.status import MemberInputs, cluster_state, next_look
+from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.planning import Desired
+from spreadbus.projection.wake_schedule import WakeSchedule
+
+HEARTBEATS_RESOURCE: Final = "$clusterheartbeats"
+"""``changed`` carries ``(HEARTBEATS_RESOURCE, <member>)`` when a member's heartbeat changes."""
+CLUSTERS: Final = ResourceRef(group=KARMADA_CLUSTER.group, version="v1alpha1",
+                              resource=KARMADA_CLUSTER.plural)
+NODES: Final = ("", "nodes")
+PODS: Final = ("", "pods")
+
+
+class Heartbeats:
+    """The latest heartbeat of every member, folded from the bucket's stream."""
+
+    def __init__(self) -> None:
+        self.latest: dict[str, Heartbeat] = {}
+
+    def apply(self, seq: int, subject: str, data: bytes) -> str | None:
+        member = member_of(subject)
+        if member is None:
+            return None
+        beat = decode(data)
+        if beat is None:
+            self.latest.pop(member, None)
+        else:
+            self.latest[member] = beat
+        return member
+
+
+class ClusterStatusRule:
+    name = "cluster-status"
+
+    def __init__(self, home: str, heartbeats: Heartbeats, *,
+                 grace_period: timedelta = MONITOR_GRACE_PERIOD,
+                 startup_grace_period: timedelta = STARTUP_GRACE_PERIOD) -> None:
+        self.home = home
+        self.heartbeats = heartbeats
+        self.grace_period = grace_period
+        self.startup_grace_period = startup_grace_period
+        self.resources: tuple[ResourceRef, ...] = (CLUSTERS,)
+        self.rk_clusters = resource_key(home, CLUSTERS.group, CLUSTERS.resource)
+        self._wakes = WakeSchedule()
+        """Cluster object key -> when its member's heartbeat goes stale."""
+
+    def due(self, now: float) -> set[tuple[str, str]]:
+        return {(self.rk_clusters, okey) for okey in self._wakes.due(now)}
+
+    def next_wake(self) -> float | None:
+        return self._wakes.next_wake()
+
+    def desired(self, view: KubeProjection, changed: Set[tuple[str, str]],
+                now: float) -> list[Desired]:
+        okeys: set[str] = set()
+        for rkey, okey in changed:
+            if rkey == self.rk_clusters:
+                okeys.add(okey)
+            elif rkey == HEARTBEATS_RESOURCE:
+                okeys.add(object_key("", okey))
+        out: list[Desired] = []
+        for okey in sorted(okeys):
+            cluster = view.decoded(self.rk_clusters, okey)
+            if cluster is not None:
+                out.extend(self._cluster(view, cluster, okey, now))
+        return out
+
+    def _cluster(self, view: KubeProjection, cluster: dict[str, Any], okey: str,
+                 now: float) -> list[Desired]:
+        meta = as_map(cluster.get("metadata"))
+        name = as_str(meta.get("name"))
+        beat = self.heartbeats.latest.get(name)
+        inputs = MemberInputs(beat, self._listed(view, name, NODES), self._listed(view, name, PODS))
+        state = cluster_state(cluster, inputs, now, grace_period=self.grace_period,
+                              startup_grace_period=self.startup_grace_period)
+        look = next_look(cluster, beat, grace_period=self.grace_period,
+                         startup_grace_period=self.startup_grace_period)
+        if look is not None and look > now:
+            self._wakes.set(okey, look)
+        target = ObjectRef(group=CLUSTERS.group,
+                           version=as_str(cluster.get("apiVersion")).split("/")[-1]
+                           or CLUSTERS.version,
+                           resource=CLUSTERS.resource, name=name, uid=as_str(meta.get("uid")))
+        generation = meta.get("generation")
+        gen = generation if isinstance(generation, int) else 0
+        out: list[Desired] = []
+        if state.status != as_map(cluster.get("status")):
+            out.append(Desired(verb="patch_status", target=target, governor=target,
+                               governor_generation=gen, patch={"status": state.status},
+                               serial=True, reason=f"status of member cluster {name}"))
+        spec = as_map(cluster.get("spec"))
+        if state.taints != (spec.get("taints") or []):
+            out.append(Desired(verb="patch", target=target, governor=target,
+                               governor_generation=gen, patch={"spec": {"taints": state.taints}},
+                               serial=True, reason=f"taints of member cluster {name}"))
+        return out
+
+    @staticmethod
+    def _listed(view: KubeProjection, member: str, ref: tuple[str, str]) -> list[Any] | None:
+        if not view.synced(member, *ref):
+            return None
+        return [obj for _, obj in view.iter_decoded(member, *ref)]

@@ -1,0 +1,183 @@
+"""A member's Cluster status and taints at a time, from its latest heartbeat: Ready from the
+API server's health, Unknown once the grace period passes with none, the NoSchedule taints as
+Ready says, and the same answer when the same inputs are looked at again."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+
+from events import codec, subjects
+from events.messages import Observation, SyncMarker
+from events.shards import Shards
+from spreadbus.clusterregistry.cluster_health import find_condition
+from spreadbus.clusterregistry.heartbeat import Heartbeat, encode, heartbeat_subject
+from spreadbus.engine.feature import PlannerContext
+from spreadbus.features.clusters.core.status import MemberInputs, cluster_state, moment
+from spreadbus.features.clusters.planner import planner_side
+from spreadbus.features.clusters.planning.rule import ClusterStatusRule, Heartbeats
+from spreadbus.features.clusters.settings import ClusterSettings
+from spreadbus.projection.kube_state import KubeProjection
+
+CREATED = 1_700_000_000.0
+GRACE = timedelta(seconds=40)
+
+
+def cluster(status: dict[str, Any] | None = None,
+            taints: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
+            "metadata": {"name": "member1", "uid": "u1", "generation": 1,
+                         "creationTimestamp": "2023-11-14T22:13:20Z"},
+            "spec": {"syncMode": "Pull", **({"taints": taints} if taints else {})},
+            "status": status or {}}
+
+
+def beat(at: float, health: str = "Healthy") -> Heartbeat:
+    return Heartbeat(health=health, at=CREATED + at, kubernetesVersion="v1.30.0")
+
+
+NODE = {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "4", "memory": "8Gi",
+                                                                  "pods": "110"}}}
+POD = {"metadata": {"name": "p1", "namespace": "default"},
+       "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {
+           "requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+       "status": {"phase": "Running"}}
+
+
+def taint_keys(taints: list[dict[str, Any]]) -> list[str]:
+    return [t["key"] for t in taints if t.get("effect") == "NoSchedule"]
+
+
+# (heartbeat seconds after creation or None, its health, look at, Ready, reason, taints)
+TABLE = [
+    (None, "Healthy", 10, None, None, ["cluster.karmada.io/not-ready"]),
+    (None, "Healthy", 61, "Unknown", "ClusterStatusNeverUpdated",
+     ["cluster.karmada.io/unreachable"]),
+    (5, "Healthy", 10, "True", "ClusterReady", []),
+    (5, "Healthy", 45, "True", "ClusterReady", []),
+    (5, "Healthy", 46, "Unknown", "ClusterStatusUnknown", ["cluster.karmada.io/unreachable"]),
+    (5, "Unhealthy", 10, "False", "ClusterNotReady", ["cluster.karmada.io/not-ready"]),
+    (5, "Unreachable", 10, "False", "ClusterNotReachable", ["cluster.karmada.io/not-ready"]),
+    (5, "Unhealthy", 46, "Unknown", "ClusterStatusUnknown", ["cluster.karmada.io/unreachable"]),
+]
+
+
+@pytest.mark.parametrize(("at", "health", "now", "ready", "reason", "taints"), TABLE)
+def test_heartbeats_at_times_give_status_and_taints(
+        at: float | None, health: str, now: float, ready: str | None, reason: str | None,
+        taints: list[str]) -> None:
+    inputs = MemberInputs(None if at is None else beat(at, health), [NODE], [POD])
+    # As the planner does: the object as written when the heartbeat came, then looked at later.
+    first = cluster_state(cluster(), inputs, CREATED + (at or 0), grace_period=GRACE)
+    state = cluster_state(cluster(first.status, first.taints), inputs, CREATED + now,
+                          grace_period=GRACE)
+    condition = find_condition(state.status.get("conditions"))
+    assert (None if condition is None else condition["status"]) == ready
+    assert (None if condition is None else condition["reason"]) == reason
+    assert taint_keys(state.taints) == taints
+    # The same inputs looked at again, on the object they produced, change nothing.
+    again = cluster_state(cluster(state.status, state.taints), inputs, CREATED + now,
+                          grace_period=GRACE)
+    assert again.status == state.status
+    assert again.taints == state.taints
+
+
+def test_a_healthy_heartbeat_brings_the_version_and_resource_summary() -> None:
+    state = cluster_state(cluster(), MemberInputs(beat(5), [NODE], [POD]), CREATED + 10)
+    assert state.status["kubernetesVersion"] == "v1.30.0"
+    summary = state.status["resourceSummary"]
+    assert summary["allocatable"]["cpu"] == "4"
+    assert summary["allocated"]["cpu"] == "500m"
+    assert summary["allocated"]["pods"] == "1"
+    assert state.status["nodeSummary"]["totalNum"] == 1
+
+
+def test_unlisted_nodes_keep_the_previous_summary() -> None:
+    first = cluster_state(cluster(), MemberInputs(beat(5), [NODE], [POD]), CREATED + 10)
+    later = cluster_state(cluster(first.status), MemberInputs(beat(15), None, None),
+                          CREATED + 20)
+    assert later.status["resourceSummary"] == first.status["resourceSummary"]
+
+
+def test_unknown_stays_with_its_time_until_a_new_heartbeat_then_ready_again() -> None:
+    inputs = MemberInputs(beat(5), [NODE], [POD])
+    ready = cluster_state(cluster(), inputs, CREATED + 10, grace_period=GRACE)
+    lost = cluster_state(cluster(ready.status, ready.taints), inputs, CREATED + 50,
+                         grace_period=GRACE)
+    later = cluster_state(cluster(lost.status, lost.taints), inputs, CREATED + 90,
+                          grace_period=GRACE)
+    assert later == lost
+    back = cluster_state(cluster(lost.status, lost.taints), MemberInputs(beat(95), [NODE], [POD]),
+                         CREATED + 96, grace_period=GRACE)
+    condition = find_condition(back.status["conditions"])
+    assert condition is not None
+    assert condition["status"] == "True"
+    assert condition["lastTransitionTime"] == moment(CREATED + 95).strftime("%Y-%m-%dT%H:%M:%SZ")
+    assert back.taints == []
+
+
+def _fold(view: KubeProjection, seq: int, obj: dict[str, Any] | None, *,
+          cluster_name: str = "host", group: str = "cluster.karmada.io",
+          resource: str = "clusters") -> None:
+    if obj is None:
+        marker = SyncMarker(cluster=cluster_name, group=group, version="v1", resource=resource,
+                            complete=True)
+        view.fold(seq, subjects.sync(cluster_name, group, resource), codec.encode(marker))
+        return
+    observed = Observation(cluster=cluster_name, group=group, version="v1alpha1",
+                           resource=resource, event="ADDED", object=obj)
+    view.fold(seq, subjects.observation(cluster_name, group, resource, "",
+                                        obj["metadata"]["name"]), codec.encode(observed))
+
+
+def test_the_rule_writes_status_and_taints_and_wakes_when_the_heartbeat_goes_stale() -> None:
+    view = KubeProjection()
+    _fold(view, 1, None)
+    _fold(view, 2, cluster())
+    _fold(view, 3, None, cluster_name="member1", group="", resource="nodes")
+    _fold(view, 4, None, cluster_name="member1", group="", resource="pods")
+    heartbeats = Heartbeats()
+    rule = ClusterStatusRule("host", heartbeats, grace_period=GRACE)
+    assert heartbeats.apply(1, heartbeat_subject("member1"), encode(beat(5))) == "member1"
+    wants = rule.desired(view, view.take_changed() | {("$clusterheartbeats", "member1")},
+                         CREATED + 6)
+    # Ready from the first heartbeat: a status, and no taint to add to a cluster that has none.
+    assert [w.verb for w in wants] == ["patch_status"]
+    status = wants[0].patch["status"]
+    assert (find_condition(status["conditions"]) or {}).get("status") == "True"
+    assert wants[0].target.name == "member1"
+    assert wants[0].governor == wants[0].target
+    # Written back as the actuator would: nothing more to do until the grace period ends.
+    _fold(view, 5, cluster(status))
+    assert rule.desired(view, view.take_changed(), CREATED + 7) == []
+    wake = rule.next_wake()
+    assert wake is not None
+    assert CREATED + 45 < wake < CREATED + 46
+    assert rule.due(CREATED + 44) == set()
+    due = rule.due(wake)
+    stale = rule.desired(view, due, wake)
+    assert [w.verb for w in stale] == ["patch_status", "patch"]
+    lost = find_condition(stale[0].patch["status"]["conditions"]) or {}
+    assert lost.get("status") == "Unknown"
+    assert taint_keys(stale[1].patch["spec"]["taints"]) == ["cluster.karmada.io/unreachable"]
+
+
+def test_a_heartbeat_of_an_unregistered_member_plans_nothing() -> None:
+    view = KubeProjection()
+    _fold(view, 1, None)
+    heartbeats = Heartbeats()
+    heartbeats.apply(1, heartbeat_subject("member2"), encode(beat(5)))
+    rule = ClusterStatusRule("host", heartbeats, grace_period=GRACE)
+    assert rule.desired(view, {("$clusterheartbeats", "member2")}, CREATED + 6) == []
+
+
+async def test_only_the_shard_owning_cluster_scoped_objects_keeps_the_clusters() -> None:
+    sides = [await planner_side(PlannerContext(cluster="host", settings=ClusterSettings(),
+                                               shards=Shards(count=3, index=index)))
+             for index in range(3)]
+    deciding = [side for side in sides if side.rules]
+    assert len(deciding) == 1
+    assert [s.stream for s in deciding[0].streams] == ["KV_spreadbus-cluster-heartbeats"]
+    assert [type(r).__name__ for r in deciding[0].rules] == ["ClusterStatusRule"]
