@@ -71,7 +71,12 @@ from retrydelay import Backoff
 from spreadbus.engine.feature import SideStream
 from spreadbus.projection import snapshot
 from spreadbus.projection.decision_log import DecisionLog, slot_target
-from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.kube_state import (
+    KubeProjection,
+    object_key,
+    resource_key,
+    side_resource_key,
+)
 from spreadbus.projection.planning import (
     PLAN_LOST_SECONDS,
     ReadsPlans,
@@ -260,9 +265,10 @@ class Planner:
         fold, resource = Tracked(side.fold).apply, side.resource
 
         def sink(seq: int, subject: str, data: bytes) -> None:
-            key = fold(seq, subject, data)
-            if key is not None:
-                self.projection.changed.add((resource, key))
+            found = fold(seq, subject, data)
+            if found is not None:
+                cluster, key = found
+                self.projection.changed.add((side_resource_key(cluster, resource), key))
 
         return sink
 

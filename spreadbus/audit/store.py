@@ -44,6 +44,7 @@ import sqlite_utils
 from spreadbus.audit.fold import Row, fold
 from spreadbus.audit.registered import or_registered
 from spreadbus.audit.schema import ORDER, AuditSchema
+from spreadbus.projection.tracking import StreamPosition, Tracked
 
 STREAM: Final = "HISTORY"
 COOKIE_FLOOR: Final = 1 << 20
@@ -97,21 +98,26 @@ class AuditStore:
 
     def apply(self, messages: Iterable[tuple[int, str, bytes]]) -> int:
         """Fold messages (``seq``, subject, data), in order, in one transaction; returns how many
-        were new. A sequence at or below the position is a redelivery and skipped."""
+        were new. A sequence at or below the position is a redelivery and skipped
+        (:class:`~spreadbus.projection.tracking.Tracked`); the position moves only once the
+        batch's transaction commits."""
         rows: list[Row] = []
         folded = 0
-        last, unknown = self.last_seq, self.unknown
+        unknown = self.unknown
+        position = StreamPosition(self.last_seq)
+        schema = self.schema
+        tracked = Tracked(lambda seq, subject, data: fold(seq, subject, data, schema), position)
         for seq, subject, data in messages:
-            if seq <= last:
+            out = tracked.apply(seq, subject, data)
+            if out is None:
                 continue
-            out = fold(seq, subject, data, self.schema)
             if out and out[0].table == "unknown_messages":
                 unknown += 1
             rows += out
-            last = seq
             folded += 1
         if not folded:
             return 0
+        last = position.last_seq
         self.conn.execute("BEGIN")
         try:
             self._write(rows)

@@ -68,14 +68,16 @@ FS = TypeVar("FS", bound=FeatureSettings, default=FeatureSettings)
 class SideStream:
     """A stream the planner folds beside the observations, from its start on every start.
 
-    ``fold`` returns the object key a message changed, or ``None``; the rules are offered
-    ``(resource, key)`` on the next round. The planner keeps the fold's position
-    (:class:`~spreadbus.projection.tracking.Tracked`). Side streams are not in snapshots, so
-    each must be cheap to replay whole (one message per key, as a key-value bucket's).
+    ``fold`` returns the cluster and object key a message changed, or ``None``; the rules are
+    offered ``(side_resource_key(cluster, resource), key)`` on the next round, which the rule of
+    that cluster reads (:mod:`spreadbus.projection.cluster_rules`). The planner keeps the fold's
+    position (:class:`~spreadbus.projection.tracking.Tracked`). Side streams are not in
+    snapshots, so each must be cheap to replay whole (one message per key, as a key-value
+    bucket's).
     """
 
     stream: str
-    fold: Fold[str | None]
+    fold: Fold[tuple[str, str] | None]
     resource: str
     """The pseudo resource key the rules see for a change of this stream."""
 

@@ -11,9 +11,9 @@ The planner's own cluster (``home``) is decided as before: its rule exists from 
 held back by the planner until its resources are listed. Another cluster's rule is made when that
 cluster's resources are first listed completely and is then offered every object of its
 cluster; while one of its resources is relisted (its sync marker incomplete) its changes are kept
-and offered once the list is complete again. A changed key that names no cluster of the
-projection (a feature's side stream, such as ``$reservations``) goes to the home cluster's rule,
-the one that folds that stream.
+and offered once the list is complete again. A feature's side stream names its cluster first too
+(:func:`~spreadbus.projection.kube_state.side_resource_key`); a changed key that names no cluster
+of the projection goes to the home cluster's rule.
 """
 
 from __future__ import annotations

@@ -94,6 +94,13 @@ def resource_key(cluster: str, group: str, resource: str) -> str:
 
 
 @functools.lru_cache(maxsize=4096)
+def side_resource_key(cluster: str, resource: str) -> str:
+    """The resource key rules see for a change of a feature's side stream (``resource`` a
+    pseudo resource such as ``$reservations``) about ``cluster``: it names the cluster first,
+    as every projection key does."""
+    return f"{escape(cluster)}.{resource}"
+
+
 def object_key(namespace: str, name: str) -> str:
     """Memoised: owner chains ask for the same workloads' keys for each of their pods."""
     return f"{escape(namespace)}.{escape(name)}"

@@ -85,31 +85,37 @@ def test_the_projection_restored_from_its_state_resumes_after_its_position() -> 
 
 
 def test_the_reservation_fold_reads_a_ledger_and_its_deletion() -> None:
-    ledgers = ReservationLedgers("east.1")
+    ledgers = ReservationLedgers()
+    east = ledgers.of("east.1")
     key = entry_key("east.1", "team a", "ws")
     taken = Reservation("team a/ws", "v1", "zone-a", "p", "creating", AT)
     subject = f"$KV.{BUCKET}.{key}"
     assert subject.startswith(subject_prefix(BUCKET, "east.1"))
-    ws_key = ledgers.apply(1, subject, ENTRIES.encode(Ledger().with_reservation(taken)))
-    assert ws_key == "team%20a.ws"
-    assert ledgers.reservations(ws_key) == [taken]
-    assert ledgers.apply(2, subject, b"") == ws_key  # a deleted key: an empty ledger
-    assert ledgers.reservations(ws_key) == []
-    assert ledgers.floor(ws_key) == 0
+    assert ledgers.apply(1, subject, ENTRIES.encode(Ledger().with_reservation(taken))) == (
+        "east.1", "team%20a.ws")
+    assert east.get("team%20a.ws").reservations() == [taken]
+    assert ledgers.apply(2, subject, b"") == ("east.1", "team%20a.ws")  # deleted: empty
+    assert east.get("team%20a.ws").reservations() == []
+    assert east.get("team%20a.ws").floor == 0
 
 
-def test_a_bucket_fold_ignores_other_clusters_and_counts_what_it_cannot_read() -> None:
-    records = BudgetRecords("c1")
+def test_a_bucket_fold_keeps_each_cluster_apart_and_counts_what_it_cannot_read() -> None:
+    records = BudgetRecords()
+    c1, c2 = records.of("c1"), records.of("c2")
     spent = BudgetEntry(disrupted={"p": "2026-03-01T08:30:00Z"})
     other = f"$KV.spreadbus-budgets.{entry_key('c2', 'ns', 'pub')}"
-    assert records.apply(1, other, BUDGET_ENTRIES.encode(spent)) is None
+    assert records.apply(1, other, BUDGET_ENTRIES.encode(spent)) == ("c2", "ns.pub")
+    assert c2.get("ns.pub") == spent
+    assert c1.get("ns.pub") == BudgetEntry(), "c2's record is not c1's"
     assert records.apply(2, "$KV.spreadbus-budgets.c1.only-one-token", b"{}") is None
+    assert records.apply(2, "$KV.spreadbus-budgets-other.c1.ns.pub", b"{}") is None
     assert records.skipped == 1
     key = entry_key("c1", "ns", "pub")
     subject = f"$KV.spreadbus-budgets.{key}"
-    assert records.apply(3, subject, BUDGET_ENTRIES.encode(spent)) == "ns.pub"
-    assert records.entry("ns.pub") == spent
+    assert records.apply(3, subject, BUDGET_ENTRIES.encode(spent)) == ("c1", "ns.pub")
+    assert c1.get("ns.pub") == spent
     unreadable = BUDGET_ENTRIES.unreadable
-    assert records.apply(4, subject, b"{broken") == "ns.pub"
+    assert records.apply(4, subject, b"{broken") == ("c1", "ns.pub")
     assert BUDGET_ENTRIES.unreadable == unreadable + 1
-    assert records.entry("ns.pub") == BudgetEntry()
+    assert c1.get("ns.pub") == BudgetEntry()
+    assert c2.get("ns.pub") == spent

@@ -5,7 +5,9 @@ sides of WorkloadSpread, UnitedDeployment and PodUnavailableBudget run over it (
 per cluster, :class:`~spreadbus.projection.cluster_rules.EveryCluster`) and :func:`plans_for`
 turns their answers into plans. ``east`` holds three pods of the workload, ``west`` one, plus a
 pod whose controller is a ReplicaSet only ``east`` has: every count follows its own cluster, no
-owner adopts a pod of the other cluster, and every plan names the cluster of its target.
+owner adopts a pod of the other cluster, and every plan names the cluster of its target. The
+features' bucket streams (WorkloadSpread's reservations, PodUnavailableBudget's spending) are
+folded as the planner folds them: a record of ``west`` reaches ``west``'s rule alone.
 """
 
 from __future__ import annotations
@@ -13,21 +15,31 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
 from events import codec, subjects
+from events.buckets import entry_key
 from events.messages import Observation, Plan, SyncMarker
-from spreadbus.engine.feature import PlannerContext, PlannerSide
+from spreadbus.engine.feature import PlannerContext, PlannerSide, SideStream
+from spreadbus.features.podunavailablebudget.core import budget_ledger
 from spreadbus.features.podunavailablebudget.planner import planner_side as budget_side
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 from spreadbus.features.uniteddeployment.planner import planner_side as united_side
 from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
+from spreadbus.features.workloadspread.core import reservation_contract
+from spreadbus.features.workloadspread.core.occupancy import Reservation
 from spreadbus.features.workloadspread.planner import planner_side as spread_side
 from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
 from spreadbus.projection.decision_log import DecisionLog
-from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.kube_state import (
+    KubeProjection,
+    object_key,
+    resource_key,
+    side_resource_key,
+)
 from spreadbus.projection.planning import Rule, Timed, plans_for
 
 T0 = 1_800_000_000.0
@@ -121,7 +133,10 @@ class World:
         self.home = home
         self.view = KubeProjection()
         self.log = DecisionLog()
+        sides = list(sides)
         self.rules: list[Rule] = [rule for side in sides for rule in side.rules]
+        self.streams: dict[str, SideStream] = {s.stream: s for side in sides
+                                               for s in side.streams}
         self.seq = 0
 
     def observe(self, cluster: str, obj: dict[str, Any]) -> None:
@@ -133,6 +148,15 @@ class World:
                               event="ADDED", object=obj)
         subject = subjects.observation(cluster, group, resource, meta["namespace"], meta["name"])
         self.view.apply(self.seq, subject, codec.encode(message))
+
+    def bucket_entry(self, stream: str, bucket: str, key: str, data: bytes) -> None:
+        """One entry of a feature's bucket, folded as the planner folds its side streams."""
+        side = self.streams[stream]
+        self.seq += 1
+        found = side.fold(self.seq, f"$KV.{bucket}.{key}", data)
+        assert found is not None
+        cluster, okey = found
+        self.view.changed.add((side_resource_key(cluster, side.resource), okey))
 
     def listed(self, cluster: str) -> None:
         """Every resource the rules read is listed in ``cluster``."""
@@ -281,3 +305,32 @@ def test_a_cluster_listed_after_its_objects_is_decided_once_listed() -> None:
     for rule in ("workloadspread", "uniteddeployment", "podunavailablebudget"):
         assert later[rule], rule
         assert {p.cluster for p in later[rule]} == {"west"}
+
+
+def test_a_bucket_record_of_west_reaches_the_rule_of_west_alone(
+    plans: tuple[World, dict[str, list[Plan]]],
+) -> None:
+    world, _ = plans
+    at = datetime.fromtimestamp(T0, UTC)
+    taken = Reservation(f"{NS}/ws", "v1", "a", "web-new", "creating", at)
+    world.bucket_entry(reservation_contract.STREAM, reservation_contract.BUCKET,
+                       entry_key("west", NS, "ws"),
+                       reservation_contract.ENTRIES.encode(
+                           reservation_contract.Ledger().with_reservation(taken)))
+    spent = budget_ledger.BudgetEntry(disrupted={"web-0": "2027-01-15T08:00:00Z"})
+    world.bucket_entry(budget_ledger.STREAM, budget_ledger.BUCKET, entry_key("west", NS, "pub"),
+                       budget_ledger.ENTRIES.encode(spent))
+    later = world.decide(T0 + 1)
+    assert {p.cluster for found in later.values() for p in found} == {"west"}
+    versioned = status(later["workloadspread"], "west")["versionedSubsetStatuses"]["v1"]
+    (subset_a,) = [s for s in versioned if s["name"] == "a"]
+    assert subset_a["creatingPods"] == {"web-new": "2027-01-15T08:00:00Z"}
+    assert status(later["podunavailablebudget"], "west")["disruptedPods"] == {
+        "web-0": "2027-01-15T08:00:00Z"}
+    # East decides again on a pod of its own, and still holds no record of west's.
+    world.observe("east", pod("web-3", "web-h1"))
+    east = world.decide(T0 + 2)
+    assert {p.cluster for found in east.values() for p in found} == {"east"}
+    east_spread = status(east["workloadspread"], "east")
+    assert "creatingPods" not in json.dumps(east_spread)
+    assert "disruptedPods" not in status(east["podunavailablebudget"], "east")

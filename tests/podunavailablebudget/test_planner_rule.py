@@ -26,7 +26,7 @@ from spreadbus.features.podunavailablebudget.planning.budget_records import (
 )
 from spreadbus.features.podunavailablebudget.planning.rule import BudgetRule
 from spreadbus.projection.decision_log import DecisionLog
-from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.kube_state import KubeProjection, side_resource_key
 from spreadbus.projection.planning import plans_for
 from tests.podunavailablebudget.budgets import NS, budget, pod
 
@@ -43,8 +43,8 @@ class World:
     def __init__(self) -> None:
         self.view = KubeProjection()
         self.log = DecisionLog()
-        self.records = BudgetRecords("c1")
-        self.rule = BudgetRule("c1", records=self.records, min_interval_seconds=0)
+        self.records = BudgetRecords()
+        self.rule = BudgetRule("c1", records=self.records.of("c1"), min_interval_seconds=0)
         self.seq = 0
 
     def put(self, obj: dict[str, Any], event: str = "MODIFIED") -> None:
@@ -61,8 +61,8 @@ class World:
         self.seq += 1
         key = entry_key("c1", NS, "pub")
         changed = self.records.apply(self.seq, f"$KV.{BUCKET}.{key}", ENTRIES.encode(entry))
-        assert changed is not None
-        self.view.changed.add((BUDGETS_RESOURCE, changed))
+        assert changed == ("c1", f"{NS}.pub")
+        self.view.changed.add((side_resource_key("c1", BUDGETS_RESOURCE), f"{NS}.pub"))
 
     def decide(self, now: float) -> list[Plan]:
         changed = self.view.take_changed() | self.rule.due(now)

@@ -19,10 +19,13 @@ from events.messages import Observation, Plan
 from spreadbus.features.workloadspread.core.model import DELETION_COST_ANNOTATION as DELETION_COST
 from spreadbus.features.workloadspread.core.occupancy import Reservation
 from spreadbus.features.workloadspread.core.reservation_contract import BUCKET
-from spreadbus.features.workloadspread.planning.reservations import ReservationLedgers
+from spreadbus.features.workloadspread.planning.reservations import (
+    RESERVATIONS_RESOURCE,
+    ReservationLedgers,
+)
 from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 from spreadbus.projection.decision_log import DecisionLog
-from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.kube_state import KubeProjection, side_resource_key
 from spreadbus.projection.planning import plans_for
 
 T0 = 1_800_000_000.0
@@ -42,8 +45,8 @@ class World:
     def __init__(self, *, recover_after: float = 300.0) -> None:
         self.view = KubeProjection()
         self.log = DecisionLog()
-        self.ledgers = ReservationLedgers("c1")
-        self.rule = WorkloadSpreadRule("c1", reservations=self.ledgers,
+        self.ledgers = ReservationLedgers()
+        self.rule = WorkloadSpreadRule("c1", reservations=self.ledgers.of("c1"),
                                        recover_after_seconds=recover_after)
         self.seq = 0
         self.rv = 0
@@ -64,8 +67,8 @@ class World:
     def reserve(self, seq: int, ledger: dict[str, Any]) -> None:
         key = "c1.default.ws"
         changed = self.ledgers.apply(seq, f"$KV.{BUCKET}.{key}", json.dumps(ledger).encode())
-        assert changed == "default.ws"
-        self.view.changed.add(("$reservations", changed))
+        assert changed == ("c1", "default.ws")
+        self.view.changed.add((side_resource_key("c1", RESERVATIONS_RESOURCE), "default.ws"))
 
     def decide(self, now: float, *, extra: set[tuple[str, str]] | None = None) -> list[Plan]:
         changed = self.view.take_changed() | self.rule.due(now) | (extra or set())

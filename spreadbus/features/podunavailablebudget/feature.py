@@ -13,6 +13,7 @@ from typing import Final
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Governor, PlanGrant
+from spreadbus.engine.side_import import webhook_side_in
 from spreadbus.features.podunavailablebudget.audit import AUDIT
 from spreadbus.features.podunavailablebudget.core.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.budget_ledger import SPEC as BUCKET_SPEC
@@ -30,7 +31,6 @@ from spreadbus.features.podunavailablebudget.offline import (
 from spreadbus.features.podunavailablebudget.planner import planner_side
 from spreadbus.features.podunavailablebudget.planning.rule import WORKLOADS, BudgetRule
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
-from spreadbus.features.podunavailablebudget.webhook import webhook_side
 
 _GOVERNOR: Final = Governor(group=GROUP, kind=KIND, resource="podunavailablebudgets")
 
@@ -60,7 +60,7 @@ FEATURE: Final = Feature(
     },
     buckets=(BUCKET_SPEC,),
     planner=planner_side,
-    webhook=webhook_side,
+    webhook=webhook_side_in("spreadbus.features.podunavailablebudget.webhook"),
     validators={(GROUP, KIND): validate_offline},
     kinds={_GOVERNOR.resource: _GOVERNOR.kind},
     status_history=((_GOVERNOR.group, _GOVERNOR.resource),),

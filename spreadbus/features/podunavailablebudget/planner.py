@@ -15,12 +15,11 @@ from spreadbus.projection.cluster_rules import EveryCluster
 
 
 async def planner_side(ctx: PlannerContext[PodUnavailableBudgetSettings]) -> PlannerSide:
-    records = BudgetRecords(ctx.cluster)
+    records = BudgetRecords()
 
     def rule_for(cluster: str) -> BudgetRule:
-        # The bucket's stream folded below holds the planner's own cluster's budgets.
-        return BudgetRule(cluster,
-                          records=records if cluster == ctx.cluster else BudgetRecords(cluster),
+        # The bucket's stream folded below holds every cluster's budgets.
+        return BudgetRule(cluster, records=records.of(cluster),
                           min_interval_seconds=ctx.settings.pub_min_interval_seconds)
 
     side = SideStream(stream=STREAM, fold=records.apply, resource=BUDGETS_RESOURCE)

@@ -14,6 +14,7 @@ from typing import Final
 from events.messages import Verb
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Follows, Governor, PlanGrant
+from spreadbus.engine.side_import import webhook_side_in
 from spreadbus.features.uniteddeployment.audit import AUDIT
 from spreadbus.features.uniteddeployment.core.derived_writes import (
     revision_follows,
@@ -28,7 +29,6 @@ from spreadbus.features.uniteddeployment.planning.rule import (
     UnitedDeploymentRule,
 )
 from spreadbus.features.uniteddeployment.settings import UnitedDeploymentSettings
-from spreadbus.features.uniteddeployment.webhook import webhook_side
 
 _OWNER: Final = ("apps.kruise.io", "UnitedDeployment")
 _GOVERNOR: Final = Governor(group=_OWNER[0], kind=_OWNER[1], resource="uniteddeployments")
@@ -90,7 +90,7 @@ FEATURE: Final = Feature(
         PlanGrant(rule=_RULE, verb="patch", group="apps.kruise.io", resource="uniteddeployments",
                   writes=(("metadata", "annotations", HANDLED_ANNOTATION),), governor=_GOVERNOR),
     ),
-    webhook=webhook_side,
+    webhook=webhook_side_in("spreadbus.features.uniteddeployment.webhook"),
     validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},
     kinds={_GOVERNOR.resource: _GOVERNOR.kind},
     status_history=((_GOVERNOR.group, _GOVERNOR.resource),),

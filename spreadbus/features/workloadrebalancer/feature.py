@@ -13,6 +13,7 @@ from typing import Final
 
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, PlanGrant
+from spreadbus.engine.side_import import webhook_side_in
 from spreadbus.features.workloadrebalancer.core.model import (
     GROUP,
     KIND,
@@ -23,7 +24,6 @@ from spreadbus.features.workloadrebalancer.core.model import (
 from spreadbus.features.workloadrebalancer.offline import offline_plan, validate_offline
 from spreadbus.features.workloadrebalancer.planner import planner_side
 from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalancerRule
-from spreadbus.features.workloadrebalancer.webhook import webhook_side
 
 _GOVERNOR: Final = Governor(group=GROUP, kind=KIND, resource=RESOURCE, namespaced=False)
 
@@ -54,7 +54,7 @@ FEATURE: Final = Feature(
           for resource in ("workloadspreads", "uniteddeployments")),
     ),
     planner=planner_side,
-    webhook=webhook_side,
+    webhook=webhook_side_in("spreadbus.features.workloadrebalancer.webhook"),
     validators={(GROUP, KIND): validate_offline},
     kinds={RESOURCE: KIND},
     status_history=((GROUP, RESOURCE),),

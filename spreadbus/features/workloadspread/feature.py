@@ -19,6 +19,7 @@ from events.messages import Verb
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
+from spreadbus.engine.side_import import webhook_side_in
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
 from spreadbus.features.workloadspread.audit import AUDIT
 from spreadbus.features.workloadspread.core.model import NAME
@@ -41,7 +42,6 @@ from spreadbus.features.workloadspread.offline import (
 from spreadbus.features.workloadspread.planner import planner_side
 from spreadbus.features.workloadspread.planning.rule import WorkloadSpreadRule
 from spreadbus.features.workloadspread.settings import WorkloadSpreadSettings
-from spreadbus.features.workloadspread.webhook import webhook_side
 
 _GOVERNOR: Final = Governor(group="apps.kruise.io", kind="WorkloadSpread",
                             resource="workloadspreads")
@@ -90,7 +90,7 @@ FEATURE: Final = Feature(
     },
     buckets=(RESERVATIONS_SPEC,),
     planner=planner_side,
-    webhook=webhook_side,
+    webhook=webhook_side_in("spreadbus.features.workloadspread.webhook"),
     validators={("apps.kruise.io", "WorkloadSpread"): validate_offline},
     kinds={_GOVERNOR.resource: _GOVERNOR.kind},
     status_history=((_GOVERNOR.group, _GOVERNOR.resource),),

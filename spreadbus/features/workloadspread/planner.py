@@ -19,13 +19,13 @@ from spreadbus.projection.cluster_rules import EveryCluster
 
 
 async def planner_side(ctx: PlannerContext[WorkloadSpreadSettings]) -> PlannerSide:
-    ledgers = ReservationLedgers(ctx.cluster)
+    ledgers = ReservationLedgers()
 
     def rule_for(cluster: str) -> WorkloadSpreadRule:
-        # The bucket's stream folded below holds the planner's own cluster's reservations.
+        # The bucket's stream folded below holds every cluster's reservations.
         return WorkloadSpreadRule(
             cluster,
-            reservations=ledgers if cluster == ctx.cluster else ReservationLedgers(cluster),
+            reservations=ledgers.of(cluster),
             whitelist=ctx.settings.whitelist(),
             recover_after_seconds=ctx.settings.adaptive_recover_seconds,
             min_interval_seconds=ctx.settings.workloadspread_min_interval_seconds,

@@ -60,10 +60,13 @@ async def test_a_ledger_the_webhook_writes_is_read_by_the_planner_and_a_plain_su
         message = await sub.next_msg(timeout=5)
         await sub.unsubscribe()
 
-        planner = ReservationLedgers("east.1")
-        ws_key = planner.apply(message.metadata.sequence.stream, message.subject, message.data)
-        assert ws_key is not None
-        assert sorted(planner.reservations(ws_key), key=lambda r: r.pod) == [taken, freed]
+        planner = ReservationLedgers()
+        found = planner.apply(message.metadata.sequence.stream, message.subject, message.data)
+        assert found is not None
+        cluster, ws_key = found
+        assert cluster == "east.1"
+        reservations = planner.of(cluster).get(ws_key).reservations()
+        assert sorted(reservations, key=lambda r: r.pod) == [taken, freed]
 
         entry = msgspec.json.decode(message.data, type=LedgerEntry[ReservedSlot])
         assert entry.creating["uid-1"] == ReservedSlot(

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import msgspec
 
+from kubesemantics import target_ref
 from kubesemantics.group_version import api_group, api_version_valid
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from kubesemantics.timestamps import parse_time
@@ -82,14 +83,8 @@ def _go_parse_int32_lenient(text: str) -> int:
     return max(_INT32_MIN, min(_INT32_MAX, int(text)))
 
 
-class TargetRef(msgspec.Struct, frozen=True):
-    api_version: str
-    kind: str
-    name: str
-
-    @property
-    def group(self) -> str:
-        return api_group(self.api_version)
+class TargetRef(target_ref.TargetRef, frozen=True):
+    """A PUB's ``targetRef``: it names an object only with an apiVersion Go can parse."""
 
     @property
     def parsable(self) -> bool:

@@ -5,7 +5,8 @@ Every admission the webhook let through is in the bucket before its answer
 records into the next status, so that status counts the pods as disrupted, and a webhook replica
 that later sees that status stops counting them itself. The bucket keeps one revision per key, so
 its stream replays in one message per budget on every start
-(:class:`~spreadbus.projection.bucket_entries.BucketFold`).
+(:class:`~spreadbus.projection.bucket_entries.BucketFold`). The fold keeps every cluster's
+records; each cluster's rule reads its own (``BudgetRecords().of(cluster).get(budget_key)``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from spreadbus.features.podunavailablebudget.core.budget_ledger import (
 from spreadbus.projection.bucket_entries import BucketFold
 
 BUDGETS_RESOURCE: Final = "$budgets"
-"""``changed`` carries ``(BUDGETS_RESOURCE, <namespace>.<name>)`` when an entry changes."""
+"""``changed`` carries ``(side_resource_key(cluster, BUDGETS_RESOURCE), <namespace>.<name>)``
+when an entry of ``cluster`` changes."""
 
 
 def _spends(entry: BudgetEntry) -> bool:
@@ -28,10 +30,7 @@ def _spends(entry: BudgetEntry) -> bool:
 
 
 class BudgetRecords(BucketFold[BudgetEntry]):
-    """Each budget's live records by its object key (escaped ``namespace.name``)."""
+    """Each cluster's live records by budget key (escaped ``namespace.name``)."""
 
-    def __init__(self, cluster: str) -> None:
-        super().__init__(BUCKET, cluster, ENTRIES, live=_spends)
-
-    def entry(self, budget_key: str) -> BudgetEntry:
-        return self.get(budget_key)
+    def __init__(self) -> None:
+        super().__init__(BUCKET, ENTRIES, live=_spends)

@@ -36,8 +36,9 @@ from spreadbus.features.podunavailablebudget.planning.budget_records import (
     BUDGETS_RESOURCE,
     BudgetRecords,
 )
+from spreadbus.projection.bucket_entries import ClusterEntries
 from spreadbus.projection.governor_pacing import GovernorPacing
-from spreadbus.projection.kube_state import KubeProjection, resource_key
+from spreadbus.projection.kube_state import KubeProjection, resource_key, side_resource_key
 from spreadbus.projection.planning import Desired
 
 PUBS: Final = ResourceRef(group="policy.kruise.io", version="v1alpha1",
@@ -61,10 +62,11 @@ Key = tuple[str, str]
 class BudgetRule:
     name: str = "podunavailablebudget"
 
-    def __init__(self, cluster: str, *, records: BudgetRecords | None = None,
+    def __init__(self, cluster: str, *, records: ClusterEntries[BudgetEntry] | None = None,
                  min_interval_seconds: float = 0.02) -> None:
         self.cluster = cluster
-        self.records = records or BudgetRecords(cluster)
+        self.records = records or BudgetRecords().of(cluster)
+        self.rk_budgets = side_resource_key(cluster, BUDGETS_RESOURCE)
         self.resources: tuple[ResourceRef, ...] = (PUBS, PODS, *WORKLOADS)
         self.rk_pubs = resource_key(cluster, PUBS.group, PUBS.resource)
         self.rk_pods = resource_key(cluster, PODS.group, PODS.resource)
@@ -92,7 +94,7 @@ class BudgetRule:
         affected: set[str] = set()
         namespaces: set[str] = set()
         for rkey, okey in changed:
-            if rkey in (self.rk_pubs, BUDGETS_RESOURCE):
+            if rkey in (self.rk_pubs, self.rk_budgets):
                 affected.add(okey)
             elif rkey == self.rk_pods or rkey in self.rk_workloads:
                 namespace = okey.split(".", 1)[0]
@@ -130,7 +132,7 @@ class BudgetRule:
         workloads = [obj for rkey in self.rk_workloads
                      for obj in self._in_namespace(view, rkey, escaped)]
         at = datetime.fromtimestamp(now, UTC)
-        entry = self.records.entry(okey)
+        entry = self.records.get(okey)
         computed = status_inputs.compute(budget, pods, workloads, _records(entry, at), at)
         self._schedule(okey, None if computed.requeue_at is None
                        else computed.requeue_at.timestamp() + _AFTER_EXPIRY)

@@ -27,15 +27,17 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
-from nats.aio.client import Client
-from nats.aio.subscription import Subscription
-from nats.errors import TimeoutError as NatsTimeoutError
 
 from events import subjects
 from spreadbus.features.workloadspread.admission.view import View
+
+if TYPE_CHECKING:
+    # The offline commands read this module (its subject) and never load the NATS client.
+    from nats.aio.client import Client
+    from nats.aio.subscription import Subscription
 
 log = logging.getLogger(__name__)
 
@@ -131,7 +133,7 @@ class SpreadHints:
             try:
                 msg = await sub.next_msg(timeout=0.1)
                 heard = _DECODER.decode(msg.data)
-            except (TimeoutError, NatsTimeoutError):
+            except TimeoutError:  # NATS' own timeout is a TimeoutError too
                 break
             except msgspec.DecodeError:
                 continue

@@ -27,6 +27,7 @@ from kubesemantics.group_version import api_group as api_group
 from kubesemantics.group_version import api_version_valid as api_version_valid
 from kubesemantics.lenient_json import Condition as Condition
 from kubesemantics.lenient_json import as_int, as_map, as_str, conditions
+from kubesemantics.target_ref import TargetRef as TargetRef
 from kubesemantics.timestamps import parse_time
 
 JSON = dict[str, Any]
@@ -55,16 +56,6 @@ def format_time(value: datetime) -> str:
 def truncate(value: datetime) -> datetime:
     """Second precision in UTC, what a ``metav1.Time`` keeps."""
     return value.astimezone(UTC).replace(microsecond=0)
-
-
-class TargetRef(msgspec.Struct, frozen=True):
-    api_version: str
-    kind: str
-    name: str
-
-    @property
-    def group(self) -> str:
-        return api_group(self.api_version)
 
 
 class Subset(msgspec.Struct, frozen=True):

@@ -21,36 +21,33 @@ The bucket is the source of truth, and this fold reads it:
 A deleted or purged key arrives as an empty body and reads as an empty ledger, as does an entry
 that cannot be decoded: only a bug can write one.
 
+The fold keeps every cluster's ledgers; each cluster's rule reads its own.
+
 Signatures::
 
-    ReservationLedgers(cluster: str)
-        .apply(seq: int, subject: str, data: bytes) -> str | None   # the WorkloadSpread key
-        .reservations(ws_key: str) -> list[Reservation]   # ws_key: "<namespace>.<name>"
-        .floor(ws_key: str) -> int
-    RESERVATIONS_RESOURCE: the pseudo resource key rules see in ``changed`` for a ledger change
+    ReservationLedgers()
+        .apply(seq: int, subject: str, data: bytes) -> tuple[str, str] | None
+            # the cluster and WorkloadSpread key ("<namespace>.<name>")
+        .of(cluster: str) -> ClusterEntries[Ledger]   # .get(ws_key).reservations(), .floor
+    RESERVATIONS_RESOURCE: the pseudo resource rules see in ``changed`` for a ledger change
 """
 
 from __future__ import annotations
 
 from typing import Final
 
-from spreadbus.features.workloadspread.core.occupancy import Reservation
 from spreadbus.features.workloadspread.core.reservation_contract import BUCKET, ENTRIES, Ledger
 from spreadbus.projection.bucket_entries import BucketFold
 
 RESERVATIONS_RESOURCE: Final = "$reservations"
-"""``changed`` carries ``(RESERVATIONS_RESOURCE, <namespace>.<name>)`` when a ledger changes."""
+"""``changed`` carries ``(side_resource_key(cluster, RESERVATIONS_RESOURCE),
+<namespace>.<name>)`` when a ledger of ``cluster`` changes."""
+
 
 def _holds_anything(ledger: Ledger) -> bool:
     return bool(ledger.creating or ledger.deleting or ledger.floor)
 
 
 class ReservationLedgers(BucketFold[Ledger]):
-    def __init__(self, cluster: str) -> None:
-        super().__init__(BUCKET, cluster, ENTRIES, live=_holds_anything)
-
-    def reservations(self, ws_key: str) -> list[Reservation]:
-        return self.get(ws_key).reservations()
-
-    def floor(self, ws_key: str) -> int:
-        return self.get(ws_key).floor
+    def __init__(self) -> None:
+        super().__init__(BUCKET, ENTRIES, live=_holds_anything)

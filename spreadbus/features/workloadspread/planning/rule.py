@@ -85,6 +85,7 @@ from spreadbus.features.workloadspread.core.model import (
 )
 from spreadbus.features.workloadspread.core.rebalance import DEFAULT_MAX_UNAVAILABLE
 from spreadbus.features.workloadspread.core.reschedule import RECOVER_AFTER
+from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.features.workloadspread.core.target import Lookup
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from spreadbus.features.workloadspread.planning.rebalancing import Rebalancing
@@ -102,9 +103,10 @@ from spreadbus.features.workloadspread.planning.spread_index import (
     SpreadIndex,
 )
 from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally, TallyPlan
+from spreadbus.projection.bucket_entries import ClusterEntries
 from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.governor_pacing import GovernorPacing
-from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.kube_state import KubeProjection, side_resource_key
 from spreadbus.projection.planning import Desired
 
 
@@ -126,7 +128,7 @@ class WorkloadSpreadRule:
         self,
         cluster: str,
         *,
-        reservations: ReservationLedgers | None = None,
+        reservations: ClusterEntries[Ledger] | None = None,
         whitelist: Whitelist | None = None,
         recover_after_seconds: float = RECOVER_AFTER.total_seconds(),
         min_interval_seconds: float = 0.25,
@@ -134,7 +136,8 @@ class WorkloadSpreadRule:
         repair_unsteered: bool = True,
     ) -> None:
         self.cluster = cluster
-        self.reservations = reservations or ReservationLedgers(cluster)
+        self.reservations = reservations or ReservationLedgers().of(cluster)
+        self.rk_reservations = side_resource_key(cluster, RESERVATIONS_RESOURCE)
         self.whitelist = whitelist or Whitelist()
         self.recover_after_seconds = recover_after_seconds
         self.rebalancing = Rebalancing(cluster, self.whitelist, max_unavailable,
@@ -193,7 +196,7 @@ class WorkloadSpreadRule:
                     for spread in above:
                         self._pending_for(spread).nodes.add(node)
                     affected |= above
-            elif rkey == RESERVATIONS_RESOURCE:
+            elif rkey == self.rk_reservations:
                 affected.add(okey)
         out: list[Desired] = []
         for okey in self.pacing.paced(affected, now):
@@ -219,7 +222,7 @@ class WorkloadSpreadRule:
             self.pacing.forget(okey)
             self._forget(okey)
             return []
-        if self.reservations.floor(okey) > view.last_seq:
+        if self.reservations.get(okey).floor > view.last_seq:
             self._schedule(okey, now)  # the projection has not reached the ledger's floor yet
             return []
         ws = from_object(obj)
@@ -255,7 +258,7 @@ class WorkloadSpreadRule:
             ws,
             workload=workload,
             latest=reconcile.latest_version(ws, workload, replicasets=replicasets),
-            reservations=self.reservations.reservations(okey),
+            reservations=self.reservations.get(okey).reservations(),
             now=datetime.fromtimestamp(now, UTC),
             whitelist=self.whitelist,
             nodes=nodes,
