@@ -17,9 +17,13 @@ from spreadbus.clusterregistry.heartbeat import Heartbeat, encode, heartbeat_sub
 from spreadbus.engine.feature import PlannerContext
 from spreadbus.features.clusters.core.status import MemberInputs, cluster_state, moment
 from spreadbus.features.clusters.planner import planner_side
-from spreadbus.features.clusters.planning.rule import ClusterStatusRule, Heartbeats
+from spreadbus.features.clusters.planning.rule import (
+    HEARTBEATS_RESOURCE,
+    ClusterStatusRule,
+    Heartbeats,
+)
 from spreadbus.features.clusters.settings import ClusterSettings
-from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.kube_state import KubeProjection, side_resource_key
 
 CREATED = 1_700_000_000.0
 GRACE = timedelta(seconds=40)
@@ -140,9 +144,10 @@ def test_the_rule_writes_status_and_taints_and_wakes_when_the_heartbeat_goes_sta
     _fold(view, 4, None, cluster_name="member1", group="", resource="pods")
     heartbeats = Heartbeats()
     rule = ClusterStatusRule("host", heartbeats, grace_period=GRACE)
-    assert heartbeats.apply(1, heartbeat_subject("member1"), encode(beat(5))) == "member1"
-    wants = rule.desired(view, view.take_changed() | {("$clusterheartbeats", "member1")},
-                         CREATED + 6)
+    changed = heartbeats.apply(1, heartbeat_subject("member1"), encode(beat(5)))
+    assert changed == ("member1", "member1")
+    beat_key = (side_resource_key("member1", HEARTBEATS_RESOURCE), "member1")
+    wants = rule.desired(view, view.take_changed() | {beat_key}, CREATED + 6)
     # Ready from the first heartbeat: a status, and no taint to add to a cluster that has none.
     assert [w.verb for w in wants] == ["patch_status"]
     status = wants[0].patch["status"]

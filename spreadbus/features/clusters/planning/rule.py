@@ -3,7 +3,7 @@ cluster controllers keep it: its status from the member's heartbeats and observe
 pods, its NoSchedule taints from its Ready condition (:mod:`..core.status`).
 
 The Cluster objects are the planner's own cluster's (the host's); the heartbeats come from the
-bucket's stream (:data:`HEARTBEATS_RESOURCE` keys in ``changed``, one per member); a Cluster is
+bucket's stream (keys of :data:`HEARTBEATS_RESOURCE` in ``changed``, one per member); a Cluster is
 looked at again when its member's heartbeat would go stale, without any new event. The status is
 written whole at the pace of the heartbeats, not on every pod change of the member.
 """
@@ -20,12 +20,18 @@ from spreadbus.clusterregistry.cluster_health import MONITOR_GRACE_PERIOD, START
 from spreadbus.clusterregistry.heartbeat import Heartbeat, decode, member_of
 from spreadbus.clusterregistry.registry import KARMADA_CLUSTER
 from spreadbus.features.clusters.core.status import MemberInputs, cluster_state, next_look
-from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
+from spreadbus.projection.kube_state import (
+    KubeProjection,
+    object_key,
+    resource_key,
+    side_resource_key,
+)
 from spreadbus.projection.planning import Desired
 from spreadbus.projection.wake_schedule import WakeSchedule
 
 HEARTBEATS_RESOURCE: Final = "$clusterheartbeats"
-"""``changed`` carries ``(HEARTBEATS_RESOURCE, <member>)`` when a member's heartbeat changes."""
+"""``changed`` carries ``(side_resource_key(<member>, HEARTBEATS_RESOURCE), <member>)`` when a
+member's heartbeat changes."""
 CLUSTERS: Final = ResourceRef(group=KARMADA_CLUSTER.group, version="v1alpha1",
                               resource=KARMADA_CLUSTER.plural)
 NODES: Final = ("", "nodes")
@@ -38,7 +44,8 @@ class Heartbeats:
     def __init__(self) -> None:
         self.latest: dict[str, Heartbeat] = {}
 
-    def apply(self, seq: int, subject: str, data: bytes) -> str | None:
+    def apply(self, seq: int, subject: str, data: bytes) -> tuple[str, str] | None:
+        """The member whose heartbeat changed, as the cluster and key of the change."""
         member = member_of(subject)
         if member is None:
             return None
@@ -47,7 +54,7 @@ class Heartbeats:
             self.latest.pop(member, None)
         else:
             self.latest[member] = beat
-        return member
+        return member, member
 
 
 class ClusterStatusRule:
@@ -77,7 +84,7 @@ class ClusterStatusRule:
         for rkey, okey in changed:
             if rkey == self.rk_clusters:
                 okeys.add(okey)
-            elif rkey == HEARTBEATS_RESOURCE:
+            elif rkey == side_resource_key(okey, HEARTBEATS_RESOURCE):
                 okeys.add(object_key("", okey))
         out: list[Desired] = []
         for okey in sorted(okeys):
