@@ -67,7 +67,10 @@ class AuditStore:
         # needs to reach the disk before the first rows do.
         self.conn.execute("PRAGMA synchronous=OFF")
         self._create()
-        self.conn.execute("PRAGMA synchronous=FULL")
+        # In WAL mode NORMAL syncs at checkpoints rather than at every commit, which cost most
+        # of a replay's time. A crash of the process loses nothing committed; a power loss may
+        # roll back the last batches, their position with them, so they are read again.
+        self.conn.execute("PRAGMA synchronous=NORMAL")
         row = self.conn.execute(
             "SELECT last_seq, messages, unknown, since, until FROM replay_position "
             "WHERE stream = ?", (STREAM,)).fetchone()
@@ -133,16 +136,39 @@ class AuditStore:
 
         Only the order within a table decides the file (its rowids); ``fill`` rows always name
         every column of their table, so all of a table's rows share one statement and keep
-        their order whatever the batch boundaries."""
-        groups: dict[tuple[str, tuple[str, ...], str], list[tuple[Any, ...]]] = {}
+        their order whatever the batch boundaries. The ``fill`` rows of one key in a batch are
+        merged first, each column the first value it is given, which is what writing them one
+        after another leaves (a pod's points are five upserts of one row, the costliest part of
+        a write)."""
+        groups: dict[tuple[str, tuple[str, ...], str], list[Any]] = {}
+        filled: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
         for row in rows:
             values = row.values
             if row.mode == "fill":
-                values = {c: values.get(c) for c in self._tables[row.table]["columns"]}
-            key = (row.table, tuple(values), row.mode)
-            groups.setdefault(key, []).append(tuple(values.values()))
+                columns = self._tables[row.table]["columns"]
+                key = self._keys(row.table)
+                pk = tuple(values.get(c) for c in key)
+                held = None if None in pk else filled.get((row.table, pk))
+                if held is not None:
+                    for c in columns:
+                        if held[c] is None:
+                            held[c] = values.get(c)
+                    continue
+                values = {c: values.get(c) for c in columns}
+                if None not in pk:
+                    filled[(row.table, pk)] = values
+                groups.setdefault((row.table, tuple(values), row.mode), []).append(values)
+                continue
+            groups.setdefault((row.table, tuple(values), row.mode), []).append(
+                tuple(values.values()))
         for (table, columns, mode), params in groups.items():
+            if mode == "fill":
+                params = [tuple(values.values()) for values in params]
             self.conn.executemany(self._statement(table, columns, mode), params)
+
+    def _keys(self, table: str) -> tuple[str, ...]:
+        pk = self._tables[table]["pk"]
+        return (pk,) if isinstance(pk, str) else tuple(pk)
 
     def _statement(self, table: str, columns: tuple[str, ...], mode: str) -> str:
         key = (table, columns, mode)
@@ -153,8 +179,7 @@ class AuditStore:
             if mode == "insert":
                 sql = f'INSERT OR IGNORE INTO "{table}" ({names}) VALUES ({marks})'
             else:
-                pk = self._tables[table]["pk"]
-                keys = (pk,) if isinstance(pk, str) else tuple(pk)
+                keys = self._keys(table)
                 fills = ", ".join(f'"{c}" = COALESCE("{table}"."{c}", excluded."{c}")'
                                   for c in columns if c not in keys)
                 sql = (f'INSERT INTO "{table}" ({names}) VALUES ({marks}) '
