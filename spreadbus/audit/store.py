@@ -82,17 +82,30 @@ class AuditStore:
         self._sql: dict[tuple[str, tuple[str, ...], str], str] = {}
 
     def _create(self) -> None:
+        """Every table, index and full-text index the file lacks: a new file's whole schema, or
+        the indexes :meth:`defer_indexes` dropped, made again in the order a new file has
+        them."""
         existing = set(self.db.table_names())
         for name in ORDER:
             spec = self._tables[name]
-            if name in existing:
-                continue
-            self.db[name].create(spec["columns"], pk=spec["pk"],  # type: ignore[union-attr]
-                                 foreign_keys=spec.get("foreign_keys"))
+            if name not in existing:
+                self.db[name].create(spec["columns"], pk=spec["pk"],  # type: ignore[union-attr]
+                                     foreign_keys=spec.get("foreign_keys"))
             for columns in spec.get("indexes", ()):
-                self.db[name].create_index(list(columns))  # type: ignore[union-attr]
-            if spec.get("fts"):
+                self.db[name].create_index(list(columns), if_not_exists=True)  # type: ignore[union-attr]
+            if spec.get("fts") and name not in existing:
                 self.db[name].enable_fts(spec["fts"], create_triggers=True)  # type: ignore[union-attr]
+
+    def defer_indexes(self) -> None:
+        """Drop the secondary indexes until :meth:`finish` (or the next opening) makes them
+        again over everything at once, cheaper than keeping them up to date row by row when a
+        replay brings more rows than the file holds. Readers meanwhile get their answers more
+        slowly. The file after :meth:`finish` is the same: a vacuum lays indexes out in the
+        order they were made, and they are made again in the order a new file has them."""
+        names = [name for (name,) in self.conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")]
+        for name in names:
+            self.conn.execute(f'DROP INDEX "{name}"')
 
     def set_range(self, since: float | None, until: float | None) -> None:
         """Record the time range a replay was asked for (kept with the position)."""
@@ -192,6 +205,7 @@ class AuditStore:
         made anew (their segments and counters record how inserts were batched), the database
         is vacuumed in place, its schema cookie set from its schema (a vacuum counts itself in
         the cookie) and the WAL copied back into the file."""
+        self._create()  # the indexes a bulk replay deferred
         for name in ORDER:
             if self._tables[name].get("fts"):
                 self.conn.execute(f'INSERT INTO "{name}_fts"("{name}_fts") VALUES (\'rebuild\')')
