@@ -122,6 +122,9 @@ async def replay(
     if total == 0:
         store.finish()
         return ReplayResult(0, store.last_seq, missed)
+    if total > store.messages:
+        # More to write than the file holds: the indexes are made once, when it finishes.
+        store.defer_indexes()
     queue: list[tuple[int, str, bytes]] = []
     follower = StreamFollower(nc, stream=STREAM, sink=lambda s, subj, d: queue.append((s, subj, d)),
                               start_seq=start, name="audit-replay")

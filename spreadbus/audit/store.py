@@ -68,7 +68,10 @@ class AuditStore:
         # needs to reach the disk before the first rows do.
         self.conn.execute("PRAGMA synchronous=OFF")
         self._create()
-        self.conn.execute("PRAGMA synchronous=FULL")
+        # In WAL mode NORMAL syncs at checkpoints rather than at every commit, which cost most
+        # of a replay's time. A crash of the process loses nothing committed; a power loss may
+        # roll back the last batches, their position with them, so they are read again.
+        self.conn.execute("PRAGMA synchronous=NORMAL")
         row = self.conn.execute(
             "SELECT last_seq, messages, unknown, since, until FROM replay_position "
             "WHERE stream = ?", (STREAM,)).fetchone()
@@ -80,17 +83,30 @@ class AuditStore:
         self._sql: dict[tuple[str, tuple[str, ...], str], str] = {}
 
     def _create(self) -> None:
+        """Every table, index and full-text index the file lacks: a new file's whole schema, or
+        the indexes :meth:`defer_indexes` dropped, made again in the order a new file has
+        them."""
         existing = set(self.db.table_names())
         for name in ORDER:
             spec = self._tables[name]
-            if name in existing:
-                continue
-            self.db[name].create(spec["columns"], pk=spec["pk"],  # type: ignore[union-attr]
-                                 foreign_keys=spec.get("foreign_keys"))
+            if name not in existing:
+                self.db[name].create(spec["columns"], pk=spec["pk"],  # type: ignore[union-attr]
+                                     foreign_keys=spec.get("foreign_keys"))
             for columns in spec.get("indexes", ()):
-                self.db[name].create_index(list(columns))  # type: ignore[union-attr]
-            if spec.get("fts"):
+                self.db[name].create_index(list(columns), if_not_exists=True)  # type: ignore[union-attr]
+            if spec.get("fts") and name not in existing:
                 self.db[name].enable_fts(spec["fts"], create_triggers=True)  # type: ignore[union-attr]
+
+    def defer_indexes(self) -> None:
+        """Drop the secondary indexes until :meth:`finish` (or the next opening) makes them
+        again over everything at once, cheaper than keeping them up to date row by row when a
+        replay brings more rows than the file holds. Readers meanwhile get their answers more
+        slowly. The file after :meth:`finish` is the same: a vacuum lays indexes out in the
+        order they were made, and they are made again in the order a new file has them."""
+        names = [name for (name,) in self.conn.execute(
+            "SELECT name FROM sqlite_schema WHERE type = 'index' AND sql IS NOT NULL")]
+        for name in names:
+            self.conn.execute(f'DROP INDEX "{name}"')
 
     def set_range(self, since: float | None, until: float | None) -> None:
         """Record the time range a replay was asked for (kept with the position)."""
@@ -139,16 +155,39 @@ class AuditStore:
 
         Only the order within a table decides the file (its rowids); ``fill`` rows always name
         every column of their table, so all of a table's rows share one statement and keep
-        their order whatever the batch boundaries."""
-        groups: dict[tuple[str, tuple[str, ...], str], list[tuple[Any, ...]]] = {}
+        their order whatever the batch boundaries. The ``fill`` rows of one key in a batch are
+        merged first, each column the first value it is given, which is what writing them one
+        after another leaves (a pod's points are five upserts of one row, the costliest part of
+        a write)."""
+        groups: dict[tuple[str, tuple[str, ...], str], list[Any]] = {}
+        filled: dict[tuple[str, tuple[Any, ...]], dict[str, Any]] = {}
         for row in rows:
             values = row.values
             if row.mode == "fill":
-                values = {c: values.get(c) for c in self._tables[row.table]["columns"]}
-            key = (row.table, tuple(values), row.mode)
-            groups.setdefault(key, []).append(tuple(values.values()))
+                columns = self._tables[row.table]["columns"]
+                key = self._keys(row.table)
+                pk = tuple(values.get(c) for c in key)
+                held = None if None in pk else filled.get((row.table, pk))
+                if held is not None:
+                    for c in columns:
+                        if held[c] is None:
+                            held[c] = values.get(c)
+                    continue
+                values = {c: values.get(c) for c in columns}
+                if None not in pk:
+                    filled[(row.table, pk)] = values
+                groups.setdefault((row.table, tuple(values), row.mode), []).append(values)
+                continue
+            groups.setdefault((row.table, tuple(values), row.mode), []).append(
+                tuple(values.values()))
         for (table, columns, mode), params in groups.items():
+            if mode == "fill":
+                params = [tuple(values.values()) for values in params]
             self.conn.executemany(self._statement(table, columns, mode), params)
+
+    def _keys(self, table: str) -> tuple[str, ...]:
+        pk = self._tables[table]["pk"]
+        return (pk,) if isinstance(pk, str) else tuple(pk)
 
     def _statement(self, table: str, columns: tuple[str, ...], mode: str) -> str:
         key = (table, columns, mode)
@@ -159,8 +198,7 @@ class AuditStore:
             if mode == "insert":
                 sql = f'INSERT OR IGNORE INTO "{table}" ({names}) VALUES ({marks})'
             else:
-                pk = self._tables[table]["pk"]
-                keys = (pk,) if isinstance(pk, str) else tuple(pk)
+                keys = self._keys(table)
                 fills = ", ".join(f'"{c}" = COALESCE("{table}"."{c}", excluded."{c}")'
                                   for c in columns if c not in keys)
                 sql = (f'INSERT INTO "{table}" ({names}) VALUES ({marks}) '
@@ -173,6 +211,7 @@ class AuditStore:
         made anew (their segments and counters record how inserts were batched), the database
         is vacuumed in place, its schema cookie set from its schema (a vacuum counts itself in
         the cookie) and the WAL copied back into the file."""
+        self._create()  # the indexes a bulk replay deferred
         for name in ORDER:
             if self._tables[name].get("fts"):
                 self.conn.execute(f'INSERT INTO "{name}_fts"("{name}_fts") VALUES (\'rebuild\')')
