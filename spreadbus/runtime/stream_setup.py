@@ -4,7 +4,8 @@ The setup step (``spreadbus bus-setup``, :mod:`spreadbus.runtime.bus_setup`) cal
 :func:`ensure_streams` with the only credential allowed to configure streams. An existing stream is
 updated in place when a setting it is compared on differs: subjects, discard policy, the age, byte,
 message and per-subject limits, the dedup window, whether per-message TTLs are allowed, the
-streams it sources from and the subject transforms it applies to them. An older ``KUBE`` (an
+streams it sources from (in its own JetStream domain or another, with their filters) and the
+subject transforms it applies to them. An older ``KUBE`` (an
 age window with ``discard=old``) is converted in place this way; the server keeps each subject's
 latest message and drops the rest, which is exactly the new retention.
 
@@ -34,6 +35,7 @@ from collections.abc import Iterable
 from nats.js.api import (
     DiscardPolicy,
     RetentionPolicy,
+    ExternalStream,
     StorageType,
     StreamConfig,
     StreamSource,
@@ -69,7 +71,10 @@ def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
         num_replicas=replicas,
         sources=[StreamSource(name=name, subject_transforms=[
             SubjectTransform(src=src, dest=dest) for src, dest in spec.source_transforms] or None)
-            for name in spec.sources] or None,
+            for name in spec.sources] + [
+            StreamSource(name=source.name, filter_subject=source.filter_subject or None,
+                         external=ExternalStream(api=source.api))
+            for source in spec.domain_sources] or None,
     )
 
 
@@ -84,7 +89,11 @@ def _compared(config: StreamConfig) -> dict[str, object]:
         "max_msgs_per_subject": config.max_msgs_per_subject,
         "duplicate_window": float(config.duplicate_window or 0.0),
         "allow_msg_ttl": bool(config.allow_msg_ttl),
-        "sources": sorted(source.name for source in config.sources or []),
+        "sources": sorted(source.name for source in config.sources or []
+                          if source.external is None),
+        "domain_sources": sorted(
+            (source.name, source.external.api or "", source.filter_subject or "")
+            for source in config.sources or [] if source.external is not None),
         "source_transforms": sorted(
             (source.name, transform.src, transform.dest) for source in config.sources or []
             for transform in source.subject_transforms or []),
