@@ -35,13 +35,13 @@ Signatures::
     HubLeafListen(listen: str, users: Mapping[str, str] = {})      # leaf user -> password
     LeafRemote(url: str, user: str, password: str)
     member_server_config(member: str, hub_leaf_url: str, password: str, *,
-                         base: ServerConfig = ServerConfig()) -> ServerConfig
+                         base: ServerConfig = PLAIN) -> ServerConfig
     hub_server_config(listen: str, members: Mapping[str, str], *,
-                      base: ServerConfig = ServerConfig()) -> ServerConfig  # member -> password
+                      base: ServerConfig = PLAIN) -> ServerConfig  # member -> password
     start_hub(store_dir: Path, config_dir: Path, members: Mapping[str, str], *,
-              base: ServerConfig = ServerConfig(), monitor: bool = False) -> HubServer
+              base: ServerConfig = PLAIN, monitor: bool = False) -> HubServer
     start_member_server(store_dir: Path, config_dir: Path, member: str, hub_leaf_url: str,
-                        password: str, *, base: ServerConfig = ServerConfig(),
+                        password: str, *, base: ServerConfig = PLAIN,
                         monitor: bool = False) -> NatsServer
     member_streams(member: str) -> tuple[StreamSpec, ...]
     hub_streams(members: Sequence[str], specs: Sequence[StreamSpec] = events.streams.ALL
@@ -57,12 +57,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
+
 from events import streams, subjects
 from events.streams import DomainSource, StreamSpec
 from spreadbus.runtime.nats_server import NatsServer, ServerConfig
 from tlsserving.secret_files import write_secret
 
 HUB_DOMAIN: Final = "hub"
+PLAIN: Final = ServerConfig()
+"""A configuration with nothing besides what these functions add."""
 SOURCED_FROM_MEMBERS: Final = (streams.KUBE.name, streams.OUTCOMES.name)
 """The hub's streams that copy each member's stream of the same name."""
 
@@ -154,7 +158,7 @@ def leaf_authorization_users(members: Mapping[str, str]) -> list[dict[str, Any]]
 
 
 def hub_server_config(listen: str, members: Mapping[str, str], *,
-                      base: ServerConfig = ServerConfig(),
+                      base: ServerConfig = PLAIN,
                       users: Sequence[Mapping[str, Any]] = ()) -> ServerConfig:
     """The hub's configuration: ``base``, the hub's domain, the leaf listen port, and one
     ``authorization`` with ``users`` (the bus users) and each member's leaf user."""
@@ -166,7 +170,7 @@ def hub_server_config(listen: str, members: Mapping[str, str], *,
 
 
 def member_server_config(member: str, hub_leaf_url: str, password: str, *,
-                         base: ServerConfig = ServerConfig()) -> ServerConfig:
+                         base: ServerConfig = PLAIN) -> ServerConfig:
     """A member's leaf server: ``base``, the member's domain, and the remote it dials."""
     remote = LeafRemote(hub_leaf_url, leaf_user(member), password)
     return replace(base, server_name=base.server_name or f"{domain(member)}-leaf",
@@ -200,7 +204,6 @@ def hub_streams(members: Sequence[str], specs: Sequence[StreamSpec] = streams.AL
 
 
 def replace_spec(spec: StreamSpec, **changes: Any) -> StreamSpec:
-    import msgspec
     return msgspec.structs.replace(spec, **changes)
 
 
@@ -229,7 +232,7 @@ class HubServer:
 
 
 def start_hub(store_dir: Path, config_dir: Path, members: Mapping[str, str], *,
-              base: ServerConfig = ServerConfig(), users: Sequence[Mapping[str, Any]] = (),
+              base: ServerConfig = PLAIN, users: Sequence[Mapping[str, Any]] = (),
               monitor: bool = False, host: str = "127.0.0.1") -> HubServer:
     """Start the hub's server with the leaf port open to ``members`` (``member -> password``)."""
     leaf_port = free_port(host)
@@ -243,7 +246,7 @@ def start_hub(store_dir: Path, config_dir: Path, members: Mapping[str, str], *,
 
 
 def start_member_server(store_dir: Path, config_dir: Path, member: str, hub_leaf_url: str,
-                        password: str, *, base: ServerConfig = ServerConfig(),
+                        password: str, *, base: ServerConfig = PLAIN,
                         monitor: bool = False, host: str = "127.0.0.1") -> NatsServer:
     """Start a member's leaf server; it dials ``hub_leaf_url`` and keeps retrying if it must."""
     config = member_server_config(member, hub_leaf_url, password, base=base)

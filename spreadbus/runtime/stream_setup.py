@@ -34,8 +34,8 @@ from collections.abc import Iterable
 
 from nats.js.api import (
     DiscardPolicy,
-    RetentionPolicy,
     ExternalStream,
+    RetentionPolicy,
     StorageType,
     StreamConfig,
     StreamSource,
