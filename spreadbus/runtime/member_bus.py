@@ -97,9 +97,16 @@ class HubLeafListen:
     """
 
     listen: str
+    advertise: bool = False
+    """Whether the hub tells the leaf servers its own leaf addresses, which they would dial on
+    a reconnect instead of the URL they were given; off, so a member keeps dialing the address
+    its operator configured (a load balancer, a tunnel, a proxy)."""
 
     def block(self) -> str:
-        return f"leafnodes {{\n  listen: {json.dumps(self.listen)}\n}}\n"
+        lines = [f"  listen: {json.dumps(self.listen)}"]
+        if not self.advertise:
+            lines.append("  no_advertise: true")
+        return "leafnodes {\n" + "\n".join(lines) + "\n}\n"
 
 
 @dataclass(frozen=True)

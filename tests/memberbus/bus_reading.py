@@ -21,7 +21,7 @@ async def messages(js: JetStreamContext, stream: str) -> list[tuple[str, bytes]]
     found = []
     for seq in range(info.state.first_seq, info.state.last_seq + 1):
         msg = await js.get_msg(stream, seq)
-        found.append((msg.subject, msg.data or b""))
+        found.append((msg.subject or "", msg.data or b""))
     return found
 
 
