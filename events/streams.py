@@ -67,12 +67,16 @@ class DomainSource(msgspec.Struct, frozen=True, kw_only=True):
     """A stream of another JetStream domain (across a leaf link) whose messages are copied in.
 
     The server reaches it through the domain's API prefix (``$JS.<domain>.API``); only the
-    subjects matching ``filter_subject`` are copied (all when empty).
+    subjects matching one of ``filter_subjects`` are copied (all when none), whatever the
+    source stream holds.
     """
 
     name: str
     domain: str
-    filter_subject: str = ""
+    filter_subjects: tuple[str, ...] = ()
+    deliver: str = ""
+    """The prefix of the subjects the copies cross the link on (the server's own when empty),
+    so the link's permissions can carry one member's copies and no other's."""
 
     @property
     def api(self) -> str:

@@ -61,12 +61,15 @@ import msgspec
 
 from events import streams, subjects
 from events.streams import DomainSource, StreamSpec
+from spreadbus.runtime.member_permissions import scoped
 from spreadbus.runtime.nats_server import NatsServer, ServerConfig
 from tlsserving.secret_files import write_secret
 
 HUB_DOMAIN: Final = "hub"
 PLAIN: Final = ServerConfig()
 """A configuration with nothing besides what these functions add."""
+_REPLIES: Final = "$JSC.R"
+"""Where a server's own JetStream requests across the link (a source's consumer) are answered."""
 SOURCED_FROM_MEMBERS: Final = (streams.KUBE.name, streams.OUTCOMES.name)
 """The hub's streams that copy each member's stream of the same name."""
 
@@ -81,6 +84,11 @@ def domain(member: str) -> str:
     if token == HUB_DOMAIN:
         raise ValueError(f"member: {member!r} is the hub's domain; name the member otherwise")
     return token
+
+
+def delivery_prefix(member: str) -> str:
+    """The subjects the copies to and from the member's domain cross the link on."""
+    return f"$JS.S.{domain(member)}"
 
 
 def jetstream_domain_block(name: str) -> str:
@@ -128,40 +136,41 @@ def leaf_permissions(member: str) -> dict[str, Any]:
     """What the member's leaf connection may carry, as the hub sees it (publish: from the
     member to the hub; subscribe: from the hub to the member).
 
-    From the member: its side of sourcing the hub's ``PLANS`` filtered to its own plans (the
-    consumer's creation names the filter, so no other filter is accepted; its flow-control
-    replies), and the messages its ``KUBE`` and ``OUTCOMES`` deliver to the hub's sourcing
-    consumers, with the API replies. To the member: the hub's requests to the member's domain
-    API, and the deliveries of its plans. Not the member's own subjects (``kube.obs.<member>.>``
-    and the rest): those cross only as copies in its streams.
+    From the member: the creation of its consumer of the hub's ``PLANS``, which names its
+    filter (``plan.<member>.>``), so no other filter is accepted; the copies of its streams to
+    the hub, on its own delivery prefix (:func:`delivery_prefix`); the replies to the hub's
+    requests to its domain API, and flow-control replies for its plans. To the member: the
+    hub's requests to the member's domain API, the copies of its plans on its own delivery
+    prefix, the replies to its requests, flow control. Never the member's own subjects
+    (``kube.obs.<member>.>`` and the rest): those cross only as copies in its streams, and
+    never another member's copies.
     """
     token = domain(member)
     plans = streams.PLANS.name
-    hub_api = f"$JS.{HUB_DOMAIN}.API"
+    deliveries = f"{delivery_prefix(member)}.>"
     return {
         "publish": {"allow": [
-            f"{hub_api}.CONSUMER.CREATE.{plans}.*.{subjects.PLANS}.{token}.>",
-            f"{hub_api}.CONSUMER.DELETE.{plans}.*",
-            f"{hub_api}.STREAM.INFO.{plans}",
+            f"$JS.{HUB_DOMAIN}.API.CONSUMER.CREATE.{plans}.*.{subjects.PLANS}.{token}.>",
+            deliveries,
+            f"{_REPLIES}.*",
             f"$JS.FC.{plans}.>",
-            "$JS.S.>",
-            "_INBOX.>",
-            "$JSC.R.>",
         ]},
         "subscribe": {"allow": [
             f"$JS.{token}.API.>",
-            "$JS.S.>",
-            "_INBOX.>",
-            "$JSC.R.>",
+            deliveries,
+            f"{_REPLIES}.*",
             "$JS.FC.>",
         ]},
     }
 
 
 def leaf_authorization_users(members: Mapping[str, str]) -> list[dict[str, Any]]:
-    """Each member's leaf user (``member -> password``) as an ``authorization.users`` entry."""
+    """Each member's leaf user (``member -> password``) as an ``authorization.users`` entry;
+    it serves a leaf connection only, so a stolen one is no client credential on the hub."""
     return [{"user": leaf_user(member), "password": password,
-             "permissions": leaf_permissions(member)} for member, password in members.items()]
+             "permissions": leaf_permissions(member),
+             "allowed_connection_types": ["LEAFNODE"]}
+            for member, password in members.items()]
 
 
 def hub_server_config(listen: str, members: Mapping[str, str], *,
@@ -188,16 +197,23 @@ def member_server_config(member: str, hub_leaf_url: str, password: str, *,
 def member_streams(member: str) -> tuple[StreamSpec, ...]:
     """The streams of the member's domain: its observations and outcomes, and its plans."""
     token = domain(member)
-    kube = replace_spec(streams.KUBE, subjects=(f"{subjects.OBSERVATIONS}.{token}.>",
-                                                f"{subjects.SYNC}.{token}.>"),
+    kube = replace_spec(streams.KUBE, subjects=member_subjects(streams.KUBE, member),
                         description=f"{member}'s observations, copied to the hub's KUBE")
-    outcomes = replace_spec(streams.OUTCOMES, subjects=(f"{subjects.OUTCOMES}.{token}.>",),
+    outcomes = replace_spec(streams.OUTCOMES, subjects=member_subjects(streams.OUTCOMES, member),
                             description=f"{member}'s outcomes, copied to the hub's OUTCOMES")
     plans = replace_spec(streams.PLANS, subjects=(), description=f"The hub's plans for {member}",
                          domain_sources=(DomainSource(
                              name=streams.PLANS.name, domain=HUB_DOMAIN,
-                             filter_subject=f"{subjects.PLANS}.{token}.>"),))
+                             filter_subjects=(f"{subjects.PLANS}.{token}.>",),
+                             deliver=delivery_prefix(member)),))
     return (kube, outcomes, plans)
+
+
+def member_subjects(spec: StreamSpec, member: str) -> tuple[str, ...]:
+    """``spec``'s subjects narrowed to the member: what the hub copies from the member's
+    stream of that name, so a member whose stream holds another cluster's subjects (its own
+    set-up compromised) cannot pass them on as that cluster's."""
+    return tuple(s for subject in spec.subjects for s in scoped(subject, member))
 
 
 def hub_streams(members: Sequence[str], specs: Sequence[StreamSpec] = streams.ALL
@@ -205,7 +221,9 @@ def hub_streams(members: Sequence[str], specs: Sequence[StreamSpec] = streams.AL
     """``specs`` with the hub's ``KUBE`` and ``OUTCOMES`` sourcing every member's."""
     return tuple(
         replace_spec(spec, domain_sources=(*spec.domain_sources, *(
-            DomainSource(name=spec.name, domain=domain(m)) for m in members)))
+            DomainSource(name=spec.name, domain=domain(m),
+                         filter_subjects=member_subjects(spec, m),
+                         deliver=delivery_prefix(m)) for m in members)))
         if spec.name in SOURCED_FROM_MEMBERS else spec
         for spec in specs)
 

@@ -45,7 +45,7 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import BadRequestError, NotFoundError, ServerError
 
 from events import streams
-from events.streams import StreamSpec
+from events.streams import DomainSource, StreamSpec
 
 log = logging.getLogger(__name__)
 
@@ -72,10 +72,25 @@ def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
         sources=[StreamSource(name=name, subject_transforms=[
             SubjectTransform(src=src, dest=dest) for src, dest in spec.source_transforms] or None)
             for name in spec.sources] + [
-            StreamSource(name=source.name, filter_subject=source.filter_subject or None,
-                         external=ExternalStream(api=source.api))
+            _domain_source(source)
             for source in spec.domain_sources] or None,
     )
+
+
+def _domain_source(source: DomainSource) -> StreamSource:
+    """One filter as the consumer's filter subject (which the consumer's creation names, so
+    a permission can name it too), several as subject transforms that keep the subjects."""
+    filters = source.filter_subjects
+    return StreamSource(
+        name=source.name, external=ExternalStream(api=source.api, deliver=source.deliver or None),
+        filter_subject=filters[0] if len(filters) == 1 else None,
+        subject_transforms=[SubjectTransform(src=subject, dest=subject) for subject in filters]
+        if len(filters) > 1 else None)
+
+
+def _source_filters(source: StreamSource) -> list[str]:
+    return sorted([source.filter_subject] if source.filter_subject else
+                  [t.src for t in source.subject_transforms or []])
 
 
 def _compared(config: StreamConfig) -> dict[str, object]:
@@ -92,11 +107,12 @@ def _compared(config: StreamConfig) -> dict[str, object]:
         "sources": sorted(source.name for source in config.sources or []
                           if source.external is None),
         "domain_sources": sorted(
-            (source.name, source.external.api or "", source.filter_subject or "")
+            (source.name, source.external.api or "", source.external.deliver or "",
+             _source_filters(source))
             for source in config.sources or [] if source.external is not None),
         "source_transforms": sorted(
             (source.name, transform.src, transform.dest) for source in config.sources or []
-            for transform in source.subject_transforms or []),
+            if source.external is None for transform in source.subject_transforms or []),
     }
 
 
