@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import nats
+from nats.aio.msg import Msg
 
 from events import streams
 from spreadbus.runtime import member_bus
@@ -55,7 +56,7 @@ async def test_a_stolen_leaf_credential_passes_nothing_but_its_part(
     rogue = NatsServer(store_dir=tmp_path / "rogue", extra_args=["-c", str(path)]).start()
     hub_seen: list[str] = []
 
-    async def seen(msg: nats.aio.msg.Msg) -> None:
+    async def seen(msg: Msg) -> None:
         hub_seen.append(msg.subject)
 
     await bus.hub_client.subscribe(">", cb=seen)

@@ -4,7 +4,9 @@ by stream sourcing across real leaf links between real nats-servers."""
 from __future__ import annotations
 
 from events import streams
-from tests.fixtures.member_bus import MemberBus
+from spreadbus.runtime.member_bus import hub_streams, member_streams
+from spreadbus.runtime.stream_setup import ensure_streams
+from tests.fixtures.member_bus import MEMBERS, MemberBus
 from tests.memberbus.bus_reading import messages, subjects_held, wait_for
 
 
@@ -29,6 +31,21 @@ async def test_a_members_observations_and_outcomes_reach_the_hub_once(
     assert [s for s, _ in await messages(hub, streams.KUBE.name)] == sent
     assert await messages(hub, streams.OUTCOMES.name) == [
         ("outcome.member1.create.apps.deployments.default.d0", b"done")]
+
+
+async def test_setting_the_streams_up_again_changes_nothing(member_bus_stack: MemberBus) -> None:
+    bus = member_bus_stack
+    assert await ensure_streams(bus.hub_client.jetstream(), hub_streams(MEMBERS)) == []
+    for member, client in bus.clients.items():
+        assert await ensure_streams(client.jetstream(), member_streams(member)) == []
+    # A member added later is a change to the hub's streams, made in place.
+    changed = await ensure_streams(bus.hub_client.jetstream(),
+                                   hub_streams((*MEMBERS, "member3")))
+    assert [line.split(":")[0] for line in changed] == ["stream KUBE updated",
+                                                         "stream OUTCOMES updated"]
+    info = await bus.hub_client.jetstream().stream_info(streams.KUBE.name)
+    assert sorted((s.external.api if s.external else "") for s in info.config.sources or []) \
+        == ["$JS.member1.API", "$JS.member2.API", "$JS.member3.API"]
 
 
 async def test_a_plan_for_member1_reaches_member1_and_not_member2(
