@@ -40,6 +40,8 @@ Signatures::
                       base: ServerConfig = PLAIN) -> ServerConfig  # member -> password
     start_hub(store_dir: Path, config_dir: Path, members: Mapping[str, str], *,
               base: ServerConfig = PLAIN, monitor: bool = False) -> HubServer
+    leaf_authorization_users(members: Mapping[str, str]) -> list[dict]    # member -> password
+    ensure_leaf_password(directory: Path, member: str) -> str
     start_member_server(store_dir: Path, config_dir: Path, member: str, hub_leaf_url: str,
                         password: str, *, base: ServerConfig = PLAIN,
                         monitor: bool = False) -> NatsServer
@@ -51,11 +53,13 @@ Signatures::
 from __future__ import annotations
 
 import json
+import secrets
 import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import quote
 
 import msgspec
 
@@ -128,7 +132,7 @@ class LeafRemote:
 
     def block(self) -> str:
         scheme, _, address = self.url.partition("://")
-        url = f"{scheme}://{self.user}:{self.password}@{address}"
+        url = f"{scheme}://{quote(self.user, safe='')}:{quote(self.password, safe='')}@{address}"
         return f"leafnodes {{\n  remotes: [\n    {{ url: {json.dumps(url)} }}\n  ]\n}}\n"
 
 
@@ -171,6 +175,20 @@ def leaf_authorization_users(members: Mapping[str, str]) -> list[dict[str, Any]]
              "permissions": leaf_permissions(member),
              "allowed_connection_types": ["LEAFNODE"]}
             for member, password in members.items()]
+
+
+def leaf_password_file(directory: Path, member: str) -> Path:
+    return directory / f"{leaf_user(member)}.password"
+
+
+def ensure_leaf_password(directory: Path, member: str) -> str:
+    """The member's leaf password, kept in ``directory`` (mode 0600); a new one when missing,
+    so running the user set-up again keeps the link's credential."""
+    path = leaf_password_file(directory, member)
+    if not path.exists():
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        write_secret(path, secrets.token_urlsafe(32).encode() + b"\n")
+    return path.read_text().strip()
 
 
 def hub_server_config(listen: str, members: Mapping[str, str], *,

@@ -40,7 +40,7 @@ async def held(js: JetStreamContext, stream: str) -> int:
 @pytest.mark.parametrize("cut_seconds", [
     pytest.param(5.0, id="5s"),
     pytest.param(60.0, id="60s", marks=[pytest.mark.slow, pytest.mark.chaos,
-                                        pytest.mark.chaos_only]),
+                                        pytest.mark.chaos_only, pytest.mark.timeout(300)]),
 ])
 async def test_a_member_cut_off_from_the_hub_loses_nothing_and_applies_each_plan_once(
     member_bus_stack: MemberBus, cut_seconds: float,
