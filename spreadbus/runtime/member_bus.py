@@ -24,8 +24,9 @@ is applied once because the member's actuator consumes its local ``PLANS`` throu
 consumer with explicit acks, as on the hub: a plan already acked is never delivered again,
 however often the link drops.
 
-The member's own bus set-up (its setup user on its leaf server) creates the member's streams;
-``spreadbus bus-setup`` on the hub, told the members, adds their sources to the hub's streams.
+``spreadbus bus-setup --member NAME`` against the member's leaf server creates the member's
+streams; ``spreadbus bus-setup --members a,b`` on the hub adds their sources to the hub's
+streams. ``spreadbus bus-users --member NAME`` writes the leaf user and its password.
 The leaf link must not carry the member's subjects themselves, or a hub stream would capture
 each message once directly and once by sourcing: the leaf user may publish across the link
 only what sourcing needs (:func:`leaf_permissions`).
