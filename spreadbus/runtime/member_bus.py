@@ -33,22 +33,28 @@ only what sourcing needs (:func:`leaf_permissions`).
 
 Signatures::
 
-    HubLeafListen(listen: str, users: Mapping[str, str] = {})      # leaf user -> password
-    LeafRemote(url: str, user: str, password: str)
+    HubLeafListen(listen: str, tls_cert: Path | None = None, tls_key: Path | None = None,
+                  advertise: bool = False)
+    LeafRemote(url: str, user: str, password: str, tls_ca: Path | None = None)
+    hub_server_config(listen: str, members: Mapping[str, str], *, base: ServerConfig = PLAIN,
+                      users: Sequence[Mapping[str, Any]] = ()) -> ServerConfig
     member_server_config(member: str, hub_leaf_url: str, password: str, *,
-                         base: ServerConfig = PLAIN) -> ServerConfig
-    hub_server_config(listen: str, members: Mapping[str, str], *,
-                      base: ServerConfig = PLAIN) -> ServerConfig  # member -> password
+                         base: ServerConfig = PLAIN, hub_ca: Path | None = None
+                         ) -> ServerConfig
     start_hub(store_dir: Path, config_dir: Path, members: Mapping[str, str], *,
-              base: ServerConfig = PLAIN, monitor: bool = False) -> HubServer
-    leaf_authorization_users(members: Mapping[str, str]) -> list[dict]    # member -> password
-    ensure_leaf_password(directory: Path, member: str) -> str
+              base: ServerConfig = PLAIN, users: Sequence[Mapping[str, Any]] = (),
+              monitor: bool = False, host: str = "127.0.0.1") -> HubServer  # .leaf_url
     start_member_server(store_dir: Path, config_dir: Path, member: str, hub_leaf_url: str,
                         password: str, *, base: ServerConfig = PLAIN,
-                        monitor: bool = False) -> NatsServer
+                        hub_ca: Path | None = None, monitor: bool = False,
+                        host: str = "127.0.0.1") -> NatsServer
+    leaf_authorization_users(members: Mapping[str, str]) -> list[dict[str, Any]]
+    ensure_leaf_password(directory: Path, member: str) -> str
     member_streams(member: str) -> tuple[StreamSpec, ...]
     hub_streams(members: Sequence[str], specs: Sequence[StreamSpec] = events.streams.ALL
                 ) -> tuple[StreamSpec, ...]
+
+``members`` maps each member to its leaf password.
 """
 
 from __future__ import annotations
@@ -110,6 +116,9 @@ class HubLeafListen:
     """
 
     listen: str
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    """The hub's certificate on the leaf port; with it, the port takes TLS links only."""
     advertise: bool = False
     """Whether the hub tells the leaf servers its own leaf addresses, which they would dial on
     a reconnect instead of the URL they were given; off, so a member keeps dialing the address
@@ -117,6 +126,9 @@ class HubLeafListen:
 
     def block(self) -> str:
         lines = [f"  listen: {json.dumps(self.listen)}"]
+        if self.tls_cert is not None and self.tls_key is not None:
+            lines.append(f"  tls {{ cert_file: {json.dumps(str(self.tls_cert))}, "
+                         f"key_file: {json.dumps(str(self.tls_key))} }}")
         if not self.advertise:
             lines.append("  no_advertise: true")
         return "leafnodes {\n" + "\n".join(lines) + "\n}\n"
@@ -130,11 +142,15 @@ class LeafRemote:
     """``nats-leaf://host:port`` of the hub's leaf listen port."""
     user: str
     password: str
+    tls_ca: Path | None = None
+    """The CA the hub's leaf certificate is checked against; with it, the link is TLS."""
 
     def block(self) -> str:
         scheme, _, address = self.url.partition("://")
         url = f"{scheme}://{quote(self.user, safe='')}:{quote(self.password, safe='')}@{address}"
-        return f"leafnodes {{\n  remotes: [\n    {{ url: {json.dumps(url)} }}\n  ]\n}}\n"
+        tls = ("" if self.tls_ca is None else
+               f", tls: {{ ca_file: {json.dumps(str(self.tls_ca))} }}")
+        return f"leafnodes {{\n  remotes: [\n    {{ url: {json.dumps(url)}{tls} }}\n  ]\n}}\n"
 
 
 def leaf_permissions(member: str) -> dict[str, Any]:
@@ -195,19 +211,23 @@ def ensure_leaf_password(directory: Path, member: str) -> str:
 def hub_server_config(listen: str, members: Mapping[str, str], *,
                       base: ServerConfig = PLAIN,
                       users: Sequence[Mapping[str, Any]] = ()) -> ServerConfig:
-    """The hub's configuration: ``base``, the hub's domain, the leaf listen port, and one
-    ``authorization`` with ``users`` (the bus users) and each member's leaf user."""
+    """The hub's configuration: ``base``, the hub's domain, the leaf listen port (with
+    ``base``'s certificate, when it has one, so the links are TLS as the clients' are), and
+    one ``authorization`` with ``users`` (the bus users) and each member's leaf user."""
     everyone = [*users, *leaf_authorization_users(members)]
     authorization = ("authorization {\n  users: " + json.dumps(everyone, indent=2) + "\n}\n"
                      if everyone else "")
-    blocks = (jetstream_domain_block(HUB_DOMAIN), HubLeafListen(listen).block(), authorization)
+    leaf = HubLeafListen(listen, tls_cert=base.tls_cert, tls_key=base.tls_key)
+    blocks = (jetstream_domain_block(HUB_DOMAIN), leaf.block(), authorization)
     return replace(base, blocks=(*base.blocks, *(b for b in blocks if b)))
 
 
 def member_server_config(member: str, hub_leaf_url: str, password: str, *,
-                         base: ServerConfig = PLAIN) -> ServerConfig:
-    """A member's leaf server: ``base``, the member's domain, and the remote it dials."""
-    remote = LeafRemote(hub_leaf_url, leaf_user(member), password)
+                         base: ServerConfig = PLAIN, hub_ca: Path | None = None
+                         ) -> ServerConfig:
+    """A member's leaf server: ``base``, the member's domain, and the remote it dials (over
+    TLS checked against ``hub_ca`` when given)."""
+    remote = LeafRemote(hub_leaf_url, leaf_user(member), password, tls_ca=hub_ca)
     return replace(base, server_name=base.server_name or f"{domain(member)}-leaf",
                    blocks=(*base.blocks, jetstream_domain_block(domain(member)),
                            remote.block()))
@@ -291,9 +311,10 @@ def start_hub(store_dir: Path, config_dir: Path, members: Mapping[str, str], *,
 
 def start_member_server(store_dir: Path, config_dir: Path, member: str, hub_leaf_url: str,
                         password: str, *, base: ServerConfig = PLAIN,
-                        monitor: bool = False, host: str = "127.0.0.1") -> NatsServer:
+                        hub_ca: Path | None = None, monitor: bool = False,
+                        host: str = "127.0.0.1") -> NatsServer:
     """Start a member's leaf server; it dials ``hub_leaf_url`` and keeps retrying if it must."""
-    config = member_server_config(member, hub_leaf_url, password, base=base)
+    config = member_server_config(member, hub_leaf_url, password, base=base, hub_ca=hub_ca)
     path = config_dir / f"{domain(member)}-leaf.conf"
     config_dir.mkdir(parents=True, exist_ok=True)
     write_secret(path, config.render().encode())
