@@ -63,6 +63,26 @@ DEDUP_HEADER: Final = "Nats-Msg-Id"
 TTL_HEADER: Final = "Nats-TTL"
 
 
+class DomainSource(msgspec.Struct, frozen=True, kw_only=True):
+    """A stream of another JetStream domain (across a leaf link) whose messages are copied in.
+
+    The server reaches it through the domain's API prefix (``$JS.<domain>.API``); only the
+    subjects matching one of ``filter_subjects`` are copied (all when none), whatever the
+    source stream holds.
+    """
+
+    name: str
+    domain: str
+    filter_subjects: tuple[str, ...] = ()
+    deliver: str = ""
+    """The prefix of the subjects the copies cross the link on (the server's own when empty),
+    so the link's permissions can carry one member's copies and no other's."""
+
+    @property
+    def api(self) -> str:
+        return f"$JS.{self.domain}.API"
+
+
 class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     """What a stream must look like; ``max_*`` of ``-1`` means unlimited, an age of 0 too."""
 
@@ -81,6 +101,8 @@ class StreamSpec(msgspec.Struct, frozen=True, kw_only=True):
     source_transforms: tuple[tuple[str, str], ...] = ()
     """``(source filter, destination)`` subject transforms applied to what each source copies
     (:mod:`events.shards`); none copies every subject as it is."""
+    domain_sources: tuple[DomainSource, ...] = ()
+    """Streams of other JetStream domains copied in (a member cluster's, or the hub's)."""
 
 
 KUBE: Final = StreamSpec(

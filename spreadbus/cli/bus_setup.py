@@ -11,6 +11,9 @@ It reads the same settings as the services (flags or ``SPREADBUS_*`` variables, 
 for all): the NATS connection, ``--nats-replicas`` for what it creates, the HISTORY limits,
 ``--feature-plugins``, the planner's ``--snapshot-bucket``, ``--lease-ttl-seconds`` and
 ``--shards`` (more than one: the stream its shards read, :mod:`events.shards`).
+With ``--members a,b`` the hub's KUBE and OUTCOMES also copy each member's streams from its
+JetStream domain; ``--member NAME``, run against a member's own leaf server, sets up that
+member's domain instead (:mod:`spreadbus.runtime.member_bus`).
 Exit codes: 0 set up, 1 the server refused (the message names the stream and why) or did not
 answer within ``--setup-wait-seconds``, 2 bad settings.
 """
@@ -20,17 +23,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+from dataclasses import replace
 
 from nats.errors import Error as NatsError
 from nats.js.errors import Error as JetStreamError
 
+from kubesemantics.qualified_names import is_dns1123_label
 from spreadbus.features.registry import PluginError, features
 from spreadbus.runtime.bus_layout import LEASE_TTL_SECONDS, SNAPSHOT_BUCKET, BusLayout, bus_layout
 from spreadbus.runtime.bus_permissions import SETUP
 from spreadbus.runtime.bus_setup import set_up_bus
+from spreadbus.runtime.member_bus import HUB_DOMAIN, hub_streams, member_streams
 from spreadbus.runtime.nats_connection import NatsOptions, connect_nats
 from spreadbus.runtime.service import close_nats
-from spreadbus.runtime.settings import ServiceSettings, add_settings_arguments, load_settings
+from spreadbus.runtime.settings import (
+    CommaList,
+    ServiceSettings,
+    add_settings_arguments,
+    load_settings,
+)
 from spreadbus.runtime.stream_setup import StreamSetupError
 
 
@@ -53,6 +64,13 @@ class BusSetupSettings(ServiceSettings):
     its shards read is created too."""
     setup_wait_seconds: float = 120.0
     """How long to wait for NATS to answer before giving up."""
+    members: CommaList = ()
+    """On the hub: the member clusters whose observations and outcomes its KUBE and OUTCOMES
+    copy from their JetStream domains across their leaf links (give every member each time:
+    a member left out is no longer copied)."""
+    member: str = ""
+    """On a member's own leaf server: set up that member's domain (its KUBE, OUTCOMES, and
+    PLANS copying the hub's plans for it) instead of the hub's bus."""
 
 
 class SetupFailed(Exception):
@@ -64,14 +82,28 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def layout_of(settings: BusSetupSettings) -> BusLayout:
-    """Raises :class:`~spreadbus.features.registry.PluginError` for an unusable plugin."""
+    """Raises :class:`~spreadbus.features.registry.PluginError` for an unusable plugin and
+    ValueError for a member's name that cannot be a domain, naming the setting."""
+    named = [("--members", m) for m in settings.members]
+    if settings.member:
+        named.append(("--member", settings.member))
+    for flag, name in named:
+        problems = is_dns1123_label(name)
+        if problems or name == HUB_DOMAIN:
+            raise ValueError(f"{flag} {name!r}: " + ("; ".join(problems) if problems else
+                                                     "is the hub's domain"))
+    if settings.member and settings.members:
+        raise ValueError("--member sets a member's own bus up, --members the hub's: not both")
+    if settings.member:
+        return BusLayout(streams=member_streams(settings.member), buckets=(), object_stores=())
     chosen = features(settings.feature_plugins)
-    return bus_layout([b for f in chosen for b in f.buckets],
+    hub = bus_layout([b for f in chosen for b in f.buckets],
                       history_max_age=settings.history_max_age,
                       history_max_bytes=settings.history_max_bytes,
                       lease_ttl_seconds=settings.lease_ttl_seconds,
                       snapshot_bucket=settings.snapshot_bucket,
                       shards=settings.shards)
+    return replace(hub, streams=hub_streams(settings.members, hub.streams))
 
 
 async def set_up(settings: BusSetupSettings, layout: BusLayout) -> list[str]:
@@ -105,6 +137,9 @@ def run(args: argparse.Namespace) -> int:
         layout = layout_of(loaded)
     except PluginError as exc:
         print(f"bus-setup: bad setting --feature-plugins: {exc}", file=sys.stderr)
+        return 2
+    except ValueError as exc:
+        print(f"bus-setup: bad setting {exc}", file=sys.stderr)
         return 2
     try:
         changes = asyncio.run(set_up(loaded, layout))

@@ -12,7 +12,10 @@ Then prints the ``kubectl`` commands that store them as the Secrets ``deploy/`` 
 ``--member NAME`` (repeat for several) adds a member cluster's agent users,
 ``NAME-watcher``, ``NAME-actuator`` and ``NAME-webhook``, allowed only that member's subjects,
 keys and plans (:mod:`spreadbus.runtime.member_permissions`); the hub's users are denied the
-member's plan consumer.
+member's plan consumer. It also adds the member's leaf-link user, ``NAME-leaf``, with a password
+of its own (``DIR/NAME-leaf.password``) that the member's leaf server dials the hub with,
+allowed only leaf connections and the member's part of the link
+(:func:`spreadbus.runtime.member_bus.leaf_permissions`).
 """
 
 from __future__ import annotations
@@ -25,6 +28,11 @@ from kubesemantics.qualified_names import is_dns1123_label
 from spreadbus.features.registry import PluginError, bus_accesses, features
 from spreadbus.runtime.bus_permissions import DEFAULT_CLUSTERS, SERVICES, SETUP, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
+from spreadbus.runtime.member_bus import (
+    ensure_leaf_password,
+    leaf_authorization_users,
+    leaf_password_file,
+)
 from spreadbus.runtime.member_permissions import member_server_users, member_users
 
 NAMESPACE = "spreadbus"
@@ -75,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         member_keys = ensure_users(out, member_users(member))
         member_entries += member_server_users(member_keys, member, accesses,
                                               clusters=[*hub_clusters, *members])
+        member_entries += leaf_authorization_users({member: ensure_leaf_password(out, member)})
     users = out / "users.conf"
     users.write_text(server_users(keys, accesses, snapshot_bucket=args.snapshot_bucket,
                                   clusters=hub_clusters, shards=args.shards,
@@ -89,5 +98,7 @@ def run(args: argparse.Namespace) -> int:
         for user in member_users(member):
             print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{user} "
                   f"--from-file=seed={seed_file(out, user)}   # in cluster {member}")
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-leaf-{member} "
+              f"--from-file=password={leaf_password_file(out, member)}   # in cluster {member}")
     print(f"the read-only user for subscribers: {seed_file(out, 'reader')}")
     return 0

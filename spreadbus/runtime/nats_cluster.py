@@ -16,9 +16,10 @@ stream it holds has a leader, so the bus can be set up or used at once.
 Signatures::
 
     NatsCluster(store_root: Path, config_dir: Path, size: int = 3, name: str = "spreadbus",
-                base: ServerConfig = ServerConfig(), password: str = "")
+                base: ServerConfig = ServerConfig(), password: str = "",
+                leaf_listen: bool = False)
         .start(timeout: float = 30.0) -> NatsCluster ; .stop() -> None
-        .urls -> list[str] ; .current() -> bool
+        .urls -> list[str] ; .leaf_urls -> list[str] ; .current() -> bool
     member_names(size: int) -> list[str]
 """
 
@@ -33,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from spreadbus.runtime.member_bus import hub_server_config
 from spreadbus.runtime.nats_server import ClusterRoutes, NatsServer, NatsServerError, ServerConfig
 from tlsserving.secret_files import write_secret
 
@@ -62,7 +64,13 @@ class NatsCluster:
     """What every member's configuration holds besides its name and routes (TLS, users)."""
     password: str = ""
     """The routes' password; a fresh one when empty."""
+    leaf_listen: bool = False
+    """Be the hub of member clusters: every member in the JetStream domain ``hub`` with a leaf
+    port of its own (:attr:`leaf_urls`), the leaf users among ``base``'s users
+    (``spreadbus bus-users --member``)."""
     servers: list[NatsServer] = field(default_factory=list)
+    leaf_urls: list[str] = field(default_factory=list)
+    """Each member's leaf port, as a member's leaf server dials it."""
 
     @property
     def urls(self) -> list[str]:
@@ -79,6 +87,10 @@ class NatsCluster:
             config = dataclasses.replace(
                 self.base, server_name=name,
                 cluster=ClusterRoutes(self.name, listen, routes, ROUTE_USER, password))
+            if self.leaf_listen:
+                leaf = f"{HOST}:{_free_port()}"
+                config = hub_server_config(leaf, {}, base=config)
+                self.leaf_urls.append(f"nats-leaf://{leaf}")
             path = self.config_dir / f"{name}.conf"
             write_secret(path, config.render().encode())  # it holds the routes' password
             self.servers.append(NatsServer(store_dir=self.store_root / name, monitor=True,

@@ -4,7 +4,8 @@ The setup step (``spreadbus bus-setup``, :mod:`spreadbus.runtime.bus_setup`) cal
 :func:`ensure_streams` with the only credential allowed to configure streams. An existing stream is
 updated in place when a setting it is compared on differs: subjects, discard policy, the age, byte,
 message and per-subject limits, the dedup window, whether per-message TTLs are allowed, the
-streams it sources from and the subject transforms it applies to them. An older ``KUBE`` (an
+streams it sources from (in its own JetStream domain or another, with their filters) and the
+subject transforms it applies to them. An older ``KUBE`` (an
 age window with ``discard=old``) is converted in place this way; the server keeps each subject's
 latest message and drops the rest, which is exactly the new retention.
 
@@ -33,6 +34,7 @@ from collections.abc import Iterable
 
 from nats.js.api import (
     DiscardPolicy,
+    ExternalStream,
     RetentionPolicy,
     StorageType,
     StreamConfig,
@@ -43,7 +45,7 @@ from nats.js.client import JetStreamContext
 from nats.js.errors import BadRequestError, NotFoundError, ServerError
 
 from events import streams
-from events.streams import StreamSpec
+from events.streams import DomainSource, StreamSpec
 
 log = logging.getLogger(__name__)
 
@@ -69,8 +71,26 @@ def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
         num_replicas=replicas,
         sources=[StreamSource(name=name, subject_transforms=[
             SubjectTransform(src=src, dest=dest) for src, dest in spec.source_transforms] or None)
-            for name in spec.sources] or None,
+            for name in spec.sources] + [
+            _domain_source(source)
+            for source in spec.domain_sources] or None,
     )
+
+
+def _domain_source(source: DomainSource) -> StreamSource:
+    """One filter as the consumer's filter subject (which the consumer's creation names, so
+    a permission can name it too), several as subject transforms that keep the subjects."""
+    filters = source.filter_subjects
+    return StreamSource(
+        name=source.name, external=ExternalStream(api=source.api, deliver=source.deliver or None),
+        filter_subject=filters[0] if len(filters) == 1 else None,
+        subject_transforms=[SubjectTransform(src=subject, dest=subject) for subject in filters]
+        if len(filters) > 1 else None)
+
+
+def _source_filters(source: StreamSource) -> list[str]:
+    return sorted([source.filter_subject] if source.filter_subject else
+                  [t.src for t in source.subject_transforms or []])
 
 
 def _compared(config: StreamConfig) -> dict[str, object]:
@@ -84,10 +104,15 @@ def _compared(config: StreamConfig) -> dict[str, object]:
         "max_msgs_per_subject": config.max_msgs_per_subject,
         "duplicate_window": float(config.duplicate_window or 0.0),
         "allow_msg_ttl": bool(config.allow_msg_ttl),
-        "sources": sorted(source.name for source in config.sources or []),
+        "sources": sorted(source.name for source in config.sources or []
+                          if source.external is None),
+        "domain_sources": sorted(
+            (source.name, source.external.api or "", source.external.deliver or "",
+             _source_filters(source))
+            for source in config.sources or [] if source.external is not None),
         "source_transforms": sorted(
             (source.name, transform.src, transform.dest) for source in config.sources or []
-            for transform in source.subject_transforms or []),
+            if source.external is None for transform in source.subject_transforms or []),
     }
 
 
