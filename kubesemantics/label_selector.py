@@ -206,46 +206,19 @@ def requirement_problems(
         problems.append(FieldProblem(at("key"), "Invalid value", key, "; ".join(key_errors)))
     values_path = at("values")
     listed = list(values)
+    wrong: str | None = None
     if operator in ("in", "notin"):
-        if not listed:
-            problems.append(
-                FieldProblem(
-                    values_path,
-                    "Invalid value",
-                    listed,
-                    "for 'in', 'notin' operators, values set can't be empty",
-                )
-            )
+        wrong = None if listed else "for 'in', 'notin' operators, values set can't be empty"
     elif operator in _EXACT:
-        if len(listed) != 1:
-            problems.append(
-                FieldProblem(
-                    values_path,
-                    "Invalid value",
-                    listed,
-                    "exact-match compatibility requires one single value",
-                )
-            )
+        wrong = None if len(listed) == 1 else "exact-match compatibility requires one single value"
     elif operator in ("exists", "!"):
-        if listed:
-            problems.append(
-                FieldProblem(
-                    values_path,
-                    "Invalid value",
-                    listed,
-                    "values set must be empty for exists and does not exist",
-                )
-            )
+        wrong = "values set must be empty for exists and does not exist" if listed else None
     elif operator in ("gt", "lt"):
-        if len(listed) != 1:
-            problems.append(
-                FieldProblem(
-                    values_path,
-                    "Invalid value",
-                    listed,
-                    "for 'Gt', 'Lt' operators, exactly one value is required",
-                )
-            )
+        wrong = (None if len(listed) == 1
+                 else "for 'Gt', 'Lt' operators, exactly one value is required")
+    if wrong is not None:
+        problems.append(FieldProblem(values_path, "Invalid value", listed, wrong))
+    if operator in ("gt", "lt"):
         for i, value in enumerate(listed):
             if _as_int(value) is None:
                 problems.append(
@@ -256,7 +229,7 @@ def requirement_problems(
                         "for 'Gt', 'Lt' operators, the value must be an integer",
                     )
                 )
-    else:
+    elif operator not in ("in", "notin", "exists", "!") and operator not in _EXACT:
         supported = ", ".join(json.dumps(o) for o in _ALL_OPERATORS)
         problems.append(
             FieldProblem(

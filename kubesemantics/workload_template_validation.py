@@ -176,6 +176,14 @@ def _workload_pod_rules(spec: Mapping[str, Any], path: Path, kind: str) -> list[
     return errors
 
 
+def _selected(labels: object, selector: Mapping[str, Any] | None,
+              path: Path) -> list[FieldError]:
+    """A template's labels must match its workload's selector (unless that selects nothing)."""
+    if not _selector_is_empty(selector) and not selects(selector, labels):
+        return [invalid(path.child("metadata", "labels"), SELECTOR_MISMATCH)]
+    return []
+
+
 def validate_template_for_replicaset(
     template: object, selector: Mapping[str, Any] | None, path: Path
 ) -> list[FieldError]:
@@ -184,11 +192,8 @@ def validate_template_for_replicaset(
         return [required(path, "")]
     if not isinstance(template, Mapping):
         return [type_error(path, "object", template)]
-    metadata = as_map(template.get("metadata"))
-    errors: list[FieldError] = []
-    labels = metadata.get("labels")
-    if not _selector_is_empty(selector) and not selects(selector, labels):
-        errors.append(invalid(path.child("metadata", "labels"), SELECTOR_MISMATCH))
+    labels = as_map(template.get("metadata")).get("labels")
+    errors = _selected(labels, selector, path)
     errors.extend(validate_labels(labels, path.child("metadata", "labels")))
     spec = template.get("spec")
     errors.extend(validate_pod_spec(spec, path.child("spec")))
@@ -206,11 +211,8 @@ def validate_template_for_statefulset(
         return [required(path, "")]
     if not isinstance(template, Mapping):
         return [type_error(path, "object", template)]
-    metadata = as_map(template.get("metadata"))
-    errors: list[FieldError] = []
-    labels = metadata.get("labels")
-    if not _selector_is_empty(selector) and not selects(selector, labels):
-        errors.append(invalid(path.child("metadata", "labels"), SELECTOR_MISMATCH))
+    labels = as_map(template.get("metadata")).get("labels")
+    errors = _selected(labels, selector, path)
     # Kubernetes reports a template's bad labels under ``<template>.labels`` here.
     errors.extend(validate_labels(labels, path.child("labels")))
     errors.extend(validate_pod_spec(template.get("spec"), path.child("spec")))

@@ -106,32 +106,15 @@ def issue_server_cert(ca: CertKeyPair, hosts: list[str], *, days: int = 365) -> 
     if not hosts:
         raise ValueError("a server certificate needs at least one host")
     key = _key()
-    ca_cert = ca.certificate()
     sans: list[x509.GeneralName] = []
     for h in hosts:
         try:
             sans.append(x509.IPAddress(ipaddress.ip_address(h)))
         except ValueError:
             sans.append(x509.DNSName(h))
-    not_before, not_after = _validity(days)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
-        .issuer_name(ca_cert.subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
-        .not_valid_after(not_after)
-        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName(sans), critical=False)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()),  # type: ignore[arg-type]
-            critical=False,
-        )
-        .sign(ca.private_key(), hashes.SHA256())
-    )
-    return CertKeyPair(cert.public_bytes(serialization.Encoding.PEM), _pem_key(key), "server")
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])])
+    pem = _signed(ca, subject, key, days, ExtendedKeyUsageOID.SERVER_AUTH, sans)
+    return CertKeyPair(pem, _pem_key(key), "server")
 
 
 def issue_client_cert(
@@ -146,25 +129,38 @@ def issue_client_cert(
     if not common_name:
         raise ValueError("a client certificate needs a common name")
     key = _key()
-    ca_cert = ca.certificate()
     attributes = [x509.NameAttribute(NameOID.COMMON_NAME, common_name)]
     if organization:
         attributes.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+    pem = _signed(ca, x509.Name(attributes), key, days, ExtendedKeyUsageOID.CLIENT_AUTH)
+    return CertKeyPair(pem, _pem_key(key), "client")
+
+
+def _signed(ca: CertKeyPair, subject: x509.Name, key: ec.EllipticCurvePrivateKey, days: int,
+            usage: x509.ObjectIdentifier,
+            sans: list[x509.GeneralName] | None = None) -> bytes:
+    """A leaf certificate signed by ``ca``, good for ``usage`` only (and ``sans``, a server's
+    names), as PEM."""
+    ca_cert = ca.certificate()
     not_before, not_after = _validity(days)
-    cert = (
+    builder = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name(attributes))
+        .subject_name(subject)
         .issuer_name(ca_cert.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(not_before)
         .not_valid_after(not_after)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    )
+    if sans is not None:
+        builder = builder.add_extension(x509.SubjectAlternativeName(sans), critical=False)
+    cert = (
+        builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         .add_extension(
             x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_cert.public_key()),  # type: ignore[arg-type]
             critical=False,
         )
         .sign(ca.private_key(), hashes.SHA256())
     )
-    return CertKeyPair(cert.public_bytes(serialization.Encoding.PEM), _pem_key(key), "client")
+    return cert.public_bytes(serialization.Encoding.PEM)

@@ -207,9 +207,20 @@ def wait_for_deletion_costs(core: Any, timeout: float) -> bool:
     return False
 
 
+def ensure_namespace(core: Any, name: str) -> None:
+    """The demo's namespace, made unless an earlier run left it."""
+    from kubernetes import client
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    except ApiException as exc:
+        if exc.status != 409:
+            raise
+
+
 def demo(kubeconfig: Path, args: argparse.Namespace, console: Console) -> dict[str, int]:
     from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
 
     api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=str(kubeconfig)
@@ -217,11 +228,7 @@ def demo(kubeconfig: Path, args: argparse.Namespace, console: Console) -> dict[s
     with api:
         core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
         custom = client.CustomObjectsApi(api)
-        try:
-            core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        ensure_namespace(core, NAMESPACE)
         custom.create_namespaced_custom_object(
             "apps.kruise.io",
             "v1alpha1",

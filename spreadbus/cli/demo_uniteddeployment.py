@@ -22,7 +22,15 @@ from typing import Any
 from rich.console import Console
 from rich.live import Live
 
-from spreadbus.cli.demo import NAMESPACE, Split, live_counts, print_final, render, report
+from spreadbus.cli.demo import (
+    NAMESPACE,
+    Split,
+    ensure_namespace,
+    live_counts,
+    print_final,
+    render,
+    report,
+)
 from spreadbus.cli.stack_errors import StackError
 
 NAME = "sample-ud"
@@ -90,18 +98,13 @@ def run_phase(live: Live, core: Any, title: str, done: Callable[[dict[str, int]]
 
 def demo(kubeconfig: Path, args: argparse.Namespace, console: Console) -> dict[str, int]:
     from kubernetes import client, config
-    from kubernetes.client.exceptions import ApiException
 
     api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]
         config_file=str(kubeconfig)
     )
     with api:
         core, custom = client.CoreV1Api(api), client.CustomObjectsApi(api)
-        try:
-            core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=NAMESPACE)))
-        except ApiException as exc:
-            if exc.status != 409:
-                raise
+        ensure_namespace(core, NAMESPACE)
         custom.create_namespaced_custom_object(
             "apps.kruise.io", "v1alpha1", NAMESPACE, "uniteddeployments",
             united_deployment(args.fixed_max),

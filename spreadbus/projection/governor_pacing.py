@@ -15,6 +15,7 @@ Signatures::
         .wake(okey, at | None)        # replaces the wake-up; None cancels it
         .wake_by(okey, at | None)     # the earliest asked for wins; None cancels it
         .forget(okey)                 # a governor gone: the next change plans it at once
+    PacedRule: ``due`` and ``next_wake`` of a rule read from its ``pacing``
 """
 
 from __future__ import annotations
@@ -63,3 +64,20 @@ class GovernorPacing:
 
     def forget(self, okey: str) -> None:
         self._planned_at.pop(okey, None)
+
+
+class PacedRule:
+    """A rule whose own wake-ups are all in its :class:`GovernorPacing`: the planner's
+    :class:`~spreadbus.projection.planning.Timed` reads them there."""
+
+    pacing: GovernorPacing
+
+    def due(self, now: float) -> set[tuple[str, str]]:
+        return self.pacing.due(now)
+
+    def next_wake(self) -> float | None:
+        return self.pacing.next_wake()
+
+    def _schedule(self, okey: str, at: float | None) -> None:
+        """Replaces the governor's wake-up; ``None`` cancels it."""
+        self.pacing.wake(okey, at)

@@ -37,7 +37,7 @@ from spreadbus.features.podunavailablebudget.planning.budget_records import (
     BudgetRecords,
 )
 from spreadbus.projection.bucket_entries import ClusterEntries
-from spreadbus.projection.governor_pacing import GovernorPacing
+from spreadbus.projection.governor_pacing import GovernorPacing, PacedRule
 from spreadbus.projection.kube_state import KubeProjection, resource_key, side_resource_key
 from spreadbus.projection.planning import Desired
 
@@ -59,7 +59,7 @@ _AFTER_EXPIRY: Final = 0.5
 Key = tuple[str, str]
 
 
-class BudgetRule:
+class BudgetRule(PacedRule):
     name: str = "podunavailablebudget"
 
     def __init__(self, cluster: str, *, records: ClusterEntries[BudgetEntry] | None = None,
@@ -78,11 +78,6 @@ class BudgetRule:
 
     # -- time ---------------------------------------------------------------------------------
 
-    def due(self, now: float) -> set[Key]:
-        return self.pacing.due(now)
-
-    def next_wake(self) -> float | None:
-        return self.pacing.next_wake()
 
     def _schedule(self, okey: str, at: float | None) -> None:
         """The earliest wake-up asked for wins; ``None`` cancels."""

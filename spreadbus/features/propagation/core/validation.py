@@ -82,6 +82,29 @@ def _integer(path: Path, value: object, errors: list[FieldError]) -> int | None:
     return value
 
 
+def _count(path: Path, value: object, errors: list[FieldError]) -> int | None:
+    """An integer that may not be negative (replicas, seconds)."""
+    number = _integer(path, value, errors)
+    if number is not None and number < 0:
+        errors.append(invalid(path, "must be greater than or equal to 0", number))
+    return number
+
+
+def _time(path: Path, value: object, errors: list[FieldError]) -> None:
+    if value is not None and parse_time(value) is None:
+        errors.append(invalid(path, "not an RFC 3339 time", value))
+
+
+def _spec(obj: Mapping[str, Any]) -> tuple[Mapping[str, Any] | None, list[FieldError]]:
+    """The object's ``spec``, or the one error that stops its validation."""
+    spec = obj.get("spec")
+    if spec is None:
+        return None, [required(Path("spec"))]
+    if not isinstance(spec, Mapping):
+        return None, [_type(Path("spec"), spec, "object")]
+    return spec, []
+
+
 def _enum(path: Path, value: object, allowed: tuple[str, ...], errors: list[FieldError]) -> str:
     text = _string(path, value, errors)
     if text and text not in allowed:
@@ -263,11 +286,8 @@ def _failover(path: Path, value: object, propagate_deps: bool,
                      _PURGE_APPLICATION, errors) or "Gracefully"
         conditions = _object(a_path.child("decisionConditions"),
                              application.get("decisionConditions"), errors)
-        seconds = _integer(a_path.child("decisionConditions", "tolerationSeconds"),
-                           (conditions or {}).get("tolerationSeconds"), errors)
-        if seconds is not None and seconds < 0:
-            errors.append(invalid(a_path.child("decisionConditions", "tolerationSeconds"),
-                                  "must be greater than or equal to 0", seconds))
+        _count(a_path.child("decisionConditions", "tolerationSeconds"),
+               (conditions or {}).get("tolerationSeconds"), errors)
         grace = _integer(a_path.child("gracePeriodSeconds"),
                          application.get("gracePeriodSeconds"), errors)
         if mode != "Gracefully" and grace is not None:
@@ -284,13 +304,10 @@ def _failover(path: Path, value: object, propagate_deps: bool,
 
 def validate_policy(obj: Mapping[str, Any]) -> list[FieldError]:
     """A PropagationPolicy or ClusterPropagationPolicy, as it is after Karmada's defaulting."""
-    errors: list[FieldError] = []
-    spec_path = Path("spec")
-    raw = obj.get("spec")
+    raw, errors = _spec(obj)
     if raw is None:
-        return [required(spec_path)]
-    if not isinstance(raw, Mapping):
-        return [_type(spec_path, raw, "object")]
+        return errors
+    spec_path = Path("spec")
     namespaced = as_str(obj.get("kind")) == "PropagationPolicy"
     namespace = (as_str(as_map(obj.get("metadata")).get("namespace")) or "default"
                  if namespaced else "")
@@ -336,13 +353,10 @@ def validate_policy(obj: Mapping[str, Any]) -> list[FieldError]:
 
 def validate_binding(obj: Mapping[str, Any]) -> list[FieldError]:
     """A ResourceBinding or ClusterResourceBinding: what the scheduler reads of it."""
-    errors: list[FieldError] = []
-    spec_path = Path("spec")
-    spec = obj.get("spec")
+    spec, errors = _spec(obj)
     if spec is None:
-        return [required(spec_path)]
-    if not isinstance(spec, Mapping):
-        return [_type(spec_path, spec, "object")]
+        return errors
+    spec_path = Path("spec")
     resource = spec.get("resource")
     if resource is None:
         errors.append(required(spec_path.child("resource")))
@@ -351,10 +365,7 @@ def validate_binding(obj: Mapping[str, Any]) -> list[FieldError]:
         for name in ("apiVersion", "kind", "name"):
             _string(spec_path.child("resource", name), (resource_map or {}).get(name), errors,
                     need=resource_map is not None)
-    replicas = _integer(spec_path.child("replicas"), spec.get("replicas"), errors)
-    if replicas is not None and replicas < 0:
-        errors.append(invalid(spec_path.child("replicas"), "must be greater than or equal to 0",
-                              replicas))
+    _count(spec_path.child("replicas"), spec.get("replicas"), errors)
     clusters_path = spec_path.child("clusters")
     for i, target in enumerate(_list(clusters_path, spec.get("clusters"), errors)):
         t_path = clusters_path.index(i)
@@ -362,14 +373,8 @@ def validate_binding(obj: Mapping[str, Any]) -> list[FieldError]:
         if target_map is None:
             continue
         _string(t_path.child("name"), target_map.get("name"), errors, need=True)
-        count = _integer(t_path.child("replicas"), target_map.get("replicas"), errors)
-        if count is not None and count < 0:
-            errors.append(invalid(t_path.child("replicas"), "must be greater than or equal to 0",
-                                  count))
-    trigger = spec.get("rescheduleTriggeredAt")
-    if trigger is not None and parse_time(trigger) is None:
-        errors.append(invalid(spec_path.child("rescheduleTriggeredAt"), "not an RFC 3339 time",
-                              trigger))
+        _count(t_path.child("replicas"), target_map.get("replicas"), errors)
+    _time(spec_path.child("rescheduleTriggeredAt"), spec.get("rescheduleTriggeredAt"), errors)
     tasks_path = spec_path.child("gracefulEvictionTasks")
     for i, task in enumerate(_list(tasks_path, spec.get("gracefulEvictionTasks"), errors)):
         t_path = tasks_path.index(i)
@@ -382,22 +387,16 @@ def validate_binding(obj: Mapping[str, Any]) -> list[FieldError]:
     if spec.get("placement") is not None:
         _placement(spec_path.child("placement"), spec.get("placement"), errors)
     status = _object(Path("status"), obj.get("status"), errors) or {}
-    last = status.get("lastScheduledTime")
-    if last is not None and parse_time(last) is None:
-        errors.append(invalid(Path("status").child("lastScheduledTime"), "not an RFC 3339 time",
-                              last))
+    _time(Path("status").child("lastScheduledTime"), status.get("lastScheduledTime"), errors)
     return errors
 
 
 def validate_cluster(obj: Mapping[str, Any]) -> list[FieldError]:
     """A Karmada Cluster: the fields the scheduler reads, and the required ``syncMode``."""
-    errors: list[FieldError] = []
-    spec_path = Path("spec")
-    spec = obj.get("spec")
+    spec, errors = _spec(obj)
     if spec is None:
-        return [required(spec_path)]
-    if not isinstance(spec, Mapping):
-        return [_type(spec_path, spec, "object")]
+        return errors
+    spec_path = Path("spec")
     if spec.get("syncMode") is None:
         errors.append(required(spec_path.child("syncMode")))
     else:
@@ -417,9 +416,7 @@ def validate_cluster(obj: Mapping[str, Any]) -> list[FieldError]:
             errors.append(required(t_path.child("effect")))
         else:
             _enum(t_path.child("effect"), taint_map.get("effect"), _TAINT_EFFECTS, errors)
-        added = taint_map.get("timeAdded")
-        if added is not None and parse_time(added) is None:
-            errors.append(invalid(t_path.child("timeAdded"), "not an RFC 3339 time", added))
+        _time(t_path.child("timeAdded"), taint_map.get("timeAdded"), errors)
     status = _object(Path("status"), obj.get("status"), errors) or {}
     summary = _object(Path("status").child("resourceSummary"), status.get("resourceSummary"),
                       errors)

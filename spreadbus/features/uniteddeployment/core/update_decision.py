@@ -32,28 +32,6 @@ def spec_replicas(workload: Mapping[str, Any]) -> int:
     return 1 if value is None else value
 
 
-def needs_update(
-    workload: Mapping[str, Any],
-    *,
-    revision: str,
-    replicas: int,
-    partition: int,
-    current_partition: int,
-    patch: str,
-    updated_replicas: int,
-) -> bool:
-    """``updated_replicas``: the subset's active pods labelled with ``revision``."""
-    status = as_map(workload.get("status"))
-    annotations = as_map(as_map(workload.get("metadata")).get("annotations"))
-    return (
-        labels_of(workload).get(REVISION_LABEL) != revision
-        or spec_replicas(workload) != replicas
-        or current_partition != partition
-        or annotations.get(SUBSET_PATCH_ANNOTATION, "") != patch
-        or updated_replicas < (as_int(status.get("replicas")) or 0)
-    )
-
-
 def decide(
     workload: Mapping[str, Any] | None,
     *,
@@ -64,16 +42,16 @@ def decide(
     patch: str,
     updated_replicas: int,
 ) -> Action:
+    """``updated_replicas``: the subset's active pods labelled with ``revision``."""
     if workload is None:
         return "create"
-    if needs_update(
-        workload,
-        revision=revision,
-        replicas=replicas,
-        partition=partition,
-        current_partition=current_partition,
-        patch=patch,
-        updated_replicas=updated_replicas,
-    ):
-        return "update"
-    return "none"
+    status = as_map(workload.get("status"))
+    annotations = as_map(as_map(workload.get("metadata")).get("annotations"))
+    stale = (
+        labels_of(workload).get(REVISION_LABEL) != revision
+        or spec_replicas(workload) != replicas
+        or current_partition != partition
+        or annotations.get(SUBSET_PATCH_ANNOTATION, "") != patch
+        or updated_replicas < (as_int(status.get("replicas")) or 0)
+    )
+    return "update" if stale else "none"

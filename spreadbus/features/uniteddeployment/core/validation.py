@@ -55,6 +55,7 @@ from kubesemantics.scheduling_validation import (
     validate_node_selector_term,
     validate_tolerations,
 )
+from kubesemantics.update_validation import old_object_errors
 from kubesemantics.workload_template_validation import (
     SELECTOR_MISMATCH,
     nonnegative,
@@ -624,9 +625,5 @@ def validate_uniteddeployment(obj: object, *, old: object | None = None,
     subsets = as_map(as_map(obj.get("spec")).get("topology")).get("subsets")
     if not (isinstance(subsets, list) and len(subsets) > MAX_SUBSETS):
         errors.extend(cluster_errors(obj.get("spec"), clusters))
-    if old is not None:
-        if isinstance(old, Mapping):
-            errors.extend(update_errors(obj, old))
-        else:
-            errors.append(type_error(Path("oldObject"), "object", old))
+    errors.extend(old_object_errors(obj, old, update_errors))
     return errors

@@ -67,7 +67,7 @@ from spreadbus.features.uniteddeployment.planning.followed_pods import (
     facts_from_json,
 )
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
-from spreadbus.projection.governor_pacing import GovernorPacing
+from spreadbus.projection.governor_pacing import GovernorPacing, PacedRule
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired
 
@@ -123,7 +123,7 @@ class Reconcile(Protocol):
                  revisions: Sequence[Mapping[str, Any]], now: datetime) -> Reconciliation: ...
 
 
-class UnitedDeploymentRule:
+class UnitedDeploymentRule(PacedRule):
     name: str = "uniteddeployment"
 
     def __init__(self, cluster: str, *, reconcile: Reconcile,
@@ -146,14 +146,6 @@ class UnitedDeploymentRule:
 
     # -- the planner's time seam ------------------------------------------------------------------
 
-    def due(self, now: float) -> set[Key]:
-        return self.pacing.due(now)
-
-    def next_wake(self) -> float | None:
-        return self.pacing.next_wake()
-
-    def _schedule(self, okey: str, at: float | None) -> None:
-        self.pacing.wake(okey, at)
 
     # -- the rule -------------------------------------------------------------------------------
 

@@ -73,6 +73,7 @@ from kubesemantics.scheduling_validation import (
     validate_preferred_scheduling_terms,
     validate_tolerations,
 )
+from kubesemantics.update_validation import old_object_errors
 from kubesemantics.volume_validation import validate_pod_volumes
 from kubesemantics.workload_template_validation import validate_pod_spec
 from spreadbus.features.workloadspread.core.custom_workloads import BUILTIN_KINDS, Whitelist
@@ -577,9 +578,5 @@ def validate_workloadspread(
         return [invalid(Path(shorten(deep)), f"must not nest deeper than {MAX_DEPTH} levels")]
     errors = validate_spec(obj, whitelist=whitelist, workload=workload)
     errors.extend(conflict_errors(obj, others))
-    if old is not None:
-        if isinstance(old, Mapping):
-            errors.extend(update_errors(obj, old))
-        else:
-            errors.append(type_error(Path("oldObject"), "object", old))
+    errors.extend(old_object_errors(obj, old, update_errors))
     return errors

@@ -105,7 +105,7 @@ from spreadbus.features.workloadspread.planning.spread_index import (
 from spreadbus.features.workloadspread.planning.spread_tally import SpreadTally, TallyPlan
 from spreadbus.projection.bucket_entries import ClusterEntries
 from spreadbus.projection.decision_log import DecisionLog
-from spreadbus.projection.governor_pacing import GovernorPacing
+from spreadbus.projection.governor_pacing import GovernorPacing, PacedRule
 from spreadbus.projection.kube_state import KubeProjection, side_resource_key
 from spreadbus.projection.planning import Desired
 
@@ -121,7 +121,7 @@ def _merge(into: dict[str, Any], patch: Mapping[str, Any]) -> None:
             into[key] = value
 
 
-class WorkloadSpreadRule:
+class WorkloadSpreadRule(PacedRule):
     name: str = "workloadspread"
 
     def __init__(
@@ -154,19 +154,9 @@ class WorkloadSpreadRule:
 
     # -- the planner's time seam ------------------------------------------------------------------
 
-    def due(self, now: float) -> set[Key]:
-        """Keys to re-plan because their time has come; each is handed out once."""
-        return self.pacing.due(now)
-
-    def next_wake(self) -> float | None:
-        return self.pacing.next_wake()
-
     def read_plans(self, log: DecisionLog) -> None:
         """The decision log the rounds read: which evictions are on their way."""
         self._plans = log
-
-    def _schedule(self, okey: str, at: float | None) -> None:
-        self.pacing.wake(okey, at)
 
     # -- the rule -------------------------------------------------------------------------------
 
