@@ -176,6 +176,10 @@ def _workload_pod_rules(spec: Mapping[str, Any], path: Path, kind: str) -> list[
     return errors
 
 
+def _not_a_template(template: object, path: Path) -> list[FieldError]:
+    return [required(path, "")] if template is None else [type_error(path, "object", template)]
+
+
 def _selected(labels: object, selector: Mapping[str, Any] | None,
               path: Path) -> list[FieldError]:
     """A template's labels must match its workload's selector (unless that selects nothing)."""
@@ -188,10 +192,8 @@ def validate_template_for_replicaset(
     template: object, selector: Mapping[str, Any] | None, path: Path
 ) -> list[FieldError]:
     """``ValidatePodTemplateSpecForReplicaSet`` (what a Deployment's template must satisfy)."""
-    if template is None:
-        return [required(path, "")]
     if not isinstance(template, Mapping):
-        return [type_error(path, "object", template)]
+        return _not_a_template(template, path)
     labels = as_map(template.get("metadata")).get("labels")
     errors = _selected(labels, selector, path)
     errors.extend(validate_labels(labels, path.child("metadata", "labels")))
@@ -207,10 +209,8 @@ def validate_template_for_statefulset(
 ) -> list[FieldError]:
     """``ValidatePodTemplateSpecForStatefulSet``, plus the pod-spec checks of this module
     (which Kubernetes leaves to the pods' own creation)."""
-    if template is None:
-        return [required(path, "")]
     if not isinstance(template, Mapping):
-        return [type_error(path, "object", template)]
+        return _not_a_template(template, path)
     labels = as_map(template.get("metadata")).get("labels")
     errors = _selected(labels, selector, path)
     # Kubernetes reports a template's bad labels under ``<template>.labels`` here.
