@@ -13,7 +13,7 @@ Signatures::
 
     pod_identity(event: Observation, cluster: str) -> tuple[str, str] | None
     PodView(cluster: str, keep: Keep[K])   # keep(pod, name, namespace) -> K
-        .observe(namespace, name, pod | None) -> bool   # True: what is kept changed
+        .observe(at: (namespace, name), pod | None) -> bool   # True: what is kept changed
         .kept: dict[tuple[str, str], K]
 """
 
@@ -56,12 +56,13 @@ class PodView(Generic[K]):
         self.keep = keep
         self.kept: dict[tuple[str, str], K] = {}
 
-    def observe(self, namespace: str, name: str, pod: Mapping[str, Any] | None) -> bool:
-        """Keep ``pod`` (``None``: it is gone); whether what is kept of it changed."""
-        at = (namespace, name)
+    def observe(self, at: tuple[str, str], pod: Mapping[str, Any] | None) -> bool:
+        """Keep ``pod`` at ``(namespace, name)`` (``None``: it is gone); whether what is kept of
+        it changed. The view stores ``at`` itself, so a feature's own index of the pod can share
+        the key rather than hold a second one."""
         if pod is None:
             return self.kept.pop(at, None) is not None
-        kept = self.keep(pod, name, namespace)
+        kept = self.keep(pod, at[1], at[0])
         if self.kept.get(at) == kept:
             return False
         self.kept[at] = kept

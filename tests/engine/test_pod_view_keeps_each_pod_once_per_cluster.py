@@ -42,18 +42,25 @@ def test_a_pod_without_a_namespace_is_in_the_empty_one_and_a_bad_name_is_no_pod(
 
 def test_only_a_change_in_what_is_kept_counts_as_a_change() -> None:
     view = PodView("east", _phase)
-    assert view.observe("default", "a", _pod("a"))
+    assert view.observe(("default", "a"), _pod("a"))
     bumped = _pod("a")
     bumped["metadata"]["resourceVersion"] = "2"
-    assert not view.observe("default", "a", bumped), "a version the feature does not keep"
-    assert view.observe("default", "a", _pod("a", phase="Succeeded"))
+    assert not view.observe(("default", "a"), bumped), "a version the feature does not keep"
+    assert view.observe(("default", "a"), _pod("a", phase="Succeeded"))
     assert view.get("default", "a") == ("default", "a", "Succeeded")
 
 
 def test_a_pod_gone_is_a_change_once_and_same_names_in_two_namespaces_stay_apart() -> None:
     view = PodView("east", _phase)
-    view.observe("one", "a", _pod("a", "one"))
-    view.observe("two", "a", _pod("a", "two", phase="Pending"))
-    assert view.observe("one", "a", None)
-    assert not view.observe("one", "a", None)
+    view.observe(("one", "a"), _pod("a", "one"))
+    view.observe(("two", "a"), _pod("a", "two", phase="Pending"))
+    assert view.observe(("one", "a"), None)
+    assert not view.observe(("one", "a"), None)
     assert view.kept == {("two", "a"): ("two", "a", "Pending")}
+
+
+def test_the_key_given_is_the_key_kept() -> None:
+    view = PodView("east", _phase)
+    at = ("default", "a")
+    view.observe(at, _pod("a"))
+    assert next(iter(view.kept)) is at, "a feature's own index shares the key"

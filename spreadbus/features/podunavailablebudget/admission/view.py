@@ -70,7 +70,7 @@ class BudgetView:
             return
         at = pod_identity(event, self.cluster)
         if at is not None:
-            self.pod_view.observe(*at, None if event.event == "DELETED" else event.object)
+            self.pod_view.observe(at, None if event.event == "DELETED" else event.object)
 
     def synced(self) -> bool:
         return all(self.projection.synced(self.cluster, group, resource)

@@ -186,7 +186,7 @@ class View:
     def _fold_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
         """Keep the pod (or forget it) and re-read it unless what is kept stayed the same."""
         at = (namespace, name)
-        if self._pod_view.observe(namespace, name, pod):
+        if self._pod_view.observe(at, pod):
             self._index_pod(at, pod)
         elif pod is not None and log.isEnabledFor(logging.DEBUG):
             reading = self._pods.get(at)
