@@ -16,7 +16,8 @@ namespace, exactly what an admission decision reads:
   key of every pod present, which tells that a reservation has been observed. :meth:`occupied`
   hands them to the rule (:func:`~spreadbus.features.workloadspread.core.occupancy.count_loads`)
   as a full scan of the pods would. An event that changes nothing the view keeps (most are
-  status updates) keeps the pod's reading and entries as they are.
+  status updates) keeps the pod's reading and entries as they are: the kept pods are the
+  engine's shared pod view (:class:`~spreadbus.projection.pod_view.PodView`), which tells when.
 
 Owners the view cannot see. A workload kind is *followed* once its resource has completed a
 list (a sync marker) in this view. :meth:`owner_lookup` answers an owner of a kind that is not
