@@ -14,6 +14,7 @@ replica holds every pod, so its whole JSON would be the bulk of the replica's me
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
@@ -23,6 +24,7 @@ from events.messages import Observation
 from events.subjects import escape
 from spreadbus.features.podunavailablebudget.admission.kept_pod import kept
 from spreadbus.projection.kube_state import KubeProjection, decode_object
+from spreadbus.projection.pod_view import PodView, pod_identity
 from spreadbus.projection.tracking import Tracked
 
 PUB_GROUP: Final = "policy.kruise.io"
@@ -31,13 +33,19 @@ PODS: Final = escape("pods")
 KEPT: Final = frozenset({PODS, escape(PUB_RESOURCE), escape("replicasets")})
 
 
+def _encoded(pod: Mapping[str, Any], name: str, namespace: str) -> bytes:
+    """What the view keeps of a pod: :func:`.kept_pod.kept`, encoded."""
+    return msgspec.json.encode(kept(pod))
+
+
 class BudgetView:
     """Pods, PUBs and ReplicaSets of one cluster as last observed."""
 
     def __init__(self, cluster: str) -> None:
         self.cluster = cluster
         self.projection = KubeProjection()
-        self.pods: dict[tuple[str, str], bytes] = {}
+        self.pod_view = PodView(cluster, _encoded)
+        self.pods: dict[tuple[str, str], bytes] = self.pod_view.kept
         """(namespace, name) -> the pod as kept, encoded."""
         self.apply_message = Tracked(self._fold, self.projection.state).apply
         """Follower sink: every message moves the projection's position, kept or not."""
@@ -58,20 +66,11 @@ class BudgetView:
 
     def _fold_pod(self, data: bytes) -> None:
         event = codec.decode(data)
-        if not isinstance(event, Observation) or event.cluster != self.cluster:
+        if not isinstance(event, Observation):
             return
-        if (event.group, event.resource) != ("", "pods"):
-            return
-        metadata = event.object.get("metadata")
-        if not isinstance(metadata, dict):
-            return
-        name, namespace = metadata.get("name"), metadata.get("namespace") or ""
-        if not isinstance(name, str) or not isinstance(namespace, str):
-            return
-        if event.event == "DELETED":
-            self.pods.pop((namespace, name), None)
-        else:
-            self.pods[(namespace, name)] = msgspec.json.encode(kept(event.object))
+        at = pod_identity(event, self.cluster)
+        if at is not None:
+            self.pod_view.observe(at, None if event.event == "DELETED" else event.object)
 
     def synced(self) -> bool:
         return all(self.projection.synced(self.cluster, group, resource)

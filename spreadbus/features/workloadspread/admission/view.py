@@ -16,7 +16,8 @@ namespace, exactly what an admission decision reads:
   key of every pod present, which tells that a reservation has been observed. :meth:`occupied`
   hands them to the rule (:func:`~spreadbus.features.workloadspread.core.occupancy.count_loads`)
   as a full scan of the pods would. An event that changes nothing the view keeps (most are
-  status updates) keeps the pod's reading and entries as they are.
+  status updates) keeps the pod's reading and entries as they are: the kept pods are the
+  engine's shared pod view (:class:`~spreadbus.projection.pod_view.PodView`), which tells when.
 
 Owners the view cannot see. A workload kind is *followed* once its resource has completed a
 list (a sync marker) in this view. :meth:`owner_lookup` answers an owner of a kind that is not
@@ -45,6 +46,7 @@ from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
 from spreadbus.features.workloadspread.core.occupancy import Occupant, Occupied, Slot, occupant
 from spreadbus.features.workloadspread.core.workload_kinds import WorkloadKinds, workload_kinds
+from spreadbus.projection.pod_view import PodView
 from spreadbus.projection.tracking import Fold, Tracked
 
 log = logging.getLogger(__name__)
@@ -100,8 +102,9 @@ class View:
     """namespace -> reservation key -> the name of the pod present with it."""
     _pods: dict[tuple[str, str], Occupant] = field(default_factory=dict)
     """Each pod's reading by the counting rule, which the indexes are made of."""
-    _kept: dict[tuple[str, str], KeptPod] = field(default_factory=dict)
+    _pod_view: PodView[KeptPod] = field(init=False, repr=False, compare=False)
     """Each pod as kept: what a decision reads of it."""
+    _kept: dict[tuple[str, str], KeptPod] = field(init=False)
     _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
     """:meth:`spreads_in` answers, sorted once per WorkloadSpread change, not per admission."""
 
@@ -112,6 +115,8 @@ class View:
     def __post_init__(self) -> None:
         kinds = {(k.group, k.resource) for k in self.kinds}
         self.watched = frozenset({POD_KEY, SPREAD_KEY} | kinds)
+        self._pod_view = PodView(self.cluster, KeptPod.of)
+        self._kept = self._pod_view.kept
         self.tracking = Tracked(self._fold_message)
         self.apply_message = self.tracking.apply
 
@@ -182,18 +187,11 @@ class View:
     def _fold_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
         """Keep the pod (or forget it) and re-read it unless what is kept stayed the same."""
         at = (namespace, name)
-        if pod is None:
-            if self._kept.pop(at, None) is not None or at in self._pods:
-                self._index_pod(at, None)
-            return
-        kept = KeptPod.of(pod, name, namespace)
-        if self._kept.get(at) == kept:
-            if log.isEnabledFor(logging.DEBUG):
-                reading = self._pods.get(at)
-                self._trace(namespace, name, reading, reading, pod)
-            return
-        self._kept[at] = kept
-        self._index_pod(at, pod)
+        if self._pod_view.observe(at, pod):
+            self._index_pod(at, pod)
+        elif pod is not None and log.isEnabledFor(logging.DEBUG):
+            reading = self._pods.get(at)
+            self._trace(namespace, name, reading, reading, pod)
 
     def _index_pod(self, at: tuple[str, str], pod: dict[str, Any] | None) -> None:
         """Replace the pod's reading and index entries; ``at`` is shared by every store."""
