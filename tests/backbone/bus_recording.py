@@ -29,6 +29,7 @@ from nats.js.errors import NotFoundError
 from events import codec
 from events.streams import KUBE
 from spreadbus.runtime.follower import StreamFollower
+from spreadbus.runtime.server_barrier import processed
 from spreadbus.runtime.stream_setup import ensure_streams
 
 
@@ -68,7 +69,7 @@ class Tap:
 async def tap(nc: Client, subject: str = "kube.>") -> AsyncIterator[Tap]:
     taken = Tap()
     sub = await nc.subscribe(subject, cb=taken.on_message)
-    await nc.flush()  # subscribed on the server before anything else is published
+    await processed(nc, timeout=10)  # subscribed on the server before anything else is published
     try:
         yield taken
     finally:

@@ -27,6 +27,7 @@ from events import streams
 from spreadbus.features.workloadspread.core.reservation_contract import BUCKET as RESERVATIONS
 from spreadbus.runtime.bus_permissions import READER, SERVICES, SETUP, actuator_consumer
 from spreadbus.runtime.nats_server import NatsServer
+from spreadbus.runtime.server_barrier import processed
 from spreadbus.runtime.stream_setup import stream_config
 from tests.fixtures.polling import wait_until_async
 from tests.fixtures.secured_bus import connect_as
@@ -88,9 +89,8 @@ async def test_the_reader_follows_the_bus_but_changes_nothing(
         seen.append(msg.subject)
 
     sub = await reader.subscribe("kube.obs.>", cb=note)
-    await reader.flush()  # the server knows the interest before anything is published
-    # A plain publish, which the stream stores as well: a JetStream publish here reached the
-    # reader's plain subscription in most runs but not in about one of twenty on a busy host.
+    await processed(reader, timeout=10)  # the server has the interest before any publish
+    # A plain publish, which the stream stores as well.
     await watcher.publish("kube.obs.c1.apps.deployments.default.web", b"{}")
     await wait_until_async(lambda: seen, what="the reader to hear the observation")
     assert seen == ["kube.obs.c1.apps.deployments.default.web"]
@@ -124,19 +124,12 @@ async def test_the_reader_subscribes_with_the_usual_wildcards_but_not_to_everyth
 
     for subject in ("kube.>", "webhook.>", "history.>"):
         await reader.subscribe(subject, cb=note)
-    await reader.flush()
-    # Plain publishes: what is tested is the reader's subscription. (A JetStream publish here
-    # reached the reader in most runs but not in about one of twenty on a loaded host.)
+    await processed(reader, timeout=10)
+    # Plain publishes: what is tested is the reader's subscription.
     await clients["watcher"].publish("kube.sync.c1.pods", b"{}")
     await clients["watcher"].publish("history.c1.pod.default.web-1", b"{}")
     await clients["webhook"].publish("webhook.spreads.c1.default.ws", b"{}")
-    for publisher in (clients["watcher"], clients["webhook"]):
-        await publisher.flush()  # the server has had each publish before the wait starts
-    try:
-        await wait_until_async(lambda: len(seen) == 3, what="the reader to hear all three")
-    except BaseException:
-        print(f"heard {seen}; server log:\n{server.log.decode()[-6000:]}")
-        raise
+    await wait_until_async(lambda: len(seen) == 3, what="the reader to hear all three")
     assert sorted(seen) == ["history.c1.pod.default.web-1", "kube.sync.c1.pods",
                             "webhook.spreads.c1.default.ws"]
     assert violations(server) == []

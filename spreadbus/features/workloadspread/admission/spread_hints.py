@@ -8,7 +8,8 @@ workload's pods' owner: the watcher watches each resource on its own, and a spre
 arriving 100 ms after the owner. So:
 
 - a replica that allows a WorkloadSpread CREATE tells the others (:class:`SpreadAllowed` on
-  :func:`allowed_subject`), flushed before its answer, hence before the API server stores the
+  :func:`allowed_subject`), taken by the server before its answer
+  (:func:`~spreadbus.runtime.server_barrier.processed`), hence before the API server stores the
   spread, and remembers it itself until its view holds it;
 - a replica that finds no governing spread for a pod whose owner was created within
   :data:`ANNOUNCED_SECONDS` first hears those hints (one NATS round trip, :meth:`SpreadHints.hear`)
@@ -33,6 +34,7 @@ import msgspec
 
 from events import subjects
 from spreadbus.features.workloadspread.admission.view import View
+from spreadbus.runtime.server_barrier import processed
 
 if TYPE_CHECKING:
     # The offline commands read this module (its subject) and never load the NATS client.
@@ -57,6 +59,8 @@ class SpreadAllowed(msgspec.Struct, frozen=True):
     name: str
 
 
+LISTEN_SECONDS: Final = 10.0
+"""How long :meth:`SpreadHints.listening` waits for the server to confirm the subscription."""
 _ENCODER: Final = msgspec.json.Encoder()
 _DECODER: Final = msgspec.json.Decoder(SpreadAllowed)
 
@@ -87,7 +91,7 @@ class SpreadHints:
         """Return once the server routes other replicas' allowed WorkloadSpreads to this one."""
         if self._listening is not None and self.nc is not None:
             await self._listening
-            await self.nc.flush()
+            await processed(self.nc, timeout=LISTEN_SECONDS)
 
     async def _listen(self, nc: Client) -> None:
         self._subscription = await nc.subscribe(allowed_subject(self.view.cluster))
@@ -100,7 +104,7 @@ class SpreadHints:
         data = _ENCODER.encode(SpreadAllowed(namespace=namespace, name=name))
         try:
             await self.nc.publish(allowed_subject(self.view.cluster), data)
-            await asyncio.wait_for(self.nc.flush(), timeout)
+            await processed(self.nc, timeout=timeout)
         except Exception as exc:
             log.warning("allowed WorkloadSpread not announced: %r", exc)
 
