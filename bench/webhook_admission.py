@@ -18,7 +18,9 @@ near its real size. ``--spreads 1`` shows the single-ledger case.
 Printed per rate: p50, p99, max, the webhook process's CPU time per review over the measured
 run (user plus system, from ``/proc``; its view follows no pods here, so this is the answer
 path alone), and ``ratio`` lines: p99 against the 5 ms limit, and the rate achieved against the
-rate asked. Run: ``python -m bench.webhook_admission [--seconds 5]``.
+rate asked. ``--replicas`` (default 1) starts that many webhook replicas and sends the reviews to
+them round robin, the CPU time then summed over them. Run:
+``python -m bench.webhook_admission [--seconds 5] [--replicas 1]``.
 """
 
 from __future__ import annotations
@@ -132,14 +134,14 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def run_rate(url: str, tls: Path, targets: list[tuple[str, tuple[str, str]]], rate: int,
-                   seconds: float, webhook_pid: int) -> dict[str, float]:
+async def run_rate(urls: list[str], tls: Path, targets: list[tuple[str, tuple[str, str]]],
+                   rate: int, seconds: float, webhook_pids: list[int]) -> dict[str, float]:
     connector = aiohttp.TCPConnector(ssl=api_server_tls(tls), limit=64)
     headers = {"Content-Type": "application/json"}
     async with aiohttp.ClientSession(connector=connector) as session:
-        # The webhook's view must hold every WorkloadSpread before measuring.
+        # Every replica's view must hold every WorkloadSpread before measuring.
         deadline = time.monotonic() + 30
-        for namespace, owner in targets:
+        for url, (namespace, owner) in ((u, t) for u in urls for t in targets):
             while True:
                 body = review(namespace, owner, f"probe-{uuid.uuid4()}")
                 async with session.post(url, data=body, headers=headers) as response:
@@ -148,9 +150,10 @@ async def run_rate(url: str, tls: Path, targets: list[tuple[str, tuple[str, str]
                 if time.monotonic() > deadline:
                     raise TimeoutError("the webhook never steered a pod of the benchmark")
                 await asyncio.sleep(0.1)
-        for i in range(50):  # warm the connection pool
+        for i in range(50 * len(urls)):  # warm the connection pool
             namespace, owner = targets[i % len(targets)]
-            async with session.post(url, data=review(namespace, owner, f"warm-{i}"),
+            async with session.post(urls[i % len(urls)],
+                                    data=review(namespace, owner, f"warm-{i}"),
                                     headers=headers) as response:
                 await response.read()
 
@@ -159,7 +162,7 @@ async def run_rate(url: str, tls: Path, targets: list[tuple[str, tuple[str, str]
         latencies: list[float] = []
         failures = 0
 
-        async def send(body: bytes, scheduled: float) -> None:
+        async def send(url: str, body: bytes, scheduled: float) -> None:
             nonlocal failures
             async with session.post(url, data=body, headers=headers) as response:
                 answer = await response.json()
@@ -168,17 +171,17 @@ async def run_rate(url: str, tls: Path, targets: list[tuple[str, tuple[str, str]
                 failures += 1
 
         tasks = []
-        cpu_before = cpu_seconds(webhook_pid)
+        cpu_before = sum(cpu_seconds(pid) for pid in webhook_pids)
         started = time.perf_counter()
         for i, body in enumerate(bodies):
             scheduled = started + i / rate
             delay = scheduled - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
-            tasks.append(asyncio.create_task(send(body, scheduled)))
+            tasks.append(asyncio.create_task(send(urls[i % len(urls)], body, scheduled)))
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
-        cpu = cpu_seconds(webhook_pid) - cpu_before
+        cpu = sum(cpu_seconds(pid) for pid in webhook_pids) - cpu_before
     return {
         "count": count,
         **latency_ms(latencies),
@@ -193,28 +196,32 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each rate's run")
     parser.add_argument("--spreads", type=int, default=20,
                         help="WorkloadSpreads (namespaces) the reviews are spread over")
+    parser.add_argument("--replicas", type=int, default=1,
+                        help="webhook replicas the reviews are sent to, round robin")
     parser.add_argument(STACK, type=Path, help=STACK_HELP)
     args = _tiny.arguments(parser, argv, {"seconds": 0.1, "spreads": 2})
     results: dict[int, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp, \
-            local_stack(args.stack, Path(tmp) / "stack",
+            local_stack(args.stack, Path(tmp) / "stack", webhook_replicas=args.replicas,
                         kubesim_args=["--topology=three-zones", *KUBELET]) as stack:
-        url = f"https://127.0.0.1:{stack.webhook_ports[0]}/mutate-pod"
+        replicas = min(args.replicas, len(stack.webhook_ports))
+        urls = [f"https://127.0.0.1:{port}/mutate-pod" for port in stack.webhook_ports[:replicas]]
+        pids = [stack.pids[name] for name in stack.webhooks[:replicas]]
         api = config.new_client_from_config(  # type: ignore[no-untyped-call]
             config_file=str(stack.kubeconfig))
         with api:
             for rate in RATES:
                 targets = [(ns, prepare(api, ns))
                            for ns in (f"admission-{rate}-{i}" for i in range(args.spreads))]
-                results[rate] = asyncio.run(run_rate(url, stack.tls, targets, rate,
-                                                     args.seconds,
-                                                     stack.pids[stack.webhooks[0]]))
-    print(f"cores: {os.cpu_count()}, reviews spread over {args.spreads} WorkloadSpreads")
+                results[rate] = asyncio.run(run_rate(urls, stack.tls, targets, rate,
+                                                     args.seconds, pids))
+    print(f"cores: {os.cpu_count()}, reviews spread over {args.spreads} WorkloadSpreads, "
+          f"{replicas} webhook replica(s)")
     for rate, r in results.items():
         print(f"{rate}/s for {args.seconds:g} s ({r['count']:.0f} reviews): "
               f"p50 {r['p50_ms']:.2f} ms, p99 {r['p99_ms']:.2f} ms, max {r['max_ms']:.2f} ms, "
               f"achieved {r['achieved']:.0f}/s, not steered {r['not_steered']:.0f}, "
-              f"webhook CPU {r['cpu_us']:.0f} us per review")
+              f"webhook CPU (all replicas) {r['cpu_us']:.0f} us per review")
         print(f"ratio p99/limit at {rate}/s: {r['p99_ms'] / LIMIT_MS:.3f} "
               f"(limit {LIMIT_MS:.0f} ms)")
         print(f"ratio achieved/asked at {rate}/s: {r['achieved'] / rate:.3f}")
