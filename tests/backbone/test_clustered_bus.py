@@ -20,7 +20,9 @@ import nats
 import pytest
 from nats.aio.client import Client
 from nats.errors import Error as NatsError
+from nats.js.client import JetStreamContext
 from nats.js.errors import Error as JetStreamError
+from nats.js.errors import ServiceUnavailableError
 
 from events.streams import KUBE
 from spreadbus.runtime.bus_layout import kv_stream, object_stream
@@ -31,6 +33,7 @@ from spreadbus.runtime.nats_server import NatsServer
 from tests.fixtures.bus_setup import default_layout
 from tests.fixtures.fault_injection import fault_seed, replay_hint
 from tests.fixtures.nats_cluster import REPLICAS, caught_up, server_name, stream_leader
+from tests.fixtures.polling import wait_until_async
 
 pytestmark = [pytest.mark.e2e, pytest.mark.chaos]
 
@@ -114,6 +117,20 @@ async def publish_through(js: nats.js.JetStreamContext, count: int, kill_after: 
     return acked
 
 
+async def read_when_served(js: JetStreamContext, seq: int) -> bytes:
+    """A stored message, read once the stream serves reads again: right after its leader died,
+    the server answers 503 (JetStream temporarily unavailable) until the new leader is current."""
+
+    async def read() -> bytes | None:
+        try:
+            return (await js.get_msg(KUBE.name, seq)).data
+        except (ServiceUnavailableError, TimeoutError):
+            return None
+
+    data: bytes = await wait_until_async(read, what=f"KUBE to serve message {seq}")
+    return data
+
+
 @pytest.mark.parametrize("leader", [
     pytest.param(False, id="random-server", marks=pytest.mark.chaos_only),
     pytest.param(True, id="stream-leader"),
@@ -141,8 +158,7 @@ async def test_no_acknowledged_message_is_lost_when_a_server_dies(
             assert now is not killed, "another server leads the stream"
         stored = {}
         for seq in acked:
-            message = await js.get_msg(KUBE.name, seq)
-            stored[seq] = message.data
+            stored[seq] = await read_when_served(js, seq)
         assert stored == acked, "a stored message differs from the one acknowledged"
         assert len({json.loads(p)["n"] for p in acked.values()}) == MESSAGES
         assert max(acked) == len(acked), "no sequence skipped and none acknowledged twice"

@@ -107,6 +107,8 @@ async def test_a_member_cut_off_from_the_hub_loses_nothing_and_applies_each_plan
     await wait_for("the cut's messages at the hub and the cut's plans at member1",
                    everything_arrived, timeout=90)
     await apply(3)
+    await wait_for("the outcomes of the plans applied after the cut at the hub",
+                   lambda: hub_holds_outcomes(outcomes + 3), timeout=90)
 
     assert applied == plans_before + plans_during
     info = await actuator.consumer_info()
