@@ -114,7 +114,7 @@ def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tup
 
 
 def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
-    clusters = sorted((with_health_taints(from_object(o)) for o in objects
+    clusters = sorted((with_health_taints(from_object(o), now) for o in objects
                        if is_cluster(o) and not is_member_object(o)), key=lambda c: c.name)
     answer: JSON = {}
     lines: list[str] = []

@@ -10,11 +10,13 @@ reads ``Ready``: the cluster controller turns it into NoSchedule taints
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Any, Final
 
 import msgspec
 
 from kubesemantics.lenient_json import as_map, as_str, conditions
+from spreadbus.clusterregistry.cluster_health import READY, scheduling_taints
 from spreadbus.features.propagation.core.estimator import Capacity, capacity_of
 
 GROUP: Final = "cluster.karmada.io"
@@ -78,24 +80,13 @@ def from_object(obj: Mapping[str, Any]) -> Cluster:
         capacity=capacity_of(summary) if isinstance(summary, Mapping) else None)
 
 
-NOT_READY: Final = "cluster.karmada.io/not-ready"
-UNREACHABLE: Final = "cluster.karmada.io/unreachable"
-
-
-def with_health_taints(cluster: Cluster) -> Cluster:
+def with_health_taints(cluster: Cluster, now: datetime) -> Cluster:
     """The cluster as Karmada's cluster controller leaves its taints for its ``Ready``
-    condition (``taintClusterByCondition``): ``False`` adds the NoSchedule taint
-    ``not-ready`` and removes ``unreachable``, ``Unknown`` the other way round, ``True``
-    removes both, and a cluster without the condition (just registered) gets ``not-ready``."""
-    wanted = {"False": NOT_READY, "Unknown": UNREACHABLE, "True": None}.get(cluster.ready,
-                                                                            NOT_READY)
-    kept = [t for t in cluster.taints
-            if not (t.get("effect") == "NoSchedule" and t.get("key") in (NOT_READY, UNREACHABLE)
-                    and t.get("key") != wanted)]
-    if wanted is not None and not any(t.get("key") == wanted and t.get("effect") == "NoSchedule"
-                                      for t in kept):
-        kept.append({"key": wanted, "effect": "NoSchedule"})
-    return msgspec.structs.replace(cluster, taints=tuple(kept))
+    condition (:func:`spreadbus.clusterregistry.cluster_health.scheduling_taints`, the rule the
+    planner keeps live Clusters by); a cluster without the condition gets ``not-ready``."""
+    ready = [{"type": READY, "status": cluster.ready}] if cluster.ready else []
+    taints = scheduling_taints(list(cluster.taints), ready, now)
+    return msgspec.structs.replace(cluster, taints=tuple(taints))
 
 
 def is_cluster(obj: Mapping[str, Any]) -> bool:
