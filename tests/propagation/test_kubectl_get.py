@@ -9,12 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kubernetes import client
 
-from kubesim import KubeSimThread
-from kubesim.behaviour import behaviours_for
-from kubesim.behaviour.settings import Settings
-from tests.fixtures.cluster import SimCluster
+from tests.fixtures.cluster import SimCluster, cluster_serving_crds
 
 pytestmark = pytest.mark.e2e
 
@@ -53,18 +49,8 @@ SCHEDULED = {"status": {"conditions": [
 
 @pytest.fixture(scope="module")
 def online(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
-    settings = Settings.fast(topology="three-zones")
-    sim = KubeSimThread(tls=True, behaviours=behaviours_for(settings)).start()
-    path = sim.write_kubeconfig(tmp_path_factory.mktemp("kubectl") / "kubeconfig")
-    api = client.ApiClient(sim.kube_configuration())
-    cluster = SimCluster(sim=sim, kubeconfig=path, api_client=api, settings=settings)
-    try:
-        cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "crds"))
-        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all")
+    with cluster_serving_crds(tmp_path_factory.mktemp("kubectl")) as cluster:
         yield cluster
-    finally:
-        api.close()
-        sim.stop()
 
 
 def _rows(out: str) -> list[list[str]]:

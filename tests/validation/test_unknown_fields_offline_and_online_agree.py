@@ -19,13 +19,9 @@ from typing import Any
 
 import pytest
 import yaml
-from kubernetes import client
 
-from kubesim import KubeSimThread
-from kubesim.behaviour import behaviours_for
-from kubesim.behaviour.settings import Settings
 from spreadbus.cli import main
-from tests.fixtures.cluster import SimCluster
+from tests.fixtures.cluster import SimCluster, cluster_serving_crds
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -194,18 +190,8 @@ def case(edit: Edit, obj: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def online(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
-    settings = Settings.fast(topology="three-zones")
-    sim = KubeSimThread(tls=True, behaviours=behaviours_for(settings)).start()
-    path = sim.write_kubeconfig(tmp_path_factory.mktemp("online") / "kubeconfig")
-    api = client.ApiClient(sim.kube_configuration())
-    cluster = SimCluster(sim=sim, kubeconfig=path, api_client=api, settings=settings)
-    try:
-        cluster.kubectl("apply", "-f", str(ROOT / "deploy" / "crds"))
-        cluster.kubectl("wait", "--for=condition=Established", "crd", "--all")
+    with cluster_serving_crds(tmp_path_factory.mktemp("online")) as cluster:
         yield cluster
-    finally:
-        api.close()
-        sim.stop()
 
 
 def offline_answer(obj: dict[str, Any], tmp_path: Path,
