@@ -146,6 +146,7 @@ BUILT_IN = PlanAuthority(plan_grants(BUILTIN))
 WS = ("apps.kruise.io", "v1alpha1", "workloadspreads")
 UD = ("apps.kruise.io", "v1alpha1", "uniteddeployments")
 WR = ("apps.karmada.io", "v1alpha1", "workloadrebalancers")
+CLUSTER = ("cluster.karmada.io", "v1alpha1", "clusters")
 POD = ("", "v1", "pods")
 
 
@@ -199,6 +200,17 @@ STATUS_PATCH = {"status": {"observedGeneration": 1}}
      "a WorkloadRebalancer is cluster-scoped, the plan names it in 'shop'"),
     (governed("workloadrebalancer", "delete", ref(WR, "", "other"), ref(WR, "", "wr")),
      "it may touch only the governing WorkloadRebalancer wr itself"),
+    (governed("cluster-status", "patch", ref(CLUSTER, "", "m1", "u1"), ref(CLUSTER, "", "m1", "u1"),
+              {"spec": {"taints": []}}), ""),
+    (governed("cluster-status", "patch", ref(CLUSTER, "", "m1", "u1"), ref(CLUSTER, "", "m1", "u1"),
+              {"spec": {"syncMode": "Push"}}),
+     "it may not write /spec/syncMode"),
+    (governed("cluster-status", "patch_status", ref(CLUSTER, "", "m2", "u2"),
+              ref(CLUSTER, "", "m1", "u1"), STATUS_PATCH),
+     "it may touch only the governing Cluster m1 itself"),
+    (governed("cluster-status", "delete", ref(CLUSTER, "", "m1", "u1"),
+              ref(CLUSTER, "", "m1", "u1")),
+     "may not delete clusters.cluster.karmada.io"),
     (governed("podunavailablebudget", "patch", ref(POD, "shop", "web-1"),
               ref(("policy.kruise.io", "v1alpha1", "podunavailablebudgets"), "shop", "pub"),
               {"metadata": {"annotations": {"kruise.io/related-pub": "pub"}}}), ""),
