@@ -169,3 +169,46 @@ async def test_a_budget_that_cannot_be_spent_refuses_rather_than_lets_go() -> No
     assert (deleted.allowed, deleted.code) == (False, 403)
     assert (evicted.allowed, evicted.code) == (False, 429)
     assert '"pub" could not be spent' in deleted.message
+
+
+async def test_an_eviction_is_not_free_on_a_view_older_than_the_status_it_spends_from(
+    nats_client: Client, kv: Any,
+) -> None:
+    """Replica B's view has p0 Ready and a status counting it; replica A still sees p0 starting
+    and an older status. The eviction's review carries no pod, so A's copy of p0 is all it has:
+    once B seeded the entry from the newer status, A's "p0 is unavailable, evict it for free"
+    would disrupt a pod the budget counts."""
+    fresh, world = settled_view(total=3, max_unavailable=1)
+    fresh.budgets["pub"]["metadata"]["resourceVersion"] = "2"
+    lagging = StaticView()
+    starting = [pod("p0", ready=False), world[1], world[2]]
+    older = compute(budget(total=3, max_unavailable=1), starting, [], {}, NOW).status
+    lagging.budgets = {"pub": budget(total=3, max_unavailable=1, status=older, version=1)}
+    lagging.pods = {p["metadata"]["name"]: p for p in starting}
+    replica_b, replica_a = admission_for(nats_client, fresh, kv), admission_for(
+        nats_client, lagging, kv)
+    assert (await replica_b.validate_pod(review("DELETE", world[2]))).allowed
+    evicted = await replica_a.validate_pod(review("CREATE", world[0], sub_resource="eviction"))
+    assert (evicted.allowed, evicted.code) == (False, 429)
+    assert "not yet observed the budget's latest status" in evicted.message
+    # Caught up, A sees p0 Ready and the spent budget: refused for the budget itself.
+    caught_up = await replica_b.validate_pod(review("CREATE", world[0], sub_resource="eviction"))
+    assert (caught_up.allowed, caught_up.code) == (False, 429)
+    assert "unavailable allowed is negative" in caught_up.message
+    # A pod that is really not ready, on a view as new as the entry, goes for free.
+    fresh.pods["p1"] = pod("p1", ready=False)
+    assert (await replica_b.validate_pod(review("CREATE", world[1],
+                                                sub_resource="eviction"))).allowed
+
+
+async def test_an_eviction_of_a_pod_the_view_has_not_observed_waits_where_budgets_apply(
+    nats_client: Client, kv: Any,
+) -> None:
+    view, _ = settled_view(total=3, max_unavailable=1)
+    admission = admission_for(nats_client, view, kv)
+    unseen = await admission.validate_pod(review("CREATE", pod("new"), sub_resource="eviction"))
+    assert (unseen.allowed, unseen.code) == (False, 429)
+    assert 'pod "new" is not yet observed' in unseen.message
+    view.budgets = {}
+    assert (await admission.validate_pod(review("CREATE", pod("new"),
+                                                sub_resource="eviction"))).allowed

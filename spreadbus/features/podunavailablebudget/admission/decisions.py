@@ -50,6 +50,8 @@ class Decision:
     """The status with the pod recorded when the decision spent the budget, else None."""
     settled: bool = False
     """Allowed for a reason no spending can change (:data:`SETTLED_WITHOUT_SPENDING`)."""
+    why: str = ""
+    """Which of the core's rules decided (:attr:`..core.admission.PodDecision.why`)."""
 
 
 def related_budget(pod: Mapping[str, Any] | None) -> str | None:
@@ -111,7 +113,8 @@ def decide(operation: str, pod: Mapping[str, Any], budget: PodUnavailableBudget,
         return Decision(allowed=True)
     spent = None if decided.status is None else status_to_json(decided.status)
     return Decision(allowed=decided.allowed, message=decided.message, status=spent,
-                    settled=decided.allowed and decided.why in SETTLED_WITHOUT_SPENDING)
+                    settled=decided.allowed and decided.why in SETTLED_WITHOUT_SPENDING,
+                    why=decided.why)
 
 
 def matching_budget(pod: Mapping[str, Any], budgets: Sequence[Mapping[str, Any]], *,

@@ -74,8 +74,10 @@ class BudgetAdmission:
         if request.resource != "pods":
             return ALLOW
         operation, pod, old = self._subject(request)
-        if operation is None or pod is None:
+        if operation is None:
             return ALLOW
+        if pod is None:
+            return self._unobserved_eviction(request) if operation == "EVICT" else ALLOW
         budget_name = decisions.related_budget(pod if operation != "UPDATE" else request.object)
         if budget_name is None:
             return ALLOW
@@ -94,7 +96,10 @@ class BudgetAdmission:
         parsed = self._parsed(budget)
         early = decisions.decide(operation, pod, parsed, status, old_pod=old, now=now,
                                  dry_run=True)
-        if early.settled:
+        # An evicted pod is this view's copy, not the API server's: that it is unavailable holds
+        # only against a status no newer than the view (checked on the entry below).
+        viewed_pod = operation == "EVICT"
+        if early.settled and not (viewed_pod and early.why == "unavailable"):
             return ALLOW  # the pod's own state or a record: no entry to read
 
         def decide(entry: BudgetEntry) -> tuple[decisions.Decision, BudgetEntry | None]:
@@ -103,6 +108,10 @@ class BudgetAdmission:
                 operation, pod, parsed, budget_ledger.effective_status(current),
                 old_pod=old, now=now, dry_run=dry_run,
             )
+            if viewed_pod and decision.why == "unavailable" and current.version > version:
+                # Another replica seeded the entry from a status newer than this view, which
+                # may count this pod as available: its readiness here may be stale.
+                return decisions.Decision(allowed=False, message=_behind(budget_name)), None
             if decision.status is not None:
                 return decision, budget_ledger.with_decision(current, decision.status)
             # A newer seed alone needs no write: the records the entry holds are exactly those
@@ -126,6 +135,14 @@ class BudgetAdmission:
             return ALLOW
         self.refused += 1
         return _refusal(operation, decision.message)
+
+    def _unobserved_eviction(self, request: AdmissionRequest) -> Verdict:
+        """An eviction of a pod this view has not observed yet: it may be a new, ready pod that a
+        budget counts, so it waits (429, retried by eviction clients) where budgets may apply."""
+        if self.view.synced() and not self.view.budgets_in(request.namespace):
+            return ALLOW
+        return _refusal("EVICT", f'pod "{request.name}" is not yet observed by this spreadbus '
+                                 "webhook; retry")
 
     def _parsed(self, budget: Mapping[str, Any]) -> PodUnavailableBudget:
         """The budget's spec, parsed once per version of the budget."""
@@ -215,6 +232,11 @@ def _refusal(operation: str, message: str) -> Verdict:
     if operation == "EVICT":
         return deny(message, code=429, reason="TooManyRequests")
     return deny(message, code=403, reason="Forbidden")
+
+
+def _behind(budget_name: str) -> str:
+    return (f'podunavailablebudget.policy.kruise.io "{budget_name}": this spreadbus webhook has '
+            "not yet observed the budget's latest status; retry")
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:
