@@ -28,7 +28,10 @@ from tests.examples.manifests import ROOT
 from tests.fixtures.polling import wait_until
 from tests.stack.test_local_stack import tear_down, while_up
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e,
+              # The stack's start and each settled state have their own deadlines below; the
+              # whole walk through the quickstart is given their sum.
+              pytest.mark.timeout(600)]
 README = (ROOT / "README.md").read_text()
 
 

@@ -311,6 +311,13 @@ def read_ud(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
     return found
 
 
+def subset_workload_replicas(api: client.ApiClient, namespace: str) -> dict[str, int]:
+    """The replicas each subset's Deployment asks for, by subset name."""
+    found = client.AppsV1Api(api).list_namespaced_deployment(
+        namespace, label_selector="apps.kruise.io/subset-name").items
+    return {d.metadata.labels["apps.kruise.io/subset-name"]: d.spec.replicas for d in found}
+
+
 def test_the_same_failover_for_an_adaptive_uniteddeployment(api: client.ApiClient) -> None:
     ns, app = "ud-failover", "web-ud"
     create_namespace(api, ns)
@@ -322,9 +329,12 @@ def test_the_same_failover_for_an_adaptive_uniteddeployment(api: client.ApiClien
     fixed_nodes = sorted(n for n, zone in node_zones(api).items() if zone == "ack")
     for node in fixed_nodes:
         set_ready(api, node, False)
+    # The pods alone can show every pod elastic while the fixed workload still asks for its
+    # six (its pods evicted, not yet replaced): the nodes return only once it asks for none.
     wait_for("Adaptive to move every pod to the elastic pool",
-             lambda: pools(api, ns, app) == {"eci": REPLICAS}, 120,
-             lambda: (pools(api, ns, app), read_ud(api, ns, app).get("status")))
+             lambda: pools(api, ns, app) == {"eci": REPLICAS}
+             and subset_workload_replicas(api, ns) == {"fixed": 0, "elastic": REPLICAS}, 120,
+             lambda: (pools(api, ns, app), subset_workload_replicas(api, ns)))
     for node in fixed_nodes:
         set_ready(api, node, True)
 
