@@ -64,6 +64,19 @@ service whose server dies carries on through another. Each server is supervised 
 rejoins with its store, catching up from the others. A directory is kept for the number of
 servers it was started with: starting it with another number is refused, naming what to remove.
 
+``members`` (``spreadbus up --members``) adds member clusters: the stack's own kubesim runs as a
+control plane (``--control-plane``: no nodes, no workloads; the host holds the policies and the
+members' Cluster objects) and its nats-server is the hub, its JetStream domain ``hub`` and a leaf
+port (TLS) that each member's leaf nats-server dials as the member's leaf user
+(:mod:`spreadbus.runtime.member_bus`). Per member (:class:`MemberCluster`), in
+``DIR/members/<member>``: the leaf server's store, in a domain named for the member and with the
+member's bus users (:mod:`spreadbus.runtime.member_permissions`), set up as ``spreadbus
+bus-setup --member`` does (the hub's as ``--members`` does); a kubesim of its own; and the
+member's agent (webhook, watcher, actuator; ``--cluster <member>``, logs under
+``DIR/logs/<member>``), connected to the leaf server, its watcher registering the member's Cluster
+in the host (``--host-kubeconfig``). ``DIR/kubeconfig`` then has a context per cluster: ``host``,
+the current one, and one per member. Members run with a single hub server only.
+
 Every file holding a secret (the kubeconfigs, with kubesim's token; the nkey seeds; the private
 keys under ``DIR/tls``) is created mode 0600 (:func:`tlsserving.write_secret`), never widened
 first and narrowed after.

@@ -12,6 +12,11 @@ nothing. Ctrl-C or SIGTERM stops the services first (SIGTERM, then SIGKILL after
 period), then kubesim, then nats-server. A service that exits on its own is restarted with a
 growing delay, as a Deployment's pod would be.
 
+``--members a,b`` runs member clusters beside a control-plane host
+(:class:`~spreadbus.cli.local_stack.MemberCluster`); ``--topology`` then applies to every member,
+or names one per member (``a=elastic,b=three-zones``). A member's name that is no DNS label, is
+named twice, is ``hub`` (the hub's JetStream domain) or is the host's ``--cluster`` exits 2.
+
 No child outlives ``spreadbus up``: every exit path of :func:`run` goes through
 :meth:`Stack.stop` (signals include SIGHUP), and the exits that cannot (SIGKILL, a crash) are
 covered by the children's parent-death signal (:mod:`spreadbus.runtime.parent_death`).
