@@ -409,11 +409,15 @@ class Stack:
                 f"{bus} holds a bus of {kept} nats-server{'s' if kept > 1 else ''}, not "
                 f"{self.nats_servers}: start it with --nats-servers {kept}, or remove {bus} and "
                 f"{self.kubesim_state.parent} to start both afresh")
-        if not self.kubesim_state.exists() and any(bus.glob("**/jetstream/*/streams/*")):
-            raise StackError(
-                f"{bus} holds the bus of an earlier run whose cluster was not kept "
-                f"({self.kubesim_state} is missing): remove {bus} to start both afresh, or "
-                "choose another --data-dir")
+        stores = [(bus, self.kubesim_state)] + [
+            (self.data_dir / "members" / m / "nats",
+             self.data_dir / "members" / m / "kubesim" / "state.json") for m in self.members]
+        for store, state in stores:
+            if not state.exists() and any(store.glob("**/jetstream/*/streams/*")):
+                raise StackError(
+                    f"{store} holds the bus of an earlier run whose cluster was not kept "
+                    f"({state} is missing): remove {store} to start both afresh, or "
+                    "choose another --data-dir")
 
     def start(self, ready_timeout: float) -> None:
         self.claim()

@@ -2,7 +2,8 @@
 member1,member2`` (its own line in the section) that the tests of this module share: the host's
 Clusters Ready with a resource summary, ``kubectl --context member1`` reaching member1, and a
 WorkloadSpread applied in member1 served by member1's webhook, its status decided by the hub's
-planner and written by member1's actuator; member2's agent takes no part in it.
+planner and written by member1's actuator; member2's agent takes no part in it. Stopping
+``spreadbus up`` stops every cluster's processes.
 
 As in the quickstart's test, the commands run in a directory of their own (``.venv`` and
 ``examples`` linked into it), and before a command whose comment tells what the user sees, the
@@ -15,6 +16,7 @@ import json
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import urllib.request
@@ -29,7 +31,7 @@ import pytest
 from spreadbus.runtime.parent_death import die_with_parent
 from tests.examples.manifests import ROOT
 from tests.fixtures.polling import wait_until
-from tests.stack.test_local_stack import tear_down, while_up
+from tests.stack.test_local_stack import alive, children_of, tear_down, while_up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 README = (ROOT / "README.md").read_text()
@@ -91,6 +93,13 @@ def clusters(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Clusters]:
         wait_until(while_up(proc, kubeconfig.exists), what="the clusters to be ready",
                    timeout=180, interval=0.2)
         yield Clusters(workdir, proc, kubeconfig)
+        # Ctrl-C's signal stops every cluster: nothing it started is left.
+        descendants = children_of(proc.pid)
+        assert len(descendants) >= 16, "3 nats-servers, 3 kubesims, 10 services"
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=90) == 0
+        assert not kubeconfig.exists(), "the ready files are removed on shutdown"
+        assert [pid for pid in descendants if alive(pid)] == []
     finally:
         tear_down(proc)
 
