@@ -424,6 +424,9 @@ class Stack:
         if self.members and self.nats_servers != 1:
             raise StackError("a stack with member clusters runs one hub nats-server, not "
                              f"{self.nats_servers}")
+        if self.members and not self.secured_bus:
+            raise StackError("a stack with member clusters runs a secured bus only: a member's "
+                             "users are what keep it to its own subjects")
         self._refuse_a_bus_without_its_cluster()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("kubeconfig", "nats-url"):
