@@ -33,6 +33,8 @@ CASES: dict[str, tuple[str, ...]] = {
     # compared between two stacks whose actuators are set differently
     "drain": ("pub_drain",),
     "actuator-reads": ("actuator_scope_reads",),
+    # a stack with a member cluster, started as a person starts it, measured while idle
+    "footprint": ("stack_footprint",),
 }
 
 HEADER = re.compile(r"^== bench\.(\w+)$")

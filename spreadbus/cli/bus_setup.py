@@ -11,8 +11,9 @@ It reads the same settings as the services (flags or ``SPREADBUS_*`` variables, 
 for all): the NATS connection, ``--nats-replicas`` for what it creates, the HISTORY limits,
 ``--feature-plugins``, the planner's ``--snapshot-bucket``, ``--lease-ttl-seconds`` and
 ``--shards`` (more than one: the stream its shards read, :mod:`events.shards`).
-With ``--members a,b`` the hub's KUBE and OUTCOMES also copy each member's streams from its
-JetStream domain; ``--member NAME``, run against a member's own leaf server, sets up that
+With ``--members a,b`` the hub's KUBE, OUTCOMES, ADMISSIONS and HISTORY, and its features'
+buckets, also copy each member's (its own subjects and keys) from its JetStream domain;
+``--member NAME``, run against a member's own leaf server, sets up that
 member's domain instead (:mod:`spreadbus.runtime.member_bus`).
 Exit codes: 0 set up, 1 the server refused (the message names the stream and why) or did not
 answer within ``--setup-wait-seconds``, 2 bad settings.
@@ -33,7 +34,12 @@ from spreadbus.features.registry import PluginError, features
 from spreadbus.runtime.bus_layout import LEASE_TTL_SECONDS, SNAPSHOT_BUCKET, BusLayout, bus_layout
 from spreadbus.runtime.bus_permissions import SETUP
 from spreadbus.runtime.bus_setup import set_up_bus
-from spreadbus.runtime.member_bus import HUB_DOMAIN, hub_streams, member_streams
+from spreadbus.runtime.member_bus import (
+    HUB_DOMAIN,
+    bucket_sources,
+    hub_streams,
+    member_streams,
+)
 from spreadbus.runtime.nats_connection import NatsOptions, connect_nats
 from spreadbus.runtime.service import close_nats
 from spreadbus.runtime.settings import (
@@ -94,16 +100,22 @@ def layout_of(settings: BusSetupSettings) -> BusLayout:
                                                      "is the hub's domain"))
     if settings.member and settings.members:
         raise ValueError("--member sets a member's own bus up, --members the hub's: not both")
-    if settings.member:
-        return BusLayout(streams=member_streams(settings.member), buckets=(), object_stores=())
     chosen = features(settings.feature_plugins)
+    if settings.member:
+        # The features' buckets too, keyed by cluster first: the member's services write their
+        # own keys there, and the hub's buckets copy them.
+        buckets = tuple({b.name: b for f in chosen for b in f.buckets}.values())
+        return BusLayout(streams=member_streams(settings.member), buckets=buckets,
+                         object_stores=())
     hub = bus_layout([b for f in chosen for b in f.buckets],
                       history_max_age=settings.history_max_age,
                       history_max_bytes=settings.history_max_bytes,
                       lease_ttl_seconds=settings.lease_ttl_seconds,
                       snapshot_bucket=settings.snapshot_bucket,
                       shards=settings.shards)
-    return replace(hub, streams=hub_streams(settings.members, hub.streams))
+    return replace(hub, streams=hub_streams(settings.members, hub.streams),
+                   bucket_sources={b.name: bucket_sources(b.name, settings.members)
+                                   for f in chosen for b in f.buckets} if settings.members else {})
 
 
 async def set_up(settings: BusSetupSettings, layout: BusLayout) -> list[str]:

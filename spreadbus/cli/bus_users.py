@@ -15,7 +15,10 @@ keys and plans (:mod:`spreadbus.runtime.member_permissions`); the hub's users ar
 member's plan consumer. It also adds the member's leaf-link user, ``NAME-leaf``, with a password
 of its own (``DIR/NAME-leaf.password``) that the member's leaf server dials the hub with,
 allowed only leaf connections and the member's part of the link
-(:func:`spreadbus.runtime.member_bus.leaf_permissions`).
+(:func:`spreadbus.runtime.member_bus.leaf_permissions`). For each member it prints the Secrets
+to create in the member's cluster, under the names ``deploy/components/member-agent`` mounts:
+the member's seeds as its services', its leaf link's URL with the password, the hub's CA and
+the host's kubeconfig.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from spreadbus.runtime.member_bus import (
     ensure_leaf_password,
     leaf_authorization_users,
     leaf_password_file,
+    leaf_user,
 )
 from spreadbus.runtime.member_permissions import member_server_users, member_users
 
@@ -95,10 +99,22 @@ def run(args: argparse.Namespace) -> int:
         print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{service} "
               f"--from-file=seed={seed_file(out, service)}")
     for member in members:
-        for user in member_users(member):
-            print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{user} "
-                  f"--from-file=seed={seed_file(out, user)}   # in cluster {member}")
-        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-leaf-{member} "
-              f"--from-file=password={leaf_password_file(out, member)}   # in cluster {member}")
+        print(f"in cluster {member} (deploy/components/member-agent), HUB the address of the "
+              "hub's leaf port:")
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-nats-users "
+              f"--from-file=users.conf={users}")
+        for user, service in member_users(member).items():
+            print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{service} "
+                  f"--from-file=seed={seed_file(out, user)}")
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-bus-{SETUP} "
+              f"--from-file=seed={seed_file(out, SETUP)}")
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-leaf --from-literal="
+              f"url=nats-leaf://{leaf_user(member)}:$(cat {leaf_password_file(out, member)})"
+              "@HUB:7422")
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-hub-ca "
+              "--from-file=ca.crt=<the CA of the hub's NATS certificate>")
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-host-kubeconfig "
+              "--from-file=kubeconfig=<the host's API server, allowed to create "
+              "clusters.cluster.karmada.io>")
     print(f"the read-only user for subscribers: {seed_file(out, 'reader')}")
     return 0

@@ -64,6 +64,19 @@ service whose server dies carries on through another. Each server is supervised 
 rejoins with its store, catching up from the others. A directory is kept for the number of
 servers it was started with: starting it with another number is refused, naming what to remove.
 
+``members`` (``spreadbus up --members``) adds member clusters: the stack's own kubesim runs as a
+control plane (``--control-plane``: no nodes, no workloads; the host holds the policies and the
+members' Cluster objects) and its nats-server is the hub, its JetStream domain ``hub`` and a leaf
+port (TLS) that each member's leaf nats-server dials as the member's leaf user
+(:mod:`spreadbus.runtime.member_bus`). Per member (:class:`MemberCluster`), in
+``DIR/members/<member>``: the leaf server's store, in a domain named for the member and with the
+member's bus users (:mod:`spreadbus.runtime.member_permissions`), set up as ``spreadbus
+bus-setup --member`` does (the hub's as ``--members`` does); a kubesim of its own; and the
+member's agent (webhook, watcher, actuator; ``--cluster <member>``, logs under
+``DIR/logs/<member>``), connected to the leaf server, its watcher registering the member's Cluster
+in the host (``--host-kubeconfig``). ``DIR/kubeconfig`` then has a context per cluster: ``host``,
+the current one, and one per member. Members run with a single hub server only.
+
 Every file holding a secret (the kubeconfigs, with kubesim's token; the nkey seeds; the private
 keys under ``DIR/tls``) is created mode 0600 (:func:`tlsserving.write_secret`), never widened
 first and narrowed after.
@@ -96,18 +109,33 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, Final
 
+import yaml
+
 from spreadbus.cli.bus_setup import BusSetupSettings, SetupFailed, layout_of, set_up
 from spreadbus.cli.data_dir_lock import DataDirLock
+from spreadbus.cli.kubeconfig_contexts import merged_kubeconfig
 from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.features.registry import PluginError, bus_accesses, features
 from spreadbus.runtime.bus_layout import SNAPSHOT_BUCKET
-from spreadbus.runtime.bus_permissions import READER, SETUP, inbox_prefix, server_users
+from spreadbus.runtime.bus_permissions import (
+    READER,
+    SETUP,
+    inbox_prefix,
+    permissions,
+    server_users,
+)
 from spreadbus.runtime.bus_users import ensure_users, local_ca, local_seed, seed_file
+from spreadbus.runtime.member_bus import (
+    ensure_leaf_password,
+    hub_server_config,
+    start_member_server,
+)
+from spreadbus.runtime.member_permissions import member_server_users, member_user, member_users
 from spreadbus.runtime.nats_cluster import NatsCluster
 from spreadbus.runtime.nats_server import NatsServer, ServerConfig
 from spreadbus.runtime.parent_death import die_with_parent
@@ -117,6 +145,10 @@ from tlsserving.secret_files import write_secret
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 SERVICES: Final = ("watcher", "planner", "actuator", "webhook")
+MEMBER_SERVICES: Final = ("webhook", "watcher", "actuator")
+"""A member's agent, in the order it starts: the webhook first, as on the host."""
+HOST_CONTEXT: Final = "host"
+"""The host's context in the kubeconfig of a stack with member clusters."""
 WEBHOOK: Final = "webhook"
 GRACE_SECONDS: Final = 10.0
 NATS_MAX_PAYLOAD: Final = "8MB"
@@ -288,6 +320,24 @@ class Child:
 
 
 @dataclass
+class MemberCluster:
+    """One member cluster of the stack: its kubesim, its leaf nats-server (a JetStream domain of
+    its own, dialing the hub) and its agent (webhook, watcher, actuator, each ``--cluster``
+    the member's name and connected to the leaf server as the member's users)."""
+
+    name: str
+    kubesim_args: list[str]
+    server: NatsServer | None = None
+    backoff: Backoff = field(default_factory=Backoff)
+    kubesim: Child | None = None
+    kubeconfig: Path = Path()
+    services: list[Child] = field(default_factory=list)
+    webhook_ports: list[int] = field(default_factory=list)
+    conversion_ports: list[int] = field(default_factory=list)
+    endpoints_ready: tuple[bool, ...] = ()
+
+
+@dataclass
 class Stack:
     data_dir: Path
     cluster: str
@@ -318,7 +368,17 @@ class Stack:
     nats_servers: int = 1
     """nats-servers in the bus: one, or a JetStream cluster (three) whose streams and buckets
     have as many replicas."""
+    members: dict[str, list[str]] = field(default_factory=dict)
+    """Member clusters (name -> its kubesim's arguments). With any, the stack's own cluster is
+    a control-plane host (kubesim ``--control-plane``) and its nats-server the hub of the
+    members' leaf servers."""
+    member_clusters: list[MemberCluster] = field(default_factory=list)
     _lock: DataDirLock | None = field(default=None, repr=False)
+
+    @property
+    def every_service(self) -> list[Child]:
+        """The host's services and every member's."""
+        return [*self.services, *(c for m in self.member_clusters for c in m.services)]
 
     @property
     def run_dir(self) -> Path:
@@ -349,23 +409,37 @@ class Stack:
                 f"{bus} holds a bus of {kept} nats-server{'s' if kept > 1 else ''}, not "
                 f"{self.nats_servers}: start it with --nats-servers {kept}, or remove {bus} and "
                 f"{self.kubesim_state.parent} to start both afresh")
-        if not self.kubesim_state.exists() and any(bus.glob("**/jetstream/*/streams/*")):
-            raise StackError(
-                f"{bus} holds the bus of an earlier run whose cluster was not kept "
-                f"({self.kubesim_state} is missing): remove {bus} to start both afresh, or "
-                "choose another --data-dir")
+        stores = [(bus, self.kubesim_state)] + [
+            (self.data_dir / "members" / m / "nats",
+             self.data_dir / "members" / m / "kubesim" / "state.json") for m in self.members]
+        for store, state in stores:
+            if not state.exists() and any(store.glob("**/jetstream/*/streams/*")):
+                raise StackError(
+                    f"{store} holds the bus of an earlier run whose cluster was not kept "
+                    f"({state} is missing): remove {store} to start both afresh, or "
+                    "choose another --data-dir")
 
     def start(self, ready_timeout: float) -> None:
         self.claim()
+        if self.members and self.nats_servers != 1:
+            raise StackError("a stack with member clusters runs one hub nats-server, not "
+                             f"{self.nats_servers}")
+        if self.members and not self.secured_bus:
+            raise StackError("a stack with member clusters runs a secured bus only: a member's "
+                             "users are what keep it to its own subjects")
         self._refuse_a_bus_without_its_cluster()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         for stale in ("kubeconfig", "nats-url"):
             (self.data_dir / stale).unlink(missing_ok=True)
         self._start_nats()
+        self._start_member_servers()
         say("setting up the bus's streams and buckets")
-        self._set_up_bus()
+        for member in self.member_clusters:
+            assert member.server is not None
+            self._set_up_bus([member.server.url], member=member.name)
+        self._set_up_bus(self.nats_urls, members=list(self.members))
         tls = self._certificates()
-        say("starting kubesim")
+        say("starting kubesim" + (" (the host's control plane)" if self.members else ""))
         self._start_kubesim(tls)
         # The webhooks first: the Service's endpoints name their ports, which each binds itself
         # and reports.
@@ -376,12 +450,7 @@ class Stack:
         self.webhook_ports = []
         self.conversion_ports = []
         for webhook in webhooks:
-            port = self._reported(webhook, WEBHOOK_LISTENING, ready_timeout)
-            conversion = self._reported(webhook, CONVERSION_LISTENING, ready_timeout)
-            webhook.argv = [a.replace(f"--port={PORT_ZERO}", f"--port={port}")
-                             .replace(f"--conversion-port={PORT_ZERO}",
-                                      f"--conversion-port={conversion}")
-                            for a in webhook.argv]
+            port, conversion = self._pin_webhook_ports(webhook, ready_timeout)
             self.webhook_ports.append(port)
             self.conversion_ports.append(conversion)
         self.webhook_port = self.webhook_ports[0]
@@ -393,11 +462,93 @@ class Stack:
                 child = self._service(name, tls)
                 child.start()
                 self.services.append(child)
+        for member in self.member_clusters:
+            self._start_member(member, tls, ready_timeout)
         say("waiting for the services to be ready")
         self._wait_ready(ready_timeout)
         # kubesim's bearer token: the owner's alone (no one else on the host runs the cluster)
-        write_secret(self.data_dir / "kubeconfig", self.kubeconfig.read_bytes())
+        write_secret(self.data_dir / "kubeconfig", self._kubeconfig_contents())
         publish(self.data_dir / "nats-url", ",".join(self.nats_urls) + "\n")
+
+    def _pin_webhook_ports(self, webhook: Child, timeout: float) -> tuple[int, int]:
+        """The review and conversion ports the webhook reported, kept for its restarts."""
+        port = self._reported(webhook, WEBHOOK_LISTENING, timeout)
+        conversion = self._reported(webhook, CONVERSION_LISTENING, timeout)
+        webhook.argv = [a.replace(f"--port={PORT_ZERO}", f"--port={port}")
+                         .replace(f"--conversion-port={PORT_ZERO}",
+                                  f"--conversion-port={conversion}")
+                        for a in webhook.argv]
+        return port, conversion
+
+    def _kubeconfig_contents(self) -> bytes:
+        """The host's kubeconfig; with members, one context per cluster (the host's current)."""
+        if not self.member_clusters:
+            return self.kubeconfig.read_bytes()
+        contexts = {HOST_CONTEXT: yaml.safe_load(self.kubeconfig.read_text())}
+        for member in self.member_clusters:
+            contexts[member.name] = yaml.safe_load(member.kubeconfig.read_text())
+        return yaml.safe_dump(merged_kubeconfig(contexts, HOST_CONTEXT),
+                              sort_keys=False).encode()
+
+    # -- member clusters ----------------------------------------------------------------------
+
+    @property
+    def leaf_url(self) -> str:
+        """Where the members' leaf servers dial the hub."""
+        return f"nats-leaf://127.0.0.1:{self._leaf_port()}"
+
+    def _leaf_port(self) -> int:
+        """The hub's leaf port, chosen at the first start and kept in the run directory."""
+        path = self.run_dir / "leaf-port"
+        if not path.exists():
+            publish(path, f"{free_port()}\n")
+        return int(path.read_text())
+
+    def _start_member_servers(self) -> None:
+        """Each member's leaf nats-server: its own domain, its users (the member's agent, and
+        ``setup`` and ``reader``), TLS from the development CA, dialing the hub's leaf port
+        over TLS as the member's leaf user."""
+        if not self.members:
+            return
+        accesses = bus_accesses(self._features())
+        clusters = [self.cluster, *self.members]
+        tls = self.data_dir / "tls"
+        for name, kubesim_args in self.members.items():
+            member = MemberCluster(name, kubesim_args)
+            self.member_clusters.append(member)
+            agent = member_server_users(ensure_users(self.credentials_dir, member_users(name)),
+                                        name, accesses, clusters=clusters)
+            block = server_users(ensure_users(self.credentials_dir, (SETUP, READER)), accesses,
+                                 clusters=clusters, members=list(self.members),
+                                 extra_users=agent)
+            base = ServerConfig(max_payload=NATS_MAX_PAYLOAD, tls_cert=tls / "nats.crt",
+                                tls_key=tls / "nats.key", blocks=(block,))
+            say(f"starting {name}'s leaf nats-server")
+            member.server = start_member_server(
+                self.data_dir / "members" / name / "nats", self.run_dir, name, self.leaf_url,
+                ensure_leaf_password(self.credentials_dir, name), base=base,
+                hub_ca=local_ca(self.data_dir))
+            member.backoff.started(time.monotonic())
+
+    def _start_member(self, member: MemberCluster, tls: dict[str, Path], timeout: float) -> None:
+        """The member's kubesim, then its webhook (installed there as on the host), then its
+        watcher (which registers the member's Cluster in the host) and actuator."""
+        say(f"starting {member.name}: kubesim and its agent")
+        member.kubeconfig = self.run_dir / f"{member.name}-kubeconfig"
+        state = self.data_dir / "members" / member.name / "kubesim" / "state.json"
+        member.kubesim = self._kubesim_child(f"{member.name}/kubesim", member.kubeconfig, state,
+                                             member.kubesim_args, tls)
+        webhook = self._service(WEBHOOK, tls, member)
+        webhook.start()
+        member.services.append(webhook)
+        port, conversion = self._pin_webhook_ports(webhook, timeout)
+        member.webhook_ports, member.conversion_ports = [port], [conversion]
+        install(member.kubeconfig, member.webhook_ports, tls["ca"], member.conversion_ports)
+        member.endpoints_ready = (True,)
+        for name in MEMBER_SERVICES[1:]:
+            child = self._service(name, tls, member)
+            child.start()
+            member.services.append(child)
 
     @property
     def credentials_dir(self) -> Path:
@@ -411,7 +562,7 @@ class Stack:
         with theirs in ``DIR/nats/<server>``, ready (a meta leader elected) on return."""
         # Assigned before they start, so a stop arriving during start-up still finds them.
         if self.nats_servers == 1:
-            say("starting nats-server")
+            say("starting nats-server" + (" (the hub)" if self.members else ""))
             self.nats_members = [NatsServer(store_dir=self.data_dir / "nats",
                                             extra_args=["-c", str(self._nats_config())])]
         else:
@@ -455,17 +606,45 @@ class Stack:
                             tls_key=tls / "nats.key", blocks=(users,))
 
     def _nats_config(self) -> Path:
-        """The single server's configuration file."""
+        """The single server's configuration file; with members, the hub's: its domain, the
+        leaf port (TLS) and the members' leaf users beside the bus users."""
         path = self.run_dir / "nats.conf"
-        path.write_text(self._server_config().render())
+        if not self.members:
+            path.write_text(self._server_config().render())
+            return path
+        base = self._server_config()
+        users: list[dict[str, Any]] = []
+        if self.secured_bus:
+            accesses = bus_accesses(self._features())
+            users = [{"nkey": key, "permissions": permissions(
+                user, accesses, snapshot_bucket=self._snapshot_bucket(), clusters=[self.cluster],
+                members=list(self.members))}
+                for user, key in ensure_users(self.credentials_dir).items()]
+        passwords = {m: ensure_leaf_password(self.credentials_dir, m) for m in self.members}
+        config = hub_server_config(f"127.0.0.1:{self._leaf_port()}", passwords,
+                                   base=replace(base, blocks=()), users=users)
+        write_secret(path, config.render().encode())  # the leaf users' passwords
         return path
 
-    def _set_up_bus(self) -> None:
+    def _features(self) -> list[Any]:
+        plugins = self.service_env.get("SPREADBUS_FEATURE_PLUGINS", "")
+        return list(features([p for p in plugins.split(",") if p]))
+
+    def _snapshot_bucket(self) -> str:
+        return self.service_env.get(f"{ENV_PREFIX}SNAPSHOT_BUCKET", SNAPSHOT_BUCKET)
+
+    def _set_up_bus(self, urls: list[str], *, member: str = "",
+                    members: list[str] | None = None) -> None:
         """What ``spreadbus bus-setup`` does, as the ``setup`` user, with the services' settings
-        (feature plugins, lease TTL, snapshot bucket, HISTORY limits from ``service_env``)."""
+        (feature plugins, lease TTL, snapshot bucket, HISTORY limits from ``service_env``): on
+        the hub (copying ``members``' streams), or on ``member``'s own leaf server."""
         assert self.nats is not None
         env = {f"{ENV_PREFIX}NATS_REPLICAS": str(self.nats_servers), **os.environ,
-               **self.service_env, f"{ENV_PREFIX}NATS_URL": ",".join(self.nats_urls)}
+               **self.service_env, f"{ENV_PREFIX}NATS_URL": ",".join(urls)}
+        if member:
+            env[f"{ENV_PREFIX}MEMBER"] = member
+        if members:
+            env[f"{ENV_PREFIX}MEMBERS"] = ",".join(members)
         if self.secured_bus:
             env[f"{ENV_PREFIX}NATS_NKEY_SEED"] = str(seed_file(self.credentials_dir, SETUP))
             env[f"{ENV_PREFIX}NATS_TLS_CA"] = str(local_ca(self.data_dir))
@@ -474,8 +653,8 @@ class Stack:
             raise StackError("bus setup: " + "; ".join(str(e) for e in settings))
         try:
             asyncio.run(set_up(settings, layout_of(settings)))
-        except (SetupFailed, PluginError) as exc:
-            raise StackError(f"bus setup: {exc}") from exc
+        except (SetupFailed, PluginError, ValueError) as exc:
+            raise StackError(f"bus setup{' of ' + member if member else ''}: {exc}") from exc
 
     def _development_ca(self) -> CertKeyPair:
         """The CA of the stack's certificates, made once under ``DIR/tls`` and kept."""
@@ -511,8 +690,15 @@ class Stack:
 
     def _start_kubesim(self, tls: dict[str, Path]) -> None:
         self.kubeconfig = self.run_dir / "kubeconfig"
-        self.kubeconfig.unlink(missing_ok=True)
-        self.kubesim_state.parent.mkdir(exist_ok=True)
+        control_plane = ["--control-plane"] if self.members else []
+        self.kubesim = self._kubesim_child("kubesim", self.kubeconfig, self.kubesim_state,
+                                           [*control_plane, *self.kubesim_args], tls)
+
+    def _kubesim_child(self, name: str, kubeconfig: Path, state: Path, args: list[str],
+                       tls: dict[str, Path]) -> Child:
+        """A kubesim started, once it has written its kubeconfig (naming the port it bound)."""
+        kubeconfig.unlink(missing_ok=True)
+        state.parent.mkdir(parents=True, exist_ok=True)
         argv = [
             sys.executable,
             "-m",
@@ -520,40 +706,54 @@ class Stack:
             "--port",
             "0",  # kubesim binds a free port and names it in the kubeconfig it writes
             "--kubeconfig",
-            str(self.kubeconfig),
+            str(kubeconfig),
             f"--webhook-client-cert={tls['client_cert']}",
             f"--webhook-client-key={tls['client_key']}",
             "--webhook-client-cert-for-conversions",
-            f"--state={self.kubesim_state}",
-            *self.kubesim_args,
+            f"--state={state}",
+            *args,
         ]
-        self.kubesim = Child("kubesim", argv, self.data_dir / "logs" / "kubesim.log")
-        self.kubesim.start()
+        kubesim = Child(name, argv, self.data_dir / "logs" / f"{name}.log")
+        kubesim.start()
         deadline = time.monotonic() + 60
-        while not self.kubeconfig.exists():
-            if not self.kubesim.running:
-                raise StackError(f"kubesim exited:\n{self.kubesim.log_tail()}")
+        while not kubeconfig.exists():
+            if not kubesim.running:
+                raise StackError(f"{name} exited:\n{kubesim.log_tail()}")
             if time.monotonic() > deadline:
-                raise StackError(f"kubesim wrote no kubeconfig:\n{self.kubesim.log_tail()}")
+                raise StackError(f"{name} wrote no kubeconfig:\n{kubesim.log_tail()}")
             time.sleep(0.1)
+        return kubesim
 
-    def _service(self, name: str, tls: dict[str, Path]) -> Child:
+    def _service(self, name: str, tls: dict[str, Path],
+                 member: MemberCluster | None = None) -> Child:
+        """The host's service ``name``, or ``member``'s: connected to the member's leaf server
+        as the member's user, watching the member's kubesim, its log under ``logs/<member>``."""
         assert self.nats is not None
         module = WEBHOOK if name.startswith(WEBHOOK) else name
+        urls, cluster, user, kubeconfig = self.nats_urls, self.cluster, module, self.kubeconfig
+        label = name
+        if member is not None:
+            assert member.server is not None
+            urls, cluster, kubeconfig = [member.server.url], member.name, member.kubeconfig
+            user, label = member_user(member.name, module), f"{member.name}/{name}"
         argv = [
             sys.executable,
             "-m",
             f"services.{module}",
-            f"--nats-url={','.join(self.nats_urls)}",
-            f"--cluster={self.cluster}",
+            f"--nats-url={','.join(urls)}",
+            f"--cluster={cluster}",
             "--http-host=127.0.0.1",
             HEALTH_PORT_ZERO,
         ]
         if self.secured_bus:
-            argv += [f"--nats-nkey-seed={seed_file(self.credentials_dir, module)}",
+            argv += [f"--nats-nkey-seed={seed_file(self.credentials_dir, user)}",
                      f"--nats-tls-ca={local_ca(self.data_dir)}"]
+        if member is not None:
+            argv.append(f"--nats-user={user}")
         if name in ("watcher", "actuator"):
-            argv.append(f"--kubeconfig={self.kubeconfig}")
+            argv.append(f"--kubeconfig={kubeconfig}")
+        if member is not None and name == "watcher":
+            argv.append(f"--host-kubeconfig={self.kubeconfig}")  # registers the member's Cluster
         if module == WEBHOOK:
             argv += [
                 "--host=127.0.0.1",
@@ -563,13 +763,13 @@ class Stack:
                 f"--client-ca={tls['ca']}",
                 f"--conversion-port={PORT_ZERO}",
             ]
-        return Child(name, argv, self.data_dir / "logs" / f"{name}.log", env=self.service_env)
+        return Child(label, argv, self.data_dir / "logs" / f"{label}.log", env=self.service_env)
 
     def _wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while True:
             self.supervise()
-            waiting = [c.name for c in self.services if not c.ready()]
+            waiting = [c.name for c in self.every_service if not c.ready()]
             if not waiting:
                 return
             if time.monotonic() > deadline:
@@ -578,18 +778,22 @@ class Stack:
             time.sleep(0.2)
 
     def _child(self, name: str) -> Child:
-        return next(c for c in self.services if c.name == name)
+        return next(c for c in self.every_service if c.name == name)
 
     # -- running ------------------------------------------------------------------------------
 
     def supervise(self) -> None:
         """Restart nats-server and services that exited, with a growing delay that starts over
         once a child has stayed up a while; kubesim dying is fatal."""
-        if self.kubesim is not None and not self.kubesim.running:
-            raise StackError(f"kubesim exited:\n{self.kubesim.log_tail()}")
+        for kubesim in (self.kubesim, *(m.kubesim for m in self.member_clusters)):
+            if kubesim is not None and not kubesim.running:
+                raise StackError(f"{kubesim.name} exited:\n{kubesim.log_tail()}")
         now = time.monotonic()
         self._supervise_nats(now)
-        for child in self.services:
+        for member in self.member_clusters:
+            if member.server is not None:
+                self._supervise_one_nats(member.server, member.backoff, now)
+        for child in self.every_service:
             if child.running:
                 child.backoff.running(now)
                 continue
@@ -603,6 +807,8 @@ class Stack:
                 child.start()
                 say(f"{child.name} restarted (restart {child.backoff.restarts})")
         self._sync_endpoints()
+        for member in self.member_clusters:
+            self._sync_member_endpoints(member)
 
     def _supervise_nats(self, now: float) -> None:
         for nats, backoff in zip(self.nats_members, self.nats_backoffs, strict=True):
@@ -642,10 +848,28 @@ class Stack:
             return
         self.endpoints_ready = ready
 
+    def _sync_member_endpoints(self, member: MemberCluster) -> None:
+        """As :meth:`_sync_endpoints`, for the member's webhook in the member's kubesim."""
+        if not member.endpoints_ready:
+            return
+        ready = tuple(c.ready() for c in member.services if c.name.endswith(WEBHOOK))
+        if ready == member.endpoints_ready:
+            return
+        try:
+            write_endpoints(member.kubeconfig, member.webhook_ports, ready,
+                            member.conversion_ports)
+        except Exception as exc:  # the API may be busy; the next round tries again
+            say(f"{member.name}'s webhook endpoints not updated: {exc}")
+            return
+        member.endpoints_ready = ready
+
     def status_lines(self) -> Iterator[str]:
-        for child in self.services:
+        for child in self.every_service:
             state = "ready" if child.ready() else ("running" if child.running else "stopped")
-            yield f"  {child.name:<9} {state:<8} health http://127.0.0.1:{child.health_port}"
+            yield f"  {child.name:<{self._name_width()}} {state:<8} health http://127.0.0.1:{child.health_port}"
+
+    def _name_width(self) -> int:
+        return max(9, *(len(c.name) for c in self.every_service))
 
     # -- shutdown -----------------------------------------------------------------------------
 
@@ -663,19 +887,23 @@ class Stack:
                 (self.data_dir / stale).unlink()
         deadline = time.monotonic() + GRACE_SECONDS
         try:
-            for child in self.services:
+            for child in self.every_service:
                 with contextlib.suppress(OSError):
                     child.terminate()
-            for child in self.services:
+            for child in self.every_service:
                 child.wait_or_kill(deadline)
         finally:
             try:
-                if self.kubesim is not None:
-                    self.kubesim.terminate()
-                    self.kubesim.wait_or_kill(time.monotonic() + GRACE_SECONDS)
+                kubesims = [k for k in (self.kubesim, *(m.kubesim for m in self.member_clusters))
+                            if k is not None]
+                for kubesim in kubesims:
+                    kubesim.terminate()
+                for kubesim in kubesims:
+                    kubesim.wait_or_kill(time.monotonic() + GRACE_SECONDS)
             finally:
                 try:
-                    for nats in self.nats_members:
+                    servers = [m.server for m in self.member_clusters if m.server is not None]
+                    for nats in [*servers, *self.nats_members]:
                         with contextlib.suppress(Exception):
                             nats.stop()
                 finally:

@@ -12,6 +12,11 @@ nothing. Ctrl-C or SIGTERM stops the services first (SIGTERM, then SIGKILL after
 period), then kubesim, then nats-server. A service that exits on its own is restarted with a
 growing delay, as a Deployment's pod would be.
 
+``--members a,b`` runs member clusters beside a control-plane host
+(:class:`~spreadbus.cli.local_stack.MemberCluster`); ``--topology`` then applies to every member,
+or names one per member (``a=elastic,b=three-zones``). A member's name that is no DNS label, is
+named twice, is ``hub`` (the hub's JetStream domain) or is the host's ``--cluster`` exits 2.
+
 No child outlives ``spreadbus up``: every exit path of :func:`run` goes through
 :meth:`Stack.stop` (signals include SIGHUP), and the exits that cannot (SIGKILL, a crash) are
 covered by the children's parent-death signal (:mod:`spreadbus.runtime.parent_death`).
@@ -25,10 +30,12 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from kubesemantics.qualified_names import is_dns1123_label
 from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
 from spreadbus.runtime.bus_users import local_ca
+from spreadbus.runtime.member_bus import HUB_DOMAIN
 
 SHIPPED_TOPOLOGIES = ("three-zones", "elastic", "seed-examples", "bench-100")
 """The topologies kubesim ships (``kubesim/topologies/``), named here for ``--help``."""
@@ -74,7 +81,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="kubesim's nodes: a topology YAML file or one kubesim ships: "
         f"{', '.join(SHIPPED_TOPOLOGIES)} (default three-zones; seed-examples carries every "
-        "label the manifests in examples/ select on)",
+        "label the manifests in examples/ select on); with --members it applies to every "
+        "member, or give each its own: member1=elastic,member2=three-zones",
+    )
+    parser.add_argument(
+        "--members",
+        default="",
+        metavar="NAME,...",
+        help="member clusters, each with its own kubesim, leaf nats-server and agent; the "
+        "stack's own cluster is then a control-plane host (no nodes, no workloads) running the "
+        "planner, and the kubeconfig has a context per cluster (host, the current one, and each "
+        "member's)",
     )
     parser.add_argument(
         "--kubesim-arg",
@@ -85,17 +102,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def kubesim_args(args: argparse.Namespace) -> list[str]:
+def kubesim_args(args: argparse.Namespace, topology: str | None = None) -> list[str]:
     """``--topology`` goes to kubesim ahead of the ``--kubesim-arg`` list, which can override it.
 
     A topology file is named by its absolute path: kubesim runs in the project's directory, not
-    in the one ``spreadbus up`` was started from.
+    in the one ``spreadbus up`` was started from. ``topology`` replaces ``--topology`` (a
+    member's own).
     """
-    if not args.topology:
+    chosen = args.topology if topology is None else topology
+    if not chosen:
         return list(args.kubesim_arg)
-    path = Path(args.topology)
-    topology = str(path.resolve()) if path.is_file() else args.topology
-    return [f"--topology={topology}", *args.kubesim_arg]
+    path = Path(chosen)
+    named = str(path.resolve()) if path.is_file() else chosen
+    return [f"--topology={named}", *args.kubesim_arg]
+
+
+def member_names(text: str) -> list[str]:
+    """``--members a,b``: each a DNS label, none twice, none ``hub`` (the hub's domain).
+    Raises ValueError naming the flag and the name."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    for name in names:
+        problems = is_dns1123_label(name)
+        if problems or name == HUB_DOMAIN:
+            raise ValueError(f"--members {name!r}: " + ("; ".join(problems) if problems else
+                                                         "is the hub's domain"))
+    if len(set(names)) != len(names):
+        raise ValueError(f"--members {text!r}: a member is named twice")
+    return names
+
+
+def member_topologies(topology: str | None, members: list[str]) -> dict[str, str | None]:
+    """Member -> its topology: ``--topology NAME`` for every member, or ``m1=NAME,m2=NAME``
+    (a member left out gets kubesim's default). Raises ValueError naming the flag."""
+    if not topology or "=" not in topology:
+        return dict.fromkeys(members, topology)
+    chosen: dict[str, str | None] = dict.fromkeys(members)
+    for part in topology.split(","):
+        member, sep, name = part.partition("=")
+        member, name = member.strip(), name.strip()
+        if not sep or not name:
+            raise ValueError(f"--topology {part!r}: give MEMBER=TOPOLOGY for each member")
+        if member not in chosen:
+            raise ValueError(f"--topology {part!r}: {member!r} is none of the --members "
+                             f"({', '.join(members)})")
+        chosen[member] = name
+    return chosen
 
 
 class _Stop(Exception):
@@ -114,12 +165,26 @@ def run(args: argparse.Namespace) -> int:
         say("--nats-servers must be 1 or an odd number (3, 5): a JetStream cluster elects its "
             "leaders by majority")
         return 2
+    try:
+        members = member_names(args.members)
+        topologies = member_topologies(args.topology, members)
+    except ValueError as exc:
+        say(str(exc))
+        return 2
+    if members and args.nats_servers != 1:
+        say("--members runs one hub nats-server: leave out --nats-servers")
+        return 2
+    if args.cluster in members:
+        say(f"--members {args.cluster!r}: is the host's cluster (--cluster)")
+        return 2
     stack = Stack(
         data_dir=args.data_dir.resolve(),
         cluster=args.cluster,
-        kubesim_args=kubesim_args(args),
+        # The host of members is a control plane: no nodes, so no topology.
+        kubesim_args=list(args.kubesim_arg) if members else kubesim_args(args),
         webhook_replicas=args.webhook_replicas,
         nats_servers=args.nats_servers,
+        members={m: kubesim_args(args, topologies[m] or "") for m in members},
     )
     try:
         stack.claim()
@@ -133,6 +198,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         stack.start(args.ready_timeout)
         print(f"kubeconfig: {stack.data_dir / 'kubeconfig'}")
+        if members:
+            print(f"contexts:   host (current), {', '.join(members)}")
         print(f"nats-url:   {','.join(stack.nats_urls)}")
         reader = stack.bus_options()
         print(f"nats-user:  {reader['nkeys_seed']} (read-only nkey seed; "

@@ -30,12 +30,12 @@ Signatures::
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Final
 
 from events import shards as shard_streams
 from events import streams
-from events.streams import StreamSpec
+from events.streams import DomainSource, StreamSpec
 from spreadbus.engine.bus_access import BucketSpec, BusAccess
 
 LEASE_BUCKET: Final = "spreadbus-leases"
@@ -58,6 +58,8 @@ class BusLayout:
     streams: tuple[StreamSpec, ...]
     buckets: tuple[BucketSpec, ...]
     object_stores: tuple[str, ...]
+    bucket_sources: Mapping[str, tuple[DomainSource, ...]] = field(default_factory=dict)
+    """Bucket -> the buckets of other domains it copies (a hub's, from its members')."""
 
     def names(self) -> tuple[str, ...]:
         """Every stream name of the layout, buckets and object stores included."""

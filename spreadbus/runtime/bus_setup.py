@@ -14,6 +14,8 @@ Signatures::
 
     async set_up_bus(js: JetStreamContext, layout: BusLayout, *, replicas: int = 1) -> list[str]
         # what was created or updated, one line each
+    async ensure_bucket_sources(js: JetStreamContext, bucket: str,
+                                sources: tuple[DomainSource, ...]) -> str | None
     async ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int = 1) -> str | None
 """
 
@@ -25,9 +27,10 @@ from nats.js.api import KeyValueConfig, ObjectStoreConfig, StorageType
 from nats.js.client import JetStreamContext
 from nats.js.errors import BadRequestError, NotFoundError, ServerError
 
+from events.streams import DomainSource
 from spreadbus.engine.bus_access import BucketSpec
 from spreadbus.runtime.bus_layout import BusLayout, kv_stream, object_stream
-from spreadbus.runtime.stream_setup import StreamSetupError, ensure_streams
+from spreadbus.runtime.stream_setup import StreamSetupError, domain_stream_source, ensure_streams
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +41,11 @@ async def set_up_bus(js: JetStreamContext, layout: BusLayout, *, replicas: int =
         if (change := await ensure_bucket(js, spec, replicas=replicas)) is not None:
             done.append(change)
             log.info(change)
+        sources = layout.bucket_sources.get(spec.name)
+        if sources is not None and (change := await ensure_bucket_sources(
+                js, spec.name, sources)) is not None:
+            done.append(change)
+            log.info(change)
     for bucket in layout.object_stores:
         try:
             await js.stream_info(object_stream(bucket))
@@ -46,6 +54,26 @@ async def set_up_bus(js: JetStreamContext, layout: BusLayout, *, replicas: int =
             done.append(f"object store {bucket} created")
             log.info("object store created", extra={"bucket": bucket})
     return done
+
+
+async def ensure_bucket_sources(js: JetStreamContext, bucket: str,
+                                sources: tuple[DomainSource, ...]) -> str | None:
+    """Make the bucket copy exactly ``sources`` (other domains' buckets, a member's keys each)."""
+    stream = kv_stream(bucket)
+    config = (await js.stream_info(stream)).config
+    wanted = [domain_stream_source(source) for source in sources]
+    have = sorted((s.name, s.external.api if s.external else "", s.filter_subject or "")
+                  for s in config.sources or [])
+    if have == sorted((s.name, s.external.api if s.external else "", s.filter_subject or "")
+                      for s in wanted):
+        return None
+    config.sources = wanted or None
+    try:
+        await js.update_stream(config)
+    except (BadRequestError, ServerError) as exc:
+        raise StreamSetupError(f"bucket {bucket}: the server refused its sources: "
+                               f"{exc.description}") from exc
+    return f"bucket {bucket} copies {', '.join(s.domain for s in sources) or 'nothing'}"
 
 
 async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int = 1) -> str | None:

@@ -51,6 +51,7 @@ Signatures::
     leaf_authorization_users(members: Mapping[str, str]) -> list[dict[str, Any]]
     ensure_leaf_password(directory: Path, member: str) -> str
     member_streams(member: str) -> tuple[StreamSpec, ...]
+    bucket_sources(bucket: str, members: Sequence[str]) -> tuple[DomainSource, ...]
     hub_streams(members: Sequence[str], specs: Sequence[StreamSpec] = events.streams.ALL
                 ) -> tuple[StreamSpec, ...]
 
@@ -71,6 +72,7 @@ from urllib.parse import quote
 import msgspec
 
 from events import streams, subjects
+from events.buckets import kv_token
 from events.streams import DomainSource, StreamSpec
 from spreadbus.runtime.member_permissions import scoped
 from spreadbus.runtime.nats_server import NatsServer, ServerConfig
@@ -81,7 +83,8 @@ PLAIN: Final = ServerConfig()
 """A configuration with nothing besides what these functions add."""
 _REPLIES: Final = "$JSC.R"
 """Where a server's own JetStream requests across the link (a source's consumer) are answered."""
-SOURCED_FROM_MEMBERS: Final = (streams.KUBE.name, streams.OUTCOMES.name)
+SOURCED_FROM_MEMBERS: Final = (streams.KUBE.name, streams.OUTCOMES.name, streams.ADMISSIONS.name,
+                                streams.HISTORY.name)
 """The hub's streams that copy each member's stream of the same name."""
 
 
@@ -234,18 +237,35 @@ def member_server_config(member: str, hub_leaf_url: str, password: str, *,
 
 
 def member_streams(member: str) -> tuple[StreamSpec, ...]:
-    """The streams of the member's domain: its observations and outcomes, and its plans."""
+    """The streams of the member's domain: its observations, outcomes, admissions and history
+    (each narrowed to its own subjects), and its plans. The member's ``HISTORY`` copies none of
+    its other streams: the hub's copies them from its own, once each."""
     token = domain(member)
     kube = replace_spec(streams.KUBE, subjects=member_subjects(streams.KUBE, member),
                         description=f"{member}'s observations, copied to the hub's KUBE")
     outcomes = replace_spec(streams.OUTCOMES, subjects=member_subjects(streams.OUTCOMES, member),
                             description=f"{member}'s outcomes, copied to the hub's OUTCOMES")
+    admissions = replace_spec(streams.ADMISSIONS,
+                              subjects=member_subjects(streams.ADMISSIONS, member),
+                              description=f"{member}'s admissions, copied to the hub's")
+    history = replace_spec(streams.HISTORY, subjects=member_subjects(streams.HISTORY, member),
+                           sources=(), description=f"{member}'s pod and status history, "
+                           "copied to the hub's HISTORY")
     plans = replace_spec(streams.PLANS, subjects=(), description=f"The hub's plans for {member}",
                          domain_sources=(DomainSource(
                              name=streams.PLANS.name, domain=HUB_DOMAIN,
                              filter_subjects=(f"{subjects.PLANS}.{token}.>",),
                              deliver=delivery_prefix(member)),))
-    return (kube, outcomes, plans)
+    return (kube, outcomes, plans, admissions, history)
+
+
+def bucket_sources(bucket: str, members: Sequence[str]) -> tuple[DomainSource, ...]:
+    """What the hub's bucket copies from each member's bucket of that name: the member's own
+    keys (every bucket a member's services write is keyed by cluster first), so the planner
+    reads a member's heartbeats, reservations and budgets where it reads the host's."""
+    return tuple(DomainSource(name=f"KV_{bucket}", domain=domain(m),
+                              filter_subjects=(f"$KV.{bucket}.{kv_token(m)}.>",),
+                              deliver=delivery_prefix(m)) for m in members)
 
 
 def member_subjects(spec: StreamSpec, member: str) -> tuple[str, ...]:

@@ -74,7 +74,7 @@ class NatsOptions:
             tls_ca=settings.nats_tls_ca,
             tls_cert=settings.nats_tls_cert,
             tls_key=settings.nats_tls_key,
-            inbox_prefix=inbox_prefix(name),
+            inbox_prefix=inbox_prefix(settings.nats_user or name),
         )
 
     def tls_context(self) -> ssl.SSLContext | None:

@@ -92,6 +92,9 @@ class ServiceSettings(BaseSettings):
     """Path of the key of ``--nats-tls-cert``."""
     nats_name: str = ""
     """Client name shown by the server; defaults to the service name."""
+    nats_user: str = ""
+    """The bus user this service connects as, whose inbox its replies arrive on; defaults to
+    the service name (a member cluster's services are ``<member>-<service>``)."""
     http_host: str = "0.0.0.0"
     """Address of /healthz, /readyz and /metrics."""
     http_port: int = 8080

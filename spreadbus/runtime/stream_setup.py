@@ -24,6 +24,7 @@ Signature::
     ensure_streams(js: JetStreamContext, specs: Iterable[StreamSpec] = events.streams.ALL,
                    *, replicas: int = 1) -> Awaitable[list[str]]   # what changed
     stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig
+    domain_stream_source(source: DomainSource) -> StreamSource
     differences(current: StreamConfig, wanted: StreamConfig) -> list[str]
 """
 
@@ -72,12 +73,12 @@ def stream_config(spec: StreamSpec, *, replicas: int = 1) -> StreamConfig:
         sources=[StreamSource(name=name, subject_transforms=[
             SubjectTransform(src=src, dest=dest) for src, dest in spec.source_transforms] or None)
             for name in spec.sources] + [
-            _domain_source(source)
+            domain_stream_source(source)
             for source in spec.domain_sources] or None,
     )
 
 
-def _domain_source(source: DomainSource) -> StreamSource:
+def domain_stream_source(source: DomainSource) -> StreamSource:
     """One filter as the consumer's filter subject (which the consumer's creation names, so
     a permission can name it too), several as subject transforms that keep the subjects."""
     filters = source.filter_subjects

@@ -47,7 +47,7 @@ def member_bus(tmp_path: Path, capsys: pytest.CaptureFixture[str],
     credentials = tmp_path / "credentials"
     assert main(["bus-users", "--out", str(credentials), "--cluster", "host",
                  "--member", "member1", "--member", "member2"]) == 0
-    assert "spreadbus-bus-member1-actuator" in capsys.readouterr().out
+    assert "member1-actuator.nk" in capsys.readouterr().out
     server = NatsServer(store_dir=tmp_path / "store",
                         extra_args=["-c", str(credentials / "users.conf")]).start()
     try:

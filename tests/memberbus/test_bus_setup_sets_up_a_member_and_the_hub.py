@@ -1,5 +1,6 @@
 """``spreadbus bus-setup --member NAME`` sets a member's domain up on its leaf server and
-``spreadbus bus-setup --members ...`` makes the hub's streams copy the members', on real servers;
+``spreadbus bus-setup --members ...`` makes the hub's streams and buckets copy the members' (a
+bucket only the member's own keys), on real servers;
 a name that cannot be a member's domain is a bad setting naming the flag."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import pytest
 
 from events import streams
 from spreadbus.cli import main
+from spreadbus.clusterregistry.heartbeat import BUCKET, heartbeat_key
 from spreadbus.runtime import member_bus
 from tests.memberbus.bus_reading import subjects_held, wait_for
 
@@ -41,9 +43,24 @@ async def _observation_crosses(member_url: str, hub_url: str) -> None:
             return subject in await subjects_held(hub.jetstream(), streams.KUBE.name)
 
         await wait_for("member1's observation in the hub's KUBE", arrived)
+        # A member's services write its buckets; the hub's copy the member's own keys only.
+        local = await member.jetstream().key_value(BUCKET)
+        await local.put(heartbeat_key("member1"), b"beat")
+        await local.put("member2.agent", b"forged")
+        hub_kv = await hub.jetstream().key_value(BUCKET)
+
+        async def beat_arrived() -> bool:
+            return bool(await subjects_held(hub.jetstream(), f"KV_{BUCKET}"))
+
+        await wait_for("member1's heartbeat in the hub's bucket", beat_arrived)
+        assert (await hub_kv.get(heartbeat_key("member1"))).value == b"beat"
+        assert await subjects_held(hub.jetstream(), f"KV_{BUCKET}") == {
+            f"$KV.{BUCKET}.member1.agent": 1}
         info = await member.jetstream().stream_info(streams.PLANS.name)
         assert [(s.name, s.filter_subject) for s in info.config.sources or []] == [
             ("PLANS", "plan.member1.>")]
+        for stream in ("ADMISSIONS", "HISTORY"):
+            await member.jetstream().stream_info(stream)
     finally:
         await member.close()
         await hub.close()

@@ -21,7 +21,7 @@ async def test_a_member_dials_the_hub_with_what_bus_users_wrote(
     credentials = tmp_path / "credentials"
     assert main(["bus-users", "--out", str(credentials), "--cluster", "host",
                  "--member", "member1"]) == 0
-    assert "spreadbus-leaf-member1" in capsys.readouterr().out
+    assert "url=nats-leaf://member1-leaf:$(cat " in capsys.readouterr().out
     password_file = member_bus.leaf_password_file(credentials, "member1")
     assert stat.S_IMODE(password_file.stat().st_mode) == 0o600
     password = password_file.read_text().strip()

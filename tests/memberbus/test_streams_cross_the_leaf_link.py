@@ -41,8 +41,9 @@ async def test_setting_the_streams_up_again_changes_nothing(member_bus_stack: Me
     # A member added later is a change to the hub's streams, made in place.
     changed = await ensure_streams(bus.hub_client.jetstream(),
                                    hub_streams((*MEMBERS, "member3")))
-    assert [line.split(":")[0] for line in changed] == ["stream KUBE updated",
-                                                         "stream OUTCOMES updated"]
+    assert [line.split(":")[0] for line in changed] == [
+        "stream KUBE updated", "stream OUTCOMES updated", "stream ADMISSIONS updated",
+        "stream HISTORY updated"]
     info = await bus.hub_client.jetstream().stream_info(streams.KUBE.name)
     assert sorted((s.external.api if s.external else "") for s in info.config.sources or []) \
         == ["$JS.member1.API", "$JS.member2.API", "$JS.member3.API"]
