@@ -34,6 +34,7 @@ from spreadbus.features.propagation.offline import (
     validate_policy_offline,
 )
 from spreadbus.features.propagation.planner import planner_side
+from spreadbus.features.propagation.planning.binding_writes import SCHEDULED_AT
 from spreadbus.features.propagation.planning.rule import NAME as RULE
 from spreadbus.features.propagation.planning.templates import (
     CLUSTER_PROPAGATION_POLICIES,
@@ -65,7 +66,8 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
         PlanGrant(rule=RULE, verb="create", group=bindings.group, resource=bindings.resource,
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
-                  writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT)),
+                  writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT),
+                          ("metadata", "annotations", SCHEDULED_AT)),
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,
                   resource=bindings.resource, writes=(("status",),), governor=governor,
@@ -93,7 +95,7 @@ FEATURE: Final = Feature(
         # A binding being deleted lets go once its copies are gone.
         *(PlanGrant(rule=RULE, verb="patch", group=g.group, resource=g.resource,
                     writes=(("metadata", "finalizers"),), governor=g)
-          for g in (_BINDING, _CLUSTER_BINDING)),
+          for g in (_BINDING,)),
     ),
     planner=planner_side,
     kinds={RESOURCE_BINDINGS.resource: "ResourceBinding",

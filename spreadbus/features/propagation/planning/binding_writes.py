@@ -12,7 +12,8 @@ Pure: the binding as held, the round (:mod:`.schedule`) and the time in, JSON ou
   controller).
 - :func:`status_patch`: once the spec holds, ``schedulerObservedGeneration`` (the generation
   this spec has), the ``Scheduled`` condition, ``lastScheduledTime`` when the round that led to
-  it succeeded, the observed affinity term, ``aggregatedStatus`` and ``FullyApplied``. Written
+  it succeeded (:data:`SCHEDULED_AT`), the observed affinity term, ``aggregatedStatus`` and
+  ``FullyApplied``. Written
   only when it differs, so a round that changes nothing writes nothing; ``lastScheduledTime`` is
   stamped once per generation, never on a round that only repeats the schedule.
 """
@@ -33,6 +34,10 @@ from spreadbus.features.propagation.planning.schedule import SUCCESS_MESSAGE, Ro
 JSON = dict[str, Any]
 
 FINALIZER: Final = "karmada.io/binding-controller"
+SCHEDULED_AT: Final = "propagation.spreadbus.io/scheduled-at"
+"""On a binding: when the scheduler wrote its ``spec.clusters``. The spec and the status are
+written apart (two subresources), so the status written next carries this time as
+``lastScheduledTime``."""
 API_VERSION: Final = f"{WORK_GROUP}/v1alpha2"
 
 
@@ -75,6 +80,13 @@ def new_binding(held: HeldBinding) -> JSON:
     return {"apiVersion": API_VERSION, "kind": kind_of(held), "metadata": meta, "spec": spec}
 
 
+def with_schedule_time(patch: JSON, now: datetime) -> JSON:
+    """The spec patch of a successful round, stamped when it is written."""
+    annotations = patch.setdefault("metadata", {}).setdefault("annotations", {})
+    annotations[SCHEDULED_AT] = stamp(now)
+    return patch
+
+
 def spec_patch(held: HeldBinding, evicted: Sequence[Target], round_: Round,
                tasks: Sequence[Mapping[str, Any]]) -> JSON:
     spec = _detector(held)
@@ -108,7 +120,14 @@ def status_patch(stored: Mapping[str, Any], round_: Round, aggregated: Sequence[
     observed = as_int(old.get("schedulerObservedGeneration"))
     status: JSON = {"schedulerObservedGeneration": generation}
     conditions: list[JSON] = []
-    if round_.scheduled:
+    scheduled_at = as_str(as_map(metadata.get("annotations")).get(SCHEDULED_AT))
+    fresh_spec = (observed != generation and bool(scheduled_at)
+                  and scheduled_at > as_str(old.get("lastScheduledTime")))
+    # The spec at this generation is a successful round's, not yet in the status.
+    if fresh_spec and not round_.scheduled:
+        conditions.append(_condition("Scheduled", True, "Success", SUCCESS_MESSAGE,
+                                     conditions_in, now))
+    elif round_.scheduled:
         message = SUCCESS_MESSAGE if round_.succeeded else (round_.error or "")
         conditions.append(_condition("Scheduled", round_.succeeded, round_.reason, message,
                                      conditions_in, now))
@@ -130,8 +149,10 @@ def status_patch(stored: Mapping[str, Any], round_: Round, aggregated: Sequence[
     status["conditions"] = conditions
     status["aggregatedStatus"] = list(aggregated) or None
     status["schedulerObservedAffinityName"] = round_.observed_affinity or None
-    if round_.succeeded and observed != generation:
-        status["lastScheduledTime"] = stamp(now)
+    if fresh_spec:
+        status["lastScheduledTime"] = scheduled_at
+    elif round_.succeeded and observed != generation:
+        status["lastScheduledTime"] = stamp(now)  # it ran and found the spec as it wants it
     if _holds(old, status):
         return None
     return {"status": status}

@@ -54,6 +54,7 @@ from spreadbus.features.propagation.planning.binding_writes import (
     new_binding,
     spec_patch,
     status_patch,
+    with_schedule_time,
 )
 from spreadbus.features.propagation.planning.eviction import evict
 from spreadbus.features.propagation.planning.graceful_eviction import assess
@@ -203,6 +204,8 @@ class PropagationRule:
         patch = spec_patch(held, evicted.clusters, round_, tasks)
         spec_holds = patch_satisfied(stored, patch)
         if not spec_holds:
+            if round_.succeeded:
+                patch = with_schedule_time(patch, at)
             out.append(Desired(verb="patch", target=rb, patch=patch, governor=governor,
                                governor_generation=generation, precondition="resource_version",
                                serial=True, reason=f"{kind_of(held)} {held.key}: the "

@@ -2,7 +2,9 @@
 
 Offline, ``spreadbus plan`` takes a template of any kind; live, the watcher must list the kind in
 the host and in every member, so the kinds are a table: Deployments and StatefulSets (divided
-or duplicated), ConfigMaps and ClusterRoles (duplicated: they have no replicas).
+or duplicated) and ConfigMaps (duplicated: they have no replicas). Cluster-scoped templates
+(a ClusterRole, through a ClusterResourceBinding) are scheduled offline only: the actuator's
+checks do not yet let a cluster-scoped template govern its binding.
 """
 
 from __future__ import annotations
@@ -40,8 +42,6 @@ TEMPLATES: Final = (
     TemplateKind("apps", "v1", "deployments", "Deployment"),
     TemplateKind("apps", "v1", "statefulsets", "StatefulSet"),
     TemplateKind("", "v1", "configmaps", "ConfigMap"),
-    TemplateKind("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
-                 namespaced=False),
 )
 BY_KIND: Final = {(t.group, t.kind): t for t in TEMPLATES}
 
