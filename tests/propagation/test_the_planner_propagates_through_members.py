@@ -13,7 +13,7 @@ from typing import Any
 
 from events import codec, subjects
 from events.messages import Observation, SyncMarker
-from kubesemantics import merge_patch
+from kubesemantics import json_patch, merge_patch
 from spreadbus.features.propagation.core.member_copy import follows
 from spreadbus.features.propagation.planning.rule import PropagationRule
 from spreadbus.features.propagation.planning.templates import KARMADA, TEMPLATES
@@ -86,10 +86,16 @@ class World:
                                                               t.namespace, t.name),
                                codec.encode(gone))
                 continue
-            if patch_satisfied(current, want.patch):
+            if want.patch_type == "json":
+                updated = json_patch.apply(current, [op for op in want.patch
+                                                     if op["op"] != "test"])
+                bumps = any(not op["path"].startswith("/metadata") for op in want.patch)
+            elif patch_satisfied(current, want.patch):
                 continue
-            updated = merge_patch.apply(current, want.patch)
-            if want.verb == "patch" and any(k != "metadata" for k in want.patch):
+            else:
+                updated = merge_patch.apply(current, want.patch)
+                bumps = any(k != "metadata" for k in want.patch)
+            if want.verb == "patch" and bumps:
                 updated["metadata"]["generation"] = current["metadata"]["generation"] + 1
             self.put(cluster, t.group, t.resource, updated)
 
@@ -104,8 +110,8 @@ class World:
     def _true(self, want: Desired) -> bool:
         t = want.target
         current = self.get(want.cluster or "host", t.group, t.resource, t.namespace, t.name)
-        return (want.verb in ("patch", "patch_status") and current is not None
-                and patch_satisfied(current, want.patch))
+        return (want.verb in ("patch", "patch_status") and want.patch_type == "merge"
+                and current is not None and patch_satisfied(current, want.patch))
 
 
 def member_cluster(name: str, cpu: str = "8", pods: str = "110") -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Final
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, PlanGrant
 from spreadbus.features.propagation.core.binding_check import binding_follows
-from spreadbus.features.propagation.core.member_copy import follows
+from spreadbus.features.propagation.core.member_copy import TEMPLATE_DIGEST_ANNOTATION, follows
 from spreadbus.features.propagation.core.model import (
     CLUSTER_GROUP,
     NAME,
@@ -67,7 +67,8 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
                   writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT),
-                          ("metadata", "annotations", SCHEDULED_AT)),
+                          ("metadata", "annotations", SCHEDULED_AT),
+                          ("metadata", "annotations", TEMPLATE_DIGEST_ANNOTATION)),
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,
                   resource=bindings.resource, writes=(("status",),), governor=governor,

@@ -3,17 +3,19 @@ checks that a write of it is what the host's binding asks for.
 
 The copy is :func:`~.interpreter.work` (the template with the cluster's share of replicas,
 naming its binding) marked with the template generation it was made from and a digest of
-everything in it but the replicas. A copy whose digest is current only has its replicas set; a
-stale one is patched whole (top-level fields the template no longer has are removed). Comparing
-digests instead of fields keeps what the member's API server defaults (a container's
-``imagePullPolicy``) from ever looking like a difference.
+everything in it but the replicas (:func:`content_digest`), which the binding carries too. A
+copy whose digest is current only has its replicas set; a stale one has its body replaced
+(:func:`copy_patch`). Comparing digests instead of fields keeps what the member's API server
+defaults (a container's ``imagePullPolicy``) from ever looking like a difference.
 
 :func:`follows` is the check a member's actuator runs before it creates or patches a copy
 (``PlanGrant.follows``), on the host's binding as the host's API server holds it: the binding
 names the copy's apiVersion, kind, namespace and name, the copy names the binding, and the
 cluster the copy is for is one of the binding's ``spec.clusters`` with exactly its share of
-replicas. A plan the binding does not ask for (a forged one, or one decided on a schedule since
-replaced) writes nothing.
+replicas, and what the copy holds is the template's (its digest is the one the binding carries,
+which the host's actuator checked against the template itself), or, for a patch that changes
+only the replicas, what it held before. A plan the binding does not ask for (a forged one, or
+one decided on a schedule since replaced) writes nothing.
 """
 
 from __future__ import annotations
@@ -38,8 +40,11 @@ from spreadbus.features.propagation.core.interpreter import (
 JSON = dict[str, Any]
 
 DIGEST_ANNOTATION: Final = "propagation.spreadbus.io/template-digest"
-"""On a member copy: the digest of the copy without its replicas."""
+"""On a member copy, and on the template's binding: :func:`content_digest` of the copy."""
+TEMPLATE_DIGEST_ANNOTATION: Final = DIGEST_ANNOTATION
 _FRAME: Final = ("apiVersion", "kind", "metadata", "status")
+_MARKS: Final = frozenset({CLUSTER_ANNOTATION, TEMPLATE_GENERATION_ANNOTATION,
+                           "propagation.spreadbus.io/template-digest"})
 _CANONICAL: Final = msgspec.json.Encoder(order="sorted")
 
 
@@ -56,55 +61,83 @@ def replicas_in(obj: Mapping[str, Any]) -> int | None:
     return as_int(as_map(obj.get("spec")).get(_replicas_field(obj)))
 
 
-def digest(obj: Mapping[str, Any]) -> str:
-    body: JSON = copy.deepcopy(dict(obj))
-    body.pop("status", None)
-    metadata = dict(as_map(body.get("metadata")))
-    annotations = {k: v for k, v in as_map(metadata.get("annotations")).items()
-                   if k != DIGEST_ANNOTATION}
-    metadata["annotations"] = annotations
-    body["metadata"] = metadata
+def content_digest(obj: Mapping[str, Any]) -> str:
+    """A digest of what a copy holds of its template: its kind, labels, annotations (but the
+    cluster's and the marks of this module) and body, without its replicas, name, namespace,
+    what the API server keeps in ``metadata``, and status. The same for every cluster's copy,
+    and for the template's binding (:data:`TEMPLATE_DIGEST_ANNOTATION`)."""
+    metadata = as_map(obj.get("metadata"))
+    body: JSON = {k: copy.deepcopy(v) for k, v in obj.items() if k not in _FRAME}
+    body["apiVersion"] = obj.get("apiVersion")
+    body["kind"] = obj.get("kind")
+    body["labels"] = dict(as_map(metadata.get("labels")))
+    body["annotations"] = {k: v for k, v in as_map(metadata.get("annotations")).items()
+                           if k not in _MARKS}
     if has_replicas(obj):
         spec = dict(as_map(body.get("spec")))
         spec.pop(_replicas_field(obj), None)
         body["spec"] = spec
-    return hashlib.sha256(_CANONICAL.encode(body)).hexdigest()[:16]
+    return hashlib.sha256(_CANONICAL.encode(body)).hexdigest()[:32]
+
+
+def template_digest(template: Mapping[str, Any], binding: str, binding_namespace: str) -> str:
+    """The digest every copy of ``template`` has (:func:`content_digest`)."""
+    return content_digest(work(template, "", 0, binding, binding_namespace))
 
 
 def member_copy(template: Mapping[str, Any], cluster: str, replicas: int, binding: str,
                 binding_namespace: str) -> JSON:
     """The object ``cluster`` should hold for ``template`` with ``replicas`` of it."""
     out = work(template, cluster, replicas, binding, binding_namespace)
-    metadata = out["metadata"]
+    annotations = out["metadata"]["annotations"]
     generation = as_int(as_map(template.get("metadata")).get("generation"))
-    annotations = metadata["annotations"]
     annotations[TEMPLATE_GENERATION_ANNOTATION] = str(generation or 0)
-    annotations[DIGEST_ANNOTATION] = digest(out)
+    annotations[DIGEST_ANNOTATION] = content_digest(out)
     return out
 
 
-def copy_patch(wanted: Mapping[str, Any], observed: Mapping[str, Any]) -> JSON:
-    """The merge patch that brings ``observed`` to ``wanted`` (already true when it holds)."""
+def _pointer(*keys: str) -> str:
+    return "".join("/" + k.replace("~", "~0").replace("/", "~1") for k in keys)
+
+
+def copy_patch(wanted: Mapping[str, Any], observed: Mapping[str, Any]) -> list[JSON] | None:
+    """The JSON patch that brings ``observed`` to ``wanted``; None when it holds already.
+
+    A copy of the current template only has its replicas set. Otherwise the template's fields
+    replace the copy's whole (a JSON patch, not a merge: what the member's API server defaulted
+    in the old body does not survive into the new one, so the copy's content is exactly the
+    template's and the member's actuator can tell), its labels are replaced and its
+    annotations set one by one (the member's controllers keep theirs)."""
     mark = as_str(as_map(as_map(wanted.get("metadata")).get("annotations")).get(
         DIGEST_ANNOTATION))
-    have = as_str(as_map(as_map(observed.get("metadata")).get("annotations")).get(
-        DIGEST_ANNOTATION))
+    observed_meta = as_map(observed.get("metadata"))
+    have = as_str(as_map(observed_meta.get("annotations")).get(DIGEST_ANNOTATION))
     replicas = replicas_in(wanted)
+    guard: JSON = {"op": "test", "path": _pointer("metadata", "resourceVersion"),
+                   "value": as_str(observed_meta.get("resourceVersion"))}
     if mark == have:
-        patch: JSON = {"metadata": {"annotations": {DIGEST_ANNOTATION: mark}}}
-        if replicas is not None:
-            patch["spec"] = {_replicas_field(wanted): replicas}
-        return patch
+        if replicas is None or replicas == replicas_in(observed):
+            return None
+        return [guard, {"op": "add", "path": _pointer("spec", _replicas_field(wanted)),
+                        "value": replicas}]
     metadata = as_map(wanted.get("metadata"))
-    patch = {"metadata": {"labels": dict(as_map(metadata.get("labels"))) or None,
-                          "annotations": dict(as_map(metadata.get("annotations")))}}
+    ops: list[JSON] = [guard]
     for key in observed:
         if key not in _FRAME and key not in wanted:
-            patch[key] = None
+            ops.append({"op": "remove", "path": _pointer(key)})
     for key, value in wanted.items():
         if key not in _FRAME:
-            patch[key] = copy.deepcopy(value)
-    return patch
+            ops.append({"op": "add", "path": _pointer(key), "value": copy.deepcopy(value)})
+    ops.append({"op": "add", "path": _pointer("metadata", "labels"),
+                "value": dict(as_map(metadata.get("labels")))})
+    annotations = as_map(metadata.get("annotations"))
+    if not isinstance(observed_meta.get("annotations"), Mapping):
+        ops.append({"op": "add", "path": _pointer("metadata", "annotations"),
+                    "value": dict(annotations)})
+    else:
+        ops.extend({"op": "add", "path": _pointer("metadata", "annotations", key),
+                    "value": value} for key, value in annotations.items())
+    return ops
 
 
 def follows(binding: Mapping[str, Any], written: Mapping[str, Any],
@@ -138,4 +171,8 @@ def follows(binding: Mapping[str, Any], written: Mapping[str, Any],
     if has_replicas(written) and replicas != (as_int(share.get("replicas")) or 0):
         return (f"the binding gives cluster {cluster} {as_int(share.get('replicas')) or 0} "
                 f"replicas, not {replicas}")
+    content = content_digest(written)
+    template = as_str(as_map(metadata.get("annotations")).get(TEMPLATE_DIGEST_ANNOTATION))
+    if content != template and (before is None or content != content_digest(before)):
+        return "what it holds is not the template the binding was made for"
     return ""

@@ -8,8 +8,8 @@ Pure: the binding as held, the round (:mod:`.schedule`) and the time in, JSON ou
   ``karmada.io/binding-controller`` for the same reason).
 - :func:`spec_patch`: the template's replicas and the policy's placement (the detector), then
   the round's ``spec.clusters`` and the applied-placement annotation on success (the
-  scheduler), and the graceful eviction tasks (the taint manager, the graceful eviction
-  controller).
+  scheduler), the digest of the template's content its copies must have, and the graceful
+  eviction tasks (the taint manager, the graceful eviction controller).
 - :func:`status_patch`: once the spec holds, ``schedulerObservedGeneration`` (the generation
   this spec has), the ``Scheduled`` condition, ``lastScheduledTime`` when the round that led to
   it succeeded (:data:`SCHEDULED_AT`), the observed affinity term, ``aggregatedStatus`` and
@@ -28,6 +28,10 @@ from kubesemantics.karmada_binding import CLUSTER_RESOURCE_BINDING, RESOURCE_BIN
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.propagation.core.bindings import HeldBinding
 from spreadbus.features.propagation.core.division import Target
+from spreadbus.features.propagation.core.member_copy import (
+    TEMPLATE_DIGEST_ANNOTATION,
+    template_digest,
+)
 from spreadbus.features.propagation.core.policy import APPLIED_PLACEMENT, placement_text
 from spreadbus.features.propagation.planning.schedule import SUCCESS_MESSAGE, Round
 
@@ -73,7 +77,9 @@ def new_binding(held: HeldBinding) -> JSON:
     owner = {"apiVersion": as_str(template.get("apiVersion")), "kind": held.resource.kind,
              "name": held.resource.name, "uid": as_str(metadata.get("uid")),
              "controller": True, "blockOwnerDeletion": True}
-    meta: JSON = {"name": held.name, "finalizers": [FINALIZER], "ownerReferences": [owner]}
+    meta: JSON = {"name": held.name, "finalizers": [FINALIZER], "ownerReferences": [owner],
+                  "annotations": {TEMPLATE_DIGEST_ANNOTATION: template_digest(
+                      template, held.name, held.namespace)}}
     if held.namespace:
         meta["namespace"] = held.namespace
     spec = {k: v for k, v in _detector(held).items() if v is not None}
@@ -93,9 +99,15 @@ def spec_patch(held: HeldBinding, evicted: Sequence[Target], round_: Round,
     clusters = round_.clusters if round_.scheduled else tuple(evicted)
     spec["clusters"] = [{"name": t.name, "replicas": t.replicas} for t in clusters]
     spec["gracefulEvictionTasks"] = [dict(t) for t in tasks] or None
-    patch: JSON = {"spec": spec}
+    annotations: JSON = {}
+    if held.template is not None:
+        annotations[TEMPLATE_DIGEST_ANNOTATION] = template_digest(held.template, held.name,
+                                                                  held.namespace)
     if round_.succeeded:
-        patch["metadata"] = {"annotations": {APPLIED_PLACEMENT: placement_text(held.placement)}}
+        annotations[APPLIED_PLACEMENT] = placement_text(held.placement)
+    patch: JSON = {"spec": spec}
+    if annotations:
+        patch["metadata"] = {"annotations": annotations}
     return patch
 
 

@@ -262,12 +262,13 @@ class PropagationRule:
                     continue  # someone else's object of that name: Karmada would not adopt it
                 assert observed is not None
                 items.append(item(member, observed))
-                out.append(Desired(
-                    verb="patch", target=_with_uid(target_ref, observed),
-                    patch=copy_patch(wanted, observed), governor=rb,
-                    governor_generation=generation, cluster=member,
-                    precondition="resource_version",
-                    reason=f"{kind_of(held)} {held.key}: the copy in {member}"))
+                ops = copy_patch(wanted, observed)
+                if ops is not None:
+                    out.append(Desired(
+                        verb="patch", target=_with_uid(target_ref, observed), patch=ops,
+                        patch_type="json", governor=rb, governor_generation=generation,
+                        cluster=member, precondition="resource_version",
+                        reason=f"{kind_of(held)} {held.key}: the copy in {member}"))
             elif observed is not None and ours and member not in keep:
                 out.append(Desired(verb="delete", target=_with_uid(target_ref, observed),
                                    governor=rb, governor_generation=generation,
