@@ -48,9 +48,13 @@ from spreadbus.features.propagation.planning.templates import (
 
 _BINDING: Final = Governor(group=RESOURCE_BINDINGS.group, kind="ResourceBinding",
                            resource=RESOURCE_BINDINGS.resource)
+_HOST_BINDING: Final = Governor(group=RESOURCE_BINDINGS.group, kind="ResourceBinding",
+                                resource=RESOURCE_BINDINGS.resource, in_host=True)
+"""The binding as the governor of its copies in the members: read from the host."""
 _CLUSTER_BINDING: Final = Governor(group=CLUSTER_RESOURCE_BINDINGS.group,
                                    kind="ClusterResourceBinding",
-                                   resource=CLUSTER_RESOURCE_BINDINGS.resource, namespaced=False)
+                                   resource=CLUSTER_RESOURCE_BINDINGS.resource, namespaced=False,
+                                   in_host=True)
 _COPY_WRITES: Final = (("spec",), ("data",), ("binaryData",), ("rules",), ("aggregationRule",),
                        ("metadata", "labels"), ("metadata", "annotations"))
 """What patching a member's copy may write: the template's content and its marks."""
@@ -61,7 +65,7 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
     governor = Governor(group=template.group, kind=template.kind, resource=template.resource,
                         namespaced=template.namespaced)
     bindings = RESOURCE_BINDINGS if template.namespaced else CLUSTER_RESOURCE_BINDINGS
-    binding = _BINDING if template.namespaced else _CLUSTER_BINDING
+    binding = _HOST_BINDING if template.namespaced else _CLUSTER_BINDING
     out = [
         PlanGrant(rule=RULE, verb="create", group=bindings.group, resource=bindings.resource,
                   governor=governor, relation="controlled", follows=binding_follows),

@@ -18,6 +18,9 @@ in a member, changed (or a time it waits for came) it goes over every binding of
 - the copies' status reflected into the binding's ``aggregatedStatus`` and, for a workload,
   summed into the template's status (:mod:`..core.aggregation`).
 
+A Cluster whose status lists no ``apiEnablements`` (the cluster registry does not write them)
+serves the template kinds its member's watcher has listed completely.
+
 A member's copies are touched only once that member's resource is listed (its sync marker
 complete), so a copy not observed yet is never taken as missing. Writes derived from what was
 read (the binding's spec and status, a copy's patch) name the resourceVersion they were decided
@@ -34,6 +37,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Set
 from datetime import UTC, datetime
 from typing import Any, Final
+
+import msgspec
 
 from events.messages import ObjectRef, ResourceRef
 from events.shards import ONE, Shards
@@ -110,7 +115,7 @@ class PropagationRule:
             return []
         at = datetime.fromtimestamp(now, UTC)
         host = self._host_objects(view)
-        clusters = sorted((from_object(o) for _, o in view.iter_decoded(
+        clusters = sorted((self._serving(view, from_object(o)) for _, o in view.iter_decoded(
             self.home, CLUSTERS.group, CLUSTERS.resource)), key=lambda c: c.name)
         members = [c.name for c in clusters]
         out: list[Desired] = []
@@ -133,6 +138,18 @@ class PropagationRule:
             waiting = waiting or busy
         self._wake = now + RECHECK_SECONDS if waiting else None
         return out
+
+    def _serving(self, view: KubeProjection, cluster: Cluster) -> Cluster:
+        """A Cluster whose status lists no API enablements serves the template kinds its
+        member's watcher has listed."""
+        if cluster.api_enablements:
+            return cluster
+        served: dict[str, frozenset[str]] = {}
+        for kind in TEMPLATES:
+            if view.synced(cluster.name, kind.group, kind.resource):
+                served[kind.api_version] = served.get(kind.api_version, frozenset()) | {
+                    kind.kind}
+        return msgspec.structs.replace(cluster, api_enablements=served)
 
     def _host_objects(self, view: KubeProjection) -> list[dict[str, Any]]:
         objects: list[dict[str, Any]] = []
