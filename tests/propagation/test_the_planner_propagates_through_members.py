@@ -17,6 +17,7 @@ from kubesemantics import json_patch, merge_patch
 from spreadbus.features.propagation.core.member_copy import follows
 from spreadbus.features.propagation.planning.rule import PropagationRule
 from spreadbus.features.propagation.planning.templates import KARMADA, TEMPLATES
+from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalancerRule
 from spreadbus.projection.kube_state import KubeProjection
 from spreadbus.projection.planning import Desired, patch_satisfied
 
@@ -317,3 +318,72 @@ def test_a_binding_being_deleted_loses_its_copies_then_its_finalizer() -> None:
     w.apply(wants)
     last = [x for x in w.decide(NOW + 61) if not w._true(x)]
     assert [(x.verb, x.patch) for x in last] == [("patch", {"metadata": {"finalizers": []}})]
+
+
+def test_a_workloadrebalancer_triggers_the_fresh_schedule_that_spreads_anew() -> None:
+    """Karmada's seed scenario on the planner: replicas stay where Steady put them though
+    member1 gained room; a WorkloadRebalancer's trigger lands on the binding, its entry turns
+    Successful, and the planner's next round is Fresh: all on member1, member2's copy gone."""
+    dynamic = {"replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+               "weightPreference": {"dynamicWeight": "AvailableReplicas"}}
+    w = world(dynamic)
+    w.settle()
+    before = binding(w)["spec"]["clusters"]
+    assert len(before) == 2
+    member1 = w.get("host", "cluster.karmada.io", "clusters", "", "member1")
+    assert member1 is not None
+    w.put("host", "cluster.karmada.io", "clusters",
+          {**member_cluster("member1", cpu="800", pods="1100"), "metadata": member1["metadata"]})
+    w.settle(NOW + 10)
+    assert binding(w)["spec"]["clusters"] == before
+    rebalancers = WorkloadRebalancerRule("host")
+    w.put("host", "apps.karmada.io", "workloadrebalancers", {
+        "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+        "metadata": {"name": "demo", "creationTimestamp": "2026-05-22T11:00:30Z"},
+        "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                "name": "demo-deploy", "namespace": "default"}]}})
+    changed = w.view.take_changed()
+    first = rebalancers.desired(w.view, changed, NOW + 31)
+    trigger = next(x for x in first if x.target.resource == "resourcebindings")
+    assert trigger.patch == {"spec": {"rescheduleTriggeredAt": "2026-05-22T11:00:30Z"}}
+    w.apply([trigger])
+    second = rebalancers.desired(w.view, w.view.take_changed(), NOW + 32)
+    status = next(x for x in second if x.verb == "patch_status").patch["status"]
+    assert [e["result"] for e in status["observedWorkloads"]] == ["Successful"]
+    assert status["finishTime"] == "2026-05-22T11:00:32Z"
+    w.view.mark_all_changed()
+    w.settle(NOW + 40)
+    after = binding(w)
+    assert after["spec"]["clusters"] == [{"name": "member1", "replicas": 3}]
+    assert after["status"]["lastScheduledTime"] == "2026-05-22T11:00:40Z"
+    assert w.get("member2", "apps", "deployments", "default", "demo-deploy") is None
+    placed = w.get("member1", "apps", "deployments", "default", "demo-deploy")
+    assert placed is not None
+    assert placed["spec"]["replicas"] == 3
+
+
+def test_a_cluster_without_api_enablements_serves_what_its_watcher_lists() -> None:
+    w = world()
+    for name in MEMBERS:
+        cluster = w.get("host", "cluster.karmada.io", "clusters", "", name)
+        assert cluster is not None
+        del cluster["status"]["apiEnablements"]
+        w.put("host", "cluster.karmada.io", "clusters", cluster)
+    w.settle()
+    assert binding(w)["spec"]["clusters"] == [{"name": "member1", "replicas": 2},
+                                              {"name": "member2", "replicas": 1}]
+    # A member whose watcher has not listed Deployments is no candidate.
+    unlisted = World()
+    for name in MEMBERS:
+        cluster = member_cluster(name)
+        del cluster["status"]["apiEnablements"]
+        unlisted.put("host", "cluster.karmada.io", "clusters", cluster)
+    unlisted.seq += 1
+    marker = SyncMarker(cluster="member2", group="apps", version="v1", resource="deployments",
+                        complete=False)
+    unlisted.view.fold(unlisted.seq, subjects.sync("member2", "apps", "deployments"),
+                       codec.encode(marker))
+    unlisted.put("host", "policy.karmada.io", "propagationpolicies", policy(STATIC))
+    unlisted.put("host", "apps", "deployments", deployment())
+    unlisted.settle()
+    assert binding(unlisted)["spec"]["clusters"] == [{"name": "member1", "replicas": 3}]
