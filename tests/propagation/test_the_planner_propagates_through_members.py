@@ -387,3 +387,57 @@ def test_a_cluster_without_api_enablements_serves_what_its_watcher_lists() -> No
     unlisted.put("host", "apps", "deployments", deployment())
     unlisted.settle()
     assert binding(unlisted)["spec"]["clusters"] == [{"name": "member1", "replicas": 3}]
+
+
+def test_a_noexecute_taint_evicts_after_its_toleration_and_the_old_copy_waits_for_the_new(
+) -> None:
+    """Seed 004's failover on the planner: member1 is tainted NoExecute; after the policy's
+    tolerationSeconds the taint manager evicts the binding from it (a graceful eviction task),
+    the scheduler puts every replica on member2, and member1's copy stays until member2's copy
+    is healthy; member1's taint goes and nothing moves back."""
+    w = World()
+    for name in MEMBERS:
+        w.put("host", "cluster.karmada.io", "clusters", member_cluster(name))
+    pp = policy(STATIC)
+    pp["spec"]["placement"]["clusterTolerations"] = [
+        {"key": "fail", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 30}]
+    w.put("host", "policy.karmada.io", "propagationpolicies", pp)
+    w.put("host", "apps", "deployments", deployment())
+    w.settle()
+    assert binding(w)["spec"]["clusters"] == [{"name": "member1", "replicas": 2},
+                                              {"name": "member2", "replicas": 1}]
+    member1 = w.get("host", "cluster.karmada.io", "clusters", "", "member1")
+    assert member1 is not None
+    member1["spec"]["taints"] = [{"key": "fail", "effect": "NoExecute",
+                                  "timeAdded": "2026-05-22T11:00:10Z"}]
+    w.put("host", "cluster.karmada.io", "clusters", member1)
+    w.settle(NOW + 11)
+    assert binding(w)["spec"]["clusters"][0]["name"] == "member1"  # tolerated for 30 s
+    wake = w.rule.next_wake()
+    assert wake is not None
+    assert wake <= NOW + 16
+    # The planner looks again on its own while the taint is in play, until it is due.
+    at = NOW + 41
+    due = w.rule.due(at)
+    assert due
+    w.apply(w.rule.desired(w.view, due, at))
+    w.settle(at)
+    rb = binding(w)
+    assert rb["spec"]["clusters"] == [{"name": "member2", "replicas": 3}]
+    tasks = rb["spec"]["gracefulEvictionTasks"]
+    assert [(t["fromCluster"], t["reason"], t["replicas"]) for t in tasks] == [
+        ("member1", "TaintUntolerated", 2)]
+    # The old copy stays until the new one is healthy.
+    kept = w.get("member1", "apps", "deployments", "default", "demo-deploy")
+    assert kept is not None
+    report(w, "member2", 3, 3)
+    w.settle(at + 1)
+    assert "gracefulEvictionTasks" not in binding(w)["spec"]
+    assert w.get("member1", "apps", "deployments", "default", "demo-deploy") is None
+    # member1 recovers: a Divided binding does not pull replicas back by itself.
+    member1 = w.get("host", "cluster.karmada.io", "clusters", "", "member1")
+    assert member1 is not None
+    member1["spec"]["taints"] = []
+    w.put("host", "cluster.karmada.io", "clusters", member1)
+    w.settle(at + 60)
+    assert binding(w)["spec"]["clusters"] == [{"name": "member2", "replicas": 3}]
