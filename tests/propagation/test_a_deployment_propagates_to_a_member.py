@@ -206,3 +206,17 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
             kept = get(member.kubeconfig, "deployment", "demo-deploy", "-n", "default")
             assert kept is not None
             assert kept["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx"
+
+            # The policy no longer names member1: no cluster fits, the binding's clusters are
+            # cleared, and member1's actuator deletes its copy (the binding, read in the host,
+            # names it).
+            kubectl(host.kubeconfig, "patch", "propagationpolicy", "demo", "-n", "default",
+                    "--type", "merge", "-p", json.dumps({"spec": {"placement": {
+                        "clusterAffinity": {"clusterNames": ["member9"]}}}}))
+            wait_until(lambda: get(member.kubeconfig, "deployment", "demo-deploy", "-n",
+                                   "default") is None,
+                       what="member1's copy deleted", timeout=60, interval=0.3)
+            rb = get(host.kubeconfig, "resourcebindings.work.karmada.io",
+                     "demo-deploy-deployment", "-n", "default")
+            assert rb is not None
+            assert rb["spec"].get("clusters", []) == []
