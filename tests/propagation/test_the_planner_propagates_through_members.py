@@ -12,14 +12,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from events import codec, subjects
-from events.messages import Observation, SyncMarker
+from events.messages import Observation, Plan, SyncMarker
 from kubesemantics import json_patch, merge_patch
 from spreadbus.features.propagation.core.member_copy import follows
 from spreadbus.features.propagation.planning.rule import PropagationRule
 from spreadbus.features.propagation.planning.templates import KARMADA, TEMPLATES
 from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalancerRule
+from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection
-from spreadbus.projection.planning import Desired, patch_satisfied
+from spreadbus.projection.planning import Desired, patch_satisfied, plans_for
 
 NOW = datetime(2026, 5, 22, 11, 0, 0, tzinfo=UTC).timestamp()
 MEMBERS = ("member1", "member2")
@@ -441,3 +442,33 @@ def test_a_noexecute_taint_evicts_after_its_toleration_and_the_old_copy_waits_fo
     w.put("host", "cluster.karmada.io", "clusters", member1)
     w.settle(at + 60)
     assert binding(w)["spec"]["clusters"] == [{"name": "member2", "replicas": 3}]
+
+
+def test_the_planners_plans_name_the_cluster_they_are_for() -> None:
+    """Through the planner's diff: the bindings' plans are the host's, each copy's plan is its
+    member's, on the subject the member's actuator consumes, governed by the host's binding."""
+    w = world()
+    log = DecisionLog()
+    seen: list[Plan] = []
+    for step in range(8):
+        wants = w.decide(NOW + step)
+        plans = plans_for(w.rule, w.view, log, wants, cluster="host", now=NOW + step)
+        seen.extend(plans)
+        w.apply([x for x in wants if not w._true(x)])
+    creates = {(p.cluster, p.target.resource, p.target.name) for p in seen
+               if p.verb == "create"}
+    assert creates == {("host", "resourcebindings", "demo-deploy-deployment"),
+                       ("host", "resourcebindings", "demo-config-configmap"),
+                       ("member1", "deployments", "demo-deploy"),
+                       ("member2", "deployments", "demo-deploy"),
+                       ("member1", "configmaps", "demo-config"),
+                       ("member2", "configmaps", "demo-config")}
+    rb = binding(w)
+    for p in seen:
+        if p.cluster.startswith("member") and p.target.resource == "deployments":
+            assert p.governor is not None
+            assert (p.governor.resource, p.governor.name, p.governor.uid) == (
+                "resourcebindings", "demo-deploy-deployment", rb["metadata"]["uid"])
+            assert subjects.plan(p.cluster, p.verb, p.target.group, p.target.resource,
+                                 p.target.namespace, p.target.name).startswith(
+                f"plan.{p.cluster}.")
