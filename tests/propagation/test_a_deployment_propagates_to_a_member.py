@@ -136,8 +136,9 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
 
             rb = wait_until(scheduled, what="the binding scheduled", timeout=90, interval=0.3)
             assert rb["spec"]["clusters"] == [{"name": "member1", "replicas": 3}]
-            assert rb["spec"]["resource"]["uid"] == get(
-                host.kubeconfig, "deployment", "demo-deploy", "-n", "default")["metadata"]["uid"]
+            host_template = get(host.kubeconfig, "deployment", "demo-deploy", "-n", "default")
+            assert host_template is not None
+            assert rb["spec"]["resource"]["uid"] == host_template["metadata"]["uid"]
 
             def running() -> dict[str, Any] | None:
                 obj = get(host.kubeconfig, "deployment", "demo-deploy", "-n", "default")
@@ -157,9 +158,10 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
             pods = json.loads(kubectl(member.kubeconfig, "get", "pods", "-n", "default", "-l",
                                       "app=demo", "-o", "json"))["items"]
             assert len(pods) == 3
-            rb = get(host.kubeconfig, "resourcebindings.work.karmada.io",
-                     "demo-deploy-deployment", "-n", "default")
-            assert rb is not None
+            aggregated = get(host.kubeconfig, "resourcebindings.work.karmada.io",
+                             "demo-deploy-deployment", "-n", "default")
+            assert aggregated is not None
+            rb = aggregated
             items = rb["status"]["aggregatedStatus"]
             assert [(i["clusterName"], i["health"]) for i in items] == [("member1", "Healthy")]
             # No host Deployment ran a pod: the control plane runs none.
@@ -216,7 +218,7 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
             wait_until(lambda: get(member.kubeconfig, "deployment", "demo-deploy", "-n",
                                    "default") is None,
                        what="member1's copy deleted", timeout=60, interval=0.3)
-            rb = get(host.kubeconfig, "resourcebindings.work.karmada.io",
-                     "demo-deploy-deployment", "-n", "default")
-            assert rb is not None
-            assert rb["spec"].get("clusters", []) == []
+            cleared = get(host.kubeconfig, "resourcebindings.work.karmada.io",
+                          "demo-deploy-deployment", "-n", "default")
+            assert cleared is not None
+            assert cleared["spec"].get("clusters", []) == []

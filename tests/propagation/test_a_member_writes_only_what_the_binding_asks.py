@@ -131,8 +131,9 @@ def test_a_patch_may_set_the_share_or_the_template_and_nothing_else() -> None:
     assert judged(plan(rb_new, "patch", patch=update), rb_new, before) == ""
     # The same update under the old binding, or a hand-made swap of the image: refused.
     assert "not the template" in judged(plan(rb, "patch", patch=update), rb, before)
-    swap = [{"op": "replace", "path": "/spec/template/spec/containers/0/image",
-             "value": "evil:latest"}, {"op": "replace", "path": "/spec/replicas", "value": 2}]
+    swap: list[dict[str, Any]] = [
+        {"op": "replace", "path": "/spec/template/spec/containers/0/image",
+         "value": "evil:latest"}, {"op": "replace", "path": "/spec/replicas", "value": 2}]
     assert json_patch.apply(before, swap)["spec"]["replicas"] == 2  # the share is right
     assert "not the template" in judged(plan(rb, "patch", patch=swap), rb, before)
 

@@ -182,10 +182,11 @@ def test_a_taken_deployment_gets_its_binding_named_as_karmada_names_it() -> None
             ("resourcebindings", "default", "demo-deploy-deployment", "")]
     rb = creates[1].object
     assert rb is not None
+    template = w.get("host", "apps", "deployments", "default", "demo-deploy")
+    assert template is not None
     assert rb["spec"]["resource"] == {"apiVersion": "apps/v1", "kind": "Deployment",
                                       "namespace": "default", "name": "demo-deploy",
-                                      "uid": w.get("host", "apps", "deployments", "default",
-                                                   "demo-deploy")["metadata"]["uid"]}
+                                      "uid": template["metadata"]["uid"]}
     assert rb["spec"]["replicas"] == 3
     assert rb["metadata"]["ownerReferences"][0]["kind"] == "Deployment"
     # The binding's writes serve the template, the copies' writes the binding.
@@ -284,9 +285,10 @@ def test_a_rebalance_trigger_after_the_last_schedule_makes_the_next_round_fresh(
     w.settle()
     first = binding(w)["spec"]["clusters"]
     # member1 gains room; Steady keeps the layout (replicas unchanged, nothing to do).
+    member1 = w.get("host", "cluster.karmada.io", "clusters", "", "member1")
+    assert member1 is not None
     w.put("host", "cluster.karmada.io", "clusters", {
-        **member_cluster("member1", cpu="800", pods="1100"),
-        "metadata": w.get("host", "cluster.karmada.io", "clusters", "", "member1")["metadata"]})
+        **member_cluster("member1", cpu="800", pods="1100"), "metadata": member1["metadata"]})
     w.settle(NOW + 10)
     assert binding(w)["spec"]["clusters"] == first
     rb = binding(w)
