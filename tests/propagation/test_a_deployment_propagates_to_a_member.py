@@ -4,7 +4,9 @@ ResourceBinding (scheduled to the member), its copy created in the member by the
 actuator (which reads the binding from the host), the copy's pods run there, and the member's
 status is aggregated back into the binding and summed into the template in the host. Plans for
 the member that the host's binding does not ask for (the copy's image swapped, a copy under
-another name) are refused by the member's actuator and change nothing."""
+another name) are refused by the member's actuator and change nothing. When the policy no longer
+fits the member, the copy is deleted there; when the template goes, its binding goes too (the
+host's garbage collector, then the planner's finalizer)."""
 
 from __future__ import annotations
 
@@ -222,3 +224,11 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
                           "demo-deploy-deployment", "-n", "default")
             assert cleared is not None
             assert cleared["spec"].get("clusters", []) == []
+
+            # The template goes: the host's garbage collector deletes its binding, which the
+            # planner lets go once no copy is left.
+            kubectl(host.kubeconfig, "delete", "deployment", "demo-deploy", "-n", "default",
+                    "--wait=false")
+            wait_until(lambda: get(host.kubeconfig, "resourcebindings.work.karmada.io",
+                                   "demo-deploy-deployment", "-n", "default") is None,
+                       what="the binding deleted with its template", timeout=60, interval=0.3)
