@@ -474,3 +474,21 @@ def test_the_planners_plans_name_the_cluster_they_are_for() -> None:
             assert subjects.plan(p.cluster, p.verb, p.target.group, p.target.resource,
                                  p.target.namespace, p.target.name).startswith(
                 f"plan.{p.cluster}.")
+
+
+def test_a_round_that_fits_no_cluster_clears_the_clusters_and_says_why() -> None:
+    w = world()
+    w.settle()
+    pp = w.get("host", "policy.karmada.io", "propagationpolicies", "default", "demo")
+    assert pp is not None
+    pp["spec"]["placement"]["clusterAffinity"]["clusterNames"] = ["member9"]
+    w.put("host", "policy.karmada.io", "propagationpolicies", pp)
+    w.settle(NOW + 5)
+    rb = binding(w)
+    assert "clusters" not in rb["spec"] or rb["spec"]["clusters"] == []
+    scheduled = next(c for c in rb["status"]["conditions"] if c["type"] == "Scheduled")
+    assert (scheduled["status"], scheduled["reason"]) == ("False", "NoClusterFit")
+    assert scheduled["message"].startswith("0/2 clusters are available")
+    assert rb["status"]["lastScheduledTime"] == "2026-05-22T11:00:00Z"  # only a success stamps
+    for member in MEMBERS:
+        assert w.get(member, "apps", "deployments", "default", "demo-deploy") is None
