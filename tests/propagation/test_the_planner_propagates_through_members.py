@@ -492,3 +492,23 @@ def test_a_round_that_fits_no_cluster_clears_the_clusters_and_says_why() -> None
     assert rb["status"]["lastScheduledTime"] == "2026-05-22T11:00:00Z"  # only a success stamps
     for member in MEMBERS:
         assert w.get(member, "apps", "deployments", "default", "demo-deploy") is None
+
+
+def test_a_copys_change_is_looked_at_for_its_binding_alone() -> None:
+    w = world()
+    w.settle()
+    report(w, "member1", 1, 2)
+    changed = w.view.take_changed()
+    assert w.rule._affected(changed) == {("default", "demo-deploy-deployment")}
+    wants = w.rule.desired(w.view, changed, NOW)
+    assert {(x.target.resource, x.target.name) for x in wants} <= {
+        ("resourcebindings", "demo-deploy-deployment"), ("deployments", "demo-deploy")}
+    # A template of the host, or a binding, touches its own binding; a policy, every one.
+    template = w.get("host", "", "configmaps", "default", "demo-config")
+    assert template is not None
+    w.put("host", "", "configmaps", template)
+    assert w.rule._affected(w.view.take_changed()) == {("default", "demo-config-configmap")}
+    pp = w.get("host", "policy.karmada.io", "propagationpolicies", "default", "demo")
+    assert pp is not None
+    w.put("host", "policy.karmada.io", "propagationpolicies", pp)
+    assert w.rule._affected(w.view.take_changed()) is None

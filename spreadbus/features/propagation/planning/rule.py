@@ -27,9 +27,11 @@ read (the binding's spec and status, a copy's patch) name the resourceVersion th
 on; the member's actuator checks each copy it writes against the host's binding as the host's
 API server holds it (:func:`~..core.member_copy.follows`).
 
-The time of a graceful eviction's end or a toleration's expiry is not scheduled ahead: the rule
-looks again every :data:`RECHECK_SECONDS` while a binding has eviction tasks or a NoExecute
-taint in play.
+A round looks at the bindings its changes touch: a template's (in the host, or its copy in a
+member), a stored binding; every binding when a policy or a Cluster of the host changed. The
+time of a graceful eviction's end or a toleration's expiry is not scheduled ahead: the rule
+looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks or a
+NoExecute taint in play.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ import msgspec
 
 from events.messages import ObjectRef, ResourceRef
 from events.shards import ONE, Shards
-from kubesemantics.karmada_binding import is_member_object
+from events.subjects import escape, unescape
+from kubesemantics.karmada_binding import binding_name, is_member_object
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.propagation.core.aggregation import aggregates, item, template_status
 from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
@@ -66,9 +69,11 @@ from spreadbus.features.propagation.planning.graceful_eviction import assess
 from spreadbus.features.propagation.planning.schedule import Binding, schedule
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
+    CLUSTER_PROPAGATION_POLICIES,
     CLUSTER_RESOURCE_BINDINGS,
     CLUSTERS,
     KARMADA,
+    PROPAGATION_POLICIES,
     RESOURCE_BINDINGS,
     TEMPLATES,
     TemplateKind,
@@ -91,6 +96,13 @@ class PropagationRule:
         self.shards = shards
         self.resources: tuple[ResourceRef, ...] = (*KARMADA, *(t.ref for t in TEMPLATES))
         self._names = {r.resource for r in self.resources}
+        self._whole = {(r.group, r.resource) for r in (PROPAGATION_POLICIES,
+                                                       CLUSTER_PROPAGATION_POLICIES, CLUSTERS)}
+        self._bindings = {(r.group, r.resource) for r in (RESOURCE_BINDINGS,
+                                                          CLUSTER_RESOURCE_BINDINGS)}
+        self._templates = {(t.group, t.resource): t for t in TEMPLATES}
+        self._busy: set[tuple[str, str]] = set()
+        """Bindings with an eviction in play (a NoExecute taint, a graceful eviction task)."""
         self._wake: float | None = None
 
     # -- the planner's time seam ------------------------------------------------------------------
@@ -106,23 +118,48 @@ class PropagationRule:
 
     # -- the rule ---------------------------------------------------------------------------------
 
-    def _relevant(self, changed: Set[Key]) -> bool:
-        """Whether a key of a resource it reads changed (in any cluster)."""
-        return any(rkey.rpartition(".")[2] in self._names for rkey, _ in changed)
+    def _affected(self, changed: Set[Key]) -> set[tuple[str, str]] | None:
+        """The bindings (namespace, name) a change touches: a template's (in the host or a
+        member's copy of it, which has its name), a stored binding; None when every binding
+        is (a policy or a Cluster of the host changed, or a time it waited for came)."""
+        home = escape(self.home)
+        out: set[tuple[str, str]] = set()
+        for rkey, okey in changed:
+            cluster, _, rest = rkey.partition(".")
+            group, _, resource = rest.partition(".")
+            if resource not in self._names:
+                continue
+            key = (unescape(group), resource)
+            if cluster == home and key in self._whole:
+                return None
+            namespace, _, name = okey.partition(".")
+            if cluster == home and key in self._bindings:
+                out.add((unescape(namespace), unescape(name)))
+                continue
+            kind = self._templates.get(key)
+            if kind is not None:
+                out.add((unescape(namespace) if kind.namespaced else "",
+                         binding_name(kind.kind, unescape(name))))
+        return out
 
     def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
-        if not changed or not self._relevant(changed):
+        affected = self._affected(changed)
+        if affected is not None and not affected:
             return []
         at = datetime.fromtimestamp(now, UTC)
-        host = self._host_objects(view)
+        host = self._host_objects(view, affected)
         clusters = sorted((self._serving(view, from_object(o)) for _, o in view.iter_decoded(
             self.home, CLUSTERS.group, CLUSTERS.resource)), key=lambda c: c.name)
         members = [c.name for c in clusters]
         out: list[Desired] = []
-        waiting = False
+        if affected is None:
+            self._busy.clear()
         for held in held_bindings(host):
-            if not self.shards.owns(held.namespace):
+            key = (held.namespace, held.name)
+            if not self.shards.owns(held.namespace) or (
+                    affected is not None and key not in affected):
                 continue
+            self._busy.discard(key)
             stored = self._stored(view, held)
             if stored is None:
                 if held.template is not None and not held.deleting:
@@ -135,8 +172,9 @@ class PropagationRule:
                 continue  # its template is gone: the garbage collector deletes the binding
             wants, busy = self._binding(view, held, stored, clusters, at, members)
             out.extend(wants)
-            waiting = waiting or busy
-        self._wake = now + RECHECK_SECONDS if waiting else None
+            if busy:
+                self._busy.add(key)
+        self._wake = now + RECHECK_SECONDS if self._busy else None
         return out
 
     def _serving(self, view: KubeProjection, cluster: Cluster) -> Cluster:
@@ -151,12 +189,32 @@ class PropagationRule:
                     kind.kind}
         return msgspec.structs.replace(cluster, api_enablements=served)
 
-    def _host_objects(self, view: KubeProjection) -> list[dict[str, Any]]:
+    def _host_objects(self, view: KubeProjection,
+                      affected: set[tuple[str, str]] | None) -> list[dict[str, Any]]:
+        """The policies, and the templates and bindings of the ``affected`` bindings (all of
+        them for None): what :func:`held_bindings` reads for those bindings."""
         objects: list[dict[str, Any]] = []
-        for ref in (*KARMADA[:4], *(t.ref for t in TEMPLATES)):
-            objects.extend(o for _, o in view.iter_decoded(self.home, ref.group, ref.resource)
-                           if not is_member_object(o))
-        return objects
+        for ref in (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES):
+            objects.extend(o for _, o in view.iter_decoded(self.home, ref.group, ref.resource))
+        if affected is None:
+            for ref in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, *(t.ref for t in TEMPLATES)):
+                objects.extend(o for _, o in view.iter_decoded(self.home, ref.group,
+                                                               ref.resource))
+        else:
+            for namespace, name in sorted(affected):
+                ref = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
+                found = view.get(self.home, ref.group, ref.resource, namespace, name)
+                if found is not None:
+                    objects.append(found)
+                for kind in TEMPLATES:
+                    suffix = f"-{kind.kind.lower()}"
+                    if kind.namespaced != bool(namespace) or not name.endswith(suffix):
+                        continue
+                    template = view.get(self.home, kind.group, kind.resource, namespace,
+                                        name[:-len(suffix)])
+                    if template is not None:
+                        objects.append(template)
+        return [o for o in objects if not is_member_object(o)]
 
     def _stored(self, view: KubeProjection, held: HeldBinding) -> dict[str, Any] | None:
         ref = CLUSTER_RESOURCE_BINDINGS if held.cluster_scoped else RESOURCE_BINDINGS
