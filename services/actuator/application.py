@@ -124,8 +124,10 @@ class Applier:
         registry: CollectorRegistry | None = None,
         clock: Callable[[], float] = time.monotonic,
         scope: ScopeLimits = KEPT_AS_DEFAULT,
+        host: KubeClient | None = None,
     ) -> None:
         self.kube = kube
+        self.host = host
         self.limiter = limiter
         self.max_attempts = max_attempts
         self.backoff = Backoff(first=min(max(backoff_seconds, 0.0), MAX_BACKOFF_SECONDS),
@@ -139,7 +141,10 @@ class Applier:
                                 "Kubernetes API requests sent, by method", ["method"],
                                 registry=registry)
         self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock, limits=scope)
-        self.governors = GovernorCheck(self.scope, lambda path: self._call("GET", path))
+        self.host_scope = (ScopeCache(self._host_get, clock=clock, limits=scope)
+                           if host is not None else None)
+        self.governors = GovernorCheck(self.scope, lambda path: self._call("GET", path),
+                                       host=self.host_scope)
 
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)
@@ -192,6 +197,14 @@ class Applier:
         await self.limiter.acquire()
         self.requests.labels(method).inc()
         body = await self.kube.arequest(method, path, **kwargs)
+        return _OBJECT.decode(body) if body else {}
+
+    async def _host_get(self, path: str) -> dict[str, Any]:
+        """A governor that lives in the host, read there (``Governor.in_host``)."""
+        assert self.host is not None
+        await self.limiter.acquire()
+        self.requests.labels("GET").inc()
+        body = await self.host.arequest("GET", path)
         return _OBJECT.decode(body) if body else {}
 
     async def _once(self, plan: Plan, granted: Granted) -> Result:
@@ -259,7 +272,10 @@ class Applier:
             return self._refuse(plan, f"{name} is not controlled by a {granted.owner[1]}{named}")
         if granted.grant is None:
             return None
-        verdict = await self.scope.judge(plan, granted.grant, current)
+        kind = granted.grant.governor
+        scope = (self.host_scope if kind is not None and kind.in_host
+                 and self.host_scope is not None else self.scope)
+        verdict = await scope.judge(plan, granted.grant, current)
         if isinstance(verdict, Stale):
             return Result(result="failed", error=ApiError(status=409, reason="Conflict",
                                                           message=verdict.message))

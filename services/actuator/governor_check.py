@@ -8,7 +8,9 @@ subset workload) also reads its target, fresh, since the check judges the object
 leaves. A governor not found is never kept: a plan is dropped as "gone" only on a read sent for
 it. Any verdict reached with a kept governor (or one another check's read brought) is checked
 again on a fresh read, as the scope check does, so a governor changed within the keeping time
-neither refuses nor drops a plan decided on the change.
+neither refuses nor drops a plan decided on the change. A governor that lives in the host
+(``Governor.in_host``: a propagated template's binding) is read from the host's API server when
+the actuator has one (a member's), through a cache of its own.
 """
 
 from __future__ import annotations
@@ -35,9 +37,11 @@ Verdict = Dropped | Refusal | None
 class GovernorCheck:
     """The governor of each plan, and a checked patch's target, read and judged."""
 
-    def __init__(self, scope: ScopeCache, get: Get) -> None:
+    def __init__(self, scope: ScopeCache, get: Get, *, host: ScopeCache | None = None) -> None:
         self._scope = scope
         self._get = get
+        self._host = host
+        """Where a governor that lives in the host is read (``Governor.in_host``)."""
 
     async def judge(self, plan: Plan, granted: Granted) -> Verdict:
         """None when the plan may go on to be applied."""
@@ -55,8 +59,10 @@ class GovernorCheck:
         assert grant.governor is not None
         path = resource_path(ref.group, ref.version, ref.resource, ref.namespace, ref.name)
         governor: dict[str, Any] | None
+        scope = (self._host if grant.governor.in_host and self._host is not None
+                 else self._scope)
         try:
-            governor, reused = await self._scope.governor(path, fresh=fresh)
+            governor, reused = await scope.governor(path, fresh=fresh)
         except NotFound:
             governor, reused = None, False
         verdict = judge_governor(plan, grant.governor, governor)

@@ -31,3 +31,8 @@ class ActuatorSettings(FeatureServiceSettings):
     """How long a governor read for the scope check is reused (0 with the next: never)."""
     scope_link_seconds: float = 30.0
     """How long an owner (a ReplicaSet ...) read for the scope check is reused, same uid only."""
+    host_kubeconfig: str = ""
+    """Kubeconfig of the host's API server, for a member's actuator: the governors that live in
+    the host (a propagated template's binding) are read there; empty: this cluster's own."""
+    host_kube_context: str = ""
+    """Context of ``--host-kubeconfig`` to use; empty: its current context."""

@@ -99,6 +99,11 @@ class Governor(Kind, frozen=True, kw_only=True):
     """The kind of object whose decisions a grant's plans carry out."""
 
     namespaced: bool = True
+    in_host: bool = False
+    """The governor lives in the host's API server while the plan's target is in a member's
+    (a Karmada binding governing a template's copy): a member's actuator reads it from the
+    host (its ``--host-kubeconfig``), and without one finds no such governor and drops the
+    plan."""
 
 
 class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):

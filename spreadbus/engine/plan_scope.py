@@ -121,10 +121,12 @@ def named(grant: PlanGrant, governor: Mapping[str, Any] | None, target: Mapping[
     """Does the governor list the target, or the object the target's ``names_through`` names?
 
     A listed entry names ``apiVersion`` (its group counts), ``kind``, ``name`` and
-    ``namespace``.
+    ``namespace``; ``names`` may also lead to a single such reference (a Karmada binding's
+    ``spec.resource``).
     """
     listed = field(governor, grant.names)
-    entries: Sequence[Any] = listed if isinstance(listed, list) else ()
+    entries: Sequence[Any] = (listed if isinstance(listed, list)
+                              else [listed] if isinstance(listed, Mapping) else ())
     wanted = [(api_group(as_str(target.get("apiVersion"))), as_str(target.get("kind")),
                namespace, as_str(as_map(target.get("metadata")).get("name")))]
     if grant.names_through:

@@ -3,7 +3,13 @@
 - CLI: ``spreadbus validate`` checks PropagationPolicies, ClusterPropagationPolicies,
   ResourceBindings, ClusterResourceBindings and Clusters; ``spreadbus plan`` shows
   ``resourceBindings``, one scheduling round of every binding the host holds.
-- It declares no planner or webhook side yet: propagation through member clusters is to come.
+- Watcher: policies, bindings and the templates of :data:`.planning.templates.TEMPLATES`, in
+  the host and in every member.
+- Planner: :class:`~.planning.rule.PropagationRule` keeps the host's bindings (detector and
+  scheduler), each member's copies, and their status in the binding and the template.
+- Actuator: the host's writes a binding only as its template's (:func:`.core.binding_check.
+  binding_follows`), a member's writes a copy only as the host's binding schedules it
+  (:func:`.core.member_copy.follows`).
 """
 
 from __future__ import annotations
@@ -11,21 +17,96 @@ from __future__ import annotations
 from typing import Final
 
 from spreadbus.engine.feature import Feature
+from spreadbus.engine.plan_grants import Governor, PlanGrant
+from spreadbus.features.propagation.core.binding_check import binding_follows
+from spreadbus.features.propagation.core.member_copy import TEMPLATE_DIGEST_ANNOTATION, follows
 from spreadbus.features.propagation.core.model import (
     CLUSTER_GROUP,
     NAME,
     POLICY_GROUP,
     WORK_GROUP,
 )
+from spreadbus.features.propagation.core.policy import APPLIED_PLACEMENT
 from spreadbus.features.propagation.offline import (
     offline_plan,
     validate_binding_offline,
     validate_cluster_offline,
     validate_policy_offline,
 )
+from spreadbus.features.propagation.planner import planner_side
+from spreadbus.features.propagation.planning.binding_writes import SCHEDULED_AT
+from spreadbus.features.propagation.planning.rule import NAME as RULE
+from spreadbus.features.propagation.planning.templates import (
+    CLUSTER_PROPAGATION_POLICIES,
+    CLUSTER_RESOURCE_BINDINGS,
+    PROPAGATION_POLICIES,
+    RESOURCE_BINDINGS,
+    TEMPLATES,
+    TemplateKind,
+    watch_of,
+)
+
+_BINDING: Final = Governor(group=RESOURCE_BINDINGS.group, kind="ResourceBinding",
+                           resource=RESOURCE_BINDINGS.resource)
+_HOST_BINDING: Final = Governor(group=RESOURCE_BINDINGS.group, kind="ResourceBinding",
+                                resource=RESOURCE_BINDINGS.resource, in_host=True)
+"""The binding as the governor of its copies in the members: read from the host."""
+_CLUSTER_BINDING: Final = Governor(group=CLUSTER_RESOURCE_BINDINGS.group,
+                                   kind="ClusterResourceBinding",
+                                   resource=CLUSTER_RESOURCE_BINDINGS.resource, namespaced=False,
+                                   in_host=True)
+_COPY_WRITES: Final = (("spec",), ("data",), ("binaryData",), ("rules",), ("aggregationRule",),
+                       ("metadata", "labels"), ("metadata", "annotations"))
+"""What patching a member's copy may write: the template's content and its marks."""
+
+
+def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
+    """The host's binding of a template of this kind, its status, and the copies in members."""
+    governor = Governor(group=template.group, kind=template.kind, resource=template.resource,
+                        namespaced=template.namespaced)
+    bindings = RESOURCE_BINDINGS if template.namespaced else CLUSTER_RESOURCE_BINDINGS
+    binding = _HOST_BINDING if template.namespaced else _CLUSTER_BINDING
+    out = [
+        PlanGrant(rule=RULE, verb="create", group=bindings.group, resource=bindings.resource,
+                  governor=governor, relation="controlled", follows=binding_follows),
+        PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
+                  writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT),
+                          ("metadata", "annotations", SCHEDULED_AT),
+                          ("metadata", "annotations", TEMPLATE_DIGEST_ANNOTATION)),
+                  governor=governor, relation="controlled", follows=binding_follows),
+        PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,
+                  resource=bindings.resource, writes=(("status",),), governor=governor,
+                  relation="controlled"),
+        *(PlanGrant(rule=RULE, verb=verb, group=template.group, resource=template.resource,
+                    writes=_COPY_WRITES if verb == "patch" else (), governor=binding,
+                    relation="named", names="spec.resource",
+                    follows=follows if verb != "delete" else None)
+          for verb in ("create", "patch", "delete")),
+    ]
+    if template.kind in ("Deployment", "StatefulSet"):
+        out.append(PlanGrant(rule=RULE, verb="patch_status", group=template.group,
+                             resource=template.resource, writes=(("status",),),
+                             governor=governor))
+    return tuple(out)
+
 
 FEATURE: Final = Feature(
     name=NAME,
+    watches=tuple(watch_of(r) for r in (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES,
+                                        RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS))
+    + tuple(t.watch for t in TEMPLATES),
+    plan_grants=(
+        *(g for t in TEMPLATES for g in _grants(t)),
+        # A binding being deleted lets go once its copies are gone.
+        *(PlanGrant(rule=RULE, verb="patch", group=g.group, resource=g.resource,
+                    writes=(("metadata", "finalizers"),), governor=g)
+          for g in (_BINDING,)),
+    ),
+    planner=planner_side,
+    kinds={RESOURCE_BINDINGS.resource: "ResourceBinding",
+           CLUSTER_RESOURCE_BINDINGS.resource: "ClusterResourceBinding",
+           PROPAGATION_POLICIES.resource: "PropagationPolicy",
+           CLUSTER_PROPAGATION_POLICIES.resource: "ClusterPropagationPolicy"},
     validators={
         (POLICY_GROUP, "PropagationPolicy"): validate_policy_offline,
         (POLICY_GROUP, "ClusterPropagationPolicy"): validate_policy_offline,

@@ -2,7 +2,8 @@
 
 - Planner: :class:`~.planning.rule.WorkloadRebalancerRule` writes the status, sets the
   rebalance request on the governing UnitedDeployment or WorkloadSpread (which that feature
-  carries out) and deletes the rebalancer once its TTL has passed.
+  carries out), or Karmada's ``rescheduleTriggeredAt`` on the workload's ResourceBinding (which
+  propagation's scheduler carries out), and deletes the rebalancer once its TTL has passed.
 - Webhook: WorkloadRebalancers are validated (``/validate-workloadrebalancer``, fail closed).
 - CLI: ``spreadbus plan`` shows ``workloadRebalancers``, ``spreadbus validate`` checks the kind.
 """
@@ -11,9 +12,11 @@ from __future__ import annotations
 
 from typing import Final
 
+from kubesemantics.karmada_binding import WORK_GROUP
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, PlanGrant
 from spreadbus.engine.side_import import webhook_side_in
+from spreadbus.features.workloadrebalancer.core.binding_trigger import TRIGGER, trigger_follows
 from spreadbus.features.workloadrebalancer.core.model import (
     GROUP,
     KIND,
@@ -52,6 +55,11 @@ FEATURE: Final = Feature(
                     governor=_GOVERNOR, relation="named", names="spec.workloads",
                     names_through="spec.targetRef")
           for resource in ("workloadspreads", "uniteddeployments")),
+        # Karmada's trigger, on the ResourceBinding of a workload it names (spec.resource).
+        PlanGrant(rule=WorkloadRebalancerRule.name, verb="patch", group=WORK_GROUP,
+                  resource="resourcebindings", writes=(("spec", TRIGGER),),
+                  governor=_GOVERNOR, relation="named", names="spec.workloads",
+                  names_through="spec.resource", follows=trigger_follows),
     ),
     planner=planner_side,
     webhook=webhook_side_in("spreadbus.features.workloadrebalancer.webhook"),

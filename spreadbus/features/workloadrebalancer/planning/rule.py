@@ -11,6 +11,11 @@ the answer into writes:
 - ``rebalance.spreadbus.io/request: <uid>`` on each governing UnitedDeployment or WorkloadSpread
   that does not carry this request yet (uid precondition: the value stands by itself); the entry
   waits without a result until the object is seen carrying it, then turns ``Successful``;
+- for a workload neither governs, Karmada's ``spec.rescheduleTriggeredAt`` on its
+  ResourceBinding in the planner's cluster (:mod:`..core.binding_trigger`; resourceVersion
+  precondition: a newer rebalancer's trigger landed meanwhile must not be moved back); the entry
+  turns ``Successful`` once the binding holds this trigger or a later one, and is
+  ``Failed``/``ReferencedBindingNotFound`` when there is no such binding;
 - a ``delete`` of the rebalancer once ``finishTime + ttlSecondsAfterFinished`` has passed, read
   from the status this very round decides, and a wake-up at that time otherwise
   (:class:`~spreadbus.projection.planning.Timed`), so no event is needed to expire it.
@@ -34,7 +39,13 @@ from events.messages import ObjectRef, ResourceRef
 from events.shards import ONE, Shards
 from events.subjects import escape
 from kubesemantics.group_version import api_group
+from kubesemantics.karmada_binding import WORK_GROUP, binding_name
 from kubesemantics.lenient_json import as_map, as_str
+from spreadbus.features.workloadrebalancer.core.binding_trigger import (
+    RESOURCE_BINDING,
+    delivered,
+    trigger_patch,
+)
 from spreadbus.features.workloadrebalancer.core.model import (
     GROUP,
     REQUEST_ANNOTATION,
@@ -62,6 +73,8 @@ WORKLOADSPREADS: Final = ResourceRef(group=KRUISE_GROUP, version="v1alpha1",
                                      resource="workloadspreads")
 UNITEDDEPLOYMENTS: Final = ResourceRef(group=KRUISE_GROUP, version="v1alpha1",
                                        resource="uniteddeployments")
+BINDINGS: Final = ResourceRef(group=WORK_GROUP, version="v1alpha2", resource="resourcebindings")
+"""Read when present: a cluster without Karmada's API holds none, and nothing waits for it."""
 APPS: Final = tuple(ResourceRef(group="apps", version="v1", resource=r)
                     for r in ("deployments", "replicasets", "statefulsets"))
 
@@ -112,7 +125,7 @@ class WorkloadRebalancerRule:
                 self._schedule(okey, None)
                 continue
             holds = holds_request(wr.uid, wr.created, requests)
-            resolve = functools.partial(self._governing, view, spreads, holds)
+            resolve = functools.partial(self._governing, view, spreads, holds, wr.created)
             outcome = sync(wr, resolve, at, self.shards.owns)
             if outcome.finished:
                 self._unfinished.discard(okey)
@@ -136,6 +149,16 @@ class WorkloadRebalancerRule:
                                  f"{wr.generation}",
                           precondition="resource_version", serial=True)
         for trigger in outcome.triggers:
+            if trigger.placement.kind == RESOURCE_BINDING:
+                binding = self._binding_ref(view, trigger.placement)
+                if binding is not None and wr.created is not None:
+                    yield Desired(
+                        verb="patch", target=binding, governor=target,
+                        governor_generation=wr.generation, patch=trigger_patch(wr.created),
+                        precondition="resource_version",
+                        reason=f"WorkloadRebalancer {wr.name} triggers a fresh schedule of "
+                               f"{trigger.workload.describe()}")
+                continue
             placement = self._governor_ref(view, trigger.placement)
             if placement is not None:
                 yield Desired(
@@ -161,9 +184,29 @@ class WorkloadRebalancerRule:
                          namespace=placement.namespace, name=placement.name,
                          uid=as_str(metadata.get("uid")))
 
+    def _binding_ref(self, view: KubeProjection, placement: Placement) -> ObjectRef | None:
+        obj = view.get(self.cluster, BINDINGS.group, BINDINGS.resource, placement.namespace,
+                       placement.name)
+        if obj is None:
+            return None
+        return ObjectRef(group=BINDINGS.group, version=BINDINGS.version,
+                         resource=BINDINGS.resource, namespace=placement.namespace,
+                         name=placement.name,
+                         uid=as_str(as_map(obj.get("metadata")).get("uid")))
+
     def _governing(self, view: KubeProjection, spreads: Sequence[Mapping[str, Any]],
-                   holds: Holds, ref: WorkloadRef) -> Placement | None:
-        return governing(ref, self._find(view, ref), spreads, holds)
+                   holds: Holds, created: datetime | None,
+                   ref: WorkloadRef) -> Placement | None:
+        placement = governing(ref, self._find(view, ref), spreads, holds)
+        if placement is not None or not ref.namespace:
+            return placement
+        binding = view.get(self.cluster, BINDINGS.group, BINDINGS.resource, ref.namespace,
+                           binding_name(ref.kind, ref.name))
+        if binding is None:
+            return None
+        return Placement(kind=RESOURCE_BINDING, namespace=ref.namespace,
+                         name=binding_name(ref.kind, ref.name),
+                         delivered=delivered(binding, created))
 
     def _find(self, view: KubeProjection, ref: WorkloadRef) -> Mapping[str, Any] | None:
         """The object ``ref`` names, in any streamed resource of its group."""

@@ -1,0 +1,109 @@
+"""A member's copy of a template read back into the host, as Karmada's default interpreter does.
+
+Read from Karmada's ``pkg/resourceinterpreter/default/native`` (``reflectstatus.go``,
+``healthy.go``, ``aggregatestatus.go``): each member copy's status is reflected into the
+binding's ``status.aggregatedStatus`` as ``{clusterName, status, applied, health}``; a workload
+reflects its replica counts and generations, anything else nothing. A Deployment, StatefulSet
+or ReplicaSet copy is healthy once its controller observed its generation and every replica is
+updated (a ReplicaSet: available); a kind without a health rule is healthy once applied. The
+template's status in the host is the sum over the members: ``replicas``, ``readyReplicas``,
+``updatedReplicas``, ``availableReplicas``, ``unavailableReplicas``; its
+``observedGeneration`` becomes the template's generation once every copy was made from that
+generation (:data:`TEMPLATE_GENERATION_ANNOTATION`) and its controller observed it, else it
+stays.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from kubesemantics.lenient_json import as_int, as_map, as_str
+
+JSON = dict[str, Any]
+
+TEMPLATE_GENERATION_ANNOTATION: Final = "resourcetemplate.karmada.io/generation"
+"""On a member copy: the template's ``metadata.generation`` it was made from."""
+HEALTHY: Final = "Healthy"
+UNHEALTHY: Final = "Unhealthy"
+SUMMED: Final = ("replicas", "readyReplicas", "updatedReplicas", "availableReplicas",
+                 "unavailableReplicas")
+"""The counts a workload's status reflects and the template's status sums."""
+_WORKLOADS: Final = frozenset({("apps", "Deployment"), ("apps", "StatefulSet"),
+                               ("apps", "ReplicaSet")})
+
+
+def _group_kind(obj: Mapping[str, Any]) -> tuple[str, str]:
+    api_version = as_str(obj.get("apiVersion"))
+    group = api_version.split("/", 1)[0] if "/" in api_version else ""
+    return group, as_str(obj.get("kind"))
+
+
+def aggregates(template: Mapping[str, Any]) -> bool:
+    """Whether the template's own status is the sum of its copies'."""
+    return _group_kind(template) in _WORKLOADS
+
+
+def reflected(obj: Mapping[str, Any]) -> JSON | None:
+    """What the binding keeps of one copy's status (None: nothing for this kind)."""
+    if _group_kind(obj) not in _WORKLOADS:
+        return None
+    status = as_map(obj.get("status"))
+    out: JSON = {key: as_int(status.get(key)) or 0 for key in SUMMED}
+    out["observedGeneration"] = as_int(status.get("observedGeneration")) or 0
+    out["generation"] = as_int(as_map(obj.get("metadata")).get("generation")) or 0
+    out["resourceTemplateGeneration"] = made_from(obj)
+    return out
+
+
+def made_from(obj: Mapping[str, Any]) -> int:
+    """The template generation a copy was made from (0: not said)."""
+    text = as_map(as_map(obj.get("metadata")).get("annotations")).get(
+        TEMPLATE_GENERATION_ANNOTATION)
+    return int(text) if isinstance(text, str) and text.isdigit() and len(text) < 19 else 0
+
+
+def health(obj: Mapping[str, Any]) -> str:
+    group_kind = _group_kind(obj)
+    if group_kind not in _WORKLOADS:
+        return HEALTHY
+    spec = as_map(obj.get("spec"))
+    status = as_map(obj.get("status"))
+    wanted = as_int(spec.get("replicas"))
+    wanted = 1 if wanted is None else wanted
+    generation = as_int(as_map(obj.get("metadata")).get("generation")) or 0
+    observed = as_int(status.get("observedGeneration")) or 0
+    count = "availableReplicas" if group_kind[1] == "ReplicaSet" else "updatedReplicas"
+    ok = generation == observed and (as_int(status.get(count)) or 0) == wanted
+    return HEALTHY if ok else UNHEALTHY
+
+
+def item(cluster: str, obj: Mapping[str, Any]) -> JSON:
+    """One ``status.aggregatedStatus`` entry."""
+    out: JSON = {"clusterName": cluster}
+    status = reflected(obj)
+    if status is not None:
+        out["status"] = status
+    out["applied"] = True
+    out["health"] = health(obj)
+    return out
+
+
+def template_status(template: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> JSON:
+    """The template's status, summed over the copies' reflected statuses."""
+    old = as_map(template.get("status"))
+    generation = as_int(as_map(template.get("metadata")).get("generation")) or 0
+    out: JSON = dict.fromkeys(SUMMED, 0)
+    current = 0
+    for entry in items:
+        status = as_map(entry.get("status"))
+        for key in SUMMED:
+            out[key] += as_int(status.get(key)) or 0
+        if (as_int(status.get("resourceTemplateGeneration")) == generation
+                and as_int(status.get("observedGeneration")) == as_int(status.get("generation"))):
+            current += 1
+    if items and current == len(items):
+        out["observedGeneration"] = generation
+    else:
+        out["observedGeneration"] = as_int(old.get("observedGeneration")) or 0
+    return out

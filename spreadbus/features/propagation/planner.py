@@ -1,0 +1,11 @@
+"""What the planner runs of propagation: :class:`~.planning.rule.PropagationRule`, once, for the
+host (the planner's own cluster), reading the members' objects by their cluster keys."""
+
+from __future__ import annotations
+
+from spreadbus.engine.feature import PlannerContext, PlannerSide
+from spreadbus.features.propagation.planning.rule import PropagationRule
+
+
+async def planner_side(ctx: PlannerContext) -> PlannerSide:
+    return PlannerSide(rules=[PropagationRule(ctx.cluster, ctx.shards)])

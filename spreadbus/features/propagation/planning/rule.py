@@ -1,0 +1,425 @@
+"""The propagation rule: Karmada's detector, scheduler, binding controller, agent and status
+aggregation over the projection of the host and of every member.
+
+It runs once, for the host (the planner's own cluster), and reads the members' objects by their
+cluster keys. Each round in which a policy, template, binding or Cluster of the host, or a copy
+in a member, changed (or a time it waits for came) it goes over every binding of the host
+(:func:`~..core.bindings.held_bindings`, the same reading ``spreadbus plan`` makes) and wants:
+
+- a binding for each template a policy takes and none holds yet
+  (:func:`.binding_writes.new_binding`);
+- the binding's spec as this round leaves it: the taint manager's evictions, the scheduler's
+  round (:func:`.schedule.schedule`, at the planner's time), the graceful eviction tasks
+  still pending; then, once the spec holds, its status (:func:`.binding_writes.status_patch`);
+- in each cluster of the binding's ``spec.clusters`` as the host holds it, the template's copy
+  with that cluster's share (:mod:`..core.member_copy`), created or patched there; the copies in
+  clusters it no longer lists (and not kept by a graceful eviction task) deleted; a binding
+  being deleted has all its copies deleted, then its finalizer removed;
+- the copies' status reflected into the binding's ``aggregatedStatus`` and, for a workload,
+  summed into the template's status (:mod:`..core.aggregation`).
+
+A Cluster whose status lists no ``apiEnablements`` (the cluster registry does not write them)
+serves the template kinds its member's watcher has listed completely.
+
+A member's copies are touched only once that member's resource is listed (its sync marker
+complete), so a copy not observed yet is never taken as missing. Writes derived from what was
+read (the binding's spec and status, a copy's patch) name the resourceVersion they were decided
+on; the member's actuator checks each copy it writes against the host's binding as the host's
+API server holds it (:func:`~..core.member_copy.follows`).
+
+A round looks at the bindings its changes touch: a template's (in the host, or its copy in a
+member), a stored binding; every binding when a policy or a Cluster of the host changed. The
+time of a graceful eviction's end or a toleration's expiry is not scheduled ahead: the rule
+looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks or a
+NoExecute taint in play.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Set
+from datetime import UTC, datetime
+from typing import Any, Final
+
+import msgspec
+
+from events.messages import ObjectRef, ResourceRef
+from events.shards import ONE, Shards
+from events.subjects import escape, unescape
+from kubesemantics.karmada_binding import binding_name, is_member_object
+from kubesemantics.lenient_json import as_int, as_map, as_str
+from spreadbus.features.propagation.core.aggregation import aggregates, item, template_status
+from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
+from spreadbus.features.propagation.core.cluster import Cluster, from_object
+from spreadbus.features.propagation.core.interpreter import (
+    BINDING_NAME_ANNOTATION,
+    BINDING_NAMESPACE_ANNOTATION,
+)
+from spreadbus.features.propagation.core.member_copy import copy_patch, member_copy
+from spreadbus.features.propagation.core.policy import applied_placement
+from spreadbus.features.propagation.planning.binding_writes import (
+    FINALIZER,
+    kind_of,
+    new_binding,
+    spec_patch,
+    status_patch,
+    with_schedule_time,
+)
+from spreadbus.features.propagation.planning.eviction import evict
+from spreadbus.features.propagation.planning.graceful_eviction import assess
+from spreadbus.features.propagation.planning.schedule import Binding, schedule
+from spreadbus.features.propagation.planning.templates import (
+    BY_KIND,
+    CLUSTER_PROPAGATION_POLICIES,
+    CLUSTER_RESOURCE_BINDINGS,
+    CLUSTERS,
+    KARMADA,
+    PROPAGATION_POLICIES,
+    RESOURCE_BINDINGS,
+    TEMPLATES,
+    TemplateKind,
+)
+from spreadbus.projection.kube_state import KubeProjection, resource_key
+from spreadbus.projection.planning import Desired, patch_satisfied
+
+Key = tuple[str, str]
+JSON = dict[str, Any]
+
+NAME: Final = "propagation"
+RECHECK_SECONDS: Final = 5.0
+
+
+class PropagationRule:
+    name: str = NAME
+
+    def __init__(self, home: str, shards: Shards = ONE) -> None:
+        self.home = home
+        self.shards = shards
+        self.resources: tuple[ResourceRef, ...] = (*KARMADA, *(t.ref for t in TEMPLATES))
+        self._names = {r.resource for r in self.resources}
+        self._whole = {(r.group, r.resource) for r in (PROPAGATION_POLICIES,
+                                                       CLUSTER_PROPAGATION_POLICIES, CLUSTERS)}
+        self._bindings = {(r.group, r.resource) for r in (RESOURCE_BINDINGS,
+                                                          CLUSTER_RESOURCE_BINDINGS)}
+        self._templates = {(t.group, t.resource): t for t in TEMPLATES}
+        self._busy: set[tuple[str, str]] = set()
+        """Bindings with an eviction in play (a NoExecute taint, a graceful eviction task)."""
+        self._wake: float | None = None
+
+    # -- the planner's time seam ------------------------------------------------------------------
+
+    def due(self, now: float) -> set[Key]:
+        if self._wake is None or now < self._wake:
+            return set()
+        self._wake = None
+        return {(resource_key(self.home, CLUSTERS.group, CLUSTERS.resource), "")}
+
+    def next_wake(self) -> float | None:
+        return self._wake
+
+    # -- the rule ---------------------------------------------------------------------------------
+
+    def _affected(self, changed: Set[Key]) -> set[tuple[str, str]] | None:
+        """The bindings (namespace, name) a change touches: a template's (in the host or a
+        member's copy of it, which has its name), a stored binding; None when every binding
+        is (a policy or a Cluster of the host changed, or a time it waited for came)."""
+        home = escape(self.home)
+        out: set[tuple[str, str]] = set()
+        for rkey, okey in changed:
+            cluster, _, rest = rkey.partition(".")
+            group, _, resource = rest.partition(".")
+            if resource not in self._names:
+                continue
+            key = (unescape(group), resource)
+            if cluster == home and key in self._whole:
+                return None
+            namespace, _, name = okey.partition(".")
+            if cluster == home and key in self._bindings:
+                out.add((unescape(namespace), unescape(name)))
+                continue
+            kind = self._templates.get(key)
+            if kind is not None:
+                out.add((unescape(namespace) if kind.namespaced else "",
+                         binding_name(kind.kind, unescape(name))))
+        return out
+
+    def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
+        affected = self._affected(changed)
+        if affected is not None and not affected:
+            return []
+        at = datetime.fromtimestamp(now, UTC)
+        host = self._host_objects(view, affected)
+        clusters = sorted((self._serving(view, from_object(o)) for _, o in view.iter_decoded(
+            self.home, CLUSTERS.group, CLUSTERS.resource)), key=lambda c: c.name)
+        members = [c.name for c in clusters]
+        out: list[Desired] = []
+        if affected is None:
+            self._busy.clear()
+        for held in held_bindings(host):
+            key = (held.namespace, held.name)
+            if not self.shards.owns(held.namespace) or (
+                    affected is not None and key not in affected):
+                continue
+            self._busy.discard(key)
+            stored = self._stored(view, held)
+            if stored is None:
+                if held.template is not None and not held.deleting:
+                    out.append(self._create(held))
+                continue
+            if as_map(stored.get("metadata")).get("deletionTimestamp"):
+                out.extend(self._release(view, held, stored, members))
+                continue
+            if held.template is None:
+                continue  # its template is gone: the garbage collector deletes the binding
+            wants, busy = self._binding(view, held, stored, clusters, at, members)
+            out.extend(wants)
+            if busy:
+                self._busy.add(key)
+        self._wake = now + RECHECK_SECONDS if self._busy else None
+        return out
+
+    def _serving(self, view: KubeProjection, cluster: Cluster) -> Cluster:
+        """A Cluster whose status lists no API enablements serves the template kinds its
+        member's watcher has listed."""
+        if cluster.api_enablements:
+            return cluster
+        served: dict[str, frozenset[str]] = {}
+        for kind in TEMPLATES:
+            if view.synced(cluster.name, kind.group, kind.resource):
+                served[kind.api_version] = served.get(kind.api_version, frozenset()) | {
+                    kind.kind}
+        return msgspec.structs.replace(cluster, api_enablements=served)
+
+    def _host_objects(self, view: KubeProjection,
+                      affected: set[tuple[str, str]] | None) -> list[dict[str, Any]]:
+        """The policies, and the templates and bindings of the ``affected`` bindings (all of
+        them for None): what :func:`held_bindings` reads for those bindings."""
+        objects: list[dict[str, Any]] = []
+        for ref in (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES):
+            objects.extend(o for _, o in view.iter_decoded(self.home, ref.group, ref.resource))
+        if affected is None:
+            for ref in (RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS, *(t.ref for t in TEMPLATES)):
+                objects.extend(o for _, o in view.iter_decoded(self.home, ref.group,
+                                                               ref.resource))
+        else:
+            for namespace, name in sorted(affected):
+                ref = RESOURCE_BINDINGS if namespace else CLUSTER_RESOURCE_BINDINGS
+                found = view.get(self.home, ref.group, ref.resource, namespace, name)
+                if found is not None:
+                    objects.append(found)
+                for kind in TEMPLATES:
+                    suffix = f"-{kind.kind.lower()}"
+                    if kind.namespaced != bool(namespace) or not name.endswith(suffix):
+                        continue
+                    template = view.get(self.home, kind.group, kind.resource, namespace,
+                                        name[:-len(suffix)])
+                    if template is not None:
+                        objects.append(template)
+        return [o for o in objects if not is_member_object(o)]
+
+    def _stored(self, view: KubeProjection, held: HeldBinding) -> dict[str, Any] | None:
+        ref = CLUSTER_RESOURCE_BINDINGS if held.cluster_scoped else RESOURCE_BINDINGS
+        return view.get(self.home, ref.group, ref.resource, held.namespace, held.name)
+
+    # -- the binding in the host ------------------------------------------------------------------
+
+    def _template_ref(self, held: HeldBinding) -> tuple[ObjectRef, int] | None:
+        template = as_map(held.template)
+        kind = _kind_of(template)
+        if kind is None:
+            return None
+        metadata = as_map(template.get("metadata"))
+        return (ObjectRef(group=kind.group, version=kind.version, resource=kind.resource,
+                          namespace=held.namespace, name=held.resource.name,
+                          uid=as_str(metadata.get("uid"))),
+                as_int(metadata.get("generation")) or 0)
+
+    def _binding_ref(self, held: HeldBinding, stored: Mapping[str, Any]) -> ObjectRef:
+        ref = CLUSTER_RESOURCE_BINDINGS if held.cluster_scoped else RESOURCE_BINDINGS
+        return ObjectRef(group=ref.group, version=ref.version, resource=ref.resource,
+                         namespace=held.namespace, name=held.name,
+                         uid=as_str(as_map(stored.get("metadata")).get("uid")))
+
+    def _create(self, held: HeldBinding) -> Desired:
+        template = self._template_ref(held)
+        ref = CLUSTER_RESOURCE_BINDINGS if held.cluster_scoped else RESOURCE_BINDINGS
+        target = ObjectRef(group=ref.group, version=ref.version, resource=ref.resource,
+                           namespace=held.namespace, name=held.name)
+        return Desired(verb="create", target=target, object=new_binding(held),
+                       governor=template[0] if template else None,
+                       governor_generation=template[1] if template else 0,
+                       reason=f"{held.resource.kind} {held.key} is taken by a propagation "
+                              f"policy: its {kind_of(held)}")
+
+    def _binding(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
+                 clusters: list[Cluster], at: datetime,
+                 members: list[str]) -> tuple[list[Desired], bool]:
+        template = self._template_ref(held)
+        if template is None:
+            return [], False
+        governor, generation = template
+        evicted = evict(held.clusters, held.eviction_tasks, clusters,
+                        applied_placement(held.annotations), held.failover, at)
+        binding = Binding(
+            api_version=held.resource.api_version, kind=held.resource.kind,
+            placement=held.placement, replicas=held.replicas, workload=held.workload,
+            request=held.request, uid=held.resource.uid, clusters=evicted.clusters,
+            annotations=held.annotations,
+            reschedule_triggered_at=held.reschedule_triggered_at,
+            last_scheduled_time=held.last_scheduled_time,
+            observed_affinity=held.observed_affinity,
+            evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks))
+        round_ = schedule(binding, clusters, at)
+        tasks = assess(evicted.tasks, at, targets=[t.name for t in round_.clusters],
+                       health=held.health,
+                       scheduled=held.observed_current and (round_.succeeded
+                                                             or not round_.scheduled)).kept
+        out: list[Desired] = []
+        rb = self._binding_ref(held, stored)
+        stored_generation = as_int(as_map(stored.get("metadata")).get("generation")) or 0
+        patch = spec_patch(held, evicted.clusters, round_, tasks)
+        spec_holds = patch_satisfied(stored, patch)
+        if not spec_holds:
+            if round_.succeeded:
+                patch = with_schedule_time(patch, at)
+            out.append(Desired(verb="patch", target=rb, patch=patch, governor=governor,
+                               governor_generation=generation, precondition="resource_version",
+                               serial=True, reason=f"{kind_of(held)} {held.key}: the "
+                                                   f"detector's and scheduler's spec"))
+        copies, items = self._copies(view, held, stored, rb, stored_generation, members)
+        if spec_holds:
+            status = status_patch(stored, round_, items, at)
+            if status is not None:
+                out.append(Desired(verb="patch_status", target=rb, patch=status,
+                                   governor=governor, governor_generation=generation,
+                                   precondition="resource_version", serial=True,
+                                   reason=f"{kind_of(held)} {held.key}: schedule and status"))
+        out.extend(copies)
+        out.extend(self._template_status(held, governor, generation, stored, items))
+        busy = bool(tasks) or any(
+            as_str(t.get("effect")) == "NoExecute" for c in clusters for t in c.taints)
+        return out, busy
+
+    # -- the copies in the members ----------------------------------------------------------------
+
+    def _copies(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
+                rb: ObjectRef, generation: int,
+                members: list[str]) -> tuple[list[Desired], list[JSON]]:
+        template = as_map(held.template)
+        kind = _kind_of(template)
+        if kind is None:
+            return [], []
+        spec = as_map(stored.get("spec"))
+        targets = {as_str(as_map(t).get("name")): as_int(as_map(t).get("replicas")) or 0
+                   for t in spec.get("clusters") or [] if isinstance(t, Mapping)}
+        keep = {as_str(as_map(t).get("fromCluster"))
+                for t in spec.get("gracefulEvictionTasks") or [] if isinstance(t, Mapping)}
+        out: list[Desired] = []
+        items: list[JSON] = []
+        target_ref = ObjectRef(group=kind.group, version=kind.version, resource=kind.resource,
+                               namespace=held.namespace, name=held.resource.name)
+        for member in sorted(set(members) | set(targets)):
+            if not view.synced(member, kind.group, kind.resource):
+                continue
+            observed = view.get(member, kind.group, kind.resource, held.namespace,
+                                held.resource.name)
+            ours = observed is not None and _names_binding(observed, held)
+            if member in targets:
+                wanted = member_copy(template, member, targets[member], held.name,
+                                     held.namespace)
+                if observed is None:
+                    out.append(Desired(verb="create", target=target_ref, object=wanted,
+                                       governor=rb, governor_generation=generation,
+                                       cluster=member,
+                                       reason=f"{kind_of(held)} {held.key} schedules "
+                                              f"{targets[member]} to {member}"))
+                    continue
+                if not ours:
+                    continue  # someone else's object of that name: Karmada would not adopt it
+                assert observed is not None
+                items.append(item(member, observed))
+                ops = copy_patch(wanted, observed)
+                if ops is not None:
+                    out.append(Desired(
+                        verb="patch", target=_with_uid(target_ref, observed), patch=ops,
+                        patch_type="json", governor=rb, governor_generation=generation,
+                        cluster=member, precondition="resource_version",
+                        reason=f"{kind_of(held)} {held.key}: the copy in {member}"))
+            elif observed is not None and ours and member not in keep:
+                out.append(Desired(verb="delete", target=_with_uid(target_ref, observed),
+                                   governor=rb, governor_generation=generation,
+                                   cluster=member,
+                                   reason=f"{kind_of(held)} {held.key} no longer schedules "
+                                          f"to {member}"))
+            elif observed is not None and ours:
+                items.append(item(member, observed))
+        return out, items
+
+    def _release(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
+                 members: list[str]) -> list[Desired]:
+        """A binding being deleted: its copies go, then its finalizer."""
+        finalizers = as_map(stored.get("metadata")).get("finalizers")
+        if not isinstance(finalizers, list) or FINALIZER not in finalizers:
+            return []
+        rb = self._binding_ref(held, stored)
+        generation = as_int(as_map(stored.get("metadata")).get("generation")) or 0
+        resource = as_map(as_map(stored.get("spec")).get("resource"))
+        kind = BY_KIND.get((_group(as_str(resource.get("apiVersion"))),
+                            as_str(resource.get("kind"))))
+        out: list[Desired] = []
+        listed = True
+        if kind is not None:
+            target_ref = ObjectRef(group=kind.group, version=kind.version,
+                                   resource=kind.resource, namespace=held.namespace,
+                                   name=as_str(resource.get("name")))
+            for member in sorted(members):
+                if not view.synced(member, kind.group, kind.resource):
+                    listed = False
+                    continue
+                observed = view.get(member, kind.group, kind.resource, held.namespace,
+                                    target_ref.name)
+                if observed is not None and _names_binding(observed, held):
+                    out.append(Desired(verb="delete", target=_with_uid(target_ref, observed),
+                                       governor=rb, governor_generation=generation,
+                                       cluster=member,
+                                       reason=f"{kind_of(held)} {held.key} is being deleted"))
+        if not out and listed:
+            out.append(Desired(
+                verb="patch", target=rb, governor=rb, governor_generation=generation,
+                patch={"metadata": {"finalizers": [f for f in finalizers if f != FINALIZER]}},
+                precondition="resource_version",
+                reason=f"{kind_of(held)} {held.key}: every copy is gone"))
+        return out
+
+    # -- the template's status in the host --------------------------------------------------------
+
+    def _template_status(self, held: HeldBinding, governor: ObjectRef, generation: int,
+                         stored: Mapping[str, Any], items: list[JSON]) -> list[Desired]:
+        template = as_map(held.template)
+        if not aggregates(template) or not as_map(stored.get("spec")).get("clusters"):
+            return []
+        status = template_status(template, items)
+        return [Desired(verb="patch_status", target=governor, patch={"status": status},
+                        governor=governor, governor_generation=generation, serial=True,
+                        reason=f"{held.resource.kind} {held.key}: the status of its copies "
+                               f"in the members, summed")]
+
+
+def _with_uid(ref: ObjectRef, observed: Mapping[str, Any]) -> ObjectRef:
+    uid = as_str(as_map(observed.get("metadata")).get("uid"))
+    return ObjectRef(group=ref.group, version=ref.version, resource=ref.resource,
+                     namespace=ref.namespace, name=ref.name, uid=uid)
+
+
+def _group(api_version: str) -> str:
+    return api_version.split("/", 1)[0] if "/" in api_version else ""
+
+
+def _kind_of(template: Mapping[str, Any]) -> TemplateKind | None:
+    return BY_KIND.get((_group(as_str(template.get("apiVersion"))),
+                        as_str(template.get("kind"))))
+
+
+def _names_binding(obj: Mapping[str, Any], held: HeldBinding) -> bool:
+    annotations = as_map(as_map(obj.get("metadata")).get("annotations"))
+    return (as_str(annotations.get(BINDING_NAME_ANNOTATION)) == held.name
+            and as_str(annotations.get(BINDING_NAMESPACE_ANNOTATION)) == held.namespace)

@@ -1,0 +1,63 @@
+"""The resource templates the planner propagates live, and the resources it reads for them.
+
+Offline, ``spreadbus plan`` takes a template of any kind; live, the watcher must list the kind in
+the host and in every member, so the kinds are a table: Deployments and StatefulSets (divided
+or duplicated) and ConfigMaps (duplicated: they have no replicas). Cluster-scoped templates
+(a ClusterRole, through a ClusterResourceBinding) are scheduled offline only: the actuator's
+checks do not yet let a cluster-scoped template govern its binding.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import msgspec
+
+from events.messages import ResourceRef
+from kubesemantics.karmada_binding import POLICY_GROUP, WORK_GROUP
+from spreadbus.features.propagation.core.cluster import GROUP as CLUSTER_GROUP
+
+
+class TemplateKind(msgspec.Struct, frozen=True):
+    group: str
+    version: str
+    resource: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def ref(self) -> ResourceRef:
+        return ResourceRef(group=self.group, version=self.version, resource=self.resource)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def watch(self) -> str:
+        return f"{self.api_version}/{self.resource}"
+
+
+TEMPLATES: Final = (
+    TemplateKind("apps", "v1", "deployments", "Deployment"),
+    TemplateKind("apps", "v1", "statefulsets", "StatefulSet"),
+    TemplateKind("", "v1", "configmaps", "ConfigMap"),
+)
+BY_KIND: Final = {(t.group, t.kind): t for t in TEMPLATES}
+
+PROPAGATION_POLICIES: Final = ResourceRef(group=POLICY_GROUP, version="v1alpha1",
+                                          resource="propagationpolicies")
+CLUSTER_PROPAGATION_POLICIES: Final = ResourceRef(group=POLICY_GROUP, version="v1alpha1",
+                                                  resource="clusterpropagationpolicies")
+RESOURCE_BINDINGS: Final = ResourceRef(group=WORK_GROUP, version="v1alpha2",
+                                       resource="resourcebindings")
+CLUSTER_RESOURCE_BINDINGS: Final = ResourceRef(group=WORK_GROUP, version="v1alpha2",
+                                               resource="clusterresourcebindings")
+CLUSTERS: Final = ResourceRef(group=CLUSTER_GROUP, version="v1alpha1", resource="clusters")
+KARMADA: Final = (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES, RESOURCE_BINDINGS,
+                  CLUSTER_RESOURCE_BINDINGS, CLUSTERS)
+
+
+def watch_of(ref: ResourceRef) -> str:
+    return f"{ref.group}/{ref.version}/{ref.resource}" if ref.group else (
+        f"{ref.version}/{ref.resource}")
