@@ -28,6 +28,10 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
     api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context,
                                   connections=settings.workers)
     threads = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kube")
+    host_api = None
+    if settings.host_kubeconfig:
+        host_api = await asyncio.to_thread(kube_api_client, settings.host_kubeconfig,
+                                           settings.host_kube_context)
     try:
         kube = KubeClient(api, executor=threads)
         while not ctx.stopping.is_set():
@@ -46,6 +50,8 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
             authority=PlanAuthority(plan_grants(settings.features())),
             registry=ctx.registry,
             scope=ScopeLimits(settings.scope_governor_seconds, settings.scope_link_seconds),
+            host=None if host_api is None else KubeClient(host_api),
+            host_cluster=settings.host_cluster,
         )
         consumer = PlanConsumer(ctx.nc, applier, cluster=settings.cluster,
                                 workers=settings.workers,
@@ -54,3 +60,5 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
     finally:
         threads.shutdown(wait=False, cancel_futures=True)
         api.close()  # type: ignore[no-untyped-call]
+        if host_api is not None:
+            host_api.close()  # type: ignore[no-untyped-call]

@@ -31,3 +31,11 @@ class ActuatorSettings(FeatureServiceSettings):
     """How long a governor read for the scope check is reused (0 with the next: never)."""
     scope_link_seconds: float = 30.0
     """How long an owner (a ReplicaSet ...) read for the scope check is reused, same uid only."""
+    host_kubeconfig: str = ""
+    """Kubeconfig of the host's API server, for a member's actuator: the governors of plans
+    for this member that live in the host (a UnitedDeployment's subset workload here) are read
+    there. Empty: every such plan is refused."""
+    host_kube_context: str = ""
+    """Context of ``--host-kubeconfig`` to use; empty: its current context."""
+    host_cluster: str = "host"
+    """The host's cluster name, as plans name a governor's cluster."""

@@ -310,8 +310,10 @@ class UnitedDeploymentRule(PacedRule):
         held = isinstance(finalizers, list) and MEMBER_FINALIZER in finalizers
         if targets and not held:
             listed = list(finalizers) if isinstance(finalizers, list) else []
+            ud_ref = self._ud_ref(ud, node)
             out.append(Desired(
-                verb="patch", target=self._ud_ref(ud, node),
+                verb="patch", target=ud_ref, governor=ud_ref, cluster=self.cluster,
+                governor_generation=as_int(metadata.get("generation")) or 0,
                 patch={"metadata": {"finalizers": [*listed, MEMBER_FINALIZER]}},
                 reason=f"{node[2]}/{node[3]}: its subset workloads in other clusters are "
                        "deleted before it", precondition="resource_version"))
@@ -349,6 +351,7 @@ class UnitedDeploymentRule(PacedRule):
             if ref is not None:
                 out.append(Desired(verb="delete", target=ref, cluster=rule.cluster,
                                    governor=_member_governor(identity),
+                                   governor_cluster=self.cluster,
                                    reason=f"{key}: its UnitedDeployment {identity.uid} is gone"))
         return out
 
@@ -369,6 +372,7 @@ class UnitedDeploymentRule(PacedRule):
             if ref is not None:
                 out.append(Desired(verb="delete", target=ref, cluster=rule.cluster,
                                    governor=ud_ref, governor_generation=generation,
+                                   governor_cluster=self.cluster,
                                    reason=f"{key}: being deleted"))
         if out:
             return out
@@ -528,8 +532,13 @@ class UnitedDeploymentRule(PacedRule):
             ))
         generation = as_int(metadata.get("generation")) or 0
         return [msgspec.structs.replace(want, governor=ud_ref, governor_generation=generation,
-                                        cluster=want.cluster or self.cluster)
+                                        cluster=want.cluster or self.cluster,
+                                        governor_cluster=self._elsewhere(want.cluster))
                 for want in out]
+
+    def _elsewhere(self, cluster: str) -> str:
+        """The governor's cluster for a write to ``cluster``: this one, when it is another."""
+        return self.cluster if cluster and cluster != self.cluster else ""
 
     def _create(self, key: str, namespace: str, uid: str, subset: str,
                 workload: Mapping[str, Any]) -> Desired:
