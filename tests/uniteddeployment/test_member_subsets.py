@@ -269,3 +269,50 @@ def test_plan_reads_the_member_objects_of_each_subsets_cluster(
         "subset-c": ("none", "member2")}
     assert entry["status"]["readyReplicas"] == 6
     assert entry["deletes"] == []
+
+
+# -- a control-plane host runs no workloads -----------------------------------------------------
+
+def with_a_local_subset() -> JSON:
+    ud = seed_ud()
+    ud["spec"]["topology"]["subsets"].append(zone("subset-d", "node-d"))
+    return ud
+
+
+def test_in_a_control_plane_a_subset_without_a_target_is_an_error_naming_its_field() -> None:
+    from spreadbus.features.uniteddeployment.core.validation import validate_uniteddeployment
+
+    ud = with_a_local_subset()
+    assert validate_uniteddeployment(ud) == []
+    (error,) = validate_uniteddeployment(ud, control_plane=True)
+    assert (error.field, error.type) == ("spec.topology.subsets[3].targetCluster", "Required")
+    assert "control plane" in error.message
+    assert validate_uniteddeployment(seed_ud(), control_plane=True) == []
+
+
+async def test_the_webhook_of_a_control_plane_refuses_a_local_subset() -> None:
+    from spreadbus.engine.review import AdmissionRequest
+    from spreadbus.features.uniteddeployment.admission.handlers import validate
+
+    request = AdmissionRequest(
+        uid="u", api_version="admission.k8s.io/v1", operation="CREATE", group="apps.kruise.io",
+        version="v1alpha1", resource="uniteddeployments", sub_resource="", namespace="default",
+        name="sample-ud", dry_run=False, object=with_a_local_subset(), old_object=None)
+    assert (await validate(request)).allowed
+    refused = await validate(request, control_plane=True)
+    assert not refused.allowed
+    assert "spec.topology.subsets[3].targetCluster" in refused.message
+
+
+def test_in_a_control_plane_the_planner_provisions_nothing_and_says_why() -> None:
+    result = reconcile(with_a_local_subset(), workloads=[], pods=[], revisions=[], now=NOW,
+                       home="host", clusters=CLUSTERS, control_plane=True)
+    assert result.subsets == {}
+    assert result.error is not None
+    assert result.error.startswith("spec.topology.subsets[3].targetCluster: ")
+    (condition,) = [c for c in result.status["conditions"] if c["type"] == "SubsetProvisioned"]
+    assert (condition["status"], condition["reason"]) == ("False", "Error")
+    assert condition["message"] == result.error
+    fine = reconcile(seed_ud(), workloads=[], pods=[], revisions=[], now=NOW, home="host",
+                     clusters=CLUSTERS, control_plane=True)
+    assert {d.action for d in fine.subsets.values()} == {"create"}

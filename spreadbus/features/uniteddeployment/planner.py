@@ -18,6 +18,8 @@ async def planner_side(ctx: PlannerContext[UnitedDeploymentSettings]) -> Planner
             cluster, reconcile=reconcile_grouped,
             min_interval_seconds=ctx.settings.uniteddeployment_min_interval_seconds,
             fleet=fleet,
+            control_plane=cluster == ctx.cluster
+            and ctx.settings.uniteddeployment_control_plane,
         )
 
     return PlannerSide(rules=[EveryCluster(rule_for, home=ctx.cluster)])

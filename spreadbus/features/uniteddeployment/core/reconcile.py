@@ -110,6 +110,7 @@ from spreadbus.features.uniteddeployment.core.subset_workloads import (
     discover,
     workload_kind,
 )
+from spreadbus.features.uniteddeployment.core.target_clusters import control_plane_errors
 from spreadbus.features.uniteddeployment.core.update_decision import (
     Action,
     decide,
@@ -180,6 +181,7 @@ def reconcile(
     now: datetime,
     home: str | None = None,
     clusters: Sequence[Mapping[str, Any]] | None = None,
+    control_plane: bool = False,
 ) -> Reconciliation:
     """Plan one round for ``ud`` from its namespace's workloads, pods and ControllerRevisions.
 
@@ -187,11 +189,13 @@ def reconcile(
     owner reference and label, ReplicaSets lead to a Deployment's pods, PodDisruptionBudgets and
     PodUnavailableBudgets bound a rebalance, the rest is ignored. ``home``: the name of the UD's
     own cluster (its observed-in mark when not given); ``clusters``: the cluster registry's
-    objects, None when not known.
+    objects, None when not known; ``control_plane``: the UD's cluster runs no workloads, so a
+    subset without a target cluster is an error (``SubsetProvisioned=False``) and nothing is
+    provisioned.
     """
     return reconcile_grouped(
         ud, workloads=workloads, pod_groups=group_pods(pods), revisions=revisions, now=now,
-        home=home, clusters=clusters,
+        home=home, clusters=clusters, control_plane=control_plane,
     )
 
 
@@ -204,6 +208,7 @@ def reconcile_grouped(
     now: datetime,
     home: str | None = None,
     clusters: Sequence[Mapping[str, Any]] | None = None,
+    control_plane: bool = False,
 ) -> Reconciliation:
     """:func:`reconcile` over pods kept grouped and counted (:mod:`.pod_groups`), so a round
     reads the pods it must judge, not all of them."""
@@ -214,6 +219,15 @@ def reconcile_grouped(
         return Reconciliation(status=old_status)
     if kind is None:
         return Reconciliation(status=old_status, error=NO_TEMPLATE)
+    if control_plane:
+        local = control_plane_errors(ud.get("spec"))
+        if local:
+            message = f"{local[0].field}: {local[0].message}"
+            status = dict(old_status)
+            status["conditions"] = set_ud_condition(
+                old_status.get("conditions"), SUBSET_PROVISIONED, FALSE, "Error", message,
+                now=now)
+            return Reconciliation(status=status, error=message)
 
     subset_conditions = _initial_subset_conditions(model, old_status, now)
     updated_in_status = as_str(as_map(old_status.get("updateStatus")).get("updatedRevision"))

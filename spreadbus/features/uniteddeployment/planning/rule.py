@@ -149,7 +149,8 @@ class Reconcile(Protocol):
                  pod_groups: Mapping[OwnerKey, OwnerPods],
                  revisions: Sequence[Mapping[str, Any]], now: datetime,
                  home: str | None = None,
-                 clusters: Sequence[Mapping[str, Any]] | None = None) -> Reconciliation: ...
+                 clusters: Sequence[Mapping[str, Any]] | None = None,
+                 control_plane: bool = False) -> Reconciliation: ...
 
 
 class Fleet:
@@ -176,8 +177,11 @@ class UnitedDeploymentRule(PacedRule):
     name: str = "uniteddeployment"
 
     def __init__(self, cluster: str, *, reconcile: Reconcile,
-                 min_interval_seconds: float = 0.25, fleet: Fleet | None = None) -> None:
+                 min_interval_seconds: float = 0.25, fleet: Fleet | None = None,
+                 control_plane: bool = False) -> None:
         self.cluster = cluster
+        self.control_plane = control_plane
+        """This cluster runs no workloads (the host, whose rule alone is told so)."""
         self.reconcile = reconcile
         self.fleet = fleet if fleet is not None else Fleet()
         self.fleet.rules[cluster] = self
@@ -302,7 +306,8 @@ class UnitedDeploymentRule(PacedRule):
                     (self.cluster, node[2], node[3]))
         answer = self.reconcile(ud, workloads=workloads, pod_groups=pod_groups,
                                 revisions=revisions, now=datetime.fromtimestamp(now, UTC),
-                                home=self.cluster, clusters=self._registry(view))
+                                home=self.cluster, clusters=self._registry(view),
+                                control_plane=self.control_plane)
         requeue = answer.requeue_at
         self._schedule(okey, requeue.timestamp() if requeue is not None else None)
         out = self._orphans(view, elsewhere, uid, f"{node[2]}/{node[3]}")
