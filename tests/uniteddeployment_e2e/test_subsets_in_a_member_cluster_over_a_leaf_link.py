@@ -7,7 +7,8 @@ controllers) and member1's kubesim (three zones, its StatefulSet controller runn
 The host runs the watcher, the planner and the actuator (``--cluster host``); member1 runs its
 watcher and actuator against its own leaf server, the actuator reading the host's
 UnitedDeployments through the host's kubeconfig. Each subset's StatefulSet and pods are in
-member1 on their own zone's nodes, none in the host; the status in the host sums them.
+member1 on their own zone's nodes, none in the host; the status in the host sums them. Deleting
+the UnitedDeployment deletes its workloads in member1 before the host lets it go.
 """
 
 from __future__ import annotations
@@ -200,6 +201,17 @@ def test_a_host_uniteddeployment_scales_its_subsets_in_a_member_over_the_leaf_li
                     assert "ownerReferences" not in sts["metadata"]
                 assert "uniteddeployment.spreadbus.io/member-workloads" in \
                     ud["metadata"]["finalizers"]
+
+                # Deleted in the host: its finalizer holds it until member1's workloads are gone.
+                kubectl(host.kubeconfig, "delete", "uniteddeployment", "seed", "--wait=false")
+
+                def all_gone() -> bool:
+                    left = get_json(member.kubeconfig, "statefulsets", "-n", "default")["items"]
+                    uds = get_json(host.kubeconfig, "uniteddeployments", "-n", "default")
+                    return not left and not uds["items"]
+
+                wait_until(all_gone, what="member1's workloads, then the UnitedDeployment, gone",
+                           timeout=60, interval=0.5)
     finally:
         leaf.stop()
         hub.stop()

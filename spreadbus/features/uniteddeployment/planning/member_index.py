@@ -37,6 +37,9 @@ class MemberIndex:
             self._by.setdefault(ud_name(identity), set()).add(node)
         return old, identity
 
+    def __bool__(self) -> bool:
+        return bool(self._of)
+
     def identity(self, node: Node) -> Identity | None:
         return self._of.get(node)
 

@@ -66,6 +66,7 @@ from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.clusterregistry.registry import CLUSTER_ANNOTATION, LOCAL, SERVED_KINDS
 from spreadbus.features.uniteddeployment.core.member_workloads import (
+    IDENTITY_ANNOTATION,
     Identity,
     identity_of,
     observed_in,
@@ -104,6 +105,7 @@ RETRY_SECONDS: Final = 5.0
 HANDLED_ANNOTATION: Final = "rebalance.spreadbus.io/handled"
 SYNCED_METADATA: Final = ("labels", "annotations", "ownerReferences")
 """The metadata a subset workload's update writes; the rest belongs to the API server."""
+_IDENTITY_BYTES: Final = IDENTITY_ANNOTATION.encode()
 MEMBER_FINALIZER: Final = "uniteddeployment.spreadbus.io/member-workloads"
 """Holds a UD's deletion until its subset workloads in other clusters are gone."""
 
@@ -426,7 +428,10 @@ class UnitedDeploymentRule(PacedRule):
         node = index.node(rkey, okey)
         concerned: set[UdName] = set()
         if node is not None and (node[0], node[1]) in WORKLOADS:
-            obj = view.decoded(rkey, okey)
+            stored = view.stored(rkey, okey)
+            # Only a workload carrying the annotation is decoded for it.
+            marked = stored is not None and _IDENTITY_BYTES in stored.raw
+            obj = view.decoded(rkey, okey) if marked else None
             identity = identity_of(obj) if obj is not None else None
             if identity is not None and identity.cluster == self.cluster:
                 identity = None
@@ -437,6 +442,8 @@ class UnitedDeploymentRule(PacedRule):
                     if pod not in changed:
                         self._follow_member_pod(view, pod)
             return concerned
+        if not self.members:
+            return concerned  # no workload here names a UD elsewhere: no pod can be under one
         was, now_top = index.workload_of(key)
         for top in (was, now_top):
             identity = self.members.identity(top) if top is not None else None
