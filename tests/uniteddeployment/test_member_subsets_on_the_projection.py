@@ -181,13 +181,17 @@ class Fleet:
         self.put(cluster, settled)
 
     def converge(self, now: float = T0, rounds: int = 30) -> None:
+        """Rounds a second apart, as the planner's wake-ups ask, until nothing is planned and
+        nothing is due within the next second."""
+        rule: Rule = self.rule
         for i in range(rounds):
             plans = self.decide(now + i)
-            if not plans:
-                return
             self.plans.extend(plans)
             for plan in plans:
                 self.apply(plan)
+            wake = rule.next_wake() if isinstance(rule, Timed) else None
+            if not plans and (wake is None or wake > now + i + 1):
+                return
         raise AssertionError("no fixed point")
 
     def replicas(self) -> dict[str, tuple[str, int]]:
@@ -310,3 +314,31 @@ def test_an_unreachable_member_moves_adaptive_pods_and_they_stay_when_it_returns
     assert {s: n for s, (_, n) in fleet.replicas().items()} == {"a": 0, "b": 0, "c": 6}
     (a,) = [s for s in fleet.ud()["status"]["subsetStatuses"] if s["name"] == "a"]
     assert a["conditions"][0]["status"] == "True"
+
+
+def test_a_subset_whose_target_changes_moves_to_the_new_cluster() -> None:
+    fleet = started()
+    ud = copy.deepcopy(fleet.ud())
+    ud["spec"]["topology"]["subsets"][2]["targetCluster"] = {"name": "member1"}
+    ud["metadata"]["generation"] += 1
+    fleet.put(HOST, ud, "MODIFIED")
+    fleet.converge(T0 + 100)
+    assert fleet.replicas() == {"a": ("member1", 2), "b": ("member1", 2), "c": ("member1", 2)}
+    assert fleet.pods("member2") == 0
+    deleted = [p for p in fleet.plans if p.verb == "delete"]
+    assert [(p.cluster, p.governor_cluster) for p in deleted] == [("member2", HOST)]
+
+
+def test_writes_to_a_member_wait_until_its_objects_are_listed() -> None:
+    fleet = Fleet()
+    for name in ("member1", "member2"):
+        fleet.put(HOST, karmada_cluster(name))
+    fleet.put(HOST, united(6))
+    fleet.listed(HOST)
+    fleet.listed("member1")
+    fleet.converge()
+    assert fleet.replicas() == {"a": ("member1", 2), "b": ("member1", 2)}
+    assert not [p for p in fleet.plans if p.cluster == "member2"]
+    fleet.listed("member2")  # a quiet cluster: its listing changes no object
+    fleet.converge(T0 + 100)
+    assert fleet.replicas() == {"a": ("member1", 2), "b": ("member1", 2), "c": ("member2", 2)}

@@ -102,6 +102,8 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 RETRY_SECONDS: Final = 5.0
 """How soon a UnitedDeployment whose reconcile raised is tried again."""
+WAITING_SECONDS: Final = 5.0
+"""How often a UnitedDeployment with a subset in a cluster not listed yet is looked at again."""
 HANDLED_ANNOTATION: Final = "rebalance.spreadbus.io/handled"
 SYNCED_METADATA: Final = ("labels", "annotations", "ownerReferences")
 """The metadata a subset workload's update writes; the rest belongs to the API server."""
@@ -302,8 +304,10 @@ class UnitedDeploymentRule(PacedRule):
             self._with_targets.add(okey)
         else:
             self._with_targets.discard(okey)
+        waiting = False
         for target in targets:
             if self.fleet.started(target) is None:
+                waiting = True
                 self.fleet.waiting.setdefault(target, set()).add(
                     (self.cluster, node[2], node[3]))
         answer = self.reconcile(ud, workloads=workloads, pod_groups=pod_groups,
@@ -311,7 +315,12 @@ class UnitedDeploymentRule(PacedRule):
                                 home=self.cluster, clusters=self._registry(view),
                                 control_plane=self.control_plane)
         requeue = answer.requeue_at
-        self._schedule(okey, requeue.timestamp() if requeue is not None else None)
+        wake = requeue.timestamp() if requeue is not None else None
+        if waiting:
+            # A round also makes the rule of a cluster listed since, which holds no object to
+            # change: looking again now and then is what starts a quiet cluster's rule.
+            wake = min(wake or now + WAITING_SECONDS, now + WAITING_SECONDS)
+        self._schedule(okey, wake)
         out = self._orphans(view, elsewhere, uid, f"{node[2]}/{node[3]}")
         finalizers = metadata.get("finalizers")
         held = isinstance(finalizers, list) and MEMBER_FINALIZER in finalizers
