@@ -342,3 +342,21 @@ def test_writes_to_a_member_wait_until_its_objects_are_listed() -> None:
     fleet.listed("member2")  # a quiet cluster: its listing changes no object
     fleet.converge(T0 + 100)
     assert fleet.replicas() == {"a": ("member1", 2), "b": ("member1", 2), "c": ("member2", 2)}
+
+
+def test_a_reservation_label_of_a_member_pod_is_planned_in_that_member() -> None:
+    from dataclasses import replace
+
+    from spreadbus.features.uniteddeployment.core.reconcile import Reconciliation
+    from spreadbus.features.uniteddeployment.planning.rule import UnitedDeploymentRule
+
+    fleet = started()
+    host = fleet.rule.rule_of(HOST)
+    assert isinstance(host, UnitedDeploymentRule)
+    pod = next(o for (k, _, _), o in fleet.objects["member2"].items() if k == "Pod")
+    label = {"apps.kruise.io/united-deployment-reserved-pod": "true"}
+    answer = replace(Reconciliation(), pod_labels={f"{NS}/{pod['metadata']['name']}": label})
+    node = ("apps.kruise.io", "UnitedDeployment", NS, "ud")
+    (want,) = [w for w in host.writes(fleet.view, fleet.ud(), node, answer)
+               if w.target.resource == "pods"]
+    assert (want.cluster, want.governor_cluster) == ("member2", HOST)

@@ -133,3 +133,32 @@ def test_a_delete_is_asked_for_only_once_the_uniteddeployment_no_longer_wants_it
         ud["metadata"]["uid"] = "new-uid"
     why = member_identified(plan("delete"), ud, target)
     assert (why == "") is allowed, why
+
+
+def member_pod(subset: str, labels: dict[str, str] | None = None) -> JSON:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"sample-ud-{subset}-x-0", "namespace": "default",
+                         "labels": labels if labels is not None else {
+                             "app": "sample", "apps.kruise.io/subset-name": subset}}}
+
+
+@pytest.mark.parametrize(("case", "expected"), [
+    ("its-pod", ""),
+    ("another-members-subset", "has no subset 'b' whose targetCluster is 'member1'"),
+    ("not-selected", "selector does not select the pod"),
+    ("ud-gone", "is gone"),
+])
+def test_a_reservation_label_on_a_members_pod_needs_the_uniteddeployment_to_select_it(
+        case: str, expected: str) -> None:
+    from spreadbus.features.uniteddeployment.core.derived_writes import member_pod_identified
+
+    ud: JSON | None = host_ud()
+    pod = member_pod("a")
+    if case == "another-members-subset":
+        pod = member_pod("b")
+    elif case == "not-selected":
+        pod = member_pod("a", {"app": "other", "apps.kruise.io/subset-name": "a"})
+    elif case == "ud-gone":
+        ud = None
+    why = member_pod_identified(plan("patch"), ud, pod)
+    assert (why == "") if not expected else (expected in why), why

@@ -7,9 +7,10 @@ governors in the host through its own client of the host's API server. The hones
 workload the reconcile renders for subset ``a``, whose ``targetCluster`` is ``member1``) is
 applied; forged ones are answered Forbidden and write nothing: a subset the UD keeps in another
 cluster, a UD that keeps no subset in any other cluster, a governor in a cluster the actuator does
-not read, a member workload claimed without naming the host, more replicas than the UD asks, and
-deleting a workload the UD still wants. Once the UD is gone, its workload there is an orphan, and
-its delete is applied.
+not read, a member workload claimed without naming the host, more replicas than the UD asks,
+deleting a workload the UD still wants, and reservation's label on a pod of a subset the UD keeps
+elsewhere (on a pod of its subset here it is applied). Once the UD is gone, its workload there
+is an orphan, and its delete is applied.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 KARMADA = {"apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster"}
 UDS = "/apis/apps.kruise.io/v1alpha1/namespaces/default/uniteddeployments"
 STS = "/apis/apps/v1/namespaces/default/statefulsets"
+PODS = "/api/v1/namespaces/default/pods"
 
 
 def call(api: client.ApiClient, method: str, path: str, body: Any = None) -> dict[str, Any]:
@@ -160,6 +162,33 @@ async def test_member_plans_follow_the_hosts_uniteddeployment(
         listed = await asyncio.to_thread(call, member, "GET", STS)
         assert [i["metadata"]["name"] for i in listed["items"]] == ["ud-a-1"]
         assert listed["items"][0]["spec"]["replicas"] == a["spec"]["replicas"]
+
+        # Reservation's label on a pod of the UD's subset here; not on one of another subset.
+        reserve = {"metadata": {"labels": {"apps.kruise.io/united-deployment-reserved-pod":
+                                           "true"}}}
+        pods = {}
+        for subset in ("a", "b"):
+            pods[subset] = await asyncio.to_thread(call, member, "POST", PODS, {
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"ud-{subset}-1-0", "labels": {
+                    "app": "ud", "apps.kruise.io/subset-name": subset}},
+                "spec": {"containers": [{"name": "c", "image": "web:1"}]}})
+
+        def label(subset: str) -> Plan:
+            return Plan(id=f"label-{subset}", cluster="member1", verb="patch",
+                        rule="uniteddeployment", patch=reserve,
+                        target=ObjectRef(group="", version="v1", resource="pods",
+                                         namespace="default", name=f"ud-{subset}-1-0",
+                                         uid=pods[subset]["metadata"]["uid"]),
+                        governor=ref_of(ud), governor_generation=ud["metadata"]["generation"],
+                        governor_cluster="host",
+                        precondition=Precondition(uid=pods[subset]["metadata"]["uid"]))
+
+        assert (await applier.apply(label("a"))).result == "applied"
+        why = forbidden(await applier.apply(label("b")))
+        assert "has no subset 'b' whose targetCluster is 'member1'" in why
+        b_pod = await asyncio.to_thread(call, member, "GET", f"{PODS}/ud-b-1-0")
+        assert "apps.kruise.io/united-deployment-reserved-pod" not in b_pod["metadata"]["labels"]
 
         await asyncio.to_thread(call, host, "DELETE", f"{UDS}/ud")
         orphan = await applier.apply(plan("delete-orphan", "delete", "ud-a-1", ud,

@@ -18,6 +18,7 @@ from spreadbus.engine.side_import import webhook_side_in
 from spreadbus.features.uniteddeployment.audit import AUDIT
 from spreadbus.features.uniteddeployment.core.derived_writes import (
     member_identified,
+    member_pod_identified,
     revision_follows,
     workload_follows,
 )
@@ -95,6 +96,10 @@ FEATURE: Final = Feature(
         PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
                   writes=(("metadata", "labels", RESERVED_POD_LABEL),), governor=_GOVERNOR,
                   relation="governed", via=WORKLOAD_CHAIN),
+        # The same on a pod of its subset in a member: selected by it, of a subset there.
+        PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
+                  writes=(("metadata", "labels", RESERVED_POD_LABEL),), governor=_GOVERNOR,
+                  relation="identified", identifies=member_pod_identified),
         PlanGrant(rule=_RULE, verb="patch_status", group="apps.kruise.io",
                   resource="uniteddeployments", writes=(("status",),), governor=_GOVERNOR),
         PlanGrant(rule=_RULE, verb="patch", group="apps.kruise.io", resource="uniteddeployments",

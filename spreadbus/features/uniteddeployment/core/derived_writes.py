@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from events.messages import Plan
-from kubesemantics import merge_patch
+from kubesemantics import label_selector, merge_patch
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.features.uniteddeployment.core.allocation import (
@@ -230,6 +230,26 @@ def member_identified(plan: Plan, governor: JSON | None, target: JSON) -> str:
     if not wanted:
         return (f"the UnitedDeployment {ref.namespace}/{ref.name} has no subset {subset!r} "
                 f"whose targetCluster is {plan.cluster!r}")
+    return ""
+
+
+def member_pod_identified(plan: Plan, governor: JSON | None, target: JSON) -> str:
+    """Whether a pod label plan for a pod in a member (reservation's label) is the host's
+    UnitedDeployment's: the UD as read is the plan's governor, selects the pod by its selector,
+    and has the pod's subset in the plan's cluster."""
+    ref = plan.governor
+    if governor is None or ref is None:
+        return "the governing UnitedDeployment is gone"
+    metadata = as_map(governor.get("metadata"))
+    labels = as_map(as_map(target.get("metadata")).get("labels"))
+    subset = as_str(labels.get(SUBSET_NAME_LABEL))
+    if not _asks_here(governor, ref.uid, subset, plan.cluster):
+        return (f"the UnitedDeployment {as_str(metadata.get('namespace'))}/"
+                f"{as_str(metadata.get('name'))} has no subset {subset!r} whose targetCluster "
+                f"is {plan.cluster!r}")
+    if not label_selector.matches(as_map(as_map(governor.get("spec")).get("selector")),
+                                  {k: v for k, v in labels.items() if isinstance(v, str)}):
+        return "metadata.labels: the UnitedDeployment's selector does not select the pod"
     return ""
 
 

@@ -519,6 +519,7 @@ class UnitedDeploymentRule(PacedRule):
         for name in answer.revision_deletes:
             out.append(Desired(verb="delete", target=self._revision(namespace, name),
                                reason=f"{key}: revision {name} beyond the history limit"))
+        elsewhere = sorted({c for c in where.values() if c != LOCAL})
         for pod_key, labels in sorted(answer.pod_labels.items()):
             pod_namespace, _, pod_name = pod_key.partition("/")
             out.append(Desired(
@@ -527,6 +528,7 @@ class UnitedDeploymentRule(PacedRule):
                                  namespace=pod_namespace, name=pod_name),
                 patch={"metadata": {"labels": dict(labels)}},
                 reason=f"{key}: pod labels {dict(labels)}",
+                cluster=self._pod_cluster(view, elsewhere, pod_namespace, pod_name),
             ))
         ud_ref = ObjectRef(group=UNITED_DEPLOYMENTS.group,
                            version=_version(ud, UNITED_DEPLOYMENTS.version),
@@ -556,6 +558,17 @@ class UnitedDeploymentRule(PacedRule):
                                         cluster=want.cluster or self.cluster,
                                         governor_cluster=self._elsewhere(want.cluster))
                 for want in out]
+
+    def _pod_cluster(self, view: KubeProjection, clusters: Sequence[str], namespace: str,
+                     name: str) -> str:
+        """The cluster holding a pod of the UD: this one, or one its subsets target."""
+        okey = object_key(namespace, name)
+        if view.stored(self.index.rk_pods, okey) is not None:
+            return self.cluster
+        for cluster in clusters:
+            if view.stored(resource_key(cluster, PODS.group, PODS.resource), okey) is not None:
+                return cluster
+        return self.cluster
 
     def _elsewhere(self, cluster: str) -> str:
         """The governor's cluster for a write to ``cluster``: this one, when it is another."""
