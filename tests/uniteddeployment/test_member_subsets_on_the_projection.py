@@ -360,3 +360,16 @@ def test_a_reservation_label_of_a_member_pod_is_planned_in_that_member() -> None
     (want,) = [w for w in host.writes(fleet.view, fleet.ud(), node, answer)
                if w.target.resource == "pods"]
     assert (want.cluster, want.governor_cluster) == ("member2", HOST)
+
+
+def test_a_deleted_cluster_makes_its_subset_unschedulable_in_the_status() -> None:
+    fleet = started()
+    gone = fleet.objects[HOST][("Cluster", "", "member2")]
+    fleet.put(HOST, gone, "DELETED")
+    fleet.converge(T0 + 100)
+    (c,) = [s for s in fleet.ud()["status"]["subsetStatuses"] if s["name"] == "c"]
+    assert (c["conditions"][0]["status"], c["conditions"][0]["reason"],
+            c["conditions"][0]["message"]) == (
+        "False", "ClusterUnavailable",
+        "spec.topology.clusterRegistry no longer finds cluster member2")
+    assert fleet.replicas()["c"] == ("member2", 2), "without Adaptive its workload stays"
