@@ -138,6 +138,11 @@ class Plan(_Message, frozen=True, kw_only=True, tag="plan"):
     governor before anything else: a plan whose governor is gone, or has moved on to a later
     generation, is dropped unsent (``failed``, and decided again from the newer state); one
     naming a generation the governor never reached is refused."""
+    governor_cluster: str = ""
+    """The cluster whose API server holds the governor, when it is not the plan's own (a
+    UnitedDeployment in the host, for its subset workload in a member); the actuator reads it
+    there and applies the plan only under a grant for objects that name their governor across
+    clusters. Empty: the plan's own cluster."""
 
 
 class ApiError(msgspec.Struct, frozen=True, kw_only=True):

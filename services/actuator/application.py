@@ -125,9 +125,9 @@ class Applier:
         clock: Callable[[], float] = time.monotonic,
         scope: ScopeLimits = KEPT_AS_DEFAULT,
         host: KubeClient | None = None,
+        host_cluster: str = "",
     ) -> None:
         self.kube = kube
-        self.host = host
         self.limiter = limiter
         self.max_attempts = max_attempts
         self.backoff = Backoff(first=min(max(backoff_seconds, 0.0), MAX_BACKOFF_SECONDS),
@@ -141,10 +141,10 @@ class Applier:
                                 "Kubernetes API requests sent, by method", ["method"],
                                 registry=registry)
         self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock, limits=scope)
-        self.host_scope = (ScopeCache(self._host_get, clock=clock, limits=scope)
-                           if host is not None else None)
+        host_scope = None if host is None else ScopeCache(
+            lambda path: self._host_get(host, path), clock=clock, limits=scope)
         self.governors = GovernorCheck(self.scope, lambda path: self._call("GET", path),
-                                       host=self.host_scope)
+                                       host=host_scope, host_cluster=host_cluster)
 
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)
@@ -199,12 +199,11 @@ class Applier:
         body = await self.kube.arequest(method, path, **kwargs)
         return _OBJECT.decode(body) if body else {}
 
-    async def _host_get(self, path: str) -> dict[str, Any]:
-        """A governor that lives in the host, read there (``Governor.in_host``)."""
-        assert self.host is not None
+    async def _host_get(self, host: KubeClient, path: str) -> dict[str, Any]:
+        """A read from the host's API server (the governor of a plan for this member)."""
         await self.limiter.acquire()
         self.requests.labels("GET").inc()
-        body = await self.host.arequest("GET", path)
+        body = await host.arequest("GET", path)
         return _OBJECT.decode(body) if body else {}
 
     async def _once(self, plan: Plan, granted: Granted) -> Result:
@@ -350,6 +349,9 @@ class Applier:
         ours = controller_uid(plan.object or {})
         if ours and controller_uid(current) == ours:
             return Result(result="skipped", resource_version=_version(current))
+        if plan.governor_cluster and _same_annotations(plan.object or {}, current):
+            # Across clusters no owner reference names the governor: its annotations do.
+            return Result(result="skipped", resource_version=_version(current))
         return self._failed(refusal, 1)
 
     async def _delete(self, plan: Plan, granted: Granted) -> Result:
@@ -428,6 +430,14 @@ def controller_uid(obj: dict[str, Any]) -> str:
         if isinstance(ref, dict) and ref.get("controller") is True:
             return str(ref.get("uid", ""))
     return ""
+
+
+def _same_annotations(wanted: dict[str, Any], current: dict[str, Any]) -> bool:
+    """``current`` carries every annotation of ``wanted`` (which has some), with its value."""
+    mine = (wanted.get("metadata") or {}).get("annotations") or {}
+    theirs = (current.get("metadata") or {}).get("annotations") or {}
+    return bool(mine) and isinstance(mine, dict) and isinstance(theirs, dict) and all(
+        theirs.get(k) == v for k, v in mine.items())
 
 
 def _version(answer: dict[str, Any]) -> str:

@@ -11,6 +11,16 @@ again on a fresh read, as the scope check does, so a governor changed within the
 neither refuses nor drops a plan decided on the change. A governor that lives in the host
 (``Governor.in_host``: a propagated template's binding) is read from the host's API server when
 the actuator has one (a member's), through a cache of its own.
+
+A plan whose governor is in another cluster (``Plan.governor_cluster``: a UnitedDeployment in the
+host, for its subset workload in this member) is covered only by an ``identified`` grant. Its
+governor is read from that cluster's API server, the host's, as the actuator was given it
+(``--host-kubeconfig``, named ``--host-cluster``); a plan naming any other cluster, or any plan of
+an actuator given no host, is refused. The grant's ``identifies`` then judges the target (read
+fresh here, or the object a create makes) against the governor as read: the target must name it,
+and the governor must ask for the write in this cluster, or, for a delete, no longer ask for the
+target (gone, another uid, or its subset no longer here). A create or patch then passes the
+usual governor and ``follows`` checks.
 """
 
 from __future__ import annotations
@@ -27,6 +37,7 @@ from spreadbus.engine.governor_check import (
     governed,
     judge_governor,
     judge_written,
+    written_object,
 )
 from spreadbus.engine.plan_grants import Granted, PlanGrant
 from spreadbus.runtime.kube_client import NotFound, resource_path
@@ -37,21 +48,69 @@ Verdict = Dropped | Refusal | None
 class GovernorCheck:
     """The governor of each plan, and a checked patch's target, read and judged."""
 
-    def __init__(self, scope: ScopeCache, get: Get, *, host: ScopeCache | None = None) -> None:
+    def __init__(self, scope: ScopeCache, get: Get, *, host: ScopeCache | None = None,
+                 host_cluster: str = "") -> None:
         self._scope = scope
         self._get = get
         self._host = host
-        """Where a governor that lives in the host is read (``Governor.in_host``)."""
+        self._host_cluster = host_cluster
 
     async def judge(self, plan: Plan, granted: Granted) -> Verdict:
         """None when the plan may go on to be applied."""
         grant = granted.covered_by
         if grant is None or not governed(plan, grant):
             return None
+        if grant.relation == "identified":
+            verdict, reused = await self._identified(plan, grant, fresh=False)
+            if verdict is not None and reused:
+                verdict, _ = await self._identified(plan, grant, fresh=True)
+            return verdict
         verdict, reused = await self._judge(plan, grant, fresh=False)
         if verdict is not None and reused:
             verdict, _ = await self._judge(plan, grant, fresh=True)
         return verdict
+
+    async def _identified(self, plan: Plan, grant: PlanGrant, *,
+                          fresh: bool) -> tuple[Verdict, bool]:
+        """A plan whose governor is in the host: read there, and named by the target."""
+        host = self._host
+        if host is None or plan.governor_cluster != self._host_cluster:
+            return Refusal(f"its governor is in cluster {plan.governor_cluster!r}, whose API "
+                           "server this actuator does not read"), False
+        ref = plan.governor
+        assert ref is not None
+        assert grant.governor is not None
+        assert grant.identifies is not None
+        path = resource_path(ref.group, ref.version, ref.resource, ref.namespace, ref.name)
+        governor: dict[str, Any] | None
+        try:
+            governor, reused = await host.governor(path, fresh=fresh)
+        except NotFound:
+            governor, reused = None, False
+        before: dict[str, Any] | None = None
+        if plan.verb == "create":
+            target = written_object(plan, None)
+            if isinstance(target, str):
+                return Refusal(target), reused
+        else:
+            t = plan.target
+            try:
+                before = await self._get(resource_path(t.group, t.version, t.resource,
+                                                       t.namespace, t.name))
+            except NotFound as exc:
+                if plan.verb == "delete":
+                    return None, reused  # gone already: the delete finds it so
+                return Dropped(404, "NotFound", exc.message), reused
+            target = before
+        why = grant.identifies(plan, governor, target)
+        if why:
+            return Refusal(why), reused
+        if plan.verb == "delete":
+            return None, reused
+        verdict = judge_governor(plan, grant.governor, governor)
+        if verdict is not None or governor is None:
+            return verdict, reused
+        return judge_written(plan, grant, governor, before), reused
 
     async def _judge(self, plan: Plan, grant: PlanGrant, *, fresh: bool) -> tuple[Verdict, bool]:
         ref = plan.governor

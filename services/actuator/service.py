@@ -28,9 +28,10 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
     api = await asyncio.to_thread(kube_api_client, settings.kubeconfig, settings.kube_context,
                                   connections=settings.workers)
     threads = ThreadPoolExecutor(max_workers=settings.workers, thread_name_prefix="kube")
-    host_api = (await asyncio.to_thread(kube_api_client, settings.host_kubeconfig,
-                                        settings.host_kube_context)
-                if settings.host_kubeconfig else None)
+    host_api = None
+    if settings.host_kubeconfig:
+        host_api = await asyncio.to_thread(kube_api_client, settings.host_kubeconfig,
+                                           settings.host_kube_context)
     try:
         kube = KubeClient(api, executor=threads)
         while not ctx.stopping.is_set():
@@ -49,7 +50,8 @@ async def main(settings: ActuatorSettings, ctx: ServiceContext) -> None:
             authority=PlanAuthority(plan_grants(settings.features())),
             registry=ctx.registry,
             scope=ScopeLimits(settings.scope_governor_seconds, settings.scope_link_seconds),
-            host=KubeClient(host_api, executor=threads) if host_api is not None else None,
+            host=None if host_api is None else KubeClient(host_api, executor=threads),
+            host_cluster=settings.host_cluster,
         )
         consumer = PlanConsumer(ctx.nc, applier, cluster=settings.cluster,
                                 workers=settings.workers,

@@ -32,7 +32,11 @@ class ActuatorSettings(FeatureServiceSettings):
     scope_link_seconds: float = 30.0
     """How long an owner (a ReplicaSet ...) read for the scope check is reused, same uid only."""
     host_kubeconfig: str = ""
-    """Kubeconfig of the host's API server, for a member's actuator: the governors that live in
-    the host (a propagated template's binding) are read there; empty: this cluster's own."""
+    """Kubeconfig of the host's API server, for a member's actuator: the governors of plans for
+    this member that live in the host (a UnitedDeployment of a subset workload here, a propagated
+    template's binding) are read there. Empty: plans whose governor is in another cluster are
+    refused, and host governors are read in this cluster."""
     host_kube_context: str = ""
     """Context of ``--host-kubeconfig`` to use; empty: its current context."""
+    host_cluster: str = "host"
+    """The host's cluster name, as plans name a governor's cluster."""

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kubesemantics.lenient_json import as_map, as_str
 
 Obj = Mapping[str, Any]
+_O = TypeVar("_O", bound=Obj)
 
 CLUSTER_ANNOTATION: Final = "multicluster.spreadbus.io/cluster"
 LOCAL: Final = "local"
@@ -68,6 +69,12 @@ def cluster_of(obj: Obj) -> str:
     """The cluster an object of an offline input belongs to: its annotation, else the host."""
     annotations = as_map(as_map(obj.get("metadata")).get("annotations"))
     return as_str(annotations.get(CLUSTER_ANNOTATION)) or LOCAL
+
+
+def host_objects(objects: Iterable[_O]) -> list[_O]:
+    """The objects of an offline input that are the host's: what a feature that plans one
+    cluster reads, so a member's pods never count among the host's."""
+    return [o for o in objects if cluster_of(o) == LOCAL]
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,12 @@ plan's target must relate to it (``relation``):
   itself. The chain passes only through the kinds in ``via`` (a ReplicaSet between a pod and its
   Deployment), each read once, at most :data:`~spreadbus.engine.plan_scope.MAX_HOPS` of them;
 - ``named``: the governor lists the target (``names``, e.g. ``spec.workloads`` of a
-  WorkloadRebalancer), or lists the workload the target's ``names_through`` field names.
+  WorkloadRebalancer), or lists the workload the target's ``names_through`` field names;
+- ``identified``: the governor is in another cluster (``Plan.governor_cluster``), where no owner
+  reference can reach: the target names it in a way of the feature's own, which ``identifies``
+  judges on the governor as read from that cluster's API server (see
+  :mod:`spreadbus.engine.governor_check`). Only a grant of this relation covers a plan whose
+  governor is in another cluster, and it covers no other plan.
 
 A namespaced governor's plans touch only its own namespace: the target's namespace must be the
 governor's, checked before anything is read. A cluster-scoped governor touches other namespaces
@@ -71,7 +76,13 @@ Follows = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | No
 (``written``; ``before``: the object the patch was applied to, ``None`` for a create) follow
 from the governor as the API server holds it? ``""`` when it does. Pure: no I/O."""
 PATCH_VERBS: Final = frozenset({"patch", "patch_status"})
-Relation = Literal["itself", "controlled", "governed", "named"]
+Relation = Literal["itself", "controlled", "governed", "named", "identified"]
+Identifies = Callable[["Plan", Mapping[str, Any] | None, Mapping[str, Any]], str]
+"""``(plan, governor, target) -> why not``: for an ``identified`` grant, does the target (as
+read; the object a create makes) name the plan's governor, and does the governor as read from
+its cluster (``None``: not found) ask for the plan's verb on it in the plan's cluster? A delete
+is asked for by a governor that no longer wants the target (gone included). ``""`` when it
+does. Pure."""
 READ_RELATIONS: Final = frozenset({"governed", "named"})
 """Relations the actuator checks on objects it reads (``controlled`` too, except on create)."""
 
@@ -132,6 +143,8 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     """``named``: dot path of the governor's list of object references."""
     names_through: str = ""
     """``named``: dot path of a reference in the target; the target is named when it is."""
+    identifies: Identifies | None = None
+    """``identified``: the check that the target names the governor and is asked for by it."""
     follows: Follows | None = None
     """For ``create`` and ``patch``: the check that what is written follows from the governor as
     read (:mod:`spreadbus.engine.governor_check`); ``None``: the grant's relation and ``writes``
@@ -208,6 +221,12 @@ class PlanAuthority:
         what = f"{plan.verb} {target.resource}" + (f".{target.group}" if target.group else "")
         if not matching:
             return Refused(f"the rule {plan.rule!r} may not {what}")
+        across = bool(plan.governor_cluster)
+        matching = [g for g in matching if (g.relation == "identified") == across]
+        if not matching:
+            where = (f"its governor is in cluster {plan.governor_cluster!r}, another than its own"
+                     if across else "its governor is in its own cluster")
+            return Refused(f"the rule {plan.rule!r} may not {what}: {where}")
         problem = ""
         for grant in matching:
             problem = _check(grant, plan)
@@ -261,7 +280,7 @@ def _scope(grant: PlanGrant, plan: Plan) -> str:
         return f"it serves a {kind.kind}, not {named}"
     if not governor.name:
         return f"the governing {kind.kind} has no name"
-    if grant.relation == "controlled" and not governor.uid:
+    if grant.relation in ("controlled", "identified") and not governor.uid:
         return f"the governing {kind.kind} {_name(governor)} names no uid"
     target = plan.target
     if kind.namespaced:

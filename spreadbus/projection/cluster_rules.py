@@ -5,7 +5,8 @@ objects of two clusters never share a key. A feature's rule is written for one c
 (its indexes, its owner chains and its tallies hold one cluster's keys); :class:`EveryCluster`
 runs one of it per cluster the projection holds and hands each only the changed keys of its own
 cluster, so an owner in one cluster never meets a pod of another and a plan decided for one
-cluster names that cluster (``Desired.cluster``).
+cluster names that cluster (``Desired.cluster``), unless the rule named another itself (a rule
+that reads other clusters' rules to decide for objects there).
 
 The planner's own cluster (``home``) is decided as before: its rule exists from the start and is
 held back by the planner until its resources are listed. Another cluster's rule is made when that
@@ -64,7 +65,7 @@ class EveryCluster:
         clusters = view.clusters()
         if not self._held and clusters <= {home} and len(self._rules) == 1:
             # One cluster, the planner's own: its rule reads the keys as they are.
-            return [msgspec.structs.replace(want, cluster=self.home)
+            return [msgspec.structs.replace(want, cluster=want.cluster or self.home)
                     for want in self._rules[home].desired(view, changed, now)]
         split: dict[str, set[Key]] = {}
         for key in changed:
@@ -87,7 +88,7 @@ class EveryCluster:
                     keys |= {k for k in view.all_keys() if k[0].partition(".")[0] == cluster}
             assert rule is not None
             name = unescape(cluster)
-            out.extend(msgspec.structs.replace(want, cluster=name)
+            out.extend(msgspec.structs.replace(want, cluster=want.cluster or name)
                        for want in rule.desired(view, keys, now))
         return out
 

@@ -150,6 +150,8 @@ class Desired(msgspec.Struct, frozen=True, kw_only=True):
     cluster: str = ""
     """The cluster of the target (and of the governor); ``""``: the planner's own. Set by
     :class:`~spreadbus.projection.cluster_rules.EveryCluster` for the rule it runs per cluster."""
+    governor_cluster: str = ""
+    """The governor's cluster when it is not the target's (see ``Plan.governor_cluster``)."""
 
 
 class Rule(Protocol):
@@ -216,6 +218,8 @@ def intent_id(cluster: str, rule: str, desired: Desired) -> str:
         parts.append(desired.propagation_policy)
     if desired.governor_generation:
         parts.append(desired.governor_generation)
+    if desired.governor_cluster:
+        parts.append(["governor_cluster", desired.governor_cluster])
     return hashlib.sha256(_CANONICAL.encode(parts)).hexdigest()[:_INTENT_DIGITS]
 
 
@@ -336,6 +340,7 @@ def plans_for(
                 propagation_policy=want.propagation_policy,
                 governor=want.governor,
                 governor_generation=want.governor_generation,
+                governor_cluster=want.governor_cluster,
             )
         )
         if governor is not None and adds:
@@ -347,7 +352,7 @@ def _governor_key(cluster: str, want: Desired) -> tuple[str, str] | None:
     governor = want.governor
     if governor is None:
         return None
-    return (resource_key(cluster, governor.group, governor.resource),
+    return (resource_key(want.governor_cluster or cluster, governor.group, governor.resource),
             object_key(governor.namespace, governor.name))
 
 

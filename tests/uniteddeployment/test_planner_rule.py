@@ -74,7 +74,10 @@ class Recorder:
 
     def __call__(self, ud: Mapping[str, Any], *, workloads: Sequence[Mapping[str, Any]],
                  pod_groups: Mapping[OwnerKey, OwnerPods],
-                 revisions: Sequence[Mapping[str, Any]], now: datetime) -> Answer:
+                 revisions: Sequence[Mapping[str, Any]], now: datetime,
+                 home: str | None = None,
+                 clusters: Sequence[Mapping[str, Any]] | None = None,
+                 control_plane: bool = False) -> Answer:
         self.calls.append({"ud": ud["metadata"]["name"],
                            "workloads": sorted(w["metadata"]["name"] for w in workloads),
                            "pods": sorted(f.name for group in pod_groups.values()

@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from kubesemantics import json_patch
+from spreadbus.clusterregistry.registry import host_objects
 from spreadbus.engine.feature import (
     OfflineAdmission,
     OfflinePlan,
@@ -65,6 +66,7 @@ def validate_offline(
 
 
 def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
+    objects = host_objects(objects)  # a member's pods are not the host's
     budgets = _budgets(objects)
     if not budgets:
         return OfflinePlan(answer={})

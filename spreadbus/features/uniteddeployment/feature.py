@@ -17,6 +17,8 @@ from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Follows, Governor, Plan
 from spreadbus.engine.side_import import webhook_side_in
 from spreadbus.features.uniteddeployment.audit import AUDIT
 from spreadbus.features.uniteddeployment.core.derived_writes import (
+    member_identified,
+    member_pod_identified,
     revision_follows,
     workload_follows,
 )
@@ -51,9 +53,18 @@ def _owned(group: str, resource: str, writes: tuple[tuple[str, ...], ...], *,
 
 
 def _workloads(group: str, resource: str) -> tuple[PlanGrant, ...]:
-    """A subset workload: its template, namespace, owner and replicas are the UD's."""
-    return _owned(group, resource, _WORKLOAD_WRITES, follows=workload_follows,
-                  patch_follows=workload_follows)
+    """A subset workload: its template, namespace, owner and replicas are the UD's; in a member
+    cluster, where it names its UD in the host by labels and an annotation, only while the UD
+    as the host holds it has that subset in that cluster (deleted once it has not)."""
+    checks: dict[Verb, Follows | None] = {"create": workload_follows,
+                                          "patch": workload_follows, "delete": None}
+    elsewhere = tuple(PlanGrant(rule=_RULE, verb=verb, group=group, resource=resource,
+                                writes=_WORKLOAD_WRITES if verb == "patch" else (),
+                                governor=_GOVERNOR, relation="identified",
+                                identifies=member_identified, follows=check)
+                      for verb, check in checks.items())
+    return (*_owned(group, resource, _WORKLOAD_WRITES, follows=workload_follows,
+                    patch_follows=workload_follows), *elsewhere)
 
 
 FEATURE: Final = Feature(
@@ -85,10 +96,17 @@ FEATURE: Final = Feature(
         PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
                   writes=(("metadata", "labels", RESERVED_POD_LABEL),), governor=_GOVERNOR,
                   relation="governed", via=WORKLOAD_CHAIN),
+        # The same on a pod of its subset in a member: selected by it, of a subset there.
+        PlanGrant(rule=_RULE, verb="patch", group="", resource="pods",
+                  writes=(("metadata", "labels", RESERVED_POD_LABEL),), governor=_GOVERNOR,
+                  relation="identified", identifies=member_pod_identified),
         PlanGrant(rule=_RULE, verb="patch_status", group="apps.kruise.io",
                   resource="uniteddeployments", writes=(("status",),), governor=_GOVERNOR),
         PlanGrant(rule=_RULE, verb="patch", group="apps.kruise.io", resource="uniteddeployments",
                   writes=(("metadata", "annotations", HANDLED_ANNOTATION),), governor=_GOVERNOR),
+        # The finalizer that holds its deletion until its workloads in members are gone.
+        PlanGrant(rule=_RULE, verb="patch", group="apps.kruise.io", resource="uniteddeployments",
+                  writes=(("metadata", "finalizers"),), governor=_GOVERNOR),
     ),
     webhook=webhook_side_in("spreadbus.features.uniteddeployment.webhook"),
     validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},

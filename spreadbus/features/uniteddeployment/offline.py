@@ -9,8 +9,10 @@ subset's ``targetCluster`` must be among those its ``clusterRegistry`` finds.
 
 Objects of a member cluster carry the annotation ``multicluster.spreadbus.io/cluster: <name>``;
 an object without it is the host's. A UnitedDeployment is reconciled against the objects of its
-own cluster; a subset in another cluster is planned as the UD's other subsets are (its workload
-and pods there are not read yet).
+own cluster and, for a subset with a ``targetCluster``, those of that cluster (its workload
+there names the UD by labels and an annotation instead of an owner reference); the Cluster
+objects of the input are its registry, whose unavailable clusters make their subsets
+unschedulable.
 
 The input is planned as stored, as the controller sees it: no admission defaults, no
 re-validation. Every UnitedDeployment (``apps.kruise.io``) is reconciled against the workloads,
@@ -103,27 +105,32 @@ def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
         # An input without UnitedDeployments answers as before they existed.
         return OfflinePlan(answer={})
     answer: JSON = {"unitedDeployments": {}, "pods": {}}
+    registry = [o for o in objects if kind_of(o) is not None]
     lines: list[str] = []
     for ud in uds:
         namespace, home = namespace_of(ud), cluster_of(ud)
+        clusters = subset_clusters(ud)
+        where = {home, *(c for c in clusters.values() if c != LOCAL)}
 
-        def here(kinds: set[str], namespace: str = namespace, home: str = home) -> list[JSON]:
+        def here(kinds: set[str], namespace: str = namespace,
+                 where: set[str] = where) -> list[JSON]:
             return [
                 o
                 for o in objects
                 if as_str(o.get("kind")) in kinds and namespace_of(o) == namespace
-                and cluster_of(o) == home
+                and cluster_of(o) in where
             ]
 
         result = reconcile(
             ud,
             workloads=here(_WORKLOAD_KINDS),
             pods=here({"Pod"}),
-            revisions=here({"ControllerRevision"}),
+            revisions=[r for r in here({"ControllerRevision"}) if cluster_of(r) == home],
             now=now,
+            home=home,
+            clusters=registry,
         )
         key = _key(ud)
-        clusters = subset_clusters(ud)
         answer["unitedDeployments"][key] = plan_entry(result, clusters)
         for pod, labels in sorted(result.pod_labels.items()):
             answer["pods"].setdefault(pod, {}).setdefault("labels", {}).update(labels)

@@ -20,13 +20,14 @@ class UnitedDeploymentWebhook(WebhookSide):
     both failing closed as Kruise's do; validation reads the Cluster objects observed, nothing
     else."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, control_plane: bool = False) -> None:
         self.registry = ClusterRegistryView()
         self.handlers = (
             AdmissionHandler(feature=NAME, path="/mutate-uniteddeployment",
                              decide=handlers.mutate, failure_policy="Fail"),
             AdmissionHandler(feature=NAME, path="/validate-uniteddeployment",
-                             decide=partial(handlers.validate, clusters=self.registry.clusters),
+                             decide=partial(handlers.validate, clusters=self.registry.clusters,
+                                            control_plane=control_plane),
                              failure_policy="Fail"),
         )
 
@@ -35,5 +36,7 @@ class UnitedDeploymentWebhook(WebhookSide):
 
 
 async def webhook_side(ctx: WebhookContext[Any]) -> UnitedDeploymentWebhook:
-    """Any settings model: the handlers read none of the feature's settings."""
-    return UnitedDeploymentWebhook()
+    """Any settings model: the handlers read only ``uniteddeployment_control_plane``, when the
+    model has it."""
+    return UnitedDeploymentWebhook(
+        control_plane=getattr(ctx.settings, "uniteddeployment_control_plane", False) is True)

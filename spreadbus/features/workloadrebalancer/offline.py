@@ -22,6 +22,7 @@ from typing import Any
 from kubesemantics.group_version import api_group
 from kubesemantics.karmada_binding import binding_exists, binding_name
 from kubesemantics.lenient_json import as_map, as_str
+from spreadbus.clusterregistry.registry import host_objects
 from spreadbus.engine.feature import OfflinePlan, OfflineValidation
 from spreadbus.features.workloadrebalancer.core.model import (
     WorkloadRef,
@@ -62,6 +63,7 @@ def _is_spread(obj: Mapping[str, Any]) -> bool:
 
 
 def offline_plan(objects: Sequence[JSON], now: datetime) -> OfflinePlan:
+    objects = host_objects(objects)  # a member's workloads are not the host's
     spreads = [o for o in objects if _is_spread(o)]
     rebalancers = sorted((from_object(o) for o in objects if is_workloadrebalancer(o)),
                          key=lambda wr: wr.name)

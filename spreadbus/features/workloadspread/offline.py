@@ -37,6 +37,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from spreadbus.clusterregistry.registry import host_objects
 from spreadbus.engine.feature import (
     OfflineAdmission,
     OfflinePlan,
@@ -133,7 +134,7 @@ def validate_offline(
 
 
 def offline_plan(objects_in: Sequence[JSON], now: datetime) -> OfflinePlan:
-    objects = _sorted(objects_in)
+    objects = _sorted(host_objects(objects_in))
     lookup = lookup_in(objects.others)
     whitelist = objects.whitelist
     nodes = {

@@ -75,7 +75,8 @@ def _no_clusters() -> list[dict[str, Any]]:
 
 
 async def validate(request: AdmissionRequest, *,
-                   clusters: Callable[[], list[dict[str, Any]]] = _no_clusters) -> Verdict:
+                   clusters: Callable[[], list[dict[str, Any]]] = _no_clusters,
+                   control_plane: bool = False) -> Verdict:
     if request.sub_resource:
         return ALLOW
     if request.operation == "DELETE":
@@ -91,5 +92,6 @@ async def validate(request: AdmissionRequest, *,
     old = request.old_object if request.operation == "UPDATE" else None
     if request.operation == "UPDATE" and old is None:
         return deny("request.oldObject: required for an UPDATE", code=400, reason="BadRequest")
-    errors = validate_uniteddeployment(obj, old=old, clusters=clusters())
+    errors = validate_uniteddeployment(obj, old=old, clusters=clusters(),
+                                       control_plane=control_plane)
     return ALLOW if not errors else invalid_answer(errors)

@@ -29,12 +29,19 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kubesemantics import merge_patch
+from events.messages import Plan
+from kubesemantics import label_selector, merge_patch
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.features.uniteddeployment.core.allocation import (
     specified_replicas,
     subset_bounds,
+)
+from spreadbus.features.uniteddeployment.core.member_workloads import (
+    CLUSTER_LABEL,
+    IDENTITY_ANNOTATION,
+    UID_LABEL,
+    identity_of,
 )
 from spreadbus.features.uniteddeployment.core.model import (
     API_VERSION,
@@ -145,6 +152,14 @@ def _placed(ud: UnitedDeployment, governor: JSON, written: JSON) -> str:
     refs = metadata.get("ownerReferences")
     controllers = [r for r in refs if isinstance(r, Mapping) and r.get("controller") is True] \
         if isinstance(refs, list) else []
+    identity = identity_of(written)
+    if identity is not None:
+        # In another cluster: it names the UD instead, and no controller may claim it.
+        if controllers or (identity.namespace, identity.name, identity.uid) != (
+                namespace, ud.name, ud.uid):
+            return (f"metadata.annotations[{IDENTITY_ANNOTATION}]: it must name the "
+                    f"UnitedDeployment {ud.name!r} (uid {ud.uid!r}) and no controller")
+        return ""
     mine = [r for r in controllers
             if api_group(as_str(r.get("apiVersion"))) == api_group(API_VERSION)
             and r.get("kind") == KIND and r.get("name") == ud.name and r.get("uid") == ud.uid]
@@ -190,3 +205,57 @@ def _drop(obj: dict[str, Any], path: tuple[str, ...]) -> None:
         _drop(child, tuple(rest))
         if not child:
             del obj[head]
+
+
+def member_identified(plan: Plan, governor: JSON | None, target: JSON) -> str:
+    """Whether a plan for a subset workload in a member is asked for by its UnitedDeployment in
+    the host: the target names the plan's governor (cluster, namespace, name, uid), and the UD
+    as read has the target's subset in the plan's cluster (a create or patch), or does not (a
+    delete: the UD is gone, replaced, being deleted, or its subset moved or went)."""
+    identity = identity_of(target)
+    ref = plan.governor
+    if identity is None or ref is None:
+        return (f"metadata.annotations[{IDENTITY_ANNOTATION}]: it names no UnitedDeployment "
+                f"(with the labels {UID_LABEL} and {CLUSTER_LABEL} agreeing)")
+    if (identity.cluster, identity.namespace, identity.name, identity.uid) != (
+            plan.governor_cluster, ref.namespace, ref.name, ref.uid):
+        return (f"metadata.annotations[{IDENTITY_ANNOTATION}]: it names the UnitedDeployment "
+                f"{identity.namespace}/{identity.name} (uid {identity.uid!r}) of cluster "
+                f"{identity.cluster!r}, not the plan's governor")
+    subset = as_str(as_map(as_map(target.get("metadata")).get("labels")).get(SUBSET_NAME_LABEL))
+    wanted = governor is not None and _asks_here(governor, identity.uid, subset, plan.cluster)
+    if plan.verb == "delete":
+        return "" if not wanted else (f"the UnitedDeployment still has subset {subset!r} in "
+                                      f"cluster {plan.cluster!r}")
+    if not wanted:
+        return (f"the UnitedDeployment {ref.namespace}/{ref.name} has no subset {subset!r} "
+                f"whose targetCluster is {plan.cluster!r}")
+    return ""
+
+
+def member_pod_identified(plan: Plan, governor: JSON | None, target: JSON) -> str:
+    """Whether a pod label plan for a pod in a member (reservation's label) is the host's
+    UnitedDeployment's: the UD as read is the plan's governor, selects the pod by its selector,
+    and has the pod's subset in the plan's cluster."""
+    ref = plan.governor
+    if governor is None or ref is None:
+        return "the governing UnitedDeployment is gone"
+    metadata = as_map(governor.get("metadata"))
+    labels = as_map(as_map(target.get("metadata")).get("labels"))
+    subset = as_str(labels.get(SUBSET_NAME_LABEL))
+    if not _asks_here(governor, ref.uid, subset, plan.cluster):
+        return (f"the UnitedDeployment {as_str(metadata.get('namespace'))}/"
+                f"{as_str(metadata.get('name'))} has no subset {subset!r} whose targetCluster "
+                f"is {plan.cluster!r}")
+    if not label_selector.matches(as_map(as_map(governor.get("spec")).get("selector")),
+                                  {k: v for k, v in labels.items() if isinstance(v, str)}):
+        return "metadata.labels: the UnitedDeployment's selector does not select the pod"
+    return ""
+
+
+def _asks_here(governor: JSON, uid: str, subset: str, cluster: str) -> bool:
+    metadata = as_map(governor.get("metadata"))
+    if as_str(metadata.get("uid")) != uid or metadata.get("deletionTimestamp"):
+        return False
+    found = from_object(governor).subset(subset) if subset else None
+    return found is not None and found.target == cluster

@@ -53,6 +53,8 @@ class Subset(msgspec.Struct, frozen=True):
     node_selector_term: JSON | None = None
     tolerations: tuple[JSON, ...] = ()
     patch: JSON | None = None
+    target: str | None = None
+    """``targetCluster.name``: the cluster the subset's workload lives in; None: the UD's."""
 
     @property
     def elastic(self) -> bool:
@@ -157,6 +159,7 @@ def _subset(raw: Mapping[str, Any]) -> Subset:
         if isinstance(tolerations, list)
         else (),
         patch=dict(patch) if isinstance(patch, Mapping) else None,
+        target=as_str(as_map(raw.get("targetCluster")).get("name")) or None,
     )
 
 

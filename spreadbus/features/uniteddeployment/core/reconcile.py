@@ -29,32 +29,48 @@
    subsets no longer in spec and of other kinds are deleted;
 10. the status (:mod:`.status`) and the earliest positive wake-up: the Adaptive ones, and
     ``rescheduleCriticalSeconds`` after a subset is created under Adaptive.
+
+Subsets in other clusters (``targetCluster``) are reconciled alike: their workloads and pods are
+among those given, marked with the cluster they were observed in (:mod:`.member_workloads`).
+Given the cluster registry's objects (``clusters``), a subset whose cluster takes no pods is
+unschedulable after step 5 (:mod:`.cluster_availability`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from functools import partial
 from typing import Any
 
+import msgspec
+
 from kubesemantics.lenient_json import as_map, as_str
+from spreadbus.clusterregistry.registry import cluster_of
 from spreadbus.features.uniteddeployment.core import adaptive, reservation
 from spreadbus.features.uniteddeployment.core.allocation import (
     AllocationError,
+    SubsetWorkload,
     allocate,
 )
+from spreadbus.features.uniteddeployment.core.cluster_availability import (
+    CLUSTER_UNAVAILABLE,
+    unavailable_subsets,
+)
 from spreadbus.features.uniteddeployment.core.conditions import (
+    FALSE,
     JSON,
     TRUE,
     copy_conditions,
     find_condition,
+    set_subset_condition,
     set_ud_condition,
     set_updated_condition,
 )
 from spreadbus.features.uniteddeployment.core.disruption_budgets import disruption_allowance
 from spreadbus.features.uniteddeployment.core.model import (
+    SCHEDULABLE,
     UnitedDeployment,
     from_object,
 )
@@ -80,6 +96,7 @@ from spreadbus.features.uniteddeployment.core.rendering import (
 )
 from spreadbus.features.uniteddeployment.core.revision_history import plan_revisions
 from spreadbus.features.uniteddeployment.core.scheduling import (
+    SchedulingRound,
     after_allocation,
     rebalance_allocation,
     schedule_round,
@@ -93,6 +110,7 @@ from spreadbus.features.uniteddeployment.core.subset_workloads import (
     discover,
     workload_kind,
 )
+from spreadbus.features.uniteddeployment.core.target_clusters import control_plane_errors
 from spreadbus.features.uniteddeployment.core.update_decision import (
     Action,
     decide,
@@ -161,15 +179,23 @@ def reconcile(
     pods: Sequence[Mapping[str, Any]],
     revisions: Sequence[Mapping[str, Any]],
     now: datetime,
+    home: str | None = None,
+    clusters: Sequence[Mapping[str, Any]] | None = None,
+    control_plane: bool = False,
 ) -> Reconciliation:
     """Plan one round for ``ud`` from its namespace's workloads, pods and ControllerRevisions.
 
     ``workloads`` may hold anything of the namespace: subset workloads are picked out by their
     owner reference and label, ReplicaSets lead to a Deployment's pods, PodDisruptionBudgets and
-    PodUnavailableBudgets bound a rebalance, the rest is ignored.
+    PodUnavailableBudgets bound a rebalance, the rest is ignored. ``home``: the name of the UD's
+    own cluster (its observed-in mark when not given); ``clusters``: the cluster registry's
+    objects, None when not known; ``control_plane``: the UD's cluster runs no workloads, so a
+    subset without a target cluster is an error (``SubsetProvisioned=False``) and nothing is
+    provisioned.
     """
     return reconcile_grouped(
-        ud, workloads=workloads, pod_groups=group_pods(pods), revisions=revisions, now=now
+        ud, workloads=workloads, pod_groups=group_pods(pods), revisions=revisions, now=now,
+        home=home, clusters=clusters, control_plane=control_plane,
     )
 
 
@@ -180,6 +206,9 @@ def reconcile_grouped(
     pod_groups: PodGroups,
     revisions: Sequence[Mapping[str, Any]],
     now: datetime,
+    home: str | None = None,
+    clusters: Sequence[Mapping[str, Any]] | None = None,
+    control_plane: bool = False,
 ) -> Reconciliation:
     """:func:`reconcile` over pods kept grouped and counted (:mod:`.pod_groups`), so a round
     reads the pods it must judge, not all of them."""
@@ -190,6 +219,15 @@ def reconcile_grouped(
         return Reconciliation(status=old_status)
     if kind is None:
         return Reconciliation(status=old_status, error=NO_TEMPLATE)
+    if control_plane:
+        local = control_plane_errors(ud.get("spec"))
+        if local:
+            message = f"{local[0].field}: {local[0].message}"
+            status = dict(old_status)
+            status["conditions"] = set_ud_condition(
+                old_status.get("conditions"), SUBSET_PROVISIONED, FALSE, "Error", message,
+                now=now)
+            return Reconciliation(status=status, error=message)
 
     subset_conditions = _initial_subset_conditions(model, old_status, now)
     updated_in_status = as_str(as_map(old_status.get("updateStatus")).get("updatedRevision"))
@@ -202,7 +240,8 @@ def reconcile_grouped(
         now=now,
     )
 
-    found = discover(model, workloads)
+    home = home or cluster_of(ud)
+    found = discover(model, workloads, home)
     groups_of = groups_by_subset(model, found.by_subset, workloads, pod_groups)
     strategy = model.schedule_strategy
     ud_updated = find_condition(ud_conditions, UNITED_UPDATED)
@@ -227,6 +266,7 @@ def reconcile_grouped(
         ud_updated_condition=ud_updated,
         now=now,
     )
+    scheduling = _cluster_failover(model, scheduling, unavailable_subsets(ud, clusters), now=now)
     allocation = allocate(model, scheduling.workloads)
     if isinstance(allocation, AllocationError):
         return Reconciliation(
@@ -271,6 +311,7 @@ def reconcile_grouped(
                 revision=expected,
                 replicas=replicas,
                 partition=partition,
+                home=home,
             )
         except PatchError as exc:
             message = f"subset {subset.name}: spec.topology.subsets[].patch: {exc}"
@@ -360,6 +401,36 @@ def reconcile_grouped(
         revision_deletes=revisions_plan.deletes,
         rebalance_handled=rebalance_handled,
     )
+
+
+def _cluster_failover(model: UnitedDeployment, round_: SchedulingRound,
+                      unavailable: Mapping[str, str], *, now: datetime) -> SchedulingRound:
+    """``round_`` with each subset whose cluster takes no pods unschedulable: the condition
+    says why; under Adaptive none of its pods count as ready, so the allocation moves its share
+    on. A subset marked so whose cluster is back is marked schedulable again, except under
+    Adaptive, whose unschedulable window decides when (:mod:`.adaptive`)."""
+    if not unavailable and not any(
+            as_str((find_condition(c, SCHEDULABLE) or {}).get("reason")) == CLUSTER_UNAVAILABLE
+            for c in round_.conditions.values()):
+        return round_
+    conditions = dict(round_.conditions)
+    flags = dict(round_.workloads)
+    adaptive_ = model.schedule_strategy.adaptive
+    for subset in model.subsets:
+        name = subset.name
+        why = unavailable.get(name)
+        current = conditions.get(name, [])
+        if why:
+            conditions[name] = set_subset_condition(current, SCHEDULABLE, FALSE,
+                                                    CLUSTER_UNAVAILABLE, why, now=now)
+            if adaptive_:
+                flag = flags.get(name, SubsetWorkload())
+                flags[name] = msgspec.structs.replace(flag, ready_replicas=0, unschedulable=True)
+        elif not adaptive_ and as_str((find_condition(current, SCHEDULABLE) or {}).get(
+                "reason")) == CLUSTER_UNAVAILABLE:
+            conditions[name] = set_subset_condition(current, SCHEDULABLE, TRUE,
+                                                    adaptive.RECOVER, "", now=now)
+    return replace(round_, conditions=conditions, workloads=flags)
 
 
 __all__ = ["Reconciliation", "SubsetDecision", "reconcile", "reconcile_grouped"]

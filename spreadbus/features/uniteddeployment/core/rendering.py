@@ -19,6 +19,11 @@ adapters write, in their order, later writes winning:
 5. the ``apps.kruise.io/subset-patch`` annotation: the patch as the API server hands it to Kruise
    (compact JSON, keys sorted), ``""`` without a patch.
 
+A subset with a ``targetCluster`` other than the UD's own cluster gets its workload there, where
+no owner reference can name the UD: instead of one it carries the UD's identity labels and
+annotation (:mod:`.member_workloads`); an owner reference to the UD an observed one still holds
+is dropped. The node selector term, tolerations and patch apply alike, in the target cluster.
+
 A create has ``metadata.generateName`` and no ``metadata.name``; an update keeps the observed
 metadata (name, uid, resourceVersion, other labels and owners). The status is the workload
 controller's, not something the UD wants: it is left out.
@@ -33,6 +38,13 @@ from typing import Any
 from kubesemantics import strategic_merge
 from kubesemantics.lenient_json import as_map
 from kubesemantics.qualified_names import is_dns1123_subdomain
+from spreadbus.clusterregistry.registry import LOCAL
+from spreadbus.features.uniteddeployment.core.member_workloads import (
+    IDENTITY_ANNOTATION,
+    Identity,
+    subset_cluster,
+    unmarked,
+)
 from spreadbus.features.uniteddeployment.core.model import (
     API_VERSION,
     KIND,
@@ -93,6 +105,12 @@ def _owner_references(existing: object, ud: UnitedDeployment) -> list[JSON]:
     return [*refs, mine]
 
 
+def _without_owner(existing: object, ud: UnitedDeployment) -> list[JSON]:
+    refs = [dict(r) for r in existing if isinstance(r, Mapping)] if isinstance(existing, list) \
+        else []
+    return [r for r in refs if not (r.get("kind") == KIND and r.get("uid") == ud.uid)]
+
+
 def _string_map(value: object) -> dict[str, Any]:
     return dict(value) if isinstance(value, Mapping) else {}
 
@@ -135,8 +153,10 @@ def render_workload(
     revision: str,
     replicas: int,
     partition: int,
+    home: str = LOCAL,
 ) -> JSON:
-    """The subset's workload as the UD wants it; raises :class:`PatchError` on a bad patch."""
+    """The subset's workload as the UD wants it; raises :class:`PatchError` on a bad patch.
+    ``home``: the name of the UD's own cluster, which a member's workload names."""
     key = template_key(ud)
     if key is None:
         raise ValueError("spec.template: no workload template")
@@ -157,11 +177,21 @@ def render_workload(
     labels[REVISION_LABEL] = revision
     labels[SUBSET_NAME_LABEL] = subset.name
     meta["labels"] = labels
-    annotations = _string_map(meta.get("annotations"))
+    annotations = unmarked(_string_map(meta.get("annotations")))
     annotations.update(_string_map(template_meta.get("annotations")))
     meta["annotations"] = annotations
     meta["generateName"] = subset_prefix(ud.name, subset.name)
-    meta["ownerReferences"] = _owner_references(meta.get("ownerReferences"), ud)
+    if subset_cluster(subset.target, home) == LOCAL:
+        meta["ownerReferences"] = _owner_references(meta.get("ownerReferences"), ud)
+    else:
+        identity = Identity(home, ud.namespace, ud.name, ud.uid)
+        labels.update(identity.labels())
+        annotations[IDENTITY_ANNOTATION] = identity.annotation()
+        others = _without_owner(meta.get("ownerReferences"), ud)
+        if others:
+            meta["ownerReferences"] = others
+        else:
+            meta.pop("ownerReferences", None)
 
     spec: JSON = copy.deepcopy(dict(as_map(template.get("spec"))))
     workload["spec"] = spec

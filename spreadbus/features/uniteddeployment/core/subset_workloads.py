@@ -1,12 +1,15 @@
 """Which observed workloads are a UnitedDeployment's subsets, and which pods each one runs.
 
 A subset workload is found as Kruise finds it: its controller owner reference names the UD and it
-carries the ``apps.kruise.io/subset-name`` label; everything else in the namespace is ignored.
-Only workloads of the template's kind are subsets. The others are sorted out for deletion:
+carries the ``apps.kruise.io/subset-name`` label; everything else in the namespace is ignored. A
+workload observed in another cluster (:mod:`.member_workloads`) is the UD's when it names the UD
+by its identity labels and annotation instead. Only workloads of the template's kind are subsets.
+The others are sorted out for deletion:
 
 - a second workload of the same subset (the first by name is kept, as the API server lists them);
 - a workload whose subset is no longer in ``spec.topology.subsets``;
-- a workload of one of the other three kinds owned by the UD (the template kind was switched).
+- a workload of one of the other three kinds owned by the UD (the template kind was switched);
+- a workload in another cluster than its subset's (the subset's ``targetCluster`` changed).
 
 A workload no longer in spec still counts in the status of the round that deletes it (Kruise sums
 over every subset it found). Pods belong to a workload through their controller owner reference;
@@ -22,6 +25,13 @@ from typing import Any
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_map, as_str
 from kubesemantics.owner_refs import controller_ref
+from spreadbus.clusterregistry.registry import LOCAL
+from spreadbus.features.uniteddeployment.core.member_workloads import (
+    identity_of,
+    in_member,
+    observed_cluster,
+    subset_cluster,
+)
 from spreadbus.features.uniteddeployment.core.model import KIND, UnitedDeployment
 
 JSON = Mapping[str, Any]
@@ -105,7 +115,11 @@ def controlled_by(obj: JSON, owner: JSON) -> bool:
     )
 
 
-def owned_by_ud(obj: JSON, ud: UnitedDeployment) -> bool:
+def owned_by_ud(obj: JSON, ud: UnitedDeployment, home: str = LOCAL) -> bool:
+    if in_member(obj, home):
+        found = identity_of(obj)
+        return (found is not None and found.namespace == ud.namespace
+                and found.name == ud.name and (not ud.uid or found.uid == ud.uid))
     ref = controller_ref(obj)
     if ref is None or as_str(ref.get("kind")) != KIND:
         return False
@@ -122,11 +136,12 @@ class Discovery:
     duplicates: list[JSON] = field(default_factory=list)
     not_in_spec: list[JSON] = field(default_factory=list)
     other_kinds: list[JSON] = field(default_factory=list)
+    misplaced: list[JSON] = field(default_factory=list)
 
     @property
     def deletes(self) -> list[JSON]:
         """Duplicates first (Kruise deletes them before allocating), then the provision's."""
-        return [*self.duplicates, *self.not_in_spec, *self.other_kinds]
+        return [*self.duplicates, *self.not_in_spec, *self.other_kinds, *self.misplaced]
 
     def wanted(self, ud: UnitedDeployment) -> dict[str, JSON]:
         """The still-wanted workloads, in spec order."""
@@ -136,8 +151,9 @@ class Discovery:
 _ALL_KINDS = (STATEFUL_SET, ADVANCED_STATEFUL_SET, CLONE_SET, DEPLOYMENT)
 
 
-def discover(ud: UnitedDeployment, workloads: Sequence[JSON]) -> Discovery:
-    """Sort the namespace's workloads into the UD's subsets and what it deletes."""
+def discover(ud: UnitedDeployment, workloads: Sequence[JSON], home: str = LOCAL) -> Discovery:
+    """Sort the namespace's workloads into the UD's subsets and what it deletes; ``home`` is the
+    UD's own cluster's name (a target naming it is no other cluster)."""
     kind = workload_kind(ud)
     mine = sorted(
         (
@@ -145,18 +161,22 @@ def discover(ud: UnitedDeployment, workloads: Sequence[JSON]) -> Discovery:
             for w in workloads
             if namespace_of(w) == ud.namespace
             and any(k.holds(w) for k in _ALL_KINDS)
-            and owned_by_ud(w, ud)
+            and owned_by_ud(w, ud, home)
         ),
         key=name_of,
     )
     found = Discovery()
     spec_names = {s.name for s in ud.subsets}
+    where = {s.name: subset_cluster(s.target, home) for s in ud.subsets}
     for workload in mine:
         if kind is None or not kind.holds(workload):
             found.other_kinds.append(workload)
             continue
         subset = label_of(workload, SUBSET_NAME_LABEL)
         if subset is None:
+            continue
+        if subset in where and observed_cluster(workload, home) != where[subset]:
+            found.misplaced.append(workload)
             continue
         if subset in found.by_subset:
             found.duplicates.append(workload)

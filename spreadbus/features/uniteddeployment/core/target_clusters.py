@@ -9,7 +9,9 @@ subset's ``targetCluster`` (``namespace``, ``name``) names one of them; the clus
 name is the member's name. A subset without one stays in the UnitedDeployment's own cluster.
 
 Validation: a ``targetCluster`` without ``clusterRegistry``, a ``clusterType`` that is not
-served, and a ``targetCluster`` the query does not find are each an error naming the field. The
+served, and a ``targetCluster`` the query does not find are each an error naming the field; so
+is a subset without a ``targetCluster`` when the UnitedDeployment's own cluster is a control
+plane, which runs no workloads (:func:`control_plane_errors`). The
 last is judged only when the registry is known: when the clusters given (the other objects of
 an offline input, or the state the webhook reads) hold at least one object of the query's kind.
 """
@@ -82,6 +84,19 @@ def _target_errors(target: object, path: Path) -> list[FieldError]:
     namespace = target.get("namespace")
     if namespace is not None and not isinstance(namespace, str):
         errors.append(type_error(path.child("namespace"), "string", namespace))
+    return errors
+
+
+def control_plane_errors(spec: object) -> list[FieldError]:
+    """In a control plane (a multi-cluster host, which runs no workloads), every subset must
+    name the cluster it runs in."""
+    subsets = as_map(as_map(spec).get("topology")).get("subsets")
+    errors: list[FieldError] = []
+    for i, subset in enumerate(subsets if isinstance(subsets, list) else ()):
+        if isinstance(subset, Mapping) and subset.get("targetCluster") is None:
+            errors.append(required(TOPOLOGY.child("subsets").index(i).child("targetCluster"),
+                                   "this cluster is a control plane that runs no workloads: "
+                                   "name the cluster the subset runs in"))
     return errors
 
 

@@ -74,7 +74,10 @@ from spreadbus.features.uniteddeployment.core.replicas import (
     parse_subset_replicas,
 )
 from spreadbus.features.uniteddeployment.core.revision import go_json
-from spreadbus.features.uniteddeployment.core.target_clusters import cluster_errors
+from spreadbus.features.uniteddeployment.core.target_clusters import (
+    cluster_errors,
+    control_plane_errors,
+)
 
 SPEC = Path("spec")
 METADATA = Path("metadata")
@@ -609,10 +612,11 @@ def update_errors(obj: Mapping[str, Any], old: Mapping[str, Any]) -> list[FieldE
 
 def validate_uniteddeployment(obj: object, *, old: object | None = None,
                               clusters: Iterable[Mapping[str, Any]] | None = None,
+                              control_plane: bool = False,
                               ) -> list[FieldError]:
     """Every error for a UnitedDeployment CREATE (``old`` None) or UPDATE; never raises.
     ``clusters``, when known, are the cluster registry's objects its target clusters are looked
-    up in (:mod:`.target_clusters`)."""
+    up in (:mod:`.target_clusters`); ``control_plane``: its cluster runs no workloads."""
     if not isinstance(obj, Mapping):
         return [type_error(Path(""), "object", obj)]
     deep = too_deep(obj)
@@ -625,5 +629,7 @@ def validate_uniteddeployment(obj: object, *, old: object | None = None,
     subsets = as_map(as_map(obj.get("spec")).get("topology")).get("subsets")
     if not (isinstance(subsets, list) and len(subsets) > MAX_SUBSETS):
         errors.extend(cluster_errors(obj.get("spec"), clusters))
+        if control_plane:
+            errors.extend(control_plane_errors(obj.get("spec")))
     errors.extend(old_object_errors(obj, old, update_errors))
     return errors

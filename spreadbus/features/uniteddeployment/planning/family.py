@@ -111,6 +111,33 @@ class FamilyIndex:
             owner = self._graph.owner((rkey, object_key(owner[3], owner[4])))
         return set()
 
+    def top_workload(self, owner: Owner | None) -> Node | None:
+        """The topmost subset workload kind at or above ``owner`` within :data:`MAX_CHAIN`
+        links (a pod's Deployment through its ReplicaSet), or None."""
+        top: Node | None = None
+        for _ in range(MAX_CHAIN):
+            if owner is None:
+                break
+            gk = (owner[1], owner[2])
+            rkey = self.rkey_of.get(gk)
+            if rkey is None or gk == UD_KIND:
+                break
+            if gk in WORKLOADS:
+                top = (owner[1], owner[2], owner[3], owner[4])
+            owner = self._graph.owner((rkey, object_key(owner[3], owner[4])))
+        return top
+
+    def workload_of(self, key: Key) -> tuple[Node | None, Node | None]:
+        """The topmost workload above the object of ``key`` before the graph's last update
+        and now (the object itself when it is a workload)."""
+        node = self.node(*key)
+        if node is not None and (node[0], node[1]) in WORKLOADS:
+            return node, node
+        graph = self._graph
+        after = self.top_workload(graph.owner(key))
+        before = self.top_workload(graph.moved[key]) if key in graph.moved else after
+        return before, after
+
     def family(self, ud: Node) -> Iterator[Node]:
         """Every object below ``ud`` but its pods: workloads, their ReplicaSets, revisions."""
         for _, node in self._walk(ud):

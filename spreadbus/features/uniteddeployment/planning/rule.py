@@ -24,6 +24,19 @@ subset workloads, their ReplicaSets and pods, its ControllerRevisions: see
 Nothing is planned for a UD being deleted: the garbage collector removes its workloads and
 revisions through their owner references.
 
+Subsets in other clusters. The planner runs one rule per cluster (:class:`~spreadbus.projection.
+cluster_rules.EveryCluster`); the rules of one planner share a :class:`Fleet`. A UD's rule reads
+its subsets' workloads in other clusters from those clusters' rules (each keeps its cluster's
+workloads that name a UD elsewhere, :mod:`.member_index`, and follows their pods), hands them to
+the reconcile marked with their cluster, and plans their writes for that cluster
+(``Desired.cluster``). A change to such a workload or its pods reconciles the UD it names, in the
+UD's cluster's rule. The cluster registry's objects of the UD's cluster say which targets take
+pods. A UD with a subset in another cluster carries the finalizer :data:`MEMBER_FINALIZER`: once
+it is being deleted, its workloads in other clusters (which no garbage collector reaches) are
+deleted and then the finalizer is removed. A workload in another cluster naming a UD that is gone,
+or a UD of another uid, is deleted. Writes to a cluster whose objects are not listed yet wait
+until they are.
+
 Work per change. A changed object is linked to its controller owner and walks up to the one UD it
 concerns (:mod:`.family`); only those UDs are reconciled. The pods under any UD are kept between
 rounds as facts counted per controller owner (:mod:`.followed_pods`), each replaced as its pod
@@ -50,7 +63,15 @@ import msgspec
 from events.messages import ObjectRef, ResourceRef
 from kubesemantics import merge_patch
 from kubesemantics.group_version import api_group
-from kubesemantics.lenient_json import as_int
+from kubesemantics.lenient_json import as_int, as_map, as_str
+from spreadbus.clusterregistry.registry import CLUSTER_ANNOTATION, LOCAL, SERVED_KINDS
+from spreadbus.features.uniteddeployment.core.member_workloads import (
+    IDENTITY_ANNOTATION,
+    Identity,
+    identity_of,
+    observed_in,
+    subset_cluster,
+)
 from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerPods
 from spreadbus.features.uniteddeployment.planning.family import (
     CONTROLLER_REVISIONS,
@@ -66,9 +87,14 @@ from spreadbus.features.uniteddeployment.planning.followed_pods import (
     FollowedPods,
     facts_from_json,
 )
+from spreadbus.features.uniteddeployment.planning.member_index import (
+    MemberIndex,
+    UdName,
+    ud_name,
+)
 from spreadbus.features.uniteddeployment.planning.workload_names import subset_workload_name
 from spreadbus.projection.governor_pacing import GovernorPacing, PacedRule
-from spreadbus.projection.kube_state import KubeProjection
+from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
 from spreadbus.projection.planning import Desired
 
 log = logging.getLogger(__name__)
@@ -76,9 +102,14 @@ log = logging.getLogger(__name__)
 Key = tuple[str, str]
 RETRY_SECONDS: Final = 5.0
 """How soon a UnitedDeployment whose reconcile raised is tried again."""
+WAITING_SECONDS: Final = 5.0
+"""How often a UnitedDeployment with a subset in a cluster not listed yet is looked at again."""
 HANDLED_ANNOTATION: Final = "rebalance.spreadbus.io/handled"
 SYNCED_METADATA: Final = ("labels", "annotations", "ownerReferences")
 """The metadata a subset workload's update writes; the rest belongs to the API server."""
+_IDENTITY_BYTES: Final = IDENTITY_ANNOTATION.encode()
+MEMBER_FINALIZER: Final = "uniteddeployment.spreadbus.io/member-workloads"
+"""Holds a UD's deletion until its subset workloads in other clusters are gone."""
 
 
 class SubsetDecision(Protocol):
@@ -120,16 +151,52 @@ class Reconciliation(Protocol):
 class Reconcile(Protocol):
     def __call__(self, ud: Mapping[str, Any], *, workloads: Sequence[Mapping[str, Any]],
                  pod_groups: Mapping[OwnerKey, OwnerPods],
-                 revisions: Sequence[Mapping[str, Any]], now: datetime) -> Reconciliation: ...
+                 revisions: Sequence[Mapping[str, Any]], now: datetime,
+                 home: str | None = None,
+                 clusters: Sequence[Mapping[str, Any]] | None = None,
+                 control_plane: bool = False) -> Reconciliation: ...
+
+
+class Fleet:
+    """The rules of one planner, one per cluster: how a UD's rule reaches its subsets in other
+    clusters and a member's change reaches the UD it concerns."""
+
+    def __init__(self) -> None:
+        self.rules: dict[str, UnitedDeploymentRule] = {}
+        self.waiting: dict[str, set[UdName]] = {}
+        """Cluster not listed yet -> the UDs with a subset waiting for it."""
+
+    def started(self, cluster: str) -> UnitedDeploymentRule | None:
+        """The rule of ``cluster`` once its objects are listed and offered to it."""
+        rule = self.rules.get(cluster)
+        return rule if rule is not None and rule.started else None
+
+    def member_workloads(self, ud: UdName) -> list[tuple[UnitedDeploymentRule, Node]]:
+        """Every workload of any other cluster naming the UD, with its cluster's rule."""
+        return [(rule, node) for cluster, rule in sorted(self.rules.items())
+                if cluster != ud[0] for node in sorted(rule.members.workloads(ud))]
 
 
 class UnitedDeploymentRule(PacedRule):
     name: str = "uniteddeployment"
 
     def __init__(self, cluster: str, *, reconcile: Reconcile,
-                 min_interval_seconds: float = 0.25) -> None:
+                 min_interval_seconds: float = 0.25, fleet: Fleet | None = None,
+                 control_plane: bool = False) -> None:
         self.cluster = cluster
+        self.control_plane = control_plane
+        """This cluster runs no workloads (the host, whose rule alone is told so)."""
         self.reconcile = reconcile
+        self.fleet = fleet if fleet is not None else Fleet()
+        self.fleet.rules[cluster] = self
+        self.members = MemberIndex()
+        """This cluster's workloads naming a UD in another cluster."""
+        self.started = False
+        self._with_targets: set[str] = set()
+        """UDs of this cluster with a subset in another cluster: a Cluster's change concerns
+        them."""
+        self._registry_rkeys = frozenset(resource_key(cluster, k.group, k.plural)
+                                         for k in SERVED_KINDS)
         self.resources: tuple[ResourceRef, ...] = tuple(KINDS.values())
         self.index = FamilyIndex(cluster)
         self.pacing = GovernorPacing(self.index.rk_uds, min_interval_seconds)
@@ -153,7 +220,14 @@ class UnitedDeploymentRule(PacedRule):
         index = self.index
         index.follow(view)
         affected: set[str] = set()
+        elsewhere: set[UdName] = set()
+        if not self.started:
+            self.started = True
+            elsewhere |= self.fleet.waiting.pop(self.cluster, set())
         for rkey, okey in changed:
+            if rkey in self._registry_rkeys:
+                affected |= self._with_targets
+                continue
             if rkey == index.rk_uds:
                 affected.add(okey)
             before, after = index.index(view, rkey, okey)
@@ -163,6 +237,16 @@ class UnitedDeploymentRule(PacedRule):
             elif index.relinked:
                 # A workload or ReplicaSet came, went or moved: its pods move with it.
                 self._follow_below(view, rkey, okey, changed)
+            if rkey in index.rkeys and rkey != index.rk_uds:
+                elsewhere |= self._member_changed(view, rkey, okey, changed)
+        out = self._paced(view, affected, now)
+        for cluster, namespace, name in sorted(elsewhere):
+            rule = self.fleet.started(cluster)
+            if rule is not None:
+                out.extend(rule._paced(view, {object_key(namespace, name)}, now))
+        return out
+
+    def _paced(self, view: KubeProjection, affected: set[str], now: float) -> list[Desired]:
         out: list[Desired] = []
         for okey in self.pacing.paced(affected, now):
             try:
@@ -178,13 +262,18 @@ class UnitedDeploymentRule(PacedRule):
         """Reconcile one UnitedDeployment (by its object key) and say what to write."""
         index = self.index
         ud = view.decoded(index.rk_uds, okey)
-        if ud is None or (ud.get("metadata") or {}).get("deletionTimestamp"):
-            self._schedule(okey, None)
-            if ud is None:
-                self.pacing.forget(okey)
-            return []
         node = index.node(index.rk_uds, okey)
         assert node is not None
+        elsewhere = self.fleet.member_workloads((self.cluster, node[2], node[3]))
+        metadata = as_map(ud.get("metadata")) if ud is not None else {}
+        if ud is None or metadata.get("deletionTimestamp"):
+            self._schedule(okey, None)
+            self._with_targets.discard(okey)
+            if ud is None:
+                self.pacing.forget(okey)
+                return self._orphans(view, elsewhere, None, f"{node[2]}/{node[3]}")
+            return self._finalize(view, ud, node, elsewhere)
+        uid = as_str(metadata.get("uid"))
         workloads: list[dict[str, Any]] = []
         revisions: list[dict[str, Any]] = []
         pod_groups: dict[OwnerKey, OwnerPods] = {}
@@ -198,11 +287,123 @@ class UnitedDeploymentRule(PacedRule):
             else:
                 workloads.append(obj)
                 pod_groups.update(self.pods.owned_by(member))
+        for rule, member in elsewhere:
+            obj = rule.index.decode(view, member)
+            identity = identity_of(obj) if obj is not None else None
+            if obj is None or identity is None or identity.uid != uid:
+                continue
+            workloads.append(observed_in(obj, rule.cluster))
+            pod_groups.update(rule.pods.owned_by(member))
+            for below in sorted(rule.index.family(member)):
+                found = rule.index.decode(view, below)
+                if found is not None:
+                    workloads.append(observed_in(found, rule.cluster))
+                    pod_groups.update(rule.pods.owned_by(below))
+        targets = self._targets(ud)
+        if targets:
+            self._with_targets.add(okey)
+        else:
+            self._with_targets.discard(okey)
+        waiting = False
+        for target in targets:
+            if self.fleet.started(target) is None:
+                waiting = True
+                self.fleet.waiting.setdefault(target, set()).add(
+                    (self.cluster, node[2], node[3]))
         answer = self.reconcile(ud, workloads=workloads, pod_groups=pod_groups,
-                                revisions=revisions, now=datetime.fromtimestamp(now, UTC))
+                                revisions=revisions, now=datetime.fromtimestamp(now, UTC),
+                                home=self.cluster, clusters=self._registry(view),
+                                control_plane=self.control_plane)
         requeue = answer.requeue_at
-        self._schedule(okey, requeue.timestamp() if requeue is not None else None)
-        return self.writes(view, ud, node, answer)
+        wake = requeue.timestamp() if requeue is not None else None
+        if waiting:
+            # A round also makes the rule of a cluster listed since, which holds no object to
+            # change: looking again now and then is what starts a quiet cluster's rule.
+            wake = min(wake or now + WAITING_SECONDS, now + WAITING_SECONDS)
+        self._schedule(okey, wake)
+        out = self._orphans(view, elsewhere, uid, f"{node[2]}/{node[3]}")
+        finalizers = metadata.get("finalizers")
+        held = isinstance(finalizers, list) and MEMBER_FINALIZER in finalizers
+        if targets and not held:
+            listed = list(finalizers) if isinstance(finalizers, list) else []
+            ud_ref = self._ud_ref(ud, node)
+            out.append(Desired(
+                verb="patch", target=ud_ref, governor=ud_ref, cluster=self.cluster,
+                governor_generation=as_int(metadata.get("generation")) or 0,
+                patch={"metadata": {"finalizers": [*listed, MEMBER_FINALIZER]}},
+                reason=f"{node[2]}/{node[3]}: its subset workloads in other clusters are "
+                       "deleted before it", precondition="resource_version"))
+        out.extend(self.writes(view, ud, node, answer))
+        return out
+
+    def _targets(self, ud: Mapping[str, Any]) -> set[str]:
+        """The other clusters the UD's subsets name."""
+        subsets = as_map(as_map(ud.get("spec")).get("topology")).get("subsets")
+        return {subset_cluster(as_str(as_map(as_map(s).get("targetCluster")).get("name")),
+                               self.cluster)
+                for s in (subsets if isinstance(subsets, list) else ())} - {LOCAL}
+
+    def _registry(self, view: KubeProjection) -> list[dict[str, Any]]:
+        """The cluster registry's objects in this cluster (both served kinds)."""
+        out: list[dict[str, Any]] = []
+        for rkey in sorted(self._registry_rkeys):
+            for okey in sorted(view.state.objects.get(rkey, {})):
+                obj = view.decoded(rkey, okey)
+                if obj is not None:
+                    out.append(obj)
+        return out
+
+    def _orphans(self, view: KubeProjection, elsewhere: list[tuple[UnitedDeploymentRule, Node]],
+                 uid: str | None, key: str) -> list[Desired]:
+        """Deletes of the workloads elsewhere naming this UD under another uid (``uid``: the
+        UD's; None: the UD is gone)."""
+        out: list[Desired] = []
+        for rule, member in elsewhere:
+            obj = rule.index.decode(view, member)
+            identity = identity_of(obj) if obj is not None else None
+            if obj is None or identity is None or identity.uid == uid:
+                continue
+            ref = _ref_of(obj)
+            if ref is not None:
+                out.append(Desired(verb="delete", target=ref, cluster=rule.cluster,
+                                   governor=_member_governor(identity),
+                                   governor_cluster=self.cluster,
+                                   reason=f"{key}: its UnitedDeployment {identity.uid} is gone"))
+        return out
+
+    def _finalize(self, view: KubeProjection, ud: Mapping[str, Any], node: Node,
+                  elsewhere: list[tuple[UnitedDeploymentRule, Node]]) -> list[Desired]:
+        """A UD being deleted: its workloads elsewhere deleted, then its finalizer removed."""
+        metadata = as_map(ud.get("metadata"))
+        finalizers = metadata.get("finalizers")
+        if not isinstance(finalizers, list) or MEMBER_FINALIZER not in finalizers:
+            return []
+        key = f"{node[2]}/{node[3]}"
+        ud_ref = self._ud_ref(ud, node)
+        generation = as_int(metadata.get("generation")) or 0
+        out: list[Desired] = []
+        for rule, member in elsewhere:
+            obj = rule.index.decode(view, member)
+            ref = _ref_of(obj) if obj is not None else None
+            if ref is not None:
+                out.append(Desired(verb="delete", target=ref, cluster=rule.cluster,
+                                   governor=ud_ref, governor_generation=generation,
+                                   governor_cluster=self.cluster,
+                                   reason=f"{key}: being deleted"))
+        if out:
+            return out
+        return [Desired(verb="patch", target=ud_ref, cluster=self.cluster,
+                        patch={"metadata": {"finalizers": [
+                            f for f in finalizers if f != MEMBER_FINALIZER]}},
+                        governor=ud_ref, governor_generation=generation,
+                        reason=f"{key}: its subset workloads in other clusters are gone",
+                        precondition="resource_version")]
+
+    def _ud_ref(self, ud: Mapping[str, Any], node: Node) -> ObjectRef:
+        return ObjectRef(group=UNITED_DEPLOYMENTS.group,
+                         version=_version(ud, UNITED_DEPLOYMENTS.version),
+                         resource=UNITED_DEPLOYMENTS.resource, namespace=node[2], name=node[3],
+                         uid=as_str(as_map(ud.get("metadata")).get("uid")))
 
     def _pod_changed(self, view: KubeProjection, rkey: str, okey: str,
                      after: set[str]) -> None:
@@ -227,24 +428,84 @@ class UnitedDeploymentRule(PacedRule):
                 if stored is not None:
                     self.pods.put(pod, facts_from_json(stored.raw))
 
+    def _member_changed(self, view: KubeProjection, rkey: str, okey: str,
+                        changed: Set[Key]) -> set[UdName]:
+        """Keep this cluster's workloads naming a UD elsewhere and their pods followed; the UDs
+        elsewhere the change concerns."""
+        index = self.index
+        key = (rkey, okey)
+        node = index.node(rkey, okey)
+        concerned: set[UdName] = set()
+        if node is not None and (node[0], node[1]) in WORKLOADS:
+            stored = view.stored(rkey, okey)
+            # Only a workload carrying the annotation is decoded for it.
+            marked = stored is not None and _IDENTITY_BYTES in stored.raw
+            obj = view.decoded(rkey, okey) if marked else None
+            identity = identity_of(obj) if obj is not None else None
+            if identity is not None and identity.cluster == self.cluster:
+                identity = None
+            before, after = self.members.put(node, identity)
+            concerned |= {ud_name(i) for i in (before, after) if i is not None}
+            if before != after:
+                for pod in index.pods_below(node):
+                    if pod not in changed:
+                        self._follow_member_pod(view, pod)
+            return concerned
+        if not self.members:
+            return concerned  # no workload here names a UD elsewhere: no pod can be under one
+        was, now_top = index.workload_of(key)
+        for top in (was, now_top):
+            identity = self.members.identity(top) if top is not None else None
+            if identity is not None:
+                concerned.add(ud_name(identity))
+        if rkey == index.rk_pods:
+            self._follow_member_pod(view, key)
+        elif index.relinked and now_top is not None:
+            for pod in index.pods_below(now_top):
+                if pod not in changed:
+                    self._follow_member_pod(view, pod)
+        return concerned
+
+    def _follow_member_pod(self, view: KubeProjection, key: Key) -> None:
+        """Follow a pod under a workload naming a UD elsewhere (a pod under a UD of this cluster
+        is followed by :meth:`_pod_changed`)."""
+        if self.index.pod_under_ud(key):
+            return
+        _, top = self.index.workload_of(key)
+        stored = view.stored(*key)
+        if top is None or self.members.identity(top) is None or stored is None:
+            if key[1] in self.pods:
+                self.pods.put(key[1], None)
+            return
+        self.pods.put(key[1], facts_from_json(stored.raw))
+
     def writes(self, view: KubeProjection, ud: Mapping[str, Any], node: Node,
                answer: Reconciliation) -> list[Desired]:
         """Desired writes of one reconcile; ``ud`` is the UnitedDeployment it was made for."""
         metadata = ud.get("metadata") or {}
         key = f"{node[2]}/{node[3]}"
         out: list[Desired] = []
+        where = {name: subset_cluster(target, self.cluster)
+                 for name, target in _subset_targets(ud).items()}
         for subset, decision in answer.subsets.items():
+            cluster = where.get(subset, LOCAL)
+            rule = self if cluster == LOCAL else self.fleet.started(cluster)
+            if rule is None:
+                continue  # its cluster is not listed yet: decided once it is
+            want: Desired | None = None
             if decision.action == "create":
-                out.append(self._create(key, node[2], str(metadata.get("uid") or ""), subset,
-                                        decision.workload))
+                want = self._create(key, node[2], str(metadata.get("uid") or ""), subset,
+                                    decision.workload)
             elif decision.action == "update":
-                update = self._update(view, key, subset, decision.workload)
-                if update is not None:
-                    out.append(update)
+                want = rule._update(view, key, subset, decision.workload)
+            if want is not None:
+                out.append(msgspec.structs.replace(want, cluster=rule.cluster))
         for workload in answer.deletes:
             ref = _ref_of(workload)
-            if ref is not None:
-                out.append(Desired(verb="delete", target=ref,
+            annotations = as_map(as_map(workload.get("metadata")).get("annotations"))
+            cluster = as_str(annotations.get(CLUSTER_ANNOTATION)) or self.cluster
+            if ref is not None and self.fleet.started(cluster) is not None:
+                out.append(Desired(verb="delete", target=ref, cluster=cluster,
                                    reason=f"{key}: no longer a subset workload"))
         namespace = node[2]
         for revision in answer.revision_creates:
@@ -258,6 +519,7 @@ class UnitedDeploymentRule(PacedRule):
         for name in answer.revision_deletes:
             out.append(Desired(verb="delete", target=self._revision(namespace, name),
                                reason=f"{key}: revision {name} beyond the history limit"))
+        elsewhere = sorted({c for c in where.values() if c != LOCAL})
         for pod_key, labels in sorted(answer.pod_labels.items()):
             pod_namespace, _, pod_name = pod_key.partition("/")
             out.append(Desired(
@@ -266,6 +528,7 @@ class UnitedDeploymentRule(PacedRule):
                                  namespace=pod_namespace, name=pod_name),
                 patch={"metadata": {"labels": dict(labels)}},
                 reason=f"{key}: pod labels {dict(labels)}",
+                cluster=self._pod_cluster(view, elsewhere, pod_namespace, pod_name),
             ))
         ud_ref = ObjectRef(group=UNITED_DEPLOYMENTS.group,
                            version=_version(ud, UNITED_DEPLOYMENTS.version),
@@ -291,8 +554,25 @@ class UnitedDeploymentRule(PacedRule):
                 reason=f"{key}: rebalance {answer.rebalance_handled} done",
             ))
         generation = as_int(metadata.get("generation")) or 0
-        return [msgspec.structs.replace(want, governor=ud_ref, governor_generation=generation)
+        return [msgspec.structs.replace(want, governor=ud_ref, governor_generation=generation,
+                                        cluster=want.cluster or self.cluster,
+                                        governor_cluster=self._elsewhere(want.cluster))
                 for want in out]
+
+    def _pod_cluster(self, view: KubeProjection, clusters: Sequence[str], namespace: str,
+                     name: str) -> str:
+        """The cluster holding a pod of the UD: this one, or one its subsets target."""
+        okey = object_key(namespace, name)
+        if view.stored(self.index.rk_pods, okey) is not None:
+            return self.cluster
+        for cluster in clusters:
+            if view.stored(resource_key(cluster, PODS.group, PODS.resource), okey) is not None:
+                return cluster
+        return self.cluster
+
+    def _elsewhere(self, cluster: str) -> str:
+        """The governor's cluster for a write to ``cluster``: this one, when it is another."""
+        return self.cluster if cluster and cluster != self.cluster else ""
 
     def _create(self, key: str, namespace: str, uid: str, subset: str,
                 workload: Mapping[str, Any]) -> Desired:
@@ -342,6 +622,20 @@ def workload_patch(observed: Mapping[str, Any], rendered: Mapping[str, Any]) -> 
     new = {"metadata": {k: new_meta[k] for k in SYNCED_METADATA if k in new_meta},
            "spec": rendered.get("spec") or {}}
     return merge_patch.diff(old, new)
+
+
+def _subset_targets(ud: Mapping[str, Any]) -> dict[str, str]:
+    subsets = as_map(as_map(ud.get("spec")).get("topology")).get("subsets")
+    return {as_str(as_map(s).get("name")):
+            as_str(as_map(as_map(s).get("targetCluster")).get("name"))
+            for s in (subsets if isinstance(subsets, list) else ())}
+
+
+def _member_governor(identity: Identity) -> ObjectRef:
+    """The UD a workload elsewhere names, as the governor of its deletion."""
+    return ObjectRef(group=UNITED_DEPLOYMENTS.group, version=UNITED_DEPLOYMENTS.version,
+                     resource=UNITED_DEPLOYMENTS.resource, namespace=identity.namespace,
+                     name=identity.name, uid=identity.uid)
 
 
 def _version(obj: Mapping[str, Any], default: str) -> str:
