@@ -141,10 +141,11 @@ class Applier:
                                 "Kubernetes API requests sent, by method", ["method"],
                                 registry=registry)
         self.scope = ScopeCache(lambda path: self._call("GET", path), clock=clock, limits=scope)
-        host_scope = None if host is None else ScopeCache(
+        self.host_scope = None if host is None else ScopeCache(
             lambda path: self._host_get(host, path), clock=clock, limits=scope)
+        """Where governors that live in the host are read, for a member's actuator."""
         self.governors = GovernorCheck(self.scope, lambda path: self._call("GET", path),
-                                       host=host_scope, host_cluster=host_cluster)
+                                       host=self.host_scope, host_cluster=host_cluster)
 
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)
