@@ -95,7 +95,7 @@ async def run_chain(handlers: Sequence[AdmissionHandler], request: AdmissionRequ
     undos: list[SideEffect] = []
     thens: list[SideEffect] = []
     current = request
-    for handler in handlers:
+    for position, handler in enumerate(handlers, start=1):
         verdict = await handler.decide(current)
         warnings.extend(verdict.warnings)
         if not verdict.allowed:
@@ -108,7 +108,7 @@ async def run_chain(handlers: Sequence[AdmissionHandler], request: AdmissionRequ
             thens.append(verdict.then)
         if verdict.patch:
             patch.extend(verdict.patch)
-            if current.object is not None and len(handlers) > 1:
+            if current.object is not None and position < len(handlers):  # for the next one
                 patched = json_patch.apply(current.object, [dict(op) for op in verdict.patch])
                 current = dataclasses.replace(current, object=patched)
     for then in thens:
