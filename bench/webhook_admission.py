@@ -37,6 +37,7 @@ import time
 import urllib.request
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,7 @@ GOALS_MS = {200: 3.0, 1000: 20.0}
 RATES = tuple(GOALS_MS)
 POOL = 64
 """Keep-alive connections the reviews are sent over, all opened before measuring."""
+HEADERS = {"Content-Type": "application/json"}
 KUBELET = ["--create-delay=0.01", "--start-delay=0.02", "--ready-delay=0.01", "--no-events"]
 
 
@@ -171,35 +173,46 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+async def until_steered(session: aiohttp.ClientSession, urls: list[str],
+                        targets: list[tuple[str, tuple[str, str]]]) -> None:
+    """Until every replica's view holds every WorkloadSpread of ``targets``."""
+    deadline = time.monotonic() + 30
+    for url, (namespace, owner) in ((u, t) for u in urls for t in targets):
+        while True:
+            body = review(namespace, owner, f"probe-{uuid.uuid4()}")
+            async with session.post(url, data=body, headers=HEADERS) as response:
+                if steered(await response.json()):
+                    break
+            if time.monotonic() > deadline:
+                raise TimeoutError("the webhook never steered a pod of the benchmark")
+            await asyncio.sleep(0.1)
+
+
+async def open_pool(session: aiohttp.ClientSession, urls: list[str],
+                    bodies: Callable[[int], bytes]) -> None:
+    """Opens the session's whole pool (:data:`POOL` connections) with the bodies ``bodies(i)``
+    gives, as an API server's connections to a webhook are open long before a burst: else the
+    first slow answer opens new connections, whose TLS handshakes, in the measured run, slow
+    the answers further."""
+
+    async def warm(i: int) -> None:
+        async with session.post(urls[i % len(urls)], data=bodies(i),
+                                headers=HEADERS) as response:
+            await response.read()
+
+    for wave in range(3):
+        await asyncio.gather(*(warm(wave * POOL + i) for i in range(POOL)))
+
+
 async def run_rate(urls: list[str], tls: Path, targets: list[tuple[str, tuple[str, str]]],
                    rate: int, seconds: float, webhook_pids: list[int],
                    health_ports: list[int]) -> dict[str, float]:
     connector = aiohttp.TCPConnector(ssl=api_server_tls(tls), limit=POOL)
-    headers = {"Content-Type": "application/json"}
+    headers = HEADERS
     async with aiohttp.ClientSession(connector=connector) as session:
-        # Every replica's view must hold every WorkloadSpread before measuring.
-        deadline = time.monotonic() + 30
-        for url, (namespace, owner) in ((u, t) for u in urls for t in targets):
-            while True:
-                body = review(namespace, owner, f"probe-{uuid.uuid4()}")
-                async with session.post(url, data=body, headers=headers) as response:
-                    if steered(await response.json()):
-                        break
-                if time.monotonic() > deadline:
-                    raise TimeoutError("the webhook never steered a pod of the benchmark")
-                await asyncio.sleep(0.1)
-        async def warm(i: int) -> None:
-            namespace, owner = targets[i % len(targets)]
-            async with session.post(urls[i % len(urls)],
-                                    data=review(namespace, owner, f"warm-{i}"),
-                                    headers=headers) as response:
-                await response.read()
-
-        # Open the whole pool before measuring, as an API server's connections to a webhook
-        # are open long before a burst: else the first slow answer opens new connections, and
-        # their TLS handshakes, in the measured run, slow the answers further.
-        for wave in range(3):
-            await asyncio.gather(*(warm(wave * POOL + i) for i in range(POOL)))
+        await until_steered(session, urls, targets)
+        await open_pool(session, urls,
+                        lambda i: review(*targets[i % len(targets)], f"warm-{rate}-{i}"))
 
         count = int(rate * seconds)
         bodies = [review(*targets[i % len(targets)], f"pod-{rate}-{i}") for i in range(count)]
