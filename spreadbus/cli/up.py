@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from events.shards import MAX_SHARDS
 from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
@@ -68,6 +69,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="nats-servers in the bus (default 1); 3 runs a JetStream cluster whose streams and "
         "buckets have three replicas, every service given every server's URL",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        metavar="N",
+        help="planner shard groups (default 1): N planners, each deciding for its partition of "
+        "the namespaces (deploy/components/planner-shards)",
     )
     parser.add_argument(
         "--topology",
@@ -114,12 +123,16 @@ def run(args: argparse.Namespace) -> int:
         say("--nats-servers must be 1 or an odd number (3, 5): a JetStream cluster elects its "
             "leaders by majority")
         return 2
+    if not 1 <= args.shards <= MAX_SHARDS:
+        say(f"--shards must be from 1 to {MAX_SHARDS}")
+        return 2
     stack = Stack(
         data_dir=args.data_dir.resolve(),
         cluster=args.cluster,
         kubesim_args=kubesim_args(args),
         webhook_replicas=args.webhook_replicas,
         nats_servers=args.nats_servers,
+        planner_shards=args.shards,
     )
     try:
         stack.claim()
