@@ -217,7 +217,8 @@ class SpreadAdmission:
                 entry_key(self.view.cluster, spread.namespace, spread.name)),
         )
         self.announcements.announce(request, spread.name, decision.subset or "", key, evidence)
-        return Verdict(patch=decision.patch, warnings=warnings)
+        return Verdict(patch=decision.patch, warnings=warnings,
+                       patched=decision.pod if decision.patch else None)
 
     def _replicas(
         self, spread: WorkloadSpread, workload: Mapping[str, Any] | None
