@@ -2,7 +2,8 @@
 
 Each event carries the decision's evidence (:class:`Evidence`): the reason, every subset as the
 decision counted it, the workload and its replicas, the ledger revision and this replica's name;
-the server copies it into ``HISTORY`` for the audit log.
+the server copies it into ``HISTORY`` for the audit log. The evidence is worked out, and the
+event encoded, by the publisher after the answer is sent, from what the decision kept.
 
 The reservation ledger is the record that keeps subsets within their limits
 (:mod:`..core.reservation_contract`); the ``Admission`` event on the bus only tells observers which
@@ -57,6 +58,10 @@ class Evidence:
     ledger_revision: int = 0
 
 
+Gathered = Callable[[], Evidence]
+"""Works out a decision's evidence from what the decision kept."""
+
+
 class Announcements:
     """The ``Admission`` events of one replica, queued and published in the background."""
 
@@ -81,7 +86,7 @@ class Announcements:
         """How long the first event of a batch waits for others to be published with it."""
         self._draining = False
         self._gathering: asyncio.Future[None] | None = None
-        self._queue: list[tuple[str, bytes]] = []
+        self._queue: list[tuple[str, Admission, Gathered | None]] = []
         self._publishing = 0
         self._publisher: asyncio.Task[None] | None = None
 
@@ -91,9 +96,9 @@ class Announcements:
         return len(self._queue) + self._publishing
 
     def announce(self, request: AdmissionRequest, spread: str, subset: str, key: str,
-                 evidence: Evidence | None = None) -> None:
+                 evidence: Gathered | None = None) -> None:
         """Publish the admission of ``request``'s pod into ``subset`` (``""``: none had room)
-        in the background."""
+        in the background, with its ``evidence``, worked out there too."""
         if self.nc is None or not self.nc.is_connected:
             return
         if self.pending >= self.max_pending:
@@ -112,10 +117,8 @@ class Announcements:
             ts=self.clock(),
             replica=self.replica,
         )
-        if evidence is not None:
-            event = _with_evidence(event, evidence)
         subject = subjects.admission(self.cluster, request.namespace, workload)
-        self._queue.append((subject, encode(event)))
+        self._queue.append((subject, event, evidence))
         if self._publisher is None:
             self._publisher = asyncio.get_running_loop().create_task(self._publish_queued())
 
@@ -126,9 +129,9 @@ class Announcements:
                 await self._gather()
                 batch, self._queue = self._queue, []
                 self._publishing = len(batch)
-                for subject, data in batch:
+                for subject, event, evidence in batch:
                     try:
-                        await self.nc.publish(subject, data)
+                        await self.nc.publish(subject, encode(_evidenced(event, evidence)))
                     except Exception as exc:
                         log.warning("admission event not published: %r", exc)
                     self._publishing -= 1
@@ -166,6 +169,17 @@ class Announcements:
             await asyncio.wait({publisher})
             self._queue.clear()
             log.warning("admission events not published at shutdown", extra={"count": count})
+
+
+def _evidenced(event: Admission, evidence: Gathered | None) -> Admission:
+    """The event with its evidence; without it, rather than not at all, if that fails."""
+    if evidence is None:
+        return event
+    try:
+        return _with_evidence(event, evidence())
+    except Exception:
+        log.exception("admission evidence not worked out", extra={"request": event.request_uid})
+        return event
 
 
 def _resolve(future: asyncio.Future[None]) -> None:
