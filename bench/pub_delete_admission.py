@@ -37,14 +37,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
+import msgspec
 from kubernetes import client, config
 
 from bench import _tiny
 from bench import webhook_admission as creates
-from bench._reviews import api_server_tls, latency_ms, pod_review
+from bench._reviews import latency_ms, pod_review
 from bench._stack import STACK, STACK_HELP, local_stack
-from bench.webhook_admission import HEADERS, POOL, cpu_seconds, open_pool, steered, until_steered
+from bench.webhook_admission import client_for, cpu_seconds, open_pool, steered, until_steered
 
 GOAL_RATIO = 1.2
 """DELETE p99 against CREATE p99, at most."""
@@ -132,22 +132,19 @@ async def run(urls: tuple[str, str], tls: Path, pods: dict[str, list[str]],
     :data:`RATE`, interleaved."""
     delete_url, create_url = urls
     namespaces = sorted(pods)
-    connector = aiohttp.TCPConnector(ssl=api_server_tls(tls), limit=POOL)
-    headers = HEADERS
-    async with aiohttp.ClientSession(connector=connector) as session:
-        await until_steered(session, [create_url], targets)
+    client = client_for(tls)
+    try:
+        await until_steered(client, [create_url], targets)
 
         def unlinked(i: int) -> bytes:  # a pod of no budget costs nothing
             body = json.loads(review(namespaces[0], f"warm-{i}"))
             body["request"]["oldObject"]["metadata"]["annotations"] = {}
             return json.dumps(body).encode()
 
-        await open_pool(session, [delete_url], unlinked)
+        await open_pool(client, [delete_url], unlinked)
         for namespace in namespaces:  # a first spend per budget, as the WorkloadSpread bench
             # warms its ledgers (a pod that does not exist costs the budget nothing for long)
-            async with session.post(delete_url, data=review(namespace, "warm"),
-                                    headers=headers) as response:
-                await response.read()
+            await client.post(delete_url, review(namespace, "warm"))
         await asyncio.sleep(1.0)
         count = int(RATE * seconds)
         bodies = []
@@ -162,15 +159,13 @@ async def run(urls: tuple[str, str], tls: Path, pods: dict[str, list[str]],
         not_steered = 0
 
         async def send(body: bytes, scheduled: float) -> None:
-            async with session.post(delete_url, data=body, headers=headers) as response:
-                answer = await response.json()
+            answer = msgspec.json.decode(await client.post(delete_url, body))
             took = time.perf_counter() - scheduled
             (allowed if answer["response"]["allowed"] else refused).append(took)
 
         async def create(body: bytes, scheduled: float) -> None:
             nonlocal not_steered
-            async with session.post(create_url, data=body, headers=headers) as response:
-                answer = await response.json()
+            answer = msgspec.json.decode(await client.post(create_url, body))
             steering.append(time.perf_counter() - scheduled)
             if not steered(answer):
                 not_steered += 1
@@ -188,6 +183,8 @@ async def run(urls: tuple[str, str], tls: Path, pods: dict[str, list[str]],
         await asyncio.gather(*tasks)
         elapsed = time.perf_counter() - started
         cpu = cpu_seconds(webhook_pid) - cpu_before
+    finally:
+        await client.close()
     return {"count": count, "all": percentiles(allowed + refused),
             "allowed": percentiles(allowed), "refused": percentiles(refused),
             "create": percentiles(steering), "not_steered": not_steered,

@@ -6,7 +6,8 @@ namespaces each hold a WorkloadSpread of three subsets over a Deployment, so eve
 real steering decision with a reservation written to NATS. Reviews are sent open loop (each at
 its scheduled time, over a pool of keep-alive connections) round robin over the namespaces;
 latency runs from the scheduled time to the answer, so a webhook falling behind shows as latency
-rather than as a slower send rate.
+rather than as a slower send rate. The client is :mod:`bench._keepalive_client`, which leaves
+the webhook more of the host than aiohttp's did.
 
 The reviewed pods are never created, so their reservations stay in their WorkloadSpread's ledger
 until they expire (30 s), where a real pod's is pruned once the webhook observes it (within a
@@ -44,10 +45,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import aiohttp
+import msgspec
 from kubernetes import client, config
 
 from bench import _tiny
+from bench._keepalive_client import KeepAliveClient
 from bench._reviews import api_server_tls, latency_ms, pod_review
 from bench._stack import STACK, STACK_HELP, local_stack
 from spreadbus.features.workloadspread.core.model import MATCHED_ANNOTATION as MATCHED
@@ -56,8 +58,8 @@ GOALS_MS = {200: 3.0, 1000: 20.0}
 """p99 goal by rate: 200/s on one replica, 1,000/s on as many replicas as needed."""
 RATES = tuple(GOALS_MS)
 POOL = 64
-"""Keep-alive connections the reviews are sent over, all opened before measuring."""
-HEADERS = {"Content-Type": "application/json"}
+"""Keep-alive connections to each replica the reviews are sent over, all opened before
+measuring."""
 KUBELET = ["--create-delay=0.01", "--start-delay=0.02", "--ready-delay=0.01", "--no-events"]
 
 
@@ -176,45 +178,43 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def until_steered(session: aiohttp.ClientSession, urls: list[str],
+async def until_steered(client: KeepAliveClient, urls: list[str],
                         targets: list[tuple[str, tuple[str, str]]]) -> None:
     """Until every replica's view holds every WorkloadSpread of ``targets``."""
     deadline = time.monotonic() + 30
     for url, (namespace, owner) in ((u, t) for u in urls for t in targets):
         while True:
             body = review(namespace, owner, f"probe-{uuid.uuid4()}")
-            async with session.post(url, data=body, headers=HEADERS) as response:
-                if steered(await response.json()):
-                    break
+            if steered(msgspec.json.decode(await client.post(url, body))):
+                break
             if time.monotonic() > deadline:
                 raise TimeoutError("the webhook never steered a pod of the benchmark")
             await asyncio.sleep(0.1)
 
 
-async def open_pool(session: aiohttp.ClientSession, urls: list[str],
+async def open_pool(client: KeepAliveClient, urls: list[str],
                     bodies: Callable[[int], bytes]) -> None:
-    """Opens the session's whole pool (:data:`POOL` connections) with the bodies ``bodies(i)``
-    gives, as an API server's connections to a webhook are open long before a burst: else the
-    first slow answer opens new connections, whose TLS handshakes, in the measured run, slow
-    the answers further."""
-
-    async def warm(i: int) -> None:
-        async with session.post(urls[i % len(urls)], data=bodies(i),
-                                headers=HEADERS) as response:
-            await response.read()
-
+    """Opens the client's whole pool (:data:`POOL` connections to each URL) with the bodies
+    ``bodies(i)`` gives, as an API server's connections to a webhook are open long before a
+    burst: else the first slow answer opens new connections, whose TLS handshakes, in the
+    measured run, slow the answers further."""
     for wave in range(3):
-        await asyncio.gather(*(warm(wave * POOL + i) for i in range(POOL)))
+        await asyncio.gather(*(client.post(urls[i % len(urls)], bodies(wave * POOL + i))
+                               for i in range(POOL * len(urls))))
+
+
+def client_for(tls: Path) -> KeepAliveClient:
+    """A client presenting the API server's certificate, :data:`POOL` connections a replica."""
+    return KeepAliveClient(api_server_tls(tls), POOL)
 
 
 async def run_rate(urls: list[str], tls: Path, targets: list[tuple[str, tuple[str, str]]],
                    rate: int, seconds: float, webhook_pids: list[int],
                    health_ports: list[int], nats_pids: list[int]) -> dict[str, float]:
-    connector = aiohttp.TCPConnector(ssl=api_server_tls(tls), limit=POOL)
-    headers = HEADERS
-    async with aiohttp.ClientSession(connector=connector) as session:
-        await until_steered(session, urls, targets)
-        await open_pool(session, urls,
+    client = client_for(tls)
+    try:
+        await until_steered(client, urls, targets)
+        await open_pool(client, urls,
                         lambda i: review(*targets[i % len(targets)], f"warm-{rate}-{i}"))
 
         count = int(rate * seconds)
@@ -224,10 +224,9 @@ async def run_rate(urls: list[str], tls: Path, targets: list[tuple[str, tuple[st
 
         async def send(url: str, body: bytes, scheduled: float) -> None:
             nonlocal failures
-            async with session.post(url, data=body, headers=headers) as response:
-                answer = await response.json()
+            answer = await client.post(url, body)
             latencies.append(time.perf_counter() - scheduled)
-            if not steered(answer):
+            if not steered(msgspec.json.decode(answer)):
                 failures += 1
 
         tasks = []
@@ -248,6 +247,8 @@ async def run_rate(urls: list[str], tls: Path, targets: list[tuple[str, tuple[st
         nats_cpu = sum(cpu_seconds(pid) for pid in nats_pids) - nats_before
         client_cpu = time.process_time() - client_before
         inside = answer_p99_bound(buckets_before, answer_buckets(health_ports))
+    finally:
+        await client.close()
     return {
         "count": count,
         **latency_ms(latencies),
