@@ -77,6 +77,12 @@ member's agent (webhook, watcher, actuator; ``--cluster <member>``, logs under
 in the host (``--host-kubeconfig``). ``DIR/kubeconfig`` then has a context per cluster: ``host``,
 the current one, and one per member. Members run with a single hub server only.
 
+``planner_shards=N`` (``spreadbus up --shards N``, more than one) runs N planner shard groups
+instead of one planner, as ``deploy/components/planner-shards`` does: ``planner-0`` to
+``planner-<N-1>``, each ``--shards N --shard i`` (its namespaces' partition, its own lease and
+snapshot, :mod:`events.shards`), the bus set up with the stream they read and the planner user
+allowed to read it.
+
 Every file holding a secret (the kubeconfigs, with kubesim's token; the nkey seeds; the private
 keys under ``DIR/tls``) is created mode 0600 (:func:`tlsserving.write_secret`), never widened
 first and narrowed after.
@@ -84,11 +90,12 @@ first and narrowed after.
 Signatures::
 
     Stack(data_dir: Path, cluster: str, kubesim_args: list[str], webhook_replicas: int = 1,
-          service_env: dict[str, str] = {}, secured_bus: bool = True, nats_servers: int = 1)
+          service_env: dict[str, str] = {}, secured_bus: bool = True, nats_servers: int = 1,
+          planner_shards: int = 1)
         .start(ready_timeout: float) -> None        # raises StackError naming the part
         .supervise() -> None ; .status_lines() -> Iterator[str] ; .stop() -> None
     Child(name, argv, log_path, env={}) ; .reported_port(message: str) -> int
-    webhook_names(replicas: int) -> list[str]
+    webhook_names(replicas: int) -> list[str] ; planner_names(shards: int) -> list[str]
     free_port() -> int      # for callers that must name a port up front (benchmarks)
 
 Installing the manifests is :mod:`spreadbus.cli.local_install`'s.
@@ -150,6 +157,7 @@ MEMBER_SERVICES: Final = ("webhook", "watcher", "actuator")
 HOST_CONTEXT: Final = "host"
 """The host's context in the kubeconfig of a stack with member clusters."""
 WEBHOOK: Final = "webhook"
+PLANNER: Final = "planner"
 GRACE_SECONDS: Final = 10.0
 NATS_MAX_PAYLOAD: Final = "8MB"
 """As ``deploy/nats/config.yaml`` sets it (a test checks they agree): larger than any object the
@@ -201,6 +209,11 @@ API_SERVER_IDENTITY: Final = "spreadbus-apiserver-webhook-client"
 def webhook_names(replicas: int) -> list[str]:
     """``webhook``, then ``webhook-2``, ``webhook-3``...: the first keeps the single name."""
     return [WEBHOOK if i == 1 else f"{WEBHOOK}-{i}" for i in range(1, max(replicas, 1) + 1)]
+
+
+def planner_names(shards: int) -> list[str]:
+    """The planner processes: ``planner``, or one per shard, ``planner-0`` to ``planner-<N-1>``."""
+    return [PLANNER] if shards == 1 else [f"{PLANNER}-{i}" for i in range(shards)]
 
 
 def free_port() -> int:
@@ -373,6 +386,8 @@ class Stack:
     a control-plane host (kubesim ``--control-plane``) and its nats-server the hub of the
     members' leaf servers."""
     member_clusters: list[MemberCluster] = field(default_factory=list)
+    planner_shards: int = 1
+    """Planner shard groups (:func:`planner_names`): one planner, or that many shards."""
     _lock: DataDirLock | None = field(default=None, repr=False)
 
     @property
@@ -458,8 +473,10 @@ class Stack:
         install(self.kubeconfig, self.webhook_ports, tls["ca"], self.conversion_ports)
         self.endpoints_ready = (True,) * len(self.webhook_ports)
         for name in SERVICES:
-            if name != WEBHOOK:
-                child = self._service(name, tls)
+            if name == WEBHOOK:
+                continue
+            for child_name in planner_names(self.planner_shards) if name == PLANNER else [name]:
+                child = self._service(child_name, tls)
                 child.start()
                 self.services.append(child)
         for member in self.member_clusters:
@@ -600,7 +617,7 @@ class Stack:
         tls = self.data_dir / "tls"
         issue_server_cert(self._development_ca(), ["127.0.0.1", "localhost"]).write(tls, "nats")
         users = server_users(keys, bus_accesses(chosen), clusters=[self.cluster],
-                             snapshot_bucket=self.service_env.get(
+                             shards=self.planner_shards, snapshot_bucket=self.service_env.get(
                                  f"{ENV_PREFIX}SNAPSHOT_BUCKET", SNAPSHOT_BUCKET))
         return ServerConfig(max_payload=NATS_MAX_PAYLOAD, tls_cert=tls / "nats.crt",
                             tls_key=tls / "nats.key", blocks=(users,))
@@ -640,7 +657,8 @@ class Stack:
         the hub (copying ``members``' streams), or on ``member``'s own leaf server."""
         assert self.nats is not None
         env = {f"{ENV_PREFIX}NATS_REPLICAS": str(self.nats_servers), **os.environ,
-               **self.service_env, f"{ENV_PREFIX}NATS_URL": ",".join(urls)}
+               **self.service_env, f"{ENV_PREFIX}NATS_URL": ",".join(urls),
+               f"{ENV_PREFIX}SHARDS": str(self.planner_shards)}
         if member:
             env[f"{ENV_PREFIX}MEMBER"] = member
         if members:
@@ -729,7 +747,7 @@ class Stack:
         """The host's service ``name``, or ``member``'s: connected to the member's leaf server
         as the member's user, watching the member's kubesim, its log under ``logs/<member>``."""
         assert self.nats is not None
-        module = WEBHOOK if name.startswith(WEBHOOK) else name
+        module = next((m for m in (WEBHOOK, PLANNER) if name.startswith(m)), name)
         urls, cluster, user, kubeconfig = self.nats_urls, self.cluster, module, self.kubeconfig
         label = name
         if member is not None:
@@ -754,6 +772,9 @@ class Stack:
             argv.append(f"--kubeconfig={kubeconfig}")
         if member is not None and name == "watcher":
             argv.append(f"--host-kubeconfig={self.kubeconfig}")  # registers the member's Cluster
+        if module == PLANNER and self.planner_shards > 1:
+            argv += [f"--shards={self.planner_shards}",
+                     f"--shard={planner_names(self.planner_shards).index(name)}"]
         if module == WEBHOOK:
             argv += [
                 "--host=127.0.0.1",

@@ -31,6 +31,7 @@ from pathlib import Path
 from types import FrameType
 
 from kubesemantics.qualified_names import is_dns1123_label
+from events.shards import MAX_SHARDS
 from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError
@@ -75,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="nats-servers in the bus (default 1); 3 runs a JetStream cluster whose streams and "
         "buckets have three replicas, every service given every server's URL",
+    )
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=1,
+        metavar="N",
+        help="planner shard groups (default 1): N planners, each deciding for its partition of "
+        "the namespaces (deploy/components/planner-shards)",
     )
     parser.add_argument(
         "--topology",
@@ -177,6 +186,12 @@ def run(args: argparse.Namespace) -> int:
     if args.cluster in members:
         say(f"--members {args.cluster!r}: is the host's cluster (--cluster)")
         return 2
+    if not 1 <= args.shards <= MAX_SHARDS:
+        say(f"--shards must be from 1 to {MAX_SHARDS}")
+        return 2
+    if members and args.shards != 1:
+        say("--members runs one planner: leave out --shards")
+        return 2
     stack = Stack(
         data_dir=args.data_dir.resolve(),
         cluster=args.cluster,
@@ -185,6 +200,7 @@ def run(args: argparse.Namespace) -> int:
         webhook_replicas=args.webhook_replicas,
         nats_servers=args.nats_servers,
         members={m: kubesim_args(args, topologies[m] or "") for m in members},
+        planner_shards=args.shards,
     )
     try:
         stack.claim()

@@ -161,3 +161,81 @@ def test_the_component_only_adds_to_the_installation(
 def test_the_component_is_documented() -> None:
     readme = (ROOT / "deploy" / "README.md").read_text()
     assert "components/monitoring" in readme
+
+
+@pytest.fixture(scope="module")
+def monitored_shards(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """deploy/ with the monitoring and the planner-shards components."""
+    overlay = tmp_path_factory.mktemp("overlay-shards")
+    base = os.path.relpath(ROOT / "deploy", overlay)
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [base], "components": [f"{base}/components/monitoring",
+                                            f"{base}/components/planner-shards"],
+    }))
+    out = subprocess.run([str(KUBECTL), "kustomize", str(overlay)], check=True,
+                         capture_output=True, text=True, timeout=60).stdout
+    return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+LEADER_COUNT = re.compile(r"^sum by \((\w+)\) \(spreadbus_planner_leader\) ([<>]) (\d+)$")
+
+
+def planner_series(docs: list[dict[str, Any]], leaders: dict[str, int]) -> list[dict[str, Any]]:
+    """One ``spreadbus_planner_leader`` series per planner pod the render runs, labelled as
+    its ServiceMonitor labels it (a pod label in ``podTargetLabels`` becomes a target label, its
+    name's other characters underscores, as the Prometheus Operator writes it; empty where the
+    pod lacks it); ``leaders[deployment]`` of a Deployment's pods say 1."""
+    (monitor,) = [d for d in docs if d["kind"] == "ServiceMonitor"]
+    keys = monitor["spec"].get("podTargetLabels", [])
+    series = []
+    for workload in docs:
+        name = workload["metadata"]["name"]
+        if workload["kind"] != "Deployment" or not name.startswith("spreadbus-planner"):
+            continue
+        labels = workload["spec"]["template"]["metadata"]["labels"]
+        target = {re.sub(r"[^A-Za-z0-9_]", "_", key): labels.get(key, "") for key in keys}
+        for pod in range(workload["spec"]["replicas"]):
+            series.append({**target, "deployment": name,
+                           "value": 1 if pod < leaders.get(name, 0) else 0})
+    return series
+
+
+def firing(rule: dict[str, Any], series: list[dict[str, Any]]) -> set[str]:
+    """The groups (the grouping label's values) for which a leader-count rule fires."""
+    match = LEADER_COUNT.match(" ".join(rule["expr"].split()))
+    assert match, f"{rule['alert']} does not count leaders by group: {rule['expr']}"
+    label, op, threshold = match.group(1), match.group(2), int(match.group(3))
+    assert all(label in s for s in series), f"{rule['alert']} groups by {label}, not a label " \
+                                            "the ServiceMonitor gives the planners' series"
+    sums: dict[str, int] = {}
+    for s in series:
+        sums[s[label]] = sums.get(s[label], 0) + s["value"]
+    return {g for g, n in sums.items() if (n > threshold if op == ">" else n < threshold)}
+
+
+@pytest.mark.parametrize("render", ["monitored", "monitored_shards"])
+def test_the_planner_alerts_want_one_leader_per_planner_group(
+    render: str, request: pytest.FixtureRequest,
+) -> None:
+    docs: list[dict[str, Any]] = request.getfixturevalue(render)
+    rules = {r["alert"]: r for r in alert_rules(docs)}
+    none, many = rules["SpreadbusNoPlannerLeader"], rules["SpreadbusPlannerLeaders"]
+    groups = sorted(d["metadata"]["name"] for d in docs if d["kind"] == "Deployment"
+                    and d["metadata"]["name"].startswith("spreadbus-planner"))
+    assert len(groups) == (3 if render == "monitored_shards" else 1)
+    for group in groups:
+        assert sum(1 for d in docs if d["kind"] == "Deployment"
+                   and d["metadata"]["name"] == group
+                   and d["spec"]["replicas"] >= 2) == 1, "a leader and a standby per group"
+    one_each = planner_series(docs, {g: 1 for g in groups})
+    assert firing(none, one_each) == firing(many, one_each) == set()
+    first, last = groups[0], groups[-1]
+    doubled = planner_series(docs, {**{g: 1 for g in groups}, first: 2})
+    assert len(firing(many, doubled)) == 1
+    assert firing(none, doubled) == set()
+    if len(groups) > 1:
+        leaderless = planner_series(docs, {g: 1 for g in groups if g != last})
+        assert len(firing(none, leaderless)) == 1
+        assert firing(many, leaderless) == set()
+        assert firing(many, doubled) != firing(none, leaderless), "each alert names its shard"

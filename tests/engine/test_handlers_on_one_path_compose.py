@@ -52,6 +52,28 @@ async def test_patches_compose_in_registry_order_and_each_handler_sees_the_earli
     assert list(verdict.warnings) == ["a labelled", "b labelled"]
 
 
+async def test_a_handler_that_built_the_patched_object_hands_it_to_the_next_as_it_is() -> None:
+    sent = pod("web-1")
+    # What the handler built, marked so that a copy the chain patched again would differ.
+    built = {**sent, "metadata": {**sent["metadata"], "labels": {"app": "web", "a": "y"},
+                                  "annotations": {"built-by": "a"}}}
+    seen: list[Any] = []
+
+    async def builds(req: AdmissionRequest) -> Verdict:
+        return Verdict(patch=[{"op": "add", "path": "/metadata/labels/a", "value": "y"}],
+                       patched=built)
+
+    async def reads(req: AdmissionRequest) -> Verdict:
+        seen.append(req.object)
+        return ALLOW
+
+    verdict = await run_chain([handler("a", builds), handler("b", reads)],
+                              request(operation="CREATE", resource="pods", obj=sent))
+    assert seen == [built]
+    assert [op["path"] for op in verdict.patch] == ["/metadata/labels/a"]
+    assert "a" not in sent["metadata"]["labels"], "the object sent is left as it was"
+
+
 async def test_a_denial_wins_and_the_handlers_after_it_do_not_run() -> None:
     ran: list[str] = []
 

@@ -57,15 +57,17 @@ def local_stack(
 def running_stack(
     data_dir: Path, topology: str, env: Mapping[str, str], *, webhook_replicas: int = 1,
     kubelet: Sequence[str] = (), refusals: bool = False, nats_servers: int = 1,
+    planner_shards: int = 1,
 ) -> Iterator[tuple[Stack, client.ApiClient]]:
     """The stack itself too, for scenarios that read its processes (ports, metrics);
     ``kubelet``: kubesim flags that replace the fast kubelet delays (a later flag wins);
     ``refusals``: the scenario forges what the actuator must refuse, so refused plans are no
-    failure; ``nats_servers``: 3 for a JetStream cluster."""
+    failure; ``nats_servers``: 3 for a JetStream cluster; ``planner_shards``: planner shard
+    groups instead of one planner."""
     stack = Stack(data_dir=data_dir, cluster="local",
                   kubesim_args=[f"--topology={topology}", *FAST_KUBELET, *kubelet],
                   webhook_replicas=webhook_replicas, service_env={**FAST_ACTUATOR, **env},
-                  nats_servers=nats_servers)
+                  nats_servers=nats_servers, planner_shards=planner_shards)
     try:
         stack.start(120.0)
         api: client.ApiClient = config.new_client_from_config(  # type: ignore[no-untyped-call]

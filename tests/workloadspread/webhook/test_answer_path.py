@@ -109,6 +109,33 @@ async def test_a_burst_of_admission_events_is_published_whole_and_in_order(
     ]
 
 
+async def test_a_stop_publishes_the_gathered_admission_events_at_once_and_in_order(
+    admission: SpreadAdmission,
+) -> None:
+    assert admission.nc is not None
+    announcements = admission.announcements
+    announcements.batch_seconds = 600.0  # a batch that would outlast the drain's bound
+    sub = await admission.nc.subscribe("admission.>")
+    bodies = [request(operation="CREATE", resource="pods", obj=new_pod()) for _ in range(5)]
+    for body in bodies:
+        announcements.announce(body, "ws", "zone-a", "key")
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert announcements.pending == len(bodies), "the batch is still gathering"
+    await announcements.drain(timeout=5)
+    assert (announcements.pending, announcements.dropped) == (0, 0)
+    received = [decode((await sub.next_msg(timeout=5)).data) for _ in bodies]
+    assert [e.request_uid for e in received if isinstance(e, Admission)] == [
+        body.uid for body in bodies
+    ]
+    late = request(operation="CREATE", resource="pods", obj=new_pod())
+    announcements.announce(late, "ws", "zone-a", "key")
+    await announcements.drain(timeout=5)
+    event = decode((await sub.next_msg(timeout=5)).data)
+    assert isinstance(event, Admission)
+    assert event.request_uid == late.uid
+
+
 async def test_admission_events_beyond_the_bound_are_dropped_and_counted(
     admission: SpreadAdmission,
 ) -> None:

@@ -201,23 +201,31 @@ class SpreadAdmission:
         if decision.subset is not None:
             self.steered += 1
         key = decision.reservation.pod if decision.reservation else pod_state.name(pod)
-        seen = subsets_seen(
-            spread, replicas=replicas, loads=counted[0], now=judged[0], version=version
-        )
-        held = decision.subset is not None and decision.reservation is None and bool(
-            pod_state.name(pod)) and any(load.holds(key) for load in counted[0].values())
-        ref = spread.target_ref
-        evidence = Evidence(
-            reason=admission_reason(spread, seen, decision.subset, held=held),
-            subsets=seen,
-            target=f"{ref.kind}/{ref.name}" if ref is not None else "",
-            replicas=replicas,
-            version=version,
-            ledger_revision=self.ledger.revision(
-                entry_key(self.view.cluster, spread.namespace, spread.name)),
-        )
+        loads, judged_at = counted[0], judged[0]
+        revision = self.ledger.revision(
+            entry_key(self.view.cluster, spread.namespace, spread.name))
+
+        def evidence() -> Evidence:
+            """What the decision saw, worked out by the publisher after the answer is sent
+            from what the decision kept (none of which changes after it)."""
+            seen = subsets_seen(
+                spread, replicas=replicas, loads=loads, now=judged_at, version=version
+            )
+            held = decision.subset is not None and decision.reservation is None and bool(
+                pod_state.name(pod)) and any(load.holds(key) for load in loads.values())
+            ref = spread.target_ref
+            return Evidence(
+                reason=admission_reason(spread, seen, decision.subset, held=held),
+                subsets=seen,
+                target=f"{ref.kind}/{ref.name}" if ref is not None else "",
+                replicas=replicas,
+                version=version,
+                ledger_revision=revision,
+            )
+
         self.announcements.announce(request, spread.name, decision.subset or "", key, evidence)
-        return Verdict(patch=decision.patch, warnings=warnings)
+        return Verdict(patch=decision.patch, warnings=warnings,
+                       patched=decision.pod if decision.patch else None)
 
     def _replicas(
         self, spread: WorkloadSpread, workload: Mapping[str, Any] | None
