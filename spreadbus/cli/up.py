@@ -30,8 +30,8 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from kubesemantics.qualified_names import is_dns1123_label
 from events.shards import MAX_SHARDS
+from kubesemantics.qualified_names import is_dns1123_label
 from spreadbus.cli.data_dir_lock import DataDirInUse
 from spreadbus.cli.local_stack import Stack, say
 from spreadbus.cli.stack_errors import StackError

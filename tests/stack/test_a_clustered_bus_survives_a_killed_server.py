@@ -71,13 +71,12 @@ from tests.fixtures.stack_victims import log_tails
 from tests.podunavailablebudget.test_budget_holds_through_kills_and_a_nats_restart import (
     MAX_UNAVAILABLE,
     READY_DELAY,
-    REFUSAL_MARK,
-    SYNCING,
     Run,
     clock,
     drive,
     protected_deployment,
     settled_status,
+    the_budgets,
 )
 from tests.workloadspread_e2e.elastic_workload import (
     NAME,
@@ -331,8 +330,7 @@ def test_a_killed_nats_server_loses_nothing_and_overspends_nothing(
 
     assert not run.evictor.strange, run.evictor.strange[:5]
     assert run.evictor.evicted >= MAX_UNAVAILABLE, run.report()
-    foreign = [m for m in run.evictor.refusals
-               if REFUSAL_MARK not in m and SYNCING not in m]
+    foreign = [m for m in run.evictor.refusals if not the_budgets(m)]
     assert not foreign, f"refusals that are not the budget's: {foreign[:5]}"
     # As in the budget's own fault test, only an eviction the budget was not asked about may
     # start an episode: that of a pod created while its mutating call failed (here, while the
