@@ -143,7 +143,7 @@ class KeptPods(Mapping[tuple[str, str], dict[str, Any]]):
 
     __slots__ = ("kept",)
 
-    def __init__(self, kept: dict[tuple[str, str], KeptPod]) -> None:
+    def __init__(self, kept: Mapping[tuple[str, str], KeptPod]) -> None:
         self.kept = kept
 
     def __getitem__(self, key: tuple[str, str]) -> dict[str, Any]:
