@@ -58,12 +58,7 @@ def has_unavailable_label(pod: JSON) -> bool:
 def ready(pod: JSON) -> bool:
     """Kruise's ``pubcontrol`` ``IsPodReady``: ``util.IsRunningAndReady`` (Running, Ready, not
     terminating) and no ``unavailable-pod.kruise.io/`` label."""
-    return (
-        pod_status.phase(pod) == "Running"
-        and not pod_status.deleting(pod)
-        and not has_unavailable_label(pod)
-        and pod_status.has_ready_condition(pod)
-    )
+    return pod_status.running_and_ready(pod) and not has_unavailable_label(pod)
 
 
 def _list(value: object) -> list[Any]:

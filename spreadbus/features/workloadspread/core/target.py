@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kubesemantics import label_selector
+from kubesemantics import label_selector, pod_status
 from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import (
@@ -37,7 +37,6 @@ from spreadbus.features.workloadspread.core.model import (
     api_version_valid,
 )
 from spreadbus.features.workloadspread.core.pod_state import (
-    is_active,
     metadata,
     namespace,
     pod_labels,
@@ -167,7 +166,7 @@ def governing_workloadspread(
     Inactive pods, pods without a controller, and pods whose controller kind is not supported are
     never governed.
     """
-    if not is_active(pod):
+    if not pod_status.active_deleting_truthy(pod):
         return None
     owner = controller_ref(pod)
     if owner is None:
