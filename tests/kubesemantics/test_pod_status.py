@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubesemantics import pod_status
-from kubesemantics.owner_refs import controller_ref
+from kubesemantics.owner_refs import controller_ref, owner_references
 
 ABSENT = object()
 
@@ -118,3 +118,11 @@ def test_running_and_ready_needs_the_phase_the_condition_and_no_deletion() -> No
     assert not pod_status.running_and_ready(pod(conditions=[{"type": "Ready", "status": "False"}]))
     assert not pod_status.running_and_ready(pod(conditions=ready, deletion="2024-05-01T10:00:00Z"))
     assert pod_status.running_and_ready(pod(conditions=ready, deletion=""))
+
+
+def test_owner_references_are_every_reference_that_is_an_object_in_order() -> None:
+    first, second = {"kind": "ReplicaSet", "name": "a"}, {"kind": "Job", "controller": True}
+    refs: list[object] = ["junk", first, 7, second]
+    assert owner_references({"metadata": {"ownerReferences": refs}}) == [first, second]
+    assert owner_references({"metadata": {"ownerReferences": {"0": first}}}) == []
+    assert owner_references({"metadata": "oops"}) == []

@@ -32,6 +32,7 @@ from typing import Any, Final
 from kubesemantics import merge_patch
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.owner_refs import owner_references
 from spreadbus.features.uniteddeployment.core.allocation import (
     specified_replicas,
     subset_bounds,
@@ -142,9 +143,7 @@ def _placed(ud: UnitedDeployment, governor: JSON, written: JSON) -> str:
     if as_str(metadata.get("namespace")) != namespace:
         return (f"metadata.namespace: {as_str(metadata.get('namespace'))!r}, the "
                 f"UnitedDeployment is in {namespace!r}")
-    refs = metadata.get("ownerReferences")
-    controllers = [r for r in refs if isinstance(r, Mapping) and r.get("controller") is True] \
-        if isinstance(refs, list) else []
+    controllers = [r for r in owner_references(written) if r.get("controller") is True]
     mine = [r for r in controllers
             if api_group(as_str(r.get("apiVersion"))) == api_group(API_VERSION)
             and r.get("kind") == KIND and r.get("name") == ud.name and r.get("uid") == ud.uid]

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kubesemantics import label_selector, pod_status
-from kubesemantics.owner_refs import controller_ref
+from kubesemantics.owner_refs import controller_ref, owner_references
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import (
     TargetFilter,
@@ -37,7 +37,6 @@ from spreadbus.features.workloadspread.core.model import (
     api_version_valid,
 )
 from spreadbus.features.workloadspread.core.pod_state import (
-    metadata,
     namespace,
     pod_labels,
 )
@@ -109,12 +108,7 @@ def uncontrolled_owner(obj: Mapping[str, Any], whitelist: Whitelist) -> Mapping[
     workload, under which Kruise's controller counts it (it lists pods by owner uid)."""
     if controller_ref(obj) is not None:
         return None
-    refs = metadata(obj).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if not isinstance(ref, Mapping):
-            continue
+    for ref in owner_references(obj):
         api_version, kind = ref.get("apiVersion"), ref.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
             continue
