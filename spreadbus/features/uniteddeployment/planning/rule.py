@@ -48,7 +48,7 @@ from typing import Any, Final, Literal, Protocol
 import msgspec
 
 from events.messages import ObjectRef, ResourceRef
-from kubesemantics import merge_patch
+from kubesemantics import merge_patch, pod_status
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_int
 from spreadbus.features.uniteddeployment.core.pod_groups import OwnerKey, OwnerPods
@@ -178,7 +178,7 @@ class UnitedDeploymentRule(PacedRule):
         """Reconcile one UnitedDeployment (by its object key) and say what to write."""
         index = self.index
         ud = view.decoded(index.rk_uds, okey)
-        if ud is None or (ud.get("metadata") or {}).get("deletionTimestamp"):
+        if ud is None or pod_status.deleting_truthy(ud):
             self._schedule(okey, None)
             if ud is None:
                 self.pacing.forget(okey)
