@@ -1,7 +1,7 @@
-"""What a budget asks of a pod: is it active, available, mid in-place update, and does a change
-make it unavailable (Kruise v1.9.0's predicates, reference §4.4).
+"""What a budget asks of a pod: is it available, mid in-place update, and does a change make it
+unavailable (Kruise v1.9.0's predicates, reference §4.4). Whether it is active (not Succeeded or
+Failed, not terminating) is :func:`kubesemantics.pod_status.active`'s reading.
 
-- active: not Succeeded or Failed, not terminating;
 - ready: Running, condition Ready True, not terminating, no ``unavailable-pod.kruise.io/`` label;
 - consistent: not in the middle of an in-place update (the images it runs are the ones its spec
   names; see :func:`consistent`);
@@ -45,10 +45,6 @@ def annotations_of(pod: JSON) -> Mapping[str, Any]:
 
 def name_of(pod: JSON) -> str:
     return as_str(_meta(pod).get("name"))
-
-
-active = pod_status.active
-"""Kruise's ``kubecontroller.IsPodActive`` (an empty ``deletionTimestamp`` reads as unset)."""
 
 
 def has_unavailable_label(pod: JSON) -> bool:
