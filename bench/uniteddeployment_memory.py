@@ -11,8 +11,10 @@ keeps, not the input:
   :mod:`spreadbus.features.uniteddeployment.planning.followed_pods`);
 - **webhook**: the WorkloadSpread admission view, which folds pods to count them (the
   UnitedDeployment handlers read UnitedDeployments only);
-- **budget-webhook**: the PodUnavailableBudget admission view, which folds pods for evictions.
-  A replica serving both features holds the two.
+- **budget-webhook**: the PodUnavailableBudget admission view, which folds pods for evictions;
+- **webhooks**: a replica serving both, as the webhook service builds it: one pod view holding
+  each pod as both features keep it (:mod:`spreadbus.projection.pod_view`), and the two views
+  reading their parts of it.
 
 Printed per side: the growth of resident memory (``VmRSS``) over the pods, per pod, and its
 ``ratio`` to the pods' JSON size (goal under 2). Run: ``python -m bench.uniteddeployment_memory
@@ -36,7 +38,7 @@ from bench import _tiny
 from bench._united import NS, SUBSETS, Feed, cloneset, realistic_pod, revision_of, united
 
 GOAL = 2.0
-SIDES = ("planner", "webhook", "budget-webhook")
+SIDES = ("planner", "webhook", "budget-webhook", "webhooks")
 UDS = 10
 
 
@@ -71,6 +73,28 @@ def objects(pods: int) -> tuple[list[dict[str, Any]], Any]:
     return head, pod_stream()
 
 
+def _both_webhook_views() -> Any:
+    """What a replica serving WorkloadSpread and PodUnavailableBudget folds each message into."""
+    from spreadbus.features.podunavailablebudget.admission.view import BudgetView
+    from spreadbus.features.podunavailablebudget.feature import FEATURE as BUDGETS
+    from spreadbus.features.workloadspread.admission.view import View
+    from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
+    from spreadbus.features.workloadspread.feature import FEATURE as SPREADS
+    from spreadbus.projection.pod_view import PodView
+
+    keeps = [f.webhook_pods for f in (SPREADS, BUDGETS) if f.webhook_pods is not None]
+    pods = PodView("bench", keeps)
+    spreads = View(cluster="bench", kinds=workload_kinds(), pods=pods.part(0))
+    budgets = BudgetView("bench", pods.part(1))
+
+    def apply(seq: int, subject: str, data: bytes) -> None:
+        pods.fold(seq, subject, data)
+        spreads.apply_message(seq, subject, data)
+        budgets.apply_message(seq, subject, data)
+
+    return apply
+
+
 def side(name: str, pods: int) -> dict[str, float]:
     feed = Feed()
     head, stream = objects(pods)
@@ -84,6 +108,8 @@ def side(name: str, pods: int) -> dict[str, float]:
         from spreadbus.features.podunavailablebudget.admission.view import BudgetView
 
         apply = BudgetView("bench").apply_message
+    elif name == "webhooks":
+        apply = _both_webhook_views()
     else:
         from spreadbus.features.workloadspread.admission.view import View
         from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds

@@ -45,24 +45,26 @@ class ResourceRef(msgspec.Struct, frozen=True, kw_only=True):
     resource: str
 
 
-class ObjectRef(msgspec.Struct, frozen=True, kw_only=True):
+class ObjectRef(ResourceRef, frozen=True, kw_only=True):
     """One object of a resource; ``namespace`` is ``""`` for cluster-scoped objects."""
 
-    group: str
-    version: str
-    resource: str
     namespace: str = ""
     name: str
     uid: str = ""
 
 
-class Observation(_Message, frozen=True, kw_only=True, tag="observation"):
-    """One Kubernetes watch event (or a difference found by a relist)."""
+class _OfResource(_Message, frozen=True, kw_only=True):
+    """A message about one resource of one cluster (its fields come first, in this order)."""
 
     cluster: str
     group: str
     version: str
     resource: str
+
+
+class Observation(_OfResource, frozen=True, kw_only=True, tag="observation"):
+    """One Kubernetes watch event (or a difference found by a relist)."""
+
     event: WatchEventType
     object: dict[str, Any]
     relist: bool = False
@@ -74,17 +76,13 @@ class Observation(_Message, frozen=True, kw_only=True, tag="observation"):
     namespace, uid, resourceVersion, generation), so consumers know it exists and changed."""
 
 
-class SyncMarker(_Message, frozen=True, kw_only=True, tag="sync"):
+class SyncMarker(_OfResource, frozen=True, kw_only=True, tag="sync"):
     """A (re)list of one resource started (``complete=False``) or finished (``complete=True``).
 
     Consumers decide on a resource only while its latest marker is complete: the projection then
     holds everything the list returned plus every watch event after it.
     """
 
-    cluster: str
-    group: str
-    version: str
-    resource: str
     complete: bool
     resource_version: str = ""
     count: int = 0
@@ -236,14 +234,10 @@ class PodLifecycle(_Message, frozen=True, kw_only=True, tag="pod"):
     ts: float = 0.0
 
 
-class StatusChange(_Message, frozen=True, kw_only=True, tag="status"):
+class StatusChange(_OfResource, frozen=True, kw_only=True, tag="status"):
     """A governing object's ``status`` changed (WorkloadSpread, UnitedDeployment, ...), or, with
     ``deleted``, the object is gone (``status`` then is the last one it had)."""
 
-    cluster: str
-    group: str
-    version: str
-    resource: str
     namespace: str = ""
     name: str
     uid: str = ""

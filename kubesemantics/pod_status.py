@@ -58,6 +58,18 @@ def active(pod: Obj, deleting: Callable[[Obj], bool] = deleting) -> bool:
     return phase(pod) not in ENDED_PHASES and not deleting(pod)
 
 
+def active_deleting_any_value(pod: Obj) -> bool:
+    """:func:`active`, any ``deletionTimestamp`` but null read as being deleted
+    (UnitedDeployment)."""
+    return active(pod, deleting_any_value)
+
+
+def active_deleting_truthy(pod: Obj) -> bool:
+    """:func:`active`, only a ``deletionTimestamp`` Python holds true read as being deleted
+    (WorkloadSpread): an ended pod no longer counts in any subset."""
+    return active(pod, deleting_truthy)
+
+
 def ready_condition(pod: Obj) -> Obj | None:
     """The first ``Ready`` condition whose status is ``True``, if any.
 
@@ -79,3 +91,9 @@ def ready_condition(pod: Obj) -> Obj | None:
 def has_ready_condition(pod: Obj) -> bool:
     """``podutil.IsPodReady``: a ``Ready`` condition is ``True`` (see :func:`ready_condition`)."""
     return ready_condition(pod) is not None
+
+
+def running_and_ready(pod: Obj) -> bool:
+    """``util.IsRunningAndReady``: Running, not being deleted (read by :func:`deleting`), and
+    a ``Ready`` condition ``True``."""
+    return phase(pod) == "Running" and not deleting(pod) and has_ready_condition(pod)

@@ -141,3 +141,16 @@ def test_each_side_of_a_feature_comes_from_its_role_module(name: str) -> None:
     declared = [(role, _module_of(made)) for role, made in sides if made is not None]
     assert declared, f"{name} declares no side at all"
     assert declared == [(role, f"{package}.{role}") for role, _ in declared]
+
+
+def test_what_a_feature_keeps_per_pod_comes_from_its_admission_package() -> None:
+    keeping = {}
+    for name in FEATURE_PACKAGES:
+        feature = importlib.import_module(f"spreadbus.features.{name}.feature").FEATURE
+        if feature.webhook_pods is not None:
+            assert feature.webhook is not None, f"{name} keeps pods for no webhook side"
+            keeping[name] = _module_of(feature.webhook_pods)
+    assert keeping == {
+        "workloadspread": "spreadbus.features.workloadspread.admission.kept_pod",
+        "podunavailablebudget": "spreadbus.features.podunavailablebudget.admission.kept_pod",
+    }

@@ -27,8 +27,7 @@ from tlsserving import issue_server_cert, make_ca
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICE_ONLY = ("--http-port", "--http-host", "--nats-replicas", "--kubeconfig",
-                "--kube-context", "--cluster", "--history-max-age", "--log-level",
-                "--feature-plugins")
+                "--kube-context", "--cluster", "--history-max-age", "--log-level")
 
 
 def spreadbus(*args: str) -> subprocess.CompletedProcess[str]:
@@ -70,7 +69,8 @@ def test_the_help_opens_with_what_spreadbus_is() -> None:
 @pytest.mark.parametrize("command", [("why",), ("audit", "replay")])
 def test_history_readers_list_only_the_flags_they_use(command: tuple[str, ...]) -> None:
     flags = {f for a in options(parser_of(*command)) for f in a.option_strings}
-    assert {"--db", "--nats-url", "--nats-nkey-seed", "--nats-tls-ca", "--data-dir"} <= flags
+    assert {"--db", "--nats-url", "--nats-nkey-seed", "--nats-tls-ca", "--data-dir",
+            "--feature-plugins"} <= flags
     assert not flags & set(SERVICE_ONLY)
 
 

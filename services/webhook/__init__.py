@@ -3,7 +3,8 @@
 Shape, one module per concern:
 
 - :mod:`service` builds every registered feature's webhook side (its handlers, its fold of the
-  observation stream, its conversions), feeds their folds from one follower, and runs them as
+  observation stream, its conversions) and the one pod view the features that read pods share
+  (:mod:`spreadbus.projection.pod_view`), feeds them from one follower, and runs them as
   ``spreadbus webhook`` / ``python -m services.webhook`` (:mod:`cli`);
 - :mod:`server` answers the review paths with the handlers the features registered on each
   (a failure policy per path, a latency histogram) and the conversion paths;

@@ -1,8 +1,9 @@
 """Assembles the running webhook: NATS, the features' sides and their follower, HTTPS, health.
 
 Every registered feature's webhook side (:mod:`spreadbus.features.registry`) is built at start;
-one follower of the observation stream feeds each side's fold, and the paths serve the handlers
-the sides registered (:func:`services.webhook.server.build_routes`).
+one follower of the observation stream feeds the replica's one pod view (each pod as every
+feature keeps it, :mod:`spreadbus.projection.pod_view`) and then each side's fold, and the paths
+serve the handlers the sides registered (:func:`services.webhook.server.build_routes`).
 
 It runs in the shared service shell (:mod:`spreadbus.runtime.service`: JSON logs, health server,
 NATS, signals). ``/readyz`` says ready only once NATS is connected and the view has caught up
@@ -35,6 +36,7 @@ from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature import Feature, WebhookContext, WebhookSide
 from spreadbus.engine.feature_service_settings import FeatureServiceSettings
 from spreadbus.features.registry import BUILTIN
+from spreadbus.projection.pod_view import PodView
 from spreadbus.projection.tracking import Tracked
 from spreadbus.runtime.follower import (
     TOMBSTONE_TRUSTED_SHARE,
@@ -115,6 +117,8 @@ class WebhookService:
         self.metrics = Metrics(registry)
         self.sides: dict[str, WebhookSide] = {}
         """Each feature's side by feature name, in registry order."""
+        self.pods = PodView(settings.cluster, ())
+        """Every pod of the cluster, as each feature that reads pods keeps it."""
         self.fold = Tracked(self._fold_sides)
         """The follower's sink: every side folds each message of the stream once."""
         self.certificates = CertificateFiles(
@@ -135,15 +139,20 @@ class WebhookService:
 
     async def start(self) -> None:
         self.sides = {}
-        for feature in self.settings.features():
-            if feature.webhook is None:
-                continue
+        serving = [f for f in self.settings.features() if f.webhook is not None]
+        keeping = [f for f in serving if f.webhook_pods is not None]
+        self.pods = PodView(self.settings.cluster,
+                            [f.webhook_pods for f in keeping if f.webhook_pods is not None])
+        parts = {f.name: self.pods.part(i) for i, f in enumerate(keeping)}
+        for feature in serving:
+            assert feature.webhook is not None
             context = WebhookContext(
                 cluster=self.settings.cluster,
                 settings=self.settings.settings_of(feature),
                 nc=self.nc,
                 clock=self.wall_clock,
                 stream_drained=self._stream_drained,
+                pods=parts.get(feature.name),
             )
             self.sides[feature.name] = await feature.webhook(context)
         cluster = subjects.escape(self.settings.cluster)
@@ -232,6 +241,7 @@ class WebhookService:
         return self.fold.last_seq
 
     def _fold_sides(self, seq: int, subject: str, data: bytes) -> None:
+        self.pods.fold(seq, subject, data)
         for side in self.sides.values():
             side.apply_message(seq, subject, data)
 
@@ -241,6 +251,10 @@ class WebhookService:
             "spreadbus_webhook_view_seq": (
                 "Last observation stream sequence folded into the view",
                 lambda: self.seq,
+            ),
+            "spreadbus_webhook_pods_kept": (
+                "Pods of the cluster in the view, kept as the features that read pods keep them",
+                lambda: len(self.pods.kept),
             ),
             "spreadbus_webhook_connections": (
                 "Connections kept on the review paths",

@@ -10,6 +10,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+from pydantic import field_validator
+from pydantic_core import PydanticCustomError
+
+from spreadbus.audit.registered import schema_with
+from spreadbus.audit.schema import AuditSchema
+from spreadbus.engine.feature_plugins import PluginError
 from spreadbus.runtime.bus_permissions import READER
 from spreadbus.runtime.bus_users import local_ca, local_seed
 from spreadbus.runtime.settings import ServiceSettings
@@ -29,11 +35,27 @@ class AuditSettings(ServiceSettings):
     """A local stack's directory, whose reader credentials and NATS URL are used when none
     are given."""
 
+    @field_validator("feature_plugins")
+    @classmethod
+    def _plugins_usable(cls, plugins: tuple[str, ...]) -> tuple[str, ...]:
+        try:
+            schema_with(plugins)
+        except PluginError as exc:
+            raise PydanticCustomError("feature_plugins", "{problem}",
+                                      {"problem": str(exc)}) from exc
+        return plugins
+
+    def audit_schema(self) -> AuditSchema:
+        """The audit schema of the built-in features and the feature plugins."""
+        return schema_with(self.feature_plugins)
+
 
 CONNECTION_FIELDS: Final = ("nats_url", "nats_creds", "nats_nkey_seed", "nats_tls_ca",
-                             "nats_tls_cert", "nats_tls_key", "nats_name", "data_dir")
-"""The settings a command that only reads the history uses to reach it; its flags list these
-(and its own), not a service's health port, stream replicas or Kubernetes access."""
+                             "nats_tls_cert", "nats_tls_key", "nats_name", "data_dir",
+                             "feature_plugins")
+"""The settings a command that only reads the history uses to reach it and to read it (the
+feature plugins whose parts of the log it holds); its flags list these (and its own), not a
+service's health port, stream replicas or Kubernetes access."""
 REPLAY_FIELDS: Final = (*CONNECTION_FIELDS, "db", "since", "until")
 WHY_FIELDS: Final = (*CONNECTION_FIELDS, "db")
 

@@ -53,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="address to listen on (default: %(default)s)")
     serve.add_argument("--port", type=int, default=8001,
                        help="port to listen on (default: %(default)s)")
+    serve.add_argument("--feature-plugins", default="", metavar="MODULE:ATTRIBUTE,...",
+                       help="the feature plugins whose tables and queries the database holds, "
+                       "as the services were given them")
 
 
 def load(args: argparse.Namespace) -> AuditSettings | None:
@@ -73,9 +76,17 @@ def times(settings: AuditSettings) -> tuple[float | None, float | None]:
 
 def run(args: argparse.Namespace) -> int:
     if args.audit_command == "serve":
+        from spreadbus.audit.registered import schema_with
         from spreadbus.audit.serve import serve
+        from spreadbus.engine.feature_plugins import PluginError
 
-        return serve(args.db, host=args.host, port=args.port)
+        try:
+            schema = schema_with([p.strip() for p in args.feature_plugins.split(",")
+                                  if p.strip()])
+        except PluginError as exc:
+            print(f"audit serve: --feature-plugins: {exc}", file=sys.stderr)
+            return 2
+        return serve(args.db, host=args.host, port=args.port, schema=schema)
     if args.audit_command == "follow":
         return service_main("audit", AuditSettings, args, follow_main, conditions=(CAUGHT_UP,))
     settings = load(args)
@@ -101,7 +112,7 @@ async def replay_command(settings: AuditSettings, since: float | None, until: fl
     except TimeoutError:
         print(f"audit: no NATS server answered at {', '.join(options.urls)}", file=sys.stderr)
         return 1
-    store = AuditStore(settings.db)
+    store = AuditStore(settings.db, settings.audit_schema())
     bar = Progress("[progress.description]{task.description}", BarColumn(),
                    MofNCompleteColumn(), TimeRemainingColumn(), disable=quiet,
                    transient=False)
@@ -126,7 +137,7 @@ async def replay_command(settings: AuditSettings, since: float | None, until: fl
 async def follow_main(settings: AuditSettings, ctx: ServiceContext) -> None:
     from spreadbus.audit.replay import follow
 
-    store = AuditStore(settings.db)
+    store = AuditStore(settings.db, settings.audit_schema())
     folded = Counter("spreadbus_audit_messages", "History messages folded into the database",
                      registry=ctx.registry)
     Gauge("spreadbus_audit_position", "Last HISTORY sequence folded",

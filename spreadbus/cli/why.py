@@ -32,8 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from spreadbus.audit.settings import WHY_FIELDS, AuditSettings
 
     kinds = ("pod", *governing_kinds())
-    parser.add_argument("kind", choices=kinds, metavar="KIND",
-                        help=f"what to explain: {', '.join(kinds)}")
+    parser.add_argument("kind", metavar="KIND",
+                        help=f"what to explain: {', '.join(kinds)}, or a kind of a feature "
+                        "plugin's (--feature-plugins)")
     parser.add_argument("target", metavar="NS/NAME", help="its namespace and name")
     parser.add_argument("--at", default="", help="the moment to answer for (ISO 8601, Unix "
                         "seconds or e.g. 2h ago); default: the latest the log knows")
@@ -58,6 +59,11 @@ def run(args: argparse.Namespace) -> int:
     settings = load(args)
     if settings is None:
         return 2
+    schema = settings.audit_schema()
+    kinds = ("pod", *governing_kinds(schema))
+    if args.kind not in kinds:
+        print(f"why: KIND {args.kind!r}: choose from {', '.join(kinds)}", file=sys.stderr)
+        return 2
     with tempfile.TemporaryDirectory() as scratch:
         db = Path(settings.db)
         if not db_given:
@@ -72,10 +78,10 @@ def run(args: argparse.Namespace) -> int:
         conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
         try:
             if args.kind == "pod":
-                story = pod_story(conn, namespace, name, at)
-                text = render_pod(story) if story else None
+                story = pod_story(conn, namespace, name, at, schema)
+                text = render_pod(story, schema) if story else None
             else:
-                story = subset_counts_at(conn, args.kind, namespace, name, at)
+                story = subset_counts_at(conn, args.kind, namespace, name, at, schema)
                 text = render_counts(story) if story else None
         finally:
             conn.close()

@@ -16,6 +16,8 @@ brings what each part of the system runs of it, and nothing runs what it does no
 - ``planner``: builds its planner side (rules, and streams it folds beside the observations);
 - ``webhook``: builds its webhook side (admission handlers, a fold of the observations, routes
   for CRD conversion);
+- ``webhook_pods``: what its webhook side keeps of each pod in the replica's one pod view
+  (:mod:`spreadbus.projection.pod_view`), which the side reads as ``ctx.pods``;
 - ``validators``: the offline and online validation of the kinds it owns;
 - ``offline_admit`` and ``offline_plan``: what ``spreadbus admit`` and ``spreadbus plan`` answer
   for it;
@@ -30,7 +32,7 @@ an empty :class:`~spreadbus.engine.feature_settings.FeatureSettings`.
 Signatures::
 
     Feature(name, settings=None, watches=(), plan_grants=(), planner=None, webhook=None,
-            validators={}, offline_plan=None)
+            webhook_pods=None, validators={}, offline_plan=None)
     PlannerSide(rules, streams=())
     SideStream(stream, fold, resource)
     WebhookSide: handlers, conversions, apply_message, progressed, start, stop, gauges
@@ -53,6 +55,7 @@ from spreadbus.engine.conversion_review import Convert
 from spreadbus.engine.feature_settings import FeatureSettings
 from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.projection.planning import Rule
+from spreadbus.projection.pod_view import Keep, PodPart
 from spreadbus.projection.tracking import Fold
 
 if TYPE_CHECKING:
@@ -106,6 +109,10 @@ class WebhookContext(Generic[FS]):
     clock: Callable[[], float]
     stream_drained: Callable[[], bool]
     """Whether the observation follower has nothing pending: every fold holds the whole stream."""
+    pods: PodPart[Any] | None = None
+    """The feature's forms of the cluster's pods in the replica's one pod view (what its
+    ``webhook_pods`` keeps), folded before the side's ``apply_message`` sees the same message;
+    ``None`` when it keeps none."""
 
 
 class WebhookSide:
@@ -200,6 +207,10 @@ class Feature(Generic[FS]):
     """The key-value buckets it keeps, created by ``spreadbus bus-setup``."""
     planner: Callable[[PlannerContext[FS]], Awaitable[PlannerSide]] | None = None
     webhook: Callable[[WebhookContext[FS]], Awaitable[WebhookSide]] | None = None
+    webhook_pods: Keep[Any] | None = None
+    """What its webhook side keeps of each pod, ``keep(pod, name, namespace)``: a compact form
+    that compares equal for two pods its decisions read alike (:mod:`spreadbus.projection.
+    pod_view`)."""
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)
     """(API group, kind) -> validation of an object of that kind; ``context`` is every other
     object of the input."""

@@ -4,7 +4,8 @@ through its declaration alone: nothing shared names it.
 The tests' plugin (:mod:`tests.fixtures.generation_feature`) declares a ``GenerationStamp``
 resource. With it loaded, the watcher lists it, records its status transitions in ``HISTORY``
 (real kubesim, real nats-server), the audit folds them with the plugin's columns and rows, and
-``why`` tells its story; the built-in features' audit knows nothing of it.
+``why`` tells its story; the built-in features' audit knows nothing of it. ``spreadbus audit
+replay`` and ``spreadbus why`` take the plugin by ``--feature-plugins``, as the services do.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from pathlib import Path
 from typing import Any, cast
 
 import nats
+import pytest
 from kubernetes import client
 
 from events.codec import encode
-from events.messages import PodLifecycle
+from events.messages import PodLifecycle, StatusChange
 from kubesim import KubeSimThread
 from services.watcher.service import prepare_watches
 from services.watcher.settings import WatcherSettings
@@ -27,11 +29,13 @@ from spreadbus.audit.replay import replay
 from spreadbus.audit.schema import AuditSchema
 from spreadbus.audit.store import STREAM, AuditStore
 from spreadbus.audit.why import pod_story, render_counts, render_pod, subset_counts_at
+from spreadbus.cli import main
 from spreadbus.features.registry import features
 from spreadbus.runtime.kube_client import KubeClient, kube_api_client
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.settings import load_settings
 from spreadbus.runtime.stream_setup import ensure_streams
+from tests.audit.bus_history import publish_all
 from tests.fixtures.generation_feature import (
     GROUP,
     KIND,
@@ -136,3 +140,63 @@ async def test_the_plugins_status_changes_reach_the_history_and_why(
     lines = render_counts(told).splitlines()
     assert lines[0] == "generationstamp default/s1 at now"
     assert lines[-1] == "    web          replicas 2"
+
+
+def _stamp_story() -> list[object]:
+    """A stamped pod's creation and a stamp's status, as the services record them."""
+    return [
+        PodLifecycle(cluster="c1", namespace="ns", name="web-1", uid="u1", point="created",
+                     annotations={STAMP_ANNOTATION: "stamp-a"}, ts=1.0),
+        StatusChange(cluster="c1", group=GROUP, version="v1", resource=RESOURCE,
+                     namespace="ns", name="s1", uid="s1-uid", status={"seen": {"web": 2}},
+                     ts=2.0),
+    ]
+
+
+async def _publish(url: str, events: list[object]) -> None:
+    nc = await nats.connect(url)
+    try:
+        await ensure_streams(nc.jetstream())
+        await publish_all(nc, events)
+    finally:
+        await nc.close()
+
+
+def test_audit_replay_and_why_take_the_plugin_by_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "audit.db")
+    with NatsServer(store_dir=tmp_path / "nats") as server:
+        asyncio.run(_publish(server.url, _stamp_story()))
+        assert main(["audit", "replay", "--db", db, "--quiet", "--nats-url", server.url,
+                     "--data-dir", str(tmp_path / "no-stack"), "--feature-plugins", PLUGIN]) == 0
+    capsys.readouterr()
+    conn = sqlite3.connect(db)
+    stamps = conn.execute("SELECT generation_stamp FROM pods WHERE name = 'web-1'").fetchall()
+    conn.close()
+    assert stamps == [("stamp-a",)]
+
+    assert main(["why", "pod", "ns/web-1", "--db", db, "--feature-plugins", PLUGIN]) == 0
+    assert f"  stamped by    {KIND} ns/stamp-a" in capsys.readouterr().out.splitlines()
+    assert main(["why", "generationstamp", "ns/s1", "--db", db,
+                 "--feature-plugins", PLUGIN]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == "    web          replicas 2"
+
+    # Without the plugin, its kind is none why explains, and its line is not told.
+    assert main(["why", "generationstamp", "ns/s1", "--db", db]) == 2
+    assert "why: KIND 'generationstamp': choose from pod, " in capsys.readouterr().err
+    assert main(["why", "pod", "ns/web-1", "--db", db]) == 0
+    assert "stamped by" not in capsys.readouterr().out
+
+
+def test_an_unusable_plugin_is_refused_by_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = str(tmp_path / "audit.db")
+    assert main(["why", "pod", "ns/web-1", "--db", db,
+                 "--feature-plugins", "tests.fixtures.no_such_module:FEATURE"]) == 2
+    assert "feature_plugins (from --feature-plugins): 'tests.fixtures.no_such_module:FEATURE'" \
+        in capsys.readouterr().err
+    assert main(["audit", "serve", "--db", db, "--feature-plugins", "nocolon"]) == 2
+    assert "audit serve: --feature-plugins: 'nocolon': expected module:attribute" \
+        in capsys.readouterr().err

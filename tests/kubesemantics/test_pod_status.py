@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kubesemantics import pod_status
-from kubesemantics.owner_refs import controller_ref
+from kubesemantics.owner_refs import controller_ref, owner_references
 
 ABSENT = object()
 
@@ -95,3 +95,34 @@ def test_the_controller_is_the_first_reference_whose_controller_is_true() -> Non
     assert controller_ref({"metadata": {"ownerReferences": refs}}) is owner
     assert controller_ref({"metadata": {"ownerReferences": refs[:3]}}) is None
     assert controller_ref({"metadata": {"ownerReferences": {"0": owner}}}) is None
+
+
+@pytest.mark.parametrize(
+    ("value", "any_value", "truthy"),
+    [(ABSENT, True, True), ("2024-05-01T10:00:00Z", False, False), ("", False, True),
+     (0, False, True)],
+)
+def test_each_features_activity_is_active_with_its_deletion_reading(
+    value: object, any_value: bool, truthy: bool
+) -> None:
+    obj = pod(deletion=value)
+    assert pod_status.active_deleting_any_value(obj) is any_value
+    assert pod_status.active_deleting_truthy(obj) is truthy
+    assert not pod_status.active_deleting_truthy(pod(deletion=value, phase="Failed"))
+
+
+def test_running_and_ready_needs_the_phase_the_condition_and_no_deletion() -> None:
+    ready = [{"type": "Ready", "status": "True"}]
+    assert pod_status.running_and_ready(pod(conditions=ready))
+    assert not pod_status.running_and_ready(pod(conditions=ready, phase="Pending"))
+    assert not pod_status.running_and_ready(pod(conditions=[{"type": "Ready", "status": "False"}]))
+    assert not pod_status.running_and_ready(pod(conditions=ready, deletion="2024-05-01T10:00:00Z"))
+    assert pod_status.running_and_ready(pod(conditions=ready, deletion=""))
+
+
+def test_owner_references_are_every_reference_that_is_an_object_in_order() -> None:
+    first, second = {"kind": "ReplicaSet", "name": "a"}, {"kind": "Job", "controller": True}
+    refs: list[object] = ["junk", first, 7, second]
+    assert owner_references({"metadata": {"ownerReferences": refs}}) == [first, second]
+    assert owner_references({"metadata": {"ownerReferences": {"0": first}}}) == []
+    assert owner_references({"metadata": "oops"}) == []

@@ -16,7 +16,7 @@ import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kubesemantics.pod_status import has_ready_condition
+from kubesemantics.pod_status import active_deleting_any_value, has_ready_condition
 from spreadbus.features.uniteddeployment.core.adaptive import default_adaptive_round
 from spreadbus.features.uniteddeployment.core.model import ScheduleStrategy
 from spreadbus.features.uniteddeployment.core.pod_groups import (
@@ -28,7 +28,6 @@ from spreadbus.features.uniteddeployment.core.pod_groups import (
     updated_counts,
 )
 from spreadbus.features.uniteddeployment.core.reservation import reservation_round
-from spreadbus.features.uniteddeployment.core.status import pod_active
 from spreadbus.features.uniteddeployment.planning.family import Node
 from spreadbus.features.uniteddeployment.planning.followed_pods import (
     FollowedPods,
@@ -138,7 +137,7 @@ def test_counts_equal_counting_pod_by_pod(drawn: list[dict[str, Any]], revision:
     groups = list(from_scratch({str(i): p for i, p in enumerate(drawn)}).values())
     owned = [p for p in drawn if "ownerReferences" in p["metadata"]]
     on = [p for p in owned if p["metadata"]["labels"].get(REVISION, "") == revision]
-    active = [p for p in on if pod_active(p)]
+    active = [p for p in on if active_deleting_any_value(p)]
     assert updated_counts(groups, revision) == (len(active), sum(map(has_ready_condition, active)))
     assert off_revision(groups, revision) == len(owned) - len(on)
 

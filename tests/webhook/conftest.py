@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable
@@ -13,11 +14,14 @@ from typing import Any
 
 import aiohttp
 import pytest
+import yaml
 
 from services.webhook.service import CAUGHT_UP, WebhookService, WebhookSettings, main
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.service import ServiceContext, run_service
 from tlsserving import CertKeyPair, PemPaths, issue_server_cert, make_ca
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass
@@ -118,6 +122,19 @@ async def webhook_shell(
     finally:
         stopping.set()
         await asyncio.gather(shell, return_exceptions=True)
+
+
+def local_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
+    """The installation's webhook configurations, addressed to the local replica by URL."""
+    bundle = base64.b64encode(ca_pem).decode()
+    docs = []
+    for name in ("mutating.yaml", "validating.yaml"):
+        doc = yaml.safe_load((ROOT / "deploy" / "webhook" / name).read_text())
+        for hook in doc["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
+        docs.append(doc)
+    return docs
 
 
 @pytest.fixture

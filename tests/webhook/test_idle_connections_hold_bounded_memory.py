@@ -37,7 +37,7 @@ from spreadbus.cli.local_stack import Child
 from spreadbus.runtime.nats_server import NatsServer
 from tests.fixtures.connection_flood import ConnectionFlood
 from tests.webhook.admission_reviews import pod, review
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     LISTED,
     MATCHED,
     RESOURCES,

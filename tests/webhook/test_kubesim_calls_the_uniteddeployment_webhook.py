@@ -23,8 +23,7 @@ from events.messages import Observation
 from tests.fixtures.cluster import SimCluster
 from tests.fixtures.polling import wait_until_async
 from tests.uniteddeployment.test_validation_rules import base
-from tests.webhook.conftest import RunningWebhook
-from tests.webhook.test_kubesim_calls_the_webhook import local_configurations
+from tests.webhook.conftest import RunningWebhook, local_configurations
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "uniteddeployment" / "cloneset-max-replicas.yaml"

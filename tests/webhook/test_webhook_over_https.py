@@ -14,8 +14,8 @@ from cryptography import x509
 
 from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import pod, review
-from tests.webhook.cluster_state import spread, zone_subset
 from tests.webhook.conftest import RunningWebhook
+from tests.workloadspread.webhook.cluster_state import spread, zone_subset
 from tlsserving import issue_server_cert
 
 

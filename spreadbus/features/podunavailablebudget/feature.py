@@ -14,6 +14,7 @@ from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Governor, PlanGrant
 from spreadbus.engine.side_import import webhook_side_in
+from spreadbus.features.podunavailablebudget.admission.kept_pod import kept_encoded
 from spreadbus.features.podunavailablebudget.audit import AUDIT
 from spreadbus.features.podunavailablebudget.core.budget_ledger import BUCKET, STREAM
 from spreadbus.features.podunavailablebudget.core.budget_ledger import SPEC as BUCKET_SPEC
@@ -61,6 +62,7 @@ FEATURE: Final = Feature(
     buckets=(BUCKET_SPEC,),
     planner=planner_side,
     webhook=webhook_side_in("spreadbus.features.podunavailablebudget.webhook"),
+    webhook_pods=kept_encoded,
     validators={(GROUP, KIND): validate_offline},
     kinds={_GOVERNOR.resource: _GOVERNOR.kind},
     status_history=((_GOVERNOR.group, _GOVERNOR.resource),),

@@ -51,7 +51,7 @@ class BudgetWebhook(WebhookSide):
 async def webhook_side(ctx: WebhookContext[PodUnavailableBudgetSettings]) -> BudgetWebhook:
     assert ctx.nc is not None, "the PodUnavailableBudget handlers spend budgets on NATS"
     kv = await budget_bucket(ctx.nc)
-    view = BudgetView(ctx.cluster)
+    view = BudgetView(ctx.cluster, ctx.pods)
     admission = BudgetAdmission(
         view=view,
         store=budget_store(kv, deadline_seconds=ctx.settings.pub_ledger_deadline_seconds),

@@ -20,6 +20,7 @@ from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, Kind, PlanGrant
 from spreadbus.engine.side_import import webhook_side_in
+from spreadbus.features.workloadspread.admission.kept_pod import KeptPod
 from spreadbus.features.workloadspread.admission.spread_hints import HINTS_PREFIX
 from spreadbus.features.workloadspread.audit import AUDIT
 from spreadbus.features.workloadspread.core.model import NAME
@@ -91,6 +92,7 @@ FEATURE: Final = Feature(
     buckets=(RESERVATIONS_SPEC,),
     planner=planner_side,
     webhook=webhook_side_in("spreadbus.features.workloadspread.webhook"),
+    webhook_pods=KeptPod.of,
     validators={("apps.kruise.io", "WorkloadSpread"): validate_offline},
     kinds={_GOVERNOR.resource: _GOVERNOR.kind},
     status_history=((_GOVERNOR.group, _GOVERNOR.resource),),

@@ -79,7 +79,7 @@ async def webhook_side(ctx: WebhookContext[WorkloadSpreadSettings]) -> SpreadWeb
     assert ctx.nc is not None, "the WorkloadSpread handlers reserve slots on NATS"
     kv = await reservation_bucket(ctx.nc)
     whitelist = ctx.settings.whitelist()
-    view = View(cluster=ctx.cluster, kinds=workload_kinds(whitelist))
+    view = View(cluster=ctx.cluster, kinds=workload_kinds(whitelist), pods=ctx.pods)
     admission = SpreadAdmission(
         view=view,
         ledger=reservation_store(

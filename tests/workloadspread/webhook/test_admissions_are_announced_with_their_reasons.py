@@ -11,7 +11,7 @@ from events.codec import decode
 from events.messages import Admission
 from tests.fixtures.polling import wait_until_async
 from tests.webhook.admission_reviews import request
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     deployment,
     new_pod,
     replicaset,

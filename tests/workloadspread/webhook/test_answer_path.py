@@ -19,7 +19,7 @@ from spreadbus.features.workloadspread.admission.admission import SpreadAdmissio
 from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.admission.view_progress import ViewProgress
 from tests.webhook.admission_reviews import request
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     Feed,
     deployment,
     new_pod,

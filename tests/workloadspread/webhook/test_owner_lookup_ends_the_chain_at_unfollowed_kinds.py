@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spreadbus.features.workloadspread.admission.view import View
-from tests.webhook.cluster_state import Feed, workload
+from tests.workloadspread.webhook.cluster_state import Feed, workload
 
 KINDS = (
     ("apps", "ReplicaSet", "replicasets"),

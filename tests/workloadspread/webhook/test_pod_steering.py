@@ -21,7 +21,7 @@ from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.core.reservation_contract import Ledger
 from spreadbus.runtime.nats_server import NatsServer
 from tests.webhook.admission_reviews import patch_of, request
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     MATCHED,
     Feed,
     deployment,

@@ -21,7 +21,7 @@ from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.admission import admit_create_for, admit_delete_for
 from spreadbus.features.workloadspread.core.occupancy import loads_from_pods
 from spreadbus.features.workloadspread.core.reservation_contract import Ledger
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     MATCHED,
     deployment,
     new_pod,

@@ -24,7 +24,7 @@ from nats.aio.client import Client
 from kubesim import jsonpatch
 from spreadbus.runtime.nats_server import NatsServer
 from tests.webhook.admission_reviews import patch_of, request
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     MATCHED,
     Feed,
     deployment,

@@ -18,7 +18,7 @@ from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist, parse_whitelist
 from spreadbus.features.workloadspread.core.workload_kinds import workload_kinds
 from tests.webhook.admission_reviews import patch_of, request
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     MATCHED,
     deployment,
     owned_pod,

@@ -21,8 +21,8 @@ from spreadbus.features.workloadspread.admission.view import View
 from spreadbus.features.workloadspread.core.model import from_object
 from spreadbus.features.workloadspread.core.occupancy import Reservation, loads_from_pods
 from spreadbus.features.workloadspread.core.reservation_contract import Ledger
-from tests.webhook.cluster_state import fold_pods
 from tests.workloadspread.core.pod_histories import NAMES, SUBSETS, History, histories
+from tests.workloadspread.webhook.cluster_state import fold_pods
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 VERSIONS = ("v1", "v2", "7f", "versionIgnored")

@@ -13,8 +13,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from spreadbus.features.workloadspread.admission.view import View
-from tests.webhook.cluster_state import fold_pods
 from tests.workloadspread.core.pod_histories import NAMES, SPREADS, History, histories
+from tests.workloadspread.webhook.cluster_state import fold_pods
 
 
 def indexes(view: View) -> tuple[object, ...]:

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 
 from spreadbus.features.workloadspread.admission.kept_pod import KeptPod
 from spreadbus.features.workloadspread.admission.view import View
-from tests.webhook.cluster_state import fold_pods
 from tests.workloadspread.core.pod_histories import NAMES, SPREADS, History, histories
+from tests.workloadspread.webhook.cluster_state import fold_pods
 
 
 def last_versions(history: History) -> dict[str, dict[str, Any]]:

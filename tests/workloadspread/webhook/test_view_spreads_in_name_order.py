@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from events.messages import WatchEventType
 from spreadbus.features.workloadspread.admission.view import View
-from tests.webhook.cluster_state import Feed
+from tests.workloadspread.webhook.cluster_state import Feed
 
 NAMESPACES = ("default", "team-a")
 NAMES = ("web", "api", "db")

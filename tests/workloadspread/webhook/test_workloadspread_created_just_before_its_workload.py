@@ -25,7 +25,7 @@ from spreadbus.features.workloadspread.admission.admission import SpreadAdmissio
 from spreadbus.runtime.nats_server import NatsServer
 from tests.webhook.admission_reviews import patch_of
 from tests.webhook.admission_reviews import request as review_request
-from tests.webhook.cluster_state import (
+from tests.workloadspread.webhook.cluster_state import (
     MATCHED,
     Feed,
     deployment,

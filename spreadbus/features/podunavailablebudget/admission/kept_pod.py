@@ -8,13 +8,16 @@ deletion, Ready condition and ``unavailable-pod.kruise.io/`` labels, and, to tel
 update in progress, its containers' names, images and ``IS_INJECTED`` variable, their statuses'
 images and image ids, and the in-place and SidecarSet annotations. :func:`kept` is the pod with
 only these, each as it was (a property test checks that every reading agrees); the view holds
-it encoded, a few hundred bytes where the pod's JSON is kilobytes.
+it encoded (:func:`kept_encoded`, what the feature registers for the webhook's pod view), a few
+hundred bytes where the pod's JSON is kilobytes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Final
+
+import msgspec
 
 from spreadbus.features.podunavailablebudget.core import pod_health
 from spreadbus.features.podunavailablebudget.core.model import (
@@ -93,3 +96,8 @@ def kept(pod: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(status, Mapping):
         out["status"] = _status(status)
     return out
+
+
+def kept_encoded(pod: Mapping[str, Any], name: str, namespace: str) -> bytes:
+    """What the webhook's pod view keeps of a pod for budget decisions: :func:`kept`, encoded."""
+    return msgspec.json.encode(kept(pod))

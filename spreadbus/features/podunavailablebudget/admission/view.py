@@ -8,8 +8,10 @@ Deployment), so ReplicaSets are kept too.
 
 Only these resources are kept (other observations are skipped before decoding). PUBs and
 ReplicaSets stay the raw JSON the watcher published and are decoded when a decision asks for
-them; a pod is kept as what an eviction reads of it (:func:`.kept_pod.kept`), encoded: every
-replica holds every pod, so its whole JSON would be the bulk of the replica's memory.
+them; a pod is kept as what an eviction reads of it (:func:`.kept_pod.kept_encoded`): every
+replica holds every pod, so its whole JSON would be the bulk of the replica's memory. The pods
+are the feature's part of the replica's one pod view, which folds them, or of a view of its own
+when none is given (a view used alone).
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ from typing import Any, Final
 
 import msgspec
 
-from events import codec
-from events.messages import Observation
 from events.subjects import escape
-from spreadbus.features.podunavailablebudget.admission.kept_pod import kept
+from spreadbus.features.podunavailablebudget.admission.kept_pod import kept_encoded
 from spreadbus.projection.kube_state import KubeProjection, decode_object
-from spreadbus.projection.pod_view import PodView, pod_identity
+from spreadbus.projection.pod_view import PodPart, PodView
 from spreadbus.projection.tracking import Tracked
 
 PUB_GROUP: Final = "policy.kruise.io"
@@ -33,19 +33,18 @@ PODS: Final = escape("pods")
 KEPT: Final = frozenset({PODS, escape(PUB_RESOURCE), escape("replicasets")})
 
 
-def _encoded(pod: Mapping[str, Any], name: str, namespace: str) -> bytes:
-    """What the view keeps of a pod: :func:`.kept_pod.kept`, encoded."""
-    return msgspec.json.encode(kept(pod))
-
-
 class BudgetView:
     """Pods, PUBs and ReplicaSets of one cluster as last observed."""
 
-    def __init__(self, cluster: str) -> None:
+    def __init__(self, cluster: str, pods: PodPart[bytes] | None = None) -> None:
         self.cluster = cluster
         self.projection = KubeProjection()
-        self.pod_view = PodView(cluster, _encoded)
-        self.pods: dict[tuple[str, str], bytes] = self.pod_view.kept
+        self.own_pods: PodView | None = None
+        """The view's own pod view when it was given none: it then folds the pods itself."""
+        if pods is None:
+            self.own_pods = PodView(cluster, (kept_encoded,))
+            pods = self.own_pods.part(0)
+        self.pods: Mapping[tuple[str, str], bytes] = pods
         """(namespace, name) -> the pod as kept, encoded."""
         self.apply_message = Tracked(self._fold, self.projection.state).apply
         """Follower sink: every message moves the projection's position, kept or not."""
@@ -59,18 +58,11 @@ class BudgetView:
         if len(tokens) >= 5 and tokens[4] not in KEPT:
             return
         if len(tokens) == 7 and tokens[4] == PODS:
-            self._fold_pod(data)
+            if self.own_pods is not None:
+                self.own_pods.fold(seq, subject, data)
             return
         self.projection.fold(seq, subject, data)
         self.projection.changed.clear()
-
-    def _fold_pod(self, data: bytes) -> None:
-        event = codec.decode(data)
-        if not isinstance(event, Observation):
-            return
-        at = pod_identity(event, self.cluster)
-        if at is not None:
-            self.pod_view.observe(at, None if event.event == "DELETED" else event.object)
 
     def synced(self) -> bool:
         return all(self.projection.synced(self.cluster, group, resource)

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.intstr import IntOrStrError, scaled_value
 from spreadbus.features.podunavailablebudget.core import pod_health
 from spreadbus.features.podunavailablebudget.core.budget_selector import (
@@ -96,7 +97,7 @@ def budget_pods(
         ) if ref.parsable else None
         found, expected = ([], 0) if workload is None else pods_for_workload(
             workload, pods, workloads)
-        return [p for p in found if pod_health.active(p)], expected if total is None else total
+        return [p for p in found if pod_status.active(p)], expected if total is None else total
     if pub.selector is None:
         return [], 0
     selector = compile_selector(pub.selector)
@@ -106,7 +107,7 @@ def budget_pods(
         p for p in pods
         if namespace_of(p) == pub.namespace
         and selector.matches(string_labels(p))
-        and pod_health.active(p)
+        and pod_status.active(p)
     ]
     return matched, expected_for_pods(matched, workloads) if total is None else total
 

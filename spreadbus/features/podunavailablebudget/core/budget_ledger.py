@@ -38,6 +38,7 @@ from typing import Any, Final
 import msgspec
 
 from events.buckets import stream_of
+from kubesemantics.lenient_json import as_map
 from kubesemantics.timestamps import parse_time
 from spreadbus.engine.bus_access import BucketSpec
 from spreadbus.projection.bucket_entries import JsonEntries
@@ -78,11 +79,9 @@ ENTRIES: Final = JsonEntries(BudgetEntry, what="budget")
 """How webhooks write, and the planner reads, a :class:`BudgetEntry`."""
 
 
-def _map(status: Mapping[str, Any], key: str) -> dict[str, str]:
-    value = status.get(key)
-    if not isinstance(value, Mapping):
-        return {}
-    return {str(k): str(v) for k, v in value.items()}
+def _records(status: Mapping[str, Any], key: str) -> dict[str, str]:
+    """A status map of pod name -> time (``disruptedPods``, ``unavailablePods``), as text."""
+    return {str(k): str(v) for k, v in as_map(status.get(key)).items()}
 
 
 @functools.lru_cache(maxsize=8192)
@@ -108,7 +107,7 @@ def reseeded(entry: BudgetEntry, status: Mapping[str, Any] | None, version: int,
         seed, at = dict(status), version
     else:
         seed, at = entry.seed, entry.version
-    listed = set(_map(seed, "disruptedPods")) | set(_map(seed, "unavailablePods"))
+    listed = set(_records(seed, "disruptedPods")) | set(_records(seed, "unavailablePods"))
     disrupted = {p: t for p, t in _live(entry.disrupted, DISRUPTED_EXPIRY, now).items()
                  if p not in listed}
     unavailable = {p: t for p, t in _live(entry.unavailable, UNAVAILABLE_EXPIRY, now).items()
@@ -124,7 +123,7 @@ def effective_status(entry: BudgetEntry) -> dict[str, Any]:
     allowed = status.get("unavailableAllowed")
     status["unavailableAllowed"] = (allowed if isinstance(allowed, int) else 0) - entry.spent
     for key, own in (("disruptedPods", entry.disrupted), ("unavailablePods", entry.unavailable)):
-        merged = {**_map(entry.seed, key), **own}
+        merged = {**_records(entry.seed, key), **own}
         if merged:
             status[key] = merged
     return status
@@ -137,8 +136,8 @@ def with_decision(entry: BudgetEntry, decided: Mapping[str, Any]) -> BudgetEntry
     disrupted = dict(entry.disrupted)
     unavailable = dict(entry.unavailable)
     for key, own in (("disruptedPods", disrupted), ("unavailablePods", unavailable)):
-        known = _map(before, key)
-        for pod, at in _map(decided, key).items():
+        known = _records(before, key)
+        for pod, at in _records(decided, key).items():
             if pod not in known:
                 own[pod] = at
     return BudgetEntry(version=entry.version, seed=entry.seed, disrupted=disrupted,

@@ -1,7 +1,7 @@
-"""What a budget asks of a pod: is it active, available, mid in-place update, and does a change
-make it unavailable (Kruise v1.9.0's predicates, reference §4.4).
+"""What a budget asks of a pod: is it available, mid in-place update, and does a change make it
+unavailable (Kruise v1.9.0's predicates, reference §4.4). Whether it is active (not Succeeded or
+Failed, not terminating) is :func:`kubesemantics.pod_status.active`'s reading.
 
-- active: not Succeeded or Failed, not terminating;
 - ready: Running, condition Ready True, not terminating, no ``unavailable-pod.kruise.io/`` label;
 - consistent: not in the middle of an in-place update (the images it runs are the ones its spec
   names; see :func:`consistent`);
@@ -13,13 +13,13 @@ make it unavailable (Kruise v1.9.0's predicates, reference §4.4).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 from typing import Any
 
 from kubesemantics import pod_status
 from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.quantity import QuantityError, parse_quantity
 from spreadbus.features.podunavailablebudget.core.model import UNAVAILABLE_LABEL_PREFIX
 
 JSON = Mapping[str, Any]
@@ -47,10 +47,6 @@ def name_of(pod: JSON) -> str:
     return as_str(_meta(pod).get("name"))
 
 
-active = pod_status.active
-"""Kruise's ``kubecontroller.IsPodActive`` (an empty ``deletionTimestamp`` reads as unset)."""
-
-
 def has_unavailable_label(pod: JSON) -> bool:
     return any(str(k).startswith(UNAVAILABLE_LABEL_PREFIX) for k in labels_of(pod))
 
@@ -58,12 +54,7 @@ def has_unavailable_label(pod: JSON) -> bool:
 def ready(pod: JSON) -> bool:
     """Kruise's ``pubcontrol`` ``IsPodReady``: ``util.IsRunningAndReady`` (Running, Ready, not
     terminating) and no ``unavailable-pod.kruise.io/`` label."""
-    return (
-        pod_status.phase(pod) == "Running"
-        and not pod_status.deleting(pod)
-        and not has_unavailable_label(pod)
-        and pod_status.has_ready_condition(pod)
-    )
+    return pod_status.running_and_ready(pod) and not has_unavailable_label(pod)
 
 
 def _list(value: object) -> list[Any]:
@@ -220,25 +211,12 @@ def unavailability_changing(old: JSON, new: JSON) -> bool:
 
 # --- in-place resize -------------------------------------------------------------------------
 
-_SUFFIXES = {
-    "": Decimal(1), "m": Decimal("0.001"), "k": Decimal(10**3), "M": Decimal(10**6),
-    "G": Decimal(10**9), "T": Decimal(10**12), "P": Decimal(10**15), "E": Decimal(10**18),
-    "Ki": Decimal(2**10), "Mi": Decimal(2**20), "Gi": Decimal(2**30), "Ti": Decimal(2**40),
-    "Pi": Decimal(2**50), "Ei": Decimal(2**60),
-}
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-
-
-def _quantity(value: object) -> Decimal | str:
-    """A resource quantity's amount; text that does not parse stands for itself."""
-    text = str(value)
-    match = _QUANTITY.match(text)
-    if match is None or match.group(2) not in _SUFFIXES:
-        return text
+def _quantity(value: object) -> Fraction | str:
+    """A resource quantity's amount; a value that does not parse stands for its text."""
     try:
-        return Decimal(match.group(1)) * _SUFFIXES[match.group(2)]
-    except InvalidOperation:
-        return text
+        return parse_quantity(value)
+    except QuantityError:
+        return str(value)
 
 
 def _resource_lists(container: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -258,8 +236,8 @@ def qos_class(pod: JSON) -> str:
     over containers and init containers; Guaranteed needs both limits on every container and
     the sums of requests equal to those of limits."""
     spec = as_map(pod.get("spec"))
-    requests: dict[str, Decimal] = {}
-    limits: dict[str, Decimal] = {}
+    requests: dict[str, Fraction] = {}
+    limits: dict[str, Fraction] = {}
     guaranteed = True
     for container in [c for key in ("containers", "initContainers")
                       for c in _list(spec.get(key)) if isinstance(c, Mapping)]:
@@ -267,10 +245,10 @@ def qos_class(pod: JSON) -> str:
         for source, total in ((container_requests, requests), (container_limits, limits)):
             for name, raw in source.items():
                 amount = _quantity(raw)
-                if name in ("cpu", "memory") and isinstance(amount, Decimal) and amount > 0:
-                    total[name] = total.get(name, Decimal(0)) + amount
+                if name in ("cpu", "memory") and isinstance(amount, Fraction) and amount > 0:
+                    total[name] = total.get(name, Fraction(0)) + amount
         found = {n for n, raw in container_limits.items()
-                 if n in ("cpu", "memory") and isinstance(q := _quantity(raw), Decimal) and q > 0}
+                 if n in ("cpu", "memory") and isinstance(q := _quantity(raw), Fraction) and q > 0}
         if found != {"cpu", "memory"}:
             guaranteed = False
     if not requests and not limits:

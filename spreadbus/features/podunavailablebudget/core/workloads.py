@@ -23,7 +23,7 @@ import msgspec
 from kubesemantics.group_version import api_group
 from kubesemantics.label_selector import Selector, SelectorError, from_label_selector, parse
 from kubesemantics.lenient_json import as_int, as_map, as_str
-from kubesemantics.owner_refs import controller_ref
+from kubesemantics.owner_refs import controller_ref, owner_references
 from kubesemantics.pod_status import deleting
 
 JSON = Mapping[str, Any]
@@ -59,11 +59,6 @@ def identity(obj: JSON) -> WorkloadId:
         api_group(as_str(obj.get("apiVersion"))), as_str(obj.get("kind")),
         as_str(meta(obj).get("name")),
     )
-
-
-def owner_references(obj: JSON) -> list[Mapping[str, Any]]:
-    refs = meta(obj).get("ownerReferences")
-    return [r for r in refs if isinstance(r, Mapping)] if isinstance(refs, list) else []
 
 
 def ref_identity(ref: Mapping[str, Any]) -> WorkloadId:

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from events.messages import ObjectRef, ResourceRef
 from events.subjects import escape
+from kubesemantics import pod_status
 from kubesemantics.lenient_json import as_int
 from spreadbus.features.podunavailablebudget.core.budget_ledger import BudgetEntry, reseeded
 from spreadbus.features.podunavailablebudget.planning import status_inputs
@@ -118,9 +119,9 @@ class BudgetRule(PacedRule):
             self.pacing.forget(okey)
             self._schedule(okey, None)
             return []
-        metadata = budget.get("metadata") or {}
-        if metadata.get("deletionTimestamp"):
+        if pod_status.deleting_truthy(budget):
             return []
+        metadata = budget.get("metadata") or {}
         namespace = str(metadata.get("namespace") or "")
         escaped = escape(namespace)
         pods = self._in_namespace(view, self.rk_pods, escaped)

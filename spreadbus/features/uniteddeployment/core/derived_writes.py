@@ -33,6 +33,7 @@ from events.messages import Plan
 from kubesemantics import label_selector, merge_patch
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_map, as_str
+from kubesemantics.owner_refs import owner_references
 from spreadbus.features.uniteddeployment.core.allocation import (
     specified_replicas,
     subset_bounds,
@@ -149,9 +150,7 @@ def _placed(ud: UnitedDeployment, governor: JSON, written: JSON) -> str:
     if as_str(metadata.get("namespace")) != namespace:
         return (f"metadata.namespace: {as_str(metadata.get('namespace'))!r}, the "
                 f"UnitedDeployment is in {namespace!r}")
-    refs = metadata.get("ownerReferences")
-    controllers = [r for r in refs if isinstance(r, Mapping) and r.get("controller") is True] \
-        if isinstance(refs, list) else []
+    controllers = [r for r in owner_references(written) if r.get("controller") is True]
     identity = identity_of(written)
     if identity is not None:
         # In another cluster: it names the UD instead, and no controller may claim it.

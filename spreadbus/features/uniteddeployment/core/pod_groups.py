@@ -26,13 +26,13 @@ from typing import Any, Final
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.lenient_json import as_map, as_str
 from kubesemantics.owner_refs import controller_ref
 from kubesemantics.pod_status import has_ready_condition
 from spreadbus.features.uniteddeployment.core.adaptive import time_of, unschedulable_pending
 from spreadbus.features.uniteddeployment.core.model import UnitedDeployment
 from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
-from spreadbus.features.uniteddeployment.core.status import pod_active
 from spreadbus.features.uniteddeployment.core.subset_workloads import (
     JSON,
     label_of,
@@ -97,7 +97,7 @@ def facts_of(pod: Mapping[str, Any], source: bytes | None = None) -> PodFacts:
         owner=owner,
         revision=label_of(pod, REVISION_LABEL) or "",
         reserved_label=reserved,
-        active=pod_active(pod),
+        active=pod_status.active_deleting_any_value(pod),
         ready=has_ready_condition(pod),
         deleting=as_map(pod.get("metadata")).get("deletionTimestamp") is not None,
         pending=unschedulable_pending(pod),

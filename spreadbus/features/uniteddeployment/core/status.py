@@ -48,11 +48,6 @@ class SubsetCounts:
     updated_ready_replicas: int = 0
 
 
-def pod_active(pod: Mapping[str, Any]) -> bool:
-    """``IsPodActive``, any ``deletionTimestamp`` but null read as being deleted."""
-    return pod_status.active(pod, pod_status.deleting_any_value)
-
-
 def subset_counts(
     workload: Mapping[str, Any],
     pods: Sequence[Mapping[str, Any]],
@@ -63,7 +58,8 @@ def subset_counts(
     updated = [
         p
         for p in pods
-        if (label_of(p, REVISION_LABEL) or "") == expected_revision and pod_active(p)
+        if (label_of(p, REVISION_LABEL) or "") == expected_revision
+        and pod_status.active_deleting_any_value(p)
     ]
     return counts_of(
         workload,

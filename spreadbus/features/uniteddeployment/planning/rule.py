@@ -61,7 +61,7 @@ from typing import Any, Final, Literal, Protocol
 import msgspec
 
 from events.messages import ObjectRef, ResourceRef
-from kubesemantics import merge_patch
+from kubesemantics import merge_patch, pod_status
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.clusterregistry.registry import CLUSTER_ANNOTATION, LOCAL, SERVED_KINDS
@@ -266,7 +266,7 @@ class UnitedDeploymentRule(PacedRule):
         assert node is not None
         elsewhere = self.fleet.member_workloads((self.cluster, node[2], node[3]))
         metadata = as_map(ud.get("metadata")) if ud is not None else {}
-        if ud is None or metadata.get("deletionTimestamp"):
+        if ud is None or pod_status.deleting_truthy(ud):
             self._schedule(okey, None)
             self._with_targets.discard(okey)
             if ud is None:

@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from kubesemantics.timestamps import parse_time
 
@@ -157,7 +158,7 @@ def from_object(obj: Mapping[str, Any]) -> WorkloadRebalancer:
         uid=as_str(metadata.get("uid")),
         generation=as_int(metadata.get("generation")) or 0,
         created=None if created is None else to_second(created),
-        deleting=bool(metadata.get("deletionTimestamp")),
+        deleting=pod_status.deleting_truthy(obj),
         workloads=tuple(r for r in refs if r is not None),
         ttl_seconds_after_finished=as_int(spec.get("ttlSecondsAfterFinished")),
         status=status_from_json(obj.get("status")),

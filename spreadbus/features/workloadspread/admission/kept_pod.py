@@ -3,7 +3,7 @@
 A replica folds every pod of its cluster and must answer from memory, so what it holds per pod
 is what bounds it. A decoded pod is about five times its JSON (a dict per object, a string per
 value); the decisions read a handful of its fields: the name, the kind, the phase and deletion
-(:func:`~spreadbus.features.workloadspread.core.pod_state.is_active`), the matched-workloadspread
+(:func:`kubesemantics.pod_status.active_deleting_truthy`), the matched-workloadspread
 annotation, the two labels a version is read from and the controller owner reference. A
 :class:`KeptPod` holds exactly these, in a slotted struct that the garbage collector does not
 track, with every string that repeats across pods (namespace, kind, phase, annotation, labels)
@@ -143,7 +143,7 @@ class KeptPods(Mapping[tuple[str, str], dict[str, Any]]):
 
     __slots__ = ("kept",)
 
-    def __init__(self, kept: dict[tuple[str, str], KeptPod]) -> None:
+    def __init__(self, kept: Mapping[tuple[str, str], KeptPod]) -> None:
         self.kept = kept
 
     def __getitem__(self, key: tuple[str, str]) -> dict[str, Any]:

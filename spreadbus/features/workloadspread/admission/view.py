@@ -16,8 +16,9 @@ namespace, exactly what an admission decision reads:
   key of every pod present, which tells that a reservation has been observed. :meth:`occupied`
   hands them to the rule (:func:`~spreadbus.features.workloadspread.core.occupancy.count_loads`)
   as a full scan of the pods would. An event that changes nothing the view keeps (most are
-  status updates) keeps the pod's reading and entries as they are: the kept pods are the
-  engine's shared pod view (:class:`~spreadbus.projection.pod_view.PodView`), which tells when.
+  status updates) keeps the pod's reading and entries as they are: the kept pods are this
+  feature's part of the replica's one pod view (:class:`~spreadbus.projection.pod_view.PodView`,
+  which tells when), or of a view of its own when none is given (a view used alone).
 
 Owners the view cannot see. A workload kind is *followed* once its resource has completed a
 list (a sync marker) in this view. :meth:`owner_lookup` answers an owner of a kind that is not
@@ -46,7 +47,7 @@ from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import WorkloadSpread, from_object
 from spreadbus.features.workloadspread.core.occupancy import Occupant, Occupied, Slot, occupant
 from spreadbus.features.workloadspread.core.workload_kinds import WorkloadKinds, workload_kinds
-from spreadbus.projection.pod_view import PodView
+from spreadbus.projection.pod_view import PodPart, PodView, is_pod_subject
 from spreadbus.projection.tracking import Fold, Tracked
 
 log = logging.getLogger(__name__)
@@ -102,9 +103,11 @@ class View:
     """namespace -> reservation key -> the name of the pod present with it."""
     _pods: dict[tuple[str, str], Occupant] = field(default_factory=dict)
     """Each pod's reading by the counting rule, which the indexes are made of."""
-    _pod_view: PodView[KeptPod] = field(init=False, repr=False, compare=False)
-    """Each pod as kept: what a decision reads of it."""
-    _kept: dict[tuple[str, str], KeptPod] = field(init=False)
+    pods: PodPart[KeptPod] | None = field(default=None, repr=False, compare=False)
+    """Each pod as kept (what a decision reads of it): the feature's part of the replica's pod
+    view, which folds the pods; ``None``: the view keeps and folds them in one of its own."""
+    _own_pods: PodView | None = field(init=False, repr=False, compare=False)
+    _kept: PodPart[KeptPod] = field(init=False, repr=False, compare=False)
     _spreads_by_namespace: dict[str, list[WorkloadSpread]] = field(default_factory=dict)
     """:meth:`spreads_in` answers, sorted once per WorkloadSpread change, not per admission."""
 
@@ -115,8 +118,13 @@ class View:
     def __post_init__(self) -> None:
         kinds = {(k.group, k.resource) for k in self.kinds}
         self.watched = frozenset({POD_KEY, SPREAD_KEY} | kinds)
-        self._pod_view = PodView(self.cluster, KeptPod.of)
-        self._kept = self._pod_view.kept
+        if self.pods is None:
+            self._own_pods = PodView(self.cluster, (KeptPod.of,))
+            self._kept = self._own_pods.part(0)
+        else:
+            self._own_pods = None
+            self._kept = self.pods
+        self._kept.listen(self._pod_observed)
         self.tracking = Tracked(self._fold_message)
         self.apply_message = self.tracking.apply
 
@@ -139,6 +147,8 @@ class View:
     # -- folding ------------------------------------------------------------------------------
 
     def _fold_message(self, seq: int, subject: str, data: bytes) -> None:
+        if self._own_pods is None and is_pod_subject(subject):
+            return  # the replica's pod view folds it
         event = codec.decode(data)
         if isinstance(event, Observation):
             self.apply(event)
@@ -165,7 +175,8 @@ class View:
             return
         gone = event.event == "DELETED"
         if key == POD_KEY:
-            self._fold_pod(namespace, name, None if gone else event.object)
+            if self._own_pods is not None:
+                self._own_pods.observe((namespace, name), None if gone else event.object)
             return
         store = self.stores.setdefault(key, {})
         if gone:
@@ -184,16 +195,17 @@ class View:
                 self.spreads[(namespace, name)] = from_object(event.object)
             self._spreads_by_namespace.pop(namespace, None)
 
-    def _fold_pod(self, namespace: str, name: str, pod: dict[str, Any] | None) -> None:
-        """Keep the pod (or forget it) and re-read it unless what is kept stayed the same."""
-        at = (namespace, name)
-        if self._pod_view.observe(at, pod):
+    def _pod_observed(
+        self, at: tuple[str, str], pod: Mapping[str, Any] | None, changed: bool
+    ) -> None:
+        """Re-read the pod (or forget it) unless what is kept of it stayed the same."""
+        if changed:
             self._index_pod(at, pod)
         elif pod is not None and log.isEnabledFor(logging.DEBUG):
             reading = self._pods.get(at)
-            self._trace(namespace, name, reading, reading, pod)
+            self._trace(at[0], at[1], reading, reading, pod)
 
-    def _index_pod(self, at: tuple[str, str], pod: dict[str, Any] | None) -> None:
+    def _index_pod(self, at: tuple[str, str], pod: Mapping[str, Any] | None) -> None:
         """Replace the pod's reading and index entries; ``at`` is shared by every store."""
         namespace, name = at
         previous = self._pods.pop(at, None)

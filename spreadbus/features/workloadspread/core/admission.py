@@ -40,7 +40,7 @@ from typing import Any
 
 import msgspec
 
-from kubesemantics import json_patch
+from kubesemantics import json_patch, pod_status
 from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
@@ -274,7 +274,8 @@ def admit_create(
 def spread_for_deletion(pod: Pod, spreads: Iterable[WorkloadSpread]) -> WorkloadSpread | None:
     """The WorkloadSpread named in the pod's annotation, for an active, controlled pod."""
     annotation = pod_state.matched(pod)
-    if annotation is None or not pod_state.is_active(pod) or controller_ref(pod) is None:
+    if (annotation is None or not pod_status.active_deleting_truthy(pod)
+            or controller_ref(pod) is None):
         return None
     ns = pod_state.namespace(pod)
     return next((ws for ws in spreads if ws.namespace == ns and ws.name == annotation.name), None)

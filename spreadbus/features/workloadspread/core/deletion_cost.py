@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from kubesemantics import pod_status
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import (
     DELETION_COST_ANNOTATION,
@@ -112,7 +113,7 @@ def subset_costs(
     minimum: int = 0,
 ) -> dict[str, int]:
     """Cost per pod key for the active pods of one subset at position ``idx``."""
-    active = [p for p in pods if pod_state.is_active(p)]
+    active = [p for p in pods if pod_status.active_deleting_truthy(p)]
     negative_value, positive_value, protected_value = _values(n, idx)
     excess, protected_from = cut_points(len(active), limit, minimum)
     ordered = sorted(active, key=pod_state.deletion_order_key) if excess or minimum else active
@@ -149,7 +150,7 @@ def version_costs(
                 minimum=minimum_within(subset, limit),
             )
         )
-    fake = [p for p in buckets.get(FAKE_SUBSET, ()) if pod_state.is_active(p)]
+    fake = [p for p in buckets.get(FAKE_SUBSET, ()) if pod_status.active_deleting_truthy(p)]
     for pod in fake:
         costs[pod_state.key(pod)] = unmatched_value(n)
     return costs

@@ -23,6 +23,7 @@ from typing import Any
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.group_version import api_group as api_group
 from kubesemantics.group_version import api_version_valid as api_version_valid
 from kubesemantics.lenient_json import Condition as Condition
@@ -249,7 +250,7 @@ def from_object(obj: Mapping[str, Any]) -> WorkloadSpread:
         generation=as_int(meta.get("generation")) or 0,
         annotations=annotations,
         created=parse_time(meta.get("creationTimestamp")),
-        deleting=bool(meta.get("deletionTimestamp")),
+        deleting=pod_status.deleting_truthy(obj),
         target_ref=target_ref,
         target_filter=target_filter,
         subsets=tuple(_subset(s) for s in subsets_raw if isinstance(s, Mapping))

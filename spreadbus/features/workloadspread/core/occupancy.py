@@ -45,6 +45,7 @@ from typing import Final, Literal, NamedTuple, Protocol
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.intstr import IntOrStrError, scaled_value
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import (
@@ -222,7 +223,7 @@ def occupant(
     name = pod_state.name(pod)
     key = pod_state.creating_key_with(annotation, pod)
     version = pod_state.version(pod, versioned_kinds)
-    active = pod_state.is_active(pod)
+    active = pod_status.active_deleting_truthy(pod)
     # Built positionally: the view reads every pod change its fast path does not skip.
     if annotation is None:
         return Occupant(name, key, "", "", version, active)

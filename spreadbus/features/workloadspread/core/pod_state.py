@@ -101,12 +101,6 @@ def node_name(pod: Pod) -> str:
     return value if isinstance(value, str) else ""
 
 
-def is_active(pod: Pod) -> bool:
-    """``IsPodActive``: not Succeeded, not Failed, not being deleted (a ``deletionTimestamp``
-    Python holds true); an ended pod no longer counts in any subset."""
-    return pod_status.active(pod, pod_status.deleting_truthy)
-
-
 def _fold(raw: Mapping[str, Any], field: str) -> str:
     """Go's ``encoding/json``: an exact key match wins, else a case-insensitive one."""
     if field in raw:
@@ -206,7 +200,7 @@ def unschedulable_deadline(pod: Pod, timeout: timedelta) -> datetime | None:
     deadline is its creation time plus ``timeout`` and it is stuck once the deadline is strictly
     before now (``GetTimeBeforePendingTimeout``).
     """
-    if metadata(pod).get("deletionTimestamp") or phase(pod) != "Pending" or node_name(pod):
+    if pod_status.deleting_truthy(pod) or phase(pod) != "Pending" or node_name(pod):
         return None
     for cond in _conditions(pod):
         if (cond.get("type"), cond.get("status"), cond.get("reason")) == (

@@ -42,6 +42,7 @@ from typing import Any, Final
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.group_version import api_group
 from kubesemantics.intstr import IntOrStrError, scaled_value
 from kubesemantics.label_selector import matches
@@ -165,7 +166,7 @@ def rebalance(
         room.append(free)
         held.append(waits)
 
-    active = [p for p in pods if pod_state.is_active(p)]
+    active = [p for p in pods if pod_status.active_deleting_truthy(p)]
 
     def rank(pod: Pod) -> int:
         match = pod_state.matched(pod)

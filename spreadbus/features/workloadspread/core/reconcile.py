@@ -31,6 +31,7 @@ from typing import Any
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
@@ -145,8 +146,8 @@ def latest_version(
         owned = []
         for rs in replicasets:
             ref = controller_ref(rs)
-            rs_meta = pod_state.metadata(rs)
-            if ref is None or ref.get("uid") != meta.get("uid") or rs_meta.get("deletionTimestamp"):
+            if (ref is None or ref.get("uid") != meta.get("uid")
+                    or pod_status.deleting_truthy(rs)):
                 continue
             owned.append(rs)
         current = next((rs for rs in owned if _template_without_hash(

@@ -23,6 +23,7 @@ from datetime import datetime
 
 import msgspec
 
+from kubesemantics import pod_status
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.model import Subset, SubsetStatus
 from spreadbus.features.workloadspread.core.occupancy import (
@@ -62,7 +63,7 @@ def subset_status(
     active = 0
     for pod in pods:
         pending.pop(pod_state.creating_key(pod), None)
-        if not pod_state.is_active(pod):
+        if not pod_status.active_deleting_truthy(pod):
             continue
         active += 1
         if missing > 0:

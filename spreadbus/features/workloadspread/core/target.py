@@ -27,8 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from kubesemantics import label_selector
-from kubesemantics.owner_refs import controller_ref
+from kubesemantics import label_selector, pod_status
+from kubesemantics.owner_refs import controller_ref, owner_references
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import (
     TargetFilter,
@@ -37,8 +37,6 @@ from spreadbus.features.workloadspread.core.model import (
     api_version_valid,
 )
 from spreadbus.features.workloadspread.core.pod_state import (
-    is_active,
-    metadata,
     namespace,
     pod_labels,
 )
@@ -110,12 +108,7 @@ def uncontrolled_owner(obj: Mapping[str, Any], whitelist: Whitelist) -> Mapping[
     workload, under which Kruise's controller counts it (it lists pods by owner uid)."""
     if controller_ref(obj) is not None:
         return None
-    refs = metadata(obj).get("ownerReferences")
-    if not isinstance(refs, list):
-        return None
-    for ref in refs:
-        if not isinstance(ref, Mapping):
-            continue
+    for ref in owner_references(obj):
         api_version, kind = ref.get("apiVersion"), ref.get("kind")
         if not isinstance(api_version, str) or not isinstance(kind, str):
             continue
@@ -167,7 +160,7 @@ def governing_workloadspread(
     Inactive pods, pods without a controller, and pods whose controller kind is not supported are
     never governed.
     """
-    if not is_active(pod):
+    if not pod_status.active_deleting_truthy(pod):
         return None
     owner = controller_ref(pod)
     if owner is None:

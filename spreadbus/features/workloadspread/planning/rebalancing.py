@@ -27,6 +27,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kubesemantics import pod_status
 from spreadbus.features.workloadspread.core import pod_state
 from spreadbus.features.workloadspread.core.custom_workloads import Whitelist
 from spreadbus.features.workloadspread.core.model import Status, WorkloadSpread
@@ -104,7 +105,7 @@ class Rebalancing:
         that the pod's deletion may not be observed yet."""
         out: set[str] = set()
         for pod in pods:
-            if not pod_state.is_active(pod):
+            if not pod_status.active_deleting_truthy(pod):
                 continue
             metadata = pod_state.metadata(pod)
             record = plans.newest(slot_of(

@@ -8,7 +8,6 @@ calls run in threads, because kubesim's admission calls land on this test's even
 from __future__ import annotations
 
 import asyncio
-import base64
 import json
 import subprocess
 import sys
@@ -28,10 +27,10 @@ from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.parent_death import die_with_parent
 from tests.fixtures.cluster import SimCluster
 from tests.fixtures.polling import wait_until_async
-from tests.webhook.cluster_state import MATCHED, spread, zone_subset
-from tests.webhook.conftest import RunningWebhook
+from tests.webhook.conftest import RunningWebhook, local_configurations
+from tests.workloadspread.webhook.cluster_state import MATCHED, spread, zone_subset
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 T = TypeVar("T")
 
 
@@ -70,19 +69,6 @@ CLONESET_CRD: dict[str, Any] = {
         ],
     },
 }
-
-
-def local_configurations(port: int, ca_pem: bytes) -> list[dict[str, Any]]:
-    """The installation's webhook configurations, addressed to the local replica by URL."""
-    bundle = base64.b64encode(ca_pem).decode()
-    docs = []
-    for name in ("mutating.yaml", "validating.yaml"):
-        doc = yaml.safe_load((ROOT / "deploy" / "webhook" / name).read_text())
-        for hook in doc["webhooks"]:
-            path = hook["clientConfig"]["service"]["path"]
-            hook["clientConfig"] = {"url": f"https://127.0.0.1:{port}{path}", "caBundle": bundle}
-        docs.append(doc)
-    return docs
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from kubesim import KubeSimThread
 from spreadbus.cli.local_install import local_conversion
 from tests.webhook.conftest import RunningWebhook
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 GROUP = "apps.kruise.io"
 TERM = {"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In",
                               "values": ["zone-a"]}]}
