@@ -1,12 +1,12 @@
 """The WorkloadRebalancer's first scenario (cluster failover) end to end, on ``spreadbus up
---members member1,member2``: a Deployment of 4 propagated 2:2 by a Divided/Weighted
-PropagationPolicy that tolerates an unreachable cluster's NoExecute taint for 2 s
-(``failover.cluster``, purged directly). member1's agent stops (SIGSTOP: its watcher's heartbeats,
-its actuator and its webhook), the planner turns member1 Ready Unknown and taints it unreachable
-NoSchedule, and the NoExecute taint that Karmada's ClusterTaintPolicy would add is added: after
-the toleration every replica is in member2. member1 comes back: Ready again, its stale copy
-deleted by its own actuator, and nothing moves back. A WorkloadRebalancer then spreads the
-replicas over both again, its status as Karmada's controller writes it.
+--members member1,member2``: a Deployment of 4 propagated 2:2 (and a ConfigMap copied whole to
+both) by a Divided/Weighted PropagationPolicy that tolerates an unreachable cluster's NoExecute
+taint for 2 s (``failover.cluster``, purged directly). member1's agent stops (SIGSTOP: its
+watcher's heartbeats, its actuator and its webhook), the planner turns member1 Ready Unknown and
+taints it unreachable NoSchedule, and the NoExecute taint that Karmada's ClusterTaintPolicy would
+add is added: after the toleration every replica is in member2. member1 comes back: Ready again,
+its stale copy deleted by its own actuator, and nothing moves back. A WorkloadRebalancer then
+spreads the replicas over both again, its status as Karmada's controller writes it.
 
 The heartbeats are sped up (1 s, a 3 s grace) through the services' environment, which
 ``spreadbus up`` hands down.
@@ -43,10 +43,13 @@ TEMPLATE_AND_POLICY = [
               "template": {"metadata": {"labels": {"app": "web"}},
                            "spec": {"containers": [{"name": "main",
                                                     "image": "nginx:alpine"}]}}}},
+    {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web", "namespace": "default"},
+     "data": {"greeting": "hello"}},
     {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
      "metadata": {"name": "web", "namespace": "default"},
      "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                     "name": "web"}],
+                                     "name": "web"},
+                                    {"apiVersion": "v1", "kind": "ConfigMap", "name": "web"}],
               "placement": {
                   "clusterAffinity": {"clusterNames": list(MEMBERS)},
                   "clusterTolerations": [{"key": "cluster.karmada.io/unreachable",
@@ -148,6 +151,10 @@ def test_member1_fails_over_stays_away_and_a_rebalancer_spreads_it_again(stack: 
     stack.until(lambda: all(ready(stack, m) for m in MEMBERS), "both members Ready")
     stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all(TEMPLATE_AND_POLICY))
     stack.until(spread(stack, {"member1": 2, "member2": 2}), "2 replicas ready in each member")
+    # The ConfigMap goes whole to both: the stack's watchers watch ConfigMaps.
+    stack.until(lambda: all((stack.get("--context", m, "configmap", "web") or {}).get("data")
+                            == {"greeting": "hello"} for m in MEMBERS),
+                "the ConfigMap copied into both members")
 
     agent = stack.agent_of("member1")
     assert len(agent) == 3, agent
