@@ -135,7 +135,8 @@ class Applier:
         self.sleep = sleep
         self.authority = authority
         self.forbidden = Counter("spreadbus_actuator_forbidden_plans",
-                                 "Plans refused unsent: no grant of their rule covers them",
+                                 "Plans refused unsent: for another cluster, or no grant of "
+                                 "their rule covers them",
                                  ["rule"], registry=registry)
         self.requests = Counter("spreadbus_actuator_api_requests",
                                 "Kubernetes API requests sent, by method", ["method"],

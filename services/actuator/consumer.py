@@ -32,10 +32,14 @@ For each:
    it is answered: its one outcome is ``failed`` with reason ``UnknownVerb``, so the planner
    sees it settled rather than in flight forever. It is logged and counted
    (``spreadbus_actuator_unknown_verbs{verb}``), and the consumer goes on;
-2. if it was delivered ``max_deliveries`` times already (replicas kept dying on it), it fails;
-3. otherwise :class:`Applier` applies it (``in_progress`` keeps the delivery while it retries);
-4. the one outcome is published with ``Nats-Msg-Id`` = ``outcome:<plan id>`` and only then the
-   plan is acked.
+2. a plan for another cluster than the actuator's own (``cluster``; the subject filter alone
+   would let a plan whose body names another cluster through) fails unsent with reason
+   ``Forbidden`` (status 403), counted in ``spreadbus_actuator_forbidden_plans_total{rule}``:
+   a member never holds another member's share;
+3. if it was delivered ``max_deliveries`` times already (replicas kept dying on it), it fails;
+4. otherwise :class:`Applier` applies it (``in_progress`` keeps the delivery while it retries);
+5. the one outcome is published, on the actuator's own cluster's subject, with ``Nats-Msg-Id``
+   = ``outcome:<plan id>`` and only then the plan is acked.
 
 A crash between 4's publish and ack redelivers the plan; re-applying finds the change already
 made (``skipped``), and the outcome stream's dedup window (one hour) drops the second outcome, so
@@ -76,6 +80,7 @@ from events.messages import ApiError, Outcome, Plan, Verb
 from events.streams import DEDUP_HEADER, PLANS
 from services.actuator.application import Applier, Result
 from services.actuator.fair_queue import FairQueue
+from spreadbus.engine.plan_names import shown
 from spreadbus.runtime.bus_permissions import actuator_consumer
 from spreadbus.runtime.shutdown import sleep_unless_stopping
 
@@ -288,7 +293,9 @@ class PlanConsumer:
             return
         plan = decoded
         deliveries = msg.metadata.num_delivered
-        if deliveries > self.max_deliveries:
+        if plan.cluster != self.cluster:
+            result = self._refuse_foreign(plan)
+        elif deliveries > self.max_deliveries:
             result = Result(result="failed", attempts=0, error=ApiError(
                 status=0, reason="GaveUp",
                 message=f"delivered {deliveries} times without completing"))
@@ -308,6 +315,15 @@ class PlanConsumer:
             self.apply_seconds.observe(asyncio.get_running_loop().time() - started)
         await self._publish_outcome(plan, result)
         await msg.ack_sync()
+
+    def _refuse_foreign(self, plan: Plan) -> Result:
+        self.applier.forbidden.labels(plan.rule).inc()
+        log.warning("plan for another cluster, refused unsent", extra={
+            "plan": plan.id, "plan_cluster": shown(plan.cluster), "cluster": self.cluster})
+        return Result(result="failed", attempts=0, error=ApiError(
+            status=403, reason="Forbidden",
+            message=f"the plan is for cluster {shown(plan.cluster)!r}, this actuator acts on "
+                    f"cluster {self.cluster!r}"))
 
     async def _refuse_unknown_verb(self, msg: Msg, head: PlanHead) -> None:
         self.unknown_verbs.labels(head.verb).inc()
@@ -357,9 +373,11 @@ class PlanConsumer:
         await self.nc.flush(timeout=max(1, int(interval)))
 
     async def _publish_outcome(self, plan: Plan | PlanHead, result: Result) -> None:
+        # The actuator's own cluster, not the plan's: a refused plan for another cluster is
+        # answered where this actuator may publish, and the planner matches it by plan id.
         outcome = Outcome(
             plan_id=plan.id,
-            cluster=plan.cluster,
+            cluster=self.cluster,
             # A plan's head may name a verb Verb does not list yet: the outcome repeats it.
             verb=cast(Verb, plan.verb),
             target=plan.target,
@@ -370,7 +388,7 @@ class PlanConsumer:
             ts=self.clock(),
         )
         t = plan.target
-        subject = subjects.outcome(plan.cluster, plan.verb, t.group, t.resource, t.namespace,
+        subject = subjects.outcome(self.cluster, plan.verb, t.group, t.resource, t.namespace,
                                    t.name)
         await self.nc.jetstream().publish(subject, codec.encode(outcome),
                                           headers={DEDUP_HEADER: f"outcome:{plan.id}"})

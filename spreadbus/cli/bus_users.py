@@ -116,5 +116,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-host-kubeconfig "
               "--from-file=kubeconfig=<the host's API server, allowed to create "
               "clusters.cluster.karmada.io>")
+        print(f"  kubectl -n {NAMESPACE} create secret generic spreadbus-actuator-host-kubeconfig "
+              "--from-file=kubeconfig=<the host's API server, allowed to get "
+              "resourcebindings.work.karmada.io>")
     print(f"the read-only user for subscribers: {seed_file(out, 'reader')}")
     return 0

@@ -74,8 +74,11 @@ member's bus users (:mod:`spreadbus.runtime.member_permissions`), set up as ``sp
 bus-setup --member`` does (the hub's as ``--members`` does); a kubesim of its own; and the
 member's agent (webhook, watcher, actuator; ``--cluster <member>``, logs under
 ``DIR/logs/<member>``), connected to the leaf server, its watcher registering the member's Cluster
-in the host (``--host-kubeconfig``). ``DIR/kubeconfig`` then has a context per cluster: ``host``,
-the current one, and one per member. Members run with a single hub server only.
+in the host and its actuator reading there the bindings that govern the copies it writes
+(``--host-kubeconfig``). Every watcher, the host's and the members', also watches ConfigMaps
+(``--propagate-configmaps=true``), which propagation copies whole. ``DIR/kubeconfig`` then has
+a context per cluster: ``host``, the current one, and one per member. Members run with a
+single hub server only.
 
 ``planner_shards=N`` (``spreadbus up --shards N``, more than one) runs N planner shard groups
 instead of one planner, as ``deploy/components/planner-shards`` does: ``planner-0`` to
@@ -770,8 +773,12 @@ class Stack:
             argv.append(f"--nats-user={user}")
         if name in ("watcher", "actuator"):
             argv.append(f"--kubeconfig={kubeconfig}")
-        if member is not None and name == "watcher":
-            argv.append(f"--host-kubeconfig={self.kubeconfig}")  # registers the member's Cluster
+        if member is not None and name in ("watcher", "actuator"):
+            # The watcher registers the member's Cluster there; the actuator reads there the
+            # binding that governs each copy it writes.
+            argv.append(f"--host-kubeconfig={self.kubeconfig}")
+        if self.members and name == "watcher":
+            argv.append("--propagate-configmaps=true")  # the host's and every member's
         if module == PLANNER and self.planner_shards > 1:
             argv += [f"--shards={self.planner_shards}",
                      f"--shard={planner_names(self.planner_shards).index(name)}"]

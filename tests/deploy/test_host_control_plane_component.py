@@ -3,7 +3,8 @@ and a kube-controller-manager running exactly the namespace, garbage-collector a
 service-account-token controllers, every certificate they mount issued by the host's own CA;
 the hub's watcher and actuator act on that API server through a kubeconfig whose files are
 mounted where it names them; and the host's RBAC grants them there what their ServiceAccounts
-have in a cluster, and members only the registration of their Cluster."""
+have in a cluster, members only the registration of their Cluster, and members' actuators only
+the reads of the bindings that govern their copies; the hub's watcher watches ConfigMaps."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import yaml
 
 from services.actuator.settings import ActuatorSettings
 from services.watcher.settings import WatcherSettings
+from spreadbus.features.registry import BUILTIN, plan_grants
 from spreadbus.runtime.settings import ServiceSettings, load_settings
 
 from .conftest import KUBECTL, ROOT
@@ -150,6 +152,8 @@ def test_the_hubs_watcher_and_actuator_act_on_the_hosts_api_server(
     (_, secret) = source_of(deployment, kubeconfig["users"][0]["user"]["client-certificate"])
     assert issued(host)[secret]["spec"]["commonName"] == f"spreadbus:host:{service}"
     assert deployment["spec"]["template"]["spec"]["automountServiceAccountToken"] is False
+    if isinstance(settings, WatcherSettings):  # the templates the members get copies of
+        assert "v1/configmaps" in settings.resources
 
 
 def test_the_hosts_rbac_is_the_services_own_and_members_only_register() -> None:
@@ -167,3 +171,12 @@ def test_the_hosts_rbac_is_the_services_own_and_members_only_register() -> None:
     registration = granted["ClusterRole", "spreadbus-member-registration"]
     assert registration["rules"] == [{"apiGroups": ["cluster.karmada.io"],
                                       "resources": ["clusters"], "verbs": ["create"]}]
+    # A member's actuator reads in the host the governors that live there, and nothing else.
+    in_host = sorted({(g.governor.group, g.governor.resource) for g in plan_grants(BUILTIN)
+                      if g.governor is not None and g.governor.in_host})
+    assert granted["ClusterRole", "spreadbus-member-actuator"]["rules"] == [
+        {"apiGroups": [group], "resources": [resource], "verbs": ["get"]}
+        for group, resource in in_host]
+    assert granted["ClusterRoleBinding", "spreadbus-member-actuator"]["subjects"] == [
+        {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+         "name": "spreadbus:member-actuators"}]

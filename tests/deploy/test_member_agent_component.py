@@ -106,11 +106,18 @@ def test_each_service_is_the_members_with_the_members_bus_user(
     assert settings.cluster == MEMBER
     assert settings.nats_user == f"{MEMBER}-{service}"
     assert list(settings.nats_url) == ["tls://spreadbus-nats-0.spreadbus-nats-headless:4222"]
-    if isinstance(settings, WatcherSettings):
+    if isinstance(settings, WatcherSettings | ActuatorSettings):
+        # The watcher registers the member there; the actuator reads there the binding that
+        # governs each copy it writes: each with a credential of its own.
         mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+        assert settings.host_kubeconfig
         assert Path(settings.host_kubeconfig).parent == Path(mounts["host"])
         volumes = {v["name"]: v for v in deployment["spec"]["template"]["spec"]["volumes"]}
-        assert volumes["host"]["secret"]["secretName"] == "spreadbus-host-kubeconfig"
+        assert volumes["host"]["secret"]["secretName"] == {
+            "watcher": "spreadbus-host-kubeconfig",
+            "actuator": "spreadbus-actuator-host-kubeconfig"}[service]
+    if isinstance(settings, WatcherSettings):  # the templates propagation copies whole
+        assert "v1/configmaps" in settings.resources
 
 
 def test_the_setup_job_sets_up_the_members_domain(member: list[dict[str, Any]]) -> None:

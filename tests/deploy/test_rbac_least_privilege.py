@@ -9,10 +9,15 @@ import pytest
 from events.messages import Verb
 from spreadbus.engine.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
 from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.propagation.settings import PropagationSettings
 from spreadbus.features.registry import BUILTIN, plan_grants, watched_resources
 
+PROPAGATING = PropagationSettings(propagate_configmaps=True).watches()
+"""What a watcher with ``--propagate-configmaps`` watches beyond the features' own: one role
+serves the watcher with the setting and without it."""
+
 NEEDED = {
-    "spreadbus-watcher": watch_access(watched_resources(BUILTIN)),
+    "spreadbus-watcher": watch_access((*watched_resources(BUILTIN), *PROPAGATING)),
     "spreadbus-actuator": plan_access(plan_grants(BUILTIN)),
     "spreadbus-planner": frozenset(),
     "spreadbus-webhook": frozenset(),

@@ -3,8 +3,9 @@
 - CLI: ``spreadbus validate`` checks PropagationPolicies, ClusterPropagationPolicies,
   ResourceBindings, ClusterResourceBindings and Clusters; ``spreadbus plan`` shows
   ``resourceBindings``, one scheduling round of every binding the host holds.
-- Watcher: policies, bindings and the templates of :data:`.planning.templates.TEMPLATES`, in
-  the host and in every member.
+- Watcher: policies, bindings and the workload templates of
+  :data:`.planning.templates.TEMPLATES`, in the host and in every member; the non-workload ones
+  (ConfigMaps) only with ``--propagate-configmaps`` (:class:`.settings.PropagationSettings`).
 - Planner: :class:`~.planning.rule.PropagationRule` keeps the host's bindings (detector and
   scheduler), each member's copies, and their status in the binding and the template.
 - Actuator: the host's writes a binding only as its template's (:func:`.core.binding_check.
@@ -45,6 +46,7 @@ from spreadbus.features.propagation.planning.templates import (
     TemplateKind,
     watch_of,
 )
+from spreadbus.features.propagation.settings import PropagationSettings
 
 _BINDING: Final = Governor(group=RESOURCE_BINDINGS.group, kind="ResourceBinding",
                            resource=RESOURCE_BINDINGS.resource)
@@ -92,9 +94,10 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
 
 FEATURE: Final = Feature(
     name=NAME,
+    settings=PropagationSettings,
     watches=tuple(watch_of(r) for r in (PROPAGATION_POLICIES, CLUSTER_PROPAGATION_POLICIES,
                                         RESOURCE_BINDINGS, CLUSTER_RESOURCE_BINDINGS))
-    + tuple(t.watch for t in TEMPLATES),
+    + tuple(t.watch for t in TEMPLATES if t.workload),
     plan_grants=(
         *(g for t in TEMPLATES for g in _grants(t)),
         # A binding being deleted lets go once its copies are gone.

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from spreadbus.engine.feature import PlannerContext, PlannerSide
 from spreadbus.features.propagation.planning.rule import PropagationRule
+from spreadbus.features.propagation.settings import PropagationSettings
 
 
-async def planner_side(ctx: PlannerContext) -> PlannerSide:
+async def planner_side(ctx: PlannerContext[PropagationSettings]) -> PlannerSide:
     return PlannerSide(rules=[PropagationRule(ctx.cluster, ctx.shards)])

@@ -2,7 +2,9 @@
 
 Offline, ``spreadbus plan`` takes a template of any kind; live, the watcher must list the kind in
 the host and in every member, so the kinds are a table: Deployments and StatefulSets (divided
-or duplicated) and ConfigMaps (duplicated: they have no replicas). Cluster-scoped templates
+or duplicated) and ConfigMaps (duplicated: they have no replicas; watched only with
+``--propagate-configmaps``, so a cluster that propagates nothing does not put every ConfigMap on
+the bus). Cluster-scoped templates
 (a ClusterRole, through a ClusterResourceBinding) are scheduled offline only: the actuator's
 checks do not yet let a cluster-scoped template govern its binding.
 """
@@ -24,6 +26,9 @@ class TemplateKind(msgspec.Struct, frozen=True):
     resource: str
     kind: str
     namespaced: bool = True
+    workload: bool = True
+    """Divided or duplicated by replicas; a non-workload (a ConfigMap) goes whole to each
+    cluster, and is watched only where propagation is turned on (``--propagate-configmaps``)."""
 
     @property
     def ref(self) -> ResourceRef:
@@ -41,7 +46,7 @@ class TemplateKind(msgspec.Struct, frozen=True):
 TEMPLATES: Final = (
     TemplateKind("apps", "v1", "deployments", "Deployment"),
     TemplateKind("apps", "v1", "statefulsets", "StatefulSet"),
-    TemplateKind("", "v1", "configmaps", "ConfigMap"),
+    TemplateKind("", "v1", "configmaps", "ConfigMap", workload=False),
 )
 BY_KIND: Final = {(t.group, t.kind): t for t in TEMPLATES}
 

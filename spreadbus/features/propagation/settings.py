@@ -1,0 +1,21 @@
+"""Propagation's settings, and which services read each."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from spreadbus.engine.feature_settings import FeatureSettings, UsedBy
+from spreadbus.features.propagation.planning.templates import TEMPLATES
+
+
+class PropagationSettings(FeatureSettings):
+    propagate_configmaps: Annotated[bool, UsedBy("watcher")] = False
+    """Watch ConfigMaps, the templates propagation copies whole into members: on in the host and
+    every member of a multi-cluster setup (``spreadbus up --members`` sets it true); off, a
+    cluster that propagates nothing does not put every ConfigMap on the bus."""
+
+    def watches(self) -> tuple[str, ...]:
+        """The non-workload template kinds, when they are to be propagated."""
+        if not self.propagate_configmaps:
+            return ()
+        return tuple(t.watch for t in TEMPLATES if not t.workload)
