@@ -74,8 +74,11 @@ member's bus users (:mod:`spreadbus.runtime.member_permissions`), set up as ``sp
 bus-setup --member`` does (the hub's as ``--members`` does); a kubesim of its own; and the
 member's agent (webhook, watcher, actuator; ``--cluster <member>``, logs under
 ``DIR/logs/<member>``), connected to the leaf server, its watcher registering the member's Cluster
-in the host (``--host-kubeconfig``). ``DIR/kubeconfig`` then has a context per cluster: ``host``,
-the current one, and one per member. Members run with a single hub server only.
+in the host (``--host-kubeconfig``) and its actuator reading the host's UnitedDeployments there
+(``--host-kubeconfig``, ``--host-cluster`` the host's ``cluster``) to check a plan for a subset
+workload against them; the host's planner and webhooks run ``--uniteddeployment-control-plane``.
+``DIR/kubeconfig`` then has a context per cluster: ``host``, the current one, and one per member.
+Members run with a single hub server only.
 
 ``planner_shards=N`` (``spreadbus up --shards N``, more than one) runs N planner shard groups
 instead of one planner, as ``deploy/components/planner-shards`` does: ``planner-0`` to
@@ -772,6 +775,11 @@ class Stack:
             argv.append(f"--kubeconfig={kubeconfig}")
         if member is not None and name == "watcher":
             argv.append(f"--host-kubeconfig={self.kubeconfig}")  # registers the member's Cluster
+        if member is not None and name == "actuator":
+            # Reads the host's UnitedDeployments, which plans name by the host's --cluster.
+            argv += [f"--host-kubeconfig={self.kubeconfig}", f"--host-cluster={self.cluster}"]
+        if member is None and self.members and module in (PLANNER, WEBHOOK):
+            argv.append("--uniteddeployment-control-plane=true")  # the host runs no workloads
         if module == PLANNER and self.planner_shards > 1:
             argv += [f"--shards={self.planner_shards}",
                      f"--shard={planner_names(self.planner_shards).index(name)}"]
