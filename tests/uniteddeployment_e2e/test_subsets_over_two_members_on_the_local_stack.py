@@ -7,7 +7,8 @@ subset's pods run in its own cluster on its own zone (read through the member's 
 the host, and the host's status sums every cluster. Then a Manual canary: partitions keep the
 low ordinals of each subset on the old image while the template's image changes, so only the
 un-partitioned pods get the new revision, in whichever cluster they run; partitions of 0 then
-release it everywhere. One stack serves the module, as a user would start it.
+release it everywhere. The host being a control plane, its webhook refuses a subset that names
+no cluster. One stack serves the module, as a user would start it.
 """
 
 from __future__ import annotations
@@ -209,3 +210,15 @@ def test_a_manual_canary_updates_only_the_unpartitioned_pods_in_whichever_cluste
                interval=0.5)
     wait_until(while_up(clusters.proc, lambda: status_of(clusters, 4, 4)),
                what="the host's status counting 4 of 4 updated", timeout=60, interval=0.5)
+
+
+def test_the_hosts_webhook_refuses_a_subset_without_a_target_cluster(clusters: Clusters) -> None:
+    ud = united(2)
+    ud["metadata"]["name"] = "in-the-host"
+    del ud["spec"]["topology"]["subsets"][1]["targetCluster"]
+    done = subprocess.run([KUBECTL, "--kubeconfig", str(clusters.kubeconfig), "apply", "-f", "-"],
+                          input=yaml.safe_dump(ud), capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert done.returncode != 0
+    assert "spec.topology.subsets[1].targetCluster" in done.stderr, done.stderr
+    assert "control plane" in done.stderr, done.stderr
