@@ -74,8 +74,10 @@ member's bus users (:mod:`spreadbus.runtime.member_permissions`), set up as ``sp
 bus-setup --member`` does (the hub's as ``--members`` does); a kubesim of its own; and the
 member's agent (webhook, watcher, actuator; ``--cluster <member>``, logs under
 ``DIR/logs/<member>``), connected to the leaf server, its watcher registering the member's Cluster
-in the host and its actuator reading there the bindings that govern the copies it writes
-(``--host-kubeconfig``). Every watcher, the host's and the members', also watches ConfigMaps
+in the host and its actuator reading there the governors of the plans it applies: the bindings
+of propagated copies and the host's UnitedDeployments (``--host-kubeconfig``, ``--host-cluster``
+the host's ``cluster``); the host's planner and webhooks run ``--uniteddeployment-control-plane``.
+Every watcher, the host's and the members', also watches ConfigMaps
 (``--propagate-configmaps=true``), which propagation copies whole. ``DIR/kubeconfig`` then has
 a context per cluster: ``host``, the current one, and one per member. Members run with a
 single hub server only.
@@ -773,10 +775,14 @@ class Stack:
             argv.append(f"--nats-user={user}")
         if name in ("watcher", "actuator"):
             argv.append(f"--kubeconfig={kubeconfig}")
-        if member is not None and name in ("watcher", "actuator"):
-            # The watcher registers the member's Cluster there; the actuator reads there the
-            # binding that governs each copy it writes.
-            argv.append(f"--host-kubeconfig={self.kubeconfig}")
+        if member is not None and name == "watcher":
+            argv.append(f"--host-kubeconfig={self.kubeconfig}")  # registers the member's Cluster
+        if member is not None and name == "actuator":
+            # Reads the governors that live in the host (a copy's binding, a subset workload's
+            # UnitedDeployment), which plans name by the host's --cluster.
+            argv += [f"--host-kubeconfig={self.kubeconfig}", f"--host-cluster={self.cluster}"]
+        if member is None and self.members and module in (PLANNER, WEBHOOK):
+            argv.append("--uniteddeployment-control-plane=true")  # the host runs no workloads
         if self.members and name == "watcher":
             argv.append("--propagate-configmaps=true")  # the host's and every member's
         if module == PLANNER and self.planner_shards > 1:
