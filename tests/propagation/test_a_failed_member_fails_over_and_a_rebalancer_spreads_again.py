@@ -161,7 +161,10 @@ def test_member1_fails_over_stays_away_and_a_rebalancer_spreads_it_again(stack: 
     for pid in agent:
         os.kill(pid, signal.SIGSTOP)
     try:
-        stack.until(lambda: not ready(stack, "member1"), "member1 no longer Ready")
+        # Its status and its taints are two writes: wait for both.
+        stack.until(lambda: not ready(stack, "member1")
+                    and (stack.get("cluster", "member1") or {}).get("spec", {}).get("taints"),
+                    "member1 no longer Ready, and tainted")
         cluster = stack.get("cluster", "member1")
         (condition,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Ready"]
         assert [(t["key"], t["effect"]) for t in cluster["spec"]["taints"]] == [
