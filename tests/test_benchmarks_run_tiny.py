@@ -37,6 +37,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "actuator-reads": ("actuator_scope_reads",),
     # a stack with a member cluster, started as a person starts it, measured while idle
     "footprint": ("stack_footprint",),
+    # a host and three member clusters wired by hand, each benchmark its own
+    "members": ("propagation_end_to_end",),
 }
 
 HEADER = re.compile(r"^== bench\.(\w+)$")

@@ -1,0 +1,80 @@
+"""A 1,000-replica Deployment propagated to three member clusters Ready, against the same
+Deployment in one kubesim.
+
+- **baseline**: one kubesim (the members' topology and fast kubelet), no spreadbus: the
+  Deployment of ``--replicas``, timed from its creation to that many Ready pods (its
+  ``status.readyReplicas``);
+- **propagated**: a host and three members wired by hand as the multi-cluster tests wire them
+  (:mod:`bench._members`); a PropagationPolicy dividing Deployments evenly over the members
+  (static weights 1:1:1), then the Deployment created in the host, timed until the host's
+  template says that many are Ready (the copies' status summed back: the whole round trip).
+
+Printed: both times and the ``ratio`` propagated/baseline (goal under 1.3).
+Run: ``python -m bench.propagation_end_to_end [--replicas 1000] [--members 3]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench import _tiny
+from bench._members import alone, apply, multicluster, ready_replicas, wait
+
+GOAL = 1.3
+
+
+def deployment(replicas: int) -> dict[str, Any]:
+    labels = {"app": "bench"}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "bench", "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
+                         "name": "app", "image": "registry.example/app:1",
+                         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}}}
+
+
+def policy(members: list[str]) -> dict[str, Any]:
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": "bench", "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "name": "bench"}],
+                     "placement": {"clusterAffinity": {"clusterNames": members},
+                                   "replicaScheduling": {
+                                       "replicaSchedulingType": "Divided",
+                                       "replicaDivisionPreference": "Weighted",
+                                       "weightPreference": {"staticWeightList": [
+                                           {"targetCluster": {"clusterNames": [m]}, "weight": 1}
+                                           for m in members]}}}}}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--replicas", type=int, default=1000)
+    parser.add_argument("--members", type=int, default=3)
+    args = _tiny.arguments(parser, argv, {"replicas": 6})
+    members = [f"member{i + 1}" for i in range(args.members)]
+    with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
+        workdir = Path(tmp)
+        base = alone(workdir, deployment(args.replicas), "deployment", args.replicas)
+        print(f"one kubesim: a {args.replicas}-replica Deployment Ready in {base:.2f} s",
+              flush=True)
+        with multicluster(workdir / "members", members) as rig:
+            apply(rig.host.kubeconfig, policy(members))
+            started = time.perf_counter()
+            apply(rig.host.kubeconfig, deployment(args.replicas))
+            ready = wait("the host's Deployment Ready", lambda: ready_replicas(
+                rig.host.kubeconfig, "deployment", "bench") >= args.replicas) - started
+            split = {m: ready_replicas(sim.kubeconfig, "deployment", "bench")
+                     for m, sim in rig.members.items()}
+    print(f"propagated to {', '.join(members)}: the host's Deployment Ready in {ready:.2f} s "
+          f"(ready per member: {split})")
+    print(f"ratio propagated/one kubesim: {ready / base:.3f} (goal under {GOAL})")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
