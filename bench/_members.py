@@ -77,6 +77,8 @@ class DelayProxy:
         self.upstream_port = upstream_port
         self.delay = delay
         self.port = 0
+        self.relayed = 0
+        """Bytes forwarded so far, both ways."""
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -87,8 +89,16 @@ class DelayProxy:
         return self
 
     def __exit__(self, *_: object) -> None:
+        async def close() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
+        self._loop.close()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -104,8 +114,12 @@ class DelayProxy:
         except OSError:
             writer.close()
             return
-        await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer),
-                             return_exceptions=True)
+        try:
+            await asyncio.gather(self._pump(reader, up_writer), self._pump(up_reader, writer),
+                                 return_exceptions=True)
+        except asyncio.CancelledError:  # the relay is closing: both ends go with it
+            writer.close()
+            up_writer.close()
 
     async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
@@ -119,6 +133,7 @@ class DelayProxy:
                 if pause > 0:
                     await asyncio.sleep(pause)
                 writer.write(data)
+                self.relayed += len(data)
                 await writer.drain()
 
         sender = asyncio.ensure_future(send())

@@ -38,7 +38,7 @@ CASES: dict[str, tuple[str, ...]] = {
     # a stack with a member cluster, started as a person starts it, measured while idle
     "footprint": ("stack_footprint",),
     # a host and three member clusters wired by hand, each benchmark its own
-    "members": ("propagation_end_to_end",),
+    "members": ("multicluster_uniteddeployment", "propagation_end_to_end"),
 }
 
 HEADER = re.compile(r"^== bench\.(\w+)$")
