@@ -8,11 +8,15 @@ least two and at most three regions. A round first schedules every binding for t
 (no clusters yet), then, scaled up by one replica each, schedules them again in Steady mode on
 top of the first result. The baseline is Webster's apportionment alone
 (:func:`spreadbus.features.propagation.core.webster.allocate`) of each binding's replicas over
-the 20 clusters by weight: the division every Divided schedule ends in. Printed: bindings per
+the 20 clusters by weight: the division every Divided schedule ends in. ``--rule`` (on by
+default) also times the planner's propagation rule (:class:`PropagationRule`) over a projection
+of the same clusters, one policy with static weights and the same number of Deployments, in the
+round that schedules their new bindings (reading each template and binding, the scheduler,
+each binding's spec patch). Printed: bindings per
 second and rounds over all bindings per second for each, and the ``ratio`` of the scheduler's
 round to the division's. Times are this process's CPU time, so other work on the machine does not
 count. Run: ``python -m bench.propagation_schedule [--bindings 10000]
-[--clusters 20] [--rounds 1]``.
+[--clusters 20] [--rounds 1] [--no-rule]``.
 """
 
 from __future__ import annotations
@@ -25,9 +29,11 @@ from typing import Any
 import msgspec
 
 from bench import _tiny
+from bench.propagation_planner_round import Feed
 from spreadbus.features.propagation.core.cluster import Cluster, from_object
 from spreadbus.features.propagation.core.policy import defaulted_placement
 from spreadbus.features.propagation.core.webster import allocate
+from spreadbus.features.propagation.planning.rule import PropagationRule
 from spreadbus.features.propagation.planning.schedule import Binding, schedule
 
 NOW = datetime(2027, 1, 15, 12, 0, tzinfo=UTC)
@@ -35,9 +41,13 @@ REGIONS = ("eu", "us", "ap", "sa")
 
 
 def cluster(i: int) -> Cluster:
+    return from_object(cluster_object(i))
+
+
+def cluster_object(i: int) -> dict[str, Any]:
     """A ready cluster serving Deployments, with room for 2,000 to 4,000 small pods."""
     pods = 2000 + 100 * i
-    return from_object({
+    return {
         "apiVersion": "cluster.karmada.io/v1alpha1", "kind": "Cluster",
         "metadata": {"name": f"member{i:02d}", "labels": {"tier": "gold" if i % 3 else "bronze"}},
         "spec": {"provider": "sim", "region": REGIONS[i % len(REGIONS)],
@@ -48,7 +58,7 @@ def cluster(i: int) -> Cluster:
                    "resourceSummary": {
                        "allocatable": {"cpu": str(pods // 10), "memory": f"{pods}Gi",
                                        "pods": str(pods)},
-                       "allocated": {"cpu": str(i), "pods": str(10 * i)}}}})
+                       "allocated": {"cpu": str(i), "pods": str(10 * i)}}}}
 
 
 def placement(i: int, names: list[str]) -> dict[str, Any]:
@@ -116,12 +126,49 @@ def division_round(work: list[Binding], votes: list[dict[str, int]]) -> float:
     return time.process_time() - started
 
 
+def rule_round(count: int, names: list[str]) -> float:
+    """Seconds of the propagation rule's round that schedules ``count`` new bindings (static
+    weights): the planner's whole work on them, reading the projection and writing each
+    binding's spec, the scheduler inside it."""
+    feed = Feed()
+    for i in range(len(names)):
+        feed.put("host", "cluster.karmada.io", "clusters", cluster_object(i))
+    feed.put("host", "policy.karmada.io", "propagationpolicies", {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "all", "namespace": "default"},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment"}],
+                 "placement": placement(0, names)}})
+    for i in range(count):
+        labels = {"app": f"web-{i}"}
+        feed.put("host", "apps", "deployments", {
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": f"web-{i}", "namespace": "default"},
+            "spec": {"replicas": 1 + (i * 37) % 60, "selector": {"matchLabels": labels},
+                     "template": {"metadata": {"labels": labels}, "spec": {"containers": [{
+                         "name": "c", "image": "nginx",
+                         "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}}}]}}}})
+    rule = PropagationRule("host")
+    created = feed.apply(rule.desired(feed.view, feed.view.take_changed(), NOW.timestamp()))
+    if created != count:
+        raise RuntimeError(f"{created} bindings created for {count} Deployments")
+    changed = feed.view.take_changed()
+    started = time.process_time()
+    wanted = rule.desired(feed.view, changed, NOW.timestamp() + 1)
+    elapsed = time.process_time() - started
+    specs = [w for w in wanted if w.verb == "patch" and w.target.resource == "resourcebindings"]
+    if len(specs) != count:
+        raise RuntimeError(f"{len(specs)} bindings scheduled of {count}")
+    return elapsed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--bindings", type=int, default=10_000)
     parser.add_argument("--clusters", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=1,
                         help="first-time and Steady rounds over every binding, each")
+    parser.add_argument("--rule", action=argparse.BooleanOptionalAction, default=True,
+                        help="also time the planner's propagation rule scheduling them")
     args = _tiny.arguments(parser, argv, {"bindings": 40, "clusters": 5})
     clusters = [cluster(i) for i in range(args.clusters)]
     names = [c.name for c in clusters]
@@ -140,9 +187,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{what}: {args.bindings} bindings over {args.clusters} clusters in "
               f"{seconds:.3f} s ({args.bindings / seconds:,.0f} bindings/s, "
               f"{1 / seconds:.2f} rounds/s)", flush=True)
+    if args.rule:
+        per_round["the propagation rule"] = rule_round(args.bindings, names)
+        seconds = per_round["the propagation rule"]
+        print(f"the propagation rule's round scheduling {args.bindings} new bindings "
+              f"(static weights) over {args.clusters} clusters: {seconds:.3f} CPU s "
+              f"({args.bindings / seconds:,.0f} bindings/s)", flush=True)
     base = per_round["Webster alone"]
     print(f"ratio first schedule/Webster alone: {per_round['first schedule'] / base:.2f}")
     print(f"ratio Steady scale-up/Webster alone: {per_round['Steady scale-up'] / base:.2f}")
+    if args.rule:
+        print(f"ratio the propagation rule/Webster alone: "
+              f"{per_round['the propagation rule'] / base:.2f}")
     return 0
 
 
