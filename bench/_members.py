@@ -244,11 +244,11 @@ def multicluster(workdir: Path, members: Sequence[str]) -> Iterator[Rig]:
         yield rig
 
 
-def alone(workdir: Path, obj: dict[str, Any], resource: str, replicas: int) -> float:
+def alone(directory: Path, obj: dict[str, Any], resource: str, replicas: int) -> float:
     """Seconds for ``obj`` (``resource``, in ``default``) to have ``replicas`` ready in one
-    kubesim of the members' kind, no spreadbus."""
-    (workdir / "alone").mkdir()
-    with kubesim_process(workdir / "alone" / "kubeconfig", f"--topology={TOPOLOGY}",
+    kubesim of the members' kind (its files in ``directory``), no spreadbus."""
+    directory.mkdir(parents=True)
+    with kubesim_process(directory / "kubeconfig", f"--topology={TOPOLOGY}",
                          *KUBELET) as sim:
         kubectl(sim.kubeconfig, "apply", "-f", str(ROOT / "deploy" / "crds"))
         kubectl(sim.kubeconfig, "wait", "--for=condition=Established", "--timeout=60s",

@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     members = [f"member{i + 1}" for i in range(args.members)]
     with tempfile.TemporaryDirectory(prefix="spreadbus-bench-") as tmp:
         workdir = Path(tmp)
-        base = alone(workdir, deployment(args.replicas), "deployment", args.replicas)
+        base = alone(workdir / "alone", deployment(args.replicas), "deployment", args.replicas)
         print(f"one kubesim: a {args.replicas}-replica Deployment Ready in {base:.2f} s",
               flush=True)
         with multicluster(workdir / "members", members) as rig:
