@@ -26,6 +26,7 @@ CASES: dict[str, tuple[str, ...]] = {
     # no local stack: a nats-server, kubesim, or the planner's and webhook's code in process
     "bus": ("audit_replay", "bus_security", "planner_replay", "planner_shards", "watcher_publish"),
     "kubesim-and-models": ("kubesim_api", "kubesim_cluster", "propagation_planner_round",
+                           "propagation_schedule",
                            "uniteddeployment_memory", "uniteddeployment_planner_round",
                            "webhook_client_certificates"),
     # on one secured and one open local stack the runner starts for them all (bench/_stack.py)
@@ -36,6 +37,8 @@ CASES: dict[str, tuple[str, ...]] = {
     "actuator-reads": ("actuator_scope_reads",),
     # a stack with a member cluster, started as a person starts it, measured while idle
     "footprint": ("stack_footprint",),
+    # a host and three member clusters wired by hand, each benchmark its own
+    "members": ("multicluster_uniteddeployment", "propagation_end_to_end"),
 }
 
 HEADER = re.compile(r"^== bench\.(\w+)$")
