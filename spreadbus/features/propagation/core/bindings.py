@@ -31,6 +31,7 @@ from kubesemantics.karmada_binding import (
     is_kind,
     is_member_object,
     matching_policy,
+    policies_of,
     template_namespace,
 )
 from kubesemantics.lenient_json import as_int, as_map, as_str
@@ -168,11 +169,12 @@ def held_bindings(objects: Sequence[Mapping[str, Any]]) -> list[HeldBinding]:
     host = [o for o in objects if not is_member_object(o)]
     stored = _stored(host)
     triggers = _triggers(host)
+    policies = policies_of(host)
     sources: dict[tuple[str, str], tuple[Mapping[str, Any] | None, Mapping[str, Any] | None]] = {}
     for obj in host:
         if group_of(as_str(obj.get("apiVersion"))).endswith("karmada.io"):
             continue
-        policy = matching_policy(obj, host)
+        policy = matching_policy(obj, policies)
         if policy is None:
             continue
         metadata = as_map(obj.get("metadata"))
