@@ -29,137 +29,42 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
 
 import pytest
 import yaml
 
-from events.messages import Outcome, Plan
-from events.streams import KUBE, OUTCOMES, PLANS
+from events.streams import OUTCOMES, PLANS
 from tests.backbone.bus_recording import read_stream as decoded_stream
 from tests.fixtures.member_clusters import (
-    MemberClusters,
     ProxyThread,
-    get_json,
     kubectl,
     leaf_connections,
     member_clusters,
     read_stream,
 )
-from tests.fixtures.polling import wait_until
-from tests.fixtures.stack_outages import one_outcome_per_plan, say
+from tests.fixtures.stack_outages import one_outcome_per_plan
+from tests.uniteddeployment_e2e.two_clusters import (
+    MEMBER1_OUTCOMES,
+    cluster_state,
+    copies_differ,
+    copies_match,
+    held,
+    placement,
+    plans_and_outcomes,
+    ready_pods,
+    scale,
+    subset_replicas,
+    wait,
+    wait_placed,
+)
+from tests.uniteddeployment_e2e.united import two_cluster_united
 
 pytestmark = pytest.mark.e2e
 
-ZONE = "topology.kubernetes.io/zone"
-SUBSET_LABEL = "apps.kruise.io/subset-name"
 GRACE_SECONDS = 3.0
 M1_MAX = 3
-T = TypeVar("T")
-
-
-def wait(check: Callable[[], T | None], *, what: str, timeout: float,
-         interval: float = 0.5) -> T:
-    """:func:`wait_until`, saying how long it took."""
-    started = time.monotonic()
-    found = wait_until(check, what=what, timeout=timeout, interval=interval)
-    say(f"{what}: {time.monotonic() - started:.1f} s")
-    return found
-
-
-def united(replicas: int) -> dict[str, Any]:
-    labels = {"app": "cut"}
-
-    def subset(name: str, cluster: str, **fields: Any) -> dict[str, Any]:
-        return {"name": name, "targetCluster": {"name": cluster}, **fields,
-                "nodeSelectorTerm": {"matchExpressions": [
-                    {"key": ZONE, "operator": "In", "values": ["zone-a"]}]}}
-
-    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
-            "metadata": {"name": "cut", "namespace": "default"},
-            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
-                     "template": {"statefulSetTemplate": {
-                         "metadata": {"labels": labels},
-                         "spec": {"selector": {"matchLabels": labels}, "serviceName": "cut",
-                                  "template": {"metadata": {"labels": labels},
-                                               "spec": {"containers": [
-                                                   {"name": "c", "image": "nginx:alpine"}]}}}}},
-                     "topology": {"clusterRegistry": {"clusterType": {
-                                      "apiVersion": "cluster.karmada.io/v1alpha1",
-                                      "kind": "Cluster"}},
-                                  "scheduleStrategy": {"type": "Adaptive"},
-                                  "subsets": [subset("m1", "member1", maxReplicas=M1_MAX),
-                                              subset("m2", "member2")]}}}
-
-
-def ready_pods(kubeconfig: Path) -> int | None:
-    """The UnitedDeployment's pods in one cluster; None while one is not Running and Ready."""
-    pods = get_json(kubeconfig, "pods", "-n", "default", "-l", "app=cut")["items"]
-    for pod in pods:
-        ready = any(c["type"] == "Ready" and c["status"] == "True"
-                    for c in pod.get("status", {}).get("conditions", []))
-        if pod["metadata"].get("deletionTimestamp") or not ready:
-            return None
-    return len(pods)
-
-
-def placement(stack: MemberClusters) -> dict[str, int | None]:
-    return {name: ready_pods(m.kube.kubeconfig) for name, m in stack.members.items()}
-
-
-def cluster_state(stack: MemberClusters, name: str) -> tuple[str, list[str]]:
-    """member's Ready status in the host and its NoSchedule taints."""
-    obj = get_json(stack.host.kubeconfig, "clusters.cluster.karmada.io", name)
-    ready = next((c.get("status", "") for c in obj.get("status", {}).get("conditions", [])
-                  if c.get("type") == "Ready"), "")
-    return ready, [t["key"] for t in obj.get("spec", {}).get("taints") or []
-                   if t.get("effect") == "NoSchedule"]
-
-
-def scale(stack: MemberClusters, replicas: int) -> None:
-    kubectl(stack.host.kubeconfig, "patch", "uniteddeployment", "cut", "--type", "merge",
-            "-p", json.dumps({"spec": {"replicas": replicas}}))
-
-
-def wait_placed(stack: MemberClusters, want: dict[str, int], what: str) -> None:
-    try:
-        wait(lambda: placement(stack) == want, what=what, timeout=120)
-    except BaseException:
-        print(f"placement {placement(stack)}, subsets {subset_replicas(stack)}")
-        raise
-
-
-def subset_replicas(stack: MemberClusters) -> dict[str, int]:
-    status = get_json(stack.host.kubeconfig, "uniteddeployment", "cut").get("status", {})
-    return dict(status.get("subsetReplicas") or {})
-
-
-MEMBER1_KUBE = "kube.*.member1.>"
-MEMBER1_OUTCOMES = "outcome.member1.>"
-
-
-def copies_match(stack: MemberClusters) -> bool:
-    """The hub's copies of member1's observations and outcomes are member1's streams."""
-    member, hub = stack.members["member1"].server.url, stack.hub.server.url
-    return all(read_stream(member, stream, subjects) == read_stream(hub, stream, subjects)
-               for stream, subjects in ((KUBE.name, MEMBER1_KUBE),
-                                        (OUTCOMES.name, MEMBER1_OUTCOMES)))
-
-
-def held(url: str, stream: str, subjects: str) -> int:
-    return len(read_stream(url, stream, subjects))
-
-
-def plans_and_outcomes(url: str) -> tuple[list[Plan], list[Outcome]]:
-    plans = [p for _, p in asyncio.run(decoded_stream(url, PLANS.name))]
-    outcomes = [o for _, o in asyncio.run(decoded_stream(url, OUTCOMES.name))]
-    assert all(isinstance(p, Plan) for p in plans)
-    assert all(isinstance(o, Outcome) for o in outcomes)
-    return plans, outcomes
 
 
 def hold_the_cut(proxy: ProxyThread, until: float) -> int:
@@ -188,7 +93,8 @@ def test_a_member_cut_off_keeps_applying_and_loses_nothing_while_adaptive_moves_
         assert proxy is not None
         wait(lambda: all(cluster_state(stack, m) == ("True", []) for m in stack.members),
                    what="both Clusters Ready", timeout=60, interval=0.5)
-        kubectl(stack.host.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(united(4)))
+        kubectl(stack.host.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(two_cluster_united(
+            "cut", 4, adaptive=True, m1_max=M1_MAX)))
         wait_placed(stack, {"member1": 3, "member2": 1}, "3 pods in member1, 1 in member2")
 
         # A plan member1 holds but has not applied when the link goes.
@@ -235,9 +141,13 @@ def test_a_member_cut_off_keeps_applying_and_loses_nothing_while_adaptive_moves_
         proxy.restore()
         wait(lambda: cluster_state(stack, "member1") == ("True", []),
              what="member1 Ready again", timeout=90)
-        wait(lambda: copies_match(stack),
-             what="the hub's copies of member1's streams equal to member1's", timeout=90,
-             interval=1.0)
+        try:
+            wait(lambda: copies_match(stack),
+                 what="the hub's copies of member1's streams equal to member1's", timeout=90,
+                 interval=1.0)
+        except BaseException:
+            print(copies_differ(stack))
+            raise
         assert held(stack.hub.server.url, OUTCOMES.name, MEMBER1_OUTCOMES) > outcomes_there
 
         def answered() -> bool:
