@@ -373,3 +373,46 @@ def test_a_deleted_cluster_makes_its_subset_unschedulable_in_the_status() -> Non
         "False", "ClusterUnavailable",
         "spec.topology.clusterRegistry no longer finds cluster member2")
     assert fleet.replicas()["c"] == ("member2", 2), "without Adaptive its workload stays"
+
+
+def test_pods_a_cut_off_member_kept_do_not_pull_adaptive_pods_back_when_it_returns() -> None:
+    """member1 hears of no plan while it is unreachable, so its pods run on through the cut;
+    when it returns, the planner sees them before member1 applies the plans it missed, and
+    they must not count again: the share Adaptive moved stays moved."""
+    fleet = Fleet()
+    for name in ("member1", "member2"):
+        fleet.put(HOST, karmada_cluster(name))
+    ud = united(6)
+    ud["spec"]["topology"]["scheduleStrategy"] = {
+        "type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30,
+                                         "unschedulableDuration": 60}}
+    for subset in ud["spec"]["topology"]["subsets"][:2]:
+        subset["maxReplicas"] = 2
+    fleet.put(HOST, ud)
+    for cluster in (HOST, "member1", "member2"):
+        fleet.listed(cluster)
+    fleet.converge()
+    held: list[Plan] = []
+    reaching = fleet.apply
+
+    def cut_off(plan: Plan) -> None:
+        if plan.cluster == "member1":
+            held.append(plan)
+        else:
+            reaching(plan)
+
+    fleet.apply = cut_off  # type: ignore[method-assign]
+    fleet.put(HOST, karmada_cluster("member1", "Unknown"), "MODIFIED")
+    fleet.converge(T0 + 100)
+    assert {s: n for s, (_, n) in fleet.replicas().items()} == {"a": 2, "b": 2, "c": 6}
+    assert held, "the scale-in of member1's subsets waits for the link"
+    fleet.put(HOST, karmada_cluster("member1"), "MODIFIED")
+    fleet.converge(T0 + 110)
+    assert fleet.replicas()["c"] == ("member2", 6), "member1's kept pods pulled pods back"
+    fleet.apply = reaching  # type: ignore[method-assign]
+    for plan in held:
+        reaching(plan)
+    fleet.converge(T0 + 120)
+    assert {s: n for s, (_, n) in fleet.replicas().items()} == {"a": 0, "b": 0, "c": 6}
+    fleet.converge(T0 + 1000)
+    assert {s: n for s, (_, n) in fleet.replicas().items()} == {"a": 0, "b": 0, "c": 6}

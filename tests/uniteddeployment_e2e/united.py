@@ -48,6 +48,34 @@ def united(name: str, replicas: int, subsets: list[dict[str, Any]], *,
     }
 
 
+def two_cluster_united(name: str, replicas: int, *, adaptive: bool, m1_max: int
+                       ) -> dict[str, Any]:
+    """A host UnitedDeployment of StatefulSets: subset ``m1`` in member1 (at most ``m1_max``),
+    ``m2`` in member2 (the rest), each on zone-a's nodes there."""
+    labels = {"app": name}
+
+    def target(subset: str, cluster: str, **fields: Any) -> dict[str, Any]:
+        return {"name": subset, "targetCluster": {"name": cluster}, **fields,
+                "nodeSelectorTerm": term("topology.kubernetes.io/zone", "zone-a")}
+
+    topology: dict[str, Any] = {
+        "clusterRegistry": {"clusterType": {"apiVersion": "cluster.karmada.io/v1alpha1",
+                                            "kind": "Cluster"}},
+        "subsets": [target("m1", "member1", maxReplicas=m1_max), target("m2", "member2")]}
+    if adaptive:
+        topology["scheduleStrategy"] = {"type": "Adaptive"}
+    return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                     "template": {"statefulSetTemplate": {
+                         "metadata": {"labels": labels},
+                         "spec": {"selector": {"matchLabels": labels}, "serviceName": name,
+                                  "template": {"metadata": {"labels": labels},
+                                               "spec": {"containers": [
+                                                   {"name": "c", "image": "nginx:alpine"}]}}}}},
+                     "topology": topology}}
+
+
 class Stack:
     """The stack's API: the official client, kubectl with its kubeconfig."""
 

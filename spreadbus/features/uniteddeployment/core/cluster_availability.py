@@ -14,7 +14,9 @@ carries a Ready condition that is not ``True``. Nothing is judged while the regi
 The reconcile makes an unavailable subset ``Schedulable=False`` with reason
 :data:`CLUSTER_UNAVAILABLE` and, under Adaptive, takes none of its pods as ready, so its share
 goes to the next subsets; when the cluster returns, Adaptive keeps the pods where they now run
-(a schedulable subset never drops below its ready pods) until a rebalance is asked.
+until a rebalance is asked: while the subset is still marked (its unschedulable window) the pods
+its member kept running through the outage count as none, and once it is schedulable again it
+never drops below its ready pods.
 """
 
 from __future__ import annotations

@@ -408,7 +408,9 @@ def _cluster_failover(model: UnitedDeployment, round_: SchedulingRound,
     """``round_`` with each subset whose cluster takes no pods unschedulable: the condition
     says why; under Adaptive none of its pods count as ready, so the allocation moves its share
     on. A subset marked so whose cluster is back is marked schedulable again, except under
-    Adaptive, whose unschedulable window decides when (:mod:`.adaptive`)."""
+    Adaptive, whose unschedulable window decides when (:mod:`.adaptive`); until then its pods
+    still count as none, so pods the member kept running through a cut (it heard of no plan)
+    do not pull the moved share back when the planner sees them again."""
     if not unavailable and not any(
             as_str((find_condition(c, SCHEDULABLE) or {}).get("reason")) == CLUSTER_UNAVAILABLE
             for c in round_.conditions.values()):
@@ -420,14 +422,17 @@ def _cluster_failover(model: UnitedDeployment, round_: SchedulingRound,
         name = subset.name
         why = unavailable.get(name)
         current = conditions.get(name, [])
+        marked = as_str((find_condition(current, SCHEDULABLE) or {}).get(
+            "reason")) == CLUSTER_UNAVAILABLE
         if why:
             conditions[name] = set_subset_condition(current, SCHEDULABLE, FALSE,
                                                     CLUSTER_UNAVAILABLE, why, now=now)
-            if adaptive_:
-                flag = flags.get(name, SubsetWorkload())
-                flags[name] = msgspec.structs.replace(flag, ready_replicas=0, unschedulable=True)
-        elif not adaptive_ and as_str((find_condition(current, SCHEDULABLE) or {}).get(
-                "reason")) == CLUSTER_UNAVAILABLE:
+        if adaptive_ and (why or marked):
+            # Still marked once the cluster is back: the pods it kept through the outage were
+            # given to other subsets, and counting them again would move pods back.
+            flag = flags.get(name, SubsetWorkload())
+            flags[name] = msgspec.structs.replace(flag, ready_replicas=0, unschedulable=True)
+        elif not adaptive_ and marked and not why:
             conditions[name] = set_subset_condition(current, SCHEDULABLE, TRUE,
                                                     adaptive.RECOVER, "", now=now)
     return replace(round_, conditions=conditions, workloads=flags)
