@@ -30,15 +30,12 @@ from spreadbus.features.propagation.core.cluster import (
     with_health_taints,
 )
 from spreadbus.features.propagation.core.interpreter import work
-from spreadbus.features.propagation.core.policy import applied_placement
 from spreadbus.features.propagation.core.validation import (
     validate_binding,
     validate_cluster,
     validate_policy,
 )
-from spreadbus.features.propagation.planning.eviction import evict
-from spreadbus.features.propagation.planning.graceful_eviction import assess
-from spreadbus.features.propagation.planning.schedule import Binding, schedule
+from spreadbus.features.propagation.planning.binding_round import binding_round
 
 JSON = dict[str, Any]
 
@@ -71,23 +68,8 @@ def _task(task: Mapping[str, Any]) -> JSON:
 
 
 def _entry(held: HeldBinding, clusters: Sequence[Cluster], now: datetime) -> tuple[JSON, str]:
-    evicted = evict(held.clusters, held.eviction_tasks, clusters,
-                    applied_placement(held.annotations), held.failover, now)
-    binding = Binding(
-        api_version=held.resource.api_version, kind=held.resource.kind,
-        placement=held.placement, replicas=held.replicas, workload=held.workload,
-        request=held.request, uid=held.resource.uid, clusters=evicted.clusters,
-        annotations=held.annotations, reschedule_triggered_at=held.reschedule_triggered_at,
-        last_scheduled_time=held.last_scheduled_time, observed_affinity=held.observed_affinity,
-        evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks),
-        deleting=held.deleting)
-    result = schedule(binding, clusters, now)
-    tasks = evicted.tasks
-    if not held.deleting:
-        # The scheduler marks the generation observed when it succeeds or finds nothing to do.
-        tasks = assess(tasks, now, targets=[t.name for t in result.clusters],
-                       health=held.health,
-                       scheduled=result.succeeded or not result.scheduled).kept
+    passed = binding_round(held, clusters, now)
+    result, tasks = passed.result, passed.tasks
     works: JSON = {}
     if held.template is not None:
         for target in result.clusters:

@@ -55,7 +55,7 @@ from spreadbus.features.propagation.core.interpreter import (
     BINDING_NAMESPACE_ANNOTATION,
 )
 from spreadbus.features.propagation.core.member_copy import copy_patch, member_copy
-from spreadbus.features.propagation.core.policy import applied_placement
+from spreadbus.features.propagation.planning.binding_round import binding_round
 from spreadbus.features.propagation.planning.binding_writes import (
     FINALIZER,
     kind_of,
@@ -64,9 +64,6 @@ from spreadbus.features.propagation.planning.binding_writes import (
     status_patch,
     with_schedule_time,
 )
-from spreadbus.features.propagation.planning.eviction import evict
-from spreadbus.features.propagation.planning.graceful_eviction import assess
-from spreadbus.features.propagation.planning.schedule import Binding, schedule
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
     CLUSTER_PROPAGATION_POLICIES,
@@ -257,22 +254,8 @@ class PropagationRule:
         if template is None:
             return [], False
         governor, generation = template
-        evicted = evict(held.clusters, held.eviction_tasks, clusters,
-                        applied_placement(held.annotations), held.failover, at)
-        binding = Binding(
-            api_version=held.resource.api_version, kind=held.resource.kind,
-            placement=held.placement, replicas=held.replicas, workload=held.workload,
-            request=held.request, uid=held.resource.uid, clusters=evicted.clusters,
-            annotations=held.annotations,
-            reschedule_triggered_at=held.reschedule_triggered_at,
-            last_scheduled_time=held.last_scheduled_time,
-            observed_affinity=held.observed_affinity,
-            evicting=tuple(as_str(t.get("fromCluster")) for t in evicted.tasks))
-        round_ = schedule(binding, clusters, at)
-        tasks = assess(evicted.tasks, at, targets=[t.name for t in round_.clusters],
-                       health=held.health,
-                       scheduled=held.observed_current and (round_.succeeded
-                                                             or not round_.scheduled)).kept
+        passed = binding_round(held, clusters, at, observed=held.observed_current)
+        evicted, round_, tasks = passed.evicted, passed.result, passed.tasks
         out: list[Desired] = []
         rb = self._binding_ref(held, stored)
         stored_generation = as_int(as_map(stored.get("metadata")).get("generation")) or 0
