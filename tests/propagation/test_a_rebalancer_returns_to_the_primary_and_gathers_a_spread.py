@@ -123,6 +123,12 @@ def placed(stack: Stack, name: str, shares: dict[str, int]) -> Callable[[], bool
                     and all(ready_replicas(stack, m, name) == shares.get(m) for m in MEMBERS))
 
 
+def observed_affinity(stack: Stack, name: str) -> str | None:
+    binding = stack.get("rb", f"{name}-deployment") or {}
+    term: str | None = binding.get("status", {}).get("schedulerObservedAffinityName")
+    return term
+
+
 def finished(stack: Stack, name: str) -> Callable[[], dict[str, Any] | None]:
     def status() -> dict[str, Any] | None:
         found: dict[str, Any] = (stack.get("workloadrebalancer", name) or {}).get("status", {})
@@ -139,10 +145,11 @@ def assert_successful(status: dict[str, Any], workload: str) -> None:
 
 
 def allocated_cpu(stack: Stack, member: str) -> str | None:
+    """The cpu member's pods on nodes request, once none waits for a node."""
     cluster = stack.get("cluster", member) or {}
     summary = cluster.get("status", {}).get("resourceSummary", {})
     cpu: str | None = summary.get("allocated", {}).get("cpu")
-    return cpu
+    return None if "allocating" in summary else cpu
 
 
 def test_a_primary_fails_over_to_its_backup_and_a_rebalancer_brings_it_back(stack: Stack) -> None:
@@ -159,6 +166,8 @@ def test_a_primary_fails_over_to_its_backup_and_a_rebalancer_brings_it_back(stac
                                   "replicaDivisionPreference": "Aggregated"}},
             failover={"cluster": {"purgeMode": "Directly"}})]))
     stack.until(placed(stack, "app", {"member1": 3}), "3 replicas ready in the primary")
+    stack.until(lambda: observed_affinity(stack, "app") == "primary",
+                "the primary term observed in the binding's status")
 
     agent = stack.agent_of("member1")
     assert len(agent) == 3, agent
@@ -178,6 +187,8 @@ def test_a_primary_fails_over_to_its_backup_and_a_rebalancer_brings_it_back(stac
         stack.until(lambda: scheduled(stack, "app") == {"member2": 3}
                     and ready_replicas(stack, "member2", "app") == 3,
                     "every replica in the backup")
+        stack.until(lambda: observed_affinity(stack, "app") == "backup",
+                    "the backup term observed in the binding's status")
         stack.kubectl("patch", "cluster", "member1", "--type=json", "-p", json.dumps([
             {"op": "remove", "path": "/spec/taints/1"}]))
     finally:
@@ -189,9 +200,12 @@ def test_a_primary_fails_over_to_its_backup_and_a_rebalancer_brings_it_back(stac
                 and ready_replicas(stack, "member1", "app") is None,
                 "member1 Ready and untainted again, its stale copy deleted by its actuator")
     assert scheduled(stack, "app") == {"member2": 3}, "a recovered primary pulls nothing back"
+    assert observed_affinity(stack, "app") == "backup"
 
     stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(rebalancer("back", "app")))
     stack.until(placed(stack, "app", {"member1": 3}), "back on the primary alone")
+    stack.until(lambda: observed_affinity(stack, "app") == "primary",
+                "a Fresh schedule starts again from the primary term")
     assert_successful(wait_until(finished(stack, "back"), what="the rebalancer finished",
                                  timeout=60, interval=0.2), "app")
 
