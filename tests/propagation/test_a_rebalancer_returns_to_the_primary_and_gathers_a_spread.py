@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
