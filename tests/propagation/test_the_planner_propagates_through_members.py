@@ -512,3 +512,29 @@ def test_a_copys_change_is_looked_at_for_its_binding_alone() -> None:
     assert pp is not None
     w.put("host", "policy.karmada.io", "propagationpolicies", pp)
     assert w.rule._affected(w.view.take_changed()) is None
+
+
+def test_the_affinity_term_a_round_scheduled_with_stays_in_the_status() -> None:
+    """The spec is written in one round and the status in a later one that does not schedule:
+    the term still reaches ``schedulerObservedAffinityName``, and stays there."""
+    w = World()
+    for name in MEMBERS:
+        cluster = member_cluster(name)
+        if name == "member1":
+            cluster["spec"]["taints"] = [{"key": "cluster.karmada.io/unreachable",
+                                          "effect": "NoSchedule"}]
+        w.put("host", "cluster.karmada.io", "clusters", cluster)
+    chosen = policy(STATIC)
+    chosen["spec"]["placement"] = {
+        "clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
+                              {"affinityName": "backup", "clusterNames": ["member2"]}],
+        "replicaScheduling": {"replicaSchedulingType": "Divided",
+                              "replicaDivisionPreference": "Aggregated"}}
+    w.put("host", "policy.karmada.io", "propagationpolicies", chosen)
+    w.put("host", "apps", "deployments", deployment())
+    w.settle()
+    rb = binding(w)
+    assert rb["spec"]["clusters"] == [{"name": "member2", "replicas": 3}]
+    assert rb["status"]["schedulerObservedAffinityName"] == "backup"
+    w.view.mark_all_changed()
+    assert [x for x in w.decide() if not w._true(x)] == []

@@ -35,7 +35,10 @@ from spreadbus.features.propagation.offline import (
     validate_policy_offline,
 )
 from spreadbus.features.propagation.planner import planner_side
-from spreadbus.features.propagation.planning.binding_writes import SCHEDULED_AT
+from spreadbus.features.propagation.planning.binding_writes import (
+    SCHEDULED_AFFINITY,
+    SCHEDULED_AT,
+)
 from spreadbus.features.propagation.planning.rule import NAME as RULE
 from spreadbus.features.propagation.planning.templates import (
     CLUSTER_PROPAGATION_POLICIES,
@@ -74,6 +77,7 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
         PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
                   writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT),
                           ("metadata", "annotations", SCHEDULED_AT),
+                          ("metadata", "annotations", SCHEDULED_AFFINITY),
                           ("metadata", "annotations", TEMPLATE_DIGEST_ANNOTATION)),
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,

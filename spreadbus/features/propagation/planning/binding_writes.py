@@ -42,6 +42,10 @@ SCHEDULED_AT: Final = "propagation.spreadbus.io/scheduled-at"
 """On a binding: when the scheduler wrote its ``spec.clusters``. The spec and the status are
 written apart (two subresources), so the status written next carries this time as
 ``lastScheduledTime``."""
+SCHEDULED_AFFINITY: Final = "propagation.spreadbus.io/scheduled-affinity"
+"""On a binding: the ``clusterAffinities`` term the round that wrote its ``spec.clusters``
+scheduled with, which the status written next carries as ``schedulerObservedAffinityName``
+(the rounds in between do not schedule, so only the spec remembers it)."""
 API_VERSION: Final = f"{WORK_GROUP}/v1alpha2"
 
 
@@ -86,10 +90,12 @@ def new_binding(held: HeldBinding) -> JSON:
     return {"apiVersion": API_VERSION, "kind": kind_of(held), "metadata": meta, "spec": spec}
 
 
-def with_schedule_time(patch: JSON, now: datetime) -> JSON:
-    """The spec patch of a successful round, stamped when it is written."""
+def with_schedule_time(patch: JSON, now: datetime, affinity: str = "") -> JSON:
+    """The spec patch of a successful round, stamped when it is written and with the term it
+    scheduled with."""
     annotations = patch.setdefault("metadata", {}).setdefault("annotations", {})
     annotations[SCHEDULED_AT] = stamp(now)
+    annotations[SCHEDULED_AFFINITY] = affinity or None
     return patch
 
 
@@ -132,7 +138,8 @@ def status_patch(stored: Mapping[str, Any], round_: Round, aggregated: Sequence[
     observed = as_int(old.get("schedulerObservedGeneration"))
     status: JSON = {"schedulerObservedGeneration": generation}
     conditions: list[JSON] = []
-    scheduled_at = as_str(as_map(metadata.get("annotations")).get(SCHEDULED_AT))
+    annotations = as_map(metadata.get("annotations"))
+    scheduled_at = as_str(annotations.get(SCHEDULED_AT))
     fresh_spec = (observed != generation and bool(scheduled_at)
                   and scheduled_at > as_str(old.get("lastScheduledTime")))
     # The spec at this generation is a successful round's, not yet in the status.
@@ -160,7 +167,9 @@ def status_patch(stored: Mapping[str, Any], round_: Round, aggregated: Sequence[
             conditions_in, now))
     status["conditions"] = conditions
     status["aggregatedStatus"] = list(aggregated) or None
-    status["schedulerObservedAffinityName"] = round_.observed_affinity or None
+    affinity = (as_str(annotations.get(SCHEDULED_AFFINITY)) if fresh_spec and not round_.scheduled
+                else round_.observed_affinity)
+    status["schedulerObservedAffinityName"] = affinity or None
     if fresh_spec:
         status["lastScheduledTime"] = scheduled_at
     elif round_.succeeded and observed != generation:

@@ -263,7 +263,7 @@ class PropagationRule:
         spec_holds = patch_satisfied(stored, patch)
         if not spec_holds:
             if round_.succeeded:
-                patch = with_schedule_time(patch, at)
+                patch = with_schedule_time(patch, at, round_.observed_affinity)
             out.append(Desired(verb="patch", target=rb, patch=patch, governor=governor,
                                governor_generation=generation, precondition="resource_version",
                                serial=True, reason=f"{kind_of(held)} {held.key}: the "

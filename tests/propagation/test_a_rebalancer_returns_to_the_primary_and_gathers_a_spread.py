@@ -1,0 +1,237 @@
+"""Two more of the WorkloadRebalancer's scenarios end to end, on ``spreadbus up --members
+member1,member2``, sharing one stack.
+
+Primary/backup: a Deployment placed by ``clusterAffinities`` (member1 the primary term, member2
+the backup) fails over to member2 when member1's agent stops and member1 carries the NoExecute
+unreachable taint past its toleration; member1 comes back and nothing moves; a WorkloadRebalancer
+makes the next schedule Fresh, which starts the terms again from the first: back on member1.
+
+Aggregated: member1 has 8 cpu, member2 16, and a filler Deployment in each leaves room for 2 of
+the workload's 2-cpu replicas in each, so Karmada's Aggregated division spreads the 4 replicas
+2:2. The filler in member2 goes: nothing moves by itself, and a WorkloadRebalancer gathers all 4
+in member2, the only cluster that now holds them all.
+
+The heartbeats are sped up (1 s, a 3 s grace) through the services' environment, which
+``spreadbus up`` hands down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+import yaml
+
+from spreadbus.runtime.parent_death import die_with_parent
+from tests.fixtures.polling import wait_until
+from tests.propagation.test_a_failed_member_fails_over_and_a_rebalancer_spreads_again import (
+    SPREADBUS,
+    Stack,
+    ready,
+)
+from tests.stack.test_local_stack import tear_down, while_up
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+MEMBERS = ("member1", "member2")
+TOLERATION_SECONDS = 2
+# Nodes of 4 cpu: 2 in member1, 4 in member2.
+NODES = {"member1": 2, "member2": 4}
+REPLICA_CPU = 2
+# Each filler leaves room for 2 replicas of 2 cpu: 8 - 4 in member1, 16 - 12 in member2.
+FILLER = {"member1": 2, "member2": 6}
+
+
+def topology(name: str, nodes: int) -> dict[str, Any]:
+    return {"name": name, "groups": [{
+        "name": name, "count": nodes,
+        "labels": {"topology.kubernetes.io/region": "region-1",
+                   "topology.kubernetes.io/zone": f"{name}-a", "kubernetes.io/arch": "amd64"},
+        "allocatable": {"cpu": "4", "memory": "16Gi", "pods": 110}}]}
+
+
+def deployment(name: str, replicas: int, cpu: int | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main", "image": "nginx:alpine"}
+    if cpu is not None:
+        container["resources"] = {"requests": {"cpu": str(cpu)}}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [container]}}}}
+
+
+def policy(name: str, placement: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                            "name": name}],
+                     "placement": placement, **spec}}
+
+
+def rebalancer(name: str, workload: str) -> dict[str, Any]:
+    return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+            "metadata": {"name": name},
+            "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                    "name": workload, "namespace": "default"}]}}
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    base = tmp_path_factory.mktemp("rebalance")
+    data_dir = base / "clusters"
+    chosen = []
+    for member, nodes in NODES.items():
+        path = base / f"{member}.yaml"
+        path.write_text(yaml.safe_dump(topology(member, nodes)))
+        chosen.append(f"{member}={path}")
+    env = {**os.environ, "SPREADBUS_HEARTBEAT_SECONDS": "1",
+           "SPREADBUS_CLUSTER_MONITOR_GRACE_SECONDS": "3"}
+    with (base / "up.log").open("w") as log:
+        proc = subprocess.Popen(
+            [SPREADBUS, "up", "--members", ",".join(MEMBERS), "--topology", ",".join(chosen),
+             "--data-dir", str(data_dir)],
+            stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
+            preexec_fn=die_with_parent())
+    try:
+        wait_until(while_up(proc, (data_dir / "kubeconfig").exists),
+                   what="the clusters to be up", timeout=180, interval=0.2)
+        yield Stack(proc, data_dir)
+    finally:
+        tear_down(proc)
+
+
+def scheduled(stack: Stack, name: str) -> dict[str, int]:
+    binding = stack.get("rb", f"{name}-deployment") or {}
+    return {c["name"]: c.get("replicas", 0) for c in binding.get("spec", {}).get("clusters", [])}
+
+
+def ready_replicas(stack: Stack, member: str, name: str) -> int | None:
+    """member's copy's ready replicas; ``None`` when it has no copy."""
+    copy = stack.get("--context", member, "deployment", name)
+    return None if copy is None else int(copy.get("status", {}).get("readyReplicas", 0))
+
+
+def placed(stack: Stack, name: str, shares: dict[str, int]) -> Callable[[], bool]:
+    """The binding says ``shares``, each member runs its share ready, and the others no copy."""
+    return lambda: (scheduled(stack, name) == shares
+                    and all(ready_replicas(stack, m, name) == shares.get(m) for m in MEMBERS))
+
+
+def observed_affinity(stack: Stack, name: str) -> str | None:
+    binding = stack.get("rb", f"{name}-deployment") or {}
+    term: str | None = binding.get("status", {}).get("schedulerObservedAffinityName")
+    return term
+
+
+def finished(stack: Stack, name: str) -> Callable[[], dict[str, Any] | None]:
+    def status() -> dict[str, Any] | None:
+        found: dict[str, Any] = (stack.get("workloadrebalancer", name) or {}).get("status", {})
+        return found if "finishTime" in found else None
+    return status
+
+
+def assert_successful(status: dict[str, Any], workload: str) -> None:
+    assert set(status) == {"finishTime", "observedGeneration", "observedWorkloads"}, status
+    assert status["observedWorkloads"] == [{
+        "result": "Successful",
+        "workload": {"apiVersion": "apps/v1", "kind": "Deployment", "name": workload,
+                     "namespace": "default"}}]
+
+
+def allocated_cpu(stack: Stack, member: str) -> str | None:
+    """The cpu member's pods on nodes request, once no pod that requests cpu waits for a node."""
+    cluster = stack.get("cluster", member) or {}
+    summary = cluster.get("status", {}).get("resourceSummary", {})
+    cpu: str | None = summary.get("allocated", {}).get("cpu")
+    return None if "cpu" in summary.get("allocating", {}) else cpu
+
+
+def test_a_primary_fails_over_to_its_backup_and_a_rebalancer_brings_it_back(stack: Stack) -> None:
+    stack.until(lambda: all(ready(stack, m) for m in MEMBERS), "both members Ready")
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([
+        deployment("app", 3),
+        policy("app", {
+            "clusterAffinities": [{"affinityName": "primary", "clusterNames": ["member1"]},
+                                  {"affinityName": "backup", "clusterNames": ["member2"]}],
+            "clusterTolerations": [{"key": "cluster.karmada.io/unreachable",
+                                    "operator": "Exists", "effect": "NoExecute",
+                                    "tolerationSeconds": TOLERATION_SECONDS}],
+            "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                  "replicaDivisionPreference": "Aggregated"}},
+            failover={"cluster": {"purgeMode": "Directly"}})]))
+    stack.until(placed(stack, "app", {"member1": 3}), "3 replicas ready in the primary")
+    stack.until(lambda: observed_affinity(stack, "app") == "primary",
+                "the primary term observed in the binding's status")
+
+    agent = stack.agent_of("member1")
+    assert len(agent) == 3, agent
+    for pid in agent:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        stack.until(lambda: not ready(stack, "member1")
+                    and (stack.get("cluster", "member1") or {}).get("spec", {}).get("taints"),
+                    "member1 no longer Ready, and tainted")
+        cluster = stack.get("cluster", "member1")
+        (condition,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Ready"]
+        # What Karmada's ClusterTaintPolicy adds to an unreachable cluster.
+        stack.kubectl("patch", "cluster", "member1", "--type=json", "-p", json.dumps([
+            {"op": "add", "path": "/spec/taints/-",
+             "value": {"key": "cluster.karmada.io/unreachable", "effect": "NoExecute",
+                       "timeAdded": condition["lastTransitionTime"]}}]))
+        stack.until(lambda: scheduled(stack, "app") == {"member2": 3}
+                    and ready_replicas(stack, "member2", "app") == 3,
+                    "every replica in the backup")
+        stack.until(lambda: observed_affinity(stack, "app") == "backup",
+                    "the backup term observed in the binding's status")
+        stack.kubectl("patch", "cluster", "member1", "--type=json", "-p", json.dumps([
+            {"op": "remove", "path": "/spec/taints/1"}]))
+    finally:
+        for pid in agent:
+            os.kill(pid, signal.SIGCONT)
+
+    stack.until(lambda: ready(stack, "member1")
+                and not (stack.get("cluster", "member1") or {}).get("spec", {}).get("taints")
+                and ready_replicas(stack, "member1", "app") is None,
+                "member1 Ready and untainted again, its stale copy deleted by its actuator")
+    assert scheduled(stack, "app") == {"member2": 3}, "a recovered primary pulls nothing back"
+    assert observed_affinity(stack, "app") == "backup"
+
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(rebalancer("back", "app")))
+    stack.until(placed(stack, "app", {"member1": 3}), "back on the primary alone")
+    stack.until(lambda: observed_affinity(stack, "app") == "primary",
+                "a Fresh schedule starts again from the primary term")
+    assert_successful(wait_until(finished(stack, "back"), what="the rebalancer finished",
+                                 timeout=60, interval=0.2), "app")
+
+
+def test_a_rebalancer_gathers_an_aggregated_workload_where_there_is_room(stack: Stack) -> None:
+    stack.until(lambda: all(ready(stack, m) for m in MEMBERS), "both members Ready")
+    for member, replicas in FILLER.items():
+        stack.kubectl("--context", member, "apply", "-f", "-",
+                      stdin=yaml.safe_dump(deployment("filler", replicas, cpu=REPLICA_CPU)))
+    stack.until(lambda: all(allocated_cpu(stack, m) == str(n * REPLICA_CPU)
+                            for m, n in FILLER.items()),
+                "each member's resource summary counts its filler")
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump_all([
+        deployment("batch", 4, cpu=REPLICA_CPU),
+        policy("batch", {"clusterAffinity": {"clusterNames": list(MEMBERS)},
+                         "replicaScheduling": {"replicaSchedulingType": "Divided",
+                                               "replicaDivisionPreference": "Aggregated"}})]))
+    stack.until(placed(stack, "batch", {"member1": 2, "member2": 2}),
+                "spread 2:2 for lack of room in either")
+
+    stack.kubectl("--context", "member2", "scale", "deployment", "filler", "--replicas=0")
+    # member2's summary: only the workload's 2 replicas are left allocated there.
+    stack.until(lambda: allocated_cpu(stack, "member2") == str(2 * REPLICA_CPU),
+                "member2's resource summary shows its room")
+    assert scheduled(stack, "batch") == {"member1": 2, "member2": 2}, "room alone moves nothing"
+
+    stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump(rebalancer("gather", "batch")))
+    stack.until(placed(stack, "batch", {"member2": 4}), "gathered in member2")
+    assert_successful(wait_until(finished(stack, "gather"), what="the rebalancer finished",
+                                 timeout=60, interval=0.2), "batch")
