@@ -37,8 +37,10 @@ CASES: dict[str, tuple[str, ...]] = {
     "actuator-reads": ("actuator_scope_reads",),
     # a stack with a member cluster, started as a person starts it, measured while idle
     "footprint": ("stack_footprint",),
-    # a host and three member clusters wired by hand, each benchmark its own
-    "members": ("multicluster_uniteddeployment", "propagation_end_to_end"),
+    # a host and three member clusters wired by hand, each benchmark its own (apart, so the
+    # two can run on two workers at once)
+    "members-uniteddeployment": ("multicluster_uniteddeployment",),
+    "members-propagation": ("propagation_end_to_end",),
 }
 
 HEADER = re.compile(r"^== bench\.(\w+)$")

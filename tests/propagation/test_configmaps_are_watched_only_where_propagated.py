@@ -12,6 +12,7 @@ import pytest
 from services.actuator.settings import ActuatorSettings
 from services.planner.settings import PlannerSettings
 from services.watcher.settings import WatcherSettings
+from spreadbus.features.propagation.planning.rule import PropagationRule
 from spreadbus.runtime.settings import add_settings_arguments, load_settings
 
 CONFIGMAPS = "v1/configmaps"
@@ -59,3 +60,12 @@ def test_a_bad_value_is_a_bad_setting_naming_the_flag() -> None:
 @pytest.mark.parametrize("cls", [PlannerSettings, ActuatorSettings])
 def test_only_the_watcher_offers_the_setting(cls: type) -> None:
     assert "propagate_configmaps" not in cls.with_plugins(()).model_fields
+
+
+def test_the_rule_waits_only_for_what_every_watcher_lists() -> None:
+    """The planner runs a rule once every resource it names is listed; ConfigMaps are listed
+    only where the setting asks, so the rule must not name them, or nothing propagates where
+    they are not watched (a Deployment among them)."""
+    waited = {(r.group, r.resource) for r in PropagationRule("host").resources}
+    assert ("apps", "deployments") in waited
+    assert ("", "configmaps") not in waited

@@ -91,8 +91,11 @@ class PropagationRule:
     def __init__(self, home: str, shards: Shards = ONE) -> None:
         self.home = home
         self.shards = shards
-        self.resources: tuple[ResourceRef, ...] = (*KARMADA, *(t.ref for t in TEMPLATES))
-        self._names = {r.resource for r in self.resources}
+        # What the rule waits to see listed: ConfigMaps are watched only where propagation asks
+        # for them (``--propagate-configmaps``), so they are read when listed, not waited for.
+        self.resources: tuple[ResourceRef, ...] = (
+            *KARMADA, *(t.ref for t in TEMPLATES if t.workload))
+        self._names = {r.resource for r in (*KARMADA, *(t.ref for t in TEMPLATES))}
         self._whole = {(r.group, r.resource) for r in (PROPAGATION_POLICIES,
                                                        CLUSTER_PROPAGATION_POLICIES, CLUSTERS)}
         self._bindings = {(r.group, r.resource) for r in (RESOURCE_BINDINGS,
