@@ -38,7 +38,8 @@ from bench import _tiny
 from bench._bus import full_size, observation, set_up
 from events.buckets import entry_key
 from events.streams import KUBE
-from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import BUILTIN
 from spreadbus.features.workloadspread.admission.reservation_bucket import reservation_bucket
 from spreadbus.runtime.bus_permissions import SETUP, inbox_prefix, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file

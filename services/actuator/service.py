@@ -10,8 +10,8 @@ from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
 from services.actuator.scope_cache import ScopeLimits
 from services.actuator.settings import ActuatorSettings
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import PlanAuthority
-from spreadbus.features.registry import plan_grants
 from spreadbus.runtime.kube_client import KubeAPIError, KubeClient, kube_api_client
 from spreadbus.runtime.rate_limit import TokenBucket
 from spreadbus.runtime.service import ServiceContext

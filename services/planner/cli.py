@@ -6,7 +6,7 @@ import argparse
 
 from services.planner.service import CAUGHT_UP, main
 from services.planner.settings import PlannerSettings
-from spreadbus.features.registry import bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
 from spreadbus.runtime.bus_layout import service_needs
 from spreadbus.runtime.service import service_main
 from spreadbus.runtime.settings import add_settings_arguments

@@ -1,7 +1,7 @@
 """Watcher settings (flags and SPREADBUS_* variables, see :mod:`spreadbus.runtime.settings`).
 
 The resources to watch are, unless ``--resources`` names them, those the registered features
-declare (:func:`spreadbus.features.registry.watched_resources`): every kind a feature reads is
+declare (:func:`spreadbus.engine.feature_set.watched_resources`): every kind a feature reads is
 observed. What a feature's settings add (WorkloadSpread's custom workloads, named by
 ``--workload-whitelist``, the same JSON the webhook and the planner take) is added to
 ``resources`` even when ``--resources`` is given: without them their pods could not be steered.
@@ -17,7 +17,8 @@ from pydantic_core import PydanticCustomError
 
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_service_settings import FeatureServiceSettings
-from spreadbus.features.registry import BUILTIN, watched_resources
+from spreadbus.engine.feature_set import watched_resources
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.settings import CommaList
 
 

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from services.webhook.service import CAUGHT_UP, WebhookSettings, main, settings_problems
-from spreadbus.features.registry import bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
 from spreadbus.runtime.bus_layout import service_needs
 from spreadbus.runtime.nats_connection import NATS_CONDITION
 from spreadbus.runtime.service import service_main

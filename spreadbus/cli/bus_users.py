@@ -28,7 +28,8 @@ from pathlib import Path
 
 from events.shards import check_count
 from kubesemantics.qualified_names import is_dns1123_label
-from spreadbus.features.registry import PluginError, bus_accesses, features
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import PluginError, features
 from spreadbus.runtime.bus_permissions import DEFAULT_CLUSTERS, SERVICES, SETUP, server_users
 from spreadbus.runtime.bus_users import ensure_users, seed_file
 from spreadbus.runtime.member_bus import (

@@ -132,7 +132,8 @@ from spreadbus.cli.data_dir_lock import DataDirLock
 from spreadbus.cli.kubeconfig_contexts import merged_kubeconfig
 from spreadbus.cli.local_install import SERVICE_DNS, install, write_endpoints
 from spreadbus.cli.stack_errors import StackError
-from spreadbus.features.registry import PluginError, bus_accesses, features
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import PluginError, features
 from spreadbus.runtime.bus_layout import SNAPSHOT_BUCKET
 from spreadbus.runtime.bus_permissions import (
     READER,

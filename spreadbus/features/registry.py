@@ -13,13 +13,11 @@ installed; plugins are named explicitly, by ``--feature-plugins``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Final
 
-from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.feature_plugins import PluginError, with_plugins
-from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.clusters.feature import FEATURE as CLUSTERS
 from spreadbus.features.podunavailablebudget.feature import FEATURE as PODUNAVAILABLEBUDGET
 from spreadbus.features.propagation.feature import FEATURE as PROPAGATION
@@ -27,8 +25,7 @@ from spreadbus.features.uniteddeployment.feature import FEATURE as UNITEDDEPLOYM
 from spreadbus.features.workloadrebalancer.feature import FEATURE as WORKLOADREBALANCER
 from spreadbus.features.workloadspread.feature import FEATURE as WORKLOADSPREAD
 
-__all__ = ["BUILTIN", "PluginError", "bus_accesses", "features", "plan_grants",
-           "watched_resources"]
+__all__ = ["BUILTIN", "PluginError", "features"]
 
 BUILTIN: Final[tuple[Feature[Any], ...]] = (
     WORKLOADSPREAD,
@@ -43,18 +40,3 @@ BUILTIN: Final[tuple[Feature[Any], ...]] = (
 def features(plugins: Sequence[str] = ()) -> tuple[Feature[Any], ...]:
     """The built-in features and the plugins, in that order; names must be unique."""
     return with_plugins(BUILTIN, plugins)
-
-
-def watched_resources(chosen: Sequence[Feature[Any]]) -> tuple[str, ...]:
-    """Every resource the features watch, each once, in registry order."""
-    return tuple(dict.fromkeys(r for f in chosen for r in f.watches))
-
-
-def bus_accesses(chosen: Sequence[Feature[Any]]) -> tuple[Mapping[str, BusAccess], ...]:
-    """What each feature does on NATS, by service, in registry order."""
-    return tuple(f.bus for f in chosen)
-
-
-def plan_grants(chosen: Sequence[Feature[Any]]) -> tuple[PlanGrant, ...]:
-    """Every kind of plan the features' rules may emit, in registry order."""
-    return tuple(g for f in chosen for g in f.plan_grants)

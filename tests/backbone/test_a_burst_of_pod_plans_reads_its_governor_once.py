@@ -20,7 +20,8 @@ from services.actuator.scope_cache import (
     ScopeLimits,
 )
 from services.actuator.scope_check import OutOfScope, Stale, Uncached, judge
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.engine.feature_set import plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.kube_client import NotFound, resource_path
 
 NS = "shop"

@@ -15,8 +15,9 @@ from prometheus_client import CollectorRegistry
 
 from events.messages import Plan
 from services.actuator.application import Applier, Result
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import PlanAuthority
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.rate_limit import TokenBucket
 from tests.backbone.test_actuator_applies_only_granted_plans import (
     COST_ANNOTATION,

@@ -11,8 +11,9 @@ from kubernetes import client
 
 from events.messages import ObjectRef, Plan, Precondition
 from services.actuator.application import Applier
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import PlanAuthority
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.rate_limit import TokenBucket
 

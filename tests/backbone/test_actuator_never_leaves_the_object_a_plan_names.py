@@ -20,8 +20,9 @@ from prometheus_client import CollectorRegistry
 from events.messages import ObjectRef, Plan, Precondition, Verb
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import PlanAuthority
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.bus_permissions import READER
 from spreadbus.runtime.nats_server import NatsServer
 from spreadbus.runtime.rate_limit import TokenBucket

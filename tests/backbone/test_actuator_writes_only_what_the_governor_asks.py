@@ -23,8 +23,9 @@ from prometheus_client import CollectorRegistry
 from events.messages import ObjectRef, Plan
 from services.actuator.application import Applier
 from services.actuator.consumer import PlanConsumer
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import PlanAuthority
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile
 from spreadbus.runtime.bus_permissions import READER
 from spreadbus.runtime.kube_client import KubeClient, NotFound

@@ -18,7 +18,8 @@ import yaml
 
 from services.actuator.settings import ActuatorSettings
 from services.watcher.settings import WatcherSettings
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.engine.feature_set import plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.settings import ServiceSettings, load_settings
 
 from .conftest import KUBECTL, ROOT

@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from spreadbus.cli.local_stack import NATS_MAX_PAYLOAD
-from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.bus_permissions import server_users
 from spreadbus.runtime.bus_users import ensure_users
 from spreadbus.runtime.nats_server import nats_server_binary

@@ -8,9 +8,10 @@ import pytest
 
 from events.messages import Verb
 from spreadbus.engine.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
+from spreadbus.engine.feature_set import plan_grants, watched_resources
 from spreadbus.engine.plan_grants import PlanGrant
 from spreadbus.features.propagation.settings import PropagationSettings
-from spreadbus.features.registry import BUILTIN, plan_grants, watched_resources
+from spreadbus.features.registry import BUILTIN
 
 PROPAGATING = PropagationSettings(propagate_configmaps=True).watches()
 """What a watcher with ``--propagate-configmaps`` watches beyond the features' own: one role

@@ -10,6 +10,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_scope import (
     MAX_HOPS,
     Reach,
@@ -19,7 +20,7 @@ from spreadbus.engine.plan_scope import (
     selected,
     step,
 )
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 
 
 def grant_of(rule: str, verb: str, resource: str) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 from events import streams
-from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.bus_layout import (
     CORE_STREAMS,
     LEASE_BUCKET,

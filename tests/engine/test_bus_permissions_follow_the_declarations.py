@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from spreadbus.engine.bus_access import BusAccess
-from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.bus_permissions import (
     READER,
     SERVICES,

@@ -14,6 +14,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.messages import ObjectRef, Plan, Precondition, Verb
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.governor_check import (
     Dropped,
     Refusal,
@@ -22,7 +23,7 @@ from spreadbus.engine.governor_check import (
     written_object,
 )
 from spreadbus.engine.plan_grants import Governor, PlanGrant
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 
 KIND = Governor(group="apps.kruise.io", kind="UnitedDeployment", resource="uniteddeployments")
 TARGET = ObjectRef(group="apps", version="v1", resource="statefulsets", namespace="default",

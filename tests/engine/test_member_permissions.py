@@ -7,7 +7,8 @@ from __future__ import annotations
 import pytest
 
 from events import subjects
-from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.bus_permissions import READER, USERS, permissions
 from spreadbus.runtime.member_permissions import (
     MEMBER_SERVICES,

@@ -17,10 +17,11 @@ from hypothesis import event, given
 from hypothesis import strategies as st
 
 from events.messages import ObjectRef, Plan, Verb
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused
 from spreadbus.engine.plan_names import misnamed
 from spreadbus.engine.plan_scope import Reach, Read, step
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.kube_client import BadPath, resource_path
 
 BUILT_IN = PlanAuthority(plan_grants(BUILTIN))

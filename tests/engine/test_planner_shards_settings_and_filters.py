@@ -10,7 +10,8 @@ from events.shards import CLUSTER_SCOPED, Shards, partition, shard_filters, shar
 from services.planner.planner import planner_name
 from services.planner.service import lease_key
 from services.planner.settings import PlannerSettings
-from spreadbus.features.registry import BUILTIN, bus_accesses
+from spreadbus.engine.feature_set import bus_accesses
+from spreadbus.features.registry import BUILTIN
 from spreadbus.runtime.bus_layout import bus_layout, service_needs
 from spreadbus.runtime.bus_permissions import permissions
 from spreadbus.runtime.settings import SettingError, load_settings

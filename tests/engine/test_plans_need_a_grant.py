@@ -9,8 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from events.messages import ObjectRef, Plan, Verb
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, PlanGrant, Refused
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 
 POD_METADATA = PlanGrant(rule="spread", verb="patch", group="", resource="pods",
                          writes=(("metadata", "annotations", "*"), ("metadata", "labels", "*")))

@@ -13,13 +13,8 @@ import pytest
 
 from services.watcher.settings import WatcherSettings
 from spreadbus.engine.feature import Feature
-from spreadbus.features.registry import (
-    BUILTIN,
-    PluginError,
-    features,
-    plan_grants,
-    watched_resources,
-)
+from spreadbus.engine.feature_set import plan_grants, watched_resources
+from spreadbus.features.registry import BUILTIN, PluginError, features
 from spreadbus.runtime.settings import load_settings
 from tests.fixtures.generation_feature import PLUGIN
 

@@ -14,10 +14,11 @@ import pytest
 
 from events.messages import ObjectRef, Plan, Precondition, Verb
 from kubesemantics import json_patch
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.governor_check import Refusal, judge_written
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused
 from spreadbus.features.propagation.core.member_copy import copy_patch, member_copy
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 from tests.propagation.test_the_planner_propagates_through_members import (
     binding,
     world,

@@ -28,8 +28,9 @@ from kubernetes import client
 from events.messages import ObjectRef, Plan, Precondition, Verb
 from kubesim import KubeSimThread
 from services.actuator.application import Applier, Result
+from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.plan_grants import PlanAuthority
-from spreadbus.features.registry import BUILTIN, plan_grants
+from spreadbus.features.registry import BUILTIN
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile
 from spreadbus.runtime.kube_client import KubeClient
 from spreadbus.runtime.rate_limit import TokenBucket
