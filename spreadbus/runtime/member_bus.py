@@ -62,7 +62,6 @@ from __future__ import annotations
 
 import json
 import secrets
-import socket
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -75,7 +74,7 @@ from events import streams, subjects
 from events.buckets import kv_token
 from events.streams import DomainSource, StreamSpec
 from spreadbus.runtime.member_permissions import scoped
-from spreadbus.runtime.nats_server import NatsServer, ServerConfig
+from spreadbus.runtime.nats_server import NatsServer, ServerConfig, free_port
 from tlsserving.secret_files import write_secret
 
 HUB_DOMAIN: Final = "hub"
@@ -289,13 +288,6 @@ def hub_streams(members: Sequence[str], specs: Sequence[StreamSpec] = streams.AL
 
 def replace_spec(spec: StreamSpec, **changes: Any) -> StreamSpec:
     return msgspec.structs.replace(spec, **changes)
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass

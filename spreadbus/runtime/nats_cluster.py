@@ -28,14 +28,19 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import secrets
-import socket
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
 from spreadbus.runtime.member_bus import hub_server_config
-from spreadbus.runtime.nats_server import ClusterRoutes, NatsServer, NatsServerError, ServerConfig
+from spreadbus.runtime.nats_server import (
+    ClusterRoutes,
+    NatsServer,
+    NatsServerError,
+    ServerConfig,
+    free_port,
+)
 from tlsserving.secret_files import write_secret
 
 HOST: Final = "127.0.0.1"
@@ -45,13 +50,6 @@ ROUTE_USER: Final = "route"
 def member_names(size: int) -> list[str]:
     """``nats-1``, ``nats-2``...: the server names, and the names of their store directories."""
     return [f"nats-{i}" for i in range(1, size + 1)]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -82,13 +80,13 @@ class NatsCluster:
             return self.servers
         password = self.password or secrets.token_urlsafe(24)
         self.config_dir.mkdir(parents=True, exist_ok=True)
-        routes = tuple(f"{HOST}:{_free_port()}" for _ in range(self.size))
+        routes = tuple(f"{HOST}:{free_port()}" for _ in range(self.size))
         for name, listen in zip(member_names(self.size), routes, strict=True):
             config = dataclasses.replace(
                 self.base, server_name=name,
                 cluster=ClusterRoutes(self.name, listen, routes, ROUTE_USER, password))
             if self.leaf_listen:
-                leaf = f"{HOST}:{_free_port()}"
+                leaf = f"{HOST}:{free_port()}"
                 config = hub_server_config(leaf, {}, base=config)
                 self.leaf_urls.append(f"nats-leaf://{leaf}")
             path = self.config_dir / f"{name}.conf"

@@ -18,6 +18,7 @@ import contextlib
 import json
 import re
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -250,3 +251,9 @@ class NatsServer:
             self.stop()
 
 
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port free on ``host`` now, for a server that must be told its port up front."""
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        port: int = sock.getsockname()[1]
+        return port

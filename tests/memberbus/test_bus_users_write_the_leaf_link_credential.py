@@ -10,7 +10,7 @@ import pytest
 
 from spreadbus.cli import main
 from spreadbus.runtime import member_bus
-from spreadbus.runtime.nats_server import NatsServer, ServerConfig
+from spreadbus.runtime.nats_server import NatsServer, ServerConfig, free_port
 from tests.fixtures.member_bus import leaf_connections
 from tests.memberbus.bus_reading import wait_for
 
@@ -30,7 +30,7 @@ async def test_a_member_dials_the_hub_with_what_bus_users_wrote(
     assert password_file.read_text().strip() == password
 
     users = (credentials / "users.conf").read_text()
-    listen = f"127.0.0.1:{member_bus.free_port()}"
+    listen = f"127.0.0.1:{free_port()}"
     config = member_bus.hub_server_config(listen, {}, base=ServerConfig(blocks=(users,)))
     (tmp_path / "hub.conf").write_text(config.render())
     hub = NatsServer(store_dir=tmp_path / "hub", monitor=True,
