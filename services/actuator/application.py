@@ -151,7 +151,7 @@ class Applier:
     async def apply(self, plan: Plan) -> Result:
         verdict = self.authority.authorize(plan)
         if isinstance(verdict, Refused):
-            return self._refuse(plan, verdict.message)
+            return self.refuse(plan, verdict.message)
         attempt = 0
         while True:
             attempt += 1
@@ -172,7 +172,7 @@ class Applier:
         """The outcome of a plan its governor, as the API server holds it, does not ask for."""
         verdict = await self.governors.judge(plan, granted)
         if isinstance(verdict, Refusal):
-            return self._refuse(plan, f"the rule {plan.rule!r} may not {plan.verb} "
+            return self.refuse(plan, f"the rule {plan.rule!r} may not {plan.verb} "
                                       f"{plan.target.resource} {plan.target.name}: "
                                       f"{verdict.message}")
         if isinstance(verdict, Dropped):
@@ -180,7 +180,8 @@ class Applier:
                 status=verdict.status, reason=verdict.reason, message=verdict.message))
         return None
 
-    def _refuse(self, plan: Plan, message: str) -> Result:
+    def refuse(self, plan: Plan, message: str) -> Result:
+        """A plan answered ``failed``/Forbidden unsent: counted, logged with the reason."""
         self.forbidden.labels(plan.rule).inc()
         t = plan.target
         log.warning("plan refused: not granted", extra={
@@ -249,7 +250,7 @@ class Applier:
     def _not_named(self, plan: Plan, current: dict[str, Any]) -> Result | None:
         """The refusal of a plan whose target, as read, is another object than it names."""
         wrong = misnamed(plan.target, current)
-        return self._refuse(plan, wrong) if wrong else None
+        return self.refuse(plan, wrong) if wrong else None
 
     async def _patch(self, plan: Plan, path: str, rv: str) -> Result:
         """Send the patch, for merge and strategic patches only onto resourceVersion ``rv``."""
@@ -270,7 +271,7 @@ class Applier:
         if granted.owner is not None and not owner_allows(
                 granted.owner, current, name=granted.owner_name, uid=granted.owner_uid):
             named = f" {granted.owner_name!r}" if granted.owner_name else ""
-            return self._refuse(plan, f"{name} is not controlled by a {granted.owner[1]}{named}")
+            return self.refuse(plan, f"{name} is not controlled by a {granted.owner[1]}{named}")
         if granted.grant is None:
             return None
         kind = granted.grant.governor
@@ -281,7 +282,7 @@ class Applier:
             return Result(result="failed", error=ApiError(status=409, reason="Conflict",
                                                           message=verdict.message))
         if verdict is not None:
-            return self._refuse(plan, f"the rule {plan.rule!r} may not {plan.verb} "
+            return self.refuse(plan, f"the rule {plan.rule!r} may not {plan.verb} "
                                       f"{plan.target.resource} {name}: {verdict.message}")
         return None
 

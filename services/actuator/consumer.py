@@ -41,7 +41,7 @@ For each:
 5. the one outcome is published, on the actuator's own cluster's subject, with ``Nats-Msg-Id``
    = ``outcome:<plan id>`` and only then the plan is acked.
 
-A crash between 4's publish and ack redelivers the plan; re-applying finds the change already
+A crash between 5's publish and ack redelivers the plan; re-applying finds the change already
 made (``skipped``), and the outcome stream's dedup window (one hour) drops the second outcome, so
 the stream holds exactly one outcome per plan. If publishing fails (NATS away) the plan is not
 acked and comes back.
@@ -294,7 +294,9 @@ class PlanConsumer:
         plan = decoded
         deliveries = msg.metadata.num_delivered
         if plan.cluster != self.cluster:
-            result = self._refuse_foreign(plan)
+            result = self.applier.refuse(
+                plan, f"the plan is for cluster {shown(plan.cluster)!r}, this actuator acts on "
+                      f"cluster {self.cluster!r}")
         elif deliveries > self.max_deliveries:
             result = Result(result="failed", attempts=0, error=ApiError(
                 status=0, reason="GaveUp",
@@ -315,15 +317,6 @@ class PlanConsumer:
             self.apply_seconds.observe(asyncio.get_running_loop().time() - started)
         await self._publish_outcome(plan, result)
         await msg.ack_sync()
-
-    def _refuse_foreign(self, plan: Plan) -> Result:
-        self.applier.forbidden.labels(plan.rule).inc()
-        log.warning("plan for another cluster, refused unsent", extra={
-            "plan": plan.id, "plan_cluster": shown(plan.cluster), "cluster": self.cluster})
-        return Result(result="failed", attempts=0, error=ApiError(
-            status=403, reason="Forbidden",
-            message=f"the plan is for cluster {shown(plan.cluster)!r}, this actuator acts on "
-                    f"cluster {self.cluster!r}"))
 
     async def _refuse_unknown_verb(self, msg: Msg, head: PlanHead) -> None:
         self.unknown_verbs.labels(head.verb).inc()
