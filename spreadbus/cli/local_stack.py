@@ -618,13 +618,10 @@ class Stack:
         if not self.secured_bus:
             return ServerConfig(max_payload=NATS_MAX_PAYLOAD)
         keys = ensure_users(self.credentials_dir)
-        plugins = self.service_env.get("SPREADBUS_FEATURE_PLUGINS", "")
-        chosen = features([p for p in plugins.split(",") if p])
         tls = self.data_dir / "tls"
         issue_server_cert(self._development_ca(), ["127.0.0.1", "localhost"]).write(tls, "nats")
-        users = server_users(keys, bus_accesses(chosen), clusters=[self.cluster],
-                             shards=self.planner_shards, snapshot_bucket=self.service_env.get(
-                                 f"{ENV_PREFIX}SNAPSHOT_BUCKET", SNAPSHOT_BUCKET))
+        users = server_users(keys, bus_accesses(self._features()), clusters=[self.cluster],
+                             shards=self.planner_shards, snapshot_bucket=self._snapshot_bucket())
         return ServerConfig(max_payload=NATS_MAX_PAYLOAD, tls_cert=tls / "nats.crt",
                             tls_key=tls / "nats.key", blocks=(users,))
 
