@@ -63,6 +63,7 @@ class StaticView:
         self.cluster = cluster
         self.budgets: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
+        self.replicasets: dict[str, dict[str, Any]] = {}
 
     def budget(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.budgets.get(name)
@@ -74,7 +75,7 @@ class StaticView:
         return [self.budgets[k] for k in sorted(self.budgets)]
 
     def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return None
+        return self.replicasets.get(name)
 
     def synced(self) -> bool:
         return self.listed

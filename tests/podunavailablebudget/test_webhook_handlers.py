@@ -201,6 +201,87 @@ async def test_an_eviction_is_not_free_on_a_view_older_than_the_status_it_spends
                                                 sub_resource="eviction"))).allowed
 
 
+async def test_a_deletion_is_not_free_on_a_view_whose_status_is_older_than_the_entrys(
+    nats_client: Client, kv: Any,
+) -> None:
+    """Replica A's view still holds the budget as created, before the planner's first status
+    (``desiredAvailable`` 0, "nothing to protect"), or a status in which p1 is recorded as
+    disrupted; replica B has spent the budget on the newer status. What A's older status says
+    frees no deletion: it decides on the entry's newer seed."""
+    fresh, world = settled_view(total=3, max_unavailable=1)
+    fresh.budgets["pub"]["metadata"]["resourceVersion"] = "3"
+    replica_b = admission_for(nats_client, fresh, kv)
+    assert (await replica_b.validate_pod(review("DELETE", world[2]))).allowed
+    as_created = StaticView()
+    as_created.budgets = {"pub": budget(total=3, max_unavailable=1, version=1)}
+    as_created.pods = fresh.pods
+    refused = await admission_for(nats_client, as_created, kv).validate_pod(
+        review("DELETE", world[1]))
+    assert (refused.allowed, refused.code) == (False, 403)
+    assert "unavailable allowed is negative" in refused.message
+    recorded = StaticView()
+    status = dict(fresh.budgets["pub"]["status"])
+    status["disruptedPods"] = {"p1": "2026-03-01T07:59:30Z"}
+    recorded.budgets = {"pub": budget(total=3, max_unavailable=1, status=status, version=2)}
+    recorded.pods = fresh.pods
+    refused = await admission_for(nats_client, recorded, kv).validate_pod(
+        review("DELETE", world[1]))
+    assert (refused.allowed, refused.code) == (False, 403)
+
+
+async def test_a_status_that_frees_a_pod_frees_it_only_on_a_view_that_has_seen_the_pod(
+    nats_client: Client, kv: Any,
+) -> None:
+    """The first deletion of a budget, on a replica whose view holds the budget as created
+    (nothing to protect yet) and the pod as it was before it became Ready: the newest status,
+    which this view has not seen, may count the pod. Once the view has the pod as the review
+    carries it, the status it holds is its word."""
+    view = StaticView()
+    view.budgets = {"pub": budget(total=3, max_unavailable=1, version=1)}
+    current = pod("p0")
+    current["metadata"]["resourceVersion"] = "7"
+    starting = pod("p0", ready=False)
+    starting["metadata"]["resourceVersion"] = "5"
+    view.pods = {"p0": starting}
+    admission = admission_for(nats_client, view, kv)
+    behind = await admission.validate_pod(review("DELETE", current))
+    assert (behind.allowed, behind.code) == (False, 403)
+    assert "not yet observed the budget's latest status" in behind.message
+    view.pods = {"p0": current}
+    assert (await admission.validate_pod(review("DELETE", current))).allowed
+
+
+async def test_a_status_that_counted_no_pods_frees_none_of_a_workload_that_wants_them(
+    nats_client: Client, kv: Any,
+) -> None:
+    """The planner's first status of a new budget counts no pods (its Deployment not yet seen):
+    "nothing to protect". A replica still holding it, with the pods' ReplicaSet wanting 10, must
+    not let the pods go for free; a ReplicaSet scaled to zero, or gone, protects nothing indeed.
+    The pod's own view is caught up, for deletions and evictions alike."""
+    view = StaticView()
+    uncounted = budget(total=10, max_unavailable=2, status={
+        "currentAvailable": 0, "desiredAvailable": 0, "totalReplicas": 0,
+        "unavailableAllowed": 0, "observedGeneration": 1})
+    del uncounted["metadata"]["annotations"]["pub.kruise.io/protect-total-replicas"]
+    view.budgets = {"pub": uncounted}
+    owned = pod("p0")
+    owned["metadata"]["ownerReferences"] = [
+        {"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": "web-1", "uid": "rs",
+         "controller": True}]
+    view.pods = {"p0": owned}
+    view.replicasets = {"web-1": {"metadata": {"name": "web-1", "namespace": NS},
+                                  "spec": {"replicas": 10}}}
+    admission = admission_for(nats_client, view, kv)
+    for request in (review("DELETE", owned), review("CREATE", owned, sub_resource="eviction")):
+        behind = await admission.validate_pod(request)
+        assert not behind.allowed, request.operation
+        assert "not yet observed the budget's latest status" in behind.message
+    view.replicasets["web-1"]["spec"]["replicas"] = 0
+    assert (await admission.validate_pod(review("DELETE", owned))).allowed
+    view.replicasets = {}
+    assert (await admission.validate_pod(review("CREATE", owned, sub_resource="eviction"))).allowed
+
+
 async def test_an_eviction_of_a_pod_the_view_has_not_observed_waits_where_budgets_apply(
     nats_client: Client, kv: Any,
 ) -> None:

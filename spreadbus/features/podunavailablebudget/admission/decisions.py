@@ -15,7 +15,9 @@ from typing import Any, Final
 
 import msgspec
 
+from kubesemantics import pod_status
 from kubesemantics.field_errors import FieldError
+from kubesemantics.lenient_json import as_int, as_map
 from kubesemantics.owner_refs import controller_ref
 from kubesemantics.timestamps import parse_time
 from spreadbus.features.podunavailablebudget.core import admission
@@ -24,6 +26,7 @@ from spreadbus.features.podunavailablebudget.core.model import (
     BudgetStatus,
     PodUnavailableBudget,
     from_object,
+    protect_total_replicas,
     status_from_json,
     status_to_json,
 )
@@ -37,9 +40,11 @@ SETTLED_WITHOUT_SPENDING: Final = frozenset({
     "no-protect", "unavailable", "no-budget", "desired-zero", "unprotected-operation",
     "recorded", "unannotated", "availability-unchanged",
 })
-"""Reasons the core allows for without spending: a decision on an older status that ends with
-one of them cannot change with the spending since (the pod's own state, the budget's spec, or a
-pod already recorded)."""
+"""Reasons the core allows for without spending."""
+SETTLED_BY_STATUS: Final = frozenset({"desired-zero", "recorded"})
+"""Those of them read from the budget's status, which a newer status can undo: a pod already
+recorded, or nothing to protect yet. The others (the pod's own state, the budget's spec) hold
+on any status."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +120,26 @@ def decide(operation: str, pod: Mapping[str, Any], budget: PodUnavailableBudget,
     return Decision(allowed=decided.allowed, message=decided.message, status=spent,
                     settled=decided.allowed and decided.why in SETTLED_WITHOUT_SPENDING,
                     why=decided.why)
+
+
+def counted_before_its_workload(status: Mapping[str, Any], budget: PodUnavailableBudget,
+                                pod: Mapping[str, Any], *,
+                                replicaset: Callable[[str, str], Mapping[str, Any] | None],
+                                namespace: str) -> bool:
+    """Whether a status that protects nothing (``desired-zero``) was computed before the pod's
+    workload: it counted no pods (``totalReplicas`` 0, not from the protect-total-replicas
+    annotation) while the pod's ReplicaSet, as the view holds it, wants replicas. A budget whose
+    workload is gone or scaled to zero protects nothing indeed; this one is only not yet
+    counted, as right after it was created."""
+    if as_int(status.get("totalReplicas")) or protect_total_replicas(budget) is not None:
+        return False
+    ref = controller_ref(pod)
+    if ref is None or ref.get("kind") != "ReplicaSet":
+        return False
+    found = replicaset(namespace, str(ref.get("name") or ""))
+    if found is None or pod_status.deleting(found):
+        return False
+    return (as_int(as_map(found.get("spec")).get("replicas")) or 0) > 0
 
 
 def matching_budget(pod: Mapping[str, Any], budgets: Sequence[Mapping[str, Any]], *,

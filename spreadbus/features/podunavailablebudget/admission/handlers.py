@@ -99,18 +99,27 @@ class BudgetAdmission:
         # An evicted pod is this view's copy, not the API server's: that it is unavailable holds
         # only against a status no newer than the view (checked on the entry below).
         viewed_pod = operation == "EVICT"
-        if early.settled and not (viewed_pod and early.why == "unavailable"):
-            return ALLOW  # the pod's own state or a record: no entry to read
+        if (early.settled and early.why not in decisions.SETTLED_BY_STATUS
+                and not (viewed_pod and early.why == "unavailable")):
+            return ALLOW  # the pod's own state or the budget's spec: no entry to read
+        caught_up = viewed_pod or self._caught_up(pod, namespace)
 
         def decide(entry: BudgetEntry) -> tuple[decisions.Decision, BudgetEntry | None]:
             current = budget_ledger.reseeded(entry, status, version, now)
-            decision = decisions.decide(
-                operation, pod, parsed, budget_ledger.effective_status(current),
-                old_pod=old, now=now, dry_run=dry_run,
-            )
+            effective = budget_ledger.effective_status(current)
+            decision = decisions.decide(operation, pod, parsed, effective, old_pod=old, now=now,
+                                        dry_run=dry_run)
             if viewed_pod and decision.why == "unavailable" and current.version > version:
                 # Another replica seeded the entry from a status newer than this view, which
                 # may count this pod as available: its readiness here may be stale.
+                return decisions.Decision(allowed=False, message=_behind(budget_name)), None
+            if decision.why in decisions.SETTLED_BY_STATUS and (not caught_up or (
+                    decision.why == "desired-zero" and decisions.counted_before_its_workload(
+                        effective, parsed, pod, replicaset=self.view.replicaset,
+                        namespace=namespace))):
+                # A status that frees the pod may predate it: the newest one known may have been
+                # written before this view saw the pod become what the review carries, or before
+                # the planner counted the pod's workload.
                 return decisions.Decision(allowed=False, message=_behind(budget_name)), None
             if decision.status is not None:
                 return decision, budget_ledger.with_decision(current, decision.status)
@@ -135,6 +144,16 @@ class BudgetAdmission:
             return ALLOW
         self.refused += 1
         return _refusal(operation, decision.message)
+
+    def _caught_up(self, pod: Mapping[str, Any], namespace: str) -> bool:
+        """Whether this view has observed ``pod`` (from the review) at its resourceVersion.
+
+        A pod's versions are ordered, as Kruise orders a budget's; the view folds the watcher's
+        stream in order, so a view that has seen the pod as the review carries it has seen the
+        budget statuses written before that too, save for reordering between two watches."""
+        metadata = pod.get("metadata") or {}
+        seen = self.view.pod(namespace, str(metadata.get("name") or ""))
+        return seen is not None and _version(seen) >= _version(pod)
 
     def _unobserved_eviction(self, request: AdmissionRequest) -> Verdict:
         """An eviction of a pod this view has not observed yet: it may be a new, ready pod that a

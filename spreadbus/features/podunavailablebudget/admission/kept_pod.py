@@ -6,10 +6,12 @@ the pod's name and namespace, the ``kruise.io/related-pub`` and ``pub.kruise.io/
 annotations, and whether it is available (:func:`~..core.pod_health.available`): its phase,
 deletion, Ready condition and ``unavailable-pod.kruise.io/`` labels, and, to tell an in-place
 update in progress, its containers' names, images and ``IS_INJECTED`` variable, their statuses'
-images and image ids, and the in-place and SidecarSet annotations. :func:`kept` is the pod with
-only these, each as it was (a property test checks that every reading agrees); the view holds
-it encoded (:func:`kept_encoded`, what the feature registers for the webhook's pod view), a few
-hundred bytes where the pod's JSON is kilobytes.
+images and image ids, and the in-place and SidecarSet annotations; its ``resourceVersion`` tells
+whether the view has caught up with a pod a review carries, and its controller (kind and name)
+whether a status that counted no pods predates the pod's workload (:mod:`.handlers`).
+:func:`kept` is the pod with only these, each as it was (a property test checks that every
+reading agrees); the view holds it encoded (:func:`kept_encoded`, what the feature registers for
+the webhook's pod view), a few hundred bytes where the pod's JSON is kilobytes.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from typing import Any, Final
 
 import msgspec
 
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.features.podunavailablebudget.core import pod_health
 from spreadbus.features.podunavailablebudget.core.model import (
     NO_PROTECT_ANNOTATION,
@@ -31,7 +34,8 @@ ANNOTATIONS: Final = frozenset({
     pod_health.INPLACE_STATE_ANNOTATION, pod_health.INPLACE_GRACE_ANNOTATION,
     pod_health.SIDECARSET_INJECTED_ANNOTATION, pod_health.SIDECARSET_STATE_ANNOTATION,
 })
-METADATA: Final = ("name", "namespace", "deletionTimestamp")
+METADATA: Final = ("name", "namespace", "resourceVersion", "deletionTimestamp")
+OWNER: Final = ("kind", "name", "controller")
 CONTAINER: Final = ("name", "image")
 CONTAINER_STATUS: Final = ("name", "image", "imageID")
 INJECTED: Final = "IS_INJECTED"
@@ -53,6 +57,9 @@ def _container(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 def _metadata(raw: Mapping[str, Any]) -> dict[str, Any]:
     out = _some(raw, METADATA)
+    owner = controller_ref({"metadata": raw})
+    if owner is not None:
+        out["ownerReferences"] = [_some(owner, OWNER)]
     labels = raw.get("labels")
     if isinstance(labels, Mapping):
         unavailable = {k: v for k, v in labels.items()
