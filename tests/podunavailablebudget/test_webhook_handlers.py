@@ -109,12 +109,18 @@ async def test_with_the_delete_gate_off_deletions_and_evictions_are_not_checked(
                                               sub_resource="eviction"))).allowed
 
 
-async def test_a_pod_without_the_link_or_of_a_vanished_budget_is_not_protected(
+async def test_a_pod_no_budget_selects_or_of_a_vanished_budget_is_not_protected(
     nats_client: Client, kv: Any,
 ) -> None:
     view, _ = settled_view(total=2, max_unavailable=0)
     admission = admission_for(nats_client, view, kv)
-    assert (await admission.validate_pod(review("DELETE", pod("x", related=None)))).allowed
+    # Not linked at CREATE, but selected: protected all the same.
+    unlinked = await admission.validate_pod(review("DELETE", pod("x", related=None)))
+    assert (unlinked.allowed, unlinked.code) == (False, 403)
+    assert 'podunavailablebudget.policy.kruise.io "pub" is forbidden' in unlinked.message
+    other = pod("x", related=None)
+    other["metadata"]["labels"] = {"app": "other"}
+    assert (await admission.validate_pod(review("DELETE", other))).allowed
     assert (await admission.validate_pod(review("DELETE", pod("y", related="gone")))).allowed
     assert (await admission.validate_pod(review("DELETE", pod("z", ready=False)))).allowed
     # Before the watcher has listed budgets, a missing budget is not known to be gone.

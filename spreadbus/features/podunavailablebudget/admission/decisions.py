@@ -66,6 +66,13 @@ def related_budget(pod: Mapping[str, Any] | None) -> str | None:
     return admission.related_pub(pod) or None
 
 
+def linked(pod: Mapping[str, Any], budget_name: str) -> dict[str, Any]:
+    """The pod as if linked to ``budget_name`` at CREATE."""
+    metadata = dict(pod.get("metadata") or {})
+    metadata["annotations"] = {**as_map(metadata.get("annotations")), RELATED: budget_name}
+    return {**pod, "metadata": metadata}
+
+
 def parsed_budget(budget: Mapping[str, Any]) -> PodUnavailableBudget:
     """The budget's spec as the core reads it; its status is given to :func:`decide`."""
     return from_object({**budget, "status": {}})

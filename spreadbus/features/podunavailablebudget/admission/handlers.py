@@ -78,10 +78,17 @@ class BudgetAdmission:
             return ALLOW
         if pod is None:
             return self._unobserved_eviction(request) if operation == "EVICT" else ALLOW
-        budget_name = decisions.related_budget(pod if operation != "UPDATE" else request.object)
-        if budget_name is None:
-            return ALLOW
         namespace = request.namespace or _namespace(pod)
+        budget_name = decisions.related_budget(pod)
+        if budget_name is None:
+            # Not linked at CREATE (the link webhook failed open, or its view had not yet seen
+            # the pod's ReplicaSet): the budget that would have been linked protects it anyway.
+            budget_name = decisions.matching_budget(pod, self.view.budgets_in(namespace),
+                                                    replicaset=self.view.replicaset,
+                                                    namespace=namespace)
+            if budget_name is None:
+                return ALLOW
+            pod = decisions.linked(pod, budget_name)
         budget = self.view.budget(namespace, budget_name)
         if budget is None:
             if not self.view.synced():

@@ -7,7 +7,7 @@ annotations, and whether it is available (:func:`~..core.pod_health.available`):
 deletion, Ready condition and ``unavailable-pod.kruise.io/`` labels, and, to tell an in-place
 update in progress, its containers' names, images and ``IS_INJECTED`` variable, their statuses'
 images and image ids, and the in-place and SidecarSet annotations; its ``resourceVersion`` tells
-whether the view has caught up with a pod a review carries, and its controller (kind and name)
+whether the view has caught up with a pod a review carries, and its controller
 whether a status that counted no pods predates the pod's workload (:mod:`.handlers`).
 :func:`kept` is the pod with only these, each as it was (a property test checks that every
 reading agrees); the view holds it encoded (:func:`kept_encoded`, what the feature registers for
@@ -35,7 +35,7 @@ ANNOTATIONS: Final = frozenset({
     pod_health.SIDECARSET_INJECTED_ANNOTATION, pod_health.SIDECARSET_STATE_ANNOTATION,
 })
 METADATA: Final = ("name", "namespace", "resourceVersion", "deletionTimestamp")
-OWNER: Final = ("kind", "name", "controller")
+OWNER: Final = ("apiVersion", "kind", "name", "controller")
 CONTAINER: Final = ("name", "image")
 CONTAINER_STATUS: Final = ("name", "image", "imageID")
 INJECTED: Final = "IS_INJECTED"
