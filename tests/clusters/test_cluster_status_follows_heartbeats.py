@@ -12,6 +12,7 @@ import pytest
 from events import codec, subjects
 from events.messages import Observation, SyncMarker
 from events.shards import Shards
+from kubesemantics import merge_patch
 from spreadbus.clusterregistry.cluster_health import find_condition
 from spreadbus.clusterregistry.heartbeat import Heartbeat, encode, heartbeat_subject
 from spreadbus.engine.feature import PlannerContext
@@ -23,7 +24,9 @@ from spreadbus.features.clusters.planning.rule import (
     Heartbeats,
 )
 from spreadbus.features.clusters.settings import ClusterSettings
+from spreadbus.projection.decision_log import DecisionLog
 from spreadbus.projection.kube_state import KubeProjection, side_resource_key
+from spreadbus.projection.planning import plans_for
 
 CREATED = 1_700_000_000.0
 GRACE = timedelta(seconds=40)
@@ -186,3 +189,62 @@ async def test_only_the_shard_owning_cluster_scoped_objects_keeps_the_clusters()
     assert len(deciding) == 1
     assert [s.stream for s in deciding[0].streams] == ["KV_spreadbus-cluster-heartbeats"]
     assert [type(r).__name__ for r in deciding[0].rules] == ["ClusterStatusRule"]
+
+
+
+def _fold_member_pods(view: KubeProjection, seq: int, pods: list[dict[str, Any]]) -> int:
+    """The member's node and ``pods`` as its watcher publishes them: each observed, then synced."""
+    node: dict[str, Any] = dict(NODE)
+    for resource, objects in (("nodes", [node]), ("pods", pods)):
+        for obj in objects:
+            meta = obj["metadata"]
+            observed = Observation(cluster="member1", group="", version="v1", resource=resource,
+                                   event="ADDED", object=obj)
+            view.fold(seq, subjects.observation("member1", "", resource,
+                                                meta.get("namespace", ""), meta["name"]),
+                      codec.encode(observed))
+            seq += 1
+        _fold(view, seq, None, cluster_name="member1", group="", resource=resource)
+        seq += 1
+    return seq
+
+
+def _pod(name: str, node: str | None) -> dict[str, Any]:
+    """A pod requesting 500m and 1Gi, bound to ``node`` or waiting for one."""
+    return {"metadata": {"name": name, "namespace": "default"},
+            "spec": {**({"nodeName": node} if node else {}),
+                     "containers": [{"name": "c", "resources": {
+                         "requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+            "status": {"phase": "Running" if node else "Pending"}}
+
+
+def test_a_summary_part_that_empties_is_removed_from_the_written_status() -> None:
+    """A status written while a pod waited for a node counts it as allocating; once it is bound
+    the next status has no ``allocating`` at all, and the plan, a JSON merge patch, must remove
+    it rather than leave the old one standing for good."""
+    view = KubeProjection()
+    _fold(view, 1, None)
+    _fold(view, 2, cluster())
+    seq = _fold_member_pods(view, 3, [_pod("p1", "n1"), _pod("p2", None)])
+    heartbeats = Heartbeats()
+    rule = ClusterStatusRule("host", heartbeats, grace_period=GRACE)
+    beat_key = (side_resource_key("member1", HEARTBEATS_RESOURCE), "member1")
+    heartbeats.apply(1, heartbeat_subject("member1"), encode(beat(5)))
+    (first,) = rule.desired(view, view.take_changed() | {beat_key}, CREATED + 6)
+    written = merge_patch.apply(cluster(), first.patch)
+    assert written["status"]["resourceSummary"]["allocating"] == {
+        "cpu": "500m", "memory": "1Gi", "pods": "1"}
+    _fold(view, seq, written)
+
+    _fold_member_pods(view, seq + 1, [_pod("p1", "n1"), _pod("p2", "n1")])
+    heartbeats.apply(2, heartbeat_subject("member1"), encode(beat(6)))
+    wants = rule.desired(view, view.take_changed() | {beat_key}, CREATED + 7)
+    plans = plans_for(rule, view, DecisionLog(), wants, cluster="host", now=CREATED + 7)
+    assert [plan.verb for plan in plans] == ["patch_status"]
+    after = merge_patch.apply(written, plans[0].patch)
+    assert after["status"]["resourceSummary"] == {
+        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+        "allocated": {"cpu": "1", "memory": "2Gi", "pods": "2"}}
+    # Written back, the same inputs ask for nothing more.
+    _fold(view, seq + 10, after)
+    assert rule.desired(view, view.take_changed() | {beat_key}, CREATED + 7) == []

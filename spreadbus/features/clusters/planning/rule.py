@@ -5,7 +5,9 @@ pods, its NoSchedule taints from its Ready condition (:mod:`..core.status`).
 The Cluster objects are the planner's own cluster's (the host's); the heartbeats come from the
 bucket's stream (keys of :data:`HEARTBEATS_RESOURCE` in ``changed``, one per member); a Cluster is
 looked at again when its member's heartbeat would go stale, without any new event. The status is
-written whole at the pace of the heartbeats, not on every pod change of the member.
+written at the pace of the heartbeats, not on every pod change of the member, as the merge
+patch from the status the host holds to the one wanted, so that what the member no longer
+reports (an empty ``allocating``) goes too.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from datetime import timedelta
 from typing import Any, Final
 
 from events.messages import ObjectRef, ResourceRef
+from kubesemantics import merge_patch
 from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.clusterregistry.cluster_health import MONITOR_GRACE_PERIOD, STARTUP_GRACE_PERIOD
 from spreadbus.clusterregistry.heartbeat import Heartbeat, decode, member_of
@@ -112,9 +115,12 @@ class ClusterStatusRule:
         generation = meta.get("generation")
         gen = generation if isinstance(generation, int) else 0
         out: list[Desired] = []
-        if state.status != as_map(cluster.get("status")):
+        # The difference, not the whole status: a JSON merge patch of the whole would leave a
+        # part that emptied (``allocating`` once every pod is bound) as it was, for good.
+        status_patch = merge_patch.diff(as_map(cluster.get("status")), state.status)
+        if status_patch:
             out.append(Desired(verb="patch_status", target=target, governor=target,
-                               governor_generation=gen, patch={"status": state.status},
+                               governor_generation=gen, patch={"status": status_patch},
                                serial=True, reason=f"status of member cluster {name}"))
         spec = as_map(cluster.get("spec"))
         if state.taints != (spec.get("taints") or []):
