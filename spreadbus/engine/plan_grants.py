@@ -143,6 +143,9 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     """``named``: dot path of the governor's list of object references."""
     names_through: str = ""
     """``named``: dot path of a reference in the target; the target is named when it is."""
+    cluster_scoped: bool = False
+    """The target resource is cluster-scoped: its plans name no namespace, and a ``named``
+    entry names none either (a ClusterResourceBinding's ``spec.resource``)."""
     identifies: Identifies | None = None
     """``identified``: the check that the target names the governor and is asked for by it."""
     follows: Follows | None = None
@@ -283,6 +286,8 @@ def _scope(grant: PlanGrant, plan: Plan) -> str:
     if grant.relation in ("controlled", "identified") and not governor.uid:
         return f"the governing {kind.kind} {_name(governor)} names no uid"
     target = plan.target
+    if grant.cluster_scoped and target.namespace:
+        return f"{grant.resource} are cluster-scoped, the plan names {target.namespace!r}"
     if kind.namespaced:
         if not governor.namespace:
             return f"the governing {kind.kind} names no namespace"

@@ -5,7 +5,8 @@
   ``resourceBindings``, one scheduling round of every binding the host holds.
 - Watcher: policies, bindings and the workload templates of
   :data:`.planning.templates.TEMPLATES`, in the host and in every member; the non-workload ones
-  (ConfigMaps) only with ``--propagate-configmaps`` (:class:`.settings.PropagationSettings`).
+  (ConfigMaps, ClusterRoles) only with ``--propagate-configmaps`` and
+  ``--propagate-clusterroles`` (:class:`.settings.PropagationSettings`).
 - Planner: :class:`~.planning.rule.PropagationRule` keeps the host's bindings (detector and
   scheduler), each member's copies, and their status in the binding and the template.
 - Actuator: the host's writes a binding only as its template's (:func:`.core.binding_check.
@@ -60,6 +61,10 @@ _CLUSTER_BINDING: Final = Governor(group=CLUSTER_RESOURCE_BINDINGS.group,
                                    kind="ClusterResourceBinding",
                                    resource=CLUSTER_RESOURCE_BINDINGS.resource, namespaced=False,
                                    in_host=True)
+_OWN_CLUSTER_BINDING: Final = Governor(group=CLUSTER_RESOURCE_BINDINGS.group,
+                                       kind="ClusterResourceBinding",
+                                       resource=CLUSTER_RESOURCE_BINDINGS.resource,
+                                       namespaced=False)
 _COPY_WRITES: Final = (("spec",), ("data",), ("binaryData",), ("rules",), ("aggregationRule",),
                        ("metadata", "labels"), ("metadata", "annotations"))
 """What patching a member's copy may write: the template's content and its marks."""
@@ -71,10 +76,13 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
                         namespaced=template.namespaced)
     bindings = RESOURCE_BINDINGS if template.namespaced else CLUSTER_RESOURCE_BINDINGS
     binding = _HOST_BINDING if template.namespaced else _CLUSTER_BINDING
+    cluster = not template.namespaced  # a ClusterRole: a ClusterResourceBinding, its copies
     out = [
         PlanGrant(rule=RULE, verb="create", group=bindings.group, resource=bindings.resource,
-                  governor=governor, relation="controlled", follows=binding_follows),
+                  governor=governor, relation="controlled", cluster_scoped=cluster,
+                  follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
+                  cluster_scoped=cluster,
                   writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT),
                           ("metadata", "annotations", SCHEDULED_AT),
                           ("metadata", "annotations", SCHEDULED_AFFINITY),
@@ -82,10 +90,11 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,
                   resource=bindings.resource, writes=(("status",),), governor=governor,
-                  relation="controlled"),
+                  relation="controlled", cluster_scoped=cluster),
         *(PlanGrant(rule=RULE, verb=verb, group=template.group, resource=template.resource,
                     writes=_COPY_WRITES if verb == "patch" else (), governor=binding,
                     relation="named", names="spec.resource",
+                    cluster_scoped=cluster,
                     follows=follows if verb != "delete" else None)
           for verb in ("create", "patch", "delete")),
     ]
@@ -107,7 +116,7 @@ FEATURE: Final = Feature(
         # A binding being deleted lets go once its copies are gone.
         *(PlanGrant(rule=RULE, verb="patch", group=g.group, resource=g.resource,
                     writes=(("metadata", "finalizers"),), governor=g)
-          for g in (_BINDING,)),
+          for g in (_BINDING, _OWN_CLUSTER_BINDING)),
     ),
     planner=planner_side,
     kinds={RESOURCE_BINDINGS.resource: "ResourceBinding",
