@@ -77,6 +77,9 @@ Follows = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | No
 from the governor as the API server holds it? ``""`` when it does. Pure: no I/O."""
 PATCH_VERBS: Final = frozenset({"patch", "patch_status"})
 Relation = Literal["itself", "controlled", "governed", "named", "identified"]
+Marked = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""``(governor, target) -> bool``: for a ``named`` grant, does the target as read carry the
+governor's own mark (a propagated copy naming its binding)? Pure."""
 Identifies = Callable[["Plan", Mapping[str, Any] | None, Mapping[str, Any]], str]
 """``(plan, governor, target) -> why not``: for an ``identified`` grant, does the target (as
 read; the object a create makes) name the plan's governor, and does the governor as read from
@@ -143,6 +146,9 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     """``named``: dot path of the governor's list of object references."""
     names_through: str = ""
     """``named``: dot path of a reference in the target; the target is named when it is."""
+    marked: Marked | None = None
+    """``named``: the check that the target as read is the governor's (not merely an object of
+    a name it lists); ``None``: the name suffices."""
     cluster_scoped: bool = False
     """The target resource is cluster-scoped: its plans name no namespace, and a ``named``
     entry names none either (a ClusterResourceBinding's ``spec.resource``)."""

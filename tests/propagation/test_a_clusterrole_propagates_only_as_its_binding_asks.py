@@ -3,11 +3,13 @@ ClusterResourceBinding (no namespace, named as Karmada names it) and a copy in e
 planned for that member and governed by the binding as the host holds it. A ClusterRole can
 grant rights, so the checks a member's actuator runs are the whole defence: a role the host's
 binding does not name, a copy with other rules, a role named in a namespace, a copy for a
-cluster the binding does not schedule are refused; and without the opt-in watch no ClusterRole
+cluster the binding does not schedule are refused, and a member's own role of the template's
+name is neither patched nor deleted for the binding; and without the opt-in watch no ClusterRole
 is read or propagated."""
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
@@ -15,6 +17,7 @@ import pytest
 
 from events import codec, subjects
 from events.messages import ObjectRef, Plan, Precondition, SyncMarker, Verb
+from services.actuator.scope_check import OutOfScope, Uncached, judge
 from spreadbus.engine.feature_set import plan_grants
 from spreadbus.engine.governor_check import Refusal, judge_written
 from spreadbus.engine.plan_grants import Granted, PlanAuthority, Refused
@@ -186,3 +189,36 @@ def test_clusterroles_are_watched_only_where_their_propagation_is_turned_on() ->
     w.settle()
     assert w.get("member1", RBAC, "clusterroles", "", "demo-role") is not None
     assert w.get("member2", RBAC, "clusterroles", "", "demo-role") is None
+
+
+@pytest.mark.parametrize("verb", ["delete", "patch"])
+def test_a_members_own_role_of_the_templates_name_is_not_touched_for_the_binding(
+        verb: Verb) -> None:
+    """A member's ClusterRole that has the template's name but is no copy (it was there before,
+    the planner never adopted it) is neither deleted nor patched for the binding: the actuator's
+    check reads it and finds it does not name the binding back."""
+    _, role, rb = propagated()
+    own = {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+           "metadata": {"name": "demo-role", "uid": "member-own", "resourceVersion": "7"},
+           "rules": [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]}
+    copied = member_copy(role, "member1", 0, "demo-role-clusterrole", "")
+    copied["metadata"].update(uid="copy", resourceVersion="7")
+    p = plan(rb, verb, patch=[{"op": "add", "path": "/metadata/labels", "value": {}}]
+             if verb == "patch" else None)
+    granted = AUTHORITY.authorize(p)
+    assert isinstance(granted, Granted)
+    assert granted.grant is not None
+
+    async def read(path: str) -> dict[str, Any]:
+        assert path == "/apis/work.karmada.io/v1alpha2/clusterresourcebindings/" \
+                       "demo-role-clusterrole"
+        return rb
+
+    def verdict(target: dict[str, Any]) -> object:
+        assert granted.grant is not None
+        return asyncio.run(judge(p, granted.grant, target, Uncached(read)))
+
+    assert verdict(copied) is None
+    refused = verdict(own)
+    assert isinstance(refused, OutOfScope)
+    assert "does not name it back" in refused.message

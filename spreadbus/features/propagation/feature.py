@@ -21,7 +21,11 @@ from typing import Final
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, PlanGrant
 from spreadbus.features.propagation.core.binding_check import binding_follows
-from spreadbus.features.propagation.core.member_copy import TEMPLATE_DIGEST_ANNOTATION, follows
+from spreadbus.features.propagation.core.member_copy import (
+    TEMPLATE_DIGEST_ANNOTATION,
+    follows,
+    names_binding,
+)
 from spreadbus.features.propagation.core.model import (
     CLUSTER_GROUP,
     NAME,
@@ -94,7 +98,7 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
         *(PlanGrant(rule=RULE, verb=verb, group=template.group, resource=template.resource,
                     writes=_COPY_WRITES if verb == "patch" else (), governor=binding,
                     relation="named", names="spec.resource",
-                    cluster_scoped=cluster,
+                    cluster_scoped=cluster, marked=names_binding if verb != "create" else None,
                     follows=follows if verb != "delete" else None)
           for verb in ("create", "patch", "delete")),
     ]
