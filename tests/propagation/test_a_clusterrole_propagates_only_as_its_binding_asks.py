@@ -25,8 +25,10 @@ from spreadbus.engine.plan_scope import named
 from spreadbus.features.propagation.core.member_copy import follows, member_copy
 from spreadbus.features.propagation.settings import PropagationSettings
 from spreadbus.features.registry import BUILTIN
+from spreadbus.features.workloadrebalancer.planning.rule import WorkloadRebalancerRule
 from tests.propagation.test_the_planner_propagates_through_members import (
     MEMBERS,
+    NOW,
     World,
     member_cluster,
 )
@@ -222,3 +224,35 @@ def test_a_members_own_role_of_the_templates_name_is_not_touched_for_the_binding
     refused = verdict(own)
     assert isinstance(refused, OutOfScope)
     assert "does not name it back" in refused.message
+
+
+def test_a_rebalancer_naming_the_role_triggers_its_cluster_binding() -> None:
+    """The seed's batch rebalancer names a ClusterRole: its ClusterResourceBinding gets the
+    trigger (a plan the built-in grants allow: the rebalancer names the binding's resource),
+    and the entry turns Successful once the binding holds it."""
+    w, _, rb = propagated()
+    rebalancers = WorkloadRebalancerRule("host")
+    w.put("host", "apps.karmada.io", "workloadrebalancers", {
+        "apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
+        "metadata": {"name": "demo", "creationTimestamp": "2026-05-22T11:00:30Z"},
+        "spec": {"workloads": [{"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+                                "name": "demo-role"}]}})
+    rebalancer = w.get("host", "apps.karmada.io", "workloadrebalancers", "", "demo")
+    assert rebalancer is not None
+    first = rebalancers.desired(w.view, w.view.take_changed(), NOW + 31)
+    (trigger,) = [x for x in first if x.target.resource == "clusterresourcebindings"]
+    assert (trigger.target.namespace, trigger.target.name) == ("", "demo-role-clusterrole")
+    assert trigger.patch == {"spec": {"rescheduleTriggeredAt": "2026-05-22T11:00:30Z"}}
+    p = Plan(id="t", cluster="host", verb="patch", rule=rebalancers.name, target=trigger.target,
+             patch=trigger.patch, governor=trigger.governor,
+             governor_generation=trigger.governor_generation)
+    granted = AUTHORITY.authorize(p)
+    assert isinstance(granted, Granted), granted
+    assert granted.grant is not None
+    assert named(granted.grant, rebalancer, rb, "")
+    w.apply([trigger])
+    second = rebalancers.desired(w.view, w.view.take_changed(), NOW + 32)
+    status = next(x for x in second if x.verb == "patch_status").patch["status"]
+    assert status["observedWorkloads"] == [{
+        "result": "Successful",
+        "workload": {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "name": "demo-role"}}]
