@@ -20,6 +20,7 @@ from typing import Final
 
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, PlanGrant
+from spreadbus.features.propagation.core import claim
 from spreadbus.features.propagation.core.binding_check import binding_follows
 from spreadbus.features.propagation.core.member_copy import (
     TEMPLATE_DIGEST_ANNOTATION,
@@ -69,6 +70,9 @@ _OWN_CLUSTER_BINDING: Final = Governor(group=CLUSTER_RESOURCE_BINDINGS.group,
                                        kind="ClusterResourceBinding",
                                        resource=CLUSTER_RESOURCE_BINDINGS.resource,
                                        namespaced=False)
+_CLAIM_WRITES: Final = (*(("metadata", "labels", k) for k in claim.LABELS),
+                        *(("metadata", "annotations", k) for k in claim.ANNOTATIONS))
+"""A policy's claim on a binding (:mod:`.core.claim`)."""
 _COPY_WRITES: Final = (("spec",), ("data",), ("binaryData",), ("rules",), ("aggregationRule",),
                        ("metadata", "labels"), ("metadata", "annotations"))
 """What patching a member's copy may write: the template's content and its marks."""
@@ -85,9 +89,14 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
         PlanGrant(rule=RULE, verb="create", group=bindings.group, resource=bindings.resource,
                   governor=governor, relation="controlled", cluster_scoped=cluster,
                   follows=binding_follows),
+        # A claim removed when no policy takes the template any more: marks only.
+        PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
+                  cluster_scoped=cluster, writes=_CLAIM_WRITES, governor=governor,
+                  relation="controlled"),
         PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
                   cluster_scoped=cluster,
-                  writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT),
+                  writes=(*_CLAIM_WRITES, ("spec",),
+                          ("metadata", "annotations", APPLIED_PLACEMENT),
                           ("metadata", "annotations", SCHEDULED_AT),
                           ("metadata", "annotations", SCHEDULED_AFFINITY),
                           ("metadata", "annotations", TEMPLATE_DIGEST_ANNOTATION)),

@@ -49,6 +49,7 @@ from kubesemantics.karmada_binding import binding_name, is_member_object
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.propagation.core.aggregation import aggregates, item, template_status
 from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
+from spreadbus.features.propagation.core.claim import claim_of, claim_patch, claimed
 from spreadbus.features.propagation.core.cluster import Cluster, from_object
 from spreadbus.features.propagation.core.interpreter import (
     BINDING_NAME_ANNOTATION,
@@ -169,7 +170,8 @@ class PropagationRule:
                 out.extend(self._release(view, held, stored, members))
                 continue
             if held.template is None:
-                continue  # its template is gone: the garbage collector deletes the binding
+                out.extend(self._unclaimed(view, held, stored))
+                continue
             wants, busy = self._binding(view, held, stored, clusters, at, members)
             out.extend(wants)
             if busy:
@@ -285,6 +287,34 @@ class PropagationRule:
             as_str(t.get("effect")) == "NoExecute" for c in clusters for t in c.taints)
         return out, busy
 
+    def _unclaimed(self, view: KubeProjection, held: HeldBinding,
+                   stored: Mapping[str, Any]) -> list[Desired]:
+        """A binding no policy takes any more (its policy deleted, or changed to select other
+        templates) while its template stays: as Karmada, its claim is removed and nothing
+        else changes: no schedule, its copies stay as they are. (Its template gone instead:
+        the garbage collector deletes the binding.)"""
+        resource = as_map(as_map(stored.get("spec")).get("resource"))
+        kind = BY_KIND.get((_group(as_str(resource.get("apiVersion"))),
+                            as_str(resource.get("kind"))))
+        if kind is None or not claimed(stored):
+            return []
+        template = view.get(self.home, kind.group, kind.resource, held.namespace,
+                            as_str(resource.get("name")))
+        metadata = as_map((template or {}).get("metadata"))
+        uid = as_str(metadata.get("uid"))
+        if template is None or is_member_object(template) or uid != as_str(resource.get("uid")):
+            return []
+        governor = ObjectRef(group=kind.group, version=kind.version, resource=kind.resource,
+                             namespace=held.namespace, name=as_str(resource.get("name")),
+                             uid=uid)
+        return [Desired(verb="patch", target=self._binding_ref(held, stored),
+                        patch=claim_patch(claim_of(None)), governor=governor,
+                        governor_generation=as_int(metadata.get("generation")) or 0,
+                        precondition="resource_version",
+                        reason=f"{kind_of(held)} {held.key}: no policy takes its "
+                               f"{kind.kind} any more; its claim is removed, its schedule and "
+                               f"copies stay")]
+
     # -- the copies in the members ----------------------------------------------------------------
 
     def _copies(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
@@ -353,6 +383,8 @@ class PropagationRule:
                             as_str(resource.get("kind"))))
         out: list[Desired] = []
         listed = True
+        if as_map(stored.get("spec")).get("preserveResourcesOnDeletion") is True:
+            kind = None  # the copies stay in the members: only the finalizer goes
         if kind is not None:
             target_ref = ObjectRef(group=kind.group, version=kind.version,
                                    resource=kind.resource, namespace=held.namespace,
