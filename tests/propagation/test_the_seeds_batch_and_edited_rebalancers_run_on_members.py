@@ -11,6 +11,9 @@ member1,member2``, each from its file in ``examples/propagation/``:
   the seed's at generation 2: demo-deploy-1 kept (it had succeeded), demo-deploy-2 dropped (it
   had failed), demo-deploy-3 added, with a new ``finishTime``.
 
+Between the two, the batch's ClusterPropagationPolicy is deleted: its claim leaves the three
+bindings, whose schedules and copies stay, as Karmada leaves them.
+
 Both run in one test, one after the other, so that the stack starts once whichever test
 worker takes it.
 """
@@ -24,6 +27,7 @@ from typing import Any
 import pytest
 import yaml
 
+from spreadbus.features.propagation.core.claim import CPP_NAME
 from tests.examples.manifests import EXAMPLES, objects
 from tests.propagation.test_a_failed_member_fails_over_and_a_rebalancer_spreads_again import (
     MEMBERS,
@@ -37,6 +41,8 @@ __all__ = ["stack"]  # the module-scoped stack fixture
 BATCH = objects(EXAMPLES / "propagation" / "batch.yaml")
 EDITED = objects(EXAMPLES / "propagation" / "edited-rebalancer.yaml")
 RBAC = "rbac.authorization.k8s.io/v1"
+BINDINGS = (("rb", "demo-deploy-deployment"), ("rb", "demo-config-configmap"),
+            ("clusterresourcebinding", "demo-role-clusterrole"))
 
 
 def applied(stack: Stack, docs: list[dict[str, Any]]) -> None:
@@ -116,9 +122,19 @@ def batch_rebalancer(stack: Stack) -> None:
     ]
     # Each binding holds the rebalancer's trigger, its creation time.
     created = stack.get("workloadrebalancer", "demo")["metadata"]["creationTimestamp"]
-    for kind, name in (("rb", "demo-deploy-deployment"), ("rb", "demo-config-configmap"),
-                       ("clusterresourcebinding", "demo-role-clusterrole")):
+    for kind, name in BINDINGS:
         assert stack.get(kind, name)["spec"]["rescheduleTriggeredAt"] == created, name
+
+    # The policy deleted: as Karmada, its claim leaves the bindings, and nothing else changes
+    # (the schedules and the members' copies stay).
+    crb = stack.get("clusterresourcebinding", "demo-role-clusterrole")
+    assert crb["metadata"]["annotations"][CPP_NAME] == "demo"
+    scheduled = {n: stack.get(k, n)["spec"]["clusters"] for k, n in BINDINGS}
+    stack.kubectl("delete", "clusterpropagationpolicy", "demo")
+    stack.until(lambda: all(CPP_NAME not in stack.get(k, n)["metadata"].get("annotations", {})
+                            for k, n in BINDINGS), "the deleted policy's claim removed")
+    assert {n: stack.get(k, n)["spec"]["clusters"] for k, n in BINDINGS} == scheduled
+    assert all(stack.get("--context", m, "clusterrole", "demo-role") for m in MEMBERS)
 
 
 def edited_rebalancer(stack: Stack) -> None:
