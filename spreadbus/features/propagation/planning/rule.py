@@ -14,7 +14,10 @@ in a member, changed (or a time it waits for came) it goes over every binding of
 - in each cluster of the binding's ``spec.clusters`` as the host holds it, the template's copy
   with that cluster's share (:mod:`..core.member_copy`), created or patched there; the copies in
   clusters it no longer lists (and not kept by a graceful eviction task) deleted; a binding
-  being deleted has all its copies deleted, then its finalizer removed;
+  being deleted has all its copies deleted (none with ``preserveResourcesOnDeletion``), then
+  its finalizer removed;
+- for a binding no policy takes any more while its template stays, its claim removed and
+  nothing else (:meth:`PropagationRule._unclaimed`, as Karmada's detector);
 - the copies' status reflected into the binding's ``aggregatedStatus`` and, for a workload,
   summed into the template's status (:mod:`..core.aggregation`).
 
