@@ -3,7 +3,8 @@
 ``pkg/detector/claim.go``; its scheduler ignores an unclaimed binding,
 ``pkg/scheduler/event_handler.go``): the binding's claim (the policy's permanent-id label and
 name annotations) is removed and nothing else changes: no schedule, no copy created, changed or
-deleted, even when the template changes. A policy that takes the template later claims the
+deleted, even when the template changes, while the copies' status is still reflected into the
+binding and the template. A policy that takes the template later claims the
 binding again and schedules it. ``preserveResourcesOnDeletion`` (the policy's, carried by the
 binding) applies when the template is deleted: the copies then stay in the members."""
 
@@ -24,6 +25,7 @@ from tests.propagation.test_the_planner_propagates_through_members import (
     World,
     binding,
     policy,
+    report,
     world,
 )
 
@@ -101,6 +103,17 @@ def test_the_deleted_policys_claim_goes_and_the_schedule_and_copies_stay() -> No
     assert binding(w)["spec"] == before["spec"]
     assert copies(w) == placed
     assert w.get("member1", "", "configmaps", "default", "demo-config") is not None
+    # The copies' status is still reflected into the binding and summed into the template.
+    report(w, "member1", 2, 2)
+    report(w, "member2", 1, 1)
+    w.settle(NOW + 30)
+    items = {i["clusterName"]: i for i in binding(w)["status"]["aggregatedStatus"]}
+    assert (items["member1"]["status"]["readyReplicas"],
+            items["member2"]["status"]["readyReplicas"]) == (2, 1)
+    template = w.get("host", "apps", "deployments", "default", "demo-deploy")
+    assert template is not None
+    assert template["status"]["readyReplicas"] == 3
+    assert binding(w)["spec"] == before["spec"]
 
 
 def test_a_policy_that_takes_the_template_later_claims_the_binding_again() -> None:

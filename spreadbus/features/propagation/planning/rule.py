@@ -68,6 +68,7 @@ from spreadbus.features.propagation.planning.binding_writes import (
     status_patch,
     with_schedule_time,
 )
+from spreadbus.features.propagation.planning.schedule import Round
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
     CLUSTER_PROPAGATION_POLICIES,
@@ -173,7 +174,7 @@ class PropagationRule:
                 out.extend(self._release(view, held, stored, members))
                 continue
             if held.template is None:
-                out.extend(self._unclaimed(view, held, stored))
+                out.extend(self._unclaimed(view, held, stored, at))
                 continue
             wants, busy = self._binding(view, held, stored, clusters, at, members)
             out.extend(wants)
@@ -290,16 +291,17 @@ class PropagationRule:
             as_str(t.get("effect")) == "NoExecute" for c in clusters for t in c.taints)
         return out, busy
 
-    def _unclaimed(self, view: KubeProjection, held: HeldBinding,
-                   stored: Mapping[str, Any]) -> list[Desired]:
+    def _unclaimed(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
+                   at: datetime) -> list[Desired]:
         """A binding no policy takes any more (its policy deleted, or changed to select other
-        templates) while its template stays: as Karmada, its claim is removed and nothing
-        else changes: no schedule, its copies stay as they are. (Its template gone instead:
-        the garbage collector deletes the binding.)"""
+        templates) while its template stays: as Karmada, its claim is removed and it is not
+        scheduled again, its copies stay as they are, and their status is still reflected
+        into the binding and the template. (Its template gone instead: the garbage collector
+        deletes the binding.)"""
         resource = as_map(as_map(stored.get("spec")).get("resource"))
         kind = BY_KIND.get((_group(as_str(resource.get("apiVersion"))),
                             as_str(resource.get("kind"))))
-        if kind is None or not claimed(stored):
+        if kind is None:
             return []
         template = view.get(self.home, kind.group, kind.resource, held.namespace,
                             as_str(resource.get("name")))
@@ -310,13 +312,33 @@ class PropagationRule:
         governor = ObjectRef(group=kind.group, version=kind.version, resource=kind.resource,
                              namespace=held.namespace, name=as_str(resource.get("name")),
                              uid=uid)
-        return [Desired(verb="patch", target=self._binding_ref(held, stored),
-                        patch=claim_patch(claim_of(None)), governor=governor,
-                        governor_generation=as_int(metadata.get("generation")) or 0,
-                        precondition="resource_version",
-                        reason=f"{kind_of(held)} {held.key}: no policy takes its "
-                               f"{kind.kind} any more; its claim is removed, its schedule and "
-                               f"copies stay")]
+        generation = as_int(metadata.get("generation")) or 0
+        rb = self._binding_ref(held, stored)
+        out: list[Desired] = []
+        if claimed(stored):
+            out.append(Desired(verb="patch", target=rb, patch=claim_patch(claim_of(None)),
+                               governor=governor, governor_generation=generation,
+                               precondition="resource_version",
+                               reason=f"{kind_of(held)} {held.key}: no policy takes its "
+                                      f"{kind.kind} any more; its claim is removed, its "
+                                      f"schedule and copies stay"))
+        items = []
+        for target in held.clusters:
+            observed = (view.get(target.name, kind.group, kind.resource, held.namespace,
+                                 governor.name)
+                        if view.synced(target.name, kind.group, kind.resource) else None)
+            if observed is not None and _names_binding(observed, held):
+                items.append(item(target.name, observed))
+        kept = Round(scheduled=False, clusters=(), observed_affinity=held.observed_affinity)
+        status = status_patch(stored, kept, items, at)
+        if status is not None:
+            out.append(Desired(verb="patch_status", target=rb, patch=status, governor=governor,
+                               governor_generation=generation, precondition="resource_version",
+                               serial=True,
+                               reason=f"{kind_of(held)} {held.key}: the status of its copies"))
+        out.extend(self._template_status(msgspec.structs.replace(held, template=template),
+                                         governor, generation, stored, items))
+        return out
 
     # -- the copies in the members ----------------------------------------------------------------
 
