@@ -34,7 +34,9 @@ plan's target must relate to it (``relation``):
   itself. The chain passes only through the kinds in ``via`` (a ReplicaSet between a pod and its
   Deployment), each read once, at most :data:`~spreadbus.engine.plan_scope.MAX_HOPS` of them;
 - ``named``: the governor lists the target (``names``, e.g. ``spec.workloads`` of a
-  WorkloadRebalancer), or lists the workload the target's ``names_through`` field names;
+  WorkloadRebalancer), or lists the workload the target's ``names_through`` field names; with
+  ``marked``, the target as read must also name the governor back (a propagated copy its
+  binding), so an object that merely has a listed name is not touched;
 - ``identified``: the governor is in another cluster (``Plan.governor_cluster``), where no owner
   reference can reach: the target names it in a way of the feature's own, which ``identifies``
   judges on the governor as read from that cluster's API server (see
@@ -43,9 +45,10 @@ plan's target must relate to it (``relation``):
 
 A namespaced governor's plans touch only its own namespace: the target's namespace must be the
 governor's, checked before anything is read. A cluster-scoped governor touches other namespaces
-only through ``named``. A plan that names no governor, or another kind of governor than its grant
-serves, is refused. A grant without ``governor`` scopes nothing (the tests' own rules); every
-built-in grant names one.
+only through ``named``, and controls only cluster-scoped objects (a grant's ``cluster_scoped``:
+its plans name no namespace). A plan that names no governor, or another kind of governor than
+its grant serves, is refused. A grant without ``governor`` scopes nothing (the tests' own
+rules); every built-in grant names one.
 
 Whatever the grant, a governed plan is applied only while its governor, as the actuator reads it
 from the API server, is the one the plan was decided on (uid and generation), and a grant whose
