@@ -256,3 +256,25 @@ def test_a_rebalancer_naming_the_role_triggers_its_cluster_binding() -> None:
     assert status["observedWorkloads"] == [{
         "result": "Successful",
         "workload": {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "name": "demo-role"}}]
+
+
+def test_a_clusterrole_controls_only_its_cluster_scoped_binding() -> None:
+    """A cluster-scoped governor with a ``controlled`` grant: its plans may not reach into a
+    namespace (a ResourceBinding, or a ClusterResourceBinding named in one)."""
+    _, role, rb = propagated()
+    governor = ObjectRef(group=RBAC, version="v1", resource="clusterroles", name="demo-role",
+                         uid=role["metadata"]["uid"])
+
+    def create(resource: str, namespace: str) -> object:
+        target = ObjectRef(group="work.karmada.io", version="v1alpha2", resource=resource,
+                           namespace=namespace, name="demo-role-clusterrole")
+        return AUTHORITY.authorize(Plan(
+            id="p", cluster="host", verb="create", rule="propagation", target=target,
+            object={k: v for k, v in rb.items() if k != "status"}, governor=governor,
+            governor_generation=role["metadata"]["generation"]))
+
+    assert isinstance(create("clusterresourcebindings", ""), Granted)
+    refused = create("clusterresourcebindings", "default")
+    assert isinstance(refused, Refused)
+    assert "cluster-scoped" in refused.message
+    assert isinstance(create("resourcebindings", "default"), Refused)
