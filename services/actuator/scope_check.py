@@ -86,9 +86,11 @@ async def judge(plan: Plan, grant: PlanGrant, target: dict[str, Any],
             return Stale(f"the governing {who} is now uid {uid!r}, the plan was for {ref.uid!r}")
     namespace = plan.target.namespace
     if grant.relation == "named":
-        if named(grant, governor, target, namespace):
-            return None
-        return OutOfScope(f"the {who} does not name it")
+        if not named(grant, governor, target, namespace):
+            return OutOfScope(f"the {who} does not name it")
+        if grant.marked is not None and not grant.marked(governor or {}, target):
+            return OutOfScope(f"it is not the {who}'s: it does not name it back")
+        return None
     if selected(grant, governor, target):
         return None
     end = chain_end(grant, ref.name, ref.uid, governor)

@@ -77,8 +77,9 @@ member's agent (webhook, watcher, actuator; ``--cluster <member>``, logs under
 in the host and its actuator reading there the governors of the plans it applies: the bindings
 of propagated copies and the host's UnitedDeployments (``--host-kubeconfig``, ``--host-cluster``
 the host's ``cluster``); the host's planner and webhooks run ``--uniteddeployment-control-plane``.
-Every watcher, the host's and the members', also watches ConfigMaps
-(``--propagate-configmaps=true``), which propagation copies whole. ``DIR/kubeconfig`` then has
+Every watcher, the host's and the members', also watches ConfigMaps and ClusterRoles
+(``--propagate-configmaps=true``, ``--propagate-clusterroles=true``), which propagation copies
+whole. ``DIR/kubeconfig`` then has
 a context per cluster: ``host``, the current one, and one per member. Members run with a
 single hub server only.
 
@@ -782,7 +783,9 @@ class Stack:
         if member is None and self.members and module in (PLANNER, WEBHOOK):
             argv.append("--uniteddeployment-control-plane=true")  # the host runs no workloads
         if self.members and name == "watcher":
-            argv.append("--propagate-configmaps=true")  # the host's and every member's
+            # The host's and every member's (kubesim authorizes every request: the members'
+            # actuators may write ClusterRoles as the propagate-clusterroles component allows).
+            argv += ["--propagate-configmaps=true", "--propagate-clusterroles=true"]
         if module == PLANNER and self.planner_shards > 1:
             argv += [f"--shards={self.planner_shards}",
                      f"--shard={planner_names(self.planner_shards).index(name)}"]

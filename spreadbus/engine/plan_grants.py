@@ -34,7 +34,9 @@ plan's target must relate to it (``relation``):
   itself. The chain passes only through the kinds in ``via`` (a ReplicaSet between a pod and its
   Deployment), each read once, at most :data:`~spreadbus.engine.plan_scope.MAX_HOPS` of them;
 - ``named``: the governor lists the target (``names``, e.g. ``spec.workloads`` of a
-  WorkloadRebalancer), or lists the workload the target's ``names_through`` field names;
+  WorkloadRebalancer), or lists the workload the target's ``names_through`` field names; with
+  ``marked``, the target as read must also name the governor back (a propagated copy its
+  binding), so an object that merely has a listed name is not touched;
 - ``identified``: the governor is in another cluster (``Plan.governor_cluster``), where no owner
   reference can reach: the target names it in a way of the feature's own, which ``identifies``
   judges on the governor as read from that cluster's API server (see
@@ -43,9 +45,10 @@ plan's target must relate to it (``relation``):
 
 A namespaced governor's plans touch only its own namespace: the target's namespace must be the
 governor's, checked before anything is read. A cluster-scoped governor touches other namespaces
-only through ``named``. A plan that names no governor, or another kind of governor than its grant
-serves, is refused. A grant without ``governor`` scopes nothing (the tests' own rules); every
-built-in grant names one.
+only through ``named``, and controls only cluster-scoped objects (a grant's ``cluster_scoped``:
+its plans name no namespace). A plan that names no governor, or another kind of governor than
+its grant serves, is refused. A grant without ``governor`` scopes nothing (the tests' own
+rules); every built-in grant names one.
 
 Whatever the grant, a governed plan is applied only while its governor, as the actuator reads it
 from the API server, is the one the plan was decided on (uid and generation), and a grant whose
@@ -77,6 +80,9 @@ Follows = Callable[[Mapping[str, Any], Mapping[str, Any], Mapping[str, Any] | No
 from the governor as the API server holds it? ``""`` when it does. Pure: no I/O."""
 PATCH_VERBS: Final = frozenset({"patch", "patch_status"})
 Relation = Literal["itself", "controlled", "governed", "named", "identified"]
+Marked = Callable[[Mapping[str, Any], Mapping[str, Any]], bool]
+"""``(governor, target) -> bool``: for a ``named`` grant, does the target as read carry the
+governor's own mark (a propagated copy naming its binding)? Pure."""
 Identifies = Callable[["Plan", Mapping[str, Any] | None, Mapping[str, Any]], str]
 """``(plan, governor, target) -> why not``: for an ``identified`` grant, does the target (as
 read; the object a create makes) name the plan's governor, and does the governor as read from
@@ -143,6 +149,12 @@ class PlanGrant(msgspec.Struct, frozen=True, kw_only=True):
     """``named``: dot path of the governor's list of object references."""
     names_through: str = ""
     """``named``: dot path of a reference in the target; the target is named when it is."""
+    marked: Marked | None = None
+    """``named``: the check that the target as read is the governor's (not merely an object of
+    a name it lists); ``None``: the name suffices."""
+    cluster_scoped: bool = False
+    """The target resource is cluster-scoped: its plans name no namespace, and a ``named``
+    entry names none either (a ClusterResourceBinding's ``spec.resource``)."""
     identifies: Identifies | None = None
     """``identified``: the check that the target names the governor and is asked for by it."""
     follows: Follows | None = None
@@ -283,6 +295,8 @@ def _scope(grant: PlanGrant, plan: Plan) -> str:
     if grant.relation in ("controlled", "identified") and not governor.uid:
         return f"the governing {kind.kind} {_name(governor)} names no uid"
     target = plan.target
+    if grant.cluster_scoped and target.namespace:
+        return f"{grant.resource} are cluster-scoped, the plan names {target.namespace!r}"
     if kind.namespaced:
         if not governor.namespace:
             return f"the governing {kind.kind} names no namespace"

@@ -121,8 +121,8 @@ def named(grant: PlanGrant, governor: Mapping[str, Any] | None, target: Mapping[
     """Does the governor list the target, or the object the target's ``names_through`` names?
 
     A listed entry names ``apiVersion`` (its group counts), ``kind``, ``name`` and
-    ``namespace``; ``names`` may also lead to a single such reference (a Karmada binding's
-    ``spec.resource``).
+    ``namespace`` (none exactly when the grant's target is cluster-scoped); ``names`` may also
+    lead to a single such reference (a Karmada binding's ``spec.resource``).
     """
     listed = field(governor, grant.names)
     entries: Sequence[Any] = (listed if isinstance(listed, list)
@@ -137,6 +137,6 @@ def named(grant: PlanGrant, governor: Mapping[str, Any] | None, target: Mapping[
         entry = as_map(raw)
         key = (api_group(as_str(entry.get("apiVersion"))), as_str(entry.get("kind")),
                as_str(entry.get("namespace")), as_str(entry.get("name")))
-        if key in wanted and all(key[1:]):
+        if key in wanted and key[1] and key[3] and bool(key[2]) != grant.cluster_scoped:
             return True
     return False

@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
+import yaml
 
 from events.messages import Verb
 from spreadbus.engine.api_access import PLAN_REQUESTS, Access, plan_access, watch_access
 from spreadbus.engine.feature_set import plan_grants, watched_resources
 from spreadbus.engine.plan_grants import PlanGrant
+from spreadbus.features.propagation.planning.templates import GRANTED_APART
 from spreadbus.features.propagation.settings import PropagationSettings
 from spreadbus.features.registry import BUILTIN
+
+from .conftest import KUBECTL, ROOT
 
 PROPAGATING = PropagationSettings(propagate_configmaps=True).watches()
 """What a watcher with ``--propagate-configmaps`` watches beyond the features' own: one role
 serves the watcher with the setting and without it."""
 
+ACTUATOR = plan_access(plan_grants(BUILTIN))
 NEEDED = {
     "spreadbus-watcher": watch_access((*watched_resources(BUILTIN), *PROPAGATING)),
-    "spreadbus-actuator": plan_access(plan_grants(BUILTIN)),
+    "spreadbus-actuator": frozenset(
+        a for a in ACTUATOR if (a.group, a.resource) not in GRANTED_APART),
     "spreadbus-planner": frozenset(),
     "spreadbus-webhook": frozenset(),
 }
@@ -87,3 +96,35 @@ def test_a_delete_of_owned_objects_reads_the_owner_first() -> None:
         Access("apps", "deployments", "delete"),
         Access("apps", "deployments", "get"),
     }
+
+
+def test_only_the_clusterrole_component_grants_writing_clusterroles_and_never_escalate(
+    rendered: list[dict[str, Any]], tmp_path: Path,
+) -> None:
+    """ClusterRoles are propagated only where an operator adds the component, which grants
+    the watcher and the actuator exactly what propagating them needs: never ``escalate`` or
+    ``bind``, so a member's API server still refuses a role granting more than the actuator
+    holds."""
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    base = os.path.relpath(ROOT / "deploy", overlay)
+    (overlay / "kustomization.yaml").write_text(yaml.safe_dump({
+        "apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization",
+        "resources": [base], "components": [f"{base}/components/propagate-clusterroles"],
+    }))
+    docs = [d for d in yaml.safe_load_all(subprocess.run(
+        [str(KUBECTL), "kustomize", str(overlay)], check=True, capture_output=True, text=True,
+        timeout=60).stdout) if d]
+    apart = {a for a in ACTUATOR if (a.group, a.resource) in GRANTED_APART}
+    assert apart >= {Access("rbac.authorization.k8s.io", "clusterroles", v)
+                     for v in ("create", "get", "patch", "delete")}
+    assert not apart & granted(rendered, "spreadbus-actuator")
+    watch = watch_access(PropagationSettings(propagate_clusterroles=True).watches())
+    assert watch == {Access("rbac.authorization.k8s.io", "clusterroles", v)
+                     for v in ("list", "watch")}
+    assert granted(docs, "spreadbus-actuator") == NEEDED["spreadbus-actuator"] | apart
+    assert granted(docs, "spreadbus-watcher") == NEEDED["spreadbus-watcher"] | watch
+    (watcher,) = [d for d in docs if d["kind"] == "Deployment"
+                  and d["metadata"]["name"] == "spreadbus-watcher"]
+    assert "--propagate-clusterroles=true" in watcher["spec"]["template"]["spec"][
+        "containers"][0]["args"]

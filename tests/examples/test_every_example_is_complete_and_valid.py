@@ -121,8 +121,12 @@ def test_the_examples_readme_marks_the_cloneset_and_uniteddeployment_examples() 
         if "CloneSet" in kinds:
             assert row.endswith("| needs CloneSet in kubesim |"), row
         elif kinds & set(KARMADA):
-            # Propagation across member clusters runs in `spreadbus plan` only so far.
-            assert row.endswith("| offline: `spreadbus plan` |"), row
+            # Propagation across member clusters: in `spreadbus plan`, the seed's rebalancers
+            # also live (tests/propagation/test_the_seeds_batch_and_edited_rebalancers_run_on_
+            # members.py).
+            assert row.endswith(("| offline: `spreadbus plan` |",
+                                 "| offline: `spreadbus plan`; live on `spreadbus up --members` |"
+                                 )), row
         elif "UnitedDeployment" in kinds:
             # Each runs on the local stack; the row says what it shows there.
             assert row.split("|")[-2].strip().startswith("yes: "), row

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from spreadbus.cli import main
 from tests.examples.manifests import EXAMPLES
@@ -19,10 +20,10 @@ ENTRY_KEYS = ["resource", "replicas", "clusters", "scheduled", "mode", "error",
 
 
 def plan(example: str, now: str, tmp_path: Path,
-         capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+         capsys: pytest.CaptureFixture[str], extra: str = "") -> dict[str, Any]:
     path = tmp_path / "in.yaml"
     path.write_text((PROPAGATION / "members.yaml").read_text()
-                    + (PROPAGATION / example).read_text())
+                    + (PROPAGATION / example).read_text() + extra)
     assert main(["plan", "-f", str(path), "--now", now, "-o", "json"]) == 0
     answer: dict[str, Any] = json.loads(capsys.readouterr().out)
     for entry in answer["resourceBindings"].values():
@@ -91,3 +92,25 @@ def test_the_edited_rebalancer_keeps_the_success_drops_the_failure_and_adds_the_
     assert bindings["default/demo-deploy-3-deployment"]["rescheduleTriggeredAt"] == (
         "2024-05-22T11:36:10Z")
     assert bindings["default/demo-deploy-1-deployment"]["rescheduleTriggeredAt"] is None
+
+
+def test_the_ttl_example_is_deleted_sixty_seconds_after_it_finished(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    answer = plan("ttl-rebalancer.yaml", "2024-05-22T11:36:10Z", tmp_path, capsys)
+    status = {"observedWorkloads": [{"workload": deployment("demo-deploy"),
+                                     "result": "Successful"}],
+              "observedGeneration": 1, "finishTime": "2024-05-22T11:36:10Z"}
+    assert answer["workloadRebalancers"]["demo"] == {
+        "status": status, "delete": False, "requeueAt": "2024-05-22T11:37:10Z"}
+    assert answer["resourceBindings"]["default/demo-deploy-deployment"][
+        "rescheduleTriggeredAt"] == "2024-05-22T11:36:10Z"
+    # With the status it wrote then, 60 s later: deleted.
+    (rebalancer,) = [d for d in yaml.safe_load_all((PROPAGATION / "ttl-rebalancer.yaml")
+                                                   .read_text()) if d and d["kind"] ==
+                     "WorkloadRebalancer"]
+    finished = yaml.safe_dump({**rebalancer, "status": status})
+    path = tmp_path / "in.yaml"
+    path.write_text((PROPAGATION / "members.yaml").read_text() + "---\n" + finished)
+    assert main(["plan", "-f", str(path), "--now", "2024-05-22T11:37:10Z", "-o", "json"]) == 0
+    later = json.loads(capsys.readouterr().out)["workloadRebalancers"]["demo"]
+    assert (later["status"], later["delete"]) == (status, True)

@@ -6,12 +6,16 @@ status is aggregated back into the binding and summed into the template in the h
 the member that the host's binding does not ask for (the copy's image swapped, a copy under
 another name) are refused by the member's actuator and change nothing. When the policy no longer
 fits the member, the copy is deleted there; when the template goes, its binding goes too (the
-host's garbage collector, then the planner's finalizer)."""
+host's garbage collector, then the planner's finalizer). A ClusterRole a ClusterPropagationPolicy
+takes is copied into the member the same way (the watchers list ClusterRoles only with
+``--propagate-clusterroles``); a plan asking the member's actuator for a ClusterRole no binding
+in the host names, or for wider rules on the copy, is refused and writes nothing."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import subprocess
 import sys
@@ -42,7 +46,18 @@ HOST_RESOURCES = ",".join((
     "cluster.karmada.io/v1alpha1/clusters", "policy.karmada.io/v1alpha1/propagationpolicies",
     "policy.karmada.io/v1alpha1/clusterpropagationpolicies",
     "work.karmada.io/v1alpha2/resourcebindings", "work.karmada.io/v1alpha2/clusterresourcebindings",
-    "apps/v1/deployments", "apps/v1/statefulsets", "v1/configmaps"))
+    "apps/v1/deployments", "apps/v1/statefulsets", "v1/configmaps",
+    "rbac.authorization.k8s.io/v1/clusterroles"))
+RBAC = "rbac.authorization.k8s.io"
+ROLE_AND_POLICY = [
+    {"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole", "metadata": {"name": "demo-role"},
+     "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]},
+    {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "ClusterPropagationPolicy",
+     "metadata": {"name": "demo-role"},
+     "spec": {"resourceSelectors": [{"apiVersion": f"{RBAC}/v1", "kind": "ClusterRole",
+                                     "name": "demo-role"}],
+              "placement": {"clusterAffinity": {"clusterNames": ["member1"]}}}},
+]
 
 POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
           "metadata": {"name": "demo", "namespace": "default"},
@@ -119,7 +134,8 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
             ServiceProcess("watcher", [*hub, "--resources", HOST_RESOURCES], logs),
             ServiceProcess("planner", [*hub, "--lease-ttl-seconds", "3"], logs),
             ServiceProcess("actuator", hub, logs),
-            ServiceProcess("watcher", [*agent, "--heartbeat-seconds", "0.5"], agent_logs),
+            ServiceProcess("watcher", [*agent, "--heartbeat-seconds", "0.5",
+                                       "--propagate-clusterroles=true"], agent_logs),
             ServiceProcess("actuator", agent, agent_logs),
         ]
         with started(*services):
@@ -127,6 +143,8 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
                 service.wait_ready()
             kubectl(host.kubeconfig, "apply", "-f", "-", stdin=json.dumps(POLICY))
             kubectl(host.kubeconfig, "apply", "-f", "-", stdin=json.dumps(DEPLOYMENT))
+            for obj in ROLE_AND_POLICY:
+                kubectl(host.kubeconfig, "apply", "-f", "-", stdin=json.dumps(obj))
 
             def scheduled() -> dict[str, Any] | None:
                 rb = get(host.kubeconfig, "resourcebindings.work.karmada.io",
@@ -195,7 +213,41 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
                                           namespace="default", name="demo-deploy-2"),
                          object=forged, governor=governor,
                          governor_generation=meta["generation"])
-            asyncio.run(publish(nats_server.url, swap, other))
+            # A ClusterRole the host's ClusterResourceBinding does not name (every verb on
+            # everything), and a patch widening the rules of the copy it does name.
+            role_copy = wait_until(lambda: get(member.kubeconfig, "clusterrole", "demo-role"),
+                                   what="the ClusterRole copied into member1", timeout=60,
+                                   interval=0.3)
+            assert role_copy["rules"] == ROLE_AND_POLICY[0]["rules"]
+            crb = get(host.kubeconfig, "clusterresourcebindings.work.karmada.io",
+                      "demo-role-clusterrole")
+            assert crb is not None
+            assert crb["spec"]["clusters"][0]["name"] == "member1"
+            role_governor = ObjectRef(group="work.karmada.io", version="v1alpha2",
+                                      resource="clusterresourcebindings",
+                                      name=crb["metadata"]["name"],
+                                      uid=crb["metadata"]["uid"])
+            admin = copy.deepcopy(role_copy)
+            admin["metadata"] = {"name": "spreadbus-admin",
+                                 "annotations": role_copy["metadata"]["annotations"]}
+            admin["rules"] = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}]
+            escalate = Plan(id="forged-role", cluster="member1", verb="create",
+                            rule="propagation",
+                            target=ObjectRef(group=RBAC, version="v1", resource="clusterroles",
+                                             name="spreadbus-admin"),
+                            object=admin, governor=role_governor,
+                            governor_generation=crb["metadata"]["generation"])
+            widen = Plan(id="forged-rules", cluster="member1", verb="patch", rule="propagation",
+                         target=ObjectRef(group=RBAC, version="v1", resource="clusterroles",
+                                          name="demo-role", uid=role_copy["metadata"]["uid"]),
+                         patch_type="json",
+                         patch=[{"op": "add", "path": "/rules/0/verbs/-", "value": "delete"}],
+                         precondition=Precondition(
+                             uid=role_copy["metadata"]["uid"],
+                             resource_version=role_copy["metadata"]["resourceVersion"]),
+                         governor=role_governor,
+                         governor_generation=crb["metadata"]["generation"])
+            asyncio.run(publish(nats_server.url, swap, other, escalate, widen))
             member_actuator = services[4]
 
             def refused() -> float:
@@ -204,8 +256,12 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
                            if line.startswith("spreadbus_actuator_forbidden_plans_total")
                            and 'rule="propagation"' in line)
 
-            wait_until(lambda: refused() == 2, what="both forged plans refused", timeout=30,
-                       interval=0.2)
+            wait_until(lambda: refused() == 4, what="the four forged plans refused",
+                       timeout=30, interval=0.2)
+            assert get(member.kubeconfig, "clusterrole", "spreadbus-admin") is None
+            role_kept = get(member.kubeconfig, "clusterrole", "demo-role")
+            assert role_kept is not None
+            assert role_kept["rules"] == ROLE_AND_POLICY[0]["rules"]
             assert get(member.kubeconfig, "deployment", "demo-deploy-2", "-n", "default") is None
             kept = get(member.kubeconfig, "deployment", "demo-deploy", "-n", "default")
             assert kept is not None

@@ -5,7 +5,8 @@
   ``resourceBindings``, one scheduling round of every binding the host holds.
 - Watcher: policies, bindings and the workload templates of
   :data:`.planning.templates.TEMPLATES`, in the host and in every member; the non-workload ones
-  (ConfigMaps) only with ``--propagate-configmaps`` (:class:`.settings.PropagationSettings`).
+  (ConfigMaps, ClusterRoles) only with ``--propagate-configmaps`` and
+  ``--propagate-clusterroles`` (:class:`.settings.PropagationSettings`).
 - Planner: :class:`~.planning.rule.PropagationRule` keeps the host's bindings (detector and
   scheduler), each member's copies, and their status in the binding and the template.
 - Actuator: the host's writes a binding only as its template's (:func:`.core.binding_check.
@@ -19,8 +20,13 @@ from typing import Final
 
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import Governor, PlanGrant
+from spreadbus.features.propagation.core import claim
 from spreadbus.features.propagation.core.binding_check import binding_follows
-from spreadbus.features.propagation.core.member_copy import TEMPLATE_DIGEST_ANNOTATION, follows
+from spreadbus.features.propagation.core.member_copy import (
+    TEMPLATE_DIGEST_ANNOTATION,
+    follows,
+    names_binding,
+)
 from spreadbus.features.propagation.core.model import (
     CLUSTER_GROUP,
     NAME,
@@ -60,6 +66,13 @@ _CLUSTER_BINDING: Final = Governor(group=CLUSTER_RESOURCE_BINDINGS.group,
                                    kind="ClusterResourceBinding",
                                    resource=CLUSTER_RESOURCE_BINDINGS.resource, namespaced=False,
                                    in_host=True)
+_OWN_CLUSTER_BINDING: Final = Governor(group=CLUSTER_RESOURCE_BINDINGS.group,
+                                       kind="ClusterResourceBinding",
+                                       resource=CLUSTER_RESOURCE_BINDINGS.resource,
+                                       namespaced=False)
+_CLAIM_WRITES: Final = (*(("metadata", "labels", k) for k in claim.LABELS),
+                        *(("metadata", "annotations", k) for k in claim.ANNOTATIONS))
+"""A policy's claim on a binding (:mod:`.core.claim`)."""
 _COPY_WRITES: Final = (("spec",), ("data",), ("binaryData",), ("rules",), ("aggregationRule",),
                        ("metadata", "labels"), ("metadata", "annotations"))
 """What patching a member's copy may write: the template's content and its marks."""
@@ -71,21 +84,30 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
                         namespaced=template.namespaced)
     bindings = RESOURCE_BINDINGS if template.namespaced else CLUSTER_RESOURCE_BINDINGS
     binding = _HOST_BINDING if template.namespaced else _CLUSTER_BINDING
+    cluster = not template.namespaced  # a ClusterRole: a ClusterResourceBinding, its copies
     out = [
         PlanGrant(rule=RULE, verb="create", group=bindings.group, resource=bindings.resource,
-                  governor=governor, relation="controlled", follows=binding_follows),
+                  governor=governor, relation="controlled", cluster_scoped=cluster,
+                  follows=binding_follows),
+        # A claim removed when no policy takes the template any more: marks only.
         PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
-                  writes=(("spec",), ("metadata", "annotations", APPLIED_PLACEMENT),
+                  cluster_scoped=cluster, writes=_CLAIM_WRITES, governor=governor,
+                  relation="controlled"),
+        PlanGrant(rule=RULE, verb="patch", group=bindings.group, resource=bindings.resource,
+                  cluster_scoped=cluster,
+                  writes=(*_CLAIM_WRITES, ("spec",),
+                          ("metadata", "annotations", APPLIED_PLACEMENT),
                           ("metadata", "annotations", SCHEDULED_AT),
                           ("metadata", "annotations", SCHEDULED_AFFINITY),
                           ("metadata", "annotations", TEMPLATE_DIGEST_ANNOTATION)),
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,
                   resource=bindings.resource, writes=(("status",),), governor=governor,
-                  relation="controlled"),
+                  relation="controlled", cluster_scoped=cluster),
         *(PlanGrant(rule=RULE, verb=verb, group=template.group, resource=template.resource,
                     writes=_COPY_WRITES if verb == "patch" else (), governor=binding,
                     relation="named", names="spec.resource",
+                    cluster_scoped=cluster, marked=names_binding if verb != "create" else None,
                     follows=follows if verb != "delete" else None)
           for verb in ("create", "patch", "delete")),
     ]
@@ -107,7 +129,7 @@ FEATURE: Final = Feature(
         # A binding being deleted lets go once its copies are gone.
         *(PlanGrant(rule=RULE, verb="patch", group=g.group, resource=g.resource,
                     writes=(("metadata", "finalizers"),), governor=g)
-          for g in (_BINDING,)),
+          for g in (_BINDING, _OWN_CLUSTER_BINDING)),
     ),
     planner=planner_side,
     kinds={RESOURCE_BINDINGS.resource: "ResourceBinding",

@@ -14,8 +14,12 @@ class PropagationSettings(FeatureSettings):
     every member of a multi-cluster setup (``spreadbus up --members`` sets it true); off, a
     cluster that propagates nothing does not put every ConfigMap on the bus."""
 
+    propagate_clusterroles: Annotated[bool, UsedBy("watcher")] = False
+    """Watch ClusterRoles, the cluster-scoped templates propagation copies whole into members.
+    A member's actuator writes them only where the ``propagate-clusterroles`` deploy component
+    grants it ClusterRoles (docs/security.md); off, they are neither watched nor propagated."""
+
     def watches(self) -> tuple[str, ...]:
-        """The non-workload template kinds, when they are to be propagated."""
-        if not self.propagate_configmaps:
-            return ()
-        return tuple(t.watch for t in TEMPLATES if not t.workload)
+        """The non-workload template kinds, each when it is to be propagated."""
+        return tuple(t.watch for t in TEMPLATES if not t.workload and (
+            self.propagate_configmaps if t.namespaced else self.propagate_clusterroles))

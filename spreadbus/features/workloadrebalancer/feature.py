@@ -55,11 +55,15 @@ FEATURE: Final = Feature(
                     governor=_GOVERNOR, relation="named", names="spec.workloads",
                     names_through="spec.targetRef")
           for resource in ("workloadspreads", "uniteddeployments")),
-        # Karmada's trigger, on the ResourceBinding of a workload it names (spec.resource).
-        PlanGrant(rule=WorkloadRebalancerRule.name, verb="patch", group=WORK_GROUP,
-                  resource="resourcebindings", writes=(("spec", TRIGGER),),
-                  governor=_GOVERNOR, relation="named", names="spec.workloads",
-                  names_through="spec.resource", follows=trigger_follows),
+        # Karmada's trigger, on the (Cluster)ResourceBinding of a resource it names
+        # (spec.resource).
+        *(PlanGrant(rule=WorkloadRebalancerRule.name, verb="patch", group=WORK_GROUP,
+                    resource=resource, writes=(("spec", TRIGGER),),
+                    governor=_GOVERNOR, relation="named", names="spec.workloads",
+                    names_through="spec.resource", cluster_scoped=cluster,
+                    follows=trigger_follows)
+          for resource, cluster in (("resourcebindings", False),
+                                    ("clusterresourcebindings", True))),
     ),
     planner=planner_side,
     webhook=webhook_side_in("spreadbus.features.workloadrebalancer.webhook"),

@@ -36,6 +36,7 @@ from kubesemantics.karmada_binding import (
 )
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from kubesemantics.timestamps import parse_time
+from spreadbus.features.propagation.core.claim import claim_of, preserves
 from spreadbus.features.propagation.core.division import Target
 from spreadbus.features.propagation.core.estimator import request_list
 from spreadbus.features.propagation.core.interpreter import (
@@ -87,6 +88,12 @@ class HeldBinding(msgspec.Struct, frozen=True):
     """``status.schedulerObservedGeneration`` equals ``metadata.generation``."""
     health: Mapping[str, str] = {}
     """cluster -> the health ``status.aggregatedStatus`` reports for its copy."""
+    claim_labels: Mapping[str, str | None] = {}
+    claim_annotations: Mapping[str, str | None] = {}
+    """The claim of the policy that takes the template (:mod:`.claim`); every key ``None``
+    when none does."""
+    preserve: bool | None = None
+    """The policy's ``preserveResourcesOnDeletion`` (without a policy: the stored binding's)."""
 
     @property
     def key(self) -> str:
@@ -221,6 +228,10 @@ def _held(key: tuple[str, str], template: Mapping[str, Any] | None,
     if trigger is not None and (stored_trigger is None or stored_trigger < trigger):
         stored_trigger = trigger
     tasks = spec.get("gracefulEvictionTasks")
+    labels, annotations = claim_of(policy)
+    preserve = preserves(policy) if policy is not None else (
+        spec.get("preserveResourcesOnDeletion")
+        if isinstance(spec.get("preserveResourcesOnDeletion"), bool) else None)
     return HeldBinding(
         cluster_scoped=not namespace, namespace=namespace, name=name, resource=resource,
         replicas=replicas, workload=workload, request=request, placement=placement,
@@ -232,7 +243,8 @@ def _held(key: tuple[str, str], template: Mapping[str, Any] | None,
         observed_affinity=as_str(status.get("schedulerObservedAffinityName")),
         eviction_tasks=tuple(as_map(t) for t in tasks) if isinstance(tasks, list) else (),
         deleting=bool(as_map((stored or {}).get("metadata")).get("deletionTimestamp")),
-        observed_current=_observed_current(stored), health=_health(status))
+        observed_current=_observed_current(stored), health=_health(status),
+        claim_labels=labels, claim_annotations=annotations, preserve=preserve)
 
 
 def _observed_current(stored: Mapping[str, Any] | None) -> bool:

@@ -140,6 +140,17 @@ def copy_patch(wanted: Mapping[str, Any], observed: Mapping[str, Any]) -> list[J
     return ops
 
 
+def names_binding(binding: Mapping[str, Any], obj: Mapping[str, Any]) -> bool:
+    """Is ``obj`` a copy of ``binding``'s (it names the binding back)? A member's object that
+    merely has the template's name is not patched or deleted for it."""
+    metadata = as_map(binding.get("metadata"))
+    annotations = as_map(as_map(obj.get("metadata")).get("annotations"))
+    return (bool(as_str(metadata.get("name")))
+            and as_str(annotations.get(BINDING_NAME_ANNOTATION)) == as_str(metadata.get("name"))
+            and as_str(annotations.get(BINDING_NAMESPACE_ANNOTATION))
+            == as_str(metadata.get("namespace")))
+
+
 def follows(binding: Mapping[str, Any], written: Mapping[str, Any],
             before: Mapping[str, Any] | None) -> str:
     """Why the host's ``binding`` does not ask for ``written`` in the cluster it names; ``""``

@@ -3,10 +3,12 @@
 Pure: the binding as held, the round (:mod:`.schedule`) and the time in, JSON out.
 
 - :func:`new_binding`: the detector's binding for a template a policy took, named as Karmada
-  names it, controlled by the template (so deleting the template deletes it) and holding the
-  finalizer that keeps it until its member copies are gone (Karmada's binding controller holds
-  ``karmada.io/binding-controller`` for the same reason).
-- :func:`spec_patch`: the template's replicas and the policy's placement (the detector), then
+  names it, marked with the policy's claim, controlled by the template (so deleting the
+  template deletes it) and holding the finalizer that keeps it until its member copies are
+  gone (Karmada's binding controller holds ``karmada.io/binding-controller`` for the same
+  reason; with ``preserveResourcesOnDeletion`` the copies stay and only the finalizer goes).
+- :func:`spec_patch`: the template's replicas, the policy's placement, ``failover`` and
+  ``preserveResourcesOnDeletion`` and its claim (:mod:`..core.claim`; the detector), then
   the round's ``spec.clusters`` and the applied-placement annotation on success (the
   scheduler), the digest of the template's content its copies must have, and the graceful
   eviction tasks (the taint manager, the graceful eviction controller).
@@ -72,6 +74,7 @@ def _detector(held: HeldBinding) -> JSON:
     spec["replicas"] = held.replicas if held.workload else None
     if held.failover is not None:
         spec["failover"] = dict(held.failover)
+    spec["preserveResourcesOnDeletion"] = held.preserve
     return spec
 
 
@@ -84,6 +87,11 @@ def new_binding(held: HeldBinding) -> JSON:
     meta: JSON = {"name": held.name, "finalizers": [FINALIZER], "ownerReferences": [owner],
                   "annotations": {TEMPLATE_DIGEST_ANNOTATION: template_digest(
                       template, held.name, held.namespace)}}
+    labels = {k: v for k, v in held.claim_labels.items() if v is not None}
+    if labels:
+        meta["labels"] = labels
+    meta["annotations"].update(
+        (k, v) for k, v in held.claim_annotations.items() if v is not None)
     if held.namespace:
         meta["namespace"] = held.namespace
     spec = {k: v for k, v in _detector(held).items() if v is not None}
@@ -111,9 +119,10 @@ def spec_patch(held: HeldBinding, evicted: Sequence[Target], round_: Round,
                                                                   held.namespace)
     if round_.succeeded:
         annotations[APPLIED_PLACEMENT] = placement_text(held.placement)
-    patch: JSON = {"spec": spec}
-    if annotations:
-        patch["metadata"] = {"annotations": annotations}
+    annotations.update(held.claim_annotations)
+    patch: JSON = {"spec": spec, "metadata": {"annotations": annotations}}
+    if held.claim_labels:
+        patch["metadata"]["labels"] = dict(held.claim_labels)
     return patch
 
 

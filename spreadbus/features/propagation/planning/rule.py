@@ -14,7 +14,10 @@ in a member, changed (or a time it waits for came) it goes over every binding of
 - in each cluster of the binding's ``spec.clusters`` as the host holds it, the template's copy
   with that cluster's share (:mod:`..core.member_copy`), created or patched there; the copies in
   clusters it no longer lists (and not kept by a graceful eviction task) deleted; a binding
-  being deleted has all its copies deleted, then its finalizer removed;
+  being deleted has all its copies deleted (none with ``preserveResourcesOnDeletion``), then
+  its finalizer removed;
+- for a binding no policy takes any more while its template stays, its claim removed and
+  nothing else (:meth:`PropagationRule._unclaimed`, as Karmada's detector);
 - the copies' status reflected into the binding's ``aggregatedStatus`` and, for a workload,
   summed into the template's status (:mod:`..core.aggregation`).
 
@@ -49,6 +52,7 @@ from kubesemantics.karmada_binding import binding_name, is_member_object
 from kubesemantics.lenient_json import as_int, as_map, as_str
 from spreadbus.features.propagation.core.aggregation import aggregates, item, template_status
 from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
+from spreadbus.features.propagation.core.claim import claim_of, claim_patch, claimed
 from spreadbus.features.propagation.core.cluster import Cluster, from_object
 from spreadbus.features.propagation.core.interpreter import (
     BINDING_NAME_ANNOTATION,
@@ -64,6 +68,7 @@ from spreadbus.features.propagation.planning.binding_writes import (
     status_patch,
     with_schedule_time,
 )
+from spreadbus.features.propagation.planning.schedule import Round
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
     CLUSTER_PROPAGATION_POLICIES,
@@ -169,7 +174,8 @@ class PropagationRule:
                 out.extend(self._release(view, held, stored, members))
                 continue
             if held.template is None:
-                continue  # its template is gone: the garbage collector deletes the binding
+                out.extend(self._unclaimed(view, held, stored, at))
+                continue
             wants, busy = self._binding(view, held, stored, clusters, at, members)
             out.extend(wants)
             if busy:
@@ -285,6 +291,55 @@ class PropagationRule:
             as_str(t.get("effect")) == "NoExecute" for c in clusters for t in c.taints)
         return out, busy
 
+    def _unclaimed(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
+                   at: datetime) -> list[Desired]:
+        """A binding no policy takes any more (its policy deleted, or changed to select other
+        templates) while its template stays: as Karmada, its claim is removed and it is not
+        scheduled again, its copies stay as they are, and their status is still reflected
+        into the binding and the template. (Its template gone instead: the garbage collector
+        deletes the binding.)"""
+        resource = as_map(as_map(stored.get("spec")).get("resource"))
+        kind = BY_KIND.get((_group(as_str(resource.get("apiVersion"))),
+                            as_str(resource.get("kind"))))
+        if kind is None:
+            return []
+        template = view.get(self.home, kind.group, kind.resource, held.namespace,
+                            as_str(resource.get("name")))
+        metadata = as_map((template or {}).get("metadata"))
+        uid = as_str(metadata.get("uid"))
+        if template is None or is_member_object(template) or uid != as_str(resource.get("uid")):
+            return []
+        governor = ObjectRef(group=kind.group, version=kind.version, resource=kind.resource,
+                             namespace=held.namespace, name=as_str(resource.get("name")),
+                             uid=uid)
+        generation = as_int(metadata.get("generation")) or 0
+        rb = self._binding_ref(held, stored)
+        out: list[Desired] = []
+        if claimed(stored):
+            out.append(Desired(verb="patch", target=rb, patch=claim_patch(claim_of(None)),
+                               governor=governor, governor_generation=generation,
+                               precondition="resource_version",
+                               reason=f"{kind_of(held)} {held.key}: no policy takes its "
+                                      f"{kind.kind} any more; its claim is removed, its "
+                                      f"schedule and copies stay"))
+        items = []
+        for target in held.clusters:
+            observed = (view.get(target.name, kind.group, kind.resource, held.namespace,
+                                 governor.name)
+                        if view.synced(target.name, kind.group, kind.resource) else None)
+            if observed is not None and _names_binding(observed, held):
+                items.append(item(target.name, observed))
+        kept = Round(scheduled=False, clusters=(), observed_affinity=held.observed_affinity)
+        status = status_patch(stored, kept, items, at)
+        if status is not None:
+            out.append(Desired(verb="patch_status", target=rb, patch=status, governor=governor,
+                               governor_generation=generation, precondition="resource_version",
+                               serial=True,
+                               reason=f"{kind_of(held)} {held.key}: the status of its copies"))
+        out.extend(self._template_status(msgspec.structs.replace(held, template=template),
+                                         governor, generation, stored, items))
+        return out
+
     # -- the copies in the members ----------------------------------------------------------------
 
     def _copies(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
@@ -353,6 +408,8 @@ class PropagationRule:
                             as_str(resource.get("kind"))))
         out: list[Desired] = []
         listed = True
+        if as_map(stored.get("spec")).get("preserveResourcesOnDeletion") is True:
+            kind = None  # the copies stay in the members: only the finalizer goes
         if kind is not None:
             target_ref = ObjectRef(group=kind.group, version=kind.version,
                                    resource=kind.resource, namespace=held.namespace,

@@ -2,11 +2,11 @@
 
 Offline, ``spreadbus plan`` takes a template of any kind; live, the watcher must list the kind in
 the host and in every member, so the kinds are a table: Deployments and StatefulSets (divided
-or duplicated) and ConfigMaps (duplicated: they have no replicas; watched only with
+or duplicated), ConfigMaps (duplicated: they have no replicas; watched only with
 ``--propagate-configmaps``, so a cluster that propagates nothing does not put every ConfigMap on
-the bus). Cluster-scoped templates
-(a ClusterRole, through a ClusterResourceBinding) are scheduled offline only: the actuator's
-checks do not yet let a cluster-scoped template govern its binding.
+the bus) and ClusterRoles (cluster-scoped, through a ClusterResourceBinding; watched only with
+``--propagate-clusterroles``, and written in a member only where its actuator is granted them:
+see docs/security.md).
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ class TemplateKind(msgspec.Struct, frozen=True):
     kind: str
     namespaced: bool = True
     workload: bool = True
-    """Divided or duplicated by replicas; a non-workload (a ConfigMap) goes whole to each
-    cluster, and is watched only where propagation is turned on (``--propagate-configmaps``)."""
+    """Divided or duplicated by replicas; a non-workload (a ConfigMap, a ClusterRole) goes whole
+    to each cluster, and is watched only where its propagation is turned on
+    (``--propagate-configmaps``, ``--propagate-clusterroles``)."""
 
     @property
     def ref(self) -> ResourceRef:
@@ -47,8 +48,14 @@ TEMPLATES: Final = (
     TemplateKind("apps", "v1", "deployments", "Deployment"),
     TemplateKind("apps", "v1", "statefulsets", "StatefulSet"),
     TemplateKind("", "v1", "configmaps", "ConfigMap", workload=False),
+    TemplateKind("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
+                 namespaced=False, workload=False),
 )
 BY_KIND: Final = {(t.group, t.kind): t for t in TEMPLATES}
+GRANTED_APART: Final = frozenset((t.group, t.resource) for t in TEMPLATES if not t.namespaced)
+"""(API group, resource) of the templates whose RBAC the base installation does not grant:
+writing a ClusterRole is a right to grant rights, given only by the ``propagate-clusterroles``
+deploy component."""
 
 PROPAGATION_POLICIES: Final = ResourceRef(group=POLICY_GROUP, version="v1alpha1",
                                           resource="propagationpolicies")

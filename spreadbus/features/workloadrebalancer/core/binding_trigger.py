@@ -2,7 +2,8 @@
 
 A workload no spreadbus UnitedDeployment or WorkloadSpread governs is rebalanced as Karmada's
 controller does it: the ResourceBinding named for it (:func:`kubesemantics.karmada_binding.
-binding_name`) gets ``spec.rescheduleTriggeredAt`` set to the rebalancer's
+binding_name`; a ClusterResourceBinding for a cluster-scoped one) gets
+``spec.rescheduleTriggeredAt`` set to the rebalancer's
 ``creationTimestamp``, only when it has none or an older one; the entry is ``Successful`` once
 the binding holds that time or a later one (Karmada: once the trigger is delivered, or found
 already delivered). The propagation feature's scheduler then runs Fresh.
@@ -23,6 +24,8 @@ from kubesemantics.timestamps import parse_time
 from spreadbus.features.workloadrebalancer.core.model import format_time
 
 RESOURCE_BINDING: Final = "ResourceBinding"
+CLUSTER_RESOURCE_BINDING: Final = "ClusterResourceBinding"
+"""A cluster-scoped template's binding (a ClusterRole's), triggered the same way."""
 TRIGGER: Final = "rescheduleTriggeredAt"
 
 

@@ -12,7 +12,8 @@ the answer into writes:
   that does not carry this request yet (uid precondition: the value stands by itself); the entry
   waits without a result until the object is seen carrying it, then turns ``Successful``;
 - for a workload neither governs, Karmada's ``spec.rescheduleTriggeredAt`` on its
-  ResourceBinding in the planner's cluster (:mod:`..core.binding_trigger`; resourceVersion
+  ResourceBinding (a ClusterResourceBinding for a cluster-scoped resource such as a
+  ClusterRole) in the planner's cluster (:mod:`..core.binding_trigger`; resourceVersion
   precondition: a newer rebalancer's trigger landed meanwhile must not be moved back); the entry
   turns ``Successful`` once the binding holds this trigger or a later one, and is
   ``Failed``/``ReferencedBindingNotFound`` when there is no such binding;
@@ -42,6 +43,7 @@ from kubesemantics.group_version import api_group
 from kubesemantics.karmada_binding import WORK_GROUP, binding_name
 from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.features.workloadrebalancer.core.binding_trigger import (
+    CLUSTER_RESOURCE_BINDING,
     RESOURCE_BINDING,
     delivered,
     trigger_patch,
@@ -75,6 +77,9 @@ UNITEDDEPLOYMENTS: Final = ResourceRef(group=KRUISE_GROUP, version="v1alpha1",
                                        resource="uniteddeployments")
 BINDINGS: Final = ResourceRef(group=WORK_GROUP, version="v1alpha2", resource="resourcebindings")
 """Read when present: a cluster without Karmada's API holds none, and nothing waits for it."""
+CLUSTER_BINDINGS: Final = ResourceRef(group=WORK_GROUP, version="v1alpha2",
+                                      resource="clusterresourcebindings")
+"""A cluster-scoped resource's binding (a ClusterRole's): read when present, as above."""
 APPS: Final = tuple(ResourceRef(group="apps", version="v1", resource=r)
                     for r in ("deployments", "replicasets", "statefulsets"))
 
@@ -149,7 +154,7 @@ class WorkloadRebalancerRule:
                                  f"{wr.generation}",
                           precondition="resource_version", serial=True)
         for trigger in outcome.triggers:
-            if trigger.placement.kind == RESOURCE_BINDING:
+            if trigger.placement.kind in (RESOURCE_BINDING, CLUSTER_RESOURCE_BINDING):
                 binding = self._binding_ref(view, trigger.placement)
                 if binding is not None and wr.created is not None:
                     yield Desired(
@@ -185,12 +190,13 @@ class WorkloadRebalancerRule:
                          uid=as_str(metadata.get("uid")))
 
     def _binding_ref(self, view: KubeProjection, placement: Placement) -> ObjectRef | None:
-        obj = view.get(self.cluster, BINDINGS.group, BINDINGS.resource, placement.namespace,
+        ref = CLUSTER_BINDINGS if placement.kind == CLUSTER_RESOURCE_BINDING else BINDINGS
+        obj = view.get(self.cluster, ref.group, ref.resource, placement.namespace,
                        placement.name)
         if obj is None:
             return None
-        return ObjectRef(group=BINDINGS.group, version=BINDINGS.version,
-                         resource=BINDINGS.resource, namespace=placement.namespace,
+        return ObjectRef(group=ref.group, version=ref.version,
+                         resource=ref.resource, namespace=placement.namespace,
                          name=placement.name,
                          uid=as_str(as_map(obj.get("metadata")).get("uid")))
 
@@ -198,13 +204,16 @@ class WorkloadRebalancerRule:
                    holds: Holds, created: datetime | None,
                    ref: WorkloadRef) -> Placement | None:
         placement = governing(ref, self._find(view, ref), spreads, holds)
-        if placement is not None or not ref.namespace:
+        if placement is not None:
             return placement
-        binding = view.get(self.cluster, BINDINGS.group, BINDINGS.resource, ref.namespace,
+        # Karmada's binding: a ClusterResourceBinding for a resource named without namespace.
+        bindings = BINDINGS if ref.namespace else CLUSTER_BINDINGS
+        binding = view.get(self.cluster, bindings.group, bindings.resource, ref.namespace,
                            binding_name(ref.kind, ref.name))
         if binding is None:
             return None
-        return Placement(kind=RESOURCE_BINDING, namespace=ref.namespace,
+        return Placement(kind=RESOURCE_BINDING if ref.namespace else CLUSTER_RESOURCE_BINDING,
+                         namespace=ref.namespace,
                          name=binding_name(ref.kind, ref.name),
                          delivered=delivered(binding, created))
 
