@@ -63,6 +63,11 @@ def test_priority_classes_are_served_validated_and_resolved_into_pods(one_node: 
     assert refused.value.status == 422
     assert "value: Forbidden" in refused.value.body
 
+    table = one_node.kubectl("get", "pc").stdout.split("\n")
+    assert table[0].split() == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
+    assert [line.split()[:3] + line.split()[4:] for line in table[1:] if line] == [
+        ["fallback", "7", "true", "Never"], ["high", "1000", "false", "PreemptLowerPriority"]]
+
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
            "spec": {"priorityClassName": "high",
                     "containers": [{"name": "c", "image": "nginx:alpine"}]}}
