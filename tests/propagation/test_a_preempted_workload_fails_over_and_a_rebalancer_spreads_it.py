@@ -31,7 +31,7 @@ from tests.stack.test_local_stack import tear_down, while_up
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 MEMBERS = ("member1", "member2")
 CPU = {"member1": "1", "member2": "2"}
-TOLERATION_SECONDS = 5
+TOLERATION_SECONDS = 8
 """Long enough for a copy's new pods to become available while it scales up, so only the copy
 whose pods cannot be placed stays unhealthy past it."""
 
@@ -151,7 +151,8 @@ def test_a_preempted_workload_fails_over_and_a_rebalancer_spreads_it_again(
                   stdin=yaml.safe_dump(deployment("hog", 1, "800m", "high")))
     stack.until(lambda: ready_replicas(stack, "member1", "hog") == 1,
                 "the high-priority pod running in member1")
-    assert preempted(stack) == sorted(low_pods)
+    stack.until(lambda: preempted(stack) == sorted(low_pods),
+                "both low-priority pods in member1 preempted")
     stack.until(placed(stack, {"member2": 4}),
                 "every replica in member2, member1's copy gone with its eviction task")
     assert "gracefulEvictionTasks" not in binding(stack)["spec"]

@@ -4,15 +4,20 @@
 _clusterResourceBindingFilter) and ``common_test.go`` (distinguishUnhealthyClustersWithOthers,
 buildTaskOptions), transcribed by hand with the time an input; the health of a Deployment's copy
 from ``pkg/resourceinterpreter/default/native/healthy_test.go``; and the round that follows: the
-evicted cluster's replicas rescheduled to the others while its copy waits on the task."""
+evicted cluster's replicas rescheduled to the others while its copy waits on the task, live and
+through ``spreadbus plan``."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
+from spreadbus.cli import main
 from spreadbus.features.propagation.core.aggregation import health
 from spreadbus.features.propagation.core.bindings import HeldBinding, Resource
 from spreadbus.features.propagation.core.cluster import from_object
@@ -171,3 +176,68 @@ def test_the_round_reschedules_the_evicted_share_and_keeps_the_copy_on_a_task() 
         "producer": RB_PRODUCER, "replicas": 2, "gracePeriodSeconds": 600,
         "creationTimestamp": "2024-05-22T11:36:10Z"}]
     assert dict(passed.unhealthy_since) == {}
+
+
+MANIFESTS = Path(__file__).resolve().parents[2] / "examples" / "propagation"
+PLACEMENT = {"clusterAffinity": {"clusterNames": ["member1", "member2"]},
+             "replicaScheduling": {
+                 "replicaSchedulingType": "Divided", "replicaDivisionPreference": "Weighted",
+                 "weightPreference": {"staticWeightList": [
+                     {"targetCluster": {"clusterNames": [m]}, "weight": 1}
+                     for m in ("member1", "member2")]}}}
+
+
+def _file(unhealthy_for: int | None) -> list[dict[str, Any]]:
+    """The seed's members, demo-deploy of 4 split 2:2 under a policy failing over after 5 s
+    (purged Never), member1's copy unhealthy since ``unhealthy_for`` seconds (None: no timer)."""
+    docs = [d for d in yaml.safe_load_all((MANIFESTS / "members.yaml").read_text()) if d]
+    annotations = {"policy.karmada.io/applied-placement": placement_text(PLACEMENT)}
+    if unhealthy_for is not None:
+        annotations[UNHEALTHY_SINCE] = since_text({"member1": ago(unhealthy_for)}) or ""
+    return [*docs, {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "demo-deploy", "namespace": "default"},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "demo"}},
+                 "template": {"metadata": {"labels": {"app": "demo"}},
+                              "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }, {
+        "apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
+        "metadata": {"name": "demo", "namespace": "default"},
+        "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": "demo-deploy"}],
+                 "propagateDeps": True, "placement": PLACEMENT,
+                 "failover": {"application": {"decisionConditions": {"tolerationSeconds": 5},
+                                              "purgeMode": "Never"}}},
+    }, {
+        "apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+        "metadata": {"name": "demo-deploy-deployment", "namespace": "default", "generation": 2,
+                     "annotations": annotations},
+        "spec": {"resource": {"apiVersion": "apps/v1", "kind": "Deployment",
+                              "namespace": "default", "name": "demo-deploy"},
+                 "replicas": 4,
+                 "clusters": [{"name": "member1", "replicas": 2},
+                              {"name": "member2", "replicas": 2}]},
+        "status": {"schedulerObservedGeneration": 2, "lastScheduledTime": "2024-05-22T11:00:00Z",
+                   "aggregatedStatus": [{"clusterName": "member1", "health": "Unhealthy"},
+                                        {"clusterName": "member2", "health": "Healthy"}]},
+    }]
+
+
+@pytest.mark.parametrize(("unhealthy_for", "clusters", "tasks"), [
+    pytest.param(None, [("member1", 2), ("member2", 2)], [], id="no timer yet: it starts"),
+    pytest.param(5, [("member1", 2), ("member2", 2)], [], id="at the toleration"),
+    pytest.param(6, [("member2", 4)],
+                 [{"fromCluster": "member1", "replicas": 2, "reason": "ApplicationFailure",
+                   "purgeMode": "Never"}], id="past the toleration"),
+])
+def test_spreadbus_plan_fails_over_as_the_live_round_does(
+        unhealthy_for: int | None, clusters: list[tuple[str, int]], tasks: list[dict[str, Any]],
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "in.yaml"
+    path.write_text(yaml.safe_dump_all(_file(unhealthy_for)))
+    assert main(["plan", "-f", str(path), "--now", NOW.strftime("%Y-%m-%dT%H:%M:%SZ"),
+                 "-o", "json"]) == 0
+    entry = json.loads(capsys.readouterr().out)["resourceBindings"][
+        "default/demo-deploy-deployment"]
+    assert [(c["name"], c["replicas"]) for c in entry["clusters"]] == clusters
+    assert entry["gracefulEvictionTasks"] == tasks
