@@ -33,6 +33,8 @@ SYSTEM_CLASSES: Final = {"system-node-critical": 2_000_001_000,
 
 
 def default_priority_class(obj: JsonObject) -> None:
+    """An absent ``value`` decodes as 0, as upstream's int32 field does."""
+    obj.setdefault("value", 0)
     obj.setdefault("preemptionPolicy", PREEMPT_LOWER)
 
 

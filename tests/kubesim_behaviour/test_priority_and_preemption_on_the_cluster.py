@@ -63,6 +63,14 @@ def test_priority_classes_are_served_validated_and_resolved_into_pods(one_node: 
     assert refused.value.status == 422
     assert "value: Forbidden" in refused.value.body
 
+    for bad, field in (({"value": "high"}, "value"), ({"preemptionPolicy": "Sometimes"},
+                                                      "preemptionPolicy"),
+                       ({"globalDefault": "yes"}, "globalDefault")):
+        refused_class = one_node.kubectl("create", "-f", "-", check=False, stdin=yaml.safe_dump(
+            {**priority_class("bad", 1), **bad}))
+        assert refused_class.returncode != 0
+        assert f'The PriorityClass "bad" is invalid: {field}: ' in (
+            refused_class.stderr), refused_class.stderr
     table = one_node.kubectl("get", "pc").stdout.split("\n")
     assert table[0].split() == ["NAME", "VALUE", "GLOBAL-DEFAULT", "AGE", "PREEMPTIONPOLICY"]
     assert [line.split()[:3] + line.split()[4:] for line in table[1:] if line] == [
