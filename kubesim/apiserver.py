@@ -806,6 +806,11 @@ class ApiServer:
                     spec = dict(spec)
                     for c in spec.get("containers") or ():
                         kinds.default_container(c)
+                    # The Priority admission plugin keeps what it resolved at creation.
+                    old_spec = old.get("spec") or {}
+                    for key in ("priority", "preemptionPolicy"):
+                        if spec.get(key) is None and key in old_spec:
+                            spec[key] = old_spec[key]
                     merged["spec"] = spec
             self._validate(rt, merged, old)
         attrs = Attributes(

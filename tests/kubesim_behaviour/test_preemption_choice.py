@@ -11,9 +11,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
-from kubesim.behaviour.preemption import may_preempt, preempt, victims_on, with_nominated
-from kubesim.behaviour.scheduling import NodeInfo, schedule
+from kubesim.behaviour.preemption import (
+    copy_info,
+    may_preempt,
+    preempt,
+    victims_on,
+    with_nominated,
+)
+from kubesim.behaviour.scheduling import NodeInfo, filter_node, schedule
 
 Pod = dict[str, Any]
 
@@ -153,3 +161,53 @@ def test_may_preempt_reads_only_the_nominated_node() -> None:
     assert may_preempt(pod("hi", "1", 100, nominated="n2"), infos)
     assert not may_preempt(pod("hi", "1", 100, nominated="n1"), infos)
     assert may_preempt(pod("hi", "1", 100), infos)
+
+
+@st.composite
+def crowded(draw: st.DrawFn) -> tuple[Pod, dict[str, list[Pod]]]:
+    """Up to three nodes of 1 cpu filled with pods that fit, and an incoming pod."""
+    placed: dict[str, list[Pod]] = {}
+    count = 0
+    for n in range(draw(st.integers(1, 3))):
+        room, pods = 1000, []
+        for _ in range(draw(st.integers(0, 4))):
+            cpu = draw(st.integers(100, 600))
+            if cpu > room:
+                break
+            room -= cpu
+            count += 1
+            pods.append(pod(f"p{count}", f"{cpu}m", draw(st.integers(0, 3)),
+                            started=f"2026-01-01T00:00:{draw(st.integers(10, 59))}Z"))
+        placed[f"n{n}"] = pods
+    incoming = pod("in", f"{draw(st.integers(100, 1000))}m", draw(st.integers(0, 4)))
+    return incoming, placed
+
+
+@settings(max_examples=200, deadline=None)
+@given(crowded())
+def test_victims_are_lower_enough_and_each_needed(case: tuple[Pod, dict[str, list[Pod]]]) -> None:
+    incoming, placed = case
+    infos = cluster(placed)
+    decision = schedule(incoming, infos)
+    assume(decision.node is None)
+    chosen = preempt(incoming, infos, dict(decision.rejected))
+    mine = incoming["spec"]["priority"]
+    if chosen is None:
+        # No node fits the pod even with every lower-priority pod gone.
+        for info in infos:
+            trial = copy_info(info)
+            for p in list(trial.pods.values()):
+                if p["spec"]["priority"] < mine:
+                    trial.remove_pod(f"default/{p['metadata']['name']}")
+            assert filter_node(incoming, trial) is not None
+        return
+    assert all(v["spec"]["priority"] < mine for v in chosen.victims)
+    (info,) = [i for i in infos if i.name == chosen.node]
+    trial = copy_info(info)
+    for victim in chosen.victims:
+        trial.remove_pod(f"default/{victim['metadata']['name']}")
+    assert filter_node(incoming, trial) is None
+    for victim in chosen.victims:
+        again = copy_info(trial)
+        again.add_pod(victim)
+        assert filter_node(incoming, again) is not None, "a victim that need not go"

@@ -81,6 +81,15 @@ def test_priority_classes_are_served_validated_and_resolved_into_pods(one_node: 
                     "containers": [{"name": "c", "image": "nginx:alpine"}]}}
     created = one_node.core.create_namespaced_pod("default", pod)
     assert (created.spec.priority, created.spec.preemption_policy) == (1000, "PreemptLowerPriority")
+    # An update that leaves the resolved fields out keeps them, as the admission plugin does.
+    unscheduled = one_node.core.create_namespaced_pod("default", {
+        **pod, "metadata": {"name": "held"},
+        "spec": {**pod["spec"], "schedulerName": "nobody"}})  # no component writes it
+    body = one_node.api_client.sanitize_for_serialization(unscheduled)
+    del body["spec"]["priority"], body["spec"]["preemptionPolicy"]
+    replaced = one_node.core.replace_namespaced_pod("held", "default", body)
+    assert (replaced.spec.priority, replaced.spec.preemption_policy) == (
+        1000, "PreemptLowerPriority")
     plain = one_node.core.create_namespaced_pod("default", {
         **pod, "metadata": {"name": "plain"}, "spec": {"containers": pod["spec"]["containers"]}})
     assert (plain.spec.priority_class_name, plain.spec.priority,
