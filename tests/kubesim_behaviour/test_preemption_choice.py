@@ -183,7 +183,7 @@ def crowded(draw: st.DrawFn) -> tuple[Pod, dict[str, list[Pod]]]:
     return incoming, placed
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(crowded())
 def test_victims_are_lower_enough_and_each_needed(case: tuple[Pod, dict[str, list[Pod]]]) -> None:
     incoming, placed = case
