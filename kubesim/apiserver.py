@@ -54,7 +54,14 @@ from kubesim.advanced_statefulset_spec import (
 from kubesim.conversion import Converter
 from kubesim.errors import FieldError
 from kubesim.garbage_collector import FOREGROUND, ORPHAN, GarbageCollector
-from kubesim.interface import GVR, ApiError, PatchType, WatchEvent
+from kubesim.interface import GVR, PRIORITYCLASSES, ApiError, PatchType, WatchEvent
+from kubesim.priority import (
+    PriorityRefused,
+    admit_pod,
+    default_priority_class,
+    second_default,
+    validate_priority_class,
+)
 from kubesim.registry import Registry, ResourceType
 from kubesim.store import Event, Store, Watcher
 
@@ -428,6 +435,8 @@ class ApiServer:
             kinds.default_service(obj)
         elif kind == "HorizontalPodAutoscaler":
             horizontalpodautoscaler.default(obj)
+        elif kind == "PriorityClass":
+            default_priority_class(obj)
         elif kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
             for w in obj.get("webhooks") or ():
                 if isinstance(w, dict):
@@ -526,6 +535,8 @@ class ApiServer:
                 )
         elif kind == "PodDisruptionBudget":
             errs.extend(kinds.validate_pdb(obj))
+        elif kind == "PriorityClass":
+            errs.extend(validate_priority_class(obj, old))
         elif kind == "HorizontalPodAutoscaler":
             errs.extend(horizontalpodautoscaler.validate(obj))
         elif kind == "CustomResourceDefinition":
@@ -595,9 +606,10 @@ class ApiServer:
         w = self._strict_check(rt, obj, field_validation)
         if warnings is not None:
             warnings.extend(w)
+        self._check_namespace(rt, ns, obj["metadata"].get("name") or "")
+        self._admit_priority(rt, obj)
         with decoding(rt):
             obj = self._default(rt, obj)
-        self._check_namespace(rt, ns, obj["metadata"].get("name") or "")
         admitted = self.admission.applies("CREATE", rt)
         if admitted:
             attrs = self._create_attrs(rt, ns, obj, dry_run)
@@ -618,6 +630,29 @@ class ApiServer:
             return self.versioned(request_rt, obj)
         stored = self._store_new(rt, await self._to_storage(rt, obj))
         return self.versioned(request_rt, stored)
+
+    def _admit_priority(self, rt: ResourceType, obj: JsonObject) -> None:
+        """The built-in Priority admission plugin, ahead of the webhooks as upstream orders it:
+        a pod's priority from its class, one global default class."""
+        if rt.custom or rt.kind not in ("Pod", "PriorityClass"):
+            return
+        classes_rt = self.rt_for(PRIORITYCLASSES)
+        classes = list(self.store.items(classes_rt.storage_key, None))
+        meta = obj["metadata"]
+        name = str(meta.get("name") or meta.get("generateName") or "")
+        if rt.kind == "PriorityClass":
+            why = second_default(obj, classes)
+            if why is not None:
+                raise errors.forbidden(rt.plural, rt.group, name, why)
+            return
+        try:
+            admit_pod(obj, {str(c["metadata"]["name"]): c for c in classes})
+        except PriorityRefused as refused:
+            error = errors.forbidden(rt.plural, rt.group, name, str(refused))
+            error.details = {**(error.details or {}), "causes": [{
+                "reason": "FieldValueNotFound", "message": str(refused),
+                "field": "spec.priorityClassName"}]}
+            raise error from None
 
     @staticmethod
     def _create_attrs(rt: ResourceType, ns: str, obj: JsonObject, dry_run: bool) -> Attributes:
@@ -771,6 +806,11 @@ class ApiServer:
                     spec = dict(spec)
                     for c in spec.get("containers") or ():
                         kinds.default_container(c)
+                    # The Priority admission plugin keeps what it resolved at creation.
+                    old_spec = old.get("spec") or {}
+                    for key in ("priority", "preemptionPolicy"):
+                        if spec.get(key) is None and key in old_spec:
+                            spec[key] = old_spec[key]
                     merged["spec"] = spec
             self._validate(rt, merged, old)
         attrs = Attributes(

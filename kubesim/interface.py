@@ -34,6 +34,7 @@ STATEFULSETS = GVR("apps", "v1", "statefulsets")
 ADVANCED_STATEFULSETS = GVR("apps.kruise.io", "v1beta1", "statefulsets")
 CONTROLLERREVISIONS = GVR("apps", "v1", "controllerrevisions")
 PODDISRUPTIONBUDGETS = GVR("policy", "v1", "poddisruptionbudgets")
+PRIORITYCLASSES = GVR("scheduling.k8s.io", "v1", "priorityclasses")
 CLONESETS = GVR("apps.kruise.io", "v1alpha1", "clonesets")
 HORIZONTALPODAUTOSCALERS = GVR("autoscaling", "v2", "horizontalpodautoscalers")
 

@@ -362,6 +362,15 @@ def _builtins() -> list[ResourceType]:
             status=True,
             patch_meta=_META.POD_DISRUPTION_BUDGET,
         ),
+        ResourceType(
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            "PriorityClass",
+            False,
+            short_names=("pc",),
+            has_generation=False,
+        ),
         # Stored and served; kubesim's pods have no network to police.
         ResourceType(
             "networking.k8s.io",

@@ -246,6 +246,16 @@ def _pdb_row(p: JsonObject, now: datetime) -> list[Any]:
     ]
 
 
+def _priority_class_row(p: JsonObject, now: datetime) -> list[Any]:
+    return [
+        p["metadata"]["name"],
+        p.get("value", 0),
+        bool(p.get("globalDefault")),
+        age(p["metadata"].get("creationTimestamp"), now),
+        p.get("preemptionPolicy") or "",
+    ]
+
+
 def _cm_row(c: JsonObject, now: datetime) -> list[Any]:
     return [
         c["metadata"]["name"],
@@ -409,6 +419,16 @@ _BUILTIN: dict[str, tuple[list[JsonObject], Row]] = {
             _AGE,
         ],
         _pdb_row,
+    ),
+    "PriorityClass": (
+        [
+            _NAME,
+            _col("Value", "integer"),
+            _col("Global-Default", "boolean"),
+            _AGE,
+            _col("PreemptionPolicy"),
+        ],
+        _priority_class_row,
     ),
     "ConfigMap": ([_NAME, _col("Data", "integer"), _AGE], _cm_row),
     "CustomResourceDefinition": ([_NAME, _col("Created At", "date")], _crd_row),

@@ -6,6 +6,12 @@ the pods assigned to it, maintained from the pod watch; a pod the scheduler has 
 nowhere gets ``PodScheduled=False`` with reason ``Unschedulable`` and the upstream message,
 then waits until a node is added or changes, or a pod leaves, or the retry interval passes.
 Binding goes through ``pods/binding`` so watchers see the same events as on a real cluster.
+
+A pod that fits nowhere may preempt (:mod:`kubesim.behaviour.preemption`): its victims get the
+``DisruptionTarget`` condition, a ``Preempted`` event and a graceful delete, pods of lower
+priority nominated to that node lose their nomination, and the pod gets
+``status.nominatedNodeName``; until it is bound, pods of no higher priority see its requests on
+that node. Pending pods are retried highest priority first, as the scheduling queue sorts them.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import logging
 
 from kubesim.behaviour.events import EventRecorder
 from kubesim.behaviour.informer import Informer, object_key
+from kubesim.behaviour.preemption import Preemption, preempt, priority, with_nominated
 from kubesim.behaviour.scheduling import NodeInfo, schedule
 from kubesim.behaviour.settings import Settings
 from kubesim.interface import NODES, PODS, ApiError, Cluster, JsonObject
@@ -70,6 +77,8 @@ class _RunningScheduler:
         self._pod_node: dict[str, str] = {}
         self._active: dict[str, None] = {}
         self._unschedulable: set[str] = set()
+        self._nominated: dict[str, tuple[str, JsonObject]] = {}
+        """Pending pods nominated by a preemption: key -> (node, pod)."""
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._flush_pending = False
@@ -122,6 +131,11 @@ class _RunningScheduler:
 
     def _on_pod(self, old: JsonObject | None, new: JsonObject | None) -> None:
         key = object_key(new if new is not None else old or {})
+        nominated = (new or {}).get("status", {}).get("nominatedNodeName")
+        if new is not None and nominated and _wants_scheduling(new):
+            self._nominated[key] = (str(nominated), new)
+        else:
+            self._nominated.pop(key, None)
         bound = new is not None and bool(new["spec"].get("nodeName")) and not _is_terminal(new)
         previous = self._pod_node.get(key)
         if previous is not None and (
@@ -163,10 +177,14 @@ class _RunningScheduler:
 
     def _flush_unschedulable(self) -> None:
         self._flush_pending = False
-        for key in sorted(self._unschedulable):
+        for key in sorted(self._unschedulable, key=self._queue_order):
             self._active[key] = None
         self._unschedulable.clear()
         self._wake.set()
+
+    def _queue_order(self, key: str) -> tuple[int, str]:
+        pod = self._pods.get(key)
+        return (-priority(pod) if pod is not None else 0, key)
 
     async def _retry_unschedulable(self) -> None:
         while True:
@@ -195,11 +213,24 @@ class _RunningScheduler:
         pod = self._pods.get(key)
         if pod is None or not _wants_scheduling(pod):
             return
-        decision = schedule(pod, self._infos.values())
+        by_node: dict[str, list[JsonObject]] = {}
+        for node, nominated in self._nominated.values():
+            by_node.setdefault(node, []).append(nominated)
+        infos = with_nominated(pod, self._infos.values(), by_node)
+        decision = schedule(pod, infos)
         meta = pod["metadata"]
         if decision.node is None:
             self._unschedulable.add(key)
-            await self._report_unschedulable(pod, decision.message)
+            chosen = preempt(pod, infos, dict(decision.rejected))
+            if chosen is None:
+                await self._report_unschedulable(pod, decision.message)
+                return
+            await self._preempt(pod, chosen)
+            status = {**(pod.get("status") or {}), "nominatedNodeName": chosen.node}
+            self._nominated[key] = (chosen.node, {**pod, "status": status})
+            # Upstream's message after a preemption that succeeded has no preemption part.
+            message = decision.message.split(" preemption: ", 1)[0]
+            await self._report_unschedulable(pod, message, nominate=chosen.node)
             return
         info = self._infos[decision.node]
         assumed = {**pod, "spec": {**pod["spec"], "nodeName": decision.node}}
@@ -235,13 +266,53 @@ class _RunningScheduler:
             pod, "Pod", "Scheduled", f"Successfully assigned {key} to {decision.node}"
         )
 
-    async def _report_unschedulable(self, pod: JsonObject, message: str) -> None:
-        conditions = (pod.get("status") or {}).get("conditions") or []
+    async def _preempt(self, pod: JsonObject, chosen: Preemption) -> None:
+        """``prepareCandidate``: the victims go, lower nominations to the node are cleared."""
+        uid = pod["metadata"].get("uid")
+        for victim in chosen.victims:
+            meta = victim["metadata"]
+            condition = {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "PreemptionByScheduler",
+                "message": f"{SCHEDULER_NAME}: preempting to accommodate a higher priority pod",
+                "lastTransitionTime": self._cluster.now(),
+            }
+            others = [c for c in (victim.get("status") or {}).get("conditions") or []
+                      if c.get("type") != "DisruptionTarget"]
+            try:
+                await self._cluster.patch(
+                    PODS, meta["name"], {"status": {"conditions": [*others, condition]}},
+                    patch_type="merge", namespace=meta.get("namespace"), subresource="status")
+                await self._cluster.delete(PODS, meta["name"], namespace=meta.get("namespace"),
+                                           uid_precondition=meta.get("uid"))
+            except ApiError as exc:
+                if exc.code not in (404, 409):
+                    raise
+                continue
+            self._events.normal(victim, "Pod", "Preempted",
+                                f"Preempted by pod {uid} on node {chosen.node}")
+        mine = priority(pod)
+        for key, (node, other) in list(self._nominated.items()):
+            if node != chosen.node or priority(other) >= mine:
+                continue
+            meta = other["metadata"]
+            with contextlib.suppress(ApiError):
+                await self._cluster.patch(
+                    PODS, meta["name"], {"status": {"nominatedNodeName": None}},
+                    patch_type="merge", namespace=meta.get("namespace"), subresource="status")
+            self._nominated.pop(key, None)
+
+    async def _report_unschedulable(self, pod: JsonObject, message: str,
+                                    nominate: str | None = None) -> None:
+        status = pod.get("status") or {}
+        conditions = status.get("conditions") or []
         current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
         if (
             current is not None
             and current.get("status") == "False"
             and current.get("message") == message
+            and (nominate is None or status.get("nominatedNodeName") == nominate)
         ):
             return
         self._events.warning(pod, "Pod", "FailedScheduling", message)
@@ -260,6 +331,7 @@ class _RunningScheduler:
                 **(pod.get("status") or {}),
                 "phase": "Pending",
                 "conditions": [*others, condition],
+                **({"nominatedNodeName": nominate} if nominate else {}),
             },
         }
         try:

@@ -504,6 +504,8 @@ class Decision:
 
     node: str | None
     message: str = ""
+    rejected: tuple[tuple[str, Rejection], ...] = ()
+    """Each node that refused the pod, and why (for preemption)."""
 
 
 def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
@@ -516,15 +518,20 @@ def schedule(pod: Mapping[str, Any], nodes: Iterable[NodeInfo]) -> Decision:
     affinity = _affinity_state(pod, infos)
     node_fit = node_fit_for(pod)
     feasible: list[NodeInfo] = []
-    rejections: list[Rejection] = []
+    rejections: list[tuple[str, Rejection]] = []
     for info in infos:
         rejection = filter_node(pod, info, hard, requests, affinity, node_fit)
         if rejection is None:
             feasible.append(info)
         else:
-            rejections.append(rejection)
+            rejections.append((info.name, rejection))
     if not feasible:
-        return Decision(None, fit_error_message(len(infos), rejections))
+        return Decision(None, fit_error_message(len(infos), (r for _, r in rejections)),
+                        tuple(rejections))
+    # A pod nominated by a preemption goes to its node when it fits there.
+    nominated = (pod.get("status") or {}).get("nominatedNodeName")
+    if nominated and any(n.name == nominated for n in feasible):
+        return Decision(str(nominated))
     if len(feasible) == 1:
         return Decision(feasible[0].name)
     scores = score_nodes(pod, feasible, requests, infos)

@@ -41,6 +41,7 @@ from spreadbus.features.propagation.offline import (
     validate_policy_offline,
 )
 from spreadbus.features.propagation.planner import planner_side
+from spreadbus.features.propagation.planning.application_failover import UNHEALTHY_SINCE
 from spreadbus.features.propagation.planning.binding_writes import (
     SCHEDULED_AFFINITY,
     SCHEDULED_AT,
@@ -99,6 +100,7 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
                           ("metadata", "annotations", APPLIED_PLACEMENT),
                           ("metadata", "annotations", SCHEDULED_AT),
                           ("metadata", "annotations", SCHEDULED_AFFINITY),
+                          ("metadata", "annotations", UNHEALTHY_SINCE),
                           ("metadata", "annotations", TEMPLATE_DIGEST_ANNOTATION)),
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,

@@ -3,9 +3,12 @@
 Read from Karmada's ``pkg/resourceinterpreter/default/native`` (``reflectstatus.go``,
 ``healthy.go``, ``aggregatestatus.go``): each member copy's status is reflected into the
 binding's ``status.aggregatedStatus`` as ``{clusterName, status, applied, health}``; a workload
-reflects its replica counts and generations, anything else nothing. A Deployment, StatefulSet
-or ReplicaSet copy is healthy once its controller observed its generation and every replica is
-updated (a ReplicaSet: available); a kind without a health rule is healthy once applied. The
+reflects its replica counts and generations, anything else nothing. A copy is healthy as
+``healthy.go`` judges it: its controller observed its generation, and a Deployment has every
+replica updated and every updated replica available, a StatefulSet every replica updated and
+available (a partitioned update: those at or above the partition updated), a ReplicaSet every
+replica available; a kind without a health rule is healthy once
+applied. The
 template's status in the host is the sum over the members: ``replicas``, ``readyReplicas``,
 ``updatedReplicas``, ``availableReplicas``, ``unavailableReplicas``; its
 ``observedGeneration`` becomes the template's generation once every copy was made from that
@@ -73,9 +76,18 @@ def health(obj: Mapping[str, Any]) -> str:
     wanted = 1 if wanted is None else wanted
     generation = as_int(as_map(obj.get("metadata")).get("generation")) or 0
     observed = as_int(status.get("observedGeneration")) or 0
-    count = "availableReplicas" if group_kind[1] == "ReplicaSet" else "updatedReplicas"
-    ok = generation == observed and (as_int(status.get(count)) or 0) == wanted
-    return HEALTHY if ok else UNHEALTHY
+    updated = as_int(status.get("updatedReplicas")) or 0
+    available = as_int(status.get("availableReplicas")) or 0
+    if group_kind[1] == "ReplicaSet":
+        ok = available >= wanted
+    elif group_kind[1] == "StatefulSet":
+        # A partitioned rolling update is complete once the pods at or above it are updated.
+        rolling = as_map(as_map(spec.get("updateStrategy")).get("rollingUpdate"))
+        partition = as_int(rolling.get("partition")) or 0
+        ok = updated >= wanted - partition and available >= wanted
+    else:
+        ok = updated >= wanted and available >= updated
+    return HEALTHY if ok and generation == observed else UNHEALTHY
 
 
 def item(cluster: str, obj: Mapping[str, Any]) -> JSON:

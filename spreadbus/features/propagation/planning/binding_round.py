@@ -1,5 +1,5 @@
-"""One scheduling round of a held binding: the taint manager's evictions, Karmada's scheduler,
-and the graceful-eviction tasks that survive it.
+"""One scheduling round of a held binding: the taint manager's evictions, the application
+failover controller's, Karmada's scheduler, and the graceful-eviction tasks that survive it.
 
 The planner's rule and ``spreadbus plan`` run the same round, so the binding they write and the
 one they print cannot drift apart.
@@ -13,10 +13,16 @@ from typing import Any
 
 import msgspec
 
-from kubesemantics.lenient_json import as_str
+from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.features.propagation.core.bindings import HeldBinding
 from spreadbus.features.propagation.core.cluster import Cluster
 from spreadbus.features.propagation.core.policy import applied_placement
+from spreadbus.features.propagation.planning.application_failover import (
+    CRB_PRODUCER,
+    RB_PRODUCER,
+    fail_over,
+    unhealthy_since,
+)
 from spreadbus.features.propagation.planning.eviction import Eviction, evict
 from spreadbus.features.propagation.planning.graceful_eviction import assess
 from spreadbus.features.propagation.planning.schedule import Binding, Round, schedule
@@ -24,18 +30,27 @@ from spreadbus.features.propagation.planning.schedule import Binding, Round, sch
 
 class BindingRound(msgspec.Struct, frozen=True):
     evicted: Eviction
-    """The binding's clusters and tasks after the taint manager's pass."""
+    """The binding's clusters and tasks after the taint manager's and the application failover
+    controller's passes."""
     result: Round
     tasks: tuple[Mapping[str, Any], ...]
     """The graceful-eviction tasks kept after the round."""
+    unhealthy_since: Mapping[str, datetime] = {}
+    """The application failover timers still running."""
 
 
 def binding_round(held: HeldBinding, clusters: Sequence[Cluster], now: datetime, *,
                   observed: bool = True) -> BindingRound:
     """The round at ``now``; ``observed``: the scheduler had observed the binding's current
     generation before it (a task waits for the schedule that replaces its copy)."""
-    evicted = evict(held.clusters, held.eviction_tasks, clusters,
+    tainted = evict(held.clusters, held.eviction_tasks, clusters,
                     applied_placement(held.annotations), held.failover, now)
+    application = as_map(held.failover).get("application")
+    failover = fail_over(tainted.clusters, tainted.tasks, held.health,
+                         unhealthy_since(held.annotations),
+                         application if isinstance(application, Mapping) else None, now,
+                         producer=CRB_PRODUCER if held.cluster_scoped else RB_PRODUCER)
+    evicted = Eviction(clusters=failover.clusters, tasks=failover.tasks)
     binding = Binding(
         api_version=held.resource.api_version, kind=held.resource.kind,
         placement=held.placement, replicas=held.replicas, workload=held.workload,
@@ -50,4 +65,5 @@ def binding_round(held: HeldBinding, clusters: Sequence[Cluster], now: datetime,
         # The scheduler marks the generation observed when it succeeds or finds nothing to do.
         tasks = assess(tasks, now, targets=[t.name for t in result.clusters], health=held.health,
                        scheduled=observed and (result.succeeded or not result.scheduled)).kept
-    return BindingRound(evicted=evicted, result=result, tasks=tasks)
+    return BindingRound(evicted=evicted, result=result, tasks=tasks,
+                        unhealthy_since=failover.since)

@@ -10,8 +10,9 @@ Pure: the binding as held, the round (:mod:`.schedule`) and the time in, JSON ou
 - :func:`spec_patch`: the template's replicas, the policy's placement, ``failover`` and
   ``preserveResourcesOnDeletion`` and its claim (:mod:`..core.claim`; the detector), then
   the round's ``spec.clusters`` and the applied-placement annotation on success (the
-  scheduler), the digest of the template's content its copies must have, and the graceful
-  eviction tasks (the taint manager, the graceful eviction controller).
+  scheduler), the digest of the template's content its copies must have, the graceful
+  eviction tasks (the taint manager, the application failover and graceful eviction
+  controllers) and the application failover's timers.
 - :func:`status_patch`: once the spec holds, ``schedulerObservedGeneration`` (the generation
   this spec has), the ``Scheduled`` condition, ``lastScheduledTime`` when the round that led to
   it succeeded (:data:`SCHEDULED_AT`), the observed affinity term, ``aggregatedStatus`` and
@@ -35,6 +36,7 @@ from spreadbus.features.propagation.core.member_copy import (
     template_digest,
 )
 from spreadbus.features.propagation.core.policy import APPLIED_PLACEMENT, placement_text
+from spreadbus.features.propagation.planning.application_failover import UNHEALTHY_SINCE
 from spreadbus.features.propagation.planning.schedule import SUCCESS_MESSAGE, Round
 
 JSON = dict[str, Any]
@@ -108,7 +110,8 @@ def with_schedule_time(patch: JSON, now: datetime, affinity: str = "") -> JSON:
 
 
 def spec_patch(held: HeldBinding, evicted: Sequence[Target], round_: Round,
-               tasks: Sequence[Mapping[str, Any]]) -> JSON:
+               tasks: Sequence[Mapping[str, Any]], unhealthy_since: str | None = None) -> JSON:
+    """``unhealthy_since``: the application failover timers' annotation (None: no timer)."""
     spec = _detector(held)
     clusters = round_.clusters if round_.scheduled else tuple(evicted)
     spec["clusters"] = [{"name": t.name, "replicas": t.replicas} for t in clusters]
@@ -119,6 +122,7 @@ def spec_patch(held: HeldBinding, evicted: Sequence[Target], round_: Round,
                                                                   held.namespace)
     if round_.succeeded:
         annotations[APPLIED_PLACEMENT] = placement_text(held.placement)
+    annotations[UNHEALTHY_SINCE] = unhealthy_since
     annotations.update(held.claim_annotations)
     patch: JSON = {"spec": spec, "metadata": {"annotations": annotations}}
     if held.claim_labels:

@@ -33,8 +33,8 @@ API server holds it (:func:`~..core.member_copy.follows`).
 A round looks at the bindings its changes touch: a template's (in the host, or its copy in a
 member), a stored binding; every binding when a policy or a Cluster of the host changed. The
 time of a graceful eviction's end or a toleration's expiry is not scheduled ahead: the rule
-looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks or a
-NoExecute taint in play.
+looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks, an
+application failover timer or a NoExecute taint in play.
 """
 
 from __future__ import annotations
@@ -59,6 +59,7 @@ from spreadbus.features.propagation.core.interpreter import (
     BINDING_NAMESPACE_ANNOTATION,
 )
 from spreadbus.features.propagation.core.member_copy import copy_patch, member_copy
+from spreadbus.features.propagation.planning.application_failover import since_text
 from spreadbus.features.propagation.planning.binding_round import binding_round
 from spreadbus.features.propagation.planning.binding_writes import (
     FINALIZER,
@@ -268,7 +269,8 @@ class PropagationRule:
         out: list[Desired] = []
         rb = self._binding_ref(held, stored)
         stored_generation = as_int(as_map(stored.get("metadata")).get("generation")) or 0
-        patch = spec_patch(held, evicted.clusters, round_, tasks)
+        patch = spec_patch(held, evicted.clusters, round_, tasks,
+                           since_text(passed.unhealthy_since))
         spec_holds = patch_satisfied(stored, patch)
         if not spec_holds:
             if round_.succeeded:
@@ -287,7 +289,7 @@ class PropagationRule:
                                    reason=f"{kind_of(held)} {held.key}: schedule and status"))
         out.extend(copies)
         out.extend(self._template_status(held, governor, generation, stored, items))
-        busy = bool(tasks) or any(
+        busy = bool(tasks) or bool(passed.unhealthy_since) or any(
             as_str(t.get("effect")) == "NoExecute" for c in clusters for t in c.taints)
         return out, busy
 
