@@ -97,19 +97,21 @@ def _copies(pods: dict[str, tuple[int, int]]) -> dict[str, Copy]:
 
 @settings(max_examples=400, deadline=None)
 @given(start=states, targets=target_maps, minimum=st.integers(0, 10),
+       allowed=st.none() | st.integers(-2, 10),
        became=st.lists(st.dictionaries(st.sampled_from(NAMES), st.integers(0, 8)), max_size=12))
 def test_no_step_takes_the_summed_available_replicas_below_the_minimum(
-        start: dict[str, tuple[int, int]], targets: dict[str, int], minimum: int,
+        start: Pods, targets: dict[str, int], minimum: int, allowed: int | None,
         became: list[dict[str, int]]) -> None:
     """Whatever the pods do in between (any of them becoming available at any time), carrying
     out a step never leaves fewer available replicas than the budget's minimum (capped at the
-    replicas scheduled), or than there were before it when there were fewer already."""
+    replicas scheduled), or than there were before it when there were fewer already; whatever
+    the budget's status allows."""
     floor = min(minimum, sum(targets.values()))
     pods = dict(start)
     for ready in [{}, *became]:
         pods = {n: (r, min(r, a + ready.get(n, 0))) for n, (r, a) in pods.items()}
         before = sum(a for _, a in pods.values())
-        wanted = step(_copies(pods), targets, minimum)
+        wanted = step(_copies(pods), targets, minimum, allowed)
         pods = _applied(pods, wanted)
         after = sum(a for _, a in pods.values())
         assert after >= min(before, floor), (pods, wanted, before, floor)
@@ -138,3 +140,13 @@ def test_without_a_budget_one_step_is_the_schedule(start: dict[str, tuple[int, i
                                                    targets: dict[str, int]) -> None:
     wanted = step(_copies(start), targets, None)
     assert settled(_copies(_applied(start, wanted)), targets)
+
+
+def test_the_status_s_allowance_caps_the_spare() -> None:
+    """What the members' webhooks let go counts in the host budget's status."""
+    copies = {"member1": Copy(2, 2), "member2": Copy(4, 4)}
+    assert step(copies, {"member2": 4}, 3, allowed=1) == {"member1": 1, "member2": 4}
+    assert step(copies, {"member2": 4}, 3, allowed=0) == {"member1": 2, "member2": 4}
+    assert step(copies, {"member2": 4}, 3, allowed=None) == {"member1": 0, "member2": 4}
+    # A minimum above the schedule: neither it nor the status computed from it is kept.
+    assert step({"member1": Copy(4, 4)}, {"member1": 2}, 3, allowed=0) == {"member1": 2}

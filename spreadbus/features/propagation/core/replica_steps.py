@@ -52,20 +52,25 @@ def cost(copy: Copy, replicas: int) -> int:
     return max(0, removed - (copy.replicas - copy.counted))
 
 
-def step(copies: Mapping[str, Copy], targets: Mapping[str, int],
-         minimum: int | None) -> dict[str, int]:
+def step(copies: Mapping[str, Copy], targets: Mapping[str, int], minimum: int | None,
+         allowed: int | None = None) -> dict[str, int]:
     """The replicas each cluster's copy holds in the next step, for every cluster of
     ``copies`` and ``targets`` (0: the copy goes).
 
     ``targets``: the schedule's share of each cluster (a cluster not named gets none);
     ``minimum``: the budget's minimum available replicas, None without a budget (the schedule
-    applies at once). Scale-downs are given the spare replicas in cluster name order."""
+    applies at once); ``allowed``: the disruptions the budget's status allows (None: no
+    status), which caps the spare further (unless the minimum is above the schedule).
+    Scale-downs are given the spare replicas in cluster name order."""
     names = sorted(set(copies) | set(targets))
     wanted = {name: max(0, targets.get(name, 0)) for name in names}
     if minimum is None:
         return wanted
     floor = min(max(0, minimum), sum(wanted.values()))
     left = spare(copies, floor)
+    if allowed is not None and floor == minimum:
+        # A minimum above the schedule is not kept, nor then the status computed from it.
+        left = min(left, max(0, allowed))
     out: dict[str, int] = {}
     for name in names:
         copy = copies.get(name, Copy(replicas=0, available=0))
