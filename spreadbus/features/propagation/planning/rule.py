@@ -115,6 +115,8 @@ class PropagationRule:
         self._bindings = {(r.group, r.resource) for r in (RESOURCE_BINDINGS,
                                                           CLUSTER_RESOURCE_BINDINGS)}
         self._templates = {(t.group, t.resource): t for t in TEMPLATES}
+        self._budgets: dict[str, list[JSON]] | None = None
+        """This round's budgets of the host by namespace (:meth:`_budgets_in`)."""
         self._busy: set[tuple[str, str]] = set()
         """Bindings with an eviction in play (a NoExecute taint, a graceful eviction task)."""
         self._wake: float | None = None
@@ -169,6 +171,7 @@ class PropagationRule:
         if affected is not None and not affected:
             return []
         at = datetime.fromtimestamp(now, UTC)
+        self._budgets = None
         host = self._host_objects(view, affected)
         clusters = sorted((self._serving(view, from_object(o)) for _, o in view.iter_decoded(
             self.home, CLUSTERS.group, CLUSTERS.resource)), key=lambda c: c.name)
@@ -350,17 +353,14 @@ class PropagationRule:
                                namespace=held.namespace, name=held.resource.name)
         listed = [m for m in sorted(set(members) | set(targets))
                   if view.synced(m, kind.group, kind.resource)]
-        observed_in: dict[str, Mapping[str, Any]] = {}
-        for member in listed:
-            observed = view.get(member, kind.group, kind.resource, held.namespace,
-                                held.resource.name)
-            if observed is not None and _names_binding(observed, held):
-                observed_in[member] = observed
+        found = {m: view.get(m, kind.group, kind.resource, held.namespace, held.resource.name)
+                 for m in listed}
+        observed_in = {m: o for m, o in found.items()
+                       if o is not None and _names_binding(o, held)}
         held_at = self._held_at(view, held, targets, keep, observed_in, clusters)
         on_binding = recorded(stored)
         for member in listed:
-            observed = view.get(member, kind.group, kind.resource, held.namespace,
-                                held.resource.name)
+            observed = found[member]
             ours = member in observed_in
             share = targets.get(member)
             if member in held_at:
@@ -406,9 +406,7 @@ class PropagationRule:
         """The copies a budget of the host holds above their share for now
         (:mod:`..core.replica_steps`); none without a budget."""
         template = as_map(held.template)
-        namespace = held.namespace
-        budgets = [o for _, o in view.iter_decoded(self.home, BUDGET_GROUP, BUDGET_RESOURCE)
-                   if as_str(as_map(o.get("metadata")).get("namespace")) == namespace]
+        budgets = self._budgets_in(view).get(held.namespace)
         budget: Covering | None = covering(budgets, template) if budgets else None
         if budget is None:
             return {}
@@ -424,6 +422,15 @@ class PropagationRule:
                 shares[member] = replicas  # a graceful eviction task keeps it as it is
         steps = step(copies, shares, budget.minimum, budget.allowed)
         return {c: r for c, r in held_above(steps, shares).items() if c in observed_in}
+
+    def _budgets_in(self, view: KubeProjection) -> dict[str, list[JSON]]:
+        """The host's budgets by namespace, read once a round."""
+        if self._budgets is None:
+            self._budgets = {}
+            for _, budget in view.iter_decoded(self.home, BUDGET_GROUP, BUDGET_RESOURCE):
+                namespace = as_str(as_map(budget.get("metadata")).get("namespace"))
+                self._budgets.setdefault(namespace, []).append(budget)
+        return self._budgets
 
     def _patch(self, held: HeldBinding, member: str, template: Mapping[str, Any], replicas: int,
                observed: Mapping[str, Any], target_ref: ObjectRef, rb: ObjectRef,
