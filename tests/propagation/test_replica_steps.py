@@ -48,6 +48,24 @@ def test_replicas_that_are_not_available_go_first_and_cost_nothing() -> None:
     assert cost(Copy(3, 1), 0) == 1
 
 
+def test_where_any_replica_may_go_each_costs_one() -> None:
+    """A StatefulSet removes its highest ordinals, ready or not."""
+    copies = {"member1": Copy(3, 1, unavailable_first=False), "member2": Copy(2, 2)}
+    # No spare: a ReplicaSet would drop its two unavailable replicas for free; here any of the
+    # three may be the available one.
+    assert step(copies, {"member2": 3}, 3) == {"member1": 3, "member2": 3}
+    assert step({"member1": Copy(3, 1), "member2": Copy(2, 2)}, {"member2": 3}, 3) == {
+        "member1": 1, "member2": 3}
+    assert cost(Copy(3, 1, unavailable_first=False), 2) == 1
+    assert cost(Copy(3, 1, unavailable_first=False), 0) == 1
+    # Two spare, three available in the copy: two go; once every available one is paid for,
+    # all go.
+    assert step({"member1": Copy(4, 3, unavailable_first=False), "member2": Copy(3, 3)},
+                {"member2": 4}, 4) == {"member1": 2, "member2": 4}
+    assert step({"member1": Copy(3, 1, unavailable_first=False), "member2": Copy(3, 3)},
+                {"member2": 3}, 3) == {"member1": 0, "member2": 3}
+
+
 def test_a_cluster_that_is_not_ready_counts_nothing_and_its_copy_goes() -> None:
     """Its copy's pods are not known to serve: the budget counts them as gone already."""
     assert step({"member1": Copy(2, 0), "member2": Copy(2, 2)}, {"member2": 4}, 3) == {
@@ -78,30 +96,33 @@ Pods = dict[str, tuple[int, int]]
 """Cluster -> (replicas, available replicas)."""
 
 
-def _applied(pods: Pods, wanted: dict[str, int]) -> Pods:
+def _applied(pods: Pods, wanted: dict[str, int], any_first: bool = False) -> Pods:
     """The copies after the workload controllers carried a step out: a scale-down removes the
-    pods that are not available first; a scale-up adds pods not available yet."""
+    pods that are not available first (``any_first``: the available ones first, the worst a
+    StatefulSet's ordinals can do); a scale-up adds pods not available yet."""
     out: dict[str, tuple[int, int]] = {}
     for name, replicas in wanted.items():
         have, available = pods.get(name, (0, 0))
         if replicas <= have:
             removed = have - replicas
-            available -= max(0, removed - (have - available))
+            available -= (min(removed, available) if any_first
+                          else max(0, removed - (have - available)))
         out[name] = (replicas, available)
     return out
 
 
-def _copies(pods: dict[str, tuple[int, int]]) -> dict[str, Copy]:
-    return {n: Copy(replicas=r, available=a) for n, (r, a) in pods.items()}
+def _copies(pods: dict[str, tuple[int, int]], any_first: bool = False) -> dict[str, Copy]:
+    return {n: Copy(replicas=r, available=a, unavailable_first=not any_first)
+            for n, (r, a) in pods.items()}
 
 
 @settings(max_examples=400, deadline=None)
 @given(start=states, targets=target_maps, minimum=st.integers(0, 10),
-       allowed=st.none() | st.integers(-2, 10),
+       allowed=st.none() | st.integers(-2, 10), any_first=st.booleans(),
        became=st.lists(st.dictionaries(st.sampled_from(NAMES), st.integers(0, 8)), max_size=12))
 def test_no_step_takes_the_summed_available_replicas_below_the_minimum(
         start: Pods, targets: dict[str, int], minimum: int, allowed: int | None,
-        became: list[dict[str, int]]) -> None:
+        any_first: bool, became: list[dict[str, int]]) -> None:
     """Whatever the pods do in between (any of them becoming available at any time), carrying
     out a step never leaves fewer available replicas than the budget's minimum (capped at the
     replicas scheduled), or than there were before it when there were fewer already; whatever
@@ -111,8 +132,8 @@ def test_no_step_takes_the_summed_available_replicas_below_the_minimum(
     for ready in [{}, *became]:
         pods = {n: (r, min(r, a + ready.get(n, 0))) for n, (r, a) in pods.items()}
         before = sum(a for _, a in pods.values())
-        wanted = step(_copies(pods), targets, minimum, allowed)
-        pods = _applied(pods, wanted)
+        wanted = step(_copies(pods, any_first), targets, minimum, allowed)
+        pods = _applied(pods, wanted, any_first)
         after = sum(a for _, a in pods.values())
         assert after >= min(before, floor), (pods, wanted, before, floor)
         # A copy never goes below its share.
@@ -120,15 +141,16 @@ def test_no_step_takes_the_summed_available_replicas_below_the_minimum(
 
 
 @settings(max_examples=300, deadline=None)
-@given(start=states, targets=target_maps, minimum=st.integers(0, 10))
+@given(start=states, targets=target_maps, minimum=st.integers(0, 10), any_first=st.booleans())
 def test_once_new_pods_become_available_the_steps_reach_the_schedule(
-        start: dict[str, tuple[int, int]], targets: dict[str, int], minimum: int) -> None:
+        start: dict[str, tuple[int, int]], targets: dict[str, int], minimum: int,
+        any_first: bool) -> None:
     """Every step moves on as soon as the pods it made are available: the schedule is reached
     in at most two steps per cluster."""
     pods = dict(start)
     for _ in range(2 * len(NAMES) + 1):
-        wanted = step(_copies(pods), targets, minimum)
-        pods = {n: (r, r) for n, (r, _) in _applied(pods, wanted).items()}
+        wanted = step(_copies(pods, any_first), targets, minimum)
+        pods = {n: (r, r) for n, (r, _) in _applied(pods, wanted, any_first).items()}
         if settled(_copies(pods), targets):
             break
     assert settled(_copies(pods), targets), (pods, targets, minimum)

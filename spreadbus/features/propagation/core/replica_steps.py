@@ -10,9 +10,10 @@ replicas in steps instead (:func:`step`):
 - a copy whose share grows (a new copy, a scale-up) gets its share at once;
 - a copy whose share shrinks (a scale-down, a cluster left out of the schedule) gives up replicas
   only as far as the budget allows: each replica it gives up costs one available replica, except
-  those it runs that are not available (the workload controller removes those first), and the
-  summed available replicas may not go below the budget's minimum. So the old copies go as the
-  new ones become available, never before.
+  those it runs that are not available where its controller removes those first (a
+  Deployment's ReplicaSet; a StatefulSet removes its highest ordinals, so each may cost one),
+  and the summed available replicas may not go below the budget's minimum. So the old copies
+  go as the new ones become available, never before.
 
 The minimum is capped at the replicas the schedule asks for in all (a budget cannot hold more
 than the workload runs), so every sequence of steps reaches the schedule once the new pods are
@@ -34,6 +35,9 @@ class Copy(msgspec.Struct, frozen=True):
     """Its ``spec.replicas`` (0: no copy)."""
     available: int
     """Its available replicas, as the budget counts them (0 in a cluster that is not Ready)."""
+    unavailable_first: bool = True
+    """Its controller removes the replicas that are not available first (a ReplicaSet does);
+    False: any may go (a StatefulSet removes its highest ordinals, whatever their state)."""
 
     @property
     def counted(self) -> int:
@@ -49,6 +53,8 @@ def spare(copies: Mapping[str, Copy], minimum: int) -> int:
 def cost(copy: Copy, replicas: int) -> int:
     """The available replicas that scaling ``copy`` down to ``replicas`` takes away."""
     removed = max(0, copy.replicas - replicas)
+    if not copy.unavailable_first:
+        return min(removed, copy.counted)
     return max(0, removed - (copy.replicas - copy.counted))
 
 
@@ -77,9 +83,14 @@ def step(copies: Mapping[str, Copy], targets: Mapping[str, int], minimum: int | 
         if wanted[name] >= copy.replicas:
             out[name] = wanted[name]
             continue
-        # Scale down as far as the spare allows: the replicas not available go first, free.
+        # Scale down as far as the spare allows: the replicas not available go first, free;
+        # where any may go, each costs one until every available one is paid for.
         free = copy.replicas - copy.counted
-        down = min(copy.replicas - wanted[name], free + left)
+        wanted_down = copy.replicas - wanted[name]
+        if copy.unavailable_first:
+            down = min(wanted_down, free + left)
+        else:
+            down = wanted_down if copy.counted <= left else min(wanted_down, left)
         out[name] = copy.replicas - down
         left -= cost(copy, out[name])
     return out

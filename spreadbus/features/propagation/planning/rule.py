@@ -407,9 +407,12 @@ class PropagationRule:
         (:mod:`..core.replica_steps`); none without a budget."""
         template = as_map(held.template)
         budgets = self._budgets_in(view).get(held.namespace)
-        budget: Covering | None = covering(budgets, template) if budgets else None
+        budget: Covering | None = (covering(budgets, template)
+                                   if budgets and aggregates(template) else None)
         if budget is None:
             return {}
+        # A Deployment's ReplicaSets remove the replicas not available first.
+        unavailable_first = as_str(template.get("kind")) == "Deployment"
         ready = {c.name for c in clusters if c.ready == "True"}
         copies: dict[str, Copy] = {}
         shares = dict(targets)
@@ -417,7 +420,8 @@ class PropagationRule:
             replicas = replicas_in(observed) or 0
             available = as_int(as_map(observed.get("status")).get("availableReplicas")) or 0
             copies[member] = Copy(replicas=replicas,
-                                  available=available if member in ready else 0)
+                                  available=available if member in ready else 0,
+                                  unavailable_first=unavailable_first)
             if member in keep and member not in targets:
                 shares[member] = replicas  # a graceful eviction task keeps it as it is
         steps = step(copies, shares, budget.minimum, budget.allowed)
