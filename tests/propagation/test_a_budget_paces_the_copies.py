@@ -109,3 +109,22 @@ def test_without_a_budget_the_dropped_cluster_loses_its_copy_at_once() -> None:
     w.settle(NOW + 2)
     assert (replicas(w, "member1"), replicas(w, "member2")) == (3, None)
     assert STEPPED_REPLICAS not in binding(w)["metadata"].get("annotations", {})
+
+
+def test_a_copy_in_a_cluster_that_is_not_ready_goes_at_once() -> None:
+    """Its pods are not known to serve: the budget counts none of them, so removing the copy
+    costs nothing (a failover from a lost cluster is not held up)."""
+    w = world()
+    w.settle()
+    report(w, "member1", 2, 2)
+    report(w, "member2", 1, 1)
+    w.put("host", "policy.kruise.io", "podunavailablebudgets",
+          budget(targetRef={"apiVersion": "apps/v1", "kind": "Deployment",
+                            "name": "demo-deploy"}, maxUnavailable=0))
+    member2 = w.get("host", "cluster.karmada.io", "clusters", "", "member2")
+    assert member2 is not None
+    member2["status"]["conditions"] = [{"type": "Ready", "status": "Unknown"}]
+    w.put("host", "cluster.karmada.io", "clusters", member2)
+    only_member1(w)
+    w.settle(NOW + 2)
+    assert (replicas(w, "member1"), replicas(w, "member2")) == (3, None)
