@@ -116,7 +116,7 @@ def _copies(pods: dict[str, tuple[int, int]], any_first: bool = False) -> dict[s
             for n, (r, a) in pods.items()}
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(start=states, targets=target_maps, minimum=st.integers(0, 10),
        allowed=st.none() | st.integers(-2, 10), any_first=st.booleans(),
        became=st.lists(st.dictionaries(st.sampled_from(NAMES), st.integers(0, 8)), max_size=12))
@@ -140,7 +140,7 @@ def test_no_step_takes_the_summed_available_replicas_below_the_minimum(
         assert all(r >= targets.get(n, 0) for n, (r, _) in pods.items())
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(start=states, targets=target_maps, minimum=st.integers(0, 10), any_first=st.booleans())
 def test_once_new_pods_become_available_the_steps_reach_the_schedule(
         start: dict[str, tuple[int, int]], targets: dict[str, int], minimum: int,
