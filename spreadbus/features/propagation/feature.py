@@ -34,6 +34,7 @@ from spreadbus.features.propagation.core.model import (
     WORK_GROUP,
 )
 from spreadbus.features.propagation.core.policy import APPLIED_PLACEMENT
+from spreadbus.features.propagation.core.stepped_replicas import STEPPED_REPLICAS
 from spreadbus.features.propagation.offline import (
     offline_plan,
     validate_binding_offline,
@@ -101,6 +102,7 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
                           ("metadata", "annotations", SCHEDULED_AT),
                           ("metadata", "annotations", SCHEDULED_AFFINITY),
                           ("metadata", "annotations", UNHEALTHY_SINCE),
+                          ("metadata", "annotations", STEPPED_REPLICAS),
                           ("metadata", "annotations", TEMPLATE_DIGEST_ANNOTATION)),
                   governor=governor, relation="controlled", follows=binding_follows),
         PlanGrant(rule=RULE, verb="patch_status", group=bindings.group,

@@ -19,6 +19,10 @@ accounts for it and stops spending it twice.
 
 A budget is planned at most once per ``min_interval``; changes in between are taken together.
 The computation's earliest expiry (a record running out) wakes the rule without any event.
+
+A budget in the host of member clusters over a template the host propagates counts the pods of
+the template's copies in every member (:mod:`.member_copies`); since their changes are other
+clusters' keys, such a budget is computed again every :data:`MEMBER_RECHECK_SECONDS`.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from spreadbus.features.podunavailablebudget.planning.budget_records import (
     BUDGETS_RESOURCE,
     BudgetRecords,
 )
+from spreadbus.features.podunavailablebudget.planning.member_copies import member_inputs
 from spreadbus.projection.bucket_entries import ClusterEntries
 from spreadbus.projection.governor_pacing import GovernorPacing, PacedRule
 from spreadbus.projection.kube_state import KubeProjection, resource_key, side_resource_key
@@ -55,6 +60,9 @@ WORKLOADS: Final = (
 )
 RELATED: Final = "kruise.io/related-pub"
 _AFTER_EXPIRY: Final = 0.5
+MEMBER_RECHECK_SECONDS: Final = 0.5
+"""How often a budget of the host over a propagated workload is computed again: the pods of
+its member copies are in other clusters, whose changes reach other clusters' rules."""
 """A record is kept while its expiry is not before now: look again just after it."""
 
 Key = tuple[str, str]
@@ -129,9 +137,15 @@ class BudgetRule(PacedRule):
                      for obj in self._in_namespace(view, rkey, escaped)]
         at = datetime.fromtimestamp(now, UTC)
         entry = self.records.get(okey)
+        members = member_inputs(view, self.cluster, namespace)
+        if members is not None:
+            pods, workloads = pods + members.pods, workloads + members.workloads
         computed = status_inputs.compute(budget, pods, workloads, _records(entry, at), at)
         self._schedule(okey, None if computed.requeue_at is None
                        else computed.requeue_at.timestamp() + _AFTER_EXPIRY)
+        if members is not None:
+            # The members' pods change no key of this cluster: look again after a while.
+            self._schedule(okey, now + MEMBER_RECHECK_SECONDS)
         governor = _ref(PUBS, budget)
         generation = as_int(metadata.get("generation")) or 0
         out = [Desired(
@@ -145,7 +159,10 @@ class BudgetRule(PacedRule):
             serial=True,
         )] if _differs(budget.get("status"), computed.status) else []
         name = str(metadata.get("name") or "")
+        elsewhere = members.pod_uids if members is not None else set()
         for pod in computed.unlinked:
+            if str((pod.get("metadata") or {}).get("uid") or "") in elsewhere:
+                continue  # a member's pod: linked there, by that member's planning
             out.append(Desired(verb="patch", target=_ref(PODS, pod), governor=governor,
                                governor_generation=generation,
                                patch={"metadata": {"annotations": {RELATED: name}}},

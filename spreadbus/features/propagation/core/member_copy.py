@@ -12,10 +12,12 @@ defaults (a container's ``imagePullPolicy``) from ever looking like a difference
 (``PlanGrant.follows``), on the host's binding as the host's API server holds it: the binding
 names the copy's apiVersion, kind, namespace and name, the copy names the binding, and the
 cluster the copy is for is one of the binding's ``spec.clusters`` with exactly its share of
-replicas, and what the copy holds is the template's (its digest is the one the binding carries,
-which the host's actuator checked against the template itself), or, for a patch that changes
-only the replicas, what it held before. A plan the binding does not ask for (a forged one, or
-one decided on a schedule since replaced) writes nothing.
+replicas (or, for a copy already there, the count the binding holds it at while its replicas
+move in steps, :mod:`.stepped_replicas`), and what the copy holds is the template's (its digest
+is the one the binding carries, which the host's actuator checked against the template
+itself), or, for a patch that changes only the replicas, what it held before. A plan the
+binding does not ask for (a forged one, or one decided on a schedule since replaced) writes
+nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from spreadbus.features.propagation.core.interpreter import (
     has_replicas,
     work,
 )
+from spreadbus.features.propagation.core.stepped_replicas import recorded
 
 JSON = dict[str, Any]
 
@@ -176,12 +179,14 @@ def follows(binding: Mapping[str, Any], written: Mapping[str, Any],
     targets = spec.get("clusters")
     share = next((as_map(t) for t in targets if as_str(as_map(t).get("name")) == cluster),
                  None) if isinstance(targets, list) else None
-    if not cluster or share is None:
+    held = recorded(binding).get(cluster) if before is not None else None
+    if not cluster or (share is None and held is None):
         return f"the binding does not schedule it to cluster {cluster!r}"
     replicas = replicas_in(written)
-    if has_replicas(written) and replicas != (as_int(share.get("replicas")) or 0):
-        return (f"the binding gives cluster {cluster} {as_int(share.get('replicas')) or 0} "
-                f"replicas, not {replicas}")
+    wanted = as_int(share.get("replicas")) or 0 if share is not None else None
+    if has_replicas(written) and replicas not in (wanted, held):
+        return (f"the binding gives cluster {cluster} {wanted or 0} replicas"
+                f"{f' (holds it at {held} for now)' if held is not None else ''}, not {replicas}")
     content = content_digest(written)
     template = as_str(as_map(metadata.get("annotations")).get(TEMPLATE_DIGEST_ANNOTATION))
     if content != template and (before is None or content != content_digest(before)):

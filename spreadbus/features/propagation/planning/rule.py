@@ -54,11 +54,24 @@ from spreadbus.features.propagation.core.aggregation import aggregates, item, te
 from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
 from spreadbus.features.propagation.core.claim import claim_of, claim_patch, claimed
 from spreadbus.features.propagation.core.cluster import Cluster, from_object
+from spreadbus.features.propagation.core.covering_budget import (
+    BUDGET_GROUP,
+    BUDGET_RESOURCE,
+    Covering,
+    covering,
+)
 from spreadbus.features.propagation.core.interpreter import (
     BINDING_NAME_ANNOTATION,
     BINDING_NAMESPACE_ANNOTATION,
 )
-from spreadbus.features.propagation.core.member_copy import copy_patch, member_copy
+from spreadbus.features.propagation.core.member_copy import copy_patch, member_copy, replicas_in
+from spreadbus.features.propagation.core.replica_steps import Copy, step
+from spreadbus.features.propagation.core.stepped_replicas import (
+    STEPPED_REPLICAS,
+    held_above,
+    recorded,
+    text_of,
+)
 from spreadbus.features.propagation.planning.application_failover import since_text
 from spreadbus.features.propagation.planning.binding_round import binding_round
 from spreadbus.features.propagation.planning.binding_writes import (
@@ -101,12 +114,15 @@ class PropagationRule:
         # for them (``--propagate-configmaps``), so they are read when listed, not waited for.
         self.resources: tuple[ResourceRef, ...] = (
             *KARMADA, *(t.ref for t in TEMPLATES if t.workload))
-        self._names = {r.resource for r in (*KARMADA, *(t.ref for t in TEMPLATES))}
+        self._names = {r.resource for r in (*KARMADA, *(t.ref for t in TEMPLATES))} | {
+            BUDGET_RESOURCE}
         self._whole = {(r.group, r.resource) for r in (PROPAGATION_POLICIES,
                                                        CLUSTER_PROPAGATION_POLICIES, CLUSTERS)}
         self._bindings = {(r.group, r.resource) for r in (RESOURCE_BINDINGS,
                                                           CLUSTER_RESOURCE_BINDINGS)}
         self._templates = {(t.group, t.resource): t for t in TEMPLATES}
+        self._budgets: dict[str, list[JSON]] | None = None
+        """This round's budgets of the host by namespace (:meth:`_budgets_in`)."""
         self._busy: set[tuple[str, str]] = set()
         """Bindings with an eviction in play (a NoExecute taint, a graceful eviction task)."""
         self._wake: float | None = None
@@ -124,10 +140,12 @@ class PropagationRule:
 
     # -- the rule ---------------------------------------------------------------------------------
 
-    def _affected(self, changed: Set[Key]) -> set[tuple[str, str]] | None:
+    def _affected(self, changed: Set[Key],
+                  view: KubeProjection | None = None) -> set[tuple[str, str]] | None:
         """The bindings (namespace, name) a change touches: a template's (in the host or a
-        member's copy of it, which has its name), a stored binding; None when every binding
-        is (a policy or a Cluster of the host changed, or a time it waited for came)."""
+        member's copy of it, which has its name), a stored binding, the one a budget of the
+        host names by its targetRef; None when every binding is (a policy or a Cluster of the
+        host changed, a budget selecting by labels changed, or a time it waited for came)."""
         home = escape(self.home)
         out: set[tuple[str, str]] = set()
         for rkey, okey in changed:
@@ -136,6 +154,12 @@ class PropagationRule:
             if resource not in self._names:
                 continue
             key = (unescape(group), resource)
+            if cluster == home and key == (BUDGET_GROUP, BUDGET_RESOURCE):
+                covered = None if view is None else self._covered(view, okey)
+                if covered is None:
+                    return None
+                out |= covered
+                continue
             if cluster == home and key in self._whole:
                 return None
             namespace, _, name = okey.partition(".")
@@ -149,10 +173,11 @@ class PropagationRule:
         return out
 
     def desired(self, view: KubeProjection, changed: Set[Key], now: float) -> list[Desired]:
-        affected = self._affected(changed)
+        affected = self._affected(changed, view)
         if affected is not None and not affected:
             return []
         at = datetime.fromtimestamp(now, UTC)
+        self._budgets = None
         host = self._host_objects(view, affected)
         clusters = sorted((self._serving(view, from_object(o)) for _, o in view.iter_decoded(
             self.home, CLUSTERS.group, CLUSTERS.resource)), key=lambda c: c.name)
@@ -183,6 +208,16 @@ class PropagationRule:
                 self._busy.add(key)
         self._wake = now + RECHECK_SECONDS if self._busy else None
         return out
+
+    def _covered(self, view: KubeProjection, okey: str) -> set[tuple[str, str]] | None:
+        """The binding a budget's targetRef names; None for a budget gone or selecting by
+        labels (it may cover any template of its namespace)."""
+        budget = view.decoded(resource_key(self.home, BUDGET_GROUP, BUDGET_RESOURCE), okey)
+        ref = as_map(as_map(budget).get("spec")).get("targetRef")
+        if budget is None or not isinstance(ref, Mapping):
+            return None
+        namespace = as_str(as_map(budget.get("metadata")).get("namespace"))
+        return {(namespace, binding_name(as_str(ref.get("kind")), as_str(ref.get("name"))))}
 
     def _serving(self, view: KubeProjection, cluster: Cluster) -> Cluster:
         """A Cluster whose status lists no API enablements serves the template kinds its
@@ -272,14 +307,25 @@ class PropagationRule:
         patch = spec_patch(held, evicted.clusters, round_, tasks,
                            since_text(passed.unhealthy_since))
         spec_holds = patch_satisfied(stored, patch)
+        copies, items, steps = self._copies(view, held, stored, rb, stored_generation, members,
+                                            clusters)
         if not spec_holds:
             if round_.succeeded:
                 patch = with_schedule_time(patch, at, round_.observed_affinity)
+            if steps is not None:
+                patch.setdefault("metadata", {}).setdefault("annotations", {})[
+                    STEPPED_REPLICAS] = steps[0]
             out.append(Desired(verb="patch", target=rb, patch=patch, governor=governor,
                                governor_generation=generation, precondition="resource_version",
                                serial=True, reason=f"{kind_of(held)} {held.key}: the "
                                                    f"detector's and scheduler's spec"))
-        copies, items = self._copies(view, held, stored, rb, stored_generation, members)
+        elif steps is not None:
+            out.append(Desired(verb="patch", target=rb,
+                               patch={"metadata": {"annotations": {STEPPED_REPLICAS: steps[0]}}},
+                               governor=governor, governor_generation=generation,
+                               precondition="resource_version", serial=True,
+                               reason=f"{kind_of(held)} {held.key}: its copies' replicas move "
+                                      f"within its budget"))
         if spec_holds:
             status = status_patch(stored, round_, items, at)
             if status is not None:
@@ -345,12 +391,14 @@ class PropagationRule:
     # -- the copies in the members ----------------------------------------------------------------
 
     def _copies(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
-                rb: ObjectRef, generation: int,
-                members: list[str]) -> tuple[list[Desired], list[JSON]]:
+                rb: ObjectRef, generation: int, members: list[str], clusters: list[Cluster],
+                ) -> tuple[list[Desired], list[JSON], tuple[str | None] | None]:
+        """The copies' writes, their aggregated status, and the binding's held replicas when
+        they are to change (:mod:`..core.stepped_replicas`; a 1-tuple, None inside: none)."""
         template = as_map(held.template)
         kind = _kind_of(template)
         if kind is None:
-            return [], []
+            return [], [], None
         spec = as_map(stored.get("spec"))
         targets = {as_str(as_map(t).get("name")): as_int(as_map(t).get("replicas")) or 0
                    for t in spec.get("clusters") or [] if isinstance(t, Mapping)}
@@ -360,12 +408,21 @@ class PropagationRule:
         items: list[JSON] = []
         target_ref = ObjectRef(group=kind.group, version=kind.version, resource=kind.resource,
                                namespace=held.namespace, name=held.resource.name)
-        for member in sorted(set(members) | set(targets)):
-            if not view.synced(member, kind.group, kind.resource):
-                continue
-            observed = view.get(member, kind.group, kind.resource, held.namespace,
-                                held.resource.name)
-            ours = observed is not None and _names_binding(observed, held)
+        listed = [m for m in sorted(set(members) | set(targets))
+                  if view.synced(m, kind.group, kind.resource)]
+        found = {m: view.get(m, kind.group, kind.resource, held.namespace, held.resource.name)
+                 for m in listed}
+        observed_in = {m: o for m, o in found.items()
+                       if o is not None and _names_binding(o, held)}
+        held_at = self._held_at(view, held, targets, keep, observed_in, clusters)
+        on_binding = recorded(stored)
+        for member in listed:
+            observed = found[member]
+            ours = member in observed_in
+            share = targets.get(member)
+            if member in held_at:
+                # Held above its share for now: only at the count the binding records.
+                share = held_at[member] if on_binding.get(member) == held_at[member] else None
             if member in targets:
                 wanted = member_copy(template, member, targets[member], held.name,
                                      held.namespace)
@@ -380,22 +437,73 @@ class PropagationRule:
                     continue  # someone else's object of that name: Karmada would not adopt it
                 assert observed is not None
                 items.append(item(member, observed))
-                ops = copy_patch(wanted, observed)
-                if ops is not None:
-                    out.append(Desired(
-                        verb="patch", target=_with_uid(target_ref, observed), patch=ops,
-                        patch_type="json", governor=rb, governor_generation=generation,
-                        cluster=member, precondition="resource_version",
-                        reason=f"{kind_of(held)} {held.key}: the copy in {member}"))
+                if share is not None:
+                    out.extend(self._patch(held, member, template, share, observed, target_ref,
+                                           rb, generation))
             elif observed is not None and ours and member not in keep:
-                out.append(Desired(verb="delete", target=_with_uid(target_ref, observed),
-                                   governor=rb, governor_generation=generation,
-                                   cluster=member,
-                                   reason=f"{kind_of(held)} {held.key} no longer schedules "
-                                          f"to {member}"))
+                if member not in held_at:
+                    out.append(Desired(verb="delete", target=_with_uid(target_ref, observed),
+                                       governor=rb, governor_generation=generation,
+                                       cluster=member,
+                                       reason=f"{kind_of(held)} {held.key} no longer schedules "
+                                              f"to {member}"))
+                    continue
+                items.append(item(member, observed))
+                if share is not None:
+                    out.extend(self._patch(held, member, template, share, observed, target_ref,
+                                           rb, generation))
             elif observed is not None and ours:
                 items.append(item(member, observed))
-        return out, items
+        steps = (text_of(held_at),) if held_at != on_binding else None
+        return out, items, steps
+
+    def _held_at(self, view: KubeProjection, held: HeldBinding, targets: Mapping[str, int],
+                 keep: Set[str], observed_in: Mapping[str, Mapping[str, Any]],
+                 clusters: list[Cluster]) -> dict[str, int]:
+        """The copies a budget of the host holds above their share for now
+        (:mod:`..core.replica_steps`); none without a budget."""
+        template = as_map(held.template)
+        budgets = self._budgets_in(view).get(held.namespace)
+        budget: Covering | None = (covering(budgets, template)
+                                   if budgets and aggregates(template) else None)
+        if budget is None:
+            return {}
+        # A Deployment's ReplicaSets remove the replicas not available first.
+        unavailable_first = as_str(template.get("kind")) == "Deployment"
+        ready = {c.name for c in clusters if c.ready == "True"}
+        copies: dict[str, Copy] = {}
+        shares = dict(targets)
+        for member, observed in observed_in.items():
+            replicas = replicas_in(observed) or 0
+            available = as_int(as_map(observed.get("status")).get("availableReplicas")) or 0
+            copies[member] = Copy(replicas=replicas,
+                                  available=available if member in ready else 0,
+                                  unavailable_first=unavailable_first)
+            if member in keep and member not in targets:
+                shares[member] = replicas  # a graceful eviction task keeps it as it is
+        steps = step(copies, shares, budget.minimum, budget.allowed)
+        return {c: r for c, r in held_above(steps, shares).items() if c in observed_in}
+
+    def _budgets_in(self, view: KubeProjection) -> dict[str, list[JSON]]:
+        """The host's budgets by namespace, read once a round."""
+        if self._budgets is None:
+            self._budgets = {}
+            for _, budget in view.iter_decoded(self.home, BUDGET_GROUP, BUDGET_RESOURCE):
+                namespace = as_str(as_map(budget.get("metadata")).get("namespace"))
+                self._budgets.setdefault(namespace, []).append(budget)
+        return self._budgets
+
+    def _patch(self, held: HeldBinding, member: str, template: Mapping[str, Any], replicas: int,
+               observed: Mapping[str, Any], target_ref: ObjectRef, rb: ObjectRef,
+               generation: int) -> list[Desired]:
+        wanted = member_copy(template, member, replicas, held.name, held.namespace)
+        ops = copy_patch(wanted, observed)
+        if ops is None:
+            return []
+        return [Desired(verb="patch", target=_with_uid(target_ref, observed), patch=ops,
+                        patch_type="json", governor=rb, governor_generation=generation,
+                        cluster=member, precondition="resource_version",
+                        reason=f"{kind_of(held)} {held.key}: the copy in {member}")]
 
     def _release(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
                  members: list[str]) -> list[Desired]:
