@@ -21,8 +21,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -33,13 +31,16 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from spreadbus.runtime.parent_death import die_with_parent
-from tests.fixtures.polling import wait_until
-from tests.stack.test_local_stack import children_of, tear_down, while_up
+from tests.propagation.members_stack import (
+    FAST_HEARTBEATS,
+    Stack,
+    evenly_over,
+    members_stack,
+    ready,
+    rebalancer,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-KUBECTL = str(Path(sys.executable).parent / "kubectl")
-SPREADBUS = str(Path(sys.executable).parent / "spreadbus")
 MEMBERS = ("member1", "member2")
 TOLERATION_SECONDS = 2
 
@@ -58,79 +59,20 @@ TEMPLATE_AND_POLICY = [
                                      "name": "web"},
                                     {"apiVersion": "v1", "kind": "ConfigMap", "name": "web"}],
               "placement": {
-                  "clusterAffinity": {"clusterNames": list(MEMBERS)},
+                  **evenly_over(MEMBERS),
                   "clusterTolerations": [{"key": "cluster.karmada.io/unreachable",
                                           "operator": "Exists", "effect": "NoExecute",
-                                          "tolerationSeconds": TOLERATION_SECONDS}],
-                  "replicaScheduling": {
-                      "replicaSchedulingType": "Divided",
-                      "replicaDivisionPreference": "Weighted",
-                      "weightPreference": {"staticWeightList": [
-                          {"targetCluster": {"clusterNames": [m]}, "weight": 1}
-                          for m in MEMBERS]}}},
+                                          "tolerationSeconds": TOLERATION_SECONDS}]},
               "failover": {"cluster": {"purgeMode": "Directly"}}}},
 ]
-REBALANCER = {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
-              "metadata": {"name": "demo"},
-              "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                      "name": "web", "namespace": "default"}]}}
-
-
-class Stack:
-    def __init__(self, proc: subprocess.Popen[str], data_dir: Path) -> None:
-        self.proc = proc
-        self.kubeconfig = data_dir / "kubeconfig"
-
-    def kubectl(self, *args: str, stdin: str | None = None,
-                check: bool = True) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([KUBECTL, "--kubeconfig", str(self.kubeconfig), *args],
-                              input=stdin, capture_output=True, text=True, timeout=60,
-                              check=check)
-
-    def get(self, *args: str) -> Any:
-        """The object, or ``None`` when it is not there."""
-        done = self.kubectl("get", *args, "-o", "json", check=False)
-        return json.loads(done.stdout) if done.returncode == 0 else None
-
-    def until(self, check: Callable[[], object], what: str) -> None:
-        wait_until(while_up(self.proc, check), what=what, timeout=60, interval=0.2)
-
-    def agent_of(self, member: str) -> list[int]:
-        """The pids of ``member``'s webhook, watcher and actuator."""
-        found = []
-        for pid in children_of(self.proc.pid):
-            try:
-                argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-            except OSError:
-                continue
-            if f"--cluster={member}".encode() in argv and any(
-                    a.startswith(b"services.") for a in argv):
-                found.append(pid)
-        return found
+REBALANCER = rebalancer("demo", "web")
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    data_dir = tmp_path_factory.mktemp("failover") / "clusters"
-    env = {**os.environ, "SPREADBUS_HEARTBEAT_SECONDS": "1",
-           "SPREADBUS_CLUSTER_MONITOR_GRACE_SECONDS": "3"}
-    with (data_dir.parent / "up.log").open("w") as log:
-        proc = subprocess.Popen(
-            [SPREADBUS, "up", "--members", ",".join(MEMBERS), "--data-dir", str(data_dir)],
-            stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
-            preexec_fn=die_with_parent())
-    try:
-        wait_until(while_up(proc, (data_dir / "kubeconfig").exists),
-                   what="the clusters to be up", timeout=180, interval=0.2)
-        yield Stack(proc, data_dir)
-    finally:
-        tear_down(proc)
-
-
-def ready(stack: Stack, member: str) -> bool:
-    cluster = stack.get("cluster", member) or {}
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in cluster.get("status", {}).get("conditions", []))
+    with members_stack(tmp_path_factory.mktemp("failover"), MEMBERS,
+                       env=FAST_HEARTBEATS) as running:
+        yield running
 
 
 def scheduled(stack: Stack) -> dict[str, int]:
@@ -232,14 +174,7 @@ BUDGETED = [
      "metadata": {"name": "budgeted", "namespace": "default"},
      "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": n}
                                     for n in (PACED, UNPACED)],
-              "placement": {
-                  "clusterAffinity": {"clusterNames": list(MEMBERS)},
-                  "replicaScheduling": {
-                      "replicaSchedulingType": "Divided",
-                      "replicaDivisionPreference": "Weighted",
-                      "weightPreference": {"staticWeightList": [
-                          {"targetCluster": {"clusterNames": [m]}, "weight": 1}
-                          for m in MEMBERS]}}},
+              "placement": evenly_over(MEMBERS),
               "failover": {"cluster": {"purgeMode": "Directly"}}}},
 ]
 BUDGET_MINIMUM = 3
@@ -348,10 +283,8 @@ def test_within_a_budget_a_failover_and_a_rebalance_keep_enough_replicas_availab
             "member1 untainted")
         # A rebalancer spreads both again: replicas now leave member2.
         sampler.losing = "member2"
-        stack.kubectl("apply", "-f", "-", stdin=yaml.safe_dump({
-            **REBALANCER, "metadata": {"name": "budgeted"},
-            "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": n,
-                                    "namespace": "default"} for n in (PACED, UNPACED)]}}))
+        stack.kubectl("apply", "-f", "-",
+                      stdin=yaml.safe_dump(rebalancer("budgeted", PACED, UNPACED)))
         for name in (PACED, UNPACED):
             stack.until(placed(stack, name, {"member1": 2, "member2": 2}),
                         f"{name} spread over both again")

@@ -12,21 +12,20 @@ spreads the replicas over both again, its status as Karmada's controller writes 
 from __future__ import annotations
 
 import json
-import subprocess
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 import yaml
 
-from spreadbus.runtime.parent_death import die_with_parent
 from tests.fixtures.polling import wait_until
-from tests.propagation.test_a_failed_member_fails_over_and_a_rebalancer_spreads_again import (
-    SPREADBUS,
+from tests.propagation.members_stack import (
     Stack,
+    evenly_over,
+    members_stack,
     ready,
+    rebalancer,
 )
-from tests.stack.test_local_stack import tear_down, while_up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 MEMBERS = ("member1", "member2")
@@ -65,43 +64,18 @@ POLICY = {
     "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
                                     "name": "web"}],
              "propagateDeps": True,
-             "placement": {
-                 "clusterAffinity": {"clusterNames": list(MEMBERS)},
-                 "replicaScheduling": {
-                     "replicaSchedulingType": "Divided",
-                     "replicaDivisionPreference": "Weighted",
-                     "weightPreference": {"staticWeightList": [
-                         {"targetCluster": {"clusterNames": [m]}, "weight": 1}
-                         for m in MEMBERS]}}},
+             "placement": evenly_over(MEMBERS),
              "failover": {"application": {
                  "decisionConditions": {"tolerationSeconds": TOLERATION_SECONDS},
                  "purgeMode": "Gracefully", "gracePeriodSeconds": 120}}}}
-REBALANCER = {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
-              "metadata": {"name": "demo"},
-              "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                      "name": "web", "namespace": "default"}]}}
+REBALANCER = rebalancer("demo", "web")
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    base = tmp_path_factory.mktemp("preemption")
-    data_dir = base / "clusters"
-    chosen = []
-    for member in MEMBERS:
-        path = base / f"{member}.yaml"
-        path.write_text(yaml.safe_dump(topology(member)))
-        chosen.append(f"{member}={path}")
-    with (base / "up.log").open("w") as log:
-        proc = subprocess.Popen(
-            [SPREADBUS, "up", "--members", ",".join(MEMBERS), "--topology", ",".join(chosen),
-             "--data-dir", str(data_dir)],
-            stdout=log, stderr=subprocess.STDOUT, text=True, preexec_fn=die_with_parent())
-    try:
-        wait_until(while_up(proc, (data_dir / "kubeconfig").exists),
-                   what="the clusters to be up", timeout=180, interval=0.2)
-        yield Stack(proc, data_dir)
-    finally:
-        tear_down(proc)
+    with members_stack(tmp_path_factory.mktemp("preemption"), MEMBERS,
+                       topologies={m: topology(m) for m in MEMBERS}) as running:
+        yield running
 
 
 def binding(stack: Stack) -> dict[str, Any]:

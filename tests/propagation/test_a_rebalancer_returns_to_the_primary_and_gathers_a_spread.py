@@ -34,15 +34,15 @@ from typing import Any
 import pytest
 import yaml
 
-from spreadbus.runtime.parent_death import die_with_parent
 from tests.fixtures.polling import wait_until
-from tests.propagation.test_a_failed_member_fails_over_and_a_rebalancer_spreads_again import (
+from tests.propagation.members_stack import (
+    FAST_HEARTBEATS,
     KUBECTL,
-    SPREADBUS,
     Stack,
+    members_stack,
     ready,
+    rebalancer,
 )
-from tests.stack.test_local_stack import tear_down, while_up
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 MEMBERS = ("member1", "member2")
@@ -81,36 +81,12 @@ def policy(name: str, placement: dict[str, Any], **spec: Any) -> dict[str, Any]:
                      "placement": placement, **spec}}
 
 
-def rebalancer(name: str, workload: str) -> dict[str, Any]:
-    return {"apiVersion": "apps.karmada.io/v1alpha1", "kind": "WorkloadRebalancer",
-            "metadata": {"name": name},
-            "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                    "name": workload, "namespace": "default"}]}}
-
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    base = tmp_path_factory.mktemp("rebalance")
-    data_dir = base / "clusters"
-    chosen = []
-    for member, nodes in NODES.items():
-        path = base / f"{member}.yaml"
-        path.write_text(yaml.safe_dump(topology(member, nodes)))
-        chosen.append(f"{member}={path}")
-    env = {**os.environ, "SPREADBUS_HEARTBEAT_SECONDS": "1",
-           "SPREADBUS_CLUSTER_MONITOR_GRACE_SECONDS": "3"}
-    with (base / "up.log").open("w") as log:
-        proc = subprocess.Popen(
-            [SPREADBUS, "up", "--members", ",".join(MEMBERS), "--topology", ",".join(chosen),
-             "--data-dir", str(data_dir)],
-            stdout=log, stderr=subprocess.STDOUT, text=True, env=env,
-            preexec_fn=die_with_parent())
-    try:
-        wait_until(while_up(proc, (data_dir / "kubeconfig").exists),
-                   what="the clusters to be up", timeout=180, interval=0.2)
-        yield Stack(proc, data_dir)
-    finally:
-        tear_down(proc)
+    with members_stack(tmp_path_factory.mktemp("rebalance"), MEMBERS, env=FAST_HEARTBEATS,
+                       topologies={m: topology(m, n) for m, n in NODES.items()}) as running:
+        yield running
 
 
 def clusters_of(binding: dict[str, Any]) -> dict[str, int]:

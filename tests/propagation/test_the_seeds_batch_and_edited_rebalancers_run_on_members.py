@@ -21,7 +21,7 @@ worker takes it.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -29,20 +29,21 @@ import yaml
 
 from spreadbus.features.propagation.core.claim import CPP_NAME
 from tests.examples.manifests import EXAMPLES, objects
-from tests.propagation.test_a_failed_member_fails_over_and_a_rebalancer_spreads_again import (
-    MEMBERS,
-    Stack,
-    ready,
-    stack,
-)
+from tests.propagation.members_stack import Stack, members_stack, ready
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
-__all__ = ["stack"]  # the module-scoped stack fixture
+MEMBERS = ("member1", "member2")
 BATCH = objects(EXAMPLES / "propagation" / "batch.yaml")
 EDITED = objects(EXAMPLES / "propagation" / "edited-rebalancer.yaml")
 RBAC = "rbac.authorization.k8s.io/v1"
 BINDINGS = (("rb", "demo-deploy-deployment"), ("rb", "demo-config-configmap"),
             ("clusterresourcebinding", "demo-role-clusterrole"))
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+    with members_stack(tmp_path_factory.mktemp("rebalancers"), MEMBERS) as running:
+        yield running
 
 
 def applied(stack: Stack, docs: list[dict[str, Any]]) -> None:
