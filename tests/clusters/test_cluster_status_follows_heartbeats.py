@@ -186,3 +186,46 @@ async def test_only_the_shard_owning_cluster_scoped_objects_keeps_the_clusters()
     assert len(deciding) == 1
     assert [s.stream for s in deciding[0].streams] == ["KV_spreadbus-cluster-heartbeats"]
     assert [type(r).__name__ for r in deciding[0].rules] == ["ClusterStatusRule"]
+
+
+def _pod(name: str, cpu: str) -> dict[str, Any]:
+    return {**POD, "metadata": {"name": name, "namespace": "default"},
+            "spec": {**POD["spec"], "containers": [{"name": "c", "resources": {
+                "requests": {"cpu": cpu}}}]}}
+
+
+def _fold_pod(view: KubeProjection, seq: int, pod: dict[str, Any], event: str = "ADDED") -> None:
+    observed = Observation(cluster="member1", group="", version="v1", resource="pods",
+                           event=event, object=pod)
+    view.fold(seq, subjects.observation("member1", "", "pods", "default", pod["metadata"]["name"]),
+              codec.encode(observed))
+
+
+def test_the_resource_summary_follows_each_pods_latest_observation() -> None:
+    """The rule keeps each pod's request between heartbeats; a pod observed again with another
+    request, and a pod deleted, count as they are now on the next heartbeat."""
+    view = KubeProjection()
+    _fold(view, 1, None)
+    _fold(view, 2, cluster())
+    _fold(view, 3, None, cluster_name="member1", group="", resource="nodes")
+    _fold(view, 4, None, cluster_name="member1", group="", resource="pods")
+    _fold(view, 5, NODE, cluster_name="member1", group="", resource="nodes")
+    _fold_pod(view, 6, _pod("a", "100m"))
+    _fold_pod(view, 7, _pod("b", "200m"))
+    heartbeats = Heartbeats()
+    rule = ClusterStatusRule("host", heartbeats, grace_period=GRACE)
+    beat_key = (side_resource_key("member1", HEARTBEATS_RESOURCE), "member1")
+
+    def allocated(seq: int, at: float) -> dict[str, str]:
+        heartbeats.apply(seq, heartbeat_subject("member1"), encode(beat(at)))
+        wants = rule.desired(view, view.take_changed() | {beat_key}, CREATED + at)
+        status = wants[0].patch["status"]
+        _fold(view, 100 + seq, cluster(status))
+        summary: dict[str, str] = status["resourceSummary"]["allocated"]
+        return summary
+
+    assert allocated(1, 5) == {"cpu": "300m", "pods": "2"}
+    _fold_pod(view, 8, _pod("b", "1"), event="MODIFIED")
+    assert allocated(2, 6) == {"cpu": "1100m", "pods": "2"}
+    _fold_pod(view, 9, _pod("a", "100m"), event="DELETED")
+    assert allocated(3, 7) == {"cpu": "1", "pods": "1"}

@@ -28,6 +28,7 @@ from spreadbus.clusterregistry.cluster_health import (
     scheduling_taints,
 )
 from spreadbus.clusterregistry.heartbeat import Heartbeat
+from spreadbus.clusterregistry.resource_summary import PodRequest
 
 Obj = Mapping[str, Any]
 JSON = dict[str, Any]
@@ -37,11 +38,12 @@ _SUMMARIES = ("nodeSummary", "resourceSummary")
 @dataclass(frozen=True)
 class MemberInputs:
     """What the control plane holds of a member: its latest heartbeat and, once listed, its
-    nodes and pods (``None`` while either is not listed completely)."""
+    nodes and pods, each pod as it is or as its request (``None`` while either is not listed
+    completely)."""
 
     heartbeat: Heartbeat | None
     nodes: Sequence[Obj] | None = None
-    pods: Sequence[Obj] | None = None
+    pods: Sequence[Obj | PodRequest] | None = None
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,11 @@ from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.clusterregistry.cluster_health import MONITOR_GRACE_PERIOD, STARTUP_GRACE_PERIOD
 from spreadbus.clusterregistry.heartbeat import Heartbeat, decode, member_of
 from spreadbus.clusterregistry.registry import KARMADA_CLUSTER
+from spreadbus.clusterregistry.resource_summary import PodRequest, pod_request
 from spreadbus.features.clusters.core.status import MemberInputs, cluster_state, next_look
 from spreadbus.projection.kube_state import (
     KubeProjection,
+    decode_object,
     object_key,
     resource_key,
     side_resource_key,
@@ -71,6 +73,8 @@ class ClusterStatusRule:
         self.rk_clusters = resource_key(home, CLUSTERS.group, CLUSTERS.resource)
         self._wakes = WakeSchedule()
         """Cluster object key -> when its member's heartbeat goes stale."""
+        self._requests: dict[str, dict[str, tuple[int, PodRequest]]] = {}
+        """Member -> pod key -> (the observation's stream position, its request)."""
 
     def due(self, now: float) -> set[tuple[str, str]]:
         return {(self.rk_clusters, okey) for okey in self._wakes.due(now)}
@@ -98,7 +102,7 @@ class ClusterStatusRule:
         meta = as_map(cluster.get("metadata"))
         name = as_str(meta.get("name"))
         beat = self.heartbeats.latest.get(name)
-        inputs = MemberInputs(beat, self._listed(view, name, NODES), self._listed(view, name, PODS))
+        inputs = MemberInputs(beat, self._listed(view, name, NODES), self._pod_requests(view, name))
         state = cluster_state(cluster, inputs, now, grace_period=self.grace_period,
                               startup_grace_period=self.startup_grace_period)
         look = next_look(cluster, beat, grace_period=self.grace_period,
@@ -127,4 +131,20 @@ class ClusterStatusRule:
     def _listed(view: KubeProjection, member: str, ref: tuple[str, str]) -> list[Any] | None:
         if not view.synced(member, *ref):
             return None
-        return [obj for _, obj in view.iter_decoded(member, *ref)]
+        rkey = resource_key(member, *ref)
+        return [view.decoded(rkey, okey) for okey in view.objects(member, *ref)]
+
+    def _pod_requests(self, view: KubeProjection, member: str) -> list[PodRequest] | None:
+        """The member's pods' requests, in the projection's order; a pod is decoded and its
+        quantities parsed once per observation, not on every heartbeat."""
+        if not view.synced(member, *PODS):
+            return None
+        known = self._requests.get(member, {})
+        fresh: dict[str, tuple[int, PodRequest]] = {}
+        for okey, stored in view.objects(member, *PODS).items():
+            kept = known.get(okey)
+            if kept is None or kept[0] != stored.seq:
+                kept = (stored.seq, pod_request(decode_object(stored)))
+            fresh[okey] = kept
+        self._requests[member] = fresh
+        return [request for _, request in fresh.values()]
