@@ -5,7 +5,7 @@ Ready says, and the same answer when the same inputs are looked at again."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -189,12 +189,14 @@ async def test_only_the_shard_owning_cluster_scoped_objects_keeps_the_clusters()
 
 
 def _pod(name: str, cpu: str) -> dict[str, Any]:
-    return {**POD, "metadata": {"name": name, "namespace": "default"},
-            "spec": {**POD["spec"], "containers": [{"name": "c", "resources": {
-                "requests": {"cpu": cpu}}}]}}
+    return {"metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {
+                "requests": {"cpu": cpu}}}]},
+            "status": {"phase": "Running"}}
 
 
-def _fold_pod(view: KubeProjection, seq: int, pod: dict[str, Any], event: str = "ADDED") -> None:
+def _fold_pod(view: KubeProjection, seq: int, pod: dict[str, Any],
+              event: Literal["ADDED", "MODIFIED", "DELETED"] = "ADDED") -> None:
     observed = Observation(cluster="member1", group="", version="v1", resource="pods",
                            event=event, object=pod)
     view.fold(seq, subjects.observation("member1", "", "pods", "default", pod["metadata"]["name"]),
