@@ -231,3 +231,72 @@ def test_the_resource_summary_follows_each_pods_latest_observation() -> None:
     assert allocated(2, 6) == {"cpu": "1100m", "pods": "2"}
     _fold_pod(view, 9, _pod("a", "100m"), event="DELETED")
     assert allocated(3, 7) == {"cpu": "1", "pods": "1"}
+
+
+class _Member:
+    """The rule over one registered member, each status it plans written back as the actuator
+    would, and the heartbeats folded as the bucket's stream brings them."""
+
+    def __init__(self, **thresholds: timedelta) -> None:
+        self.view = KubeProjection()
+        _fold(self.view, 1, None)
+        _fold(self.view, 2, cluster())
+        self.heartbeats = Heartbeats()
+        self.rule = ClusterStatusRule("host", self.heartbeats, grace_period=GRACE, **thresholds)
+        self.seq = 10
+        self.status: dict[str, Any] = {}
+        self.taints: list[dict[str, Any]] = []
+
+    def look(self, at: float, changed: set[tuple[str, str]]) -> str | None:
+        for want in self.rule.desired(self.view, self.view.take_changed() | changed,
+                                      CREATED + at):
+            if want.verb == "patch_status":
+                self.status = want.patch["status"]
+            else:
+                self.taints = want.patch["spec"]["taints"]
+            self.seq += 1
+            _fold(self.view, self.seq, cluster(self.status, self.taints))
+        condition = find_condition(self.status.get("conditions"))
+        return None if condition is None else str(condition["status"])
+
+    def beat(self, at: float, health: str = "Healthy") -> str | None:
+        """Ready after a heartbeat of ``health`` at ``at``."""
+        self.seq += 1
+        self.heartbeats.apply(self.seq, heartbeat_subject("member1"), encode(beat(at, health)))
+        return self.look(at, {(side_resource_key("member1", HEARTBEATS_RESOURCE), "member1")})
+
+
+def test_flapping_heartbeats_leave_ready_as_it_was() -> None:
+    """As karmada-agent's condition cache: heartbeats toggling between healthy and not within the
+    thresholds (30 s) never turn Ready over, in either direction."""
+    member = _Member()
+    assert member.beat(5) == "True"
+    for at in range(6, 60, 2):
+        assert member.beat(at, "Unhealthy") == "True", at
+        assert member.beat(at + 1) == "True", at + 1
+    assert taint_keys(member.taints) == []
+
+
+def test_a_lasting_change_counts_once_it_has_held_for_its_threshold() -> None:
+    member = _Member(failure_threshold=timedelta(seconds=30),
+                     success_threshold=timedelta(seconds=20))
+    assert member.beat(5) == "True"
+    # Unhealthy from 10 on: held back until 10 + 30, counted from the first such heartbeat.
+    assert [member.beat(at, "Unreachable") for at in (10, 20, 39)] == ["True"] * 3
+    assert member.beat(40, "Unreachable") == "False"
+    assert taint_keys(member.taints) == ["cluster.karmada.io/not-ready"]
+    # Healthy again from 50 on: held back until 50 + 20.
+    assert [member.beat(at) for at in (50, 60, 69)] == ["False"] * 3
+    assert member.beat(70) == "True"
+    assert taint_keys(member.taints) == []
+
+
+def test_a_member_silent_past_the_grace_period_turns_unknown_and_back_at_once() -> None:
+    """No heartbeat is no report: the grace period alone turns Ready Unknown, and the member's
+    next healthy heartbeat (its agent saw it healthy all along) turns it True again at once."""
+    member = _Member()
+    assert member.beat(5) == "True"
+    wake = member.rule.next_wake()
+    assert wake is not None
+    assert member.look(wake - CREATED, member.rule.due(wake)) == "Unknown"
+    assert member.beat(100) == "True"

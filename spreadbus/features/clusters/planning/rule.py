@@ -5,7 +5,10 @@ pods, its NoSchedule taints from its Ready condition (:mod:`..core.status`).
 The Cluster objects are the planner's own cluster's (the host's); the heartbeats come from the
 bucket's stream (keys of :data:`HEARTBEATS_RESOURCE` in ``changed``, one per member); a Cluster is
 looked at again when its member's heartbeat would go stale, without any new event. The status is
-written whole at the pace of the heartbeats, not on every pod change of the member.
+written whole at the pace of the heartbeats, not on every pod change of the member. A heartbeat
+moving Ready between True and not True counts once the move has held for its threshold
+(``--cluster-success-threshold-seconds``, ``--cluster-failure-threshold-seconds``), as
+karmada-agent's condition cache has it.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from typing import Any, Final
 
 from events.messages import ObjectRef, ResourceRef
 from kubesemantics.lenient_json import as_map, as_str
-from spreadbus.clusterregistry.cluster_health import MONITOR_GRACE_PERIOD, STARTUP_GRACE_PERIOD
+from spreadbus.clusterregistry.cluster_health import (
+    FAILURE_THRESHOLD,
+    MONITOR_GRACE_PERIOD,
+    STARTUP_GRACE_PERIOD,
+    SUCCESS_THRESHOLD,
+    FlapGuard,
+)
 from spreadbus.clusterregistry.heartbeat import Heartbeat, decode, member_of
 from spreadbus.clusterregistry.registry import KARMADA_CLUSTER
 from spreadbus.clusterregistry.resource_summary import PodRequest, pod_request
@@ -64,11 +73,18 @@ class ClusterStatusRule:
 
     def __init__(self, home: str, heartbeats: Heartbeats, *,
                  grace_period: timedelta = MONITOR_GRACE_PERIOD,
-                 startup_grace_period: timedelta = STARTUP_GRACE_PERIOD) -> None:
+                 startup_grace_period: timedelta = STARTUP_GRACE_PERIOD,
+                 success_threshold: timedelta = SUCCESS_THRESHOLD,
+                 failure_threshold: timedelta = FAILURE_THRESHOLD) -> None:
         self.home = home
         self.heartbeats = heartbeats
         self.grace_period = grace_period
         self.startup_grace_period = startup_grace_period
+        self.success_threshold = success_threshold
+        self.failure_threshold = failure_threshold
+        self._guards: dict[str, FlapGuard] = {}
+        """Member -> the Ready status its heartbeats last reported, and since when: Karmada's
+        condition cache, in memory as there (a new planner starts as a member just joined)."""
         self.resources: tuple[ResourceRef, ...] = (CLUSTERS,)
         self.rk_clusters = resource_key(home, CLUSTERS.group, CLUSTERS.resource)
         self._wakes = WakeSchedule()
@@ -102,9 +118,14 @@ class ClusterStatusRule:
         meta = as_map(cluster.get("metadata"))
         name = as_str(meta.get("name"))
         beat = self.heartbeats.latest.get(name)
-        inputs = MemberInputs(beat, self._listed(view, name, NODES), self._pod_requests(view, name))
+        inputs = MemberInputs(beat, self._listed(view, name, NODES), self._pod_requests(view, name),
+                              guard=self._guards.get(name))
         state = cluster_state(cluster, inputs, now, grace_period=self.grace_period,
-                              startup_grace_period=self.startup_grace_period)
+                              startup_grace_period=self.startup_grace_period,
+                              success_threshold=self.success_threshold,
+                              failure_threshold=self.failure_threshold)
+        if state.guard is not None:
+            self._guards[name] = state.guard
         look = next_look(cluster, beat, grace_period=self.grace_period,
                          startup_grace_period=self.startup_grace_period)
         if look is not None and look > now:
