@@ -76,6 +76,12 @@ class MemberService:
         return self.service.start()
 
 
+def reviews(webhook: ServiceProcess) -> float:
+    """AdmissionReviews the webhook answered, by its metrics."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in webhook.metrics().splitlines()
+               if line.startswith("spreadbus_webhook_admission_duration_seconds_count"))
+
+
 def allocation(replicas: int) -> dict[str, int]:
     m1 = min(M1_MAX, replicas)
     return {"m1": m1, "m2": replicas - m1}
@@ -96,6 +102,7 @@ def test_a_member_agent_under_kills_of_its_services_its_leaf_and_the_hub_converg
             two_cluster_united("cut", 4, adaptive=False, m1_max=M1_MAX)))
         wait(lambda: placement(stack) == {"member1": 3, "member2": 1},
              what="3 pods in member1, 1 in member2", timeout=120)
+        assert reviews(member2.webhook) > 0, "member2's pods are admitted through its webhook"
         victims: list[Crashable] = [
             *(MemberService(m.name, s) for m in (member1, member2)
               for s in (m.watcher, m.actuator, m.webhook) if s is not None),
