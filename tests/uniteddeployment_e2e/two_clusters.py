@@ -73,6 +73,10 @@ def subset_replicas(stack: MemberClusters) -> dict[str, int]:
     return dict(status.get("subsetReplicas") or {})
 
 
+MEMBER1_KUBE = "kube.*.member1.>"
+MEMBER1_OUTCOMES = "outcome.member1.>"
+
+
 def copies_differ(stack: MemberClusters, member: str = "member1") -> list[str]:
     """Where the hub's copies of the member's observations and outcomes differ from the
     member's streams; empty when they are the same. ``OUTCOMES`` must match message for message,
