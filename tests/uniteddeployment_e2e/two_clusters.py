@@ -95,6 +95,9 @@ def copies_differ(stack: MemberClusters, member: str = "member1") -> list[str]:
             problems.append(f"{stream}: {len(mine)} in {member}, {len(copied)} at the hub; "
                             f"only in {member} {only_member[:5]}, only at the hub "
                             f"{only_hub[:5]}")
+            if not only_member and not only_hub:  # the same messages in another order
+                problems.append(f"{stream} in {member}: {[m[::2] for m in mine]}; at the hub: "
+                                f"{[m[::2] for m in copied]}")
         elif mine != copied:
             say(f"{stream}: the hub holds {member}'s {len(mine)} messages in another order")
     return problems
