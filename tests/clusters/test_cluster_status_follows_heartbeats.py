@@ -300,3 +300,24 @@ def test_a_member_silent_past_the_grace_period_turns_unknown_and_back_at_once() 
     assert wake is not None
     assert member.look(wake - CREATED, member.rule.due(wake)) == "Unknown"
     assert member.beat(100) == "True"
+
+
+def test_a_member_registered_again_starts_as_one_just_joined() -> None:
+    """As Karmada drops a deleted cluster from its condition cache: an Unhealthy heartbeat held
+    back before the Cluster was deleted holds nothing back once it is registered again."""
+    member = _Member()
+    assert member.beat(5) == "True"
+    assert member.beat(6, "Unhealthy") == "True"  # held back
+    member.seq += 1
+    deleted = Observation(cluster="host", group="cluster.karmada.io", version="v1alpha1",
+                          resource="clusters", event="DELETED", object=cluster())
+    member.view.fold(member.seq, subjects.observation("host", "cluster.karmada.io", "clusters",
+                                                      "", "member1"), codec.encode(deleted))
+    member.look(7, set())
+    member.status, member.taints = {}, []
+    member.seq += 1
+    _fold(member.view, member.seq, cluster())
+    assert member.beat(8) == "True"
+    # Unhealthy from 9 on is held back for the threshold from 9, not from 6.
+    assert [member.beat(at, "Unhealthy") for at in (9, 37)] == ["True", "True"]
+    assert member.beat(39, "Unhealthy") == "False"

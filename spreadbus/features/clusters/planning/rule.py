@@ -111,6 +111,10 @@ class ClusterStatusRule:
             cluster = view.decoded(self.rk_clusters, okey)
             if cluster is not None:
                 out.extend(self._cluster(view, cluster, okey, now))
+            else:  # unregistered: one that registers again starts as a member just joined
+                for member in [m for m in self._guards if object_key("", m) == okey]:
+                    del self._guards[member]
+                    self._requests.pop(member, None)
         return out
 
     def _cluster(self, view: KubeProjection, cluster: dict[str, Any], okey: str,
