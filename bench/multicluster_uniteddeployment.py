@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
                     apply(rig.host.kubeconfig, united(name, args.replicas, members))
                     took = wait(f"UnitedDeployment {name} Ready", lambda name=name: (
                         ready_replicas(rig.host.kubeconfig, "uniteddeployments.apps.kruise.io",
-                                       name) >= args.replicas), interval=0.2) - started
+                                       name) >= args.replicas)) - started
                     times[delay].append(took)
                     print(f"UnitedDeployment {name} over {', '.join(members)} "
                           f"(member1's link +{delay * 1000:.0f} ms each way): Ready in "

@@ -64,6 +64,8 @@ def unescape(token: str) -> str:
     """Inverse of :func:`escape`; raises :class:`SubjectError` on a token escape never makes."""
     if token == _EMPTY:
         return ""
+    if _PLAIN_TOKEN.fullmatch(token):  # most names: escape left them as they are
+        return token
     if not token or not token.isascii():
         raise SubjectError(f"not an escaped token: {token!r}")
     data = token.encode("ascii")

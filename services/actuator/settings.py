@@ -38,5 +38,7 @@ class ActuatorSettings(FeatureServiceSettings):
     refused, and host governors are read in this cluster."""
     host_kube_context: str = ""
     """Context of ``--host-kubeconfig`` to use; empty: its current context."""
-    host_cluster: str = "host"
-    """The host's cluster name, as plans name a governor's cluster."""
+    host_cluster: str = "local"
+    """The host's cluster name (its services' ``--cluster``), as plans name a governor's
+    cluster; the default is every service's default ``--cluster``, the host's of ``spreadbus up
+    --members``."""

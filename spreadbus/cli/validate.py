@@ -24,6 +24,11 @@ not the object is allowed. For several, each text line starts with the object's
 does): ``allowed``, or ``denied:`` and one error; ``-o json`` prints ``{"allowed", "results":
 [...]}``, each result that object's answer with its ``apiVersion``, ``kind``, ``namespace`` and
 ``name``.
+
+``--uniteddeployment-control-plane true`` answers as the webhook of a multi-cluster host does
+(the planner's and webhook's flag of that name): the host runs no workloads, so a
+UnitedDeployment subset without a ``targetCluster`` is refused. A ``targetCluster`` is judged
+either way, against the cluster registry's objects in FILE.
 """
 
 from __future__ import annotations
@@ -55,14 +60,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="text or json (default: %(default)s)")
     parser.add_argument("--crds", type=Path, default=crd_schemas.DEFAULT_DIR,
                         help="the CRDs whose schemas name the known fields (default: %(default)s)")
+    parser.add_argument("--uniteddeployment-control-plane", choices=("true", "false"),
+                        default="false",
+                        help="validate as the webhook of a multi-cluster host run so does: its "
+                        "cluster runs no workloads, so every UnitedDeployment subset must name "
+                        "its targetCluster (default: %(default)s)")
 
 
 def _group_kind(obj: dict[str, Any]) -> tuple[str, str]:
     return (api_group(str(obj.get("apiVersion") or "")), str(obj.get("kind") or ""))
 
 
-def _validators() -> dict[tuple[str, str], Validator]:
-    return {kind: v for feature in BUILTIN for kind, v in feature.validators.items()}
+def _validators(control_plane: bool = False) -> dict[tuple[str, str], Validator]:
+    return {kind: (feature.control_plane_validators.get(kind, v) if control_plane else v)
+            for feature in BUILTIN for kind, v in feature.validators.items()}
 
 
 def _unknown_field_errors(
@@ -122,7 +133,7 @@ class _Result(NamedTuple):
 
 
 def run(args: argparse.Namespace) -> int:
-    validators = _validators()
+    validators = _validators(args.uniteddeployment_control_plane == "true")
     kinds = " or ".join(kind for _, kind in validators)
     try:
         objects = read_objects(args.filename)

@@ -36,7 +36,7 @@ from enum import Enum
 from typing import Any, Final
 
 from kubesemantics.lenient_json import as_map, as_str
-from spreadbus.clusterregistry.resource_summary import node_summary, resource_summary
+from spreadbus.clusterregistry.resource_summary import PodRequest, node_summary, resource_summary
 
 Obj = Mapping[str, Any]
 JSON = dict[str, Any]
@@ -161,7 +161,7 @@ class MemberReport:
     health: ApiServerHealth
     kubernetes_version: str = ""
     nodes: Sequence[Obj] = ()
-    pods: Sequence[Obj] = ()
+    pods: Sequence[Obj | PodRequest] = ()
 
 
 def reported_status(status: Obj, report: MemberReport, guard: FlapGuard | None, now: datetime, *,

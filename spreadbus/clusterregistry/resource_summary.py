@@ -21,6 +21,7 @@ A total of zero is left out, and a list left empty is absent, as Karmada writes 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,12 +33,15 @@ from kubesemantics.qualified_names import is_qualified_name
 from kubesemantics.quantity import QuantityError, parse_quantity
 from kubesemantics.quantity_format import (
     QuantityFormat,
+    canonical,
+    format_of,
     milli_quantity,
-    sum_quantities,
     whole_quantity,
 )
 
 Obj = Mapping[str, Any]
+Units = tuple[tuple[str, int], ...]
+"""Resource names that count, each with its units (millicores for cpu, else whole units)."""
 
 CPU: Final = "cpu"
 MEMORY: Final = "memory"
@@ -60,6 +64,17 @@ def is_scalar_resource(name: str) -> bool:
             or name.startswith(_ATTACHABLE_VOLUMES))
 
 
+@functools.lru_cache(maxsize=4096)
+def _parsed_text(text: str) -> Fraction:
+    return parse_quantity(text)
+
+
+def _parsed(quantity: object) -> Fraction:
+    """A quantity's value; a text is parsed once: a member's nodes and pods repeat a few (``4``,
+    ``8Gi``, ``100m``) thousands of times, and its summary is written on every heartbeat."""
+    return _parsed_text(quantity) if isinstance(quantity, str) else parse_quantity(quantity)
+
+
 def _ceil(value: Fraction) -> int:
     return math.ceil(value)
 
@@ -75,8 +90,15 @@ class _Resource:
     scalars: dict[str, int] = field(default_factory=dict)
 
     def _value(self, name: str) -> int:
-        return {CPU: self.milli_cpu, MEMORY: self.memory, EPHEMERAL_STORAGE: self.ephemeral_storage,
-                PODS: self.pods}.get(name, self.scalars.get(name, 0))
+        if name == CPU:
+            return self.milli_cpu
+        if name == MEMORY:
+            return self.memory
+        if name == EPHEMERAL_STORAGE:
+            return self.ephemeral_storage
+        if name == PODS:
+            return self.pods
+        return self.scalars.get(name, 0)
 
     def _set(self, name: str, value: int) -> None:
         if name == CPU:
@@ -97,30 +119,32 @@ class _Resource:
         if name not in (CPU, MEMORY, EPHEMERAL_STORAGE, PODS) and not is_scalar_resource(name):
             return None
         try:
-            value = parse_quantity(quantity)
+            value = _parsed(quantity)
         except QuantityError:
             return None
         return _ceil(value * 1000) if name == CPU else _ceil(value)
 
-    def add(self, resources: object) -> None:
-        for name, quantity in as_map(resources).items():
-            units = self._units(str(name), quantity)
-            if units is not None:
-                self._set(str(name), self._value(str(name)) + units)
+    @classmethod
+    def units_of(cls, resources: object) -> Units:
+        """The names that count and their units, in the list's order."""
+        return tuple((str(name), units) for name, quantity in as_map(resources).items()
+                     if (units := cls._units(str(name), quantity)) is not None)
 
-    def raise_to(self, resources: object) -> None:
-        for name, quantity in as_map(resources).items():
-            units = self._units(str(name), quantity)
-            if units is not None and units > self._value(str(name)):
-                self._set(str(name), units)
+    def add(self, units: Units) -> None:
+        for name, value in units:
+            self._set(name, self._value(name) + value)
 
-    def add_pod_request(self, pod_spec: Obj) -> None:
-        for container in _containers(pod_spec, "containers"):
-            self.add(as_map(container.get("resources")).get("requests"))
-        for container in _containers(pod_spec, "initContainers"):
-            self.raise_to(as_map(container.get("resources")).get("requests"))
-        if pod_spec.get("overhead") is not None:
-            self.add(pod_spec.get("overhead"))
+    def raise_to(self, units: Units) -> None:
+        for name, value in units:
+            if value > self._value(name):
+                self._set(name, value)
+
+    def add_pod_request(self, request: PodRequest) -> None:
+        for container in request.containers:
+            self.add(container)
+        for container in request.init_containers:
+            self.raise_to(container)
+        self.add(request.overhead)
 
     def resource_list(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -146,46 +170,81 @@ def _containers(pod_spec: Obj, key: str) -> list[Obj]:
     return [as_map(c) for c in value] if isinstance(value, list) else []
 
 
+@dataclass(frozen=True)
+class PodRequest:
+    """What one pod counts for in the summary, its quantities parsed: a member's summary is
+    written on every heartbeat from all its pods, and a pod's request does not change between
+    two of its observations, so a caller may keep this per observation and parse each once.
+    The units stay per container, as Karmada adds and raises them one by one."""
+
+    bound: bool
+    """A node is named for it."""
+    finished: bool
+    """Succeeded or Failed."""
+    containers: tuple[Units, ...] = ()
+    init_containers: tuple[Units, ...] = ()
+    overhead: Units = ()
+
+
+def _requests_of(pod_spec: Obj, key: str) -> tuple[Units, ...]:
+    return tuple(_Resource.units_of(as_map(c.get("resources")).get("requests"))
+                 for c in _containers(pod_spec, key))
+
+
+def pod_request(pod: Obj) -> PodRequest:
+    spec = as_map(pod.get("spec"))
+    return PodRequest(
+        bound=bool(as_str(spec.get("nodeName"))),
+        finished=as_str(as_map(pod.get("status")).get("phase")) in _FINISHED,
+        containers=_requests_of(spec, "containers"),
+        init_containers=_requests_of(spec, "initContainers"),
+        overhead=_Resource.units_of(spec.get("overhead")))
+
+
+def _request(pod: Obj | PodRequest) -> PodRequest:
+    return pod if isinstance(pod, PodRequest) else pod_request(pod)
+
+
 def allocatable(nodes: Iterable[Obj]) -> dict[str, str]:
     """Every node's allocatable summed per resource name (a value that does not parse is
-    skipped)."""
-    terms: dict[str, list[object]] = {}
+    skipped), each sum in the format of its first term, as ``Quantity.Add`` leaves it."""
+    terms: dict[str, tuple[Fraction, object]] = {}
     for node in nodes:
         for name, quantity in as_map(as_map(node.get("status")).get("allocatable")).items():
             try:
-                parse_quantity(quantity)
+                value = _parsed(quantity)
             except QuantityError:
                 continue
-            terms.setdefault(str(name), []).append(quantity)
-    return {name: sum_quantities(values) for name, values in sorted(terms.items())}
+            total, first = terms.get(str(name), (Fraction(0), quantity))
+            terms[str(name)] = (total + value, first)
+    return {name: canonical(total, format_of(first))
+            for name, (total, first) in sorted(terms.items())}
 
 
-def _requested(pods: Iterable[Obj]) -> dict[str, str]:
+def _requested(requests: Iterable[PodRequest]) -> dict[str, str]:
     total, count = _Resource(), 0
-    for pod in pods:
-        total.add_pod_request(as_map(pod.get("spec")))
+    for request in requests:
+        total.add_pod_request(request)
         count += 1
     total.pods += count
     return total.resource_list()
 
 
-def allocating(pods: Iterable[Obj]) -> dict[str, str]:
-    """What pods no node is named for request."""
-    return _requested(p for p in pods if not as_str(as_map(p.get("spec")).get("nodeName")))
+def allocating(pods: Iterable[Obj | PodRequest]) -> dict[str, str]:
+    """What pods no node is named for request (each a pod, or its :func:`pod_request`)."""
+    return _requested(r for r in map(_request, pods) if not r.bound)
 
 
-def allocated(pods: Iterable[Obj]) -> dict[str, str]:
+def allocated(pods: Iterable[Obj | PodRequest]) -> dict[str, str]:
     """What pods bound to a node, and not finished, request."""
-    return _requested(
-        p for p in pods
-        if as_str(as_map(p.get("spec")).get("nodeName"))
-        and as_str(as_map(p.get("status")).get("phase")) not in _FINISHED
-    )
+    return _requested(r for r in map(_request, pods) if r.bound and not r.finished)
 
 
-def resource_summary(nodes: Iterable[Obj], pods: Iterable[Obj]) -> dict[str, dict[str, str]]:
-    """``status.resourceSummary`` with its empty lists left out."""
-    pod_list = list(pods)
+def resource_summary(nodes: Iterable[Obj],
+                     pods: Iterable[Obj | PodRequest]) -> dict[str, dict[str, str]]:
+    """``status.resourceSummary`` with its empty lists left out; each pod may be given as its
+    :func:`pod_request`."""
+    pod_list = [_request(p) for p in pods]
     parts = {"allocatable": allocatable(nodes), "allocating": allocating(pod_list),
              "allocated": allocated(pod_list)}
     return {key: value for key, value in parts.items() if value}
@@ -204,5 +263,5 @@ def node_summary(nodes: Iterable[Obj]) -> dict[str, int]:
     return {key: value for key, value in counts.items() if value}
 
 
-__all__ = ["allocatable", "allocated", "allocating", "is_scalar_resource",
-           "node_summary", "resource_summary"]
+__all__ = ["PodRequest", "allocatable", "allocated", "allocating", "is_scalar_resource",
+           "node_summary", "pod_request", "resource_summary"]

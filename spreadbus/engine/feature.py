@@ -214,6 +214,10 @@ class Feature(Generic[FS]):
     validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)
     """(API group, kind) -> validation of an object of that kind; ``context`` is every other
     object of the input."""
+    control_plane_validators: Mapping[tuple[str, str], Validator] = field(default_factory=dict)
+    """The same where the objects' cluster is a multi-cluster host's control plane, which runs
+    no workloads (``spreadbus validate --uniteddeployment-control-plane true``, as the host's
+    webhook is run); a kind not here is validated as anywhere."""
     offline_admit: Admit | None = None
     """What ``spreadbus admit`` answers for a pod's CREATE, UPDATE, DELETE or EVICT."""
     offline_plan: Callable[[Sequence[dict[str, Any]], datetime], OfflinePlan] | None = None

@@ -5,7 +5,7 @@ Ready says, and the same answer when the same inputs are looked at again."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 
@@ -248,3 +248,141 @@ def test_a_summary_part_that_empties_is_removed_from_the_written_status() -> Non
     # Written back, the same inputs ask for nothing more.
     _fold(view, seq + 10, after)
     assert rule.desired(view, view.take_changed() | {beat_key}, CREATED + 7) == []
+
+
+def _running_pod(name: str, cpu: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "namespace": "default"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "resources": {
+                "requests": {"cpu": cpu}}}]},
+            "status": {"phase": "Running"}}
+
+
+def _fold_pod(view: KubeProjection, seq: int, pod: dict[str, Any],
+              event: Literal["ADDED", "MODIFIED", "DELETED"] = "ADDED") -> None:
+    observed = Observation(cluster="member1", group="", version="v1", resource="pods",
+                           event=event, object=pod)
+    view.fold(seq, subjects.observation("member1", "", "pods", "default", pod["metadata"]["name"]),
+              codec.encode(observed))
+
+
+def test_the_resource_summary_follows_each_pods_latest_observation() -> None:
+    """The rule keeps each pod's request between heartbeats; a pod observed again with another
+    request, and a pod deleted, count as they are now on the next heartbeat."""
+    view = KubeProjection()
+    _fold(view, 1, None)
+    _fold(view, 2, cluster())
+    _fold(view, 3, None, cluster_name="member1", group="", resource="nodes")
+    _fold(view, 4, None, cluster_name="member1", group="", resource="pods")
+    _fold(view, 5, NODE, cluster_name="member1", group="", resource="nodes")
+    _fold_pod(view, 6, _running_pod("a", "100m"))
+    _fold_pod(view, 7, _running_pod("b", "200m"))
+    heartbeats = Heartbeats()
+    rule = ClusterStatusRule("host", heartbeats, grace_period=GRACE)
+    beat_key = (side_resource_key("member1", HEARTBEATS_RESOURCE), "member1")
+
+    held = cluster()
+
+    def allocated(seq: int, at: float) -> dict[str, str]:
+        nonlocal held
+        heartbeats.apply(seq, heartbeat_subject("member1"), encode(beat(at)))
+        wants = rule.desired(view, view.take_changed() | {beat_key}, CREATED + at)
+        held = merge_patch.apply(held, wants[0].patch)  # the patch is a difference from held
+        _fold(view, 100 + seq, held)
+        summary: dict[str, str] = held["status"]["resourceSummary"]["allocated"]
+        return summary
+
+    assert allocated(1, 5) == {"cpu": "300m", "pods": "2"}
+    _fold_pod(view, 8, _running_pod("b", "1"), event="MODIFIED")
+    assert allocated(2, 6) == {"cpu": "1100m", "pods": "2"}
+    _fold_pod(view, 9, _running_pod("a", "100m"), event="DELETED")
+    assert allocated(3, 7) == {"cpu": "1", "pods": "1"}
+
+
+class _Member:
+    """The rule over one registered member, each status it plans written back as the actuator
+    would, and the heartbeats folded as the bucket's stream brings them."""
+
+    def __init__(self, **thresholds: timedelta) -> None:
+        self.view = KubeProjection()
+        _fold(self.view, 1, None)
+        _fold(self.view, 2, cluster())
+        self.heartbeats = Heartbeats()
+        self.rule = ClusterStatusRule("host", self.heartbeats, grace_period=GRACE, **thresholds)
+        self.seq = 10
+        self.status: dict[str, Any] = {}
+        self.taints: list[dict[str, Any]] = []
+
+    def look(self, at: float, changed: set[tuple[str, str]]) -> str | None:
+        for want in self.rule.desired(self.view, self.view.take_changed() | changed,
+                                      CREATED + at):
+            if want.verb == "patch_status":
+                self.status = want.patch["status"]
+            else:
+                self.taints = want.patch["spec"]["taints"]
+            self.seq += 1
+            _fold(self.view, self.seq, cluster(self.status, self.taints))
+        condition = find_condition(self.status.get("conditions"))
+        return None if condition is None else str(condition["status"])
+
+    def beat(self, at: float, health: str = "Healthy") -> str | None:
+        """Ready after a heartbeat of ``health`` at ``at``."""
+        self.seq += 1
+        self.heartbeats.apply(self.seq, heartbeat_subject("member1"), encode(beat(at, health)))
+        return self.look(at, {(side_resource_key("member1", HEARTBEATS_RESOURCE), "member1")})
+
+
+def test_flapping_heartbeats_leave_ready_as_it_was() -> None:
+    """As karmada-agent's condition cache: heartbeats toggling between healthy and not within the
+    thresholds (30 s) never turn Ready over, in either direction."""
+    member = _Member()
+    assert member.beat(5) == "True"
+    for at in range(6, 60, 2):
+        assert member.beat(at, "Unhealthy") == "True", at
+        assert member.beat(at + 1) == "True", at + 1
+    assert taint_keys(member.taints) == []
+
+
+def test_a_lasting_change_counts_once_it_has_held_for_its_threshold() -> None:
+    member = _Member(failure_threshold=timedelta(seconds=30),
+                     success_threshold=timedelta(seconds=20))
+    assert member.beat(5) == "True"
+    # Unhealthy from 10 on: held back until 10 + 30, counted from the first such heartbeat.
+    assert [member.beat(at, "Unreachable") for at in (10, 20, 39)] == ["True"] * 3
+    assert member.beat(40, "Unreachable") == "False"
+    assert taint_keys(member.taints) == ["cluster.karmada.io/not-ready"]
+    # Healthy again from 50 on: held back until 50 + 20.
+    assert [member.beat(at) for at in (50, 60, 69)] == ["False"] * 3
+    assert member.beat(70) == "True"
+    assert taint_keys(member.taints) == []
+
+
+def test_a_member_silent_past_the_grace_period_turns_unknown_and_back_at_once() -> None:
+    """No heartbeat is no report: the grace period alone turns Ready Unknown, and the member's
+    next healthy heartbeat (its agent saw it healthy all along) turns it True again at once."""
+    member = _Member()
+    assert member.beat(5) == "True"
+    wake = member.rule.next_wake()
+    assert wake is not None
+    assert member.look(wake - CREATED, member.rule.due(wake)) == "Unknown"
+    assert member.beat(100) == "True"
+
+
+def test_a_member_registered_again_starts_as_one_just_joined() -> None:
+    """As Karmada drops a deleted cluster from its condition cache: an Unhealthy heartbeat held
+    back before the Cluster was deleted holds nothing back once it is registered again."""
+    member = _Member()
+    assert member.beat(5) == "True"
+    assert member.beat(6, "Unhealthy") == "True"  # held back
+    member.seq += 1
+    deleted = Observation(cluster="host", group="cluster.karmada.io", version="v1alpha1",
+                          resource="clusters", event="DELETED", object=cluster())
+    member.view.fold(member.seq, subjects.observation("host", "cluster.karmada.io", "clusters",
+                                                      "", "member1"), codec.encode(deleted))
+    member.look(7, set())
+    member.status, member.taints = {}, []
+    member.seq += 1
+    _fold(member.view, member.seq, cluster())
+    assert member.beat(8) == "True"
+    # Unhealthy from 9 on is held back for the threshold from 9, not from 6.
+    assert [member.beat(at, "Unhealthy") for at in (9, 37)] == ["True", "True"]
+    assert member.beat(39, "Unhealthy") == "False"

@@ -116,6 +116,9 @@ def test_each_service_is_the_members_with_the_members_bus_user(
         assert volumes["host"]["secret"]["secretName"] == {
             "watcher": "spreadbus-host-kubeconfig",
             "actuator": "spreadbus-actuator-host-kubeconfig"}[service]
+    if isinstance(settings, ActuatorSettings):  # the hub's cluster, as plans name it
+        assert settings.host_cluster == "default" == yaml.safe_load(
+            (ROOT / "deploy" / "config.yaml").read_text())["data"]["SPREADBUS_CLUSTER"]
     if isinstance(settings, WatcherSettings):  # the templates propagation copies whole
         assert "v1/configmaps" in settings.resources
 

@@ -236,3 +236,25 @@ def test_the_webhooks_registry_view_follows_adds_and_deletes() -> None:
     assert view.clusters() == [karmada_cluster("member1")]
     view.apply_message(subject, observed("DELETED"))
     assert view.clusters() == []
+
+
+def test_validate_answers_as_a_control_plane_hosts_webhook_when_told(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--uniteddeployment-control-plane true``, as the host's webhook runs: a subset without a
+    target cluster is refused there, and allowed anywhere else."""
+    ud = multi({"clusterType": KARMADA}, [{"name": "member1"}, {"name": "member2"}, None])
+    path = write(tmp_path / "ud.yaml", karmada_cluster("member1"), karmada_cluster("member2"), ud)
+    assert run_json(capsys, "validate", "-f", path)[0] == 0
+    assert run_json(capsys, "validate", "-f", path, "--uniteddeployment-control-plane",
+                    "false")[0] == 0
+    code, answer = run_json(capsys, "validate", "-f", path,
+                            "--uniteddeployment-control-plane", "true")
+    assert code == 1
+    (found,) = answer["results"][2]["errors"]
+    assert (found["field"], found["type"]) == (f"{SUBSETS}[2].targetCluster", "Required")
+    every = multi({"clusterType": KARMADA}, [{"name": "member1"}, {"name": "member2"},
+                                             {"name": "member1"}])
+    path = write(tmp_path / "every.yaml", karmada_cluster("member1"), karmada_cluster("member2"),
+                 every)
+    assert run_json(capsys, "validate", "-f", path, "--uniteddeployment-control-plane",
+                    "true")[0] == 0

@@ -1,9 +1,11 @@
-"""kill -9 at seeded random moments of member1's watcher, its actuator and its leaf nats-server,
-and once of the hub's nats-server, while a host UnitedDeployment with a subset in member1 (at
-most 3 replicas) and one in member2 (the rest) scales through a seeded sequence: after every
-change the pods settle as the allocation says, and at the end every plan on the hub has exactly
-one outcome, member1's ``PLANS`` holds each of its plans once, and the hub's copies of member1's
-observations and outcomes are member1's streams.
+"""kill -9 at seeded random moments of both members' watchers, actuators and leaf nats-servers,
+of member2's webhook (member2 runs one, its pods admitted through it), and once of the hub's
+nats-server, while a host UnitedDeployment with a subset in member1 (at most 3 replicas) and one
+in member2 (the rest) scales through a seeded sequence: every one of those parts dies at least
+once (in seeded shuffles of them all), after every change the pods settle as the allocation
+says, and at the end every plan on the hub has exactly one outcome, each member's ``PLANS``
+holds each of its plans once, and the hub's copies of each member's observations and outcomes
+are that member's streams.
 
 Real parts (:mod:`tests.fixtures.member_clusters`); the faults are a
 :class:`~tests.fixtures.fault_injection.FaultInjector` (the seed is printed,
@@ -21,7 +23,8 @@ import yaml
 
 from events.streams import PLANS
 from spreadbus.runtime.nats_server import NatsServer
-from tests.fixtures.fault_injection import FaultInjector, fault_seed, replay_hint
+from tests.backbone.service_processes import ServiceProcess
+from tests.fixtures.fault_injection import Crashable, FaultInjector, fault_seed, replay_hint
 from tests.fixtures.member_clusters import kubectl, member_clusters, read_stream
 from tests.fixtures.stack_outages import one_outcome_per_plan, say
 from tests.uniteddeployment_e2e.two_clusters import (
@@ -39,7 +42,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.chaos, pytest.mark.
               pytest.mark.timeout(900)]
 
 M1_MAX = 3
-FAULTS = 10
+FAULTS = 16
+"""Seven parts to kill, each at least twice, and the hub's nats-server once."""
 FAULT_GAPS = (0.5, 3.0)
 
 
@@ -58,6 +62,26 @@ class LeafServer:
         return self.server.restart()
 
 
+class MemberService:
+    """A member's service as a fault victim, named for its member."""
+
+    def __init__(self, member: str, service: ServiceProcess) -> None:
+        self.name = f"{member}-{service.name}"
+        self.service = service
+
+    def kill(self) -> None:
+        self.service.kill()
+
+    def start(self) -> object:
+        return self.service.start()
+
+
+def reviews(webhook: ServiceProcess) -> float:
+    """AdmissionReviews the webhook answered, by its metrics."""
+    return sum(float(line.rsplit(" ", 1)[1]) for line in webhook.metrics().splitlines()
+               if line.startswith("spreadbus_webhook_admission_duration_seconds_count"))
+
+
 def allocation(replicas: int) -> dict[str, int]:
     m1 = min(M1_MAX, replicas)
     return {"m1": m1, "m2": replicas - m1}
@@ -71,15 +95,20 @@ def test_a_member_agent_under_kills_of_its_services_its_leaf_and_the_hub_converg
     rng = random.Random(seed)
     changes = [rng.randint(5, 8), rng.randint(1, 2), rng.randint(4, 7)]
     print(f"replicas: 4 then {changes}")
-    with member_clusters(tmp_path, ("member1", "member2")) as stack:
-        member1 = stack.members["member1"]
+    with member_clusters(tmp_path, ("member1", "member2"), webhooks=("member2",)) as stack:
+        member1, member2 = stack.members["member1"], stack.members["member2"]
+        assert member2.webhook is not None
         kubectl(stack.host.kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump(
             two_cluster_united("cut", 4, adaptive=False, m1_max=M1_MAX)))
         wait(lambda: placement(stack) == {"member1": 3, "member2": 1},
              what="3 pods in member1, 1 in member2", timeout=120)
-        faults = FaultInjector(rng, [member1.watcher, member1.actuator,
-                                     LeafServer("member1-leaf", member1.server)],
-                               stack.hub.server, faults=FAULTS, gaps=FAULT_GAPS)
+        assert reviews(member2.webhook) > 0, "member2's pods are admitted through its webhook"
+        victims: list[Crashable] = [
+            *(MemberService(m.name, s) for m in (member1, member2)
+              for s in (m.watcher, m.actuator, m.webhook) if s is not None),
+            *(LeafServer(f"{m.name}-leaf", m.server) for m in (member1, member2))]
+        faults = FaultInjector(rng, victims, stack.hub.server, faults=FAULTS, gaps=FAULT_GAPS,
+                               every_victim=True)
         faults.start()
         try:
             for replicas in changes:
@@ -96,13 +125,18 @@ def test_a_member_agent_under_kills_of_its_services_its_leaf_and_the_hub_converg
         print(f"faults: {faults.done}")
         assert len(faults.done) == FAULTS
         assert "nats-server" in faults.done
-        try:
-            wait(lambda: copies_match(stack),
-                 what="the hub's copies of member1's streams equal to member1's", timeout=120,
-                 interval=1.0)
-        except BaseException:
-            print(copies_differ(stack))
-            raise
+        killed = collections.Counter(faults.done)
+        assert killed.pop("nats-server") == 1
+        assert set(killed) == {v.name for v in victims}
+        assert min(killed.values()) >= 2, killed
+        for member in stack.members:
+            try:
+                wait(lambda member=member: copies_match(stack, member),
+                     what=f"the hub's copies of {member}'s streams equal to {member}'s",
+                     timeout=120, interval=1.0)
+            except BaseException:
+                print(copies_differ(stack, member))
+                raise
 
         def answered() -> bool:
             return not one_outcome_per_plan(*plans_and_outcomes(stack.hub.server.url))
@@ -113,9 +147,11 @@ def test_a_member_agent_under_kills_of_its_services_its_leaf_and_the_hub_converg
         except BaseException:
             print(one_outcome_per_plan(*plans_and_outcomes(stack.hub.server.url)))
             raise
-        ids = collections.Counter(i for _, _, i in read_stream(member1.server.url, PLANS.name,
-                                                               "plan.member1.>"))
-        assert ids
-        assert max(ids.values()) == 1, f"a plan held twice in member1: {ids.most_common(3)}"
+        for agent in (member1, member2):
+            ids = collections.Counter(i for _, _, i in read_stream(
+                agent.server.url, PLANS.name, f"plan.{agent.name}.>"))
+            assert ids
+            assert max(ids.values()) == 1, (f"a plan held twice in {agent.name}: "
+                                            f"{ids.most_common(3)}")
         final = allocation(changes[-1])
         assert placement(stack) == {"member1": final["m1"], "member2": final["m2"]}

@@ -77,31 +77,35 @@ MEMBER1_KUBE = "kube.*.member1.>"
 MEMBER1_OUTCOMES = "outcome.member1.>"
 
 
-def copies_differ(stack: MemberClusters) -> list[str]:
-    """Where the hub's copies of member1's observations and outcomes differ from member1's
-    streams; empty when they are the same. ``OUTCOMES`` must match message for message, in
-    order. ``KUBE`` keeps one message per subject, and each subject's must match; their order
+def copies_differ(stack: MemberClusters, member: str = "member1") -> list[str]:
+    """Where the hub's copies of the member's observations and outcomes differ from the
+    member's streams; empty when they are the same. ``OUTCOMES`` must match message for message,
+    in order. ``KUBE`` keeps one message per subject, and each subject's must match; their order
     across subjects may not: after kill -9 of nats-servers one side can have stored a message
     again, at the end, where the other dropped it as a duplicate."""
-    member, hub = stack.members["member1"].server.url, stack.hub.server.url
+    url, hub = stack.members[member].server.url, stack.hub.server.url
     problems = []
-    for stream, subjects in ((KUBE.name, MEMBER1_KUBE), (OUTCOMES.name, MEMBER1_OUTCOMES)):
-        mine, copied = read_stream(member, stream, subjects), read_stream(hub, stream, subjects)
+    for stream, subjects in ((KUBE.name, f"kube.*.{member}.>"),
+                             (OUTCOMES.name, f"outcome.{member}.>")):
+        mine, copied = read_stream(url, stream, subjects), read_stream(hub, stream, subjects)
         same = (sorted(mine) == sorted(copied)) if stream == KUBE.name else mine == copied
         if not same:
             only_member = [m[::2] for m in mine if m not in copied]
             only_hub = [m[::2] for m in copied if m not in mine]
-            problems.append(f"{stream}: {len(mine)} in member1, {len(copied)} at the hub; "
-                            f"only in member1 {only_member[:5]}, only at the hub "
+            problems.append(f"{stream}: {len(mine)} in {member}, {len(copied)} at the hub; "
+                            f"only in {member} {only_member[:5]}, only at the hub "
                             f"{only_hub[:5]}")
+            if not only_member and not only_hub:  # the same messages in another order
+                problems.append(f"{stream} in {member}: {[m[::2] for m in mine]}; at the hub: "
+                                f"{[m[::2] for m in copied]}")
         elif mine != copied:
-            say(f"{stream}: the hub holds member1's {len(mine)} messages in another order")
+            say(f"{stream}: the hub holds {member}'s {len(mine)} messages in another order")
     return problems
 
 
-def copies_match(stack: MemberClusters) -> bool:
-    """The hub's copies of member1's observations and outcomes are member1's streams."""
-    return not copies_differ(stack)
+def copies_match(stack: MemberClusters, member: str = "member1") -> bool:
+    """The hub's copies of the member's observations and outcomes are the member's streams."""
+    return not copies_differ(stack, member)
 
 
 def held(url: str, stream: str, subjects: str) -> int:

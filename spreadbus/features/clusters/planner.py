@@ -24,6 +24,8 @@ async def planner_side(ctx: PlannerContext[ClusterSettings]) -> PlannerSide:
     rule = ClusterStatusRule(
         ctx.cluster, heartbeats,
         grace_period=timedelta(seconds=ctx.settings.cluster_monitor_grace_seconds),
-        startup_grace_period=timedelta(seconds=ctx.settings.cluster_startup_grace_seconds))
+        startup_grace_period=timedelta(seconds=ctx.settings.cluster_startup_grace_seconds),
+        success_threshold=timedelta(seconds=ctx.settings.cluster_success_threshold_seconds),
+        failure_threshold=timedelta(seconds=ctx.settings.cluster_failure_threshold_seconds))
     return PlannerSide(rules=[rule], streams=[SideStream(stream=STREAM, fold=heartbeats.apply,
                                                          resource=HEARTBEATS_RESOURCE)])

@@ -14,3 +14,9 @@ class ClusterSettings(FeatureSettings):
     cluster_startup_grace_seconds: Annotated[float, UsedBy("planner")] = 60.0
     """A registered member that never sent a heartbeat is set Ready Unknown this long after its
     Cluster object was created (Karmada's ``--cluster-startup-grace-period``)."""
+    cluster_success_threshold_seconds: Annotated[float, UsedBy("planner")] = 30.0
+    """A member's heartbeats turn its Ready from not True to True once they have reported it
+    healthy this long (Karmada's ``--cluster-success-threshold``)."""
+    cluster_failure_threshold_seconds: Annotated[float, UsedBy("planner")] = 30.0
+    """A member's heartbeats turn its Ready from True to False once they have reported it
+    unhealthy or unreachable this long (Karmada's ``--cluster-failure-threshold``)."""

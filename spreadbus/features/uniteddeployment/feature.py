@@ -24,7 +24,11 @@ from spreadbus.features.uniteddeployment.core.derived_writes import (
 )
 from spreadbus.features.uniteddeployment.core.model import NAME
 from spreadbus.features.uniteddeployment.core.reservation import RESERVED_POD_LABEL
-from spreadbus.features.uniteddeployment.offline import offline_plan, validate_offline
+from spreadbus.features.uniteddeployment.offline import (
+    offline_plan,
+    validate_offline,
+    validate_offline_in_control_plane,
+)
 from spreadbus.features.uniteddeployment.planner import planner_side
 from spreadbus.features.uniteddeployment.planning.rule import (
     HANDLED_ANNOTATION,
@@ -110,6 +114,8 @@ FEATURE: Final = Feature(
     ),
     webhook=webhook_side_in("spreadbus.features.uniteddeployment.webhook"),
     validators={("apps.kruise.io", "UnitedDeployment"): validate_offline},
+    control_plane_validators={
+        ("apps.kruise.io", "UnitedDeployment"): validate_offline_in_control_plane},
     kinds={_GOVERNOR.resource: _GOVERNOR.kind},
     status_history=((_GOVERNOR.group, _GOVERNOR.resource),),
     audit=AUDIT,

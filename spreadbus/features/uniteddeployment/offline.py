@@ -151,8 +151,17 @@ __all__ = ["offline_plan"]
 
 
 def validate_offline(obj: dict[str, Any], *, old: dict[str, Any] | None,
-                     context: Sequence[dict[str, Any]]) -> OfflineValidation:
+                     context: Sequence[dict[str, Any]],
+                     control_plane: bool = False) -> OfflineValidation:
     defaulted = default_uniteddeployment(obj, old=old)
     errors = validate_uniteddeployment(defaulted, old=old,
-                                       clusters=[o for o in context if kind_of(o) is not None])
+                                       clusters=[o for o in context if kind_of(o) is not None],
+                                       control_plane=control_plane)
     return OfflineValidation(errors=errors, defaulted=defaulted)
+
+
+def validate_offline_in_control_plane(obj: dict[str, Any], *, old: dict[str, Any] | None,
+                                      context: Sequence[dict[str, Any]]) -> OfflineValidation:
+    """As the webhook of a control-plane host answers (``--uniteddeployment-control-plane``):
+    every subset must name its target cluster."""
+    return validate_offline(obj, old=old, context=context, control_plane=True)

@@ -2,7 +2,10 @@
 
 As Karmada's two controllers do between them (:mod:`spreadbus.clusterregistry.cluster_health`):
 a heartbeat younger than the grace period sets the Ready condition from the API server's health
-(and, when healthy, the version, node summary and resource summary); with no heartbeat within the
+(and, when healthy, the version, node summary and resource summary), a move between True and not
+True once it has held for the success or failure threshold, as karmada-agent's condition cache
+holds it back (so heartbeats flapping between healthy and not leave Ready as it was); with no
+heartbeat within the
 grace period Ready turns Unknown; the NoSchedule taints follow Ready. A heartbeat older than the
 grace period is not applied again, so an Unknown cluster stays Unknown, with the time it turned
 so, until a new one comes. The member's nodes and pods are used only once both are listed; until
@@ -20,14 +23,18 @@ from typing import Any
 
 from kubesemantics.lenient_json import as_map, as_str
 from spreadbus.clusterregistry.cluster_health import (
+    FAILURE_THRESHOLD,
     MONITOR_GRACE_PERIOD,
     STARTUP_GRACE_PERIOD,
+    SUCCESS_THRESHOLD,
+    FlapGuard,
     MemberReport,
     monitored_conditions,
     reported_status,
     scheduling_taints,
 )
 from spreadbus.clusterregistry.heartbeat import Heartbeat
+from spreadbus.clusterregistry.resource_summary import PodRequest
 
 Obj = Mapping[str, Any]
 JSON = dict[str, Any]
@@ -37,17 +44,23 @@ _SUMMARIES = ("nodeSummary", "resourceSummary")
 @dataclass(frozen=True)
 class MemberInputs:
     """What the control plane holds of a member: its latest heartbeat and, once listed, its
-    nodes and pods (``None`` while either is not listed completely)."""
+    nodes and pods, each pod as it is or as its request (``None`` while either is not listed
+    completely)."""
 
     heartbeat: Heartbeat | None
     nodes: Sequence[Obj] | None = None
-    pods: Sequence[Obj] | None = None
+    pods: Sequence[Obj | PodRequest] | None = None
+    guard: FlapGuard | None = None
+    """The Ready status its heartbeats last reported and since when (None: none seen yet), as
+    the previous look left it (:attr:`ClusterState.guard`)."""
 
 
 @dataclass(frozen=True)
 class ClusterState:
     status: JSON
     taints: list[JSON]
+    guard: FlapGuard | None = None
+    """What to give the next look as :attr:`MemberInputs.guard`."""
 
 
 def moment(seconds: float) -> datetime:
@@ -65,16 +78,23 @@ def created_at(cluster: Obj) -> datetime | None:
 
 def cluster_state(cluster: Obj, member: MemberInputs, now: float, *,
                   grace_period: timedelta = MONITOR_GRACE_PERIOD,
-                  startup_grace_period: timedelta = STARTUP_GRACE_PERIOD) -> ClusterState:
-    """The Cluster's status and ``spec.taints`` at ``now``."""
+                  startup_grace_period: timedelta = STARTUP_GRACE_PERIOD,
+                  success_threshold: timedelta = SUCCESS_THRESHOLD,
+                  failure_threshold: timedelta = FAILURE_THRESHOLD) -> ClusterState:
+    """The Cluster's status and ``spec.taints`` at ``now``. A heartbeat moving Ready between
+    True and not True counts once the move has held for its threshold, counted from the first
+    heartbeat that reported it (:func:`damped_ready`, with ``member.guard``)."""
     status: JSON = dict(as_map(cluster.get("status")))
     beat = member.heartbeat
     at = moment(now)
+    guard = member.guard
     if beat is not None and not now > beat.at + grace_period.total_seconds():
         listed = member.nodes is not None and member.pods is not None
         report = MemberReport(beat.api_server, beat.kubernetesVersion,
                               member.nodes or (), member.pods or ())
-        reported, _ = reported_status(status, report, None, moment(beat.at))
+        reported, guard = reported_status(status, report, guard, moment(beat.at),
+                                          success_threshold=success_threshold,
+                                          failure_threshold=failure_threshold)
         if not listed:
             for key in _SUMMARIES:
                 reported.pop(key, None)
@@ -89,7 +109,7 @@ def cluster_state(cluster: Obj, member: MemberInputs, now: float, *,
     if conditions or "conditions" in status:
         status["conditions"] = conditions
     taints = scheduling_taints(as_map(cluster.get("spec")).get("taints"), conditions, at)
-    return ClusterState(status, taints)
+    return ClusterState(status, taints, guard)
 
 
 def next_look(cluster: Obj, beat: Heartbeat | None, *, grace_period: timedelta,
