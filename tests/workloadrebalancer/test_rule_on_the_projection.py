@@ -146,3 +146,20 @@ def test_a_uniteddeployment_is_its_own_placement() -> None:
     world.put(wr)
     patches = [d for d in world.round(T0) if d.verb == "patch"]
     assert [(p.target.resource, p.target.name) for p in patches] == [("uniteddeployments", "ud")]
+
+
+def test_the_status_is_written_as_its_difference_so_a_key_left_out_is_removed() -> None:
+    # An edited rebalancer whose stored finishTime cannot be read (so it is not carried over)
+    # while a request waits: the new status has no finishTime, and a merge patch of the whole
+    # status would leave the unreadable one standing for good.
+    world = World()
+    world.put(deployment())
+    world.put(spread())
+    wr = rebalancer("demo", "u1", "2025-03-01T09:59:59Z", ttl=None)
+    wr["metadata"]["generation"] = 2
+    wr["status"] = {"observedGeneration": 1, "finishTime": "not a time",
+                    "observedWorkloads": [{"workload": wr["spec"]["workloads"][0]}]}
+    world.put(wr)
+    (status, _request) = world.round(T0)
+    assert status.verb == "patch_status"
+    assert status.patch == {"status": {"observedGeneration": 2, "finishTime": None}}

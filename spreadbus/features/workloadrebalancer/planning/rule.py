@@ -5,7 +5,8 @@ changed: the governing object may have just been seen carrying the request), the
 :func:`~spreadbus.features.workloadrebalancer.core.status.sync` over the projection and turns
 the answer into writes:
 
-- the status through the status subresource (``patch_status``) with the observed
+- the status through the status subresource (``patch_status``), as the difference from the
+  status held (a key the new status leaves out is removed), with the observed
   ``resourceVersion`` as precondition (it is derived from the spec and the previous status, and
   ``finishTime`` is now: a write decided on an older object must not land), one at a time;
 - ``rebalance.spreadbus.io/request: <uid>`` on each governing UnitedDeployment or WorkloadSpread
@@ -39,6 +40,7 @@ from typing import Any, Final
 from events.messages import ObjectRef, ResourceRef
 from events.shards import ONE, Shards
 from events.subjects import escape
+from kubesemantics import merge_patch
 from kubesemantics.group_version import api_group
 from kubesemantics.karmada_binding import WORK_GROUP, binding_name
 from kubesemantics.lenient_json import as_map, as_str
@@ -146,10 +148,14 @@ class WorkloadRebalancerRule:
         target = ObjectRef(group=GROUP, version=as_str(obj.get("apiVersion")).split("/")[-1]
                            or REBALANCERS.version, resource=RESOURCE, name=wr.name,
                            uid=wr.uid)
-        if outcome.write:
+        # The difference from the status held, not the whole: a JSON merge patch removes a key
+        # only when it names it as null, so one the new status leaves out would stay.
+        status_patch = (merge_patch.diff(as_map(obj.get("status")), outcome.status.to_json())
+                        if outcome.write else {})
+        if status_patch:
             yield Desired(verb="patch_status", target=target, governor=target,
                           governor_generation=wr.generation,
-                          patch={"status": outcome.status.to_json()},
+                          patch={"status": status_patch},
                           reason=f"status of WorkloadRebalancer {wr.name} at generation "
                                  f"{wr.generation}",
                           precondition="resource_version", serial=True)
