@@ -111,9 +111,10 @@ class PropagationRule:
         self.home = home
         self.shards = shards
         # What the rule waits to see listed: ConfigMaps are watched only where propagation asks
-        # for them (``--propagate-configmaps``), so they are read when listed, not waited for.
+        # for them (``--propagate-configmaps``), so they are read when listed, not waited for;
+        # so are OpenKruise's kinds (``TemplateKind.awaited``).
         self.resources: tuple[ResourceRef, ...] = (
-            *KARMADA, *(t.ref for t in TEMPLATES if t.workload))
+            *KARMADA, *(t.ref for t in TEMPLATES if t.workload and t.awaited))
         self._names = {r.resource for r in (*KARMADA, *(t.ref for t in TEMPLATES))} | {
             BUDGET_RESOURCE}
         self._whole = {(r.group, r.resource) for r in (PROPAGATION_POLICIES,

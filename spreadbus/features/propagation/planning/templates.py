@@ -31,6 +31,9 @@ class TemplateKind(msgspec.Struct, frozen=True):
     """Divided or duplicated by replicas; a non-workload (a ConfigMap, a ClusterRole) goes whole
     to each cluster, and is watched only where its propagation is turned on
     (``--propagate-configmaps``, ``--propagate-clusterroles``)."""
+    awaited: bool = True
+    """The planner decides nothing before the kind is listed; OpenKruise's kinds are read once
+    listed instead: a host or member without their CRDs lists none, and propagates the rest."""
 
     @property
     def ref(self) -> ResourceRef:
@@ -48,8 +51,9 @@ class TemplateKind(msgspec.Struct, frozen=True):
 TEMPLATES: Final = (
     TemplateKind("apps", "v1", "deployments", "Deployment"),
     TemplateKind("apps", "v1", "statefulsets", "StatefulSet"),
-    TemplateKind("apps.kruise.io", "v1alpha1", "clonesets", "CloneSet"),
-    TemplateKind("apps.kruise.io", "v1alpha1", "uniteddeployments", "UnitedDeployment"),
+    TemplateKind("apps.kruise.io", "v1alpha1", "clonesets", "CloneSet", awaited=False),
+    TemplateKind("apps.kruise.io", "v1alpha1", "uniteddeployments", "UnitedDeployment",
+                 awaited=False),
     TemplateKind("", "v1", "configmaps", "ConfigMap", workload=False),
     TemplateKind("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
                  namespaced=False, workload=False),
