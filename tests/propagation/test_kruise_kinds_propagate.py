@@ -1,19 +1,24 @@
 """CloneSets and UnitedDeployments as resource templates, over one projection of a host and two
 members: each member's copy gets its share of ``spec.replicas``, the copies' status is reflected
 into the binding and aggregated into the template as Karmada's third-party customizations for
-``apps.kruise.io`` do, and a member's UnitedDeployment controller spreads that member's share over
-its own subsets."""
+``apps.kruise.io`` do, a member's UnitedDeployment controller spreads that member's share over
+its own subsets, and a member's actuator writes a copy only as the host's binding asks."""
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
+import pytest
+
+from events.messages import ObjectRef
 from spreadbus.features.propagation.core.aggregation import health, item, template_status
-from spreadbus.features.propagation.core.member_copy import follows
+from spreadbus.features.propagation.core.member_copy import follows, member_copy
 from spreadbus.features.uniteddeployment.core.reconcile import reconcile_grouped
 from spreadbus.features.uniteddeployment.planning.rule import Fleet, UnitedDeploymentRule
 from spreadbus.projection.planning import Desired
 
+from .test_a_member_writes_only_what_the_binding_asks import judged, plan
 from .test_the_planner_propagates_through_members import MEMBERS, NOW, STATIC, World
 
 KRUISE = "apps.kruise.io"
@@ -142,7 +147,7 @@ def test_a_uniteddeployments_status_is_aggregated_as_karmadas_customization_does
     template["metadata"]["generation"] = 2
     template["status"] = {"observedGeneration": 1}
 
-    def copy(member: str, replicas: int, ready: int, made_from: str,
+    def copied(member: str, replicas: int, ready: int, made_from: str,
              condition: str) -> dict[str, Any]:
         return {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
                 "metadata": {"name": "demo", "generation": 4, "annotations": {
@@ -153,7 +158,7 @@ def test_a_uniteddeployments_status_is_aggregated_as_karmadas_customization_does
                            "availableReplicas": ready, "unavailableReplicas": replicas - ready,
                            "conditions": [{"type": "SubsetProvisioned", "status": condition}]}}
 
-    one, two = copy("member1", 3, 3, "2", "True"), copy("member2", 2, 1, "1", "False")
+    one, two = copied("member1", 3, 3, "2", "True"), copied("member2", 2, 1, "1", "False")
     assert (health(one), health(two)) == ("Healthy", "Unhealthy")
     items = [item("member1", one), item("member2", two)]
     assert items[1]["status"] == {
@@ -175,3 +180,26 @@ def test_a_uniteddeployments_status_is_aggregated_as_karmadas_customization_does
         "replicas": 0, "updatedReplicas": 0, "readyReplicas": 0, "availableReplicas": 0,
         "unavailableReplicas": 0, "observedGeneration": 2}
 
+
+
+@pytest.mark.parametrize("template", [cloneset(3), united(3)], ids=["CloneSet", "UnitedDeployment"])
+def test_a_members_actuator_writes_a_kruise_copy_only_as_the_binding_asks(
+    template: dict[str, Any],
+) -> None:
+    kind = template["kind"].lower()
+    w = world(copy.deepcopy(template))
+    rb = w.get("host", "work.karmada.io", "resourcebindings", "default", f"demo-{kind}")
+    held = w.get("host", KRUISE, f"{kind}s", "default", "demo")
+    assert rb is not None
+    assert held is not None
+    target = ObjectRef(group=KRUISE, version="v1alpha1", resource=f"{kind}s",
+                       namespace="default", name="demo")
+    wanted = member_copy(held, "member1", 2, rb["metadata"]["name"], "default")
+    assert judged(plan(rb, "create", obj=wanted, target=target), rb, None) == ""
+    more = copy.deepcopy(wanted)
+    more["spec"]["replicas"] = 50
+    assert "gives cluster member1 2 replicas, not 50" in judged(
+        plan(rb, "create", obj=more, target=target), rb, None)
+    other = copy.deepcopy(wanted)
+    other["spec"]["selector"] = {"matchLabels": {"app": "other"}}
+    assert "not the template" in judged(plan(rb, "create", obj=other, target=target), rb, None)
