@@ -203,3 +203,17 @@ def test_a_members_actuator_writes_a_kruise_copy_only_as_the_binding_asks(
     other = copy.deepcopy(wanted)
     other["spec"]["selector"] = {"matchLabels": {"app": "other"}}
     assert "not the template" in judged(plan(rb, "create", obj=other, target=target), rb, None)
+
+
+def test_health_is_unknown_where_karmadas_script_fails_and_false_where_it_says_so() -> None:
+    clone = cloneset(2)
+    clone["metadata"]["generation"] = 3
+    assert health(clone) == "Unknown"  # no status: the script indexes nil
+    clone["status"] = {"observedGeneration": 2}
+    assert health(clone) == "Unhealthy"  # generation not observed yet
+    clone["status"] = {"observedGeneration": 3}
+    assert health(clone) == "Unknown"  # updatedReplicas compared while missing
+    clone["status"] = {"observedGeneration": 3, "updatedReplicas": 2, "availableReplicas": 2}
+    assert health(clone) == "Healthy"
+    ud = united(2)
+    assert health(ud) == "Unhealthy"  # the UnitedDeployment script checks for a status first

@@ -31,6 +31,8 @@ TEMPLATE_GENERATION_ANNOTATION: Final = "resourcetemplate.karmada.io/generation"
 """On a member copy: the template's ``metadata.generation`` it was made from."""
 HEALTHY: Final = "Healthy"
 UNHEALTHY: Final = "Unhealthy"
+UNKNOWN: Final = "Unknown"
+"""What Karmada reports where its health script fails."""
 SUMMED: Final = ("replicas", "readyReplicas", "updatedReplicas", "availableReplicas",
                  "unavailableReplicas")
 """The counts a workload's status reflects and the template's status sums."""
@@ -75,7 +77,8 @@ def made_from(obj: Mapping[str, Any]) -> int:
 def health(obj: Mapping[str, Any]) -> str:
     group_kind = _group_kind(obj)
     if group_kind in kruise.KINDS:
-        return HEALTHY if kruise.healthy(obj) else UNHEALTHY
+        judged = kruise.healthy(group_kind, obj)
+        return UNKNOWN if judged is None else HEALTHY if judged else UNHEALTHY
     if group_kind not in _WORKLOADS:
         return HEALTHY
     spec = as_map(obj.get("spec"))

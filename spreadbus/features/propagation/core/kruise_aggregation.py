@@ -16,10 +16,11 @@ apps.kruise.io/v1alpha1/{CloneSet,UnitedDeployment}/customizations.yaml`` (``sta
   stays), and its conditions the copies' merged by type, the last copy's winning (listed by type:
   Karmada's order is a Lua table's, unspecified);
 - either is healthy once its controller observed its generation, every replica it asks for
-  (when it says) is updated, and every updated replica is available.
+  (when it says) is updated, and every updated replica is available; ``Unknown`` where
+  Karmada's script fails on a count the copy does not report (a CloneSet without a status).
 
 A field the copy does not report is left out of what it reflects, as the Lua scripts leave it
-nil; a count it does not report counts as 0 in the sum and in the health check.
+nil; a count it does not report counts as 0 in the sum.
 """
 
 from __future__ import annotations
@@ -65,19 +66,31 @@ def reflected(group_kind: tuple[str, str], obj: Mapping[str, Any],
     return out
 
 
-def healthy(obj: Mapping[str, Any]) -> bool:
-    status = obj.get("status")
-    spec = obj.get("spec")
-    if not isinstance(status, Mapping) or not isinstance(spec, Mapping):
+def healthy(group_kind: tuple[str, str], obj: Mapping[str, Any]) -> bool | None:
+    """None where Karmada's script fails (a count it compares is missing), which Karmada
+    reports as health ``Unknown``."""
+    status, spec, metadata = obj.get("status"), obj.get("spec"), obj.get("metadata")
+    if group_kind == UNITED_DEPLOYMENT and not (isinstance(status, Mapping)
+                                                and isinstance(spec, Mapping)
+                                                and isinstance(metadata, Mapping)):
         return False
-    if as_int(status.get("observedGeneration")) != as_int(
-            as_map(obj.get("metadata")).get("generation")):
+    if not isinstance(status, Mapping):
+        return None
+    if as_int(status.get("observedGeneration")) != as_int(as_map(metadata).get("generation")):
         return False
-    updated = as_int(status.get("updatedReplicas")) or 0
+    if not isinstance(spec, Mapping):
+        return None
+    updated = as_int(status.get("updatedReplicas"))
     wanted = as_int(spec.get("replicas"))
-    if wanted is not None and updated < wanted:
-        return False
-    return (as_int(status.get("availableReplicas")) or 0) >= updated
+    if wanted is not None:
+        if updated is None:
+            return None
+        if updated < wanted:
+            return False
+    available = as_int(status.get("availableReplicas"))
+    if available is None or updated is None:
+        return None
+    return available >= updated
 
 
 def aggregated(group_kind: tuple[str, str], template: Mapping[str, Any],
