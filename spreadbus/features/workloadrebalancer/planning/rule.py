@@ -12,7 +12,8 @@ the answer into writes:
 - ``rebalance.spreadbus.io/request: <uid>`` on each governing UnitedDeployment or WorkloadSpread
   that does not carry this request yet (uid precondition: the value stands by itself); the entry
   waits without a result until the object is seen carrying it, then turns ``Successful``;
-- for a workload neither governs, Karmada's ``spec.rescheduleTriggeredAt`` on its
+- for a workload neither governs (or a UnitedDeployment that a binding propagates as a
+  resource template), Karmada's ``spec.rescheduleTriggeredAt`` on its
   ResourceBinding (a ClusterResourceBinding for a cluster-scoped resource such as a
   ClusterRole) in the planner's cluster (:mod:`..core.binding_trigger`; resourceVersion
   precondition: a newer rebalancer's trigger landed meanwhile must not be moved back); the entry
@@ -64,6 +65,7 @@ from spreadbus.features.workloadrebalancer.core.placement import (
     Holds,
     governing,
     holds_request,
+    is_united_deployment,
 )
 from spreadbus.features.workloadrebalancer.core.status import Placement, Sync, sync
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
@@ -209,9 +211,17 @@ class WorkloadRebalancerRule:
     def _governing(self, view: KubeProjection, spreads: Sequence[Mapping[str, Any]],
                    holds: Holds, created: datetime | None,
                    ref: WorkloadRef) -> Placement | None:
+        binding = self._binding_placement(view, ref, created)
+        if binding is not None and is_united_deployment(ref):
+            # A UnitedDeployment a Karmada binding propagates is a resource template: the
+            # rebalance reschedules its binding, as Karmada's; each member's copy spreads its
+            # share over its own subsets.
+            return binding
         placement = governing(ref, self._find(view, ref), spreads, holds)
-        if placement is not None:
-            return placement
+        return placement if placement is not None else binding
+
+    def _binding_placement(self, view: KubeProjection, ref: WorkloadRef,
+                           created: datetime | None) -> Placement | None:
         # Karmada's binding: a ClusterResourceBinding for a resource named without namespace.
         bindings = BINDINGS if ref.namespace else CLUSTER_BINDINGS
         binding = view.get(self.cluster, bindings.group, bindings.resource, ref.namespace,
