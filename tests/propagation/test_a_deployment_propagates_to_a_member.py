@@ -1,5 +1,6 @@
 """One nats-server, a host control plane and one member, each a real kubesim, and spreadbus's
-services on both sides: a Deployment in the host that a PropagationPolicy selects gets its
+services on both sides: a Deployment (and a CloneSet) in the host that a PropagationPolicy
+selects gets its
 ResourceBinding (scheduled to the member), its copy created in the member by the member's
 actuator (which reads the binding from the host), the copy's pods run there, and the member's
 status is aggregated back into the binding and summed into the template in the host. Plans for
@@ -46,7 +47,8 @@ HOST_RESOURCES = ",".join((
     "cluster.karmada.io/v1alpha1/clusters", "policy.karmada.io/v1alpha1/propagationpolicies",
     "policy.karmada.io/v1alpha1/clusterpropagationpolicies",
     "work.karmada.io/v1alpha2/resourcebindings", "work.karmada.io/v1alpha2/clusterresourcebindings",
-    "apps/v1/deployments", "apps/v1/statefulsets", "v1/configmaps",
+    "apps/v1/deployments", "apps/v1/statefulsets", "apps.kruise.io/v1alpha1/clonesets",
+    "v1/configmaps",
     "rbac.authorization.k8s.io/v1/clusterroles"))
 RBAC = "rbac.authorization.k8s.io"
 ROLE_AND_POLICY = [
@@ -62,7 +64,9 @@ ROLE_AND_POLICY = [
 POLICY = {"apiVersion": "policy.karmada.io/v1alpha1", "kind": "PropagationPolicy",
           "metadata": {"name": "demo", "namespace": "default"},
           "spec": {"resourceSelectors": [{"apiVersion": "apps/v1", "kind": "Deployment",
-                                          "name": "demo-deploy"}],
+                                          "name": "demo-deploy"},
+                                         {"apiVersion": "apps.kruise.io/v1alpha1",
+                                          "kind": "CloneSet", "name": "demo-clone"}],
                    "placement": {"clusterAffinity": {"clusterNames": ["member1"]},
                                  "replicaScheduling": {"replicaSchedulingType": "Divided"}}}}
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -72,6 +76,12 @@ DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
                                     "spec": {"containers": [{
                                         "name": "c", "image": "nginx",
                                         "resources": {"requests": {"cpu": "100m"}}}]}}}}
+
+CLONESET = {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "demo-clone", "namespace": "default"},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "clone"}},
+                     "template": {"metadata": {"labels": {"app": "clone"}},
+                                  "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}
 
 
 def kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
@@ -143,6 +153,7 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
                 service.wait_ready()
             kubectl(host.kubeconfig, "apply", "-f", "-", stdin=json.dumps(POLICY))
             kubectl(host.kubeconfig, "apply", "-f", "-", stdin=json.dumps(DEPLOYMENT))
+            kubectl(host.kubeconfig, "apply", "-f", "-", stdin=json.dumps(CLONESET))
             for obj in ROLE_AND_POLICY:
                 kubectl(host.kubeconfig, "apply", "-f", "-", stdin=json.dumps(obj))
 
@@ -184,6 +195,18 @@ def test_a_deployment_propagates_to_a_member_and_its_status_comes_back(
             rb = aggregated
             items = rb["status"]["aggregatedStatus"]
             assert [(i["clusterName"], i["health"]) for i in items] == [("member1", "Healthy")]
+            # A CloneSet goes the same way, its status aggregated as Karmada's third-party
+            # interpreter does (the member's CloneSet controller runs its pods).
+            clone = wait_until(
+                lambda: (lambda o: o if (o or {}).get("status", {}).get("readyReplicas") == 2
+                         else None)(get(host.kubeconfig, "cloneset", "demo-clone", "-n",
+                                        "default")),
+                what="the CloneSet template's status summed from member1", timeout=90,
+                interval=0.3)
+            assert (clone["status"]["replicas"], clone["status"]["updatedReadyReplicas"]) == (2, 2)
+            clone_copy = get(member.kubeconfig, "cloneset", "demo-clone", "-n", "default")
+            assert clone_copy is not None
+            assert clone["status"]["updateRevision"] == clone_copy["status"]["updateRevision"]
             # No host Deployment ran a pod: the control plane runs none.
             assert json.loads(kubectl(host.kubeconfig, "get", "pods", "-A", "-o",
                                       "json"))["items"] == []

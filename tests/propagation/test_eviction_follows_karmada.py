@@ -16,7 +16,7 @@ import yaml
 from spreadbus.cli import main
 from spreadbus.features.propagation.core.cluster import Cluster
 from spreadbus.features.propagation.core.division import Target
-from spreadbus.features.propagation.planning.eviction import due, evict
+from spreadbus.features.propagation.planning.eviction import due, evict, next_eviction
 
 NOW = datetime(2024, 5, 22, 11, 36, 10, tzinfo=UTC)
 ONE_AGO = (NOW - timedelta(seconds=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -75,6 +75,34 @@ def test_evicting_moves_the_cluster_into_a_task_once() -> None:
     assert again.clusters == (Target("member2", 1),)
     # Without an applied placement the taint manager judges nothing.
     assert evict(targets, (), [tainted], None, None, NOW).clusters == targets
+
+
+@pytest.mark.parametrize("offset", [-5.0, -0.5, 0.0, 0.5, 29.0, 59.5])
+def test_the_next_eviction_is_the_first_toleration_to_run_out_and_due_then(offset: float) -> None:
+    # member1 tolerated 60 s and member2 30 s from ONE_AGO; member3 untolerated seconds
+    # (forever); member4 is not among the targets.
+    added = NOW - timedelta(seconds=1)
+    clusters = [Cluster(name="member1", taints=(_taint("slow"),)),
+                Cluster(name="member2", taints=(_taint("fast"),)),
+                Cluster(name="member3", taints=(_taint("forever"),)),
+                Cluster(name="member4", taints=(_taint("fast", added=TWO_AGO),))]
+    applied = {"clusterTolerations": [_tolerate("slow", 60), _tolerate("fast", 30),
+                                      _tolerate("forever")]}
+    targets = (Target("member1", 1), Target("member2", 1), Target("member3", 1))
+    now = NOW + timedelta(seconds=offset)
+    at = next_eviction(targets, clusters, applied, now)
+    fast, slow = added + timedelta(seconds=30), added + timedelta(seconds=60)
+    assert at == (fast if now < fast else slow if now < slow else None)
+    if at is not None:
+        # Exactly then, and not a moment before, the taint manager evicts.
+        tolerations = applied["clusterTolerations"]
+        by_name = {c.name: c for c in clusters}
+        first = "member2" if at == fast else "member1"
+        assert due(by_name[first], tolerations, at)
+        assert not due(by_name[first], tolerations, at - timedelta(microseconds=1))
+    # Nothing ahead without an applied placement, or for an untolerated taint (due at once).
+    assert next_eviction(targets, clusters, None, now) is None
+    assert next_eviction(targets, clusters, {}, now) is None
 
 
 def test_the_seed_e2e_failover_moves_every_replica_to_member2(

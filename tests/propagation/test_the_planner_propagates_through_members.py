@@ -416,11 +416,10 @@ def test_a_noexecute_taint_evicts_after_its_toleration_and_the_old_copy_waits_fo
     w.put("host", "cluster.karmada.io", "clusters", member1)
     w.settle(NOW + 11)
     assert binding(w)["spec"]["clusters"][0]["name"] == "member1"  # tolerated for 30 s
-    wake = w.rule.next_wake()
-    assert wake is not None
-    assert wake <= NOW + 16
-    # The planner looks again on its own while the taint is in play, until it is due.
-    at = NOW + 41
+    # The planner looks again on its own exactly when the toleration runs out (11:00:10 + 30 s).
+    assert w.rule.next_wake() == NOW + 40
+    assert w.rule.due(NOW + 39.99) == set()
+    at = NOW + 40
     due = w.rule.due(at)
     assert due
     w.apply(w.rule.desired(w.view, due, at))

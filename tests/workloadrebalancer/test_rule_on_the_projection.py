@@ -17,7 +17,8 @@ T0 = datetime(2025, 3, 1, 10, 0, 0, tzinfo=UTC).timestamp()
 KINDS = {"Deployment": ("apps", "v1", "deployments"),
          "WorkloadSpread": ("apps.kruise.io", "v1alpha1", "workloadspreads"),
          "UnitedDeployment": ("apps.kruise.io", "v1alpha1", "uniteddeployments"),
-         "WorkloadRebalancer": ("apps.karmada.io", "v1alpha1", "workloadrebalancers")}
+         "WorkloadRebalancer": ("apps.karmada.io", "v1alpha1", "workloadrebalancers"),
+         "ResourceBinding": ("work.karmada.io", "v1alpha2", "resourcebindings")}
 
 
 class World:
@@ -146,3 +147,38 @@ def test_a_uniteddeployment_is_its_own_placement() -> None:
     world.put(wr)
     patches = [d for d in world.round(T0) if d.verb == "patch"]
     assert [(p.target.resource, p.target.name) for p in patches] == [("uniteddeployments", "ud")]
+
+
+def test_the_status_is_written_as_its_difference_so_a_key_left_out_is_removed() -> None:
+    # An edited rebalancer whose stored finishTime cannot be read (so it is not carried over)
+    # while a request waits: the new status has no finishTime, and a merge patch of the whole
+    # status would leave the unreadable one standing for good.
+    world = World()
+    world.put(deployment())
+    world.put(spread())
+    wr = rebalancer("demo", "u1", "2025-03-01T09:59:59Z", ttl=None)
+    wr["metadata"]["generation"] = 2
+    wr["status"] = {"observedGeneration": 1, "finishTime": "not a time",
+                    "observedWorkloads": [{"workload": wr["spec"]["workloads"][0]}]}
+    world.put(wr)
+    (status, _request) = world.round(T0)
+    assert status.verb == "patch_status"
+    assert status.patch == {"status": {"observedGeneration": 2, "finishTime": None}}
+
+
+def test_a_uniteddeployment_a_binding_propagates_is_rescheduled_through_its_binding() -> None:
+    world = World()
+    world.put({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+               "metadata": {"name": "ud", "namespace": "default", "uid": "ud1"}, "spec": {}})
+    world.put({"apiVersion": "work.karmada.io/v1alpha2", "kind": "ResourceBinding",
+               "metadata": {"name": "ud-uniteddeployment", "namespace": "default",
+                            "uid": "rb1"}, "spec": {}})
+    wr = rebalancer("demo", "u1", "2025-03-01T09:59:59Z", ttl=None)
+    wr["spec"]["workloads"] = [{"apiVersion": "apps.kruise.io/v1alpha1",
+                                "kind": "UnitedDeployment", "name": "ud",
+                                "namespace": "default"}]
+    world.put(wr)
+    patches = [d for d in world.round(T0) if d.verb == "patch"]
+    assert [(p.target.resource, p.target.name) for p in patches] == [
+        ("resourcebindings", "ud-uniteddeployment")]
+    assert patches[0].patch == {"spec": {"rescheduleTriggeredAt": "2025-03-01T09:59:59Z"}}

@@ -115,7 +115,7 @@ def _grants(template: TemplateKind) -> tuple[PlanGrant, ...]:
                     follows=follows if verb != "delete" else None)
           for verb in ("create", "patch", "delete")),
     ]
-    if template.kind in ("Deployment", "StatefulSet"):
+    if template.workload and template.namespaced:  # its status: its copies' summed
         out.append(PlanGrant(rule=RULE, verb="patch_status", group=template.group,
                              resource=template.resource, writes=(("status",),),
                              governor=governor))

@@ -13,7 +13,8 @@ template's status in the host is the sum over the members: ``replicas``, ``ready
 ``updatedReplicas``, ``availableReplicas``, ``unavailableReplicas``; its
 ``observedGeneration`` becomes the template's generation once every copy was made from that
 generation (:data:`TEMPLATE_GENERATION_ANNOTATION`) and its controller observed it, else it
-stays.
+stays. CloneSets and UnitedDeployments are read as Karmada's third-party interpreter reads them
+(:mod:`.kruise_aggregation`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from kubesemantics.lenient_json import as_int, as_map, as_str
+from spreadbus.features.propagation.core import kruise_aggregation as kruise
 
 JSON = dict[str, Any]
 
@@ -29,6 +31,8 @@ TEMPLATE_GENERATION_ANNOTATION: Final = "resourcetemplate.karmada.io/generation"
 """On a member copy: the template's ``metadata.generation`` it was made from."""
 HEALTHY: Final = "Healthy"
 UNHEALTHY: Final = "Unhealthy"
+UNKNOWN: Final = "Unknown"
+"""What Karmada reports where its health script fails."""
 SUMMED: Final = ("replicas", "readyReplicas", "updatedReplicas", "availableReplicas",
                  "unavailableReplicas")
 """The counts a workload's status reflects and the template's status sums."""
@@ -44,11 +48,15 @@ def _group_kind(obj: Mapping[str, Any]) -> tuple[str, str]:
 
 def aggregates(template: Mapping[str, Any]) -> bool:
     """Whether the template's own status is the sum of its copies'."""
-    return _group_kind(template) in _WORKLOADS
+    return _group_kind(template) in _WORKLOADS or _group_kind(template) in kruise.KINDS
 
 
 def reflected(obj: Mapping[str, Any]) -> JSON | None:
     """What the binding keeps of one copy's status (None: nothing for this kind)."""
+    if _group_kind(obj) in kruise.KINDS:
+        said = TEMPLATE_GENERATION_ANNOTATION in as_map(as_map(obj.get("metadata")).get(
+            "annotations"))
+        return kruise.reflected(_group_kind(obj), obj, made_from(obj) if said else None)
     if _group_kind(obj) not in _WORKLOADS:
         return None
     status = as_map(obj.get("status"))
@@ -68,6 +76,9 @@ def made_from(obj: Mapping[str, Any]) -> int:
 
 def health(obj: Mapping[str, Any]) -> str:
     group_kind = _group_kind(obj)
+    if group_kind in kruise.KINDS:
+        judged = kruise.healthy(group_kind, obj)
+        return UNKNOWN if judged is None else HEALTHY if judged else UNHEALTHY
     if group_kind not in _WORKLOADS:
         return HEALTHY
     spec = as_map(obj.get("spec"))
@@ -103,6 +114,8 @@ def item(cluster: str, obj: Mapping[str, Any]) -> JSON:
 
 def template_status(template: Mapping[str, Any], items: Sequence[Mapping[str, Any]]) -> JSON:
     """The template's status, summed over the copies' reflected statuses."""
+    if _group_kind(template) in kruise.KINDS:
+        return kruise.aggregated(_group_kind(template), template, items)
     old = as_map(template.get("status"))
     generation = as_int(as_map(template.get("metadata")).get("generation")) or 0
     out: JSON = dict.fromkeys(SUMMED, 0)

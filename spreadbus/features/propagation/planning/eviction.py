@@ -29,7 +29,7 @@ from kubesemantics.lenient_json import as_int, as_map, as_str
 from kubesemantics.timestamps import parse_time
 from kubesemantics.tolerations import NO_EXECUTE, tolerates
 from spreadbus.features.propagation.core.cluster import Cluster
-from spreadbus.features.propagation.core.deadline import after
+from spreadbus.features.propagation.core.deadline import EARLIEST, after
 from spreadbus.features.propagation.core.division import Target
 
 REASON: Final = "TaintUntolerated"
@@ -42,16 +42,18 @@ class Eviction(msgspec.Struct, frozen=True):
     """Every task after this pass: the pending ones, then the new ones."""
 
 
-def due(cluster: Cluster, tolerations: Sequence[Mapping[str, Any]], now: datetime) -> bool:
-    """Whether the taint manager evicts from ``cluster`` at ``now``."""
+def expiry(cluster: Cluster, tolerations: Sequence[Mapping[str, Any]]) -> datetime | None:
+    """When the taint manager evicts from ``cluster``: at once (:data:`EARLIEST`) for a
+    NoExecute taint no toleration tolerates, else the earliest ``timeAdded + tolerationSeconds``
+    of the tolerated ones; None: never."""
     taints = [t for t in cluster.taints if as_str(t.get("effect")) == NO_EXECUTE]
     if not taints:
-        return False
+        return None
     used = []
     for taint in taints:
         match = next((t for t in tolerations if tolerates(t, taint)), None)
         if match is None:
-            return True
+            return EARLIEST
         used.append(match)
     triggers = []
     for toleration in used:
@@ -62,7 +64,28 @@ def due(cluster: Cluster, tolerations: Sequence[Mapping[str, Any]], now: datetim
             added = parse_time(taint.get("timeAdded"))
             if added is not None and tolerates(toleration, taint):
                 triggers.append(after(added, seconds))
-    return bool(triggers) and min(triggers) <= now
+    return min(triggers) if triggers else None
+
+
+def due(cluster: Cluster, tolerations: Sequence[Mapping[str, Any]], now: datetime) -> bool:
+    """Whether the taint manager evicts from ``cluster`` at ``now``."""
+    at = expiry(cluster, tolerations)
+    return at is not None and at <= now
+
+
+def next_eviction(targets: Sequence[Target], clusters: Sequence[Cluster],
+                  applied: Mapping[str, Any] | None, now: datetime) -> datetime | None:
+    """The earliest time after ``now`` at which a toleration of the binding on ``targets``
+    runs out, so the taint manager evicts it from one of them (None: none ahead): when the
+    planner must look again, with no event to wake it."""
+    if applied is None:
+        return None
+    raw = applied.get("clusterTolerations")
+    tolerations = [as_map(t) for t in raw] if isinstance(raw, list) else []
+    by_name = {c.name: c for c in clusters}
+    ahead = [at for target in targets if (cluster := by_name.get(target.name)) is not None
+             and (at := expiry(cluster, tolerations)) is not None and at > now]
+    return min(ahead) if ahead else None
 
 
 def evict(targets: Sequence[Target], tasks: Sequence[Mapping[str, Any]],

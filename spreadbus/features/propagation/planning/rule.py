@@ -31,10 +31,12 @@ on; the member's actuator checks each copy it writes against the host's binding 
 API server holds it (:func:`~..core.member_copy.follows`).
 
 A round looks at the bindings its changes touch: a template's (in the host, or its copy in a
-member), a stored binding; every binding when a policy or a Cluster of the host changed. The
-time of a graceful eviction's end or a toleration's expiry is not scheduled ahead: the rule
-looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks, an
-application failover timer or a NoExecute taint in play.
+member), a stored binding; every binding when a policy or a Cluster of the host changed. A
+toleration's expiry is scheduled ahead: the rule wakes when the first ``timeAdded +
+tolerationSeconds`` of a NoExecute taint on a cluster a binding is on comes
+(:func:`~.eviction.next_eviction`). The time of a graceful eviction's end is not: the rule
+looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks or an
+application failover timer in play.
 """
 
 from __future__ import annotations
@@ -65,6 +67,7 @@ from spreadbus.features.propagation.core.interpreter import (
     BINDING_NAMESPACE_ANNOTATION,
 )
 from spreadbus.features.propagation.core.member_copy import copy_patch, member_copy, replicas_in
+from spreadbus.features.propagation.core.policy import applied_placement
 from spreadbus.features.propagation.core.replica_steps import Copy, step
 from spreadbus.features.propagation.core.stepped_replicas import (
     STEPPED_REPLICAS,
@@ -82,6 +85,7 @@ from spreadbus.features.propagation.planning.binding_writes import (
     status_patch,
     with_schedule_time,
 )
+from spreadbus.features.propagation.planning.eviction import next_eviction
 from spreadbus.features.propagation.planning.schedule import Round
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
@@ -111,9 +115,10 @@ class PropagationRule:
         self.home = home
         self.shards = shards
         # What the rule waits to see listed: ConfigMaps are watched only where propagation asks
-        # for them (``--propagate-configmaps``), so they are read when listed, not waited for.
+        # for them (``--propagate-configmaps``), so they are read when listed, not waited for;
+        # so are OpenKruise's kinds (``TemplateKind.awaited``).
         self.resources: tuple[ResourceRef, ...] = (
-            *KARMADA, *(t.ref for t in TEMPLATES if t.workload))
+            *KARMADA, *(t.ref for t in TEMPLATES if t.workload and t.awaited))
         self._names = {r.resource for r in (*KARMADA, *(t.ref for t in TEMPLATES))} | {
             BUDGET_RESOURCE}
         self._whole = {(r.group, r.resource) for r in (PROPAGATION_POLICIES,
@@ -124,8 +129,11 @@ class PropagationRule:
         self._budgets: dict[str, list[JSON]] | None = None
         """This round's budgets of the host by namespace (:meth:`_budgets_in`)."""
         self._busy: set[tuple[str, str]] = set()
-        """Bindings with an eviction in play (a NoExecute taint, a graceful eviction task)."""
+        """Bindings with an eviction in play (a graceful eviction task, an application failover
+        timer): looked at again every :data:`RECHECK_SECONDS`."""
         self._wake: float | None = None
+        self._expiries: dict[tuple[str, str], float] = {}
+        """Bindings a tolerated NoExecute taint evicts later: when (:func:`next_eviction`)."""
 
     # -- the planner's time seam ------------------------------------------------------------------
 
@@ -185,12 +193,14 @@ class PropagationRule:
         out: list[Desired] = []
         if affected is None:
             self._busy.clear()
+            self._expiries.clear()
         for held in held_bindings(host):
             key = (held.namespace, held.name)
             if not self.shards.owns(held.namespace) or (
                     affected is not None and key not in affected):
                 continue
             self._busy.discard(key)
+            self._expiries.pop(key, None)
             stored = self._stored(view, held)
             if stored is None:
                 if held.template is not None and not held.deleting:
@@ -206,7 +216,12 @@ class PropagationRule:
             out.extend(wants)
             if busy:
                 self._busy.add(key)
-        self._wake = now + RECHECK_SECONDS if self._busy else None
+            expires = next_eviction(held.clusters, clusters,
+                                    applied_placement(held.annotations), at)
+            if expires is not None:
+                self._expiries[key] = expires.timestamp()
+        wakes = [*self._expiries.values(), *([now + RECHECK_SECONDS] if self._busy else [])]
+        self._wake = min(wakes) if wakes else None
         return out
 
     def _covered(self, view: KubeProjection, okey: str) -> set[tuple[str, str]] | None:
@@ -335,8 +350,7 @@ class PropagationRule:
                                    reason=f"{kind_of(held)} {held.key}: schedule and status"))
         out.extend(copies)
         out.extend(self._template_status(held, governor, generation, stored, items))
-        busy = bool(tasks) or bool(passed.unhealthy_since) or any(
-            as_str(t.get("effect")) == "NoExecute" for c in clusters for t in c.taints)
+        busy = bool(tasks) or bool(passed.unhealthy_since)
         return out, busy
 
     def _unclaimed(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],

@@ -1,8 +1,9 @@
 """The resource templates the planner propagates live, and the resources it reads for them.
 
 Offline, ``spreadbus plan`` takes a template of any kind; live, the watcher must list the kind in
-the host and in every member, so the kinds are a table: Deployments and StatefulSets (divided
-or duplicated), ConfigMaps (duplicated: they have no replicas; watched only with
+the host and in every member, so the kinds are a table: Deployments, StatefulSets, CloneSets and
+UnitedDeployments (divided or duplicated; a member's UnitedDeployment spreads its share over
+its own subsets), ConfigMaps (duplicated: they have no replicas; watched only with
 ``--propagate-configmaps``, so a cluster that propagates nothing does not put every ConfigMap on
 the bus) and ClusterRoles (cluster-scoped, through a ClusterResourceBinding; watched only with
 ``--propagate-clusterroles``, and written in a member only where its actuator is granted them:
@@ -30,6 +31,9 @@ class TemplateKind(msgspec.Struct, frozen=True):
     """Divided or duplicated by replicas; a non-workload (a ConfigMap, a ClusterRole) goes whole
     to each cluster, and is watched only where its propagation is turned on
     (``--propagate-configmaps``, ``--propagate-clusterroles``)."""
+    awaited: bool = True
+    """The planner decides nothing before the kind is listed; OpenKruise's kinds are read once
+    listed instead: a host or member without their CRDs lists none, and propagates the rest."""
 
     @property
     def ref(self) -> ResourceRef:
@@ -47,6 +51,9 @@ class TemplateKind(msgspec.Struct, frozen=True):
 TEMPLATES: Final = (
     TemplateKind("apps", "v1", "deployments", "Deployment"),
     TemplateKind("apps", "v1", "statefulsets", "StatefulSet"),
+    TemplateKind("apps.kruise.io", "v1alpha1", "clonesets", "CloneSet", awaited=False),
+    TemplateKind("apps.kruise.io", "v1alpha1", "uniteddeployments", "UnitedDeployment",
+                 awaited=False),
     TemplateKind("", "v1", "configmaps", "ConfigMap", workload=False),
     TemplateKind("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole",
                  namespaced=False, workload=False),

@@ -5,13 +5,15 @@ changed: the governing object may have just been seen carrying the request), the
 :func:`~spreadbus.features.workloadrebalancer.core.status.sync` over the projection and turns
 the answer into writes:
 
-- the status through the status subresource (``patch_status``) with the observed
+- the status through the status subresource (``patch_status``), as the difference from the
+  status held (a key the new status leaves out is removed), with the observed
   ``resourceVersion`` as precondition (it is derived from the spec and the previous status, and
   ``finishTime`` is now: a write decided on an older object must not land), one at a time;
 - ``rebalance.spreadbus.io/request: <uid>`` on each governing UnitedDeployment or WorkloadSpread
   that does not carry this request yet (uid precondition: the value stands by itself); the entry
   waits without a result until the object is seen carrying it, then turns ``Successful``;
-- for a workload neither governs, Karmada's ``spec.rescheduleTriggeredAt`` on its
+- for a workload neither governs (or a UnitedDeployment that a binding propagates as a
+  resource template), Karmada's ``spec.rescheduleTriggeredAt`` on its
   ResourceBinding (a ClusterResourceBinding for a cluster-scoped resource such as a
   ClusterRole) in the planner's cluster (:mod:`..core.binding_trigger`; resourceVersion
   precondition: a newer rebalancer's trigger landed meanwhile must not be moved back); the entry
@@ -39,6 +41,7 @@ from typing import Any, Final
 from events.messages import ObjectRef, ResourceRef
 from events.shards import ONE, Shards
 from events.subjects import escape
+from kubesemantics import merge_patch
 from kubesemantics.group_version import api_group
 from kubesemantics.karmada_binding import WORK_GROUP, binding_name
 from kubesemantics.lenient_json import as_map, as_str
@@ -62,6 +65,7 @@ from spreadbus.features.workloadrebalancer.core.placement import (
     Holds,
     governing,
     holds_request,
+    is_united_deployment,
 )
 from spreadbus.features.workloadrebalancer.core.status import Placement, Sync, sync
 from spreadbus.projection.kube_state import KubeProjection, object_key, resource_key
@@ -146,10 +150,14 @@ class WorkloadRebalancerRule:
         target = ObjectRef(group=GROUP, version=as_str(obj.get("apiVersion")).split("/")[-1]
                            or REBALANCERS.version, resource=RESOURCE, name=wr.name,
                            uid=wr.uid)
-        if outcome.write:
+        # The difference from the status held, not the whole: a JSON merge patch removes a key
+        # only when it names it as null, so one the new status leaves out would stay.
+        status_patch = (merge_patch.diff(as_map(obj.get("status")), outcome.status.to_json())
+                        if outcome.write else {})
+        if status_patch:
             yield Desired(verb="patch_status", target=target, governor=target,
                           governor_generation=wr.generation,
-                          patch={"status": outcome.status.to_json()},
+                          patch={"status": status_patch},
                           reason=f"status of WorkloadRebalancer {wr.name} at generation "
                                  f"{wr.generation}",
                           precondition="resource_version", serial=True)
@@ -203,9 +211,17 @@ class WorkloadRebalancerRule:
     def _governing(self, view: KubeProjection, spreads: Sequence[Mapping[str, Any]],
                    holds: Holds, created: datetime | None,
                    ref: WorkloadRef) -> Placement | None:
+        binding = self._binding_placement(view, ref, created)
+        if binding is not None and is_united_deployment(ref):
+            # A UnitedDeployment a Karmada binding propagates is a resource template: the
+            # rebalance reschedules its binding, as Karmada's; each member's copy spreads its
+            # share over its own subsets.
+            return binding
         placement = governing(ref, self._find(view, ref), spreads, holds)
-        if placement is not None:
-            return placement
+        return placement if placement is not None else binding
+
+    def _binding_placement(self, view: KubeProjection, ref: WorkloadRef,
+                           created: datetime | None) -> Placement | None:
         # Karmada's binding: a ClusterResourceBinding for a resource named without namespace.
         bindings = BINDINGS if ref.namespace else CLUSTER_BINDINGS
         binding = view.get(self.cluster, bindings.group, bindings.resource, ref.namespace,
