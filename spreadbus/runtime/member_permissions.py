@@ -49,7 +49,7 @@ MEMBER_SERVICES: Final = ("watcher", "actuator", "webhook")
 _API: Final = "$JS.API"
 _CLUSTER_ROOTS: Final = (subjects.OBSERVATIONS, subjects.SYNC, subjects.PLANS,
                          subjects.OUTCOMES, subjects.ADMISSIONS, f"{subjects.HISTORY}.pod",
-                         f"{subjects.HISTORY}.status")
+                         f"{subjects.HISTORY}.status", subjects.BUDGET_SPEND)
 """Subject roots whose next token is the cluster (events.subjects' layout)."""
 
 
