@@ -79,3 +79,19 @@ def test_other_clusters_pods_are_not_kept_and_listing_is_still_told() -> None:
     assert view.synced()
     assert [b["metadata"]["name"] for b in view.budgets_in("web")] == ["web-server-pub"]
     assert view.seq == 4
+
+
+def test_the_view_keeps_the_hosts_bindings_and_the_workloads_a_copy_may_be() -> None:
+    view = BudgetView("c1")
+    stream = Stream(view)
+    deployment = {"metadata": {"name": "web", "namespace": "ns", "annotations": {
+        "resourcebinding.karmada.io/name": "web-deployment"}}}
+    stream.observe(deployment, group="apps", resource="deployments")
+    binding = {"metadata": {"name": "web-deployment", "namespace": "ns"},
+               "spec": {"resource": {"kind": "Deployment", "name": "web"}}}
+    stream.observe(binding, group="work.karmada.io", resource="resourcebindings")
+    assert view.workload("deployments", "ns", "web") == deployment
+    assert view.workload("statefulsets", "ns", "web") is None
+    assert view.binding("ns", "web-deployment") == binding
+    stream.observe(deployment, "DELETED", group="apps", resource="deployments")
+    assert view.workload("deployments", "ns", "web") is None
