@@ -85,12 +85,12 @@ def test_the_view_keeps_the_hosts_bindings_and_the_workloads_a_copy_may_be() -> 
     view = BudgetView("c1")
     stream = Stream(view)
     deployment = {"metadata": {"name": "web", "namespace": "ns", "annotations": {
-        "resourcebinding.karmada.io/name": "web-deployment"}}}
+        "resourcebinding.karmada.io/name": "web-deployment"}}, "spec": {"replicas": 3}}
     stream.observe(deployment, group="apps", resource="deployments")
     binding = {"metadata": {"name": "web-deployment", "namespace": "ns"},
                "spec": {"resource": {"kind": "Deployment", "name": "web"}}}
     stream.observe(binding, group="work.karmada.io", resource="resourcebindings")
-    assert view.workload("deployments", "ns", "web") == deployment
+    assert view.workload("deployments", "ns", "web") == {"metadata": deployment["metadata"]}
     assert view.workload("statefulsets", "ns", "web") is None
     assert view.binding("ns", "web-deployment") == binding
     stream.observe(deployment, "DELETED", group="apps", resource="deployments")

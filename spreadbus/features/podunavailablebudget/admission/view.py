@@ -26,7 +26,7 @@ import msgspec
 from events.subjects import escape
 from spreadbus.features.podunavailablebudget.admission.kept_pod import kept_encoded
 from spreadbus.features.podunavailablebudget.core.member_spend import COPY_RESOURCES
-from spreadbus.projection.kube_state import KubeProjection, decode_object
+from spreadbus.projection.kube_state import KubeProjection, decode_object, object_key
 from spreadbus.projection.pod_view import PodPart, PodView
 from spreadbus.projection.tracking import Tracked
 
@@ -37,6 +37,13 @@ BINDINGS: Final = ("work.karmada.io", "resourcebindings")
 COPY_GROUPS: Final = {resource: group for (group, _), resource in COPY_RESOURCES.items()}
 KEPT: Final = frozenset({PODS, escape(PUB_RESOURCE), escape("replicasets"), escape(BINDINGS[1]),
                          *(escape(r) for r in COPY_GROUPS)})
+
+
+class _Metadata(msgspec.Struct):
+    metadata: dict[str, Any] = {}
+
+
+_METADATA: Final = msgspec.json.Decoder(_Metadata)
 
 
 class BudgetView:
@@ -90,11 +97,17 @@ class BudgetView:
         return self.projection.get(self.cluster, *BINDINGS, namespace, name)
 
     def workload(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
-        """A workload of a kind a member's copy may be (whose marks name its binding)."""
+        """The metadata of a workload of a kind a member's copy may be (whose marks name its
+        binding), as ``{"metadata": ...}``: asked on every pod deletion, so its spec is not
+        decoded."""
         group = COPY_GROUPS.get(resource)
         if group is None:
             return None
-        return self.projection.get(self.cluster, group, resource, namespace, name)
+        stored = self.projection.objects(self.cluster, group, resource).get(
+            object_key(namespace, name))
+        if stored is None:
+            return None
+        return {"metadata": _METADATA.decode(stored.raw).metadata}
 
     def budget(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.projection.get(self.cluster, PUB_GROUP, PUB_RESOURCE, namespace, name)
