@@ -4,6 +4,7 @@ template's name or the pods' labels; nothing spent for a copy the host does not 
 
 from __future__ import annotations
 
+import copy
 from datetime import UTC, datetime
 from typing import Any
 
@@ -20,7 +21,7 @@ from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdm
 from spreadbus.features.podunavailablebudget.core import member_spend
 from spreadbus.features.podunavailablebudget.core.member_spend import CopyOf, SpendRequest
 from spreadbus.features.podunavailablebudget.planning.status_inputs import compute
-from tests.podunavailablebudget.budgets import NS, StaticView, budget, pod
+from tests.podunavailablebudget.budgets import NS, StaticView, budget, pod, review
 
 NOW = datetime(2026, 3, 1, 8, 0, 0, tzinfo=UTC)
 COPY = CopyOf(group="apps", kind="Deployment", name="web-app", binding="web-app-deployment")
@@ -183,3 +184,66 @@ async def test_a_host_that_has_not_listed_its_budgets_refuses_rather_than_frees(
         answer = await admission.spend_for_member("m1", request(), bound)
         assert (answer.allowed, answer.code) == (False, 403)
         assert "still syncing" in answer.message
+
+
+class Host:
+    """The host's side as a member's webhook reaches it: records each spend, answers as set."""
+
+    def __init__(self, answer: member_spend.SpendAnswer | Exception) -> None:
+        self.answer = answer
+        self.asked: list[SpendRequest] = []
+
+    async def spend(self, request: SpendRequest) -> member_spend.SpendAnswer:
+        self.asked.append(request)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def member(kv: Any, host: Host) -> BudgetAdmission:
+    view = StaticView("m1")
+    view.replicasets = {"web-app-abc": replicaset()}
+    return BudgetAdmission(view=view, store=budget_store(kv), clock=lambda: NOW.timestamp(),
+                           host=host, workload=lambda resource, namespace, name: marked()
+                           if (resource, name) == ("deployments", "web-app") else None)
+
+
+async def test_a_member_asks_the_host_only_for_a_copys_pod_a_budget_could_refuse(
+    nats_client: Client, kv: Any,
+) -> None:
+    host = Host(member_spend.SpendAnswer(allowed=False, code=403, reason="Forbidden",
+                                         message="the host's budget is spent"))
+    admission = member(kv, host)
+    refused = await admission.validate_pod(review("DELETE", copy_pod("p0")))
+    assert (refused.allowed, refused.code, refused.message) == (
+        False, 403, "the host's budget is spent")
+    asked = host.asked.pop()
+    assert (asked.operation, asked.copy, asked.replicaset) == ("DELETE", COPY, replicaset())
+    unready = copy_pod("p1")
+    unready["status"]["conditions"][0]["status"] = "False"
+    relabelled = copy.deepcopy(copy_pod("p0"))
+    relabelled["metadata"]["labels"]["tier"] = "front"
+    free = [review("DELETE", pod("not-a-copy", related=None)), review("DELETE", unready),
+            review("UPDATE", copy_pod("p0"), new=relabelled)]
+    for request in free:
+        assert (await admission.validate_pod(request)).allowed
+    assert not host.asked
+    changed = copy.deepcopy(copy_pod("p0"))
+    changed["spec"]["containers"][0]["image"] = "nginx:2"
+    assert not (await admission.validate_pod(review("UPDATE", copy_pod("p0"),
+                                                    new=changed))).allowed
+    assert host.asked.pop().operation == "UPDATE"
+
+
+async def test_a_member_the_host_does_not_answer_refuses(nats_client: Client, kv: Any) -> None:
+    admission = member(kv, Host(TimeoutError("no answer")))
+    deleted = await admission.validate_pod(review("DELETE", copy_pod("p0")))
+    assert (deleted.allowed, deleted.code) == (False, 403)
+    assert "could not be spent" in deleted.message
+    evicted_pod = copy_pod("p0")
+    view = admission.view
+    assert isinstance(view, StaticView)
+    view.pods = {"p0": evicted_pod}
+    evicted = await admission.validate_pod(review("CREATE", evicted_pod,
+                                                  sub_resource="eviction"))
+    assert (evicted.allowed, evicted.code) == (False, 429)

@@ -183,6 +183,8 @@ class BudgetAdmission:
         """A pod of a copy of the host's template is spent on the host's budgets first; the
         refusal, or None when the host allows (or the pod is of no copy)."""
         assert self.host is not None
+        if not member_spend.asks_host(operation, pod, old):
+            return None
         ref = controller_ref(pod)
         replicaset = (self.view.replicaset(namespace, str(ref.get("name") or ""))
                       if ref is not None and ref.get("kind") == "ReplicaSet" else None)

@@ -23,7 +23,12 @@ import msgspec
 from events import subjects
 from kubesemantics.group_version import api_group
 from kubesemantics.lenient_json import as_map, as_str
-from spreadbus.features.podunavailablebudget.core.model import RELATED_PUB_ANNOTATION
+from spreadbus.features.podunavailablebudget.core import pod_health
+from spreadbus.features.podunavailablebudget.core.admission import update_operation
+from spreadbus.features.podunavailablebudget.core.model import (
+    NO_PROTECT_ANNOTATION,
+    RELATED_PUB_ANNOTATION,
+)
 from spreadbus.features.podunavailablebudget.core.workloads import Workloads
 
 JSON = dict[str, Any]
@@ -111,6 +116,21 @@ def decode_request(data: bytes) -> SpendRequest:
 
 def decode_answer(data: bytes) -> SpendAnswer:
     return _ANSWER.decode(data)
+
+
+def asks_host(operation: str, pod: Mapping[str, Any], old: Mapping[str, Any] | None) -> bool:
+    """Whether a budget could refuse this at all, read from the pod alone (the core's rule): an
+    UPDATE that cannot change the pod's availability, a pod marked not to protect, the deletion
+    of a pod already unavailable go free without a round trip to the host, so they go even while
+    the member's link is down. An eviction is asked anyway: the pod is the member's view's copy,
+    which may be behind."""
+    if operation == "UPDATE":
+        if old is None or update_operation(dict(old), dict(pod)) is None:
+            return False
+        pod = old
+    if pod_health.annotations_of(dict(pod)).get(NO_PROTECT_ANNOTATION) == "true":
+        return False
+    return operation == "EVICT" or pod_health.available(dict(pod))
 
 
 def copy_of(pod: Mapping[str, Any], *, replicaset: JSON | None,
