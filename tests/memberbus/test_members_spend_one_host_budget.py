@@ -86,7 +86,14 @@ class Stack:
                                                 status=status)}
         self.host = BudgetAdmission(view=self.host_view, store=budget_store(kv),
                                     clock=lambda: NOW.timestamp())
-        self.responder = SpendResponder(bus.hub_client, self.host, host_binding)
+        self.responder = SpendResponder(bus.hub_client, self.host, host_binding,
+                                        lambda member: member in MEMBERS)
+        # Another cluster on the hub, which binds the same template but is no member's host:
+        # it never answers, so its "nothing covers it" never beats the host's refusal.
+        bystander = BudgetAdmission(view=StaticView("bystander"), store=budget_store(kv),
+                                    clock=lambda: NOW.timestamp())
+        self.bystander = SpendResponder(bus.hub_client, bystander, host_binding,
+                                        lambda member: False)
         self.clients: dict[str, HostBudgetClient] = {}
         self.members: dict[str, BudgetAdmission] = {}
         self.member_responders: dict[str, SpendResponder] = {}
@@ -100,8 +107,8 @@ class Stack:
                 workload=lambda resource, ns, name: copy() if (resource, name) == (
                     "deployments", DEPLOYMENT) else None)
             # A member's webhook answers spends too, as every webhook does: never its own.
-            self.member_responders[member] = SpendResponder(bus.clients[member], admission,
-                                                            lambda ns, name: None)
+            self.member_responders[member] = SpendResponder(
+                bus.clients[member], admission, lambda ns, name: None, lambda member: False)
 
     async def linked(self) -> None:
         """Until each member's spend reaches the host across its leaf link (interest crosses
@@ -133,7 +140,7 @@ class Stack:
     async def stop(self) -> None:
         for client in self.clients.values():
             await client.stop()
-        for responder in [*self.member_responders.values(), self.responder]:
+        for responder in [*self.member_responders.values(), self.responder, self.bystander]:
             await responder.stop()
 
 
@@ -142,6 +149,7 @@ async def stack(bus: MemberBus) -> Stack:
     built = Stack(bus, await budget_bucket(bus.hub_client))
     for responder in built.member_responders.values():
         await responder.start()
+    await built.bystander.start()
     await built.responder.start()
     await built.linked()
     return built
@@ -168,6 +176,7 @@ async def test_two_members_deleting_at_once_never_overspend_the_host_budget(
         assert all("could not be spent" not in v.message for v in verdicts)
         assert built.responder.answered == probes + len(deletions)
         assert all(r.answered == 0 for r in built.member_responders.values())
+        assert built.bystander.answered == 0
     finally:
         await built.stop()
 

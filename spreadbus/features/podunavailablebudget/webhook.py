@@ -83,4 +83,5 @@ async def webhook_side(ctx: WebhookContext[PodUnavailableBudgetSettings]) -> Bud
         host=host,
         workload=view.workload,
     )
-    return BudgetWebhook(admission, view, SpendResponder(ctx.nc, admission, view.binding), host)
+    return BudgetWebhook(admission, view, SpendResponder(ctx.nc, admission, view.binding,
+                                                        view.registers), host)

@@ -4,7 +4,8 @@
 ``budget.spend.<member>.<namespace>``, answered on the member's own answer subjects; no answer
 within the deadline raises, and the member's webhook refuses, as a spend on an unreachable
 entry does. :class:`SpendResponder` is the host webhook's side: every replica subscribes in one
-queue group, so each spend is decided by one replica, in the same compare-and-set transaction on
+queue group, so each spend is decided by one replica of the cluster that holds the member's
+Cluster object, in the same compare-and-set transaction on
 the budget's one entry as a host pod's deletion.
 """
 
@@ -88,11 +89,16 @@ class SpendResponder:
     """A host webhook replica's answers to members' spends."""
 
     def __init__(self, nc: Client, admission: BudgetAdmission,
-                 binding: Callable[[str, str], Mapping[str, Any] | None]) -> None:
+                 binding: Callable[[str, str], Mapping[str, Any] | None],
+                 registers: Callable[[str], bool]) -> None:
         self.nc = nc
         self.admission = admission
         self.binding = binding
         """(namespace, name) -> the host's ResourceBinding."""
+        self.registers = registers
+        """Whether this cluster is the member's host (holds its Cluster object): only the host
+        answers, so another cluster on the hub, whose budgets do not cover the member's copies,
+        never answers first that nothing covers them."""
         self.answered = 0
         self.ignored = 0
         self._sub: Subscription | None = None
@@ -117,8 +123,9 @@ class SpendResponder:
 
     async def _answer(self, msg: Msg) -> None:
         member = member_spend.member_of(msg.subject)
-        if member == self.admission.view.cluster:
-            return  # a member's own spend, seen by its own webhook: the host answers it
+        if member == self.admission.view.cluster or (member is not None
+                                                      and not self.registers(member)):
+            return  # a member's own spend, or another's cluster's: its host answers it
         if member is None or not msg.reply or not member_spend.answers_to(msg.reply, member):
             self.ignored += 1  # an answer elsewhere would tell another member what it asked
             return

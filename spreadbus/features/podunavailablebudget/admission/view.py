@@ -34,9 +34,10 @@ PUB_GROUP: Final = "policy.kruise.io"
 PUB_RESOURCE: Final = "podunavailablebudgets"
 PODS: Final = escape("pods")
 BINDINGS: Final = ("work.karmada.io", "resourcebindings")
+CLUSTERS: Final = ("cluster.karmada.io", "clusters")
 COPY_GROUPS: Final = {resource: group for (group, _), resource in COPY_RESOURCES.items()}
 KEPT: Final = frozenset({PODS, escape(PUB_RESOURCE), escape("replicasets"), escape(BINDINGS[1]),
-                         *(escape(r) for r in COPY_GROUPS)})
+                         escape(CLUSTERS[1]), *(escape(r) for r in COPY_GROUPS)})
 
 
 class _Metadata(msgspec.Struct):
@@ -95,6 +96,10 @@ class BudgetView:
     def binding(self, namespace: str, name: str) -> dict[str, Any] | None:
         """A ResourceBinding of this cluster (the host's, which places its templates)."""
         return self.projection.get(self.cluster, *BINDINGS, namespace, name)
+
+    def registers(self, member: str) -> bool:
+        """Whether this cluster holds the member's Cluster object: it is the member's host."""
+        return bool(self.projection.objects(self.cluster, *CLUSTERS).get(object_key("", member)))
 
     def workload(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
         """The metadata of a workload of a kind a member's copy may be (whose marks name its
