@@ -182,17 +182,31 @@ async def test_two_members_deleting_at_once_never_overspend_the_host_budget(
 
 
 async def test_a_member_cut_off_from_the_host_refuses(member_bus_stack: MemberBus) -> None:
-    built = await stack(member_bus_stack)
+    bus = member_bus_stack
+    built = await stack(bus)
     try:
-        await built.responder.stop()
-        verdict = await built.members["member2"].validate_pod(
-            review("DELETE", member_pod("member2", 0)))
+        bus.proxy.cut()  # member1's leaf link
+        built.clients["member1"].deadline = 0.5
+        verdict = await built.members["member1"].validate_pod(
+            review("DELETE", member_pod("member1", 0)))
         assert not verdict.allowed
         assert verdict.code == 403
         assert "could not be spent" in verdict.message
+        # The link up but the host's webhook gone: refused when the deadline passes.
+        await built.responder.stop()
+        built.clients["member2"].deadline = 0.5
+        evicted = member_pod("member2", 0)
+        view = built.members["member2"].view
+        assert isinstance(view, StaticView)
+        view.pods = {evicted["metadata"]["name"]: evicted}
+        refused = await built.members["member2"].validate_pod(
+            review("CREATE", evicted, sub_resource="eviction"))
+        assert not refused.allowed
+        assert refused.code == 429
         entry = await built.host.store.current(entry_key("host", NS, "pub"))
         assert not entry.disrupted
     finally:
+        bus.proxy.restore()
         await built.stop()
 
 
