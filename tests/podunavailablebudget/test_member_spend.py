@@ -20,7 +20,10 @@ from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
 from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
 from spreadbus.features.podunavailablebudget.core import member_spend
 from spreadbus.features.podunavailablebudget.core.member_spend import CopyOf, SpendRequest
+from spreadbus.features.podunavailablebudget.feature import FEATURE
 from spreadbus.features.podunavailablebudget.planning.status_inputs import compute
+from spreadbus.runtime.bus_permissions import permissions
+from spreadbus.runtime.member_permissions import member_permissions
 from tests.podunavailablebudget.budgets import NS, StaticView, budget, pod, review
 
 NOW = datetime(2026, 3, 1, 8, 0, 0, tzinfo=UTC)
@@ -247,3 +250,12 @@ async def test_a_member_the_host_does_not_answer_refuses(nats_client: Client, kv
     evicted = await admission.validate_pod(review("CREATE", evicted_pod,
                                                   sub_resource="eviction"))
     assert (evicted.allowed, evicted.code) == (False, 429)
+
+
+def test_a_members_webhook_may_spend_only_as_itself_and_the_hosts_answers_any() -> None:
+    member = member_permissions("m1", "webhook", [FEATURE.bus], clusters=["host", "m2"])
+    spends = [s for s in member["publish"]["allow"] if s.startswith("budget.spend")]
+    assert spends == ["budget.spend.m1.>"]
+    hub = permissions("webhook", [FEATURE.bus])
+    assert "budget.spend.>" in hub["subscribe"]["allow"]
+    assert "budget.answer.>" in hub["publish"]["allow"]
