@@ -17,6 +17,8 @@ Subject layout (``<x>`` is an escaped token, ``<group>`` is ``_`` for the core A
     admission.<cluster>.<namespace>.<workload>                 Admission
     history.pod.<cluster>.<namespace>.<name>                   PodLifecycle
     history.status.<cluster>.<group>.<resource>.<namespace>.<name> StatusChange
+    budget.spend.<member>.<namespace>                          a member's spend on a host budget
+    budget.answer.<member>.<replica>.<request>                 its answer
 
 A subscriber wanting every Deployment change of cluster ``east`` uses
 ``kube.obs.east.apps.deployments.>``.
@@ -39,6 +41,8 @@ PLANS = "plan"
 OUTCOMES = "outcome"
 ADMISSIONS = "admission"
 HISTORY = "history"
+BUDGET_SPEND = "budget.spend"
+BUDGET_ANSWER = "budget.answer"
 
 
 class SubjectError(ValueError):

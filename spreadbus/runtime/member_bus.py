@@ -164,7 +164,9 @@ def leaf_permissions(member: str) -> dict[str, Any]:
     the hub, on its own delivery prefix (:func:`delivery_prefix`); the replies to the hub's
     requests to its domain API, and flow-control replies for its plans. To the member: the
     hub's requests to the member's domain API, the copies of its plans on its own delivery
-    prefix, the replies to its requests, flow control. Never the member's own subjects
+    prefix, the replies to its requests, flow control. Its spends on the host's budgets cross
+    too, named as its own (``budget.spend.<member>.*``), and only its own answers come back
+    (``budget.answer.<member>.>``). Never the member's own subjects
     (``kube.obs.<member>.>`` and the rest): those cross only as copies in its streams, and
     never another member's copies.
     """
@@ -177,12 +179,14 @@ def leaf_permissions(member: str) -> dict[str, Any]:
             deliveries,
             f"{_REPLIES}.*",
             f"$JS.FC.{plans}.>",
+            f"{subjects.BUDGET_SPEND}.{token}.*",
         ]},
         "subscribe": {"allow": [
             f"$JS.{token}.API.>",
             deliveries,
             f"{_REPLIES}.*",
             "$JS.FC.>",
+            f"{subjects.BUDGET_ANSWER}.{token}.>",
         ]},
     }
 

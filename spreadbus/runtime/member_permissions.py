@@ -7,9 +7,10 @@ a user of its own, ``<member>-watcher``, ``<member>-actuator`` and ``<member>-we
 
 - every subject it publishes whose root carries the cluster as its next token is allowed for the
   member's token only: ``kube.obs.<member>.>``, ``kube.sync.<member>.>``,
-  ``outcome.<member>.>``, ``admission.<member>.>``, ``history.pod.<member>.>`` and
-  ``history.status.<member>.>``; a stolen member credential cannot forge another cluster's
-  observations, outcomes, admissions or history;
+  ``outcome.<member>.>``, ``admission.<member>.>``, ``history.pod.<member>.>``,
+  ``history.status.<member>.>`` and ``budget.spend.<member>.>`` (its webhook's spends on the
+  host's budgets); a stolen member credential cannot forge another cluster's observations,
+  outcomes, admissions, history or spends;
 - its writes to a feature's key-value bucket are allowed under the member's keys only
   (``$KV.<bucket>.<member>.>``: every bucket a member's services write is keyed by cluster
   first); so its watcher puts the member's heartbeat for the cluster registry
@@ -49,7 +50,7 @@ MEMBER_SERVICES: Final = ("watcher", "actuator", "webhook")
 _API: Final = "$JS.API"
 _CLUSTER_ROOTS: Final = (subjects.OBSERVATIONS, subjects.SYNC, subjects.PLANS,
                          subjects.OUTCOMES, subjects.ADMISSIONS, f"{subjects.HISTORY}.pod",
-                         f"{subjects.HISTORY}.status")
+                         f"{subjects.HISTORY}.status", subjects.BUDGET_SPEND)
 """Subject roots whose next token is the cluster (events.subjects' layout)."""
 
 

@@ -32,7 +32,8 @@ class Stream:
         meta = obj["metadata"]
         message = Observation(cluster=cluster, group=group, version="v1", resource=resource,
                               event=event, object=obj)
-        subject = subjects.observation(cluster, group, resource, meta["namespace"], meta["name"])
+        subject = subjects.observation(cluster, group, resource, meta.get("namespace", ""),
+                                       meta["name"])
         self.view.apply_message(self.seq, subject, codec.encode(message))
 
     def listed(self, group: str, resource: str) -> None:
@@ -79,3 +80,24 @@ def test_other_clusters_pods_are_not_kept_and_listing_is_still_told() -> None:
     assert view.synced()
     assert [b["metadata"]["name"] for b in view.budgets_in("web")] == ["web-server-pub"]
     assert view.seq == 4
+
+
+def test_the_view_keeps_the_hosts_bindings_members_and_the_workloads_a_copy_may_be() -> None:
+    view = BudgetView("c1")
+    stream = Stream(view)
+    deployment = {"metadata": {"name": "web", "namespace": "ns", "annotations": {
+        "resourcebinding.karmada.io/name": "web-deployment"}}, "spec": {"replicas": 3}}
+    stream.observe(deployment, group="apps", resource="deployments")
+    binding = {"metadata": {"name": "web-deployment", "namespace": "ns"},
+               "spec": {"resource": {"kind": "Deployment", "name": "web"}}}
+    stream.observe(binding, group="work.karmada.io", resource="resourcebindings")
+    assert view.workload("deployments", "ns", "web") == {"metadata": deployment["metadata"]}
+    assert view.workload("statefulsets", "ns", "web") is None
+    assert view.binding("ns", "web-deployment") == binding
+    assert not view.registers("member1")
+    stream.observe({"metadata": {"name": "member1"}}, group="cluster.karmada.io",
+                   resource="clusters")
+    assert view.registers("member1")
+    assert not view.registers("member2")
+    stream.observe(deployment, "DELETED", group="apps", resource="deployments")
+    assert view.workload("deployments", "ns", "web") is None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from events import subjects
 from spreadbus.engine.bus_access import BusAccess
 from spreadbus.engine.feature import Feature
 from spreadbus.engine.plan_grants import WORKLOAD_CHAIN, Governor, PlanGrant
@@ -55,8 +56,13 @@ FEATURE: Final = Feature(
                   selector="spec.selector", via=WORKLOAD_CHAIN),
     ),
     bus={
-        # The webhook spends budgets in their bucket; the planner folds the bucket's stream.
-        "webhook": BusAccess(buckets=(BUCKET,)),
+        # The webhook spends budgets in their bucket; the planner folds the bucket's stream. A
+        # member's webhook asks the host's to spend the host's budgets (``budget.spend.<member>``
+        # for a member's user, :mod:`spreadbus.runtime.member_permissions`).
+        "webhook": BusAccess(buckets=(BUCKET,),
+                             publish=(f"{subjects.BUDGET_SPEND}.>", f"{subjects.BUDGET_ANSWER}.>"),
+                             subscribe=(f"{subjects.BUDGET_SPEND}.>",
+                                        f"{subjects.BUDGET_ANSWER}.>")),
         "planner": BusAccess(reads=(STREAM,)),
     },
     buckets=(BUCKET_SPEC,),

@@ -17,15 +17,23 @@ from spreadbus.features.podunavailablebudget.admission.budget_bucket import (
     budget_store,
 )
 from spreadbus.features.podunavailablebudget.admission.handlers import BudgetAdmission
+from spreadbus.features.podunavailablebudget.admission.host_budgets import (
+    HostBudgetClient,
+    SpendResponder,
+)
 from spreadbus.features.podunavailablebudget.admission.view import BudgetView
 from spreadbus.features.podunavailablebudget.core.model import NAME
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
 
 
 class BudgetWebhook(WebhookSide):
-    def __init__(self, admission: BudgetAdmission, view: BudgetView) -> None:
+    def __init__(self, admission: BudgetAdmission, view: BudgetView,
+                 responder: SpendResponder | None = None,
+                 host: HostBudgetClient | None = None) -> None:
         self.admission = admission
         self.view = view
+        self.responder = responder
+        self.host = host
         self.handlers = (
             AdmissionHandler(feature=NAME, path="/mutate-pod", decide=admission.mutate_pod),
             AdmissionHandler(feature=NAME, path="/validate-pod", decide=admission.validate_pod),
@@ -35,6 +43,16 @@ class BudgetWebhook(WebhookSide):
 
     def apply_message(self, seq: int, subject: str, data: bytes) -> None:
         self.view.apply_message(seq, subject, data)
+
+    async def start(self) -> None:
+        if self.responder is not None:
+            await self.responder.start()
+
+    async def stop(self) -> None:
+        if self.responder is not None:
+            await self.responder.stop()
+        if self.host is not None:
+            await self.host.stop()
 
     def gauges(self) -> Mapping[str, tuple[str, Callable[[], float]]]:
         admission = self.admission
@@ -52,10 +70,18 @@ async def webhook_side(ctx: WebhookContext[PodUnavailableBudgetSettings]) -> Bud
     assert ctx.nc is not None, "the PodUnavailableBudget handlers spend budgets on NATS"
     kv = await budget_bucket(ctx.nc)
     view = BudgetView(ctx.cluster, ctx.pods)
+    deadline = ctx.settings.pub_ledger_deadline_seconds
+    # Every webhook answers members' spends on its cluster's budgets (a host's; a cluster with
+    # no members is asked nothing) and asks the host for pods of copies (a member's; a cluster
+    # with no copies asks nothing).
+    host = HostBudgetClient(ctx.nc, ctx.cluster, deadline_seconds=deadline)
     admission = BudgetAdmission(
         view=view,
-        store=budget_store(kv, deadline_seconds=ctx.settings.pub_ledger_deadline_seconds),
+        store=budget_store(kv, deadline_seconds=deadline),
         settings=ctx.settings,
         clock=ctx.clock,
+        host=host,
+        workload=view.workload,
     )
-    return BudgetWebhook(admission, view)
+    return BudgetWebhook(admission, view, SpendResponder(ctx.nc, admission, view.binding,
+                                                        view.registers), host)

@@ -27,10 +27,11 @@ from typing import Any, Protocol
 
 from events.buckets import entry_key
 from kubesemantics.field_errors import describe
+from kubesemantics.owner_refs import controller_ref
 from spreadbus.engine.admission_chain import ALLOW, Verdict, deny
 from spreadbus.engine.review import AdmissionRequest, pointer
 from spreadbus.features.podunavailablebudget.admission import decisions
-from spreadbus.features.podunavailablebudget.core import budget_ledger
+from spreadbus.features.podunavailablebudget.core import budget_ledger, member_spend
 from spreadbus.features.podunavailablebudget.core.budget_ledger import BudgetEntry
 from spreadbus.features.podunavailablebudget.core.model import PodUnavailableBudget
 from spreadbus.features.podunavailablebudget.settings import PodUnavailableBudgetSettings
@@ -51,13 +52,26 @@ class Observed(Protocol):
     def synced(self) -> bool: ...
 
 
+class HostBudgets(Protocol):
+    """A member's way to the host's budgets (:class:`.host_budgets.HostBudgetClient`)."""
+
+    async def spend(self, request: member_spend.SpendRequest) -> member_spend.SpendAnswer: ...
+
+
 class BudgetAdmission:
     """Decisions over a view and the budget entries."""
 
     def __init__(self, *, view: Observed, store: LedgerStore[BudgetEntry],
                  settings: PodUnavailableBudgetSettings | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time,
+                 host: HostBudgets | None = None,
+                 workload: Callable[[str, str, str], dict[str, Any] | None] | None = None,
+                 ) -> None:
         self.view = view
+        self.host = host
+        """The host's budgets, when this is a member's webhook that may hold copies' pods."""
+        self.workload = workload or (lambda resource, namespace, name: None)
+        """(resource, namespace, name) -> the view's workload, where a copy's marks are read."""
         self.store = store
         self.settings = settings or PodUnavailableBudgetSettings()
         self.clock = clock
@@ -79,6 +93,10 @@ class BudgetAdmission:
         if pod is None:
             return self._unobserved_eviction(request) if operation == "EVICT" else ALLOW
         namespace = request.namespace or _namespace(pod)
+        if self.host is not None:
+            refused = await self._host_spend(operation, pod, old, namespace, request.dry_run)
+            if refused is not None:
+                return refused
         budget_name = decisions.related_budget(pod)
         if budget_name is None:
             # Not linked at CREATE (the link webhook failed open, or its view had not yet seen
@@ -89,6 +107,15 @@ class BudgetAdmission:
             if budget_name is None:
                 return ALLOW
             pod = decisions.linked(pod, budget_name)
+        return await self.spend(operation, pod, old, namespace, budget_name,
+                                dry_run=request.dry_run, name=request.name)
+
+    async def spend(self, operation: str, pod: dict[str, Any], old: dict[str, Any] | None,
+                    namespace: str, budget_name: str, *, dry_run: bool, name: str,
+                    caught_up: bool | None = None) -> Verdict:
+        """Decide ``operation`` on ``pod`` against this view's budget ``budget_name`` and
+        spend it on the budget's entry. ``caught_up`` False: the view has not observed the pod
+        (a member's), so no status may free it."""
         budget = self.view.budget(namespace, budget_name)
         if budget is None:
             if not self.view.synced():
@@ -99,7 +126,6 @@ class BudgetAdmission:
         version = _version(budget)
         raw_status = budget.get("status")
         status: Mapping[str, Any] = raw_status if isinstance(raw_status, Mapping) else {}
-        dry_run = request.dry_run
         parsed = self._parsed(budget)
         early = decisions.decide(operation, pod, parsed, status, old_pod=old, now=now,
                                  dry_run=True)
@@ -109,7 +135,7 @@ class BudgetAdmission:
         if (early.settled and early.why not in decisions.SETTLED_BY_STATUS
                 and not (viewed_pod and early.why == "unavailable")):
             return ALLOW  # the pod's own state or the budget's spec: no entry to read
-        caught_up = viewed_pod or self._caught_up(pod, namespace)
+        seen = (viewed_pod or self._caught_up(pod, namespace)) if caught_up is None else caught_up
 
         def decide(entry: BudgetEntry) -> tuple[decisions.Decision, BudgetEntry | None]:
             current = budget_ledger.reseeded(entry, status, version, now)
@@ -120,7 +146,7 @@ class BudgetAdmission:
                 # Another replica seeded the entry from a status newer than this view, which
                 # may count this pod as available: its readiness here may be stale.
                 return decisions.Decision(allowed=False, message=_behind(budget_name)), None
-            if decision.why in decisions.SETTLED_BY_STATUS and (not caught_up or (
+            if decision.why in decisions.SETTLED_BY_STATUS and (not seen or (
                     decision.why == "desired-zero" and decisions.counted_before_its_workload(
                         effective, parsed, pod, replicaset=self.view.replicaset,
                         namespace=namespace))):
@@ -141,7 +167,7 @@ class BudgetAdmission:
             decision = await self.store.transact(key, decide)
         except Exception as exc:  # NATS unreachable, the entry contended past the deadline
             log.warning("budget not spent, refusing", extra={"budget": f"{namespace}/"
-                        f"{budget_name}", "pod": request.name, "error": repr(exc)})
+                        f"{budget_name}", "pod": name, "error": repr(exc)})
             self.refused += 1
             return _refusal(operation, f"podunavailablebudget.policy.kruise.io "
                                        f'"{budget_name}" could not be spent: {exc!r}')
@@ -151,6 +177,70 @@ class BudgetAdmission:
             return ALLOW
         self.refused += 1
         return _refusal(operation, decision.message)
+
+    async def _host_spend(self, operation: str, pod: dict[str, Any], old: dict[str, Any] | None,
+                          namespace: str, dry_run: bool) -> Verdict | None:
+        """A pod of a copy of the host's template is spent on the host's budgets first; the
+        refusal, or None when the host allows (or the pod is of no copy)."""
+        assert self.host is not None
+        if not member_spend.asks_host(operation, pod, old):
+            return None
+        ref = controller_ref(pod)
+        replicaset = (self.view.replicaset(namespace, str(ref.get("name") or ""))
+                      if ref is not None and ref.get("kind") == "ReplicaSet" else None)
+        copy = member_spend.copy_of({**pod, "metadata": {**(pod.get("metadata") or {}),
+                                                         "namespace": namespace}},
+                                    replicaset=replicaset, workload=self.workload)
+        if copy is None:
+            return None
+        request = member_spend.SpendRequest(
+            operation=operation,  # type: ignore[arg-type]  # one of _subject's three
+            namespace=namespace, pod=pod, old_pod=old, replicaset=replicaset, copy=copy,
+            dry_run=dry_run)
+        try:
+            answer = await self.host.spend(request)
+        except Exception as exc:  # no answer within the deadline: the host budget may be spent
+            log.warning("host budget not spent, refusing", extra={
+                "pod": f"{namespace}/{_name(pod)}", "error": repr(exc)})
+            self.refused += 1
+            return _refusal(operation, "the host's podunavailablebudget.policy.kruise.io over "
+                                       f"{copy.kind} {copy.name} could not be spent: {exc!r}")
+        if answer.allowed:
+            return None
+        self.refused += 1
+        return deny(answer.message, code=answer.code, reason=answer.reason)
+
+    async def spend_for_member(self, member: str, request: member_spend.SpendRequest,
+                               binding: Mapping[str, Any] | None) -> member_spend.SpendAnswer:
+        """The host's side of a member's spend: the host budget that covers the member's pod,
+        decided and spent as for a host pod, on the same entry."""
+        namespace = request.namespace
+        if not member_spend.bound_by_host(request, binding):
+            if not self.view.synced():
+                return _answer(_refusal(request.operation,
+                                        "spreadbus webhook still syncing PodUnavailableBudgets"))
+            return member_spend.SpendAnswer(allowed=True)  # no template of the host's
+        pod = member_spend.as_host_pod(request.pod)
+        pod["metadata"]["namespace"] = namespace
+        replicaset = request.replicaset
+
+        def owner(ns: str, name: str) -> dict[str, Any] | None:
+            return replicaset if replicaset is not None and _name(replicaset) == name else None
+
+        budget_name = decisions.matching_budget(pod, self.view.budgets_in(namespace),
+                                                replicaset=owner, namespace=namespace)
+        if budget_name is None:
+            if not self.view.synced():
+                return _answer(_refusal(request.operation,
+                                        "spreadbus webhook still syncing PodUnavailableBudgets"))
+            return member_spend.SpendAnswer(allowed=True)
+        old = request.old_pod
+        verdict = await self.spend(
+            request.operation, decisions.linked(pod, budget_name),
+            None if old is None else decisions.linked(member_spend.as_host_pod(old), budget_name),
+            namespace, budget_name, dry_run=request.dry_run,
+            name=f"{member}/{_name(pod)}", caught_up=False)
+        return _answer(verdict)
 
     def _caught_up(self, pod: Mapping[str, Any], namespace: str) -> bool:
         """Whether this view has observed ``pod`` (from the review) at its resourceVersion.
@@ -263,6 +353,15 @@ def _refusal(operation: str, message: str) -> Verdict:
 def _behind(budget_name: str) -> str:
     return (f'podunavailablebudget.policy.kruise.io "{budget_name}": this spreadbus webhook has '
             "not yet observed the budget's latest status; retry")
+
+
+def _answer(verdict: Verdict) -> member_spend.SpendAnswer:
+    return member_spend.SpendAnswer(allowed=verdict.allowed, code=verdict.code,
+                                    reason=verdict.reason, message=verdict.message)
+
+
+def _name(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name") or "")
 
 
 def _namespace(obj: Mapping[str, Any]) -> str:

@@ -4,7 +4,9 @@ An eviction's review carries the Eviction, not the pod, and Kruise then reads th
 informer; here the pod comes from this fold of the observation stream. Budgets are read the same
 way: the webhook trusts the status the planner last wrote, as Kruise's trusts its informer's.
 Pod CREATE needs the pod's workload for a targetRef budget (a ReplicaSet resolves to its
-Deployment), so ReplicaSets are kept too.
+Deployment), so ReplicaSets are kept too; and the workloads a member's copy may be and the
+host's ResourceBindings, which tell a pod of a copy of a host's template
+(:mod:`..core.member_spend`).
 
 Only these resources are kept (other observations are skipped before decoding). PUBs and
 ReplicaSets stay the raw JSON the watcher published and are decoded when a decision asks for
@@ -23,14 +25,26 @@ import msgspec
 
 from events.subjects import escape
 from spreadbus.features.podunavailablebudget.admission.kept_pod import kept_encoded
-from spreadbus.projection.kube_state import KubeProjection, decode_object
+from spreadbus.features.podunavailablebudget.core.member_spend import COPY_RESOURCES
+from spreadbus.projection.kube_state import KubeProjection, decode_object, object_key
 from spreadbus.projection.pod_view import PodPart, PodView
 from spreadbus.projection.tracking import Tracked
 
 PUB_GROUP: Final = "policy.kruise.io"
 PUB_RESOURCE: Final = "podunavailablebudgets"
 PODS: Final = escape("pods")
-KEPT: Final = frozenset({PODS, escape(PUB_RESOURCE), escape("replicasets")})
+BINDINGS: Final = ("work.karmada.io", "resourcebindings")
+CLUSTERS: Final = ("cluster.karmada.io", "clusters")
+COPY_GROUPS: Final = {resource: group for (group, _), resource in COPY_RESOURCES.items()}
+KEPT: Final = frozenset({PODS, escape(PUB_RESOURCE), escape("replicasets"), escape(BINDINGS[1]),
+                         escape(CLUSTERS[1]), *(escape(r) for r in COPY_GROUPS)})
+
+
+class _Metadata(msgspec.Struct):
+    metadata: dict[str, Any] = {}
+
+
+_METADATA: Final = msgspec.json.Decoder(_Metadata)
 
 
 class BudgetView:
@@ -78,6 +92,27 @@ class BudgetView:
 
     def replicaset(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.projection.get(self.cluster, "apps", "replicasets", namespace, name)
+
+    def binding(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A ResourceBinding of this cluster (the host's, which places its templates)."""
+        return self.projection.get(self.cluster, *BINDINGS, namespace, name)
+
+    def registers(self, member: str) -> bool:
+        """Whether this cluster holds the member's Cluster object: it is the member's host."""
+        return bool(self.projection.objects(self.cluster, *CLUSTERS).get(object_key("", member)))
+
+    def workload(self, resource: str, namespace: str, name: str) -> dict[str, Any] | None:
+        """The metadata of a workload of a kind a member's copy may be (whose marks name its
+        binding), as ``{"metadata": ...}``: asked on every pod deletion, so its spec is not
+        decoded."""
+        group = COPY_GROUPS.get(resource)
+        if group is None:
+            return None
+        stored = self.projection.objects(self.cluster, group, resource).get(
+            object_key(namespace, name))
+        if stored is None:
+            return None
+        return {"metadata": _METADATA.decode(stored.raw).metadata}
 
     def budget(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.projection.get(self.cluster, PUB_GROUP, PUB_RESOURCE, namespace, name)
