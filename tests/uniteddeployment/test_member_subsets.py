@@ -316,3 +316,17 @@ def test_in_a_control_plane_the_planner_provisions_nothing_and_says_why() -> Non
     fine = reconcile(seed_ud(), workloads=[], pods=[], revisions=[], now=NOW, home="host",
                      clusters=CLUSTERS, control_plane=True)
     assert {d.action for d in fine.subsets.values()} == {"create"}
+
+
+def test_in_a_control_plane_a_uniteddeployment_naming_no_cluster_is_a_template() -> None:
+    """Naming no cluster at all, it is a resource template a PropagationPolicy carries whole to
+    the members: valid in the host, and the host's planner leaves it to them."""
+    from spreadbus.features.uniteddeployment.core.validation import validate_uniteddeployment
+
+    template = seed_ud()
+    for subset in template["spec"]["topology"]["subsets"]:
+        del subset["targetCluster"]
+    assert validate_uniteddeployment(template, control_plane=True) == []
+    result = reconcile(template, workloads=[], pods=[], revisions=[], now=NOW, home="host",
+                       clusters=CLUSTERS, control_plane=True)
+    assert (result.subsets, result.error, result.status) == ({}, None, {})

@@ -110,7 +110,10 @@ from spreadbus.features.uniteddeployment.core.subset_workloads import (
     discover,
     workload_kind,
 )
-from spreadbus.features.uniteddeployment.core.target_clusters import control_plane_errors
+from spreadbus.features.uniteddeployment.core.target_clusters import (
+    control_plane_errors,
+    is_template,
+)
 from spreadbus.features.uniteddeployment.core.update_decision import (
     Action,
     decide,
@@ -220,6 +223,8 @@ def reconcile_grouped(
     if kind is None:
         return Reconciliation(status=old_status, error=NO_TEMPLATE)
     if control_plane:
+        if is_template(ud.get("spec")):
+            return Reconciliation(status=old_status)  # propagated whole, placed by members
         local = control_plane_errors(ud.get("spec"))
         if local:
             message = f"{local[0].field}: {local[0].message}"

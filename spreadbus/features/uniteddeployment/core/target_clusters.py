@@ -10,8 +10,9 @@ name is the member's name. A subset without one stays in the UnitedDeployment's 
 
 Validation: a ``targetCluster`` without ``clusterRegistry``, a ``clusterType`` that is not
 served, and a ``targetCluster`` the query does not find are each an error naming the field; so
-is a subset without a ``targetCluster`` when the UnitedDeployment's own cluster is a control
-plane, which runs no workloads (:func:`control_plane_errors`). The
+is a subset without a ``targetCluster`` beside subsets with one when the UnitedDeployment's own
+cluster is a control plane, which runs no workloads (:func:`control_plane_errors`; one naming
+no cluster at all is a template there, for propagation). The
 last is judged only when the registry is known: when the clusters given (the other objects of
 an offline input, or the state the webhook reads) hold at least one object of the query's kind.
 """
@@ -87,9 +88,21 @@ def _target_errors(target: object, path: Path) -> list[FieldError]:
     return errors
 
 
+def is_template(spec: object) -> bool:
+    """Whether no subset names a cluster: in a control plane, a resource template that a
+    PropagationPolicy propagates whole (each member's UnitedDeployment places its share), not a
+    UnitedDeployment the host places."""
+    subsets = as_map(as_map(spec).get("topology")).get("subsets")
+    return not any(isinstance(s, Mapping) and s.get("targetCluster") is not None
+                   for s in (subsets if isinstance(subsets, list) else ()))
+
+
 def control_plane_errors(spec: object) -> list[FieldError]:
-    """In a control plane (a multi-cluster host, which runs no workloads), every subset must
-    name the cluster it runs in."""
+    """In a control plane (a multi-cluster host, which runs no workloads), a UnitedDeployment
+    that places subsets in clusters must name the cluster of every subset (a template, naming
+    none, is not placed here: :func:`is_template`)."""
+    if is_template(spec):
+        return []
     subsets = as_map(as_map(spec).get("topology")).get("subsets")
     errors: list[FieldError] = []
     for i, subset in enumerate(subsets if isinstance(subsets, list) else ()):
