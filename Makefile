@@ -38,7 +38,7 @@ browser:
 	  || { echo "make browser: CI=true needs Chromium for the browser tests, and apt could not install it" >&2; exit 1; }
 
 test: lint typecheck browser
-	$(BIN)/pytest -q -n 2 -m "not chaos_only"
+	$(BIN)/pytest -q -n 3 -m "not chaos_only"
 
 # The fault tests: kill -9 of the services, the webhook and nats-server at seeded random moments
 # on the local stack. `make chaos SEED=n` replays one schedule (each test prints its seed).

@@ -80,15 +80,18 @@ MEMBER1_OUTCOMES = "outcome.member1.>"
 def copies_differ(stack: MemberClusters, member: str = "member1") -> list[str]:
     """Where the hub's copies of the member's observations and outcomes differ from the
     member's streams; empty when they are the same. ``OUTCOMES`` must match message for message,
-    in order. ``KUBE`` keeps one message per subject, and each subject's must match; their order
-    across subjects may not: after kill -9 of nats-servers one side can have stored a message
-    again, at the end, where the other dropped it as a duplicate."""
+    in order on each subject (an object's outcomes), as sourcing promises; the order between
+    subjects is said when it differs, not required. ``KUBE`` keeps one message per subject, and
+    each subject's must match; their order across subjects may not: after kill -9 of
+    nats-servers one side can have stored a message again, at the end, where the other dropped
+    it as a duplicate."""
     url, hub = stack.members[member].server.url, stack.hub.server.url
     problems = []
     for stream, subjects in ((KUBE.name, f"kube.*.{member}.>"),
                              (OUTCOMES.name, f"outcome.{member}.>")):
         mine, copied = read_stream(url, stream, subjects), read_stream(hub, stream, subjects)
-        same = (sorted(mine) == sorted(copied)) if stream == KUBE.name else mine == copied
+        same = (sorted(mine) == sorted(copied)) if stream == KUBE.name else (
+            _per_subject(mine) == _per_subject(copied))
         if not same:
             only_member = [m[::2] for m in mine if m not in copied]
             only_hub = [m[::2] for m in copied if m not in mine]
@@ -101,6 +104,13 @@ def copies_differ(stack: MemberClusters, member: str = "member1") -> list[str]:
         elif mine != copied:
             say(f"{stream}: the hub holds {member}'s {len(mine)} messages in another order")
     return problems
+
+
+def _per_subject(messages: list[tuple[str, bytes, str]]) -> dict[str, list[tuple[str, bytes, str]]]:
+    out: dict[str, list[tuple[str, bytes, str]]] = {}
+    for message in messages:
+        out.setdefault(message[0], []).append(message)
+    return out
 
 
 def copies_match(stack: MemberClusters, member: str = "member1") -> bool:
