@@ -537,3 +537,42 @@ def test_the_affinity_term_a_round_scheduled_with_stays_in_the_status() -> None:
     assert rb["status"]["schedulerObservedAffinityName"] == "backup"
     w.view.mark_all_changed()
     assert [x for x in w.decide() if not w._true(x)] == []
+
+
+def test_the_taint_manager_evicts_no_faster_than_its_rate() -> None:
+    """Two bindings on member1 when an untolerated NoExecute taint lands there: at Karmada's
+    ``--resource-eviction-rate`` of 0.5/s the first is evicted at once, the second 2 s later,
+    when the rule wakes for it by itself."""
+    w = World()
+    w.rule = PropagationRule("host", eviction_rate=0.5)
+    for name in MEMBERS:
+        w.put("host", "cluster.karmada.io", "clusters", member_cluster(name))
+    pp = policy(STATIC)
+    pp["spec"]["resourceSelectors"] = [
+        {"apiVersion": "apps/v1", "kind": "Deployment", "name": n} for n in ("one", "two")]
+    w.put("host", "policy.karmada.io", "propagationpolicies", pp)
+    for name in ("one", "two"):
+        made = deployment()
+        made["metadata"]["name"] = name
+        w.put("host", "apps", "deployments", made)
+    w.settle()
+    member1 = w.get("host", "cluster.karmada.io", "clusters", "", "member1")
+    assert member1 is not None
+    member1["spec"]["taints"] = [{"key": "fail", "effect": "NoExecute",
+                                  "timeAdded": "2026-05-22T11:00:10Z"}]
+    w.put("host", "cluster.karmada.io", "clusters", member1)
+    at = NOW + 11
+
+    def evicted() -> list[str]:
+        return [n for n in ("one", "two")
+                if [c["name"] for c in binding(w, f"{n}-deployment")["spec"]["clusters"]]
+                == ["member2"]]
+
+    w.settle(at)
+    assert len(evicted()) == 1
+    assert w.rule.next_wake() == at + 2
+    assert w.rule.due(at + 1.99) == set()
+    due = w.rule.due(at + 2)
+    w.apply(w.rule.desired(w.view, due, at + 2))
+    w.settle(at + 2)
+    assert evicted() == ["one", "two"]

@@ -9,4 +9,5 @@ from spreadbus.features.propagation.settings import PropagationSettings
 
 
 async def planner_side(ctx: PlannerContext[PropagationSettings]) -> PlannerSide:
-    return PlannerSide(rules=[PropagationRule(ctx.cluster, ctx.shards)])
+    return PlannerSide(rules=[PropagationRule(
+        ctx.cluster, ctx.shards, eviction_rate=ctx.settings.resource_eviction_rate)])

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Annotated
 
+from pydantic import Field
+
 from spreadbus.engine.feature_settings import FeatureSettings, UsedBy
+from spreadbus.features.propagation.planning.eviction_rate import DEFAULT_PER_SECOND
 from spreadbus.features.propagation.planning.templates import TEMPLATES
 
 
@@ -18,6 +21,10 @@ class PropagationSettings(FeatureSettings):
     """Watch ClusterRoles, the cluster-scoped templates propagation copies whole into members.
     A member's actuator writes them only where the ``propagate-clusterroles`` deploy component
     grants it ClusterRoles (docs/security.md); off, they are neither watched nor propagated."""
+
+    resource_eviction_rate: Annotated[float, UsedBy("planner"), Field(ge=0)] = DEFAULT_PER_SECOND
+    """Evictions per second the taint manager makes at most (Karmada's
+    ``--resource-eviction-rate``); 0: no limit."""
 
     def watches(self) -> tuple[str, ...]:
         """The non-workload template kinds, each when it is to be propagated."""

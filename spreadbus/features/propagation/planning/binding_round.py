@@ -37,14 +37,20 @@ class BindingRound(msgspec.Struct, frozen=True):
     """The graceful-eviction tasks kept after the round."""
     unhealthy_since: Mapping[str, datetime] = {}
     """The application failover timers still running."""
+    taint_evicted: bool = False
+    """The taint manager evicted the binding from a cluster this round."""
 
 
 def binding_round(held: HeldBinding, clusters: Sequence[Cluster], now: datetime, *,
-                  observed: bool = True) -> BindingRound:
+                  observed: bool = True, taint_evictions: bool = True) -> BindingRound:
     """The round at ``now``; ``observed``: the scheduler had observed the binding's current
-    generation before it (a task waits for the schedule that replaces its copy)."""
-    tainted = evict(held.clusters, held.eviction_tasks, clusters,
-                    applied_placement(held.annotations), held.failover, now)
+    generation before it (a task waits for the schedule that replaces its copy);
+    ``taint_evictions``: the taint manager may evict now (its queue's rate allows it)."""
+    if taint_evictions:
+        tainted = evict(held.clusters, held.eviction_tasks, clusters,
+                        applied_placement(held.annotations), held.failover, now)
+    else:
+        tainted = Eviction(clusters=tuple(held.clusters), tasks=tuple(held.eviction_tasks))
     application = as_map(held.failover).get("application")
     failover = fail_over(tainted.clusters, tainted.tasks, held.health,
                          unhealthy_since(held.annotations),
@@ -66,4 +72,5 @@ def binding_round(held: HeldBinding, clusters: Sequence[Cluster], now: datetime,
         tasks = assess(tasks, now, targets=[t.name for t in result.clusters], health=held.health,
                        scheduled=observed and (result.succeeded or not result.scheduled)).kept
     return BindingRound(evicted=evicted, result=result, tasks=tasks,
-                        unhealthy_since=failover.since)
+                        unhealthy_since=failover.since,
+                        taint_evicted=len(tainted.tasks) > len(held.eviction_tasks))

@@ -34,7 +34,9 @@ A round looks at the bindings its changes touch: a template's (in the host, or i
 member), a stored binding; every binding when a policy or a Cluster of the host changed. A
 toleration's expiry is scheduled ahead: the rule wakes when the first ``timeAdded +
 tolerationSeconds`` of a NoExecute taint on a cluster a binding is on comes
-(:func:`~.eviction.next_eviction`). The time of a graceful eviction's end is not: the rule
+(:func:`~.eviction.next_eviction`), and evictions are made no faster than
+``--resource-eviction-rate`` allows, one due later waking the rule when it may be made
+(:mod:`.eviction_rate`). The time of a graceful eviction's end is not: the rule
 looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks or an
 application failover timer in play.
 """
@@ -86,6 +88,7 @@ from spreadbus.features.propagation.planning.binding_writes import (
     with_schedule_time,
 )
 from spreadbus.features.propagation.planning.eviction import next_eviction
+from spreadbus.features.propagation.planning.eviction_rate import allows, next_allowed
 from spreadbus.features.propagation.planning.schedule import Round
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
@@ -111,9 +114,14 @@ RECHECK_SECONDS: Final = 5.0
 class PropagationRule:
     name: str = NAME
 
-    def __init__(self, home: str, shards: Shards = ONE) -> None:
+    def __init__(self, home: str, shards: Shards = ONE, *, eviction_rate: float = 0.0) -> None:
+        """``eviction_rate``: the taint manager's evictions per second (0: no limit)."""
         self.home = home
         self.shards = shards
+        self.eviction_rate = eviction_rate
+        self._last_eviction: float | None = None
+        self._held: set[tuple[str, str]] = set()
+        """Bindings whose due eviction waits for the rate (:mod:`.eviction_rate`)."""
         # What the rule waits to see listed: ConfigMaps are watched only where propagation asks
         # for them (``--propagate-configmaps``), so they are read when listed, not waited for;
         # so are OpenKruise's kinds (``TemplateKind.awaited``).
@@ -201,6 +209,7 @@ class PropagationRule:
                 continue
             self._busy.discard(key)
             self._expiries.pop(key, None)
+            self._held.discard(key)
             stored = self._stored(view, held)
             if stored is None:
                 if held.template is not None and not held.deleting:
@@ -221,6 +230,9 @@ class PropagationRule:
             if expires is not None:
                 self._expiries[key] = expires.timestamp()
         wakes = [*self._expiries.values(), *([now + RECHECK_SECONDS] if self._busy else [])]
+        if self._held:
+            allowed = next_allowed(self._last_eviction, self.eviction_rate)
+            wakes.append(now if allowed is None else allowed)
         self._wake = min(wakes) if wakes else None
         return out
 
@@ -315,6 +327,13 @@ class PropagationRule:
             return [], False
         governor, generation = template
         passed = binding_round(held, clusters, at, observed=held.observed_current)
+        if passed.taint_evicted:
+            if allows(self._last_eviction, self.eviction_rate, at.timestamp()):
+                self._last_eviction = at.timestamp()
+            else:
+                self._held.add((held.namespace, held.name))
+                passed = binding_round(held, clusters, at, observed=held.observed_current,
+                                       taint_evictions=False)
         evicted, round_, tasks = passed.evicted, passed.result, passed.tasks
         out: list[Desired] = []
         rb = self._binding_ref(held, stored)
