@@ -28,6 +28,7 @@ from spreadbus.features.propagation.planning.application_failover import (
     RB_PRODUCER,
     UNHEALTHY_SINCE,
     fail_over,
+    next_due,
     since_text,
     unhealthy_since,
 )
@@ -241,3 +242,12 @@ def test_spreadbus_plan_fails_over_as_the_live_round_does(
         "default/demo-deploy-deployment"]
     assert [(c["name"], c["replicas"]) for c in entry["clusters"]] == clusters
     assert entry["gracefulEvictionTasks"] == tasks
+
+
+def test_the_next_failover_is_the_first_timer_to_reach_its_toleration() -> None:
+    start = datetime(2026, 5, 22, 11, 0, 0, tzinfo=UTC)
+    since = {"member1": start, "member2": start - timedelta(seconds=100)}
+    application = {"decisionConditions": {"tolerationSeconds": 120}}
+    assert next_due(since, application) == start + timedelta(seconds=20)
+    assert next_due({}, application) is None
+    assert next_due(since, None) is None

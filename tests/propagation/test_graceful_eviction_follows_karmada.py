@@ -16,7 +16,7 @@ import yaml
 from spreadbus.cli import main
 from spreadbus.features.propagation.core.cluster import Cluster
 from spreadbus.features.propagation.planning.eviction import due
-from spreadbus.features.propagation.planning.graceful_eviction import assess
+from spreadbus.features.propagation.planning.graceful_eviction import assess, next_end
 
 NOW = datetime(2024, 5, 22, 11, 36, 10, tzinfo=UTC)
 TIMEOUT = timedelta(minutes=3)
@@ -164,3 +164,19 @@ def test_an_out_of_range_toleration_never_evicts() -> None:
     forever = [{"key": "down", "operator": "Exists", "effect": "NoExecute",
                 "tolerationSeconds": 10**20}]
     assert due(tainted, forever, NOW) is False
+
+
+def test_the_next_end_is_the_first_grace_period_to_run_out() -> None:
+    """When the planner must look again on its own: the earliest ``creationTimestamp +
+    gracePeriodSeconds`` (ten minutes without one); a task suppressing deletion, or not yet
+    stamped, runs out on no clock."""
+    start = datetime(2026, 5, 22, 11, 0, 0, tzinfo=UTC)
+    tasks = [{"fromCluster": "a", "creationTimestamp": "2026-05-22T11:00:00Z",
+              "gracePeriodSeconds": 120},
+             {"fromCluster": "b", "creationTimestamp": "2026-05-22T10:55:00Z"},
+             {"fromCluster": "c", "creationTimestamp": "2026-05-22T10:00:00Z",
+              "suppressDeletion": True},
+             {"fromCluster": "d"}]
+    assert next_end(tasks) == start + timedelta(minutes=2)
+    assert next_end(tasks[1:]) == start + timedelta(minutes=5)
+    assert next_end(tasks[2:]) is None

@@ -11,6 +11,8 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
+
 from events import codec, subjects
 from events.messages import Observation, Plan, SyncMarker
 from kubesemantics import json_patch, merge_patch
@@ -429,6 +431,9 @@ def test_a_noexecute_taint_evicts_after_its_toleration_and_the_old_copy_waits_fo
     tasks = rb["spec"]["gracefulEvictionTasks"]
     assert [(t["fromCluster"], t["reason"], t["replicas"]) for t in tasks] == [
         ("member1", "TaintUntolerated", 2)]
+    # With no event, the rule looks again just after the task's grace period (10 minutes).
+    stamped = datetime.fromisoformat(tasks[0]["creationTimestamp"]).timestamp()
+    assert w.rule.next_wake() == pytest.approx(stamped + 600 + 0.001)
     # The old copy stays until the new one is healthy.
     kept = w.get("member1", "apps", "deployments", "default", "demo-deploy")
     assert kept is not None

@@ -140,3 +140,14 @@ def fail_over(targets: Sequence[Target], tasks: Sequence[Mapping[str, Any]],
               if c in remaining and health.get(c) != HEALTHY}
     evicted = tuple(t.name for t in targets if t.name in due)
     return Failover(clusters=tuple(kept), tasks=(*tasks, *added), since=timers, evicted=evicted)
+
+
+def next_due(since: Mapping[str, datetime],
+             application: Mapping[str, Any] | None) -> datetime | None:
+    """When the first running timer reaches ``decisionConditions.tolerationSeconds`` (the
+    copy is evicted once the time is strictly past it)."""
+    if application is None or not since:
+        return None
+    toleration = as_int(as_map(application.get("decisionConditions")).get("tolerationSeconds"))
+    seconds = DEFAULT_TOLERATION_SECONDS if toleration is None else toleration
+    return min(after(started, seconds) for started in since.values())

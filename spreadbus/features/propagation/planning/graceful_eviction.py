@@ -74,3 +74,18 @@ def assess(tasks: Sequence[Mapping[str, Any]], now: datetime, *, targets: Sequen
         else:
             kept.append(task)
     return Assessment(kept=tuple(kept), removed=tuple(removed))
+
+
+def next_end(tasks: Sequence[Mapping[str, Any]], *,
+             timeout: timedelta = DEFAULT_TIMEOUT) -> datetime | None:
+    """When the first of ``tasks`` runs out of its grace period (a task ends once the time is
+    strictly past it): when the planner must look again with no event to wake it. A task
+    ending on health ends on the status change that reports it."""
+    ends = []
+    for task in tasks:
+        created = parse_time(task.get("creationTimestamp"))
+        if created is None or isinstance(task.get("suppressDeletion"), bool):
+            continue
+        seconds = as_int(task.get("gracePeriodSeconds"))
+        ends.append(after(created, timeout.total_seconds() if seconds is None else seconds))
+    return min(ends) if ends else None

@@ -36,9 +36,10 @@ toleration's expiry is scheduled ahead: the rule wakes when the first ``timeAdde
 tolerationSeconds`` of a NoExecute taint on a cluster a binding is on comes
 (:func:`~.eviction.next_eviction`), and evictions are made no faster than
 ``--resource-eviction-rate`` allows, one due later waking the rule when it may be made
-(:mod:`.eviction_rate`). The time of a graceful eviction's end is not: the rule
-looks at every binding again every :data:`RECHECK_SECONDS` while one has eviction tasks or an
-application failover timer in play.
+(:mod:`.eviction_rate`). So are a graceful eviction task's end by its grace period
+(:func:`~.graceful_eviction.next_end`) and an application failover timer's
+(:func:`~.application_failover.next_due`); an end by the replacements' health comes with the
+status change that reports it.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ from spreadbus.features.propagation.core.stepped_replicas import (
     recorded,
     text_of,
 )
-from spreadbus.features.propagation.planning.application_failover import since_text
+from spreadbus.features.propagation.planning.application_failover import next_due, since_text
 from spreadbus.features.propagation.planning.binding_round import binding_round
 from spreadbus.features.propagation.planning.binding_writes import (
     FINALIZER,
@@ -89,6 +90,7 @@ from spreadbus.features.propagation.planning.binding_writes import (
 )
 from spreadbus.features.propagation.planning.eviction import next_eviction
 from spreadbus.features.propagation.planning.eviction_rate import allows, next_allowed
+from spreadbus.features.propagation.planning.graceful_eviction import next_end
 from spreadbus.features.propagation.planning.schedule import Round
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
@@ -108,7 +110,8 @@ Key = tuple[str, str]
 JSON = dict[str, Any]
 
 NAME: Final = "propagation"
-RECHECK_SECONDS: Final = 5.0
+_STRICTLY_AFTER: Final = 0.001
+"""A task or a timer runs out once the time is strictly past its deadline: look just after."""
 
 
 class PropagationRule:
@@ -136,12 +139,10 @@ class PropagationRule:
         self._templates = {(t.group, t.resource): t for t in TEMPLATES}
         self._budgets: dict[str, list[JSON]] | None = None
         """This round's budgets of the host by namespace (:meth:`_budgets_in`)."""
-        self._busy: set[tuple[str, str]] = set()
-        """Bindings with an eviction in play (a graceful eviction task, an application failover
-        timer): looked at again every :data:`RECHECK_SECONDS`."""
         self._wake: float | None = None
         self._expiries: dict[tuple[str, str], float] = {}
-        """Bindings a tolerated NoExecute taint evicts later: when (:func:`next_eviction`)."""
+        """Bindings something evicts later with no event to tell (a tolerated NoExecute taint,
+        a graceful eviction task's grace period, an application failover timer): when."""
 
     # -- the planner's time seam ------------------------------------------------------------------
 
@@ -200,14 +201,12 @@ class PropagationRule:
         members = [c.name for c in clusters]
         out: list[Desired] = []
         if affected is None:
-            self._busy.clear()
             self._expiries.clear()
         for held in held_bindings(host):
             key = (held.namespace, held.name)
             if not self.shards.owns(held.namespace) or (
                     affected is not None and key not in affected):
                 continue
-            self._busy.discard(key)
             self._expiries.pop(key, None)
             self._held.discard(key)
             stored = self._stored(view, held)
@@ -221,15 +220,15 @@ class PropagationRule:
             if held.template is None:
                 out.extend(self._unclaimed(view, held, stored, at))
                 continue
-            wants, busy = self._binding(view, held, stored, clusters, at, members)
+            wants, runs_out = self._binding(view, held, stored, clusters, at, members)
             out.extend(wants)
-            if busy:
-                self._busy.add(key)
             expires = next_eviction(held.clusters, clusters,
                                     applied_placement(held.annotations), at)
-            if expires is not None:
-                self._expiries[key] = expires.timestamp()
-        wakes = [*self._expiries.values(), *([now + RECHECK_SECONDS] if self._busy else [])]
+            looks = [t for t in (None if expires is None else expires.timestamp(), runs_out)
+                     if t is not None]
+            if looks:
+                self._expiries[key] = min(looks)
+        wakes = list(self._expiries.values())
         if self._held:
             allowed = next_allowed(self._last_eviction, self.eviction_rate)
             wakes.append(now if allowed is None else allowed)
@@ -321,10 +320,11 @@ class PropagationRule:
 
     def _binding(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
                  clusters: list[Cluster], at: datetime,
-                 members: list[str]) -> tuple[list[Desired], bool]:
+                 members: list[str]) -> tuple[list[Desired], float | None]:
+        """The binding's writes, and when a task or timer of it runs out (None: none)."""
         template = self._template_ref(held)
         if template is None:
-            return [], False
+            return [], None
         governor, generation = template
         passed = binding_round(held, clusters, at, observed=held.observed_current)
         if passed.taint_evicted:
@@ -369,8 +369,11 @@ class PropagationRule:
                                    reason=f"{kind_of(held)} {held.key}: schedule and status"))
         out.extend(copies)
         out.extend(self._template_status(held, governor, generation, stored, items))
-        busy = bool(tasks) or bool(passed.unhealthy_since)
-        return out, busy
+        application = as_map(held.failover).get("application")
+        ends = [t for t in (next_end(tasks), next_due(passed.unhealthy_since, application
+                                                      if isinstance(application, Mapping)
+                                                      else None)) if t is not None]
+        return out, (min(ends).timestamp() + _STRICTLY_AFTER if ends else None)
 
     def _unclaimed(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
                    at: datetime) -> list[Desired]:
