@@ -21,6 +21,7 @@ from typing import Any
 
 from kubesemantics.karmada_binding import is_member_object
 from kubesemantics.lenient_json import as_int, as_str
+from kubesemantics.timestamps import format_time
 from spreadbus.engine.feature import OfflinePlan, OfflineValidation
 from spreadbus.features.propagation.core.bindings import HeldBinding, held_bindings
 from spreadbus.features.propagation.core.cluster import (
@@ -56,7 +57,7 @@ def validate_cluster_offline(obj: JSON, *, old: JSON | None,
 
 
 def _time(value: datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%SZ") if value is not None else None
+    return format_time(value) if value is not None else None
 
 
 def _task(task: Mapping[str, Any]) -> JSON:

@@ -30,7 +30,7 @@ import msgspec
 from kubesemantics import target_ref
 from kubesemantics.group_version import api_group, api_version_valid
 from kubesemantics.lenient_json import as_int, as_map, as_str
-from kubesemantics.timestamps import parse_time
+from kubesemantics.timestamps import time_map
 
 JSON = dict[str, Any]
 
@@ -133,15 +133,6 @@ def is_budget(obj: Mapping[str, Any]) -> bool:
     return obj.get("kind") == KIND and api_group(as_str(obj.get("apiVersion"))) == GROUP
 
 
-def _time_map(value: object) -> dict[str, datetime]:
-    out: dict[str, datetime] = {}
-    for name, raw in as_map(value).items():
-        when = parse_time(raw)
-        if isinstance(name, str) and when is not None:
-            out[name] = when
-    return out
-
-
 def status_from_json(value: object) -> BudgetStatus:
     raw = as_map(value)
     return BudgetStatus(
@@ -149,8 +140,8 @@ def status_from_json(value: object) -> BudgetStatus:
         current_available=as_int(raw.get("currentAvailable")) or 0,
         desired_available=as_int(raw.get("desiredAvailable")) or 0,
         total_replicas=as_int(raw.get("totalReplicas")) or 0,
-        disrupted_pods=_time_map(raw.get("disruptedPods")),
-        unavailable_pods=_time_map(raw.get("unavailablePods")),
+        disrupted_pods=time_map(raw.get("disruptedPods")),
+        unavailable_pods=time_map(raw.get("unavailablePods")),
         observed_generation=as_int(raw.get("observedGeneration")),
         conditions=tuple(dict(c) for c in raw.get("conditions") or () if isinstance(c, Mapping))
         if isinstance(raw.get("conditions"), list)

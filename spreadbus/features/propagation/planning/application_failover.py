@@ -34,7 +34,7 @@ from typing import Any, Final
 import msgspec
 
 from kubesemantics.lenient_json import as_int, as_map, as_str
-from kubesemantics.timestamps import parse_time
+from kubesemantics.timestamps import format_time, time_map
 from spreadbus.features.propagation.core.aggregation import HEALTHY, UNHEALTHY
 from spreadbus.features.propagation.core.deadline import after
 from spreadbus.features.propagation.core.division import Target
@@ -58,32 +58,22 @@ class Failover(msgspec.Struct, frozen=True):
     evicted: tuple[str, ...] = ()
 
 
-def _stamp(time: datetime) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
 def unhealthy_since(annotations: Mapping[str, Any]) -> dict[str, datetime]:
     """The timers a binding's annotation holds (unreadable entries are dropped)."""
     text = annotations.get(UNHEALTHY_SINCE)
     if not isinstance(text, str):
         return {}
     try:
-        parsed = json.loads(text)
+        return time_map(json.loads(text))
     except ValueError:
         return {}
-    out: dict[str, datetime] = {}
-    for cluster, value in as_map(parsed).items():
-        time = parse_time(value)
-        if isinstance(cluster, str) and time is not None:
-            out[cluster] = time
-    return out
 
 
 def since_text(since: Mapping[str, datetime]) -> str | None:
     """The annotation's value (None: no timer, the annotation goes)."""
     if not since:
         return None
-    return json.dumps({c: _stamp(t) for c, t in sorted(since.items())}, separators=(",", ":"))
+    return json.dumps({c: format_time(t) for c, t in sorted(since.items())}, separators=(",", ":"))
 
 
 def task(cluster: str, replicas: int, application: Mapping[str, Any], producer: str) -> dict[

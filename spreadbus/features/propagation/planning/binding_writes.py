@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from kubesemantics.karmada_binding import CLUSTER_RESOURCE_BINDING, RESOURCE_BINDING, WORK_GROUP
 from kubesemantics.lenient_json import as_int, as_map, as_str
+from kubesemantics.timestamps import format_time
 from spreadbus.features.propagation.core.bindings import HeldBinding
 from spreadbus.features.propagation.core.division import Target
 from spreadbus.features.propagation.core.member_copy import (
@@ -51,10 +52,6 @@ SCHEDULED_AFFINITY: Final = "propagation.spreadbus.io/scheduled-affinity"
 scheduled with, which the status written next carries as ``schedulerObservedAffinityName``
 (the rounds in between do not schedule, so only the spec remembers it)."""
 API_VERSION: Final = f"{WORK_GROUP}/v1alpha2"
-
-
-def stamp(time: datetime) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def kind_of(held: HeldBinding) -> str:
@@ -104,7 +101,7 @@ def with_schedule_time(patch: JSON, now: datetime, affinity: str = "") -> JSON:
     """The spec patch of a successful round, stamped when it is written and with the term it
     scheduled with."""
     annotations = patch.setdefault("metadata", {}).setdefault("annotations", {})
-    annotations[SCHEDULED_AT] = stamp(now)
+    annotations[SCHEDULED_AT] = format_time(now)
     annotations[SCHEDULED_AFFINITY] = affinity or None
     return patch
 
@@ -135,7 +132,7 @@ def _condition(kind: str, status: bool, reason: str, message: str,
     text = "True" if status else "False"
     previous = next((as_map(c) for c in old if as_map(c).get("type") == kind), None)
     since = (as_str(previous.get("lastTransitionTime"))
-             if previous is not None and previous.get("status") == text else "") or stamp(now)
+             if previous is not None and previous.get("status") == text else "") or format_time(now)
     return {"type": kind, "status": text, "reason": reason, "message": message,
             "lastTransitionTime": since}
 
@@ -186,7 +183,7 @@ def status_patch(stored: Mapping[str, Any], round_: Round, aggregated: Sequence[
     if fresh_spec:
         status["lastScheduledTime"] = scheduled_at
     elif round_.succeeded and observed != generation:
-        status["lastScheduledTime"] = stamp(now)  # it ran and found the spec as it wants it
+        status["lastScheduledTime"] = format_time(now)  # it ran and found the spec as it wants it
     if _holds(old, status):
         return None
     return {"status": status}

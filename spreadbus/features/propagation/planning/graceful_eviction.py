@@ -21,7 +21,7 @@ from typing import Any, Final
 import msgspec
 
 from kubesemantics.lenient_json import as_int, as_str
-from kubesemantics.timestamps import parse_time
+from kubesemantics.timestamps import format_time, parse_time
 from spreadbus.features.propagation.core.deadline import after
 
 DEFAULT_TIMEOUT: Final = timedelta(minutes=10)
@@ -32,10 +32,6 @@ class Assessment(msgspec.Struct, frozen=True):
     kept: tuple[Mapping[str, Any], ...]
     removed: tuple[str, ...]
     """The clusters whose evicted copy is deleted now, in task order."""
-
-
-def _stamp(time: datetime) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def all_healthy(targets: Sequence[str], health: Mapping[str, str]) -> bool:
@@ -66,7 +62,7 @@ def assess(tasks: Sequence[Mapping[str, Any]], now: datetime, *, targets: Sequen
     for task in tasks:
         created = parse_time(task.get("creationTimestamp"))
         if created is None:
-            kept.append({**task, "creationTimestamp": _stamp(now)})
+            kept.append({**task, "creationTimestamp": format_time(now)})
             continue
         if task_ends(task, created=created, now=now, timeout=timeout, scheduled=scheduled,
                      healthy=healthy):

@@ -29,7 +29,7 @@ from kubesemantics.group_version import api_version_valid as api_version_valid
 from kubesemantics.lenient_json import Condition as Condition
 from kubesemantics.lenient_json import as_int, as_map, as_str, conditions
 from kubesemantics.target_ref import TargetRef as TargetRef
-from kubesemantics.timestamps import parse_time
+from kubesemantics.timestamps import parse_time, time_map
 
 JSON = dict[str, Any]
 
@@ -169,15 +169,6 @@ def _subset(raw: Mapping[str, Any]) -> Subset:
     )
 
 
-def _times(value: object) -> dict[str, datetime]:
-    out: dict[str, datetime] = {}
-    for key, raw in as_map(value).items():
-        parsed = parse_time(raw)
-        if isinstance(key, str) and parsed is not None:
-            out[key] = parsed
-    return out
-
-
 def _subset_statuses(value: object) -> tuple[SubsetStatus, ...]:
     if not isinstance(value, list):
         return ()
@@ -186,8 +177,8 @@ def _subset_statuses(value: object) -> tuple[SubsetStatus, ...]:
             name=as_str(s.get("name")),
             replicas=as_int(s.get("replicas")) or 0,
             missing_replicas=as_int(s.get("missingReplicas")) or 0,
-            creating_pods=_times(s.get("creatingPods")),
-            deleting_pods=_times(s.get("deletingPods")),
+            creating_pods=time_map(s.get("creatingPods")),
+            deleting_pods=time_map(s.get("deletingPods")),
             conditions=conditions(s.get("conditions")),
         )
         for s in value
