@@ -135,7 +135,12 @@ class BudgetAdmission:
         if (early.settled and early.why not in decisions.SETTLED_BY_STATUS
                 and not (viewed_pod and early.why == "unavailable")):
             return ALLOW  # the pod's own state or the budget's spec: no entry to read
-        seen = (viewed_pod or self._caught_up(pod, namespace)) if caught_up is None else caught_up
+
+        def seen() -> bool:
+            """Read only for a decision a status would free: most decisions spend or refuse."""
+            if caught_up is not None:
+                return caught_up
+            return viewed_pod or self._caught_up(pod, namespace)
 
         def decide(entry: BudgetEntry) -> tuple[decisions.Decision, BudgetEntry | None]:
             current = budget_ledger.reseeded(entry, status, version, now)
@@ -146,7 +151,7 @@ class BudgetAdmission:
                 # Another replica seeded the entry from a status newer than this view, which
                 # may count this pod as available: its readiness here may be stale.
                 return decisions.Decision(allowed=False, message=_behind(budget_name)), None
-            if decision.why in decisions.SETTLED_BY_STATUS and (not seen or (
+            if decision.why in decisions.SETTLED_BY_STATUS and (not seen() or (
                     decision.why == "desired-zero" and decisions.counted_before_its_workload(
                         effective, parsed, pod, replicaset=self.view.replicaset,
                         namespace=namespace))):

@@ -21,10 +21,11 @@ from spreadbus.features.propagation.planning.application_failover import (
     CRB_PRODUCER,
     RB_PRODUCER,
     fail_over,
+    next_due,
     unhealthy_since,
 )
 from spreadbus.features.propagation.planning.eviction import Eviction, evict
-from spreadbus.features.propagation.planning.graceful_eviction import assess
+from spreadbus.features.propagation.planning.graceful_eviction import assess, next_end
 from spreadbus.features.propagation.planning.schedule import Binding, Round, schedule
 
 
@@ -39,6 +40,8 @@ class BindingRound(msgspec.Struct, frozen=True):
     """The application failover timers still running."""
     taint_evicted: bool = False
     """The taint manager evicted the binding from a cluster this round."""
+    runs_out: datetime | None = None
+    """When a kept task's grace period or a running timer runs out, with no event to tell."""
 
 
 def binding_round(held: HeldBinding, clusters: Sequence[Cluster], now: datetime, *,
@@ -51,10 +54,10 @@ def binding_round(held: HeldBinding, clusters: Sequence[Cluster], now: datetime,
                         applied_placement(held.annotations), held.failover, now)
     else:
         tainted = Eviction(clusters=tuple(held.clusters), tasks=tuple(held.eviction_tasks))
-    application = as_map(held.failover).get("application")
+    raw_application = as_map(held.failover).get("application")
+    application = raw_application if isinstance(raw_application, Mapping) else None
     failover = fail_over(tainted.clusters, tainted.tasks, held.health,
-                         unhealthy_since(held.annotations),
-                         application if isinstance(application, Mapping) else None, now,
+                         unhealthy_since(held.annotations), application, now,
                          producer=CRB_PRODUCER if held.cluster_scoped else RB_PRODUCER)
     evicted = Eviction(clusters=failover.clusters, tasks=failover.tasks)
     binding = Binding(
@@ -71,6 +74,8 @@ def binding_round(held: HeldBinding, clusters: Sequence[Cluster], now: datetime,
         # The scheduler marks the generation observed when it succeeds or finds nothing to do.
         tasks = assess(tasks, now, targets=[t.name for t in result.clusters], health=held.health,
                        scheduled=observed and (result.succeeded or not result.scheduled)).kept
+    ends = [t for t in (next_end(tasks), next_due(failover.since, application)) if t is not None]
     return BindingRound(evicted=evicted, result=result, tasks=tasks,
                         unhealthy_since=failover.since,
-                        taint_evicted=len(tainted.tasks) > len(held.eviction_tasks))
+                        taint_evicted=len(tainted.tasks) > len(held.eviction_tasks),
+                        runs_out=min(ends) if ends else None)

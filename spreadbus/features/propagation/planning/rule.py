@@ -78,7 +78,7 @@ from spreadbus.features.propagation.core.stepped_replicas import (
     recorded,
     text_of,
 )
-from spreadbus.features.propagation.planning.application_failover import next_due, since_text
+from spreadbus.features.propagation.planning.application_failover import since_text
 from spreadbus.features.propagation.planning.binding_round import binding_round
 from spreadbus.features.propagation.planning.binding_writes import (
     FINALIZER,
@@ -90,7 +90,6 @@ from spreadbus.features.propagation.planning.binding_writes import (
 )
 from spreadbus.features.propagation.planning.eviction import next_eviction
 from spreadbus.features.propagation.planning.eviction_rate import allows, next_allowed
-from spreadbus.features.propagation.planning.graceful_eviction import next_end
 from spreadbus.features.propagation.planning.schedule import Round
 from spreadbus.features.propagation.planning.templates import (
     BY_KIND,
@@ -369,11 +368,8 @@ class PropagationRule:
                                    reason=f"{kind_of(held)} {held.key}: schedule and status"))
         out.extend(copies)
         out.extend(self._template_status(held, governor, generation, stored, items))
-        application = as_map(held.failover).get("application")
-        ends = [t for t in (next_end(tasks), next_due(passed.unhealthy_since, application
-                                                      if isinstance(application, Mapping)
-                                                      else None)) if t is not None]
-        return out, (min(ends).timestamp() + _STRICTLY_AFTER if ends else None)
+        runs_out = passed.runs_out
+        return out, (None if runs_out is None else runs_out.timestamp() + _STRICTLY_AFTER)
 
     def _unclaimed(self, view: KubeProjection, held: HeldBinding, stored: Mapping[str, Any],
                    at: datetime) -> list[Desired]:
