@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -110,3 +111,38 @@ def rebalancer(name: str, *deployments: str) -> dict[str, Any]:
             "metadata": {"name": name},
             "spec": {"workloads": [{"apiVersion": "apps/v1", "kind": "Deployment",
                                     "name": d, "namespace": "default"} for d in deployments]}}
+
+
+@contextmanager
+def agent_stopped(stack: Stack, member: str) -> Iterator[dict[str, Any]]:
+    """``member``'s agent stopped (SIGSTOP) for the block, which gets its Cluster once it is no
+    longer Ready and tainted (its status and its taints are two writes: both are waited for)."""
+    agent = stack.agent_of(member)
+    assert len(agent) == 3, agent
+    for pid in agent:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        stack.until(lambda: not ready(stack, member)
+                    and (stack.get("cluster", member) or {}).get("spec", {}).get("taints"),
+                    f"{member} no longer Ready, and tainted")
+        yield stack.get("cluster", member)
+    finally:
+        for pid in agent:
+            os.kill(pid, signal.SIGCONT)
+
+
+def taint_unreachable(stack: Stack, cluster: dict[str, Any]) -> None:
+    """What Karmada's ClusterTaintPolicy adds to an unreachable cluster: NoExecute, since its
+    Ready condition turned."""
+    (condition,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Ready"]
+    stack.kubectl("patch", "cluster", cluster["metadata"]["name"], "--type=json", "-p",
+                  json.dumps([{"op": "add", "path": "/spec/taints/-",
+                               "value": {"key": "cluster.karmada.io/unreachable",
+                                         "effect": "NoExecute",
+                                         "timeAdded": condition["lastTransitionTime"]}}]))
+
+
+def untaint_unreachable(stack: Stack, member: str) -> None:
+    """The NoExecute taint :func:`taint_unreachable` added, after the planner's NoSchedule one."""
+    stack.kubectl("patch", "cluster", member, "--type=json", "-p",
+                  json.dumps([{"op": "remove", "path": "/spec/taints/1"}]))

@@ -19,8 +19,6 @@ are sampled every 50 ms; the budget's never go below its minimum, the other's do
 from __future__ import annotations
 
 import json
-import os
-import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,10 +32,13 @@ from kubernetes import client, config
 from tests.propagation.members_stack import (
     FAST_HEARTBEATS,
     Stack,
+    agent_stopped,
     evenly_over,
     members_stack,
     ready,
     rebalancer,
+    taint_unreachable,
+    untaint_unreachable,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -105,30 +106,12 @@ def test_member1_fails_over_stays_away_and_a_rebalancer_spreads_it_again(stack: 
                             == {"greeting": "hello"} for m in MEMBERS),
                 "the ConfigMap copied into both members")
 
-    agent = stack.agent_of("member1")
-    assert len(agent) == 3, agent
-    for pid in agent:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        # Its status and its taints are two writes: wait for both.
-        stack.until(lambda: not ready(stack, "member1")
-                    and (stack.get("cluster", "member1") or {}).get("spec", {}).get("taints"),
-                    "member1 no longer Ready, and tainted")
-        cluster = stack.get("cluster", "member1")
-        (condition,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Ready"]
+    with agent_stopped(stack, "member1") as cluster:
         assert [(t["key"], t["effect"]) for t in cluster["spec"]["taints"]] == [
             ("cluster.karmada.io/unreachable", "NoSchedule")]
-        # What Karmada's ClusterTaintPolicy adds to an unreachable cluster.
-        stack.kubectl("patch", "cluster", "member1", "--type=json", "-p", json.dumps([
-            {"op": "add", "path": "/spec/taints/-",
-             "value": {"key": "cluster.karmada.io/unreachable", "effect": "NoExecute",
-                       "timeAdded": condition["lastTransitionTime"]}}]))
+        taint_unreachable(stack, cluster)
         stack.until(spread(stack, {"member2": 4}), "every replica in member2")
-        stack.kubectl("patch", "cluster", "member1", "--type=json", "-p", json.dumps([
-            {"op": "remove", "path": "/spec/taints/1"}]))
-    finally:
-        for pid in agent:
-            os.kill(pid, signal.SIGCONT)
+        untaint_unreachable(stack, "member1")
 
     stack.until(lambda: ready(stack, "member1")
                 and not (stack.get("cluster", "member1") or {}).get("spec", {}).get("taints")

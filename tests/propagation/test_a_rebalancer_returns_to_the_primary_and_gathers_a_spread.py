@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import subprocess
 import threading
 from collections.abc import Callable, Iterator
@@ -39,9 +37,12 @@ from tests.propagation.members_stack import (
     FAST_HEARTBEATS,
     KUBECTL,
     Stack,
+    agent_stopped,
     members_stack,
     ready,
     rebalancer,
+    taint_unreachable,
+    untaint_unreachable,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -192,31 +193,14 @@ def test_a_primary_fails_over_to_its_backup_and_a_rebalancer_brings_it_back(stac
     stack.until(lambda: observed_affinity(stack, "app") == "primary",
                 "the primary term observed in the binding's status")
 
-    agent = stack.agent_of("member1")
-    assert len(agent) == 3, agent
-    for pid in agent:
-        os.kill(pid, signal.SIGSTOP)
-    try:
-        stack.until(lambda: not ready(stack, "member1")
-                    and (stack.get("cluster", "member1") or {}).get("spec", {}).get("taints"),
-                    "member1 no longer Ready, and tainted")
-        cluster = stack.get("cluster", "member1")
-        (condition,) = [c for c in cluster["status"]["conditions"] if c["type"] == "Ready"]
-        # What Karmada's ClusterTaintPolicy adds to an unreachable cluster.
-        stack.kubectl("patch", "cluster", "member1", "--type=json", "-p", json.dumps([
-            {"op": "add", "path": "/spec/taints/-",
-             "value": {"key": "cluster.karmada.io/unreachable", "effect": "NoExecute",
-                       "timeAdded": condition["lastTransitionTime"]}}]))
+    with agent_stopped(stack, "member1") as cluster:
+        taint_unreachable(stack, cluster)
         stack.until(lambda: scheduled(stack, "app") == {"member2": 3}
                     and ready_replicas(stack, "member2", "app") == 3,
                     "every replica in the backup")
         stack.until(lambda: observed_affinity(stack, "app") == "backup",
                     "the backup term observed in the binding's status")
-        stack.kubectl("patch", "cluster", "member1", "--type=json", "-p", json.dumps([
-            {"op": "remove", "path": "/spec/taints/1"}]))
-    finally:
-        for pid in agent:
-            os.kill(pid, signal.SIGCONT)
+        untaint_unreachable(stack, "member1")
 
     with BindingVersions(stack, "app") as versions:
         stack.until(lambda: ready(stack, "member1")
