@@ -100,6 +100,8 @@ CONTENT_TYPES: Final = {
 _OBJECT: Final = msgspec.json.Decoder(dict[str, Any])
 MAX_BACKOFF_SECONDS: Final = 10.0
 """The longest wait between two attempts of one plan."""
+CONFLICT_BACKOFF: Final = Backoff(first=0.01, cap=0.16)
+"""Between attempts on an object another writer changed: short, and drawn at random."""
 
 log = logging.getLogger(__name__)
 
@@ -163,6 +165,9 @@ class Applier:
             except Conflict:
                 if attempt >= self.max_attempts:
                     return self._failed(Conflict(409, "Conflict", "object kept changing"), attempt)
+                # Workers that lost the same object to each other must not read it again in
+                # lockstep: client-go's RetryOnConflict waits a jittered 10 ms too.
+                await self.sleep(CONFLICT_BACKOFF.delay(attempt))
             except KubeAPIError as exc:
                 if not exc.retryable or attempt >= self.max_attempts:
                     return self._failed(exc, attempt)
